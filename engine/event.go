@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event is something that happened: published by `hookd emit`, the API, a
+// file watch, or the engine itself (hook.run.*).
+type Event struct {
+	Seq    int64          // store sequence number, 0 until stored
+	ID     string         // unique id (client-supplied ids make publishing idempotent)
+	Type   string         // dot-separated: deploy.failed, hook.run.completed
+	Data   map[string]any // JSON object payload
+	Source string         // cli, api, engine, watch, hook:NAME
+	Time   time.Time
+	Depth  int // how many runs led to this event (loop protection)
+}
+
+// Engine event types.
+const (
+	EventRunStarted   = "hook.run.started"
+	EventRunCompleted = "hook.run.completed"
+	EventRunFailed    = "hook.run.failed"
+	EventRunSkipped   = "hook.run.skipped"
+	EventRunCancelled = "hook.run.cancelled"
+)
+
+// DataJSON returns the payload as a JSON object.
+func (e *Event) DataJSON() json.RawMessage {
+	if e.Data == nil {
+		return json.RawMessage("{}")
+	}
+	b, err := json.Marshal(e.Data)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
+}

@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// Overlap is what a trigger does when its hook already has a run in flight.
+type Overlap string
+
+// Overlap policies.
+const (
+	OverlapSkip           Overlap = "skip"            // record skipped:in_flight (default)
+	OverlapQueue          Overlap = "queue"           // keep at most one pending rerun
+	OverlapCancelPrevious Overlap = "cancel_previous" // cancel the run in flight, start anew
+)
+
+// MissedPolicy is what a schedule does with slots missed while hookd was down.
+type MissedPolicy string
+
+// Missed-slot policies.
+const (
+	MissedSkip   MissedPolicy = "skip"   // fire none of them
+	MissedLatest MissedPolicy = "latest" // fire the most recent one once (default)
+	MissedAll    MissedPolicy = "all"    // fire each, at most MaxCatchup
+)
+
+// TriggerKind names the one kind of trigger a hook has.
+type TriggerKind string
+
+// Trigger kinds. A hook with no trigger is fired by hand only.
+const (
+	TriggerManual TriggerKind = ""
+	TriggerEvery  TriggerKind = "every"
+	TriggerCron   TriggerKind = "cron"
+	TriggerEvent  TriggerKind = "event"
+	TriggerWatch  TriggerKind = "watch"
+)
+
+// Hook is one validated hook definition, as loaded from a file in hooks.d.
+type Hook struct {
+	Name        string
+	Description string
+	Enabled     bool
+	Trigger     Trigger
+	Cooldown    time.Duration
+	Overlap     Overlap
+	Timeout     time.Duration // whole run; 0 means the daemon default
+	Workdir     string        // absolute; steps and file tools are confined here
+	Env         map[string]string
+	Secrets     []string // names of environment variables, redacted everywhere
+	Steps       []*StepDef
+	System      string
+	Prompt      string
+	LLM         LLMConfig
+	Budget      Budget
+	Tools       []string
+	Plugins     []string
+	PluginsSet  bool // Plugins was given (an empty list means built-in handlers only)
+	SkipLLM     bool
+
+	Source Source
+}
+
+// Source says where a hook came from.
+type Source struct {
+	File    string // path as given to the loader
+	Line    int    // line of the hook's first key
+	Version string // short content hash of the file
+}
+
+// Trigger describes what fires a hook. Exactly one of Every, Cron, Event
+// or Watch is set, as Kind says.
+type Trigger struct {
+	Kind       TriggerKind
+	Every      time.Duration
+	Cron       string
+	Timezone   string
+	Jitter     time.Duration
+	OnMissed   MissedPolicy
+	MaxCatchup int
+	Event      string         // pattern: dot-separated segments, "*" one segment, "**" the rest
+	Where      map[string]any // payload filters: dotted path -> value (or list of values)
+	Watch      *WatchSpec
+
+	// Schedule is compiled by the loader for every/cron triggers.
+	Schedule Schedule
+	// Location is the time zone the schedule is evaluated in.
+	Location *time.Location
+}
+
+// Periodic reports whether the trigger fires on a schedule.
+func (t Trigger) Periodic() bool { return t.Kind == TriggerEvery || t.Kind == TriggerCron }
+
+// String describes the trigger for people: "every 2h", "cron 0 3 * * *", "event deploy.*".
+func (t Trigger) String() string {
+	switch t.Kind {
+	case TriggerEvery:
+		return "every " + t.Every.String()
+	case TriggerCron:
+		s := "cron " + t.Cron
+		if t.Timezone != "" {
+			s += " (" + t.Timezone + ")"
+		}
+		return s
+	case TriggerEvent:
+		return "event " + t.Event
+	case TriggerWatch:
+		if t.Watch != nil {
+			return fmt.Sprintf("watch %v", t.Watch.Paths)
+		}
+		return "watch"
+	}
+	return "manual"
+}
+
+// WatchSpec describes a file or folder watch trigger.
+type WatchSpec struct {
+	Paths       []string
+	Recursive   bool
+	Extensions  []string
+	Include     []string
+	Ignore      []string
+	Debounce    time.Duration
+	MaxWait     time.Duration
+	Poll        bool
+	ScanOnStart bool
+}
+
+// LLMConfig is a hook's model settings; empty fields fall back to hookd.yaml
+// and then to the environment.
+type LLMConfig struct {
+	Model     string
+	BaseURL   string
+	APIKeyEnv string
+	MaxRounds int
+}
+
+// Budget bounds what a run may spend.
+type Budget struct {
+	MaxTokensPerRun int
+}
+
+// Schedule computes fire times. Next returns the first slot strictly after
+// t, or the zero time when there is none.
+type Schedule interface {
+	Next(t time.Time) time.Time
+}
+
+// Decoder decodes a piece of a hook file into v, strictly: an unknown key
+// or a wrong type is an error naming the file, line and field.
+type Decoder interface {
+	Decode(v any) error
+}
+
+// StepDef is one step of a hook as written in its file.
+type StepDef struct {
+	Index    int // 1-based position, as in {{step_N}}
+	Name     string
+	Type     string
+	Line     int
+	Timeout  time.Duration
+	Required bool
+	Skip     ShortCircuit
+
+	// Step is built by the step kind from the kind-specific fields.
+	Step Step
+}
+
+// Label names the step in messages: "step_2 (tests)".
+func (d *StepDef) Label() string {
+	if d.Name != "" {
+		return fmt.Sprintf("step_%d (%s)", d.Index, d.Name)
+	}
+	return fmt.Sprintf("step_%d", d.Index)
+}
+
+// ShortCircuit lists the conditions under which a step's result makes the
+// model unnecessary.
+type ShortCircuit struct {
+	IfExitZero  bool   // shell-like steps exited 0
+	IfStatusOK  bool   // http-like steps answered 2xx
+	IfEmpty     bool   // the primary output is empty
+	IfUnchanged bool   // the gathered context equals the last run's
+	If          string // a placeholder expression that evaluates to true
+}

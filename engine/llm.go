@@ -1,0 +1,18 @@
+package engine
+
+import "context"
+
+// LLM runs the model stage of a run: it sends the rendered prompt, lets the
+// model call the hook's tools, and fills in the run's response, transcript
+// and token counts. The LLM issue implements it; a nil LLM makes every
+// hook that needs a model fail with a clear error.
+type LLM interface {
+	Complete(ctx context.Context, req *LLMRequest) error
+}
+
+// LLMRequest is one model stage of a run.
+type LLMRequest struct {
+	Hook   *Hook
+	Run    *Run // Prompt is set; Response, ToolCalls and Tokens are to be filled
+	System string
+}

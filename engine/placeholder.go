@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Placeholder is one {{path}} found in a template.
+type Placeholder struct {
+	Path       string // trimmed text between the braces
+	Start, End int    // byte offsets of "{{" and just past "}}"
+}
+
+// ParsePlaceholders finds every {{path}} in s. A "{{" without "}}" or a
+// path with characters other than letters, digits, '_', '-' and '.' is an
+// error.
+func ParsePlaceholders(s string) ([]Placeholder, error) {
+	var out []Placeholder
+	for i := 0; ; {
+		j := strings.Index(s[i:], "{{")
+		if j < 0 {
+			return out, nil
+		}
+		start := i + j
+		k := strings.Index(s[start+2:], "}}")
+		if k < 0 {
+			return nil, fmt.Errorf("unclosed placeholder at offset %d", start)
+		}
+		end := start + 2 + k + 2
+		path := strings.TrimSpace(s[start+2 : end-2])
+		if err := checkPath(path); err != nil {
+			return nil, fmt.Errorf("placeholder {{%s}}: %w", path, err)
+		}
+		out = append(out, Placeholder{Path: path, Start: start, End: end})
+		i = end
+	}
+}
+
+func checkPath(p string) error {
+	if p == "" {
+		return fmt.Errorf("empty path")
+	}
+	for _, seg := range strings.Split(p, ".") {
+		if seg == "" {
+			return fmt.Errorf("empty path segment")
+		}
+		for _, r := range seg {
+			if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return fmt.Errorf("invalid character %q", r)
+			}
+		}
+	}
+	return nil
+}
+
+// placeholder roots other than steps and events.
+var scalarRoots = map[string]bool{"hook": true, "run": true, "now": true, "last_run_time": true, "trigger": true}
+
+// CheckPlaceholders validates the placeholders of tmpl statically against
+// a hook's steps: a step reference must name a step before index before
+// (use len(steps)+1 for the prompt) and unknown roots are errors.
+func CheckPlaceholders(tmpl string, steps []*StepDef, before int) error {
+	phs, err := ParsePlaceholders(tmpl)
+	if err != nil {
+		return err
+	}
+	for _, ph := range phs {
+		if err := checkRef(ph.Path, steps, before); err != nil {
+			return fmt.Errorf("placeholder {{%s}}: %w", ph.Path, err)
+		}
+	}
+	return nil
+}
+
+func checkRef(path string, steps []*StepDef, before int) error {
+	segs := strings.Split(path, ".")
+	root := segs[0]
+	switch {
+	case root == "event":
+		return nil
+	case root == "steps":
+		if len(segs) < 2 {
+			return fmt.Errorf("steps needs a step name: {{steps.NAME.field}}")
+		}
+		for _, d := range steps {
+			if d.Name == segs[1] {
+				if d.Index >= before {
+					return fmt.Errorf("step %q runs at or after this point", segs[1])
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no step named %q", segs[1])
+	case strings.HasPrefix(root, "step_"):
+		n, err := strconv.Atoi(root[len("step_"):])
+		if err != nil || n < 1 {
+			return fmt.Errorf("bad step reference %q (want step_N, N from 1)", root)
+		}
+		if n > len(steps) {
+			return fmt.Errorf("step_%d is out of range (the hook has %d steps)", n, len(steps))
+		}
+		if n >= before {
+			return fmt.Errorf("step_%d runs at or after this point", n)
+		}
+		return nil
+	case scalarRoots[root]:
+		return nil
+	}
+	return fmt.Errorf("unknown placeholder root %q (want event, step_N, steps.NAME, hook, run, now, last_run_time or trigger)", root)
+}
+
+// Scope is what placeholders resolve against during a run.
+type Scope struct {
+	Hook        string
+	RunID       string
+	Trigger     string
+	Now         time.Time
+	LastRunTime time.Time
+	Event       map[string]any
+	Steps       []*StepResult // results so far, by position (nil for steps not run)
+	StepNames   map[string]int
+}
+
+// Lookup resolves a placeholder path to a value.
+func (s *Scope) Lookup(path string) (any, error) {
+	segs := strings.Split(path, ".")
+	root := segs[0]
+	switch {
+	case root == "event":
+		if len(segs) == 1 {
+			if s.Event == nil {
+				return map[string]any{}, nil
+			}
+			return s.Event, nil
+		}
+		return walk(s.Event, segs[1:], path)
+	case root == "hook":
+		return s.Hook, nil
+	case root == "run":
+		return s.RunID, nil
+	case root == "trigger":
+		return s.Trigger, nil
+	case root == "now":
+		return s.Now.Format(time.RFC3339), nil
+	case root == "last_run_time":
+		if s.LastRunTime.IsZero() {
+			return "", nil
+		}
+		return s.LastRunTime.Format(time.RFC3339), nil
+	case root == "steps":
+		if len(segs) < 2 {
+			return nil, fmt.Errorf("{{%s}}: steps needs a step name", path)
+		}
+		i, ok := s.StepNames[segs[1]]
+		if !ok {
+			return nil, fmt.Errorf("{{%s}}: no step named %q", path, segs[1])
+		}
+		return s.stepValue(i, segs[2:], path)
+	case strings.HasPrefix(root, "step_"):
+		n, err := strconv.Atoi(root[len("step_"):])
+		if err != nil {
+			return nil, fmt.Errorf("{{%s}}: bad step reference", path)
+		}
+		return s.stepValue(n, segs[1:], path)
+	}
+	return nil, fmt.Errorf("{{%s}}: unknown placeholder", path)
+}
+
+func (s *Scope) stepValue(n int, rest []string, path string) (any, error) {
+	if n < 1 || n > len(s.Steps) || s.Steps[n-1] == nil {
+		return nil, fmt.Errorf("{{%s}}: step_%d has no result", path, n)
+	}
+	r := s.Steps[n-1]
+	if len(rest) == 0 {
+		return r.Output, nil
+	}
+	v, ok := r.Field(rest[0])
+	if !ok {
+		return nil, fmt.Errorf("{{%s}}: step_%d has no field %q", path, n, rest[0])
+	}
+	if len(rest) == 1 {
+		return v, nil
+	}
+	return walk(v, rest[1:], path)
+}
+
+func walk(v any, segs []string, path string) (any, error) {
+	for _, seg := range segs {
+		switch x := v.(type) {
+		case map[string]any:
+			next, ok := x[seg]
+			if !ok {
+				return nil, fmt.Errorf("{{%s}}: no field %q", path, seg)
+			}
+			v = next
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, fmt.Errorf("{{%s}}: no element %q", path, seg)
+			}
+			v = x[i]
+		default:
+			return nil, fmt.Errorf("{{%s}}: %q is not an object", path, seg)
+		}
+	}
+	return v, nil
+}
+
+// Stringify turns a placeholder value into text: strings as they are,
+// everything else as JSON.
+func Stringify(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case fmt.Stringer:
+		return x.String()
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// Expand replaces every placeholder in tmpl with its value from scope,
+// passed through quote (nil leaves values as they are). A placeholder
+// that does not resolve is an error naming it.
+func Expand(tmpl string, scope *Scope, quote func(string) string) (string, error) {
+	phs, err := ParsePlaceholders(tmpl)
+	if err != nil {
+		return "", err
+	}
+	if len(phs) == 0 {
+		return tmpl, nil
+	}
+	var b strings.Builder
+	b.Grow(len(tmpl))
+	last := 0
+	for _, ph := range phs {
+		v, err := scope.Lookup(ph.Path)
+		if err != nil {
+			return "", err
+		}
+		s := Stringify(v)
+		if quote != nil {
+			s = quote(s)
+		}
+		b.WriteString(tmpl[last:ph.Start])
+		b.WriteString(s)
+		last = ph.End
+	}
+	b.WriteString(tmpl[last:])
+	return b.String(), nil
+}

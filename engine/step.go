@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Step gathers one piece of context for a run.
+type Step interface {
+	Run(ctx context.Context, env *StepEnv) (*StepResult, error)
+}
+
+// StepKind builds steps of one type from the kind-specific fields of a
+// step definition. cfg decodes those fields strictly.
+type StepKind interface {
+	New(def *StepDef, cfg Decoder) (Step, error)
+}
+
+// StepKindFunc adapts a function to StepKind.
+type StepKindFunc func(def *StepDef, cfg Decoder) (Step, error)
+
+// New calls f.
+func (f StepKindFunc) New(def *StepDef, cfg Decoder) (Step, error) { return f(def, cfg) }
+
+// StepEnv is what a step sees of its run.
+type StepEnv struct {
+	Hook    *Hook
+	RunID   string
+	Workdir string
+	Env     []string // KEY=VALUE, the process environment plus the hook's env
+	Scope   *Scope   // event and earlier results, for placeholders
+	Def     *StepDef
+	Now     time.Time
+}
+
+var (
+	stepKindsMu sync.RWMutex
+	stepKinds   = map[string]StepKind{}
+)
+
+// RegisterStep makes a step kind available under name. It panics when name
+// is empty or already registered.
+func RegisterStep(name string, kind StepKind) {
+	stepKindsMu.Lock()
+	defer stepKindsMu.Unlock()
+	if name == "" || kind == nil {
+		panic("engine: RegisterStep with empty name or nil kind")
+	}
+	if _, dup := stepKinds[name]; dup {
+		panic(fmt.Sprintf("engine: step kind %q registered twice", name))
+	}
+	stepKinds[name] = kind
+}
+
+// LookupStep returns the step kind registered under name.
+func LookupStep(name string) (StepKind, bool) {
+	stepKindsMu.RLock()
+	defer stepKindsMu.RUnlock()
+	k, ok := stepKinds[name]
+	return k, ok
+}
+
+// StepKinds lists the registered step kinds, sorted.
+func StepKinds() []string {
+	stepKindsMu.RLock()
+	defer stepKindsMu.RUnlock()
+	names := make([]string, 0, len(stepKinds))
+	for n := range stepKinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ScheduleFunc compiles the schedule of a periodic trigger.
+type ScheduleFunc func(t *Trigger) (Schedule, error)
+
+var (
+	schedulesMu sync.RWMutex
+	schedules   = map[TriggerKind]ScheduleFunc{}
+)
+
+// RegisterSchedule makes a periodic trigger kind available. It panics when
+// the kind is empty or already registered.
+func RegisterSchedule(kind TriggerKind, f ScheduleFunc) {
+	schedulesMu.Lock()
+	defer schedulesMu.Unlock()
+	if kind == "" || f == nil {
+		panic("engine: RegisterSchedule with empty kind or nil func")
+	}
+	if _, dup := schedules[kind]; dup {
+		panic(fmt.Sprintf("engine: schedule kind %q registered twice", kind))
+	}
+	schedules[kind] = f
+}
+
+// CompileSchedule compiles t's schedule with the registered kind.
+func CompileSchedule(t *Trigger) (Schedule, error) {
+	schedulesMu.RLock()
+	f, ok := schedules[t.Kind]
+	schedulesMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("engine: no schedule kind %q registered", t.Kind)
+	}
+	return f(t)
+}

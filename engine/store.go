@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors of the store contract.
+var (
+	ErrNotFound  = errors.New("engine: not found")
+	ErrSlotTaken = errors.New("engine: slot already fired")
+	ErrLocked    = errors.New("engine: database is in use by another hookd")
+)
+
+// HookState is what the store keeps of a hook between restarts.
+type HookState struct {
+	Hook       string
+	Paused     bool
+	LastSlot   time.Time // latest schedule slot claimed
+	LastStart  time.Time // when the latest run started
+	LastRunID  string
+	LastStatus Status
+}
+
+// Store persists runs, schedule state, the queue and events. The engine
+// consumes it; package store implements it on SQLite.
+type Store interface {
+	// HookStates returns the saved state of every hook that has any.
+	HookStates(ctx context.Context) (map[string]HookState, error)
+	// SetPaused records whether a hook is paused.
+	SetPaused(ctx context.Context, hook string, paused bool) error
+
+	// InsertRun records a run that has not started: queued, or final
+	// (skipped, dropped, cancelled) with its reason.
+	InsertRun(ctx context.Context, r *Run) error
+	// StartRun marks a run running (inserting it if new) and, in the same
+	// transaction, records the hook's last start and, when r.Slot is set,
+	// claims the slot. A slot claimed before fails with ErrSlotTaken and
+	// changes nothing.
+	StartRun(ctx context.Context, r *Run) error
+	// FinishRun stores a run's final status and results.
+	FinishRun(ctx context.Context, r *Run) error
+	// GetRun returns a run by id, or ErrNotFound.
+	GetRun(ctx context.Context, id string) (*Run, error)
+	// ListRuns returns runs, newest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+	// QueuedRuns returns the runs with status queued, oldest first.
+	QueuedRuns(ctx context.Context) ([]*Run, error)
+	// UpdateQueued replaces the event data of a queued run (coalescing).
+	UpdateQueued(ctx context.Context, r *Run) error
+	// RecoverInterrupted marks runs left running by a crash interrupted
+	// and returns them.
+	RecoverInterrupted(ctx context.Context, now time.Time) ([]*Run, error)
+	// LastFingerprint returns the context fingerprint of the hook's latest
+	// run that reached the model or was short-circuited.
+	LastFingerprint(ctx context.Context, hook string) (string, error)
+
+	// AppendEvent stores an event and fills in its sequence number.
+	AppendEvent(ctx context.Context, ev *Event) error
+	// ListEvents returns stored events, newest first.
+	ListEvents(ctx context.Context, typ string, limit int) ([]*Event, error)
+}

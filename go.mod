@@ -1,0 +1,3 @@
+module github.com/hookd/hookd
+
+go 1.26.8
