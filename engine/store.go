@@ -11,6 +11,9 @@ var (
 	ErrNotFound  = errors.New("engine: not found")
 	ErrSlotTaken = errors.New("engine: slot already fired")
 	ErrLocked    = errors.New("engine: database is in use by another hookd")
+	// ErrDuplicateEvent is returned by AppendEvent for an event whose ID
+	// was stored before; the event's Seq is set to the stored one.
+	ErrDuplicateEvent = errors.New("engine: event id already stored")
 )
 
 // HookState is what the store keeps of a hook between restarts.
