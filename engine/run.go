@@ -26,34 +26,34 @@ func (s Status) Final() bool { return s != StatusQueued && s != StatusRunning }
 // Run is the record of one trigger of a hook: a run that executed, or one a
 // gate stopped, with the reason why.
 type Run struct {
-	ID          string
-	Hook        string
-	Trigger     string          // what fired it: schedule, catchup, event, manual, retry...
-	Slot        time.Time       // the schedule slot it fires for (zero when not periodic)
-	Status      Status          //
-	Reason      string          // why it was skipped, dropped, cancelled or failed: "in_flight", "cooldown"...
-	Event       json.RawMessage // event payload (JSON object), if any
-	EventType   string          // type of the event that fired it, if any
-	Steps       []*StepResult   //
-	Prompt      string          //
-	Response    string          //
-	ToolCalls   json.RawMessage // transcript of model calls and tool calls (JSON), filled by the LLM stage
-	Tokens      Tokens          //
-	Error       string          //
-	Fingerprint string          // hash of the gathered context, for skip_llm_if_unchanged
-	QueuedAt    time.Time       //
-	StartedAt   time.Time       //
-	FinishedAt  time.Time       //
-	Depth       int             // event chain depth that led to this run
+	ID          string          `json:"id"`
+	Hook        string          `json:"hook"`
+	Trigger     string          `json:"trigger"`               // what fired it: schedule, catchup, event, manual
+	Slot        time.Time       `json:"slot,omitzero"`         // the schedule slot it fires for (zero when not periodic)
+	Status      Status          `json:"status"`                //
+	Reason      string          `json:"reason,omitempty"`      // why it was skipped, dropped, cancelled or failed: "in_flight: ...", "cooldown: ..."
+	Event       json.RawMessage `json:"event,omitempty"`       // event payload (JSON object), if any
+	EventType   string          `json:"event_type,omitempty"`  // type of the event that fired it, if any
+	Steps       []*StepResult   `json:"steps,omitempty"`       //
+	Prompt      string          `json:"prompt,omitempty"`      //
+	Response    string          `json:"response,omitempty"`    //
+	ToolCalls   json.RawMessage `json:"transcript,omitempty"`  // model calls and tool calls (JSON), filled by the LLM stage
+	Tokens      Tokens          `json:"tokens"`                //
+	Error       string          `json:"error,omitempty"`       //
+	Fingerprint string          `json:"fingerprint,omitempty"` // hash of the gathered context, for skip_llm_if_unchanged
+	QueuedAt    time.Time       `json:"queued_at,omitzero"`    //
+	StartedAt   time.Time       `json:"started_at,omitzero"`   //
+	FinishedAt  time.Time       `json:"finished_at,omitzero"`  //
+	Depth       int             `json:"depth,omitempty"`       // event chain depth that led to this run
 }
 
 // Tokens counts model usage as the server reported it. Known is false when
 // the server did not report usage.
 type Tokens struct {
-	Prompt     int64
-	Completion int64
-	Cached     int64
-	Known      bool
+	Prompt     int64 `json:"prompt"`
+	Completion int64 `json:"completion"`
+	Cached     int64 `json:"cached"`
+	Known      bool  `json:"known"`
 }
 
 // Duration is how long the run took, or zero while it runs.

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// The control API, served on the unix socket in the state directory:
+//
+//	GET  /healthz
+//	GET  /v1/hooks                  live state of every hook
+//	POST /v1/hooks/{name}/fire      {"event":{...},"force":bool} -> {"run":{...}}; 409 + gate when refused
+//	POST /v1/hooks/{name}/pause     and /resume
+//	GET  /v1/runs?hook=&status=&limit=&before=
+//	GET  /v1/runs/{id}
+//	GET  /v1/runs/{id}/wait         blocks until the run is final
+//	POST /v1/events                 {"type":"...","data":{...},"id":"optional"} -> {"event_id","seq","runs"}
+//	GET  /v1/status                 runs in flight, queue, overdue hooks
+
+// maxBody bounds request bodies.
+const maxBody = 1 << 20
+
+type apiServer struct {
+	eng *engine.Engine
+	st  engine.Store
+	log *slog.Logger
+}
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Error string `json:"error"`
+	Gate  string `json:"gate,omitempty"`
+	RunID string `json:"run_id,omitempty"`
+}
+
+func (a *apiServer) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /v1/hooks", a.hooks)
+	mux.HandleFunc("POST /v1/hooks/{name}/fire", a.fire)
+	mux.HandleFunc("POST /v1/hooks/{name}/pause", a.pause(true))
+	mux.HandleFunc("POST /v1/hooks/{name}/resume", a.pause(false))
+	mux.HandleFunc("GET /v1/runs", a.runs)
+	mux.HandleFunc("GET /v1/runs/{id}", a.run)
+	mux.HandleFunc("GET /v1/runs/{id}/wait", a.wait)
+	mux.HandleFunc("POST /v1/events", a.emit)
+	mux.HandleFunc("GET /v1/status", a.status)
+	return mux
+}
+
+// serveUnix listens on the socket path (replacing a stale socket: the
+// caller holds the database lock, so no live daemon owns it).
+func (a *apiServer) serveUnix(path string) (*http.Server, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("restrict socket: %w", err)
+	}
+	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("control API stopped", "err", err)
+		}
+	}()
+	return srv, nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	var gate *engine.GateError
+	switch {
+	case errors.As(err, &gate):
+		writeJSON(w, http.StatusConflict, apiError{Error: err.Error(), Gate: gate.Gate, RunID: gate.RunID})
+	case errors.Is(err, engine.ErrNotFound):
+		writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
+	case errors.Is(err, engine.ErrStopped):
+		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "hookd is shutting down"})
+	case errors.Is(err, engine.ErrDuplicateEvent):
+		writeJSON(w, http.StatusConflict, apiError{Error: err.Error()})
+	default:
+		writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+	}
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "bad request body: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+func (a *apiServer) hooks(w http.ResponseWriter, r *http.Request) {
+	hs, err := a.eng.Hooks(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, hs)
+}
+
+type fireRequest struct {
+	Event map[string]any `json:"event,omitempty"`
+	Force bool           `json:"force,omitempty"`
+}
+
+type runAnswer struct {
+	Run *engine.Run `json:"run"`
+}
+
+func (a *apiServer) fire(w http.ResponseWriter, r *http.Request) {
+	var req fireRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	run, err := a.eng.Fire(r.Context(), r.PathValue("name"), engine.FireOptions{Event: req.Event, Force: req.Force})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, runAnswer{run})
+}
+
+func (a *apiServer) pause(paused bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := a.eng.SetPaused(r.Context(), r.PathValue("name"), paused); err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"hook": r.PathValue("name"), "paused": paused})
+	}
+}
+
+func (a *apiServer) runs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := engine.RunFilter{Hook: q.Get("hook"), Status: engine.Status(q.Get("status")), Before: q.Get("before")}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "limit must be a positive integer"})
+			return
+		}
+		f.Limit = n
+	}
+	runs, err := a.st.ListRuns(r.Context(), f)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, runs)
+}
+
+func (a *apiServer) run(w http.ResponseWriter, r *http.Request) {
+	run, err := a.st.GetRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+func (a *apiServer) wait(w http.ResponseWriter, r *http.Request) {
+	run, err := a.eng.Wait(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+type emitRequest struct {
+	ID   string         `json:"id,omitempty"`
+	Type string         `json:"type"`
+	Data map[string]any `json:"data,omitempty"`
+}
+
+type emitAnswer struct {
+	EventID string        `json:"event_id"`
+	Seq     int64         `json:"seq"`
+	Runs    []*engine.Run `json:"runs"`
+}
+
+func (a *apiServer) emit(w http.ResponseWriter, r *http.Request) {
+	var req emitRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Type == "" {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "type is required"})
+		return
+	}
+	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "api"}
+	runs, err := a.eng.Emit(r.Context(), ev)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, emitAnswer{EventID: ev.ID, Seq: ev.Seq, Runs: runs})
+}
+
+func (a *apiServer) status(w http.ResponseWriter, r *http.Request) {
+	sum, err := a.eng.Summary(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sum)
+}
+
+// client talks to a running daemon over its unix socket.
+type client struct {
+	http *http.Client
+}
+
+// dial returns a client when a daemon answers on the socket, or nil.
+func dial(socket string) *client {
+	if _, err := os.Stat(socket); err != nil {
+		return nil
+	}
+	c := &client{http: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.do(ctx, "GET", "/healthz", nil, nil); err != nil {
+		return nil
+	}
+	return c
+}
+
+// remoteError is an error answer from the daemon.
+type remoteError struct {
+	status int
+	body   apiError
+}
+
+func (e *remoteError) Error() string { return e.body.Error }
+
+func (c *client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://hookd"+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask hookd: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var ae apiError
+		if err := json.NewDecoder(resp.Body).Decode(&ae); err != nil || ae.Error == "" {
+			ae.Error = resp.Status
+		}
+		return &remoteError{status: resp.StatusCode, body: ae}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}

@@ -1,0 +1,152 @@
+// Command hookd is a scheduled automation engine with LLM-driven hooks.
+// See the README for the hook file format and the commands.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitError   = 1
+	exitUsage   = 2
+	exitRefused = 75 // a fire was refused by a gate (EX_TEMPFAIL)
+)
+
+type command struct {
+	name    string
+	args    string
+	summary string
+	run     func(c *cli, args []string) int
+}
+
+var commands = []command{
+	{"serve", "[--hooks DIR] [--db PATH] [--config FILE]", "run the daemon", cmdServe},
+	{"fire", "NAME [--wait] [--force] [--event JSON]", "fire a hook through the running daemon, or in-process if none runs", cmdFire},
+	{"emit", "TYPE [key=value ...] [--data JSON]", "publish an event", cmdEmit},
+	{"list", "", "hooks, trigger, next due, last status", cmdList},
+	{"runs", "[NAME] [--status S] [--limit N] [--json]", "recent runs, newest first", cmdRuns},
+	{"run", "ID [--json]", "one run: steps, prompt, response, tool calls, tokens", cmdRun},
+	{"validate", "[DIR]", "check hook files; exit 1 on error", cmdValidate},
+	{"next", "NAME [-n 5]", "next fire times", cmdNext},
+	{"pause", "NAME", "pause a hook (kept across restarts)", cmdPause},
+	{"resume", "NAME", "resume a paused hook", cmdResume},
+	{"status", "", "runs in flight, the queue, overdue hooks", cmdStatus},
+}
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(&cli{name: c.name, argsHelp: c.args, stdout: stdout, stderr: stderr}, args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "hookd: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "hookd: scheduled automation with LLM-driven hooks")
+	fmt.Fprintln(w, "\nUsage:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  hookd %-9s %s\n  %10s %s\n", c.name, c.args, "", c.summary)
+	}
+	fmt.Fprintln(w, "\nEvery command takes --config FILE (default hookd.yaml if present), --db PATH and --hooks DIR.")
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 usage, 75 a fire was refused by a gate.")
+}
+
+// cli is one invocation of a subcommand.
+type cli struct {
+	name     string
+	argsHelp string
+	stdout   io.Writer
+	stderr   io.Writer
+
+	configPath string
+	dbPath     string
+	hooksDir   string
+}
+
+// flags returns a flag set with the flags every command takes.
+func (c *cli) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet("hookd "+c.name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.StringVar(&c.configPath, "config", "", "daemon settings file (default hookd.yaml if present)")
+	fs.StringVar(&c.dbPath, "db", "", "SQLite database path (default .hookd/hookd.db)")
+	fs.StringVar(&c.hooksDir, "hooks", "", "hooks directory (default hooks.d)")
+	fs.Usage = func() {
+		fmt.Fprintf(c.stderr, "Usage: hookd %s %s\n", c.name, c.argsHelp)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags that may come before, between or after positional
+// arguments, and checks the count of positionals.
+func (c *cli) parse(fs *flag.FlagSet, args []string, minPos, maxPos int) ([]string, int, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if rest[0] == "--" {
+			pos = append(pos, rest[1:]...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if len(pos) < minPos || (maxPos >= 0 && len(pos) > maxPos) {
+		fs.Usage()
+		return nil, exitUsage, false
+	}
+	return pos, exitOK, true
+}
+
+func (c *cli) errorf(format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "hookd %s: %s\n", c.name, fmt.Sprintf(format, args...))
+	return exitError
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		return s[:max-1] + "…"
+	}
+	return s
+}

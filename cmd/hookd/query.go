@@ -1,0 +1,462 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
+)
+
+func cmdList(c *cli, args []string) int {
+	fs := c.flags()
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, code, ok := c.parse(fs, args, 0, 0); !ok {
+		return code
+	}
+	d, err := c.settings()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	ctx := context.Background()
+	var hooks []engine.HookStatus
+	running := true
+	if cl := dial(socketPath(d.DB)); cl != nil {
+		if err := cl.do(ctx, "GET", "/v1/hooks", nil, &hooks); err != nil {
+			return c.errorf("%v", err)
+		}
+	} else {
+		running = false
+		if hooks, err = c.offlineHooks(ctx, d); err != nil {
+			return c.errorf("%v", err)
+		}
+	}
+	if *asJSON {
+		return c.printJSON(hooks)
+	}
+	if !running {
+		fmt.Fprintln(c.stderr, "hookd is not running: next due times are what it would use if started now")
+	}
+	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTRIGGER\tNEXT DUE\tLAST\tIN FLIGHT\tQUEUED\tFILE")
+	now := time.Now()
+	for _, h := range hooks {
+		next := "-"
+		switch {
+		case !h.Enabled:
+			next = "disabled"
+		case h.Paused:
+			next = "paused"
+		case !h.NextDue.IsZero():
+			next = h.NextDue.Local().Format("2006-01-02 15:04:05") + " (" + relTime(h.NextDue.Sub(now)) + ")"
+		}
+		last := "-"
+		if h.LastStatus != "" {
+			last = string(h.LastStatus)
+			if !h.LastStart.IsZero() {
+				last += " " + relTime(h.LastStart.Sub(now))
+			}
+		}
+		inflight := "-"
+		if h.InFlight != "" {
+			inflight = h.InFlight
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s@%s\n", h.Name, h.Trigger, next, last, inflight, h.Queued, h.File, h.Version)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// offlineHooks describes the hooks from their files and the store when no
+// daemon runs.
+func (c *cli) offlineHooks(ctx context.Context, d *config.Daemon) ([]engine.HookStatus, error) {
+	hooks, errs, err := c.loadHooks(d)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range errs {
+		fmt.Fprintf(c.stderr, "not loaded: %v\n", e)
+	}
+	saved := map[string]engine.HookState{}
+	var queued []*engine.Run
+	if db, err := openStore(d); err == nil {
+		defer db.Close()
+		if saved, err = db.HookStates(ctx); err != nil {
+			return nil, err
+		}
+		if queued, err = db.QueuedRuns(ctx); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now()
+	out := make([]engine.HookStatus, 0, len(hooks))
+	for _, h := range hooks {
+		st := saved[h.Name]
+		hs := engine.HookStatus{
+			Name: h.Name, Trigger: h.Trigger.String(), Enabled: h.Enabled, Paused: st.Paused,
+			LastRunID: st.LastRunID, LastStatus: st.LastStatus, LastStart: st.LastStart,
+			File: h.Source.File, Version: h.Source.Version,
+		}
+		if next := engine.FireTimes(h, now, 1); len(next) > 0 {
+			hs.NextDue = next[0]
+		}
+		for _, r := range queued {
+			if r.Hook == h.Name {
+				hs.Queued++
+			}
+		}
+		out = append(out, hs)
+	}
+	return out, nil
+}
+
+func cmdRuns(c *cli, args []string) int {
+	fs := c.flags()
+	status := fs.String("status", "", "only runs with this status (queued, running, completed, failed, skipped, dropped, cancelled, interrupted)")
+	limit := fs.Int("limit", 20, "how many runs")
+	before := fs.String("before", "", "only runs older than this run id (paging)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, code, ok := c.parse(fs, args, 0, 1)
+	if !ok {
+		return code
+	}
+	d, err := c.settings()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	db, err := openStore(d)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	defer db.Close()
+	f := engine.RunFilter{Status: engine.Status(*status), Limit: *limit, Before: *before}
+	if len(pos) == 1 {
+		f.Hook = pos[0]
+	}
+	runs, err := db.ListRuns(context.Background(), f)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	if *asJSON {
+		return c.printJSON(runs)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tHOOK\tSTATUS\tTRIGGER\tSTARTED\tDURATION\tREASON")
+	for _, r := range runs {
+		started := "-"
+		if t := firstNonZero(r.StartedAt, r.QueuedAt, r.FinishedAt); !t.IsZero() {
+			started = t.Local().Format("01-02 15:04:05")
+		}
+		dur := "-"
+		if d := r.Duration(); d > 0 {
+			dur = d.Round(time.Millisecond).String()
+		}
+		why := r.Reason
+		if r.Error != "" {
+			why = strings.TrimSpace(strings.TrimPrefix(why+" "+r.Error, " "))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Hook, r.Status, r.Trigger, started, dur, oneLine(why, 80))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func firstNonZero(ts ...time.Time) time.Time {
+	for _, t := range ts {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+func cmdRun(c *cli, args []string) int {
+	fs := c.flags()
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, code, ok := c.parse(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	d, err := c.settings()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	db, err := openStore(d)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	defer db.Close()
+	r, err := db.GetRun(context.Background(), pos[0])
+	if err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			return c.errorf("no run %s", pos[0])
+		}
+		return c.errorf("%v", err)
+	}
+	if *asJSON {
+		return c.printJSON(r)
+	}
+	printRun(c, r)
+	return exitOK
+}
+
+func printRun(c *cli, r *engine.Run) {
+	w := c.stdout
+	fmt.Fprintf(w, "run %s\n", r.ID)
+	field := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(w, "  %-10s %s\n", k+":", v)
+		}
+	}
+	field("hook", r.Hook)
+	field("status", string(r.Status))
+	field("reason", r.Reason)
+	field("trigger", r.Trigger)
+	if !r.Slot.IsZero() {
+		field("slot", r.Slot.Local().Format(time.RFC3339))
+	}
+	field("event", r.EventType)
+	if len(r.Event) > 0 && string(r.Event) != "{}" && string(r.Event) != "null" {
+		field("payload", string(r.Event))
+	}
+	if !r.QueuedAt.IsZero() && (r.StartedAt.IsZero() || r.StartedAt.Sub(r.QueuedAt) > 10*time.Millisecond) {
+		field("queued", r.QueuedAt.Local().Format(time.RFC3339))
+	}
+	if !r.StartedAt.IsZero() {
+		field("started", r.StartedAt.Local().Format(time.RFC3339))
+	}
+	if !r.FinishedAt.IsZero() {
+		field("finished", r.FinishedAt.Local().Format(time.RFC3339)+" ("+r.Duration().Round(time.Millisecond).String()+")")
+	}
+	if r.Tokens.Known {
+		field("tokens", fmt.Sprintf("prompt %d, completion %d, cached %d", r.Tokens.Prompt, r.Tokens.Completion, r.Tokens.Cached))
+	}
+	field("error", r.Error)
+	for _, s := range r.Steps {
+		label := "step_" + strconv.Itoa(s.Index)
+		if s.Name != "" {
+			label += " (" + s.Name + ")"
+		}
+		fmt.Fprintf(w, "\n%s %s, %s", label, s.Type, s.Duration.Round(time.Millisecond))
+		if ec, ok := s.Fields["exit_code"]; ok {
+			fmt.Fprintf(w, ", exit %v", ec)
+		}
+		fmt.Fprintln(w)
+		if s.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", s.Error)
+		}
+		printBlock(w, "output", s.Output)
+		if se, ok := s.Fields["stderr"].(string); ok {
+			printBlock(w, "stderr", se)
+		}
+	}
+	if r.Prompt != "" {
+		fmt.Fprintln(w)
+		printBlock(w, "prompt", r.Prompt)
+	}
+	if r.Response != "" {
+		fmt.Fprintln(w)
+		printBlock(w, "response", r.Response)
+	}
+}
+
+func printBlock(w interface{ Write([]byte) (int, error) }, title, text string) {
+	text = strings.TrimRight(text, "\n")
+	if text == "" {
+		return
+	}
+	fmt.Fprintf(w, "  %s:\n", title)
+	for _, line := range strings.Split(text, "\n") {
+		fmt.Fprintf(w, "    %s\n", line)
+	}
+}
+
+func (c *cli) printJSON(v any) int {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return c.errorf("%v", err)
+	}
+	return exitOK
+}
+
+func cmdValidate(c *cli, args []string) int {
+	fs := c.flags()
+	pos, code, ok := c.parse(fs, args, 0, 1)
+	if !ok {
+		return code
+	}
+	d, err := c.settings()
+	if err != nil {
+		fmt.Fprintln(c.stderr, err)
+		return exitError
+	}
+	if len(pos) == 1 {
+		d.HooksDir = pos[0]
+	}
+	hooks, errs, err := c.loadHooks(d)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	for _, e := range errs {
+		fmt.Fprintln(c.stderr, e)
+	}
+	fmt.Fprintf(c.stdout, "%d hook(s) valid in %s", len(hooks), d.HooksDir)
+	if len(errs) > 0 {
+		fmt.Fprintf(c.stdout, ", %d error(s)\n", len(errs))
+		return exitError
+	}
+	fmt.Fprintln(c.stdout)
+	return exitOK
+}
+
+func cmdNext(c *cli, args []string) int {
+	fs := c.flags()
+	n := fs.Int("n", 5, "how many fire times")
+	pos, code, ok := c.parse(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	d, err := c.settings()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	hooks, _, err := c.loadHooks(d)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	for _, h := range hooks {
+		if h.Name != pos[0] {
+			continue
+		}
+		times := engine.FireTimes(h, time.Now(), *n)
+		if len(times) == 0 {
+			fmt.Fprintf(c.stdout, "%s has no schedule (%s)\n", h.Name, h.Trigger.String())
+			return exitOK
+		}
+		loc := h.Trigger.Location
+		if loc == nil {
+			loc = time.Local
+		}
+		for _, t := range times {
+			fmt.Fprintln(c.stdout, t.In(loc).Format("2006-01-02 15:04:05 MST Mon"))
+		}
+		return exitOK
+	}
+	return c.errorf("no hook named %q (see `hookd list`, or `hookd validate` if its file has errors)", pos[0])
+}
+
+func cmdPause(c *cli, args []string) int  { return setPaused(c, args, true) }
+func cmdResume(c *cli, args []string) int { return setPaused(c, args, false) }
+
+func setPaused(c *cli, args []string, paused bool) int {
+	fs := c.flags()
+	pos, code, ok := c.parse(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	d, err := c.settings()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	name := pos[0]
+	verb := map[bool]string{true: "paused", false: "resumed"}[paused]
+	ctx := context.Background()
+	if cl := dial(socketPath(d.DB)); cl != nil {
+		if err := cl.do(ctx, "POST", "/v1/hooks/"+name+"/"+c.name, nil, nil); err != nil {
+			return c.errorf("%v", err)
+		}
+		fmt.Fprintf(c.stdout, "%s %s\n", name, verb)
+		return exitOK
+	}
+	// No daemon: check the hook exists, then record the state for the
+	// next start.
+	hooks, _, err := c.loadHooks(d)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	found := false
+	for _, h := range hooks {
+		found = found || h.Name == name
+	}
+	if !found {
+		return c.errorf("no hook named %q", name)
+	}
+	unlock, err := store.Lock(d.DB)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	defer unlock()
+	db, err := store.Open(d.DB)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	defer db.Close()
+	if err := db.SetPaused(ctx, name, paused); err != nil {
+		return c.errorf("%v", err)
+	}
+	fmt.Fprintf(c.stdout, "%s %s (hookd is not running; it applies when it starts)\n", name, verb)
+	return exitOK
+}
+
+func cmdStatus(c *cli, args []string) int {
+	fs := c.flags()
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, code, ok := c.parse(fs, args, 0, 0); !ok {
+		return code
+	}
+	d, err := c.settings()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	cl := dial(socketPath(d.DB))
+	if cl == nil {
+		fmt.Fprintf(c.stdout, "hookd is not running (no answer on %s)\n", socketPath(d.DB))
+		return exitError
+	}
+	var sum engine.Summary
+	if err := cl.do(context.Background(), "GET", "/v1/status", nil, &sum); err != nil {
+		return c.errorf("%v", err)
+	}
+	if *asJSON {
+		return c.printJSON(sum)
+	}
+	fmt.Fprintf(c.stdout, "hookd is running (socket %s)\n", socketPath(d.DB))
+	fmt.Fprintf(c.stdout, "in flight: %d %s\n", len(sum.InFlight), strings.Join(sum.InFlight, " "))
+	fmt.Fprintf(c.stdout, "queued:    %d %s\n", len(sum.Queued), strings.Join(sum.Queued, " "))
+	fmt.Fprintf(c.stdout, "overdue:   %d %s\n", len(sum.Overdue), strings.Join(sum.Overdue, " "))
+	return exitOK
+}
+
+// relTime says a duration the way people read it: "in 5m", "3h ago".
+func relTime(d time.Duration) string {
+	past := d < 0
+	if past {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Second:
+		s = "now"
+		return s
+	case d < time.Minute:
+		s = d.Round(time.Second).String()
+	case d < time.Hour:
+		s = d.Round(time.Minute).String()
+		s = strings.TrimSuffix(s, "0s")
+	default:
+		s = d.Round(time.Minute).String()
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if past {
+		return s + " ago"
+	}
+	return "in " + s
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/triggers"
+
+	_ "github.com/hookd/hookd/steps" // registers the step kinds
+)
+
+// settings resolves hookd.yaml and the flags that override it.
+func (c *cli) settings() (*config.Daemon, error) {
+	path, explicit := c.configPath, c.configPath != ""
+	if !explicit {
+		path = "hookd.yaml"
+	}
+	if _, err := os.Stat(path); explicit && err != nil {
+		return nil, fmt.Errorf("settings file: %w", err)
+	}
+	d, err := config.LoadDaemonFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if c.dbPath != "" {
+		d.DB = c.dbPath
+	}
+	if c.hooksDir != "" {
+		d.HooksDir = c.hooksDir
+	}
+	d.HooksDir = shortPath(d.HooksDir)
+	d.DB = shortPath(d.DB)
+	return d, nil
+}
+
+// shortPath makes a path under the working directory relative, so
+// messages name files the way the user typed them.
+func shortPath(p string) string {
+	wd, err := os.Getwd()
+	if err != nil || !filepath.IsAbs(p) {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return p
+}
+
+// socketPath is where the daemon for db listens: in its state directory.
+func socketPath(db string) string {
+	return filepath.Join(filepath.Dir(db), "hookd.sock")
+}
+
+// loadHooks loads the hooks directory, reporting bad files on stderr.
+func (c *cli) loadHooks(d *config.Daemon) ([]*engine.Hook, []error, error) {
+	if fi, err := os.Stat(d.HooksDir); err != nil || !fi.IsDir() {
+		return nil, nil, fmt.Errorf("hooks directory %s does not exist (use --hooks DIR)", d.HooksDir)
+	}
+	hooks, errs := config.LoadDir(d.HooksDir, config.Options{})
+	return hooks, errs, nil
+}
+
+// local is an engine on this process, holding the database lock.
+type local struct {
+	db     *store.DB
+	eng    *engine.Engine
+	hooks  []*engine.Hook
+	unlock func() error
+}
+
+// openLocal takes the database lock, opens the store, loads the hooks and
+// builds an engine. manual engines fire only what they are told to.
+func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
+	unlock, err := store.Lock(d.DB)
+	if err != nil {
+		return nil, err
+	}
+	l := &local{unlock: unlock}
+	if l.db, err = store.Open(d.DB); err != nil {
+		l.close()
+		return nil, err
+	}
+	hooks, errs, err := c.loadHooks(d)
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	for _, e := range errs {
+		log.Error("hook file not loaded", "err", e.Error())
+	}
+	l.hooks = hooks
+	l.eng, err = engine.New(engine.Config{
+		Store:          l.db,
+		Events:         triggers.NewEventIndex(),
+		Logger:         log,
+		MaxConcurrent:  d.MaxConcurrent,
+		Tick:           d.Tick,
+		QueueSize:      d.QueueSize,
+		Grace:          d.Grace,
+		DefaultTimeout: d.DefaultTimeout,
+		MaxCatchup:     d.MaxCatchup,
+		Manual:         manual,
+	}, hooks)
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	if err := l.eng.Start(context.Background()); err != nil {
+		l.close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *local) close() {
+	if l.eng != nil {
+		l.eng.Stop()
+	}
+	if l.db != nil {
+		l.db.Close()
+	}
+	if l.unlock != nil {
+		l.unlock()
+	}
+}
+
+// openStore opens the database for reading, without the lock: WAL lets
+// the CLI read while the daemon writes.
+func openStore(d *config.Daemon) (*store.DB, error) {
+	if _, err := os.Stat(d.DB); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no database at %s yet: start hookd with `hookd serve` or fire a hook first", d.DB)
+	}
+	return store.Open(d.DB)
+}
+
+// newLogger makes the process logger in the configured format.
+func newLogger(format string, w *os.File, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,435 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// Config holds what an Engine is built from. Store is required; the rest
+// have defaults.
+type Config struct {
+	Store  Store
+	Events EventIndex // needed by hooks with event triggers
+	LLM    LLM        // nil: hooks that need a model fail with a clear error
+	Prompt PromptRenderer
+	Clock  Clock
+	Logger *slog.Logger
+
+	MaxConcurrent  int           // runs executing at once (default 4)
+	Tick           time.Duration // the loop re-reads the clock at least this often (default 1s)
+	QueueSize      int           // runs that may wait for a concurrency slot (default 100)
+	Grace          time.Duration // how long shutdown waits for runs (default 30s)
+	DefaultTimeout time.Duration // a run's timeout when its hook sets none (default 30m)
+	MaxCatchup     int           // bound of on_missed: all when the hook sets none (default 10)
+	MaxEventDepth  int           // event chains deeper than this are cut (default 8)
+	Environ        []string      // the environment runs inherit (default os.Environ())
+
+	// Manual makes an engine that only runs what is fired or emitted
+	// through it: no schedules, no catch-up, and queued runs are left for
+	// the daemon. `hookd fire` and `hookd emit` use it when no daemon runs.
+	Manual bool
+}
+
+// PromptRenderer renders a hook's prompt from the gathered context.
+type PromptRenderer interface {
+	RenderPrompt(h *Hook, scope *Scope) (string, error)
+}
+
+// expandRenderer renders a prompt by plain placeholder expansion.
+type expandRenderer struct{}
+
+func (expandRenderer) RenderPrompt(h *Hook, scope *Scope) (string, error) {
+	return Expand(h.Prompt, scope, nil)
+}
+
+func (c *Config) setDefaults() {
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Prompt == nil {
+		c.Prompt = expandRenderer{}
+	}
+	if c.MaxConcurrent <= 0 {
+		c.MaxConcurrent = 4
+	}
+	if c.Tick <= 0 {
+		c.Tick = time.Second
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = 100
+	}
+	if c.Grace <= 0 {
+		c.Grace = 30 * time.Second
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = 30 * time.Minute
+	}
+	if c.MaxCatchup <= 0 {
+		c.MaxCatchup = 10
+	}
+	if c.MaxEventDepth <= 0 {
+		c.MaxEventDepth = 8
+	}
+	if c.Environ == nil {
+		c.Environ = os.Environ()
+	}
+}
+
+// Engine schedules hooks, applies the gates and executes runs. Its loop
+// goroutine owns all scheduling and gate state; every other method talks
+// to it over a channel.
+type Engine struct {
+	cfg   Config
+	log   *slog.Logger
+	msgs  chan func(*state)
+	hooks []*Hook
+
+	startOnce sync.Once
+	stopOnce  sync.Once
+	stopping  chan struct{} // closed when shutdown begins: no new triggers
+	loopDone  chan struct{}
+	cancel    context.CancelFunc
+	runs      sync.WaitGroup // run goroutines
+	runCtx    context.Context
+	runCancel context.CancelCauseFunc
+
+	eventLog     chan *Event // engine events on their way to the store
+	eventLogDone chan struct{}
+
+	subMu sync.Mutex
+	subs  map[int]func(*Event)
+	subN  int
+}
+
+// ErrStopped is returned by calls made after shutdown began.
+var ErrStopped = errors.New("engine: stopped")
+
+// New builds an engine for hooks. Hook names must be unique.
+func New(cfg Config, hooks []*Hook) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("engine: Config.Store is required")
+	}
+	cfg.setDefaults()
+	seen := make(map[string]bool, len(hooks))
+	for _, h := range hooks {
+		if seen[h.Name] {
+			return nil, fmt.Errorf("engine: hook %q given twice", h.Name)
+		}
+		seen[h.Name] = true
+		if h.Trigger.Kind == TriggerEvent && cfg.Events == nil {
+			return nil, fmt.Errorf("engine: hook %q has an event trigger but Config.Events is nil", h.Name)
+		}
+	}
+	e := &Engine{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		msgs:     make(chan func(*state), 256),
+		hooks:    hooks,
+		stopping: make(chan struct{}),
+		loopDone: make(chan struct{}),
+		subs:     map[int]func(*Event){},
+
+		eventLog:     make(chan *Event, 4096),
+		eventLogDone: make(chan struct{}),
+	}
+	e.runCtx, e.runCancel = context.WithCancelCause(context.Background())
+	return e, nil
+}
+
+// Start recovers state from the store (runs left running by a crash become
+// interrupted; queued runs are queued again; missed slots are handled by
+// each hook's on_missed) and starts the loop. It does not block.
+func (e *Engine) Start(ctx context.Context) error {
+	err := errors.New("engine: started twice")
+	e.startOnce.Do(func() { err = e.start(ctx) })
+	return err
+}
+
+func (e *Engine) start(ctx context.Context) error {
+	st, err := e.newState(ctx)
+	if err != nil {
+		return err
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go e.eventWriter()
+	go func() {
+		defer close(e.loopDone)
+		st.loop(loopCtx)
+	}()
+	return nil
+}
+
+// Stop shuts down with the configured grace period. It is safe to call
+// more than once; later calls wait for the first to finish.
+func (e *Engine) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Grace)
+	defer cancel()
+	e.Shutdown(ctx)
+}
+
+// Shutdown stops triggering at once, lets runs in flight finish until ctx
+// is done, then cancels the rest (recorded cancelled) and waits for their
+// records. Queued runs stay queued in the store for the next start.
+func (e *Engine) Shutdown(ctx context.Context) {
+	e.stopOnce.Do(func() {
+		// Close stopping on the loop, the only goroutine that starts runs,
+		// so no run starts after runs.Wait begins.
+		if e.cancel == nil || e.do(context.Background(), func(*state) { close(e.stopping) }) != nil {
+			close(e.stopping)
+		}
+		done := make(chan struct{})
+		go func() { e.runs.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			e.log.Warn("grace period over; cancelling runs in flight")
+			e.runCancel(errors.New("shutdown: hookd stopped before the run finished"))
+			<-done
+		}
+		if e.cancel != nil {
+			e.cancel()
+			<-e.loopDone
+			close(e.eventLog)
+			<-e.eventLogDone
+		}
+		e.runCancel(ErrStopped)
+	})
+	if e.cancel != nil {
+		<-e.loopDone
+	}
+}
+
+// do runs f on the loop goroutine and waits for it.
+func (e *Engine) do(ctx context.Context, f func(*state)) error {
+	done := make(chan struct{})
+	wrapped := func(s *state) { f(s); close(done) }
+	select {
+	case e.msgs <- wrapped:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.loopDone:
+		return ErrStopped
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.loopDone:
+		return ErrStopped
+	}
+}
+
+// send hands f to the loop without waiting for it to run.
+func (e *Engine) send(f func(*state)) {
+	select {
+	case e.msgs <- f:
+	case <-e.loopDone:
+	}
+}
+
+// FireOptions say how a hook is fired by hand.
+type FireOptions struct {
+	Event   map[string]any // payload, visible as {{event}}
+	Force   bool           // skip the cooldown (never the in-flight gate)
+	Trigger string         // recorded trigger reason (default "manual")
+}
+
+// Fire triggers a hook through the gates, like any trigger. It returns the
+// run (running or queued) once it is recorded, or a *GateError naming the
+// gate that refused it.
+func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, error) {
+	select {
+	case <-e.stopping:
+		return nil, ErrStopped
+	default:
+	}
+	var (
+		run     *Run
+		err     error
+		started chan struct{}
+	)
+	reason := opt.Trigger
+	if reason == "" {
+		reason = "manual"
+	}
+	if derr := e.do(ctx, func(s *state) {
+		ent := s.hooks[name]
+		if ent == nil {
+			err = fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
+			return
+		}
+		res := s.trigger(ent, trig{reason: reason, data: opt.Event, force: opt.Force, manual: true})
+		cp := *res.run // a snapshot: a started run belongs to its goroutine
+		run, err = &cp, res.err
+		if res.act != nil {
+			started = res.act.started
+		}
+	}); derr != nil {
+		return nil, derr
+	}
+	if started != nil {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return run, ctx.Err()
+		}
+	}
+	return run, err
+}
+
+// Emit stores ev and then dispatches it to the hooks whose event trigger
+// matches. It returns the runs it started or queued (a copy of each, as
+// it was when the loop decided).
+func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
+	if ev.Time.IsZero() {
+		ev.Time = e.cfg.Clock.Now()
+	}
+	if ev.ID == "" {
+		ev.ID = NewID()
+	}
+	if err := e.cfg.Store.AppendEvent(ctx, ev); err != nil {
+		if errors.Is(err, ErrDuplicateEvent) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("store event: %w", err)
+	}
+	return e.Dispatch(ctx, ev)
+}
+
+// Dispatch matches ev against the event triggers in memory and fires the
+// hooks it matches, without storing it. It returns once the loop decided.
+func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
+	e.notify(ev)
+	var fired []*Run
+	err := e.do(ctx, func(s *state) {
+		for _, r := range s.dispatch(ev) {
+			cp := *r
+			fired = append(fired, &cp)
+		}
+	})
+	return fired, err
+}
+
+// SetPaused pauses or resumes a hook. The state is stored, so it survives
+// restarts.
+func (e *Engine) SetPaused(ctx context.Context, name string, paused bool) error {
+	if err := e.cfg.Store.SetPaused(ctx, name, paused); err != nil {
+		return fmt.Errorf("store paused state: %w", err)
+	}
+	var err error
+	derr := e.do(ctx, func(s *state) {
+		ent := s.hooks[name]
+		if ent == nil {
+			err = fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
+			return
+		}
+		ent.paused = paused
+	})
+	if derr != nil {
+		return derr
+	}
+	return err
+}
+
+// HookStatus is a hook's live state, for `hookd list`.
+type HookStatus struct {
+	Name       string    `json:"name"`
+	Trigger    string    `json:"trigger"`
+	Enabled    bool      `json:"enabled"`
+	Paused     bool      `json:"paused"`
+	NextDue    time.Time `json:"next_due,omitzero"`
+	InFlight   string    `json:"in_flight,omitempty"` // run id
+	Queued     int       `json:"queued"`              // runs of this hook waiting
+	LastRunID  string    `json:"last_run_id,omitempty"`
+	LastStatus Status    `json:"last_status,omitempty"`
+	LastStart  time.Time `json:"last_start,omitzero"`
+	File       string    `json:"file"`
+	Version    string    `json:"version"`
+}
+
+// Hooks returns the live state of every hook, sorted by name.
+func (e *Engine) Hooks(ctx context.Context) ([]HookStatus, error) {
+	var out []HookStatus
+	err := e.do(ctx, func(s *state) { out = s.statuses() })
+	return out, err
+}
+
+// Status is the engine-wide summary for `hookd status`.
+type Summary struct {
+	InFlight []string `json:"in_flight"` // run ids
+	Queued   []string `json:"queued"`    // run ids, in queue order
+	Overdue  []string `json:"overdue"`   // hooks past due by more than two ticks
+}
+
+// Summary reports runs in flight, the queue and overdue hooks.
+func (e *Engine) Summary(ctx context.Context) (Summary, error) {
+	var out Summary
+	err := e.do(ctx, func(s *state) { out = s.summary() })
+	return out, err
+}
+
+// Wait blocks until the run is final and returns its record.
+func (e *Engine) Wait(ctx context.Context, runID string) (*Run, error) {
+	ch := make(chan *Run, 1)
+	var live bool
+	if err := e.do(ctx, func(s *state) { live = s.addWaiter(runID, ch) }); err != nil && !errors.Is(err, ErrStopped) {
+		return nil, err
+	}
+	if live {
+		select {
+		case r := <-ch:
+			return r, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-e.loopDone:
+		}
+	}
+	return e.cfg.Store.GetRun(ctx, runID)
+}
+
+// Subscribe calls f with every event the engine publishes or dispatches
+// (f must not block). The returned function unsubscribes.
+func (e *Engine) Subscribe(f func(*Event)) (cancel func()) {
+	e.subMu.Lock()
+	id := e.subN
+	e.subN++
+	e.subs[id] = f
+	e.subMu.Unlock()
+	return func() {
+		e.subMu.Lock()
+		delete(e.subs, id)
+		e.subMu.Unlock()
+	}
+}
+
+func (e *Engine) notify(ev *Event) {
+	e.subMu.Lock()
+	defer e.subMu.Unlock()
+	for _, f := range e.subs {
+		f(ev)
+	}
+}
+
+// FireTimes returns the next n times h's schedule fires after from, with
+// its jitter applied. A hook without a schedule has none.
+func FireTimes(h *Hook, from time.Time, n int) []time.Time {
+	s := h.Trigger.Schedule
+	if s == nil || !h.Trigger.Periodic() {
+		return nil
+	}
+	var out []time.Time
+	for slot := s.Next(from); !slot.IsZero() && len(out) < n; slot = s.Next(slot) {
+		out = append(out, slot.Add(jitterOffset(h.Name, slot, s.Next(slot), h.Trigger.Jitter)))
+	}
+	return out
+}

@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// Gate names, also the first word of the Reason of the records they leave.
+const (
+	GateDisabled   = "disabled"
+	GatePaused     = "paused"
+	GateInFlight   = "in_flight"
+	GateCooldown   = "cooldown"
+	GateQueueFull  = "queue_full"
+	GateEventDepth = "event_depth"
+)
+
+// GateError says which gate refused a trigger and how to get past it.
+type GateError struct {
+	Gate      string
+	Hook      string
+	RunID     string        // the run in flight (in_flight)
+	Remaining time.Duration // time left (cooldown)
+	Detail    string        // the rest of the message
+}
+
+func (g *GateError) Error() string {
+	switch g.Gate {
+	case GateInFlight:
+		return fmt.Sprintf("in flight: run %s of %s is still running; %s", g.RunID, g.Hook, g.Detail)
+	case GateCooldown:
+		return fmt.Sprintf("cooldown: %s left; %s", g.Remaining.Round(time.Second), g.Detail)
+	}
+	return fmt.Sprintf("%s: %s", g.Gate, g.Detail)
+}
+
+// reason is the text recorded on the run the gate refused.
+func (g *GateError) reason() string {
+	switch g.Gate {
+	case GateInFlight:
+		return fmt.Sprintf("%s: run %s was still running", g.Gate, g.RunID)
+	case GateCooldown:
+		return fmt.Sprintf("%s: %s left", g.Gate, g.Remaining.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%s: %s", g.Gate, g.Detail)
+}
+
+// cancelCause is the cause a run's context is cancelled with; it says what
+// the run's record becomes.
+type cancelCause struct {
+	status Status
+	reason string
+}
+
+func (c *cancelCause) Error() string { return c.reason }

@@ -1,0 +1,365 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// execute runs one run to its end on its own goroutine and reports back to
+// the loop. Everything it records goes through the store before the loop
+// hears of it.
+func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, prevStart time.Time) {
+	defer e.runs.Done()
+	run := act.run
+	log := e.log.With("hook", h.Name, "run", run.ID)
+	bg := context.WithoutCancel(ctx)
+
+	if err := e.cfg.Store.StartRun(bg, run); err != nil {
+		close(act.started)
+		if errors.Is(err, ErrSlotTaken) {
+			// The slot fired before (the clock moved back, or a restart
+			// raced): record why this trigger did nothing.
+			run.Status = StatusSkipped
+			run.Reason = fmt.Sprintf("slot_taken: slot %s already fired", run.Slot.Format(time.RFC3339))
+			run.Slot = time.Time{}
+			run.FinishedAt = e.cfg.Clock.Now()
+			record := e.cfg.Store.InsertRun
+			if act.wasQueued {
+				record = e.cfg.Store.FinishRun
+			}
+			if err := record(bg, run); err != nil {
+				log.Error("store run record", "err", err)
+			}
+		} else {
+			run.Status = StatusFailed
+			run.Error = fmt.Sprintf("record run start: %v", err)
+			log.Error("cannot record the run's start; not running it", "err", err)
+		}
+		e.send(func(s *state) { s.finished(ent, act) })
+		return
+	}
+	close(act.started)
+	log.Info("run started", "trigger", run.Trigger)
+	e.publish(runEvent(run, EventRunStarted))
+
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = e.cfg.DefaultTimeout
+	}
+	rctx, cancel := context.WithTimeoutCause(ctx, timeout,
+		&cancelCause{StatusFailed, fmt.Sprintf("timeout: the run exceeded its %s timeout", timeout)})
+	red := newRedactor(h.Secrets, e.cfg.Environ)
+	e.pipeline(rctx, h, run, prevStart, red)
+	cancel()
+
+	red.Run(run)
+	run.FinishedAt = e.cfg.Clock.Now()
+	if err := e.cfg.Store.FinishRun(bg, run); err != nil {
+		log.Error("store run result", "err", err)
+	}
+	log.Info("run finished", "status", run.Status, "reason", run.Reason, "duration", run.Duration())
+	e.publish(runEvent(run, finalEventType(run.Status)))
+	e.send(func(s *state) { s.finished(ent, act) })
+}
+
+// pipeline executes the steps, the short-circuits and the model stage,
+// leaving the outcome in run.
+func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *redactor) {
+	scope := &Scope{
+		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
+		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
+	}
+	if len(run.Event) > 0 {
+		if err := json.Unmarshal(run.Event, &scope.Event); err != nil {
+			run.Status, run.Error = StatusFailed, fmt.Sprintf("decode event payload: %v", err)
+			return
+		}
+	}
+	for _, d := range h.Steps {
+		if d.Name != "" {
+			scope.StepNames[d.Name] = d.Index
+		}
+	}
+	environ := e.cfg.Environ
+	if len(h.Env) > 0 {
+		environ = append(append([]string(nil), environ...), envList(h.Env)...)
+	}
+
+	for i, def := range h.Steps {
+		if stopped(ctx, run) {
+			return
+		}
+		res := e.runStep(ctx, h, run, def, &StepEnv{
+			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: environ, Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
+		})
+		scope.Steps[i] = res
+		run.Steps = append(run.Steps, res)
+		if res.Error != "" && def.Required {
+			if stopped(ctx, run) {
+				return
+			}
+			run.Status = StatusFailed
+			run.Error = fmt.Sprintf("%s failed: %s", def.Label(), res.Error)
+			return
+		}
+	}
+	if stopped(ctx, run) {
+		return
+	}
+
+	run.Fingerprint = fingerprint(run.Steps)
+	if reason, skip := e.shortCircuit(ctx, h, run, scope); skip {
+		run.Status, run.Reason = StatusSkipped, reason
+		return
+	}
+	if h.SkipLLM || strings.TrimSpace(h.Prompt) == "" {
+		run.Status = StatusCompleted
+		return
+	}
+
+	prompt, err := e.cfg.Prompt.RenderPrompt(h, scope)
+	if err != nil {
+		run.Status, run.Error = StatusFailed, fmt.Sprintf("render prompt: %v", err)
+		return
+	}
+	run.Prompt = red.String(prompt)
+	if e.cfg.LLM == nil {
+		run.Status = StatusFailed
+		run.Error = "no model client: this hook has a prompt and needs a model, but hookd has no LLM client configured; " +
+			"set skip_llm: true to run its steps only"
+		return
+	}
+	if err := e.cfg.LLM.Complete(ctx, &LLMRequest{Hook: h, Run: run, System: h.System}); err != nil {
+		if stopped(ctx, run) {
+			return
+		}
+		run.Status, run.Error = StatusFailed, err.Error()
+		return
+	}
+	if stopped(ctx, run) {
+		return
+	}
+	run.Status = StatusCompleted
+}
+
+// runStep runs one step under its own timeout and always returns a result.
+func (e *Engine) runStep(ctx context.Context, h *Hook, run *Run, def *StepDef, env *StepEnv) *StepResult {
+	sctx := ctx
+	if def.Timeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, def.Timeout)
+		defer cancel()
+	}
+	start := e.cfg.Clock.Now()
+	res, err := runStepSafely(sctx, def, env)
+	if res == nil {
+		res = &StepResult{}
+	}
+	res.Index, res.Name, res.Type = def.Index, def.Name, def.Type
+	if res.Started.IsZero() {
+		res.Started = start
+	}
+	if res.Duration == 0 {
+		res.Duration = e.cfg.Clock.Now().Sub(start)
+	}
+	if err != nil && res.Error == "" {
+		res.Error = err.Error()
+	}
+	if res.Error != "" {
+		e.log.Warn("step failed", "hook", h.Name, "run", run.ID, "step", def.Label(), "err", res.Error)
+	}
+	return res
+}
+
+// runStepSafely turns a panicking step into a step error.
+func runStepSafely(ctx context.Context, def *StepDef, env *StepEnv) (res *StepResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("step panicked: %v", p)
+		}
+	}()
+	if def.Step == nil {
+		return nil, fmt.Errorf("step type %q was not built", def.Type)
+	}
+	return def.Step.Run(ctx, env)
+}
+
+// stopped reports whether the run's context ended, and if so records how.
+func stopped(ctx context.Context, run *Run) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	var cc *cancelCause
+	if errors.As(context.Cause(ctx), &cc) {
+		run.Status = cc.status
+		if cc.status == StatusFailed {
+			run.Error = cc.reason
+			run.Reason = strings.SplitN(cc.reason, ":", 2)[0]
+		} else {
+			run.Reason = cc.reason
+		}
+		return true
+	}
+	run.Status, run.Reason = StatusCancelled, context.Cause(ctx).Error()
+	return true
+}
+
+// shortCircuit checks the steps' skip_llm_if_* conditions in order; the
+// first that holds skips the model.
+func (e *Engine) shortCircuit(ctx context.Context, h *Hook, run *Run, scope *Scope) (string, bool) {
+	var prevPrint *string
+	for i, def := range h.Steps {
+		res := run.Steps[i]
+		sk := def.Skip
+		why := ""
+		switch {
+		case sk.IfExitZero && res.Error == "" && isZero(res.Fields["exit_code"]):
+			why = "exit code 0"
+		case sk.IfStatusOK && res.Error == "" && is2xx(res.Fields["status_code"]):
+			why = fmt.Sprintf("status %v", res.Fields["status_code"])
+		case sk.IfEmpty && res.Error == "" && isEmptyResult(res):
+			why = "output is empty"
+		case sk.IfUnchanged:
+			if prevPrint == nil {
+				p, err := e.cfg.Store.LastFingerprint(ctx, h.Name)
+				if err != nil {
+					e.log.Warn("read last fingerprint", "hook", h.Name, "err", err)
+				}
+				prevPrint = &p
+			}
+			if *prevPrint != "" && *prevPrint == run.Fingerprint {
+				why = "context unchanged since the last run"
+			}
+		}
+		if why == "" && sk.If != "" {
+			v, err := Expand(sk.If, scope, nil)
+			if err == nil && truthy(v) {
+				why = "skip_llm_if " + sk.If + " is true"
+			}
+		}
+		if why != "" {
+			return def.Label() + ": " + why, true
+		}
+	}
+	return "", false
+}
+
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case int:
+		return x == 0
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	}
+	return false
+}
+
+func is2xx(v any) bool {
+	var n int
+	switch x := v.(type) {
+	case int:
+		n = x
+	case int64:
+		n = int(x)
+	case float64:
+		n = int(x)
+	default:
+		return false
+	}
+	return n >= 200 && n < 300
+}
+
+// isEmptyResult reports whether a step gathered nothing: its primary
+// output is blank, or a count field it reports is zero.
+func isEmptyResult(r *StepResult) bool {
+	if c, ok := r.Fields["count"]; ok {
+		return isZero(c)
+	}
+	return strings.TrimSpace(r.Output) == ""
+}
+
+func truthy(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "yes", "1":
+		return true
+	}
+	return false
+}
+
+// fingerprint hashes what the steps gathered (outputs and errors, not
+// timings), for skip_llm_if_unchanged.
+func fingerprint(steps []*StepResult) string {
+	if len(steps) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, s := range steps {
+		fmt.Fprintf(h, "%d\x00%d\x00%s\x00%d\x00%s\x00", s.Index, len(s.Output), s.Output, len(s.Error), s.Error)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func envList(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func finalEventType(s Status) string {
+	switch s {
+	case StatusCompleted:
+		return EventRunCompleted
+	case StatusSkipped, StatusDropped:
+		return EventRunSkipped
+	case StatusCancelled:
+		return EventRunCancelled
+	}
+	return EventRunFailed
+}
+
+// runEvent describes a run's lifecycle step as an engine event.
+func runEvent(run *Run, typ string) *Event {
+	data := map[string]any{
+		"hook": run.Hook, "run_id": run.ID, "status": string(run.Status), "trigger": run.Trigger,
+		"reason": run.Reason, "error": run.Error, "duration_ms": run.Duration().Milliseconds(),
+	}
+	return &Event{ID: NewID(), Type: typ, Data: data, Source: "engine", Depth: run.Depth + 1}
+}
+
+// publish logs an engine event and hands it to the loop for dispatch.
+func (e *Engine) publish(ev *Event) {
+	ev.Time = e.cfg.Clock.Now()
+	e.send(func(s *state) { s.events = append(s.events, ev) })
+}
+
+// logEvent stores an engine event without blocking the loop.
+func (e *Engine) logEvent(ev *Event) {
+	if ev.Time.IsZero() {
+		ev.Time = e.cfg.Clock.Now()
+	}
+	select {
+	case e.eventLog <- ev:
+	default:
+		e.log.Warn("event log full; engine event not stored", "type", ev.Type)
+	}
+}
+
+// eventWriter stores engine events in order until the log is closed.
+func (e *Engine) eventWriter() {
+	defer close(e.eventLogDone)
+	for ev := range e.eventLog {
+		if err := e.cfg.Store.AppendEvent(context.Background(), ev); err != nil && !errors.Is(err, ErrDuplicateEvent) {
+			e.log.Error("store engine event", "type", ev.Type, "err", err)
+		}
+	}
+}

@@ -1,0 +1,682 @@
+package engine
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sort"
+	"time"
+)
+
+// state is everything the loop goroutine owns.
+type state struct {
+	e     *Engine
+	cfg   *Config
+	hooks map[string]*entry
+	due   dueHeap
+	queue []*queuedRun // FIFO of runs waiting for a concurrency slot
+
+	running int               // runs executing
+	live    map[string]*entry // run id -> hook, for active, queued and pending runs
+	waiters map[string][]chan *Run
+	events  []*Event // engine events raised inside the loop, dispatched after the current message
+	match   []string // reused buffer for EventIndex.Match
+	lastNow time.Time
+}
+
+type queuedRun struct {
+	run *Run
+	ent *entry
+}
+
+// entry is one hook's scheduling and gate state.
+type entry struct {
+	hook   *Hook
+	paused bool
+
+	slot, due time.Time // next schedule slot and its jittered fire time
+	heapIdx   int       // -1 when not in the heap
+	lastSlot  time.Time // latest slot fired or recorded
+	catchup   []time.Time
+
+	active   *active
+	queued   *Run // waiting in the global queue
+	pending  *Run // overlap: queue rerun, waiting for active/queued
+	coalesce int  // triggers merged into pending
+
+	lastStart  time.Time
+	lastRunID  string
+	lastStatus Status
+	lastMissed bool // the latest slot did not start a run
+}
+
+// active is a run executing in its own goroutine.
+type active struct {
+	run     *Run
+	cancel  context.CancelCauseFunc
+	started chan struct{} // closed once the start is recorded
+
+	wasQueued bool // the run has a queued record already
+}
+
+// trig is one trigger of a hook.
+type trig struct {
+	reason    string // schedule, catchup, event, manual
+	slot      time.Time
+	data      map[string]any
+	eventType string
+	depth     int
+	force     bool
+	manual    bool
+}
+
+type trigResult struct {
+	run *Run
+	act *active // set when the run started now
+	err error   // *GateError when refused
+}
+
+func (e *Engine) newState(ctx context.Context) (*state, error) {
+	s := &state{
+		e:       e,
+		cfg:     &e.cfg,
+		hooks:   make(map[string]*entry, len(e.hooks)),
+		live:    map[string]*entry{},
+		waiters: map[string][]chan *Run{},
+	}
+	now := s.cfg.Clock.Now()
+	s.lastNow = now
+	saved, err := s.cfg.Store.HookStates(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load hook states: %w", err)
+	}
+	interrupted, err := s.cfg.Store.RecoverInterrupted(ctx, now)
+	if err != nil {
+		return nil, fmt.Errorf("recover interrupted runs: %w", err)
+	}
+	for _, r := range interrupted {
+		e.log.Warn("run interrupted by a previous stop", "hook", r.Hook, "run", r.ID)
+	}
+	for _, h := range e.hooks {
+		st := saved[h.Name]
+		ent := &entry{
+			hook: h, paused: st.Paused, heapIdx: -1, lastSlot: st.LastSlot,
+			lastStart: st.LastStart, lastRunID: st.LastRunID, lastStatus: st.LastStatus,
+		}
+		if ent.lastStatus == StatusRunning {
+			ent.lastStatus = StatusInterrupted
+		}
+		s.hooks[h.Name] = ent
+		if h.Trigger.Kind == TriggerEvent {
+			if err := s.cfg.Events.Add(h.Name, h.Trigger.Event, h.Trigger.Where); err != nil {
+				return nil, fmt.Errorf("hook %s: event trigger: %w", h.Name, err)
+			}
+		}
+		if !s.cfg.Manual && h.Trigger.Periodic() && h.Trigger.Schedule != nil {
+			s.initSchedule(ent, now)
+		}
+	}
+	if !s.cfg.Manual {
+		if err := s.restoreQueue(ctx, now); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// initSchedule applies the hook's on_missed policy to the slots that
+// passed since the last one recorded, then schedules the next slot.
+func (s *state) initSchedule(ent *entry, now time.Time) {
+	h := ent.hook
+	if !ent.lastSlot.IsZero() {
+		keep := 1
+		switch h.Trigger.OnMissed {
+		case MissedSkip:
+			keep = 0
+		case MissedAll:
+			keep = h.Trigger.MaxCatchup
+			if keep <= 0 {
+				keep = s.cfg.MaxCatchup
+			}
+		}
+		slots, total := missedSlots(h.Trigger.Schedule, ent.lastSlot, now, keep)
+		if n := total - len(slots); n > 0 {
+			policy := h.Trigger.OnMissed
+			if policy == "" {
+				policy = MissedLatest
+			}
+			s.record(ent, &Run{
+				ID: NewID(), Hook: h.Name, Trigger: "catchup", Status: StatusSkipped,
+				Reason: fmt.Sprintf("missed: %d slot(s) passed while hookd was down, not fired (on_missed: %s)", n, policy),
+			})
+		}
+		ent.catchup = slots
+	}
+	s.schedule(ent, now)
+}
+
+// restoreQueue puts the runs the store has as queued back in line.
+func (s *state) restoreQueue(ctx context.Context, now time.Time) error {
+	runs, err := s.cfg.Store.QueuedRuns(ctx)
+	if err != nil {
+		return fmt.Errorf("load queued runs: %w", err)
+	}
+	for _, r := range runs {
+		ent := s.hooks[r.Hook]
+		switch {
+		case ent == nil:
+			r.Status, r.Reason, r.FinishedAt = StatusCancelled, "removed: the hook no longer exists", now
+			s.finishRecord(r)
+		case ent.queued == nil:
+			ent.queued = r
+			s.queue = append(s.queue, &queuedRun{r, ent})
+			s.live[r.ID] = ent
+		case ent.pending == nil:
+			ent.pending = r
+			s.live[r.ID] = ent
+		default:
+			r.Status, r.Reason, r.FinishedAt = StatusCancelled, "coalesced: the hook already had a pending run", now
+			s.finishRecord(r)
+		}
+	}
+	return nil
+}
+
+// schedule sets ent's next slot after t and its place in the heap.
+func (s *state) schedule(ent *entry, after time.Time) {
+	tr := &ent.hook.Trigger
+	if !ent.lastSlot.IsZero() && ent.lastSlot.After(after) {
+		after = ent.lastSlot // never fire a slot twice, even after the clock moved back
+	}
+	slot := tr.Schedule.Next(after)
+	if slot.IsZero() {
+		if ent.heapIdx >= 0 {
+			heap.Remove(&s.due, ent.heapIdx)
+		}
+		ent.slot, ent.due = time.Time{}, time.Time{}
+		return
+	}
+	ent.slot = slot
+	ent.due = slot.Add(jitterOffset(ent.hook.Name, slot, tr.Schedule.Next(slot), tr.Jitter))
+	if ent.heapIdx >= 0 {
+		heap.Fix(&s.due, ent.heapIdx)
+	} else {
+		heap.Push(&s.due, ent)
+	}
+}
+
+// loop is the engine's one scheduling goroutine.
+func (s *state) loop(ctx context.Context) {
+	timer := s.cfg.Clock.NewTimer(s.cfg.Tick)
+	defer timer.Stop()
+	if !s.cfg.Manual {
+		s.startCatchups()
+		s.drainQueue()
+	}
+	for {
+		now := s.cfg.Clock.Now()
+		s.fireDue(now)
+		s.flushEvents()
+		wait := s.cfg.Tick
+		if len(s.due) > 0 {
+			if d := s.due[0].due.Sub(now); d < wait {
+				wait = max(d, 0)
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C():
+		case f := <-s.e.msgs:
+			f(s)
+			// Take what else is waiting before looking at the clock again.
+			for n := 0; n < 64; n++ {
+				select {
+				case f := <-s.e.msgs:
+					f(s)
+					continue
+				default:
+				}
+				break
+			}
+			s.flushEvents()
+		}
+	}
+}
+
+func (s *state) stopping() bool {
+	select {
+	case <-s.e.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// fireDue fires every hook whose jittered slot has come.
+func (s *state) fireDue(now time.Time) {
+	if s.stopping() {
+		return
+	}
+	for len(s.due) > 0 && !s.due[0].due.After(now) {
+		ent := s.due[0]
+		slot := ent.slot
+		// Slots that passed while the loop could not look (a suspend, a
+		// clock jump): fire the latest once and record the rest.
+		later, n := missedSlots(ent.hook.Trigger.Schedule, slot, now, 1)
+		if n > 0 {
+			s.record(ent, &Run{
+				ID: NewID(), Hook: ent.hook.Name, Trigger: "schedule", Status: StatusSkipped,
+				Reason: fmt.Sprintf("missed: %d slot(s) from %s passed while hookd was suspended or the clock jumped; fired the latest once",
+					n, slot.Format(time.RFC3339)),
+			})
+			slot = later[0]
+		}
+		s.fireSlot(ent, "schedule", slot)
+		s.schedule(ent, slot)
+	}
+}
+
+func (s *state) fireSlot(ent *entry, reason string, slot time.Time) {
+	data := map[string]any{"trigger": reason, "slot": slot.Format(time.RFC3339)}
+	if !ent.lastStart.IsZero() {
+		data["last_run_time"] = ent.lastStart.Format(time.RFC3339)
+	}
+	res := s.trigger(ent, trig{reason: reason, slot: slot, data: data})
+	ent.lastMissed = res.err != nil
+	if slot.After(ent.lastSlot) {
+		ent.lastSlot = slot
+	}
+}
+
+func (s *state) startCatchups() {
+	names := make([]string, 0)
+	for name, ent := range s.hooks {
+		if len(ent.catchup) > 0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		s.nextCatchup(s.hooks[name])
+	}
+}
+
+func (s *state) nextCatchup(ent *entry) bool {
+	if len(ent.catchup) == 0 {
+		return false
+	}
+	slot := ent.catchup[0]
+	ent.catchup = ent.catchup[1:]
+	s.fireSlot(ent, "catchup", slot)
+	return true
+}
+
+// trigger runs a trigger through the gates: disabled/paused, in flight,
+// cooldown, then the concurrency limit.
+func (s *state) trigger(ent *entry, t trig) trigResult {
+	h := ent.hook
+	now := s.cfg.Clock.Now()
+	run := &Run{
+		ID: NewID(), Hook: h.Name, Trigger: t.reason, Slot: t.slot,
+		EventType: t.eventType, Depth: t.depth, QueuedAt: now,
+	}
+	if t.data != nil {
+		run.Event, _ = json.Marshal(t.data)
+	}
+	if !h.Enabled {
+		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateDisabled, Hook: h.Name,
+			Detail: fmt.Sprintf("hook %s has enabled: false in %s; set enabled: true to run it", h.Name, h.Source.File)})
+	}
+	if ent.paused {
+		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GatePaused, Hook: h.Name,
+			Detail: fmt.Sprintf("hook %s is paused; run `hookd resume %s` first", h.Name, h.Name)})
+	}
+	if ent.active != nil || ent.queued != nil {
+		occupant := ent.queued
+		if ent.active != nil {
+			occupant = ent.active.run
+		}
+		switch h.Overlap {
+		case OverlapQueue:
+			return s.addPending(ent, run, t, occupant)
+		case OverlapCancelPrevious:
+			if ent.queued != nil {
+				s.dequeue(ent.queued, StatusCancelled, "cancel_previous: superseded by run "+run.ID)
+			}
+			if ent.active != nil {
+				ent.active.cancel(&cancelCause{StatusCancelled, "cancel_previous: superseded by run " + run.ID})
+				if ent.pending != nil {
+					old := ent.pending
+					delete(s.live, old.ID)
+					ent.pending = nil
+					old.Status, old.Reason, old.FinishedAt = StatusCancelled, "cancel_previous: superseded by run "+run.ID, now
+					s.finishRecord(old)
+					s.finishWaiters(old)
+				}
+				return s.addPending(ent, run, t, ent.active.run)
+			}
+		default:
+			return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateInFlight, Hook: h.Name, RunID: occupant.ID,
+				Detail: "wait for it to finish, or set overlap: queue or cancel_previous"})
+		}
+	}
+	if h.Cooldown > 0 && !t.force && !ent.lastStart.IsZero() {
+		if left := ent.lastStart.Add(h.Cooldown).Sub(now); left > 0 {
+			return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateCooldown, Hook: h.Name, Remaining: left,
+				Detail: fmt.Sprintf("cooldown is %s; use --force to skip the cooldown", h.Cooldown)})
+		}
+	}
+	return s.admit(ent, run)
+}
+
+// addPending makes run the hook's one pending rerun, or merges it into the
+// pending run there is.
+func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResult {
+	if p := ent.pending; p != nil {
+		ent.coalesce++
+		p.Event = mergeEvent(p.Event, t.data)
+		if t.eventType != "" {
+			p.EventType = t.eventType
+		}
+		p.Reason = fmt.Sprintf("pending: waits for run %s; %d later trigger(s) coalesced into it", occupant.ID, ent.coalesce)
+		if err := s.cfg.Store.UpdateQueued(context.Background(), p); err != nil {
+			s.e.log.Error("store coalesced run", "hook", ent.hook.Name, "run", p.ID, "err", err)
+		}
+		return trigResult{run: p}
+	}
+	ent.coalesce = 0
+	run.Status = StatusQueued
+	run.Reason = fmt.Sprintf("pending: waits for run %s", occupant.ID)
+	s.insertRecord(run)
+	ent.pending = run
+	s.live[run.ID] = ent
+	return trigResult{run: run}
+}
+
+// mergeEvent merges data into a stored JSON object; later keys win.
+func mergeEvent(old json.RawMessage, data map[string]any) json.RawMessage {
+	if data == nil {
+		return old
+	}
+	merged := map[string]any{}
+	if len(old) > 0 {
+		_ = json.Unmarshal(old, &merged)
+	}
+	maps.Copy(merged, data)
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return old
+	}
+	return b
+}
+
+// admit starts run now or puts it in the global queue.
+func (s *state) admit(ent *entry, run *Run) trigResult {
+	if s.running < s.cfg.MaxConcurrent && !s.stopping() {
+		act, snap := s.startRun(ent, run)
+		return trigResult{run: snap, act: act}
+	}
+	if len(s.queue) >= s.cfg.QueueSize {
+		return s.refuse(ent, run, StatusDropped, &GateError{Gate: GateQueueFull, Hook: ent.hook.Name,
+			Detail: fmt.Sprintf("%d runs already wait for a concurrency slot (max_concurrent %d, queue_size %d)",
+				len(s.queue), s.cfg.MaxConcurrent, s.cfg.QueueSize)})
+	}
+	known := run.Status == StatusQueued // a pending run already has its record
+	run.Status = StatusQueued
+	run.Reason = fmt.Sprintf("queued: waits for a concurrency slot (max_concurrent %d)", s.cfg.MaxConcurrent)
+	if known {
+		if err := s.cfg.Store.UpdateQueued(context.Background(), run); err != nil {
+			s.e.log.Error("store queued run", "hook", ent.hook.Name, "run", run.ID, "err", err)
+		}
+	} else {
+		s.insertRecord(run)
+	}
+	ent.queued = run
+	s.live[run.ID] = ent
+	s.queue = append(s.queue, &queuedRun{run, ent})
+	return trigResult{run: run}
+}
+
+// refuse records a trigger a gate stopped.
+func (s *state) refuse(ent *entry, run *Run, status Status, g *GateError) trigResult {
+	run.Status = status
+	run.Reason = g.reason()
+	run.FinishedAt = run.QueuedAt
+	s.record(ent, run)
+	return trigResult{run: run, err: g}
+}
+
+// record stores a final record of a trigger that did not run and
+// announces it.
+func (s *state) record(ent *entry, run *Run) {
+	if run.FinishedAt.IsZero() {
+		run.FinishedAt = s.cfg.Clock.Now()
+	}
+	if run.QueuedAt.IsZero() {
+		run.QueuedAt = run.FinishedAt
+	}
+	s.insertRecord(run)
+	if !run.Slot.IsZero() && run.Slot.After(ent.lastSlot) {
+		ent.lastSlot = run.Slot
+	}
+	s.events = append(s.events, runEvent(run, EventRunSkipped))
+}
+
+func (s *state) insertRecord(run *Run) {
+	if err := s.cfg.Store.InsertRun(context.Background(), run); err != nil {
+		s.e.log.Error("store run record", "hook", run.Hook, "run", run.ID, "status", run.Status, "err", err)
+	}
+}
+
+func (s *state) finishRecord(run *Run) {
+	if err := s.cfg.Store.FinishRun(context.Background(), run); err != nil {
+		s.e.log.Error("store run record", "hook", run.Hook, "run", run.ID, "status", run.Status, "err", err)
+	}
+}
+
+// dequeue takes a queued run out of the global queue and finishes it.
+func (s *state) dequeue(run *Run, status Status, reason string) {
+	for i, q := range s.queue {
+		if q.run == run {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			q.ent.queued = nil
+			break
+		}
+	}
+	delete(s.live, run.ID)
+	run.Status, run.Reason, run.FinishedAt = status, reason, s.cfg.Clock.Now()
+	s.finishRecord(run)
+	s.finishWaiters(run)
+}
+
+// startRun launches run in its own goroutine, which owns run from then
+// on; the snapshot taken before is what callers may read.
+func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
+	now := s.cfg.Clock.Now()
+	ctx, cancel := context.WithCancelCause(s.e.runCtx)
+	act := &active{run: run, cancel: cancel, started: make(chan struct{}), wasQueued: run.Status == StatusQueued}
+	prevStart := ent.lastStart
+	run.Status = StatusRunning
+	run.StartedAt = now
+	ent.active = act
+	ent.lastStart, ent.lastRunID, ent.lastStatus = now, run.ID, StatusRunning
+	s.running++
+	s.live[run.ID] = ent
+	s.e.runs.Add(1)
+	snap := *run
+	go s.e.execute(ctx, ent, ent.hook, act, prevStart)
+	return act, &snap
+}
+
+// finished is called on the loop when a run's goroutine is done.
+func (s *state) finished(ent *entry, act *active) {
+	run := act.run
+	s.running--
+	if ent.active == act {
+		ent.active = nil
+	}
+	if ent.lastRunID == run.ID {
+		ent.lastStatus = run.Status
+	}
+	delete(s.live, run.ID)
+	s.finishWaiters(run)
+	if s.stopping() {
+		return
+	}
+	if p := ent.pending; p != nil && ent.active == nil && ent.queued == nil {
+		ent.pending = nil
+		delete(s.live, p.ID)
+		s.admit(ent, p)
+	} else if ent.active == nil && ent.queued == nil {
+		s.nextCatchup(ent)
+	}
+	s.drainQueue()
+}
+
+// drainQueue starts queued runs while there are free slots.
+func (s *state) drainQueue() {
+	for len(s.queue) > 0 && s.running < s.cfg.MaxConcurrent && !s.stopping() {
+		q := s.queue[0]
+		s.queue = s.queue[1:]
+		q.ent.queued = nil
+		s.startRun(q.ent, q.run)
+	}
+}
+
+// dispatch fires the hooks whose event trigger matches ev.
+func (s *state) dispatch(ev *Event) []*Run {
+	if s.cfg.Events == nil || s.stopping() {
+		return nil
+	}
+	s.match = s.cfg.Events.Match(s.match[:0], ev)
+	if len(s.match) == 0 {
+		return nil
+	}
+	var fired []*Run
+	for _, name := range s.match {
+		ent := s.hooks[name]
+		if ent == nil {
+			continue
+		}
+		if ev.Depth >= s.cfg.MaxEventDepth {
+			s.e.log.Warn("event chain cut", "hook", name, "event", ev.Type, "depth", ev.Depth)
+			s.record(ent, &Run{
+				ID: NewID(), Hook: name, Trigger: "event", EventType: ev.Type, Status: StatusSkipped, Depth: ev.Depth,
+				Reason: fmt.Sprintf("%s: event %s is %d runs deep (limit %d); a hook chain loops", GateEventDepth, ev.Type, ev.Depth, s.cfg.MaxEventDepth),
+			})
+			continue
+		}
+		res := s.trigger(ent, trig{reason: "event", data: ev.Data, eventType: ev.Type, depth: ev.Depth})
+		if res.err == nil {
+			fired = append(fired, res.run)
+		}
+	}
+	return fired
+}
+
+// flushEvents dispatches the engine events raised on the loop.
+func (s *state) flushEvents() {
+	for len(s.events) > 0 {
+		ev := s.events[0]
+		s.events = s.events[1:]
+		s.e.logEvent(ev)
+		s.e.notify(ev)
+		s.dispatch(ev)
+	}
+	s.events = s.events[:0]
+}
+
+func (s *state) addWaiter(runID string, ch chan *Run) bool {
+	if _, ok := s.live[runID]; !ok {
+		return false
+	}
+	s.waiters[runID] = append(s.waiters[runID], ch)
+	return true
+}
+
+func (s *state) finishWaiters(run *Run) {
+	for _, ch := range s.waiters[run.ID] {
+		cp := *run
+		ch <- &cp
+	}
+	delete(s.waiters, run.ID)
+}
+
+func (s *state) statuses() []HookStatus {
+	out := make([]HookStatus, 0, len(s.hooks))
+	for _, ent := range s.hooks {
+		h := ent.hook
+		st := HookStatus{
+			Name: h.Name, Trigger: h.Trigger.String(), Enabled: h.Enabled, Paused: ent.paused,
+			NextDue: ent.due, LastRunID: ent.lastRunID, LastStatus: ent.lastStatus, LastStart: ent.lastStart,
+			File: h.Source.File, Version: h.Source.Version,
+		}
+		if ent.active != nil {
+			st.InFlight = ent.active.run.ID
+		}
+		if ent.queued != nil {
+			st.Queued++
+		}
+		if ent.pending != nil {
+			st.Queued++
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (s *state) summary() Summary {
+	var sum Summary
+	now := s.cfg.Clock.Now()
+	for _, ent := range s.hooks {
+		if ent.active != nil {
+			sum.InFlight = append(sum.InFlight, ent.active.run.ID)
+		}
+		if !ent.hook.Enabled || ent.paused || !ent.hook.Trigger.Periodic() {
+			continue
+		}
+		if ent.lastMissed || (!ent.due.IsZero() && now.Sub(ent.due) > 2*s.cfg.Tick) {
+			sum.Overdue = append(sum.Overdue, ent.hook.Name)
+		}
+	}
+	for _, q := range s.queue {
+		sum.Queued = append(sum.Queued, q.run.ID)
+	}
+	sort.Strings(sum.InFlight)
+	sort.Strings(sum.Overdue)
+	return sum
+}
+
+// dueHeap orders periodic hooks by their next fire time.
+type dueHeap []*entry
+
+func (h dueHeap) Len() int { return len(h) }
+func (h dueHeap) Less(i, j int) bool {
+	if h[i].due.Equal(h[j].due) {
+		return h[i].hook.Name < h[j].hook.Name
+	}
+	return h[i].due.Before(h[j].due)
+}
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = i
+	h[j].heapIdx = j
+}
+func (h *dueHeap) Push(x any) {
+	ent := x.(*entry)
+	ent.heapIdx = len(*h)
+	*h = append(*h, ent)
+}
+func (h *dueHeap) Pop() any {
+	old := *h
+	ent := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	ent.heapIdx = -1
+	return ent
+}

@@ -1,0 +1,199 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/hookd/hookd/engine"
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+)
+
+var _ engine.Store = (*DB)(nil)
+
+// DB is the SQLite store. It is safe for concurrent use.
+//
+// Writes go through one connection (w) in BEGIN IMMEDIATE transactions, so
+// writers in this process queue in database/sql instead of failing with
+// SQLITE_BUSY; reads use a separate pool (r) that WAL lets run alongside
+// the writer.
+type DB struct {
+	path string
+	w    *sql.DB
+	r    *sql.DB
+
+	// Prepared on w; transactions reuse them through tx.StmtContext.
+	stmtInsertRun  *sql.Stmt
+	stmtUpsertRun  *sql.Stmt
+	stmtFinishRun  *sql.Stmt
+	stmtSlotOwner  *sql.Stmt
+	stmtClaimSlot  *sql.Stmt
+	stmtBumpSlot   *sql.Stmt
+	stmtStartState *sql.Stmt
+	stmtFinishHook *sql.Stmt
+	stmtInsertEvt  *sql.Stmt
+
+	// Prepared on r.
+	stmtGetRun *sql.Stmt
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the SQLite database at path and brings
+// its schema up to date. It refuses a database written by a newer hookd.
+// Open does not take the daemon's lock; see Lock.
+func Open(path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("open store: empty database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open store: create directory: %w", err)
+	}
+	d := &DB{path: abs}
+
+	// The writer sets WAL (persistent in the file) before any reader opens.
+	d.w, err = sql.Open("sqlite3", dsn(abs, url.Values{
+		"_journal_mode": {"WAL"},
+		"_busy_timeout": {"5000"},
+		"_synchronous":  {"NORMAL"},
+		"_foreign_keys": {"on"},
+		"_txlock":       {"immediate"},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	d.w.SetMaxOpenConns(1)
+	d.w.SetMaxIdleConns(1)
+	d.w.SetConnMaxLifetime(0)
+	d.w.SetConnMaxIdleTime(0)
+	if err := d.w.Ping(); err != nil {
+		d.w.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	if err := migrate(context.Background(), d.w, migrations); err != nil {
+		d.w.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+
+	d.r, err = sql.Open("sqlite3", dsn(abs, url.Values{
+		"_busy_timeout": {"5000"},
+		"_foreign_keys": {"on"},
+		"_query_only":   {"true"},
+	}))
+	if err != nil {
+		d.w.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	d.r.SetMaxIdleConns(4)
+
+	if err := d.prepare(); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	return d, nil
+}
+
+// dsn builds a SQLite URI filename for an absolute path.
+func dsn(abs string, params url.Values) string {
+	u := url.URL{Scheme: "file", Path: abs}
+	return u.String() + "?" + params.Encode()
+}
+
+// Path returns the absolute path of the database file.
+func (d *DB) Path() string { return d.path }
+
+// Close closes the database. It is safe to call more than once; later
+// calls return the result of the first.
+func (d *DB) Close() error {
+	d.closeOnce.Do(func() {
+		var errs []error
+		for _, s := range []*sql.Stmt{
+			d.stmtInsertRun, d.stmtUpsertRun, d.stmtFinishRun, d.stmtSlotOwner,
+			d.stmtClaimSlot, d.stmtBumpSlot, d.stmtStartState, d.stmtFinishHook,
+			d.stmtInsertEvt, d.stmtGetRun,
+		} {
+			if s != nil {
+				errs = append(errs, s.Close())
+			}
+		}
+		if d.r != nil {
+			errs = append(errs, d.r.Close())
+		}
+		if d.w != nil {
+			// Let SQLite refresh its planner statistics; failure is harmless.
+			_, _ = d.w.Exec("PRAGMA optimize")
+			errs = append(errs, d.w.Close())
+		}
+		if err := errors.Join(errs...); err != nil {
+			d.closeErr = fmt.Errorf("close store: %w", err)
+		}
+	})
+	return d.closeErr
+}
+
+func (d *DB) prepare() error {
+	for _, p := range []struct {
+		db   *sql.DB
+		dst  **sql.Stmt
+		text string
+	}{
+		{d.w, &d.stmtInsertRun, sqlInsertRun},
+		{d.w, &d.stmtUpsertRun, sqlUpsertRun},
+		{d.w, &d.stmtFinishRun, sqlFinishRun},
+		{d.w, &d.stmtSlotOwner, `SELECT run_id FROM slots WHERE hook = ? AND slot = ?`},
+		{d.w, &d.stmtClaimSlot, `INSERT OR IGNORE INTO slots (hook, slot, run_id) VALUES (?, ?, ?)`},
+		{d.w, &d.stmtBumpSlot, `INSERT INTO hook_state (hook, last_slot) VALUES (?, ?)
+			ON CONFLICT (hook) DO UPDATE SET last_slot = max(last_slot, excluded.last_slot)`},
+		{d.w, &d.stmtStartState, `INSERT INTO hook_state (hook, last_slot, last_start, last_run_id, last_status)
+			VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (hook) DO UPDATE SET
+				last_slot = max(last_slot, excluded.last_slot),
+				last_start = excluded.last_start,
+				last_run_id = excluded.last_run_id,
+				last_status = excluded.last_status`},
+		{d.w, &d.stmtFinishHook, `UPDATE hook_state SET last_status = ? WHERE hook = ? AND last_run_id = ?`},
+		{d.w, &d.stmtInsertEvt, `INSERT INTO events (id, type, data, source, time, depth)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{d.r, &d.stmtGetRun, `SELECT ` + runCols + `, seq FROM runs WHERE id = ?`},
+	} {
+		s, err := p.db.Prepare(p.text)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", firstLine(p.text), err)
+		}
+		*p.dst = s
+	}
+	return nil
+}
+
+// tx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it when
+// fn returns nil.
+func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,47 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// HookStates returns the saved state of every hook that has any, by name.
+func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error) {
+	rows, err := d.r.QueryContext(ctx, `SELECT hook, paused, last_slot, last_start, last_run_id, last_status
+		FROM hook_state`)
+	if err != nil {
+		return nil, fmt.Errorf("read hook states: %w", err)
+	}
+	defer rows.Close()
+	states := make(map[string]engine.HookState)
+	for rows.Next() {
+		var (
+			s           engine.HookState
+			slot, start int64
+			status      string
+		)
+		if err := rows.Scan(&s.Hook, &s.Paused, &slot, &start, &s.LastRunID, &status); err != nil {
+			return nil, fmt.Errorf("read hook states: %w", err)
+		}
+		s.LastSlot = intTime(slot)
+		s.LastStart = intTime(start)
+		s.LastStatus = engine.Status(status)
+		states[s.Hook] = s
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read hook states: %w", err)
+	}
+	return states, nil
+}
+
+// SetPaused records whether a hook is paused.
+func (d *DB) SetPaused(ctx context.Context, hook string, paused bool) error {
+	_, err := d.w.ExecContext(ctx, `INSERT INTO hook_state (hook, paused) VALUES (?, ?)
+		ON CONFLICT (hook) DO UPDATE SET paused = excluded.paused`, hook, paused)
+	if err != nil {
+		return fmt.Errorf("set paused of %s: %w", hook, err)
+	}
+	return nil
+}

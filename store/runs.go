@@ -1,0 +1,441 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// InterruptedReason is the reason RecoverInterrupted gives the runs it
+// marks interrupted.
+const InterruptedReason = "hookd stopped while the run was in flight"
+
+// defaultLimit is the number of rows a list returns when no limit is given.
+const defaultLimit = 50
+
+const runCols = `id, hook, "trigger", slot, status, reason, event_type, event, steps,
+	prompt, response, tool_calls, prompt_tokens, completion_tokens, cached_tokens,
+	error, fingerprint, depth, queued_at, started_at, finished_at`
+
+const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// sqlUpsertRun inserts a run as running, or starts the queued run of the
+// same id (keeping its seq, hence its place in the history). A run already
+// running is left as is apart from the fields given again, so that a
+// retried StartRun is harmless; a final run is not touched, and the
+// statement then affects no row.
+const sqlUpsertRun = sqlInsertRun + `
+	ON CONFLICT (id) DO UPDATE SET
+		"trigger"   = excluded."trigger",
+		slot        = excluded.slot,
+		status      = excluded.status,
+		reason      = excluded.reason,
+		event_type  = excluded.event_type,
+		event       = excluded.event,
+		depth       = excluded.depth,
+		queued_at   = coalesce(excluded.queued_at, runs.queued_at),
+		started_at  = excluded.started_at
+	WHERE runs.status IN ('queued', 'running')`
+
+const sqlFinishRun = `UPDATE runs SET
+	status = ?, reason = ?, event_type = ?, event = ?, steps = ?, prompt = ?,
+	response = ?, tool_calls = ?, prompt_tokens = ?, completion_tokens = ?,
+	cached_tokens = ?, error = ?, fingerprint = ?, finished_at = ?
+	WHERE id = ?`
+
+// InsertRun records a run that has not started: queued, or final (skipped,
+// dropped, cancelled) with its reason. When r.Slot is set, the slot is
+// claimed (unless another run holds it) and the hook's last slot advances
+// to it, so that a skipped slot counts as consumed across a restart.
+func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
+	if r.Status == "" || r.Status == engine.StatusRunning {
+		return fmt.Errorf("insert run %s: status %q: a run is inserted queued or final; use StartRun", r.ID, r.Status)
+	}
+	args, err := runArgs(r, r.Status)
+	if err != nil {
+		return fmt.Errorf("insert run %s: %w", r.ID, err)
+	}
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.StmtContext(ctx, d.stmtInsertRun).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		if r.Slot.IsZero() {
+			return nil
+		}
+		slot := r.Slot.UnixNano()
+		if _, err := tx.StmtContext(ctx, d.stmtClaimSlot).ExecContext(ctx, r.Hook, slot, r.ID); err != nil {
+			return err
+		}
+		_, err := tx.StmtContext(ctx, d.stmtBumpSlot).ExecContext(ctx, r.Hook, slot)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("insert run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// StartRun marks a run running, inserting it if it was not queued, and in
+// the same transaction records the hook's last start and, when r.Slot is
+// set, claims the slot. A slot held by another run fails with
+// engine.ErrSlotTaken and changes nothing. Starting a run that is already
+// final is an error.
+func (d *DB) StartRun(ctx context.Context, r *engine.Run) error {
+	args, err := runArgs(r, engine.StatusRunning)
+	if err != nil {
+		return fmt.Errorf("start run %s: %w", r.ID, err)
+	}
+	var slot int64
+	if !r.Slot.IsZero() {
+		slot = r.Slot.UnixNano()
+	}
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		if slot != 0 {
+			var owner string
+			err := tx.StmtContext(ctx, d.stmtSlotOwner).QueryRowContext(ctx, r.Hook, slot).Scan(&owner)
+			switch {
+			case err == nil && owner != r.ID:
+				return fmt.Errorf("slot %s of hook %s is held by run %s: %w",
+					r.Slot.UTC().Format(time.RFC3339Nano), r.Hook, owner, engine.ErrSlotTaken)
+			case err != nil && !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+		}
+		res, err := tx.StmtContext(ctx, d.stmtUpsertRun).ExecContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			var st string
+			if err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, r.ID).Scan(&st); err != nil {
+				return err
+			}
+			return fmt.Errorf("run is already %s", st)
+		}
+		if slot != 0 {
+			if _, err := tx.StmtContext(ctx, d.stmtClaimSlot).ExecContext(ctx, r.Hook, slot, r.ID); err != nil {
+				return err
+			}
+		}
+		_, err = tx.StmtContext(ctx, d.stmtStartState).ExecContext(ctx,
+			r.Hook, slot, timeInt(r.StartedAt), r.ID, string(engine.StatusRunning))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("start run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// FinishRun stores a run's final status and results (and its event, which
+// coalescing may have changed), and the hook's last status if this run is
+// the hook's latest start. A run that was never stored is
+// engine.ErrNotFound.
+func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
+	steps, err := stepsJSON(r.Steps)
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", r.ID, err)
+	}
+	pt, ct, cached := tokenArgs(r.Tokens)
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, d.stmtFinishRun).ExecContext(ctx,
+			string(r.Status), r.Reason, r.EventType, rawArg(r.Event), steps, r.Prompt,
+			r.Response, rawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
+			timeArg(r.FinishedAt), r.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return engine.ErrNotFound
+		}
+		_, err = tx.StmtContext(ctx, d.stmtFinishHook).ExecContext(ctx, string(r.Status), r.Hook, r.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// GetRun returns a run by id, or an error wrapping engine.ErrNotFound.
+func (d *DB) GetRun(ctx context.Context, id string) (*engine.Run, error) {
+	r, _, err := scanRun(d.stmtGetRun.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get run %s: %w", id, engine.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns the runs f selects, newest first. f.Before is a run id:
+// only runs recorded before it are returned (an unknown id is
+// engine.ErrNotFound). A zero f.Limit means 50.
+func (d *DB) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.Hook != "" {
+		where = append(where, "hook = ?")
+		args = append(args, f.Hook)
+	}
+	if f.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, string(f.Status))
+	}
+	if f.Before != "" {
+		var seq int64
+		err := d.r.QueryRowContext(ctx, `SELECT seq FROM runs WHERE id = ?`, f.Before).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("list runs before %s: %w", f.Before, engine.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		where = append(where, "seq < ?")
+		args = append(args, seq)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	q := `SELECT ` + runCols + `, seq FROM runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY seq DESC LIMIT ?`
+	args = append(args, limit)
+	runs, err := d.queryRuns(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// QueuedRuns returns the runs waiting in the queue, oldest first.
+func (d *DB) QueuedRuns(ctx context.Context) ([]*engine.Run, error) {
+	runs, err := d.queryRuns(ctx,
+		`SELECT `+runCols+`, seq FROM runs WHERE status = ? ORDER BY seq`, string(engine.StatusQueued))
+	if err != nil {
+		return nil, fmt.Errorf("list queued runs: %w", err)
+	}
+	return runs, nil
+}
+
+// UpdateQueued replaces the event, event type, trigger, reason and depth of
+// a queued run (when a later trigger coalesces into it). A run that is not
+// queued is engine.ErrNotFound.
+func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run) error {
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET event = ?, event_type = ?, "trigger" = ?,
+			reason = ?, depth = ? WHERE id = ? AND status = ?`,
+			rawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n > 0 {
+			return nil
+		}
+		var st string
+		err = tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, r.ID).Scan(&st)
+		if errors.Is(err, sql.ErrNoRows) {
+			return engine.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("run is %s, not queued: %w", st, engine.ErrNotFound)
+	})
+	if err != nil {
+		return fmt.Errorf("update queued run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// RecoverInterrupted marks every run left running (by a hookd that died)
+// interrupted, finished at now, and returns them oldest first. Queued runs
+// are left for the queue. Only the holder of Lock should call it.
+func (d *DB) RecoverInterrupted(ctx context.Context, now time.Time) ([]*engine.Run, error) {
+	var runs []*engine.Run
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, reason = ?, finished_at = ?
+			WHERE status = ? RETURNING `+runCols+`, seq`,
+			string(engine.StatusInterrupted), InterruptedReason, timeArg(now), string(engine.StatusRunning))
+		if err != nil {
+			return err
+		}
+		var seqs []int64
+		runs, seqs, err = collectRuns(rows)
+		if err != nil {
+			return err
+		}
+		sortBySeq(runs, seqs) // RETURNING promises no order
+		_, err = tx.ExecContext(ctx, `UPDATE hook_state SET last_status = ? WHERE last_status = ?`,
+			string(engine.StatusInterrupted), string(engine.StatusRunning))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recover interrupted runs: %w", err)
+	}
+	return runs, nil
+}
+
+// LastFingerprint returns the context fingerprint of the hook's latest run
+// that has one, or "" if none has.
+func (d *DB) LastFingerprint(ctx context.Context, hook string) (string, error) {
+	var fp string
+	err := d.r.QueryRowContext(ctx, `SELECT fingerprint FROM runs
+		WHERE hook = ? AND fingerprint <> '' ORDER BY seq DESC LIMIT 1`, hook).Scan(&fp)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("read last fingerprint of %s: %w", hook, err)
+	}
+	return fp, nil
+}
+
+// queryRuns runs a read query whose columns are runCols then seq.
+func (d *DB) queryRuns(ctx context.Context, q string, args ...any) ([]*engine.Run, error) {
+	rows, err := d.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	runs, _, err := collectRuns(rows)
+	return runs, err
+}
+
+// collectRuns scans and closes rows of runCols then seq, in the order the
+// query gives them.
+func collectRuns(rows *sql.Rows) ([]*engine.Run, []int64, error) {
+	defer rows.Close()
+	var (
+		runs []*engine.Run
+		seqs []int64
+	)
+	for rows.Next() {
+		r, seq, err := scanRun(rows)
+		if err != nil {
+			return nil, nil, err
+		}
+		runs = append(runs, r)
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	return runs, seqs, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+// scanRun scans runCols then seq.
+func scanRun(row scanner) (*engine.Run, int64, error) {
+	var (
+		r                    engine.Run
+		status               string
+		slot, pt, ct, cached sql.NullInt64
+		queued, started, fin sql.NullInt64
+		event, steps, tools  sql.NullString
+		seq                  int64
+	)
+	dest := []any{&r.ID, &r.Hook, &r.Trigger, &slot, &status, &r.Reason, &r.EventType,
+		&event, &steps, &r.Prompt, &r.Response, &tools, &pt, &ct, &cached,
+		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &seq}
+	if err := row.Scan(dest...); err != nil {
+		return nil, 0, err
+	}
+	r.Status = engine.Status(status)
+	r.Slot = nullTime(slot)
+	r.QueuedAt = nullTime(queued)
+	r.StartedAt = nullTime(started)
+	r.FinishedAt = nullTime(fin)
+	if event.Valid && event.String != "" {
+		r.Event = json.RawMessage(event.String)
+	}
+	if tools.Valid && tools.String != "" {
+		r.ToolCalls = json.RawMessage(tools.String)
+	}
+	if steps.Valid && steps.String != "" {
+		if err := json.Unmarshal([]byte(steps.String), &r.Steps); err != nil {
+			return nil, 0, fmt.Errorf("decode steps of run %s: %w", r.ID, err)
+		}
+	}
+	if pt.Valid {
+		r.Tokens = engine.Tokens{Prompt: pt.Int64, Completion: ct.Int64, Cached: cached.Int64, Known: true}
+	}
+	return &r, seq, nil
+}
+
+// runArgs returns the values of runCols for r, with status st.
+func runArgs(r *engine.Run, st engine.Status) ([]any, error) {
+	if r.ID == "" || r.Hook == "" {
+		return nil, errors.New("run has no id or no hook")
+	}
+	steps, err := stepsJSON(r.Steps)
+	if err != nil {
+		return nil, err
+	}
+	pt, ct, cached := tokenArgs(r.Tokens)
+	return []any{r.ID, r.Hook, r.Trigger, timeArg(r.Slot), string(st), r.Reason, r.EventType,
+		rawArg(r.Event), steps, r.Prompt, r.Response, rawArg(r.ToolCalls), pt, ct, cached,
+		r.Error, r.Fingerprint, r.Depth, timeArg(r.QueuedAt), timeArg(r.StartedAt),
+		timeArg(r.FinishedAt)}, nil
+}
+
+func stepsJSON(steps []*engine.StepResult) (any, error) {
+	if len(steps) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(steps)
+	if err != nil {
+		return nil, fmt.Errorf("encode steps: %w", err)
+	}
+	return string(b), nil
+}
+
+func tokenArgs(t engine.Tokens) (prompt, completion, cached any) {
+	if !t.Known {
+		return nil, nil, nil
+	}
+	return t.Prompt, t.Completion, t.Cached
+}
+
+// rawArg stores JSON as TEXT (so that SQLite's JSON functions and the
+// sqlite3 shell see text), NULL when empty.
+func rawArg(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// sortBySeq orders runs by their seqs, ascending.
+func sortBySeq(runs []*engine.Run, seqs []int64) {
+	sort.Sort(bySeq{runs, seqs})
+}
+
+type bySeq struct {
+	runs []*engine.Run
+	seqs []int64
+}
+
+func (b bySeq) Len() int           { return len(b.runs) }
+func (b bySeq) Less(i, j int) bool { return b.seqs[i] < b.seqs[j] }
+func (b bySeq) Swap(i, j int) {
+	b.runs[i], b.runs[j] = b.runs[j], b.runs[i]
+	b.seqs[i], b.seqs[j] = b.seqs[j], b.seqs[i]
+}
