@@ -15,6 +15,7 @@ import (
 	"github.com/hookd/hookd/triggers"
 
 	_ "github.com/hookd/hookd/steps" // registers the step kinds
+	_ "time/tzdata"                  // time zones on machines without zone files
 )
 
 // settings resolves hookd.yaml and the flags that override it.

@@ -1,0 +1,55 @@
+package triggers
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Pattern segments with a meaning of their own.
+const (
+	anySegment  = "*"  // exactly one segment
+	anySegments = "**" // one or more segments; last segment only
+)
+
+// ValidatePattern reports whether p is a valid event pattern: dot-separated
+// segments, each "*", a final "**", or a literal of ASCII letters, digits,
+// '_', '-' and ':'.
+func ValidatePattern(p string) error {
+	if p == "" {
+		return errors.New("empty event pattern")
+	}
+	n := strings.Count(p, ".") + 1
+	rest := p
+	for i := 1; i <= n; i++ {
+		seg, tail, _ := strings.Cut(rest, ".")
+		rest = tail
+		switch seg {
+		case "":
+			return fmt.Errorf("event pattern %q: segment %d is empty", p, i)
+		case anySegment:
+		case anySegments:
+			if i != n {
+				return fmt.Errorf("event pattern %q: ** may only be the last segment", p)
+			}
+		default:
+			for _, r := range seg {
+				if r == '*' {
+					return fmt.Errorf("event pattern %q: a wildcard must be a whole segment (got %q)", p, seg)
+				}
+				if !literalRune(r) {
+					return fmt.Errorf("event pattern %q: segment %q: invalid character %q (want letters, digits, '_', '-', ':')", p, seg, r)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func literalRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+		r == '_' || r == '-' || r == ':'
+}
+
+// wildcard reports whether the valid pattern p has a wildcard segment.
+func wildcard(p string) bool { return strings.Contains(p, "*") }
