@@ -1,0 +1,365 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultMaxOutput is how many bytes of stdout, and separately of stderr,
+// a Command keeps when MaxOutput is zero.
+const DefaultMaxOutput = 64 << 10
+
+// DefaultKillGrace is how long a Command waits after SIGTERM before it
+// sends SIGKILL to the process group, when KillGrace is zero.
+const DefaultKillGrace = 2 * time.Second
+
+// ErrTimeout is wrapped by CommandResult.Err when a command ran past its
+// Timeout.
+var ErrTimeout = errors.New("steps: command timed out")
+
+// Command describes one process to run: how, where, for how long and how
+// much of its output to keep. The zero value of every field but Argv is
+// usable. A Command without Stdin may be run more than once, also
+// concurrently; Run does not modify it.
+type Command struct {
+	// Argv is the program and its arguments. Argv[0] without a slash is
+	// looked up in the PATH of Env (the process's PATH when Env has none).
+	Argv []string
+	// Dir is the working directory; empty means the current one.
+	Dir string
+	// Env is the environment as KEY=VALUE; nil means the process's own.
+	// When a key repeats, the last value wins.
+	Env []string
+	// Stdin is read as the command's standard input; nil means /dev/null.
+	Stdin io.Reader
+	// Timeout bounds the run; zero means only ctx does.
+	Timeout time.Duration
+	// KillGrace is the pause between SIGTERM and SIGKILL when the command
+	// is stopped; zero means DefaultKillGrace. It also bounds how long Run
+	// keeps reading output held open by a background process after the
+	// command itself has exited.
+	KillGrace time.Duration
+	// MaxOutput caps stdout and stderr each, in bytes; zero or less means
+	// DefaultMaxOutput. Past the cap the head and the tail are kept, with a
+	// marker saying how much was dropped between them.
+	MaxOutput int
+}
+
+// CommandResult is what a Command run produced.
+type CommandResult struct {
+	Stdout    string
+	Stderr    string
+	ExitCode  int  // -1 when the command did not start, timed out or was cancelled; 128+N when killed by signal N
+	TimedOut  bool // the Timeout ran out and the process group was killed
+	Truncated bool // stdout or stderr went past MaxOutput
+	Duration  time.Duration
+	// Err is nil when the command ran to an exit of its own, whatever its
+	// exit code. It is set when the command could not start, timed out
+	// (wrapping ErrTimeout) or was cancelled (wrapping the context's error).
+	Err error
+}
+
+// Run starts the command in its own process group and waits for it. When
+// the timeout runs out or ctx is done, the whole process group gets
+// SIGTERM and, after KillGrace, SIGKILL, so children and grandchildren go
+// with it; a background process that keeps the output pipes open cannot
+// make Run hang. Memory stays bounded by MaxOutput whatever the command
+// writes.
+func (c *Command) Run(ctx context.Context) CommandResult {
+	var res CommandResult
+	if len(c.Argv) == 0 || c.Argv[0] == "" {
+		res.ExitCode = -1
+		res.Err = errors.New("run command: empty argv")
+		return res
+	}
+	if err := ctx.Err(); err != nil {
+		res.ExitCode = -1
+		res.Err = fmt.Errorf("run %s: %w", c.Argv[0], err)
+		return res
+	}
+	limit := c.MaxOutput
+	if limit <= 0 {
+		limit = DefaultMaxOutput
+	}
+	grace := c.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+
+	path, err := lookPath(c.Argv[0], c.Env)
+	if err != nil {
+		res.ExitCode = -1
+		res.Err = fmt.Errorf("start %s: %w", c.Argv[0], err)
+		return res
+	}
+	stdout, stderr := newCapBuffer(limit), newCapBuffer(limit)
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        c.Argv,
+		Dir:         c.Dir,
+		Env:         c.Env,
+		Stdin:       c.Stdin,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		WaitDelay:   grace,
+	}
+
+	runCtx := ctx
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		res.Duration = time.Since(start)
+		res.ExitCode = -1
+		res.Err = fmt.Errorf("start %s: %w", c.Argv[0], err)
+		return res
+	}
+	pgid := cmd.Process.Pid // Setpgid with Pgid 0: the group is named after the leader
+	var (
+		mu     sync.Mutex
+		waited bool // Wait returned: the leader is reaped, signal no more
+		killed bool // the group was sent SIGTERM before that
+	)
+	exited := make(chan struct{})
+	stop := context.AfterFunc(runCtx, func() {
+		mu.Lock()
+		if waited {
+			mu.Unlock()
+			return
+		}
+		killed = true
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		mu.Unlock()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		case <-exited:
+		}
+	})
+	waitErr := cmd.Wait()
+	res.Duration = time.Since(start)
+	mu.Lock()
+	waited = true
+	mu.Unlock()
+	close(exited)
+	stop()
+	if killed {
+		// The leader is gone; sweep whatever in its group ignored SIGTERM.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+
+	res.Stdout, res.Truncated = stdout.String()
+	var errTrunc bool
+	res.Stderr, errTrunc = stderr.String()
+	res.Truncated = res.Truncated || errTrunc
+
+	switch {
+	case killed:
+		res.ExitCode = -1
+		var what string
+		switch err := ctx.Err(); {
+		case err == nil: // our own timeout
+			res.TimedOut = true
+			what = fmt.Sprintf("timed out after %s", c.Timeout)
+			res.Err = fmt.Errorf("%w after %s; process group killed", ErrTimeout, c.Timeout)
+		case errors.Is(err, context.DeadlineExceeded): // the caller's deadline
+			res.TimedOut = true
+			what = fmt.Sprintf("timed out after %s", res.Duration.Round(time.Millisecond))
+			if cause := context.Cause(ctx); cause != err {
+				what += fmt.Sprintf(" (%v)", cause)
+			}
+			res.Err = fmt.Errorf("%w after %s; process group killed: %w", ErrTimeout, res.Duration.Round(time.Millisecond), context.Cause(ctx))
+		default:
+			what = fmt.Sprintf("stopped (%v)", context.Cause(ctx))
+			res.Err = fmt.Errorf("run %s: stopped; process group killed: %w", c.Argv[0], context.Cause(ctx))
+		}
+		res.Stderr = appendNote(res.Stderr, "hookd: command "+what+"; process group killed")
+	default:
+		res.ExitCode = exitCode(cmd.ProcessState)
+		if errors.Is(waitErr, exec.ErrWaitDelay) {
+			res.Stderr = appendNote(res.Stderr, fmt.Sprintf("hookd: a background process kept the output open after the command exited; stopped reading after %s", grace))
+		} else if waitErr != nil {
+			var ee *exec.ExitError
+			if !errors.As(waitErr, &ee) {
+				res.Err = fmt.Errorf("run %s: %w", c.Argv[0], waitErr)
+			}
+		}
+	}
+	return res
+}
+
+// exitCode is the exit status, or 128+N for a process killed by signal N,
+// as shells report it.
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// appendNote adds a line of hookd's own to the end of a stream.
+func appendNote(s, note string) string {
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return s + note + "\n"
+}
+
+// lookPath finds name in the PATH of env (the process's when env has no
+// PATH). A name with a slash is used as it is.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	pathVar, found := "", false
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], "PATH="); ok {
+			pathVar, found = v, true
+			break
+		}
+	}
+	if !found {
+		return exec.LookPath(name)
+	}
+	for _, dir := range filepath.SplitList(pathVar) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // relative PATH entries would depend on the working directory
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
+}
+
+// capBuffer keeps the first and the last bytes written to it, at most
+// limit in all, and counts the rest. Memory stays below limit whatever is
+// written.
+type capBuffer struct {
+	headCap int
+	head    []byte
+	tailCap int
+	tail    []byte // ring buffer, allocated when the head is full
+	tailPos int    // next write position in tail once it is full
+	total   int64
+}
+
+func newCapBuffer(limit int) *capBuffer {
+	h := limit / 2
+	return &capBuffer{headCap: h, tailCap: limit - h}
+}
+
+// Write never fails, so the command never sees a broken pipe because of
+// the cap.
+func (b *capBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	b.total += int64(n)
+	if room := b.headCap - len(b.head); room > 0 {
+		if len(p) <= room {
+			b.head = appendCapped(b.head, p, b.headCap)
+			return n, nil
+		}
+		b.head = appendCapped(b.head, p[:room], b.headCap)
+		p = p[room:]
+	}
+	if b.tailCap == 0 {
+		return n, nil
+	}
+	if len(p) >= b.tailCap {
+		// p alone fills the tail.
+		if cap(b.tail) < b.tailCap {
+			b.tail = make([]byte, 0, b.tailCap)
+		}
+		b.tail = append(b.tail[:0], p[len(p)-b.tailCap:]...)
+		b.tailPos = 0
+		return n, nil
+	}
+	if len(b.tail) < b.tailCap {
+		room := b.tailCap - len(b.tail)
+		if len(p) <= room {
+			b.tail = appendCapped(b.tail, p, b.tailCap)
+			return n, nil
+		}
+		b.tail = appendCapped(b.tail, p[:room], b.tailCap)
+		p = p[room:]
+		b.tailPos = 0
+	}
+	// The ring is full: overwrite from tailPos, wrapping.
+	k := copy(b.tail[b.tailPos:], p)
+	if k < len(p) {
+		copy(b.tail, p[k:])
+		b.tailPos = len(p) - k
+	} else {
+		b.tailPos += k
+		if b.tailPos == b.tailCap {
+			b.tailPos = 0
+		}
+	}
+	return n, nil
+}
+
+// appendCapped appends p to dst, growing it to at most limit bytes of
+// capacity; len(dst)+len(p) must not exceed limit.
+func appendCapped(dst, p []byte, limit int) []byte {
+	if need := len(dst) + len(p); need > cap(dst) {
+		c := min(limit, max(need, 2*cap(dst), 512))
+		grown := make([]byte, len(dst), c)
+		copy(grown, dst)
+		dst = grown
+	}
+	return append(dst, p...)
+}
+
+// String returns what was kept and whether anything was dropped. Cuts are
+// moved to UTF-8 boundaries so that no character is split.
+func (b *capBuffer) String() (string, bool) {
+	kept := int64(len(b.head) + len(b.tail))
+	tail := b.tail
+	if len(b.tail) == b.tailCap && b.tailPos > 0 {
+		tail = make([]byte, 0, len(b.tail))
+		tail = append(tail, b.tail[b.tailPos:]...)
+		tail = append(tail, b.tail[:b.tailPos]...)
+	}
+	if b.total == kept {
+		return string(b.head) + string(tail), false
+	}
+	head := b.head
+	// Drop a partial rune at the end of the head and at the start of the tail.
+	for i := 0; i < utf8.UTFMax-1 && len(head) > 0; i++ {
+		if r, size := utf8.DecodeLastRune(head); r != utf8.RuneError || size != 1 {
+			break
+		}
+		head = head[:len(head)-1]
+	}
+	for i := 0; i < utf8.UTFMax-1 && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
+		tail = tail[1:]
+	}
+	dropped := b.total - int64(len(head)) - int64(len(tail))
+	var s strings.Builder
+	s.Grow(len(head) + len(tail) + 40)
+	s.Write(head)
+	fmt.Fprintf(&s, "\n[hookd: %d bytes truncated]\n", dropped)
+	s.Write(tail)
+	return s.String(), true
+}

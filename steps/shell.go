@@ -1,0 +1,338 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// DefaultShellTimeout bounds a shell step whose definition sets no timeout.
+const DefaultShellTimeout = 5 * time.Minute
+
+func init() {
+	engine.RegisterStep("shell", engine.StepKindFunc(newShell))
+}
+
+// shellConfig is the kind-specific part of a shell step definition.
+type shellConfig struct {
+	Command   any               `yaml:"command"`
+	Workdir   string            `yaml:"workdir"`
+	Env       map[string]string `yaml:"env"`
+	MaxOutput int               `yaml:"max_output"`
+}
+
+// shellStep runs a command: a string through `sh -c`, or a list as argv
+// without a shell.
+type shellStep struct {
+	def       *engine.StepDef
+	written   string       // the command as written, for the result
+	script    *shellScript // string form
+	argv      []string     // list form: templates, one per argument
+	workdir   string       // relative to the hook's workdir; may hold placeholders
+	env       []envVar     // sorted by name
+	timeout   time.Duration
+	maxOutput int
+}
+
+type envVar struct{ name, tmpl string }
+
+func newShell(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
+	var c shellConfig
+	if err := cfg.Decode(&c); err != nil {
+		return nil, err
+	}
+	s := &shellStep{def: def, timeout: def.Timeout, maxOutput: c.MaxOutput}
+	if s.timeout <= 0 {
+		s.timeout = DefaultShellTimeout
+	}
+
+	switch cmd := c.Command.(type) {
+	case nil:
+		return nil, fieldErr(cfg, "command", "required")
+	case string:
+		if strings.TrimSpace(cmd) == "" {
+			return nil, fieldErr(cfg, "command", "must not be empty")
+		}
+		script, err := parseShellScript(cmd)
+		if err != nil {
+			return nil, fieldErr(cfg, "command", "%v", err)
+		}
+		s.script, s.written = script, cmd
+	case []any:
+		if len(cmd) == 0 {
+			return nil, fieldErr(cfg, "command", "must not be an empty list")
+		}
+		for i, v := range cmd {
+			a, ok := v.(string)
+			if !ok {
+				return nil, fieldErr(cfg, "command", "element %d must be a string (got %s; quote it)", i, kindOf(v))
+			}
+			if _, err := engine.ParsePlaceholders(a); err != nil {
+				return nil, fieldErr(cfg, "command", "element %d: %v", i, err)
+			}
+			s.argv = append(s.argv, a)
+		}
+		if strings.TrimSpace(s.argv[0]) == "" {
+			return nil, fieldErr(cfg, "command", "element 0 (the program) must not be empty")
+		}
+		s.written = quoteArgv(s.argv)
+	default:
+		return nil, fieldErr(cfg, "command", "must be a string or a list of strings (got %s)", kindOf(cmd))
+	}
+
+	if c.Workdir != "" {
+		if _, err := engine.ParsePlaceholders(c.Workdir); err != nil {
+			return nil, fieldErr(cfg, "workdir", "%v", err)
+		}
+		if err := checkLocal(c.Workdir); err != nil {
+			return nil, fieldErr(cfg, "workdir", "%v", err)
+		}
+		s.workdir = c.Workdir
+	}
+
+	names := make([]string, 0, len(c.Env))
+	for name := range c.Env {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := c.Env[name]
+		if err := checkEnvName(name); err != nil {
+			return nil, fieldErr(cfg, "env."+name, "%v", err)
+		}
+		if _, err := engine.ParsePlaceholders(v); err != nil {
+			return nil, fieldErr(cfg, "env."+name, "%v", err)
+		}
+		s.env = append(s.env, envVar{name, v})
+	}
+
+	if c.MaxOutput < 0 {
+		return nil, fieldErr(cfg, "max_output", "must be > 0 (got %d)", c.MaxOutput)
+	}
+	return s, nil
+}
+
+// fieldErrorer is implemented by decoders that can place an error at a
+// field of the mapping they decoded (file and line), like the hook loader's.
+type fieldErrorer interface {
+	Errorf(field, format string, args ...any) error
+}
+
+// fieldErr reports a bad value of field, located by cfg when it can.
+func fieldErr(cfg engine.Decoder, field, format string, args ...any) error {
+	if fe, ok := cfg.(fieldErrorer); ok {
+		return fe.Errorf(field, format, args...)
+	}
+	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+}
+
+// Templates returns the step's strings that hold placeholders, so a loader
+// can check them against the hook's other steps.
+func (s *shellStep) Templates() []string {
+	var out []string
+	if s.script != nil {
+		out = append(out, s.written)
+	}
+	out = append(out, s.argv...)
+	if s.workdir != "" {
+		out = append(out, s.workdir)
+	}
+	for _, e := range s.env {
+		out = append(out, e.tmpl)
+	}
+	return out
+}
+
+// Run runs the command and reports its output. A non-zero exit is a
+// result, not an error; not starting, a placeholder that does not resolve,
+// a workdir outside the hook's and a timeout are errors.
+func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+	res := &engine.StepResult{
+		Index:   s.def.Index,
+		Name:    s.def.Name,
+		Type:    s.def.Type,
+		Started: time.Now(),
+		Fields: map[string]any{
+			"stdout":      "",
+			"stderr":      "",
+			"exit_code":   -1,
+			"timed_out":   false,
+			"truncated":   false,
+			"duration_ms": int64(0),
+			"command":     s.written,
+		},
+	}
+	fail := func(err error) (*engine.StepResult, error) {
+		res.Error = err.Error()
+		res.Duration = time.Since(res.Started)
+		return res, err
+	}
+	scope := env.Scope
+	if scope == nil {
+		scope = &engine.Scope{}
+	}
+
+	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput}
+	base := env.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	c.Env = make([]string, 0, len(base)+len(s.env)+8)
+	c.Env = append(c.Env, base...)
+	for _, e := range s.env {
+		v, err := engine.Expand(e.tmpl, scope, nil)
+		if err != nil {
+			return fail(fmt.Errorf("env.%s: %w", e.name, err))
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fail(fmt.Errorf("env.%s: value contains a NUL byte, which cannot be passed to a process", e.name))
+		}
+		c.Env = append(c.Env, e.name+"="+v)
+	}
+	if s.script != nil {
+		vars, err := s.script.vars(scope)
+		if err != nil {
+			return fail(fmt.Errorf("command: %w", err))
+		}
+		c.Env = append(c.Env, vars...)
+		c.Argv = []string{"/bin/sh", "-c", s.script.text}
+	} else {
+		c.Argv = make([]string, len(s.argv))
+		for i, a := range s.argv {
+			v, err := engine.Expand(a, scope, nil)
+			if err != nil {
+				return fail(fmt.Errorf("command[%d]: %w", i, err))
+			}
+			if strings.IndexByte(v, 0) >= 0 {
+				return fail(fmt.Errorf("command[%d]: value contains a NUL byte, which cannot be passed to a process", i))
+			}
+			c.Argv[i] = v
+		}
+	}
+	dir, err := s.dir(env.Workdir, scope)
+	if err != nil {
+		return fail(fmt.Errorf("workdir: %w", err))
+	}
+	c.Dir = dir
+
+	r := c.Run(ctx)
+	res.Output = r.Stdout
+	res.Fields["stdout"] = r.Stdout
+	res.Fields["stderr"] = r.Stderr
+	res.Fields["exit_code"] = r.ExitCode
+	res.Fields["timed_out"] = r.TimedOut
+	res.Fields["truncated"] = r.Truncated
+	res.Fields["duration_ms"] = r.Duration.Milliseconds()
+	if r.Err != nil {
+		return fail(r.Err)
+	}
+	res.Duration = time.Since(res.Started)
+	return res, nil
+}
+
+// dir resolves the step's working directory inside the hook's: the
+// expanded path must be local, and with symbolic links resolved it must
+// still be inside the hook's workdir.
+func (s *shellStep) dir(hookDir string, scope *engine.Scope) (string, error) {
+	if s.workdir == "" {
+		return hookDir, nil
+	}
+	rel, err := engine.Expand(s.workdir, scope, nil)
+	if err != nil {
+		return "", err
+	}
+	if err := checkLocal(rel); err != nil {
+		return "", err
+	}
+	if hookDir == "" {
+		if hookDir, err = os.Getwd(); err != nil {
+			return "", fmt.Errorf("get working directory: %w", err)
+		}
+	}
+	realBase, err := filepath.EvalSymlinks(hookDir)
+	if err != nil {
+		return "", fmt.Errorf("resolve hook workdir: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(realBase, rel))
+	if err != nil {
+		return "", fmt.Errorf("resolve %q: %w", rel, err)
+	}
+	if inside, err := filepath.Rel(realBase, real); err != nil || !(inside == "." || filepath.IsLocal(inside)) {
+		return "", fmt.Errorf("%q resolves to %s, outside the hook's workdir %s", rel, real, realBase)
+	}
+	return real, nil
+}
+
+// checkLocal refuses absolute paths and paths that climb out with "..".
+func checkLocal(p string) error {
+	if filepath.IsAbs(p) {
+		return fmt.Errorf("must be relative to the hook's workdir (got %q)", p)
+	}
+	if p != "." && !filepath.IsLocal(p) {
+		return fmt.Errorf("%q leaves the hook's workdir", p)
+	}
+	return nil
+}
+
+func checkEnvName(name string) error {
+	if name == "" {
+		return errors.New("empty variable name")
+	}
+	if strings.ContainsAny(name, "=\x00") {
+		return fmt.Errorf("%q: a variable name cannot contain '=' or NUL", name)
+	}
+	if n, ok := strings.CutPrefix(name, placeholderVarPrefix); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+		return fmt.Errorf("%s: %sN names are reserved for placeholder values", name, placeholderVarPrefix)
+	}
+	return nil
+}
+
+// kindOf names the YAML kind of a decoded value, for messages.
+func kindOf(v any) string {
+	switch x := v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case bool, int, int64, uint64, float64:
+		return fmt.Sprintf("%T %v", x, x)
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// quoteArgv renders argv as a shell would need it typed, for display.
+func quoteArgv(argv []string) string {
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(shellQuote(a))
+	}
+	return b.String()
+}
+
+// shellQuote quotes s as one shell word when it needs quoting.
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-{}", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

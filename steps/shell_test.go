@@ -1,0 +1,396 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"gopkg.in/yaml.v3"
+)
+
+// yamlDecoder is a strict engine.Decoder over a YAML string, standing in
+// for the hook loader's.
+type yamlDecoder string
+
+func (d yamlDecoder) Decode(v any) error {
+	dec := yaml.NewDecoder(strings.NewReader(string(d)))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+func newShellStep(t testing.TB, src string, timeout time.Duration) (engine.Step, error) {
+	t.Helper()
+	kind, ok := engine.LookupStep("shell")
+	if !ok {
+		t.Fatal(`step kind "shell" is not registered`)
+	}
+	def := &engine.StepDef{Index: 1, Name: "sh", Type: "shell", Timeout: timeout}
+	return kind.New(def, yamlDecoder(src))
+}
+
+func mustShellStep(t testing.TB, src string, timeout time.Duration) engine.Step {
+	t.Helper()
+	s, err := newShellStep(t, src, timeout)
+	if err != nil {
+		t.Fatalf("New(%q): %v", src, err)
+	}
+	return s
+}
+
+func stepEnv(t testing.TB, event map[string]any) *engine.StepEnv {
+	return &engine.StepEnv{
+		Workdir: t.TempDir(),
+		Env:     os.Environ(),
+		Scope:   &engine.Scope{Hook: "test", Event: event},
+	}
+}
+
+// yamlString quotes s for a YAML flow scalar.
+func yamlString(s string) string { return fmt.Sprintf("%q", s) }
+
+func TestShellNewErrors(t *testing.T) {
+	tests := []struct {
+		name, src, wantErr string
+	}{
+		{"missing command", `workdir: x`, "command: required"},
+		{"empty command", `command: "  "`, "command: must not be empty"},
+		{"empty list", `command: []`, "command: must not be an empty list"},
+		{"number", `command: 5`, "command: must be a string or a list of strings"},
+		{"mapping", `command: {a: b}`, "command: must be a string or a list of strings (got a mapping)"},
+		{"list of non-strings", `command: [sleep, 5]`, "command: element 1 must be a string (got int 5; quote it)"},
+		{"empty program", `command: ["", x]`, "command: element 0 (the program) must not be empty"},
+		{"unknown field", "command: x\ncomand: y", "comand"},
+		{"single-quoted placeholder", `command: "echo '{{event.x}}'"`, "command: placeholder {{event.x}} inside single quotes would not be expanded; remove the quotes"},
+		{"bad placeholder in argv", `command: [echo, "{{event x}}"]`, "command: element 1"},
+		{"unterminated quote", `command: "echo 'abc"`, "command: unterminated single quote"},
+		{"workdir dotdot", "command: x\nworkdir: ../other", `workdir: "../other" leaves the hook's workdir`},
+		{"workdir dotdot inside", "command: x\nworkdir: a/../../b", "leaves the hook's workdir"},
+		{"workdir absolute", "command: x\nworkdir: /tmp", "workdir: must be relative"},
+		{"env reserved name", "command: x\nenv: {HOOKD_P1: x}", "reserved"},
+		{"env bad placeholder", "command: x\nenv: {A: '{{'}", "env.A: unclosed placeholder"},
+		{"negative max_output", "command: x\nmax_output: -1", "max_output: must be > 0 (got -1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := newShellStep(t, tt.src, 0)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %v; want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestShellRun(t *testing.T) {
+	tests := []struct {
+		name       string
+		src        string
+		event      map[string]any
+		wantOut    string
+		wantErrOut string
+		wantCode   int
+		wantCmd    string
+	}{
+		{name: "success", src: `command: echo hello`, wantOut: "hello\n", wantCmd: "echo hello"},
+		{name: "exit code", src: `command: "echo out; exit 7"`, wantOut: "out\n", wantCode: 7},
+		{name: "stderr", src: `command: "echo oops >&2"`, wantErrOut: "oops\n"},
+		{name: "argv", src: `command: [printf, "%s|%s", "a b", "*"]`, wantOut: "a b|*", wantCmd: "printf '%s|%s' 'a b' '*'"},
+		{name: "argv exit code", src: `command: [sh, -c, "exit 2"]`, wantCode: 2},
+		{name: "env", src: "command: 'printf %s \"$GREETING\"'\nenv: {GREETING: 'hi {{event.who}}'}", event: map[string]any{"who": "you"}, wantOut: "hi you"},
+		{name: "hook env passed", src: `command: 'printf %s "$HOOKD_TEST_VAR"'`, wantOut: "from hook"},
+		{name: "non-string value is JSON", src: `command: printf %s {{event.obj}}`, event: map[string]any{"obj": map[string]any{"a": 1.0}}, wantOut: `{"a":1}`},
+		{name: "step placeholder", src: `command: printf %s {{step_1}}`, wantOut: "earlier output"},
+		{name: "command as written", src: `command: "echo {{event.x}}"`, event: map[string]any{"x": "v"}, wantOut: "v\n", wantCmd: "echo {{event.x}}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustShellStep(t, tt.src, 0)
+			env := stepEnv(t, tt.event)
+			env.Env = append(env.Env, "HOOKD_TEST_VAR=from hook")
+			env.Scope.Steps = []*engine.StepResult{{Index: 1, Output: "earlier output"}}
+			res, err := s.Run(context.Background(), env)
+			if err != nil {
+				t.Fatalf("Run: %v (result %+v)", err, res)
+			}
+			if res.Output != tt.wantOut || res.Fields["stdout"] != tt.wantOut {
+				t.Errorf("output %q, stdout field %q; want %q", res.Output, res.Fields["stdout"], tt.wantOut)
+			}
+			if res.Fields["stderr"] != tt.wantErrOut {
+				t.Errorf("stderr %q; want %q", res.Fields["stderr"], tt.wantErrOut)
+			}
+			if res.Fields["exit_code"] != tt.wantCode {
+				t.Errorf("exit_code %v; want %d", res.Fields["exit_code"], tt.wantCode)
+			}
+			if res.Error != "" {
+				t.Errorf("Error %q; a non-zero exit is not an error", res.Error)
+			}
+			if tt.wantCmd != "" && res.Fields["command"] != tt.wantCmd {
+				t.Errorf("command %q; want %q", res.Fields["command"], tt.wantCmd)
+			}
+			if res.Index != 1 || res.Name != "sh" || res.Type != "shell" || res.Started.IsZero() || res.Duration <= 0 {
+				t.Errorf("result header %+v", res)
+			}
+			for _, f := range []string{"timed_out", "truncated"} {
+				if res.Fields[f] != false {
+					t.Errorf("%s = %v", f, res.Fields[f])
+				}
+			}
+			if _, ok := res.Fields["duration_ms"].(int64); !ok {
+				t.Errorf("duration_ms = %#v", res.Fields["duration_ms"])
+			}
+		})
+	}
+}
+
+// TestShellInjection feeds hostile event values to commands that use them
+// in every supported position. The values must arrive byte for byte and
+// never run: the canary file must not appear.
+func TestShellInjection(t *testing.T) {
+	dir := t.TempDir()
+	canary := filepath.Join(dir, "pwned")
+	values := []string{
+		`"; touch ` + canary + `; echo "`,
+		`'; touch ` + canary + `; echo '`,
+		`$(touch ` + canary + `)`,
+		"`touch " + canary + "`",
+		"a\ntouch " + canary + "\nb",
+		`${HOOKD_P1}$(touch ` + canary + `)`,
+		`\"; touch ` + canary + ` #`,
+		`*`,
+		`  two  words  `,
+		`-n`,
+		`%s%d`,
+		`}} {{event.x}}`,
+		"",
+		"EOF\ntouch " + canary + "\nEOF",
+		"tab\there ünïcödé",
+	}
+	commands := []struct {
+		name string
+		src  string
+		want func(v string) string
+	}{
+		{"unquoted", `command: printf %s {{event.x}}`, func(v string) string { return v }},
+		{"double quotes", `command: printf %s "pre {{event.x}} post"`, func(v string) string { return "pre " + v + " post" }},
+		{"glued", `command: printf %s pre{{event.x}}post`, func(v string) string { return "pre" + v + "post" }},
+		{"command substitution", `command: printf %s "$(printf %s {{event.x}})"`, func(v string) string { return strings.TrimRight(v, "\n") }},
+		{"param default", `command: printf %s ${HOOKD_UNSET_VAR:-{{event.x}}}`, func(v string) string { return v }},
+		{"heredoc", "command: |\n  cat <<EOF\n  {{event.x}}\n  EOF", func(v string) string { return v + "\n" }},
+		{"argv", `command: [printf, "%s", "{{event.x}}"]`, func(v string) string { return v }},
+		{"argv with text", `command: [printf, "%s", "pre {{event.x}} post"]`, func(v string) string { return "pre " + v + " post" }},
+		{"env", "command: 'printf %s \"$V\"'\nenv: {V: '{{event.x}}'}", func(v string) string { return v }},
+		{"twice", `command: printf '%s|%s' {{event.x}} "{{event.x}}"`, func(v string) string { return v + "|" + v }},
+	}
+	for _, c := range commands {
+		s := mustShellStep(t, c.src, 0)
+		for i, v := range values {
+			t.Run(fmt.Sprintf("%s/%d", c.name, i), func(t *testing.T) {
+				env := stepEnv(t, map[string]any{"x": v})
+				res, err := s.Run(context.Background(), env)
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				if _, err := os.Stat(canary); err == nil {
+					os.Remove(canary)
+					t.Fatalf("value %q ran as code", v)
+				}
+				if want := c.want(v); res.Output != want {
+					t.Errorf("value %q arrived as %q; want %q (stderr %q)", v, res.Output, want, res.Fields["stderr"])
+				}
+			})
+		}
+	}
+}
+
+func TestShellPlaceholderErrors(t *testing.T) {
+	dir := t.TempDir()
+	canary := filepath.Join(dir, "ran")
+	tests := []struct {
+		name, src, wantErr string
+	}{
+		{"missing event field", `command: touch ` + canary + ` {{event.missing}}`, `command: {{event.missing}}: no field "missing"`},
+		{"missing step", `command: touch ` + canary + ` {{steps.nope.output}}`, `no step named "nope"`},
+		{"argv", `command: [touch, ` + canary + `, "{{event.missing}}"]`, "command[2]: {{event.missing}}"},
+		{"env", "command: touch " + canary + "\nenv: {A: '{{event.missing}}'}", "env.A: {{event.missing}}"},
+		{"workdir", "command: touch " + canary + "\nworkdir: '{{event.missing}}'", "workdir: {{event.missing}}"},
+		{"NUL byte", `command: touch ` + canary + ` {{event.nul}}`, "NUL byte"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustShellStep(t, tt.src, 0)
+			res, err := s.Run(context.Background(), stepEnv(t, map[string]any{"nul": "a\x00b"}))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v; want it to contain %q", err, tt.wantErr)
+			}
+			if res == nil || res.Error != err.Error() || res.Fields["exit_code"] != -1 {
+				t.Errorf("result %+v does not record the error", res)
+			}
+			if _, err := os.Stat(canary); err == nil {
+				t.Error("the command ran although a placeholder failed")
+			}
+		})
+	}
+}
+
+func TestShellTimeout(t *testing.T) {
+	env := stepEnv(t, nil)
+	pidFile := filepath.Join(env.Workdir, "pid")
+	s := mustShellStep(t, `command: "sleep 30 & echo $! > pid; sleep 30"`, 300*time.Millisecond)
+	start := time.Now()
+	res, err := s.Run(context.Background(), env)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Run took %v after a 300ms timeout", d)
+	}
+	if !errors.Is(err, ErrTimeout) || res.Error == "" {
+		t.Errorf("err %v, Error %q; want a timeout", err, res.Error)
+	}
+	if res.Fields["timed_out"] != true || res.Fields["exit_code"] != -1 {
+		t.Errorf("timed_out %v exit_code %v", res.Fields["timed_out"], res.Fields["exit_code"])
+	}
+	if !strings.Contains(res.Fields["stderr"].(string), "hookd: command timed out after 300ms; process group killed") {
+		t.Errorf("stderr %q", res.Fields["stderr"])
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	if !waitGone(pid, 5*time.Second) {
+		t.Errorf("background grandchild %d survived the timeout", pid)
+	}
+}
+
+func TestShellOutputCap(t *testing.T) {
+	s := mustShellStep(t, "command: 'printf HEAD; head -c 1000 /dev/zero | tr \"\\0\" x; printf TAIL'\nmax_output: 20", 0)
+	res, err := s.Run(context.Background(), stepEnv(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "HEADxxxxxx\n[hookd: 988 bytes truncated]\nxxxxxxTAIL"
+	if res.Output != want || res.Fields["truncated"] != true {
+		t.Errorf("output %q truncated %v; want %q", res.Output, res.Fields["truncated"], want)
+	}
+}
+
+func TestShellWorkdir(t *testing.T) {
+	root := t.TempDir()
+	hook := filepath.Join(root, "hook")
+	outside := filepath.Join(root, "outside")
+	for _, d := range []string{filepath.Join(hook, "sub", "deep"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"escape":   outside,
+		"relesc":   "../outside",
+		"inside":   filepath.Join(hook, "sub"),
+		"relinner": "sub/deep",
+	} {
+		if err := os.Symlink(target, filepath.Join(hook, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	realHook, err := filepath.EvalSymlinks(hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		workdir string
+		event   string
+		wantDir string // empty: want an error
+		wantErr string
+	}{
+		{workdir: "", wantDir: realHook},
+		{workdir: ".", wantDir: realHook},
+		{workdir: "sub", wantDir: filepath.Join(realHook, "sub")},
+		{workdir: "sub/deep/..", wantDir: filepath.Join(realHook, "sub")},
+		{workdir: "inside", wantDir: filepath.Join(realHook, "sub")},
+		{workdir: "relinner", wantDir: filepath.Join(realHook, "sub", "deep")},
+		{workdir: "escape", wantErr: "outside the hook's workdir"},
+		{workdir: "relesc", wantErr: "outside the hook's workdir"},
+		{workdir: "missing", wantErr: "no such file or directory"},
+		{workdir: "{{event.dir}}", event: "sub", wantDir: filepath.Join(realHook, "sub")},
+		{workdir: "{{event.dir}}", event: "../outside", wantErr: "leaves the hook's workdir"},
+		{workdir: "{{event.dir}}", event: "/etc", wantErr: "must be relative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.workdir+tt.event, func(t *testing.T) {
+			src := "command: pwd -P"
+			if tt.workdir != "" {
+				src += "\nworkdir: " + yamlString(tt.workdir)
+			}
+			s := mustShellStep(t, src, 0)
+			env := stepEnv(t, map[string]any{"dir": tt.event})
+			env.Workdir = hook
+			res, err := s.Run(context.Background(), env)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(res.Error, "workdir: ") {
+					t.Fatalf("err = %v, Error %q; want a workdir error containing %q", err, res.Error, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(res.Output); got != tt.wantDir {
+				t.Errorf("ran in %s; want %s", got, tt.wantDir)
+			}
+		})
+	}
+}
+
+func TestShellStartFailure(t *testing.T) {
+	s := mustShellStep(t, `command: [hookd-no-such-program]`, 0)
+	res, err := s.Run(context.Background(), stepEnv(t, nil))
+	if err == nil || res.Error == "" || res.Fields["exit_code"] != -1 {
+		t.Errorf("err %v, result %+v; want a start failure", err, res)
+	}
+}
+
+func TestShellTemplates(t *testing.T) {
+	s := mustShellStep(t, "command: [echo, '{{step_1}}']\nworkdir: '{{event.d}}'\nenv: {B: '{{steps.x.y}}', A: a}", 0)
+	got := s.(interface{ Templates() []string }).Templates()
+	want := []string{"echo", "{{step_1}}", "{{event.d}}", "a", "{{steps.x.y}}"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Templates() = %q; want %q", got, want)
+	}
+}
+
+// BenchmarkShellOverhead runs `true` through the shell step and through a
+// bare exec.Command("sh", "-c", "true") in alternation, and reports each
+// one's time per run and their ratio.
+func BenchmarkShellOverhead(b *testing.B) {
+	s := mustShellStep(b, `command: "true"`, 0)
+	env := &engine.StepEnv{Workdir: b.TempDir(), Env: os.Environ(), Scope: &engine.Scope{}}
+	ctx := context.Background()
+	var step, bare time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if res, err := s.Run(ctx, env); err != nil || res.Fields["exit_code"] != 0 {
+			b.Fatalf("step: %v", err)
+		}
+		t1 := time.Now()
+		if err := exec.Command("sh", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		bare += time.Since(t1)
+		step += t1.Sub(t0)
+		n++
+	}
+	b.ReportMetric(float64(step.Nanoseconds())/float64(n), "step-ns/op")
+	b.ReportMetric(float64(bare.Nanoseconds())/float64(n), "bare-ns/op")
+	b.ReportMetric(float64(step)/float64(bare), "ratio")
+}
