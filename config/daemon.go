@@ -1,0 +1,158 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// Daemon is the daemon's settings, from hookd.yaml.
+type Daemon struct {
+	File           string           // the settings file read, "" when none was
+	HooksDir       string           // hooks_dir: absolute
+	DB             string           // db: absolute path of the SQLite file
+	MaxConcurrent  int              // max_concurrent: runs at once, >= 1
+	Tick           time.Duration    // tick: longest sleep of the loop, > 0
+	QueueSize      int              // queue_size: runs waiting for a slot, >= 1
+	Grace          time.Duration    // grace: how long a stop waits for runs, >= 0
+	DefaultTimeout time.Duration    // default_timeout: a run's timeout when its hook sets none, > 0
+	MaxCatchup     int              // max_catchup: missed slots fired with on_missed: all, >= 1
+	LogFormat      string           // log_format: text or json
+	Listen         string           // listen: optional host:port for the TCP API
+	LLM            engine.LLMConfig // llm: defaults for every hook's model settings
+}
+
+// Default daemon settings.
+const (
+	DefaultHooksDir      = "hooks.d"
+	DefaultDB            = ".hookd/hookd.db"
+	DefaultMaxConcurrent = 4
+	DefaultTick          = time.Second
+	DefaultQueueSize     = 100
+	DefaultGrace         = 30 * time.Second
+	DefaultTimeout       = 30 * time.Minute
+	DefaultMaxCatchup    = 10
+	DefaultLogFormat     = "text"
+	DefaultAPIKeyEnv     = "OPENAI_API_KEY"
+	DefaultMaxRounds     = 8
+)
+
+var daemonKeys = []string{"hooks_dir", "db", "max_concurrent", "tick", "queue_size", "grace",
+	"default_timeout", "max_catchup", "log_format", "listen", "llm"}
+
+// defaultDaemon returns the default settings, with paths in dir.
+func defaultDaemon(dir string) *Daemon {
+	return &Daemon{
+		HooksDir:       filepath.Join(dir, DefaultHooksDir),
+		DB:             filepath.Join(dir, DefaultDB),
+		MaxConcurrent:  DefaultMaxConcurrent,
+		Tick:           DefaultTick,
+		QueueSize:      DefaultQueueSize,
+		Grace:          DefaultGrace,
+		DefaultTimeout: DefaultTimeout,
+		MaxCatchup:     DefaultMaxCatchup,
+		LogFormat:      DefaultLogFormat,
+		LLM:            engine.LLMConfig{APIKeyEnv: DefaultAPIKeyEnv, MaxRounds: DefaultMaxRounds},
+	}
+}
+
+// LoadDaemon reads daemon settings from r; file names it in errors, and
+// relative paths in it resolve against file's directory. Keys left out
+// keep their defaults; an empty file is all defaults. The error, if any,
+// is an Errors list.
+func LoadDaemon(r io.Reader, file string) (*Daemon, error) {
+	data, err := readAll(r)
+	if err != nil {
+		return nil, &Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err}
+	}
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return nil, &Error{File: file, Msg: err.Error(), Err: err}
+	}
+	d := defaultDaemon(dir)
+	d.File = file
+	s := newState(file)
+	top := s.parseDoc(data, true)
+	if top != nil {
+		s.daemon(s.fields(top, "", daemonKeys, nil), d, dir)
+	}
+	if l := s.result(); l != nil {
+		return nil, l
+	}
+	return d, nil
+}
+
+// LoadDaemonFile reads daemon settings from path. A missing file means
+// the defaults, with paths resolved against path's directory.
+func LoadDaemonFile(path string) (*Daemon, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		dir, err := filepath.Abs(filepath.Dir(path))
+		if err != nil {
+			return nil, &Error{File: path, Msg: err.Error(), Err: err}
+		}
+		return defaultDaemon(dir), nil
+	}
+	if err != nil {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("read: %s", err), Err: err}
+	}
+	defer f.Close()
+	return LoadDaemon(f, path)
+}
+
+func (s *state) daemon(f *fields, d *Daemon, dir string) {
+	for _, p := range []struct {
+		key string
+		dst *string
+	}{{"hooks_dir", &d.HooksDir}, {"db", &d.DB}} {
+		var v string
+		if n, ok := f.decode(p.key, &v); ok {
+			switch {
+			case v == "":
+				s.errorf(n, p.key, "must not be empty")
+			case filepath.IsAbs(v):
+				*p.dst = filepath.Clean(v)
+			default:
+				*p.dst = filepath.Join(dir, v)
+			}
+		}
+	}
+	for _, p := range []struct {
+		key string
+		dst *int
+	}{{"max_concurrent", &d.MaxConcurrent}, {"queue_size", &d.QueueSize}, {"max_catchup", &d.MaxCatchup}} {
+		if n, ok := f.decode(p.key, p.dst); ok && *p.dst < 1 {
+			s.errorf(n, p.key, "must be >= 1 (got %d)", *p.dst)
+		}
+	}
+	if n, ok := f.decode("tick", &d.Tick); ok {
+		positive(s, n, "tick", d.Tick)
+	}
+	if n, ok := f.decode("default_timeout", &d.DefaultTimeout); ok {
+		positive(s, n, "default_timeout", d.DefaultTimeout)
+	}
+	if n, ok := f.decode("grace", &d.Grace); ok {
+		nonNegative(s, n, "grace", d.Grace)
+	}
+	if n, ok := f.decode("log_format", &d.LogFormat); ok && d.LogFormat != "text" && d.LogFormat != "json" {
+		s.errorf(n, "log_format", "must be text or json (got %q)", d.LogFormat)
+	}
+	if n, ok := f.decode("listen", &d.Listen); ok {
+		if _, _, err := net.SplitHostPort(d.Listen); err != nil {
+			s.errorf(n, "listen", "want host:port, like 127.0.0.1:8787 (got %q)", d.Listen)
+		}
+	}
+	if n := f.get("llm"); n != nil {
+		s.llm(n, "llm", &d.LLM)
+		if d.LLM.MaxRounds == 0 {
+			d.LLM.MaxRounds = DefaultMaxRounds
+		}
+	}
+}

@@ -1,0 +1,325 @@
+package config
+
+import (
+	"encoding"
+	"reflect"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+var (
+	nodeType     = reflect.TypeFor[yaml.Node]()
+	durationType = reflect.TypeFor[time.Duration]()
+	unmarshaler  = reflect.TypeFor[yaml.Unmarshaler]()
+	textType     = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// decode decodes n into rv strictly, reporting every problem under path.
+// A null or absent node leaves rv as it is.
+func (s *state) decode(n *yaml.Node, path string, rv reflect.Value) {
+	n = resolve(n)
+	if isNull(n) {
+		return
+	}
+	t := rv.Type()
+	if t.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			rv.Set(reflect.New(t.Elem()))
+		}
+		s.decode(n, path, rv.Elem())
+		return
+	}
+	if !s.enter(n, path) {
+		return
+	}
+	defer s.leave(n)
+	switch {
+	case t == nodeType:
+		rv.Set(reflect.ValueOf(*n))
+		return
+	case t == durationType:
+		if d, ok := s.duration(n, path); ok {
+			rv.SetInt(int64(d))
+		}
+		return
+	case rv.CanAddr() && reflect.PointerTo(t).Implements(unmarshaler):
+		if err := rv.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
+			s.errorf(n, path, "%s", err)
+		}
+		return
+	case rv.CanAddr() && reflect.PointerTo(t).Implements(textType):
+		if n.Kind != yaml.ScalarNode {
+			s.errorf(n, path, "expected a string, got %s", describe(n))
+		} else if err := rv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
+			s.errorf(n, path, "%s", err)
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if str, ok := s.str(n, path); ok {
+			rv.SetString(str)
+		}
+	case reflect.Bool:
+		if b, ok := s.boolean(n, path); ok {
+			rv.SetBool(b)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if i, ok := s.integer(n, path); ok {
+			if rv.OverflowInt(i) {
+				s.errorf(n, path, "%d is out of range", i)
+				return
+			}
+			rv.SetInt(i)
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if i, ok := s.integer(n, path); ok {
+			if i < 0 || rv.OverflowUint(uint64(i)) {
+				s.errorf(n, path, "%d is out of range", i)
+				return
+			}
+			rv.SetUint(uint64(i))
+		}
+	case reflect.Float32, reflect.Float64:
+		tag := n.ShortTag()
+		if n.Kind != yaml.ScalarNode || tag != "!!int" && tag != "!!float" {
+			s.errorf(n, path, "expected a number, got %s", describe(n))
+			return
+		}
+		var f float64
+		if err := n.Decode(&f); err != nil {
+			s.errorf(n, path, "not a number: %s", n.Value)
+			return
+		}
+		rv.SetFloat(f)
+	case reflect.Interface:
+		if t.NumMethod() != 0 {
+			s.errorf(n, path, "cannot decode into Go type %s", t)
+			return
+		}
+		if v := s.anyNode(n, path); v != nil {
+			rv.Set(reflect.ValueOf(v))
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			s.errorf(n, path, "expected a list, got %s", describe(n))
+			return
+		}
+		out := reflect.MakeSlice(t, len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			s.decode(c, index(path, i), out.Index(i))
+		}
+		rv.Set(out)
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			s.errorf(n, path, "cannot decode into Go type %s", t)
+			return
+		}
+		if n.Kind != yaml.MappingNode {
+			s.errorf(n, path, "expected a mapping, got %s", describe(n))
+			return
+		}
+		if rv.IsNil() {
+			rv.Set(reflect.MakeMap(t))
+		}
+		for _, p := range s.pairs(n, path) {
+			ev := reflect.New(t.Elem()).Elem()
+			s.decode(p.v, join(path, p.key), ev)
+			rv.SetMapIndex(reflect.ValueOf(p.key).Convert(t.Key()), ev)
+		}
+	case reflect.Struct:
+		s.decodeStruct(n, path, rv)
+	default:
+		s.errorf(n, path, "cannot decode into Go type %s", t)
+	}
+}
+
+// field is a struct field a mapping key decodes into.
+type field struct {
+	name  string
+	index []int
+}
+
+// structFields lists the keys of struct type t: the yaml tag's name, or
+// the lower-cased field name; ",inline" embeds a struct's keys.
+func structFields(t reflect.Type) []field {
+	var out []field
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(","+opts+",", ",inline,") && f.Type.Kind() == reflect.Struct {
+			for _, sub := range structFields(f.Type) {
+				sub.index = append([]int{i}, sub.index...)
+				out = append(out, sub)
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out = append(out, field{name: name, index: []int{i}})
+	}
+	return out
+}
+
+func (s *state) decodeStruct(n *yaml.Node, path string, rv reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		s.errorf(n, path, "expected a mapping, got %s", describe(n))
+		return
+	}
+	fields := structFields(rv.Type())
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	for _, p := range s.pairs(n, path) {
+		var f *field
+		for i := range fields {
+			if fields[i].name == p.key {
+				f = &fields[i]
+				break
+			}
+		}
+		if f == nil {
+			known := names
+			if path == s.extraPath {
+				known = append(append([]string(nil), names...), s.extra...)
+			}
+			s.add(p.k.Line, join(path, p.key), unknownField(p.key, known, names))
+			continue
+		}
+		s.decode(p.v, join(path, p.key), rv.FieldByIndex(f.index))
+	}
+}
+
+// anyValue decodes n into plain Go values: string, bool, int, float64,
+// []any and map[string]any. Timestamps and other tagged scalars stay
+// strings, as written.
+func (s *state) anyValue(n *yaml.Node, path string) any {
+	n = resolve(n)
+	if isNull(n) || !s.enter(n, path) {
+		return nil
+	}
+	defer s.leave(n)
+	return s.anyNode(n, path)
+}
+
+// anyNode is anyValue for a node that was entered already.
+func (s *state) anyNode(n *yaml.Node, path string) any {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			out[i] = s.anyValue(c, index(path, i))
+		}
+		return out
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		for _, p := range s.pairs(n, path) {
+			out[p.key] = s.anyValue(p.v, join(path, p.key))
+		}
+		return out
+	}
+	switch n.ShortTag() {
+	case "!!bool", "!!int", "!!float":
+		var v any
+		if err := n.Decode(&v); err == nil {
+			return v
+		}
+	}
+	return n.Value
+}
+
+func (s *state) str(n *yaml.Node, path string) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		s.errorf(n, path, "expected a string, got %s", describe(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+// text accepts any scalar as its literal text: `model: 4` is "4".
+func (s *state) text(n *yaml.Node, path string) (string, bool) {
+	n = resolve(n)
+	if n.Kind != yaml.ScalarNode {
+		s.errorf(n, path, "expected a string, got %s", describe(n))
+		return "", false
+	}
+	if n.ShortTag() == "!!null" {
+		return "", true
+	}
+	return n.Value, true
+}
+
+func (s *state) boolean(n *yaml.Node, path string) (bool, bool) {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+		s.errorf(n, path, "expected true or false, got %s", describe(n))
+		return false, false
+	}
+	return b, true
+}
+
+func (s *state) integer(n *yaml.Node, path string) (int64, bool) {
+	var i int64
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		s.errorf(n, path, "expected an integer, got %s", describe(n))
+		return 0, false
+	}
+	if err := n.Decode(&i); err != nil {
+		s.errorf(n, path, "integer %s is out of range", n.Value)
+		return 0, false
+	}
+	return i, true
+}
+
+// duration decodes a Go duration string ("90s", "2h"). A bare number is
+// an error, except 0 and except in a field named *_seconds, which takes
+// whole seconds.
+func (s *state) duration(n *yaml.Node, path string) (time.Duration, bool) {
+	if strings.HasSuffix(path, "_seconds") {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+			s.errorf(n, path, "expected whole seconds, got %s", describe(n))
+			return 0, false
+		}
+		i, ok := s.integer(n, path)
+		if !ok {
+			return 0, false
+		}
+		if i > int64(maxDuration/time.Second) || i < -int64(maxDuration/time.Second) {
+			s.errorf(n, path, "%d seconds is out of range", i)
+			return 0, false
+		}
+		return time.Duration(i) * time.Second, true
+	}
+	if n.Kind == yaml.ScalarNode {
+		switch n.ShortTag() {
+		case "!!int", "!!float":
+			if n.Value == "0" {
+				return 0, true
+			}
+			s.errorf(n, path, "a duration needs a unit: write %ss or %sm, not %s", n.Value, n.Value, n.Value)
+			return 0, false
+		case "!!str":
+			d, err := time.ParseDuration(n.Value)
+			if err != nil {
+				s.errorf(n, path, "bad duration %q (want a number with a unit: 500ms, 90s, 15m, 2h)", n.Value)
+				return 0, false
+			}
+			return d, true
+		}
+	}
+	s.errorf(n, path, "expected a duration like 90s or 2h, got %s", describe(n))
+	return 0, false
+}
+
+const maxDuration = time.Duration(1<<63 - 1)

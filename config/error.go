@@ -1,0 +1,145 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Error is one problem in a configuration file, located by file, line and
+// field path. Its text is "file:line: field.path: message"; the line or
+// the field is left out when unknown.
+type Error struct {
+	File  string // path as given to the loader
+	Line  int    // 1-based; 0 when the problem is not tied to a line
+	Field string // dotted path with [i] indexes counted from 0: steps[2].timeout
+	Msg   string
+	Err   error // underlying cause, if any
+}
+
+// Error returns "file:line: field: message".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	switch {
+	case e.Msg != "":
+		b.WriteString(e.Msg)
+	case e.Err != nil:
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errors is the list of problems found in a file, in line order. Its text
+// is one Error per line. errors.As finds the first *Error in it.
+type Errors []*Error
+
+// Error returns the errors, one per line.
+func (l Errors) Error() string {
+	s := make([]string, len(l))
+	for i, e := range l {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// Unwrap returns the errors, for errors.Is and errors.As.
+func (l Errors) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
+
+// asErrors extracts the config errors carried by err, if any.
+func asErrors(err error) (Errors, bool) {
+	switch e := err.(type) {
+	case Errors:
+		return e, true
+	case *Error:
+		return Errors{e}, true
+	}
+	// A kind may wrap our errors with a prefix of its own; the located
+	// errors say more than the prefix does.
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		var out Errors
+		for _, x := range u.Unwrap() {
+			l, ok := asErrors(x)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, l...)
+		}
+		return out, len(out) > 0
+	}
+	if u, ok := err.(interface{ Unwrap() error }); ok && u.Unwrap() != nil {
+		return asErrors(u.Unwrap())
+	}
+	return nil, false
+}
+
+// suggest returns the candidate closest to s, or "" when none is close.
+func suggest(s string, candidates []string) string {
+	best, bestD := "", min(max(len(s)/3, 1), 3)
+	ls := strings.ToLower(s)
+	for _, c := range candidates {
+		if strings.ToLower(c) == ls {
+			return c
+		}
+		if d := editDistance(ls, strings.ToLower(c)); d <= bestD && (best == "" || d < bestD) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		if a == b {
+			return 0
+		}
+		return 64
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// unknownField is the message for a key that is not one of known.
+func unknownField(key string, known []string, listed []string) string {
+	if s := suggest(key, known); s != "" {
+		return fmt.Sprintf("unknown field; did you mean %s?", s)
+	}
+	if len(listed) == 0 {
+		return "unknown field"
+	}
+	return fmt.Sprintf("unknown field (known: %s)", strings.Join(listed, ", "))
+}

@@ -1,0 +1,121 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+)
+
+// fields is a mapping whose keys were checked against a fixed set, read
+// field by field by the hand-written parts of the loader (hook, trigger,
+// daemon settings), which need lines for their own checks.
+type fields struct {
+	s    *state
+	path string
+	node *yaml.Node
+	keys map[string]pair
+}
+
+// fields indexes mapping n. Keys other than known and the aliases'
+// names are reported with a suggestion; aliases maps alias -> canonical.
+func (s *state) fields(n *yaml.Node, path string, known []string, aliases map[string]string) *fields {
+	f := &fields{s: s, path: path, node: n, keys: map[string]pair{}}
+	if n.Kind != yaml.MappingNode {
+		s.errorf(n, path, "expected a mapping, got %s", describe(n))
+		return f
+	}
+	all := append(slices.Clone(known), slices.Sorted(maps.Keys(aliases))...)
+	ok := make(map[string]bool, len(all))
+	for _, k := range all {
+		ok[k] = true
+	}
+	for _, p := range s.pairs(n, path) {
+		if !ok[p.key] {
+			s.add(p.k.Line, join(path, p.key), unknownField(p.key, all, known))
+			continue
+		}
+		f.keys[p.key] = p
+	}
+	return f
+}
+
+// get returns the value of key, or nil when it is absent or null.
+func (f *fields) get(key string) *yaml.Node {
+	p, ok := f.keys[key]
+	if !ok || isNull(p.v) {
+		return nil
+	}
+	return resolve(p.v)
+}
+
+// has reports whether key is written, even with a null value.
+func (f *fields) has(key string) bool {
+	_, ok := f.keys[key]
+	return ok
+}
+
+// keyLine returns the line of key, or of the mapping when it is absent.
+func (f *fields) keyLine(key string) int {
+	if p, ok := f.keys[key]; ok {
+		return p.k.Line
+	}
+	return f.node.Line
+}
+
+// either returns the value of key or of its alias, with the field path
+// of the one written. Writing both is an error.
+func (f *fields) either(key, alias string) (*yaml.Node, string) {
+	n, a := f.get(key), f.get(alias)
+	if n != nil && a != nil {
+		f.s.add(f.keys[alias].k.Line, join(f.path, alias),
+			fmt.Sprintf("%s is an alias of %s, which is also given; keep one", alias, key))
+	}
+	if n == nil && a != nil {
+		return a, join(f.path, alias)
+	}
+	return n, join(f.path, key)
+}
+
+// decode decodes key's value into dst (a pointer). It returns the value
+// node, nil when the key is absent or null, and whether the value was
+// present and decoded without error.
+func (f *fields) decode(key string, dst any) (*yaml.Node, bool) {
+	n := f.get(key)
+	if n == nil {
+		return nil, false
+	}
+	return n, f.s.decodeAt(n, join(f.path, key), dst)
+}
+
+// decodeAt decodes n, found at path, into dst (a pointer) and reports
+// whether that worked.
+func (s *state) decodeAt(n *yaml.Node, path string, dst any) bool {
+	before := s.count()
+	s.decode(n, path, reflect.ValueOf(dst).Elem())
+	return s.count() == before
+}
+
+// positive reports a duration or count that is not > 0.
+func positive[T ~int | ~int64](s *state, n *yaml.Node, path string, v T) {
+	if v <= 0 {
+		s.errorf(n, path, "must be > 0 (got %v)", v)
+	}
+}
+
+// nonNegative reports a duration or count that is < 0.
+func nonNegative[T ~int | ~int64](s *state, n *yaml.Node, path string, v T) {
+	if v < 0 {
+		s.errorf(n, path, "must be >= 0 (got %v)", v)
+	}
+}
+
+// Identifiers.
+var (
+	hookName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	stepName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)

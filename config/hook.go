@@ -1,0 +1,249 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+
+	"github.com/hookd/hookd/engine"
+	"gopkg.in/yaml.v3"
+)
+
+// Options says how to load hook files.
+type Options struct {
+	// Root is the directory a relative workdir (and so a relative watch
+	// path) resolves against; it is also the default workdir. Empty means
+	// the process's working directory; LoadDir defaults it to the parent
+	// of the hooks directory.
+	Root string
+	// DefaultName is the hook's name when the file gives none. LoadDir
+	// sets it to the file name without its extension.
+	DefaultName string
+}
+
+// Canonical hook keys, and the agent-queue names accepted for them.
+var (
+	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap",
+		"timeout", "workdir", "env", "secrets", "steps", "system", "prompt", "llm", "budget",
+		"tools", "plugins", "skip_llm"}
+	hookAliases = map[string]string{
+		"context_steps":      "steps",
+		"prompt_template":    "prompt",
+		"cooldown_seconds":   "cooldown",
+		"llm_config":         "llm",
+		"max_tokens_per_run": "budget.max_tokens_per_run",
+	}
+	llmKeys = []string{"model", "base_url", "api_key_env", "max_rounds"}
+)
+
+// ParseHook reads one hook file from r. file names it in errors and in
+// the hook's Source. The error, if any, is an Errors list of every problem
+// found, each naming file, line and field.
+func ParseHook(r io.Reader, file string, opts Options) (*engine.Hook, error) {
+	data, err := readAll(r)
+	if err != nil {
+		return nil, &Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err}
+	}
+	h, _, errs := parseHook(data, file, opts)
+	if errs != nil {
+		return nil, errs
+	}
+	return h, nil
+}
+
+// parseHook parses a hook file and also returns the line that gives its
+// name, for duplicate-name errors.
+func parseHook(data []byte, file string, opts Options) (*engine.Hook, int, Errors) {
+	s := newState(file)
+	top := s.parseDoc(data, false)
+	if top == nil {
+		return nil, 0, s.result()
+	}
+	sum := sha256.Sum256(data)
+	h := &engine.Hook{
+		Enabled: true,
+		Overlap: engine.OverlapSkip,
+		Source:  engine.Source{File: file, Line: top.Line, Version: hex.EncodeToString(sum[:])[:12]},
+	}
+	if len(top.Content) > 0 {
+		h.Source.Line = top.Content[0].Line
+	}
+	f := s.fields(top, "", hookKeys, hookAliases)
+
+	nameLine := h.Source.Line
+	if n := f.get("name"); n != nil {
+		nameLine = n.Line
+		if s.decodeAt(n, "name", &h.Name) && !hookName.MatchString(h.Name) {
+			s.errorf(n, "name", "%q is not a valid hook name (use letters, digits, '_', '.', '-')", h.Name)
+		}
+	} else {
+		h.Name = opts.DefaultName
+		switch {
+		case h.Name == "":
+			s.add(nameLine, "name", "required")
+		case !hookName.MatchString(h.Name):
+			s.add(nameLine, "name", fmt.Sprintf("the file name gives %q, which is not a valid hook name; set name (letters, digits, '_', '.', '-')", h.Name))
+		}
+	}
+	f.decode("description", &h.Description)
+	f.decode("enabled", &h.Enabled)
+	f.decode("system", &h.System)
+	f.decode("skip_llm", &h.SkipLLM)
+
+	if n, path := f.either("cooldown", "cooldown_seconds"); n != nil && s.decodeAt(n, path, &h.Cooldown) {
+		nonNegative(s, n, path, h.Cooldown)
+	}
+	if n, ok := f.decode("overlap", &h.Overlap); ok {
+		switch h.Overlap {
+		case engine.OverlapSkip, engine.OverlapQueue, engine.OverlapCancelPrevious:
+		default:
+			s.errorf(n, "overlap", "must be skip, queue or cancel_previous (got %q)", h.Overlap)
+		}
+	}
+	if n, ok := f.decode("timeout", &h.Timeout); ok {
+		positive(s, n, "timeout", h.Timeout)
+	}
+
+	h.Workdir = s.workdir(f, opts.Root)
+	h.Env = s.env(f.get("env"), "env")
+	if n, ok := f.decode("secrets", &h.Secrets); ok {
+		for i, name := range h.Secrets {
+			if !envName.MatchString(name) {
+				s.errorf(n.Content[i], index("secrets", i), "%q is not an environment variable name", name)
+			}
+		}
+	}
+	s.names(f, "tools", &h.Tools)
+	if s.names(f, "plugins", &h.Plugins) {
+		h.PluginsSet = true
+		if h.Plugins == nil {
+			h.Plugins = []string{}
+		}
+	}
+
+	if n := f.get("trigger"); n != nil {
+		s.trigger(n, "trigger", h)
+	}
+	if n, path := f.either("steps", "context_steps"); n != nil {
+		s.steps(n, path, h)
+	}
+	if n, path := f.either("prompt", "prompt_template"); n != nil && s.decodeAt(n, path, &h.Prompt) {
+		s.placeholders(n, path, h.Prompt, h.Steps, len(h.Steps)+1)
+	}
+	if n, path := f.either("llm", "llm_config"); n != nil {
+		s.llm(n, path, &h.LLM)
+	}
+	s.tokenBudget(f, &h.Budget)
+	return h, nameLine, s.result()
+}
+
+// workdir resolves the hook's workdir against root.
+func (s *state) workdir(f *fields, root string) string {
+	if root == "" {
+		root = "."
+	}
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	var dir string
+	if n, ok := f.decode("workdir", &dir); ok && dir == "" {
+		s.errorf(n, "workdir", "must not be empty (leave it out for the default)")
+	}
+	if filepath.IsAbs(dir) {
+		return filepath.Clean(dir)
+	}
+	return filepath.Join(root, dir)
+}
+
+// env decodes a map of environment variables. Values may be any scalar,
+// taken as written (PORT: 8080 is "8080"); null is "".
+func (s *state) env(n *yaml.Node, path string) map[string]string {
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		s.errorf(n, path, "expected a mapping of NAME: value, got %s", describe(n))
+		return nil
+	}
+	out := map[string]string{}
+	for _, p := range s.pairs(n, path) {
+		fp := join(path, p.key)
+		if !envName.MatchString(p.key) {
+			s.errorf(p.k, fp, "%q is not an environment variable name", p.key)
+			continue
+		}
+		if v, ok := s.text(p.v, fp); ok {
+			out[p.key] = v
+		}
+	}
+	return out
+}
+
+// names decodes a list of non-empty strings and reports whether the key
+// was given with a list.
+func (s *state) names(f *fields, key string, dst *[]string) bool {
+	n, ok := f.decode(key, dst)
+	if !ok {
+		return false
+	}
+	for i, v := range *dst {
+		if v == "" {
+			s.errorf(n.Content[i], index(key, i), "must not be empty")
+		}
+	}
+	return true
+}
+
+// llm decodes model settings; model takes any scalar as written.
+func (s *state) llm(n *yaml.Node, path string, c *engine.LLMConfig) {
+	f := s.fields(n, path, llmKeys, nil)
+	if m := f.get("model"); m != nil {
+		c.Model, _ = s.text(m, join(path, "model"))
+	}
+	if u, ok := f.decode("base_url", &c.BaseURL); ok {
+		if err := checkURL(c.BaseURL); err != nil {
+			s.errorf(u, join(path, "base_url"), "%s", err)
+		}
+	}
+	if e, ok := f.decode("api_key_env", &c.APIKeyEnv); ok && !envName.MatchString(c.APIKeyEnv) {
+		s.errorf(e, join(path, "api_key_env"), "%q is not an environment variable name", c.APIKeyEnv)
+	}
+	if r, ok := f.decode("max_rounds", &c.MaxRounds); ok {
+		nonNegative(s, r, join(path, "max_rounds"), c.MaxRounds)
+	}
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}
+
+// tokenBudget decodes budget, and its top-level alias max_tokens_per_run.
+func (s *state) tokenBudget(f *fields, b *engine.Budget) {
+	var inner *yaml.Node
+	if n := f.get("budget"); n != nil {
+		bf := s.fields(n, "budget", []string{"max_tokens_per_run"}, nil)
+		inner = bf.get("max_tokens_per_run")
+		if m, ok := bf.decode("max_tokens_per_run", &b.MaxTokensPerRun); ok {
+			nonNegative(s, m, "budget.max_tokens_per_run", b.MaxTokensPerRun)
+		}
+	}
+	top := f.get("max_tokens_per_run")
+	if top == nil {
+		return
+	}
+	if inner != nil {
+		s.add(f.keyLine("max_tokens_per_run"), "max_tokens_per_run",
+			"max_tokens_per_run is an alias of budget.max_tokens_per_run, which is also given; keep one")
+		return
+	}
+	if s.decodeAt(top, "max_tokens_per_run", &b.MaxTokensPerRun) {
+		nonNegative(s, top, "max_tokens_per_run", b.MaxTokensPerRun)
+	}
+}

@@ -1,0 +1,83 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// hookExts are the extensions of hook files, YAML or JSON.
+var hookExts = []string{".yaml", ".yml", ".json"}
+
+// LoadDir loads every hook file in dir: the files named *.yaml, *.yml or
+// *.json directly in it (not in subfolders), in name order, skipping
+// hidden files. A file that fails is reported and leaves it out; the
+// others still load. A hook whose name an earlier file already took is an
+// error on the later file. Each error in errs is an *Error.
+//
+// A hook's default name is its file name without the extension, and
+// opts.Root defaults to the parent of dir: hooks.d lives in the project,
+// and a hook's workdir (default: the project root) resolves against it.
+func LoadDir(dir string, opts Options) (hooks []*engine.Hook, errs []error) {
+	if opts.Root == "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
+		}
+		opts.Root = filepath.Dir(abs)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, []error{&Error{File: dir, Msg: fmt.Sprintf("read hooks directory: %s", err), Err: err}}
+	}
+	type seen struct {
+		file string
+		line int
+	}
+	byName := map[string]seen{}
+	for _, e := range entries {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		if strings.HasPrefix(name, ".") || !slices.Contains(hookExts, ext) || e.IsDir() {
+			continue
+		}
+		file := filepath.Join(dir, name)
+		if !e.Type().IsRegular() {
+			// A symlink is followed; anything else is not a hook file.
+			if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+		}
+		data, err := os.ReadFile(file)
+		if err == nil && len(data) > maxFileSize {
+			err = fmt.Errorf("file is larger than %d MiB", maxFileSize>>20)
+		}
+		if err != nil {
+			errs = append(errs, &Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err})
+			continue
+		}
+		o := opts
+		o.DefaultName = strings.TrimSuffix(name, ext)
+		h, line, l := parseHook(data, file, o)
+		if len(l) == 0 {
+			if first, dup := byName[h.Name]; dup {
+				l = Errors{{File: file, Line: line, Field: "name",
+					Msg: fmt.Sprintf("duplicate hook name %q (first in %s:%d)", h.Name, first.file, first.line)}}
+			} else {
+				byName[h.Name] = seen{file, line}
+			}
+		}
+		if len(l) > 0 {
+			for _, e := range l {
+				errs = append(errs, e)
+			}
+			continue
+		}
+		hooks = append(hooks, h)
+	}
+	return hooks, errs
+}

@@ -1,0 +1,311 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Limits that keep a hostile file from exhausting the loader.
+const (
+	maxFileSize = 4 << 20 // bytes
+	maxNodes    = 100_000 // nodes visited per file, counting each alias expansion
+	maxDepth    = 64      // nesting
+	maxErrors   = 50      // errors reported per file
+)
+
+// state collects the errors of one file while its nodes are decoded.
+type state struct {
+	file     string
+	errs     Errors
+	more     int                 // errors past maxErrors, not kept
+	budget   *int                // nodes left to visit, shared by the Decoders of a file
+	active   map[*yaml.Node]bool // nodes being decoded, to stop alias cycles
+	overflow bool
+
+	// extra lists keys that the mapping at extraPath also accepts,
+	// besides the fields of the struct decoded there (suggestions only).
+	extra     []string
+	extraPath string
+}
+
+func newState(file string) *state {
+	budget := maxNodes
+	return &state{file: file, budget: &budget}
+}
+
+func (s *state) add(line int, path, msg string) {
+	s.addError(&Error{File: s.file, Line: line, Field: path, Msg: msg})
+}
+
+func (s *state) addError(e *Error) {
+	if len(s.errs) >= maxErrors {
+		s.more++
+		return
+	}
+	s.errs = append(s.errs, e)
+}
+
+// count is the number of errors found so far, kept or not.
+func (s *state) count() int { return len(s.errs) + s.more }
+
+// result returns the errors found, sorted by line, without repeats, and
+// saying how many more there were past maxErrors.
+func (s *state) result() Errors {
+	if len(s.errs) == 0 {
+		return nil
+	}
+	l := s.errs
+	sort.SliceStable(l, func(i, j int) bool { return l[i].Line < l[j].Line })
+	var out Errors
+	seen := map[string]bool{}
+	for _, e := range l {
+		if text := e.Error(); !seen[text] {
+			seen[text] = true
+			out = append(out, e)
+		}
+	}
+	if s.more > 0 {
+		out = append(out, &Error{File: s.file, Msg: fmt.Sprintf("%d more errors not shown", s.more)})
+	}
+	return out
+}
+
+func (s *state) errorf(n *yaml.Node, path, format string, args ...any) {
+	s.add(n.Line, path, fmt.Sprintf(format, args...))
+}
+
+// enter accounts for one more node at one more level of nesting. It
+// returns false, after reporting why, when n contains itself (through an
+// alias) or a limit is passed; the caller then skips n and must not call
+// leave.
+func (s *state) enter(n *yaml.Node, path string) bool {
+	*s.budget--
+	if s.active[n] {
+		s.errorf(n, path, "an alias refers to a value that contains it")
+		return false
+	}
+	if *s.budget < 0 || len(s.active) >= maxDepth {
+		if !s.overflow {
+			s.overflow = true
+			if len(path) > 80 {
+				path = path[:80] + "..."
+			}
+			s.errorf(n, path, "nested too deeply or expands to too many values")
+		}
+		return false
+	}
+	if s.active == nil {
+		s.active = map[*yaml.Node]bool{}
+	}
+	s.active[n] = true
+	return true
+}
+
+func (s *state) leave(n *yaml.Node) { delete(s.active, n) }
+
+// join appends key to a field path.
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+// resolve follows an alias to the node it names.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 8; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// isNull reports whether n is absent or an explicit null.
+func isNull(n *yaml.Node) bool {
+	n = resolve(n)
+	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" || n.Kind == yaml.AliasNode
+}
+
+// describe names what a node holds, for "expected X, got Y" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		v := n.Value
+		if len(v) > 40 {
+			v = v[:40] + "..."
+		}
+		switch n.ShortTag() {
+		case "!!str":
+			return "string " + strconv.Quote(v)
+		case "!!int":
+			return "integer " + v
+		case "!!float":
+			return "number " + v
+		case "!!bool":
+			return "boolean " + v
+		case "!!null":
+			return "null"
+		case "!!timestamp":
+			return "timestamp " + v
+		}
+		return n.ShortTag() + " " + strconv.Quote(v)
+	}
+	return "nothing"
+}
+
+// pair is one key of a mapping with its value.
+type pair struct {
+	key  string
+	k, v *yaml.Node
+}
+
+// pairs lists the keys of mapping n, with YAML merge keys (<<) applied:
+// explicit keys win over merged ones, earlier merges over later ones. A
+// key given twice or a key that is not a scalar is reported.
+func (s *state) pairs(n *yaml.Node, path string) []pair {
+	var out []pair
+	seen := map[string]*yaml.Node{}
+	var merges []pair
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), n.Content[i+1]
+		if k == nil || k.Kind != yaml.ScalarNode {
+			s.errorf(n.Content[i], path, "mapping keys must be strings")
+			continue
+		}
+		if k.ShortTag() == "!!merge" {
+			merges = append(merges, pair{"<<", k, v})
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			s.errorf(k, join(path, k.Value), "duplicate key (first at line %d)", first.Line)
+			continue
+		}
+		seen[k.Value] = k
+		out = append(out, pair{k.Value, k, v})
+	}
+	for _, mp := range merges {
+		m := resolve(mp.v)
+		var srcs []*yaml.Node
+		switch {
+		case m != nil && m.Kind == yaml.MappingNode:
+			srcs = []*yaml.Node{m}
+		case m != nil && m.Kind == yaml.SequenceNode:
+			srcs = m.Content
+		}
+		for _, src := range srcs {
+			src = resolve(src)
+			if src == nil || src.Kind != yaml.MappingNode {
+				s.errorf(mp.k, path, "a merge (<<) needs a mapping or a list of mappings")
+				continue
+			}
+			if !s.enter(src, path) {
+				continue
+			}
+			for _, p := range s.pairs(src, path) {
+				if _, dup := seen[p.key]; !dup {
+					seen[p.key] = p.k
+					out = append(out, p)
+				}
+			}
+			s.leave(src)
+		}
+		if len(srcs) == 0 {
+			s.errorf(mp.k, path, "a merge (<<) needs a mapping or a list of mappings")
+		}
+	}
+	return out
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseDoc parses data as one YAML (or JSON) document and returns its top
+// node, which is a mapping, or nil after reporting why not. An empty
+// document is an error unless allowEmpty is set.
+func (s *state) parseDoc(data []byte, allowEmpty bool) *yaml.Node {
+	if strings.HasSuffix(s.file, ".json") {
+		// JSON allows tabs where YAML does not; outside strings (where
+		// raw tabs are invalid JSON anyway) they are only whitespace.
+		data = bytes.ReplaceAll(data, []byte("\t"), []byte(" "))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := s.yamlDecode(dec, &doc); err != nil {
+		if !errors.Is(err, io.EOF) {
+			s.syntaxError(err)
+		} else if !allowEmpty {
+			s.add(1, "", "file is empty")
+		}
+		return nil
+	}
+	var next yaml.Node
+	switch err := s.yamlDecode(dec, &next); {
+	case err == nil:
+		s.add(next.Line, "", "a file holds one YAML document; found a second one")
+		return nil
+	case !errors.Is(err, io.EOF):
+		s.syntaxError(err)
+		return nil
+	}
+	var top *yaml.Node
+	if len(doc.Content) > 0 {
+		top = resolve(doc.Content[0])
+	}
+	if isNull(top) {
+		if !allowEmpty {
+			s.add(1, "", "file is empty")
+		}
+		return nil
+	}
+	if top.Kind != yaml.MappingNode {
+		s.errorf(top, "", "the top level must be a mapping of field: value, got %s", describe(top))
+		return nil
+	}
+	return top
+}
+
+// yamlDecode runs the YAML parser, turning a panic inside it into an error.
+func (s *state) yamlDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+func (s *state) syntaxError(err error) {
+	msg := err.Error()
+	line := 1 // the parser did not say; point an editor at the top
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	s.add(line, "", "syntax error: "+msg)
+}
+
+// readAll reads a whole file from r, refusing absurd sizes.
+func readAll(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("file is larger than %d MiB", maxFileSize>>20)
+	}
+	return data, nil
+}

@@ -1,0 +1,210 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hookd/hookd/engine"
+	"gopkg.in/yaml.v3"
+)
+
+// stepKeys are the keys every step has; the others belong to its kind.
+var stepKeys = []string{"name", "type", "timeout", "required", "skip_llm_if_exit_zero",
+	"skip_llm_if_status_ok", "skip_llm_if_empty", "skip_llm_if_unchanged", "skip_llm_if"}
+
+// steps decodes a hook's steps. The common keys fill the StepDef; the
+// rest go to the step kind through a Decoder. Placeholders in a step may
+// only name earlier steps.
+func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
+	if n.Kind != yaml.SequenceNode {
+		s.errorf(n, path, "expected a list of steps, got %s", describe(n))
+		return
+	}
+	type pending struct {
+		def     *engine.StepDef
+		path    string
+		kind    engine.StepKind
+		rest    *yaml.Node // mapping of the kind-specific keys
+		ifNode  *yaml.Node
+		ifValue string
+	}
+	var todo []pending
+	names := map[string]int{} // step name -> line
+	for i, item := range n.Content {
+		item = resolve(item)
+		p := index(path, i)
+		def := &engine.StepDef{Index: i + 1, Line: item.Line}
+		h.Steps = append(h.Steps, def)
+		if item.Kind != yaml.MappingNode {
+			s.errorf(item, p, "expected a mapping with a type, got %s", describe(item))
+			continue
+		}
+		if !s.enter(item, p) {
+			return
+		}
+		rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: item.Line, Column: item.Column}
+		var typeNode, ifNode *yaml.Node
+		for _, kv := range s.pairs(item, p) {
+			fp := join(p, kv.key)
+			v := resolve(kv.v)
+			if isNull(v) && kv.key != "type" && slices.Contains(stepKeys, kv.key) {
+				continue
+			}
+			switch kv.key {
+			case "name":
+				if !s.decodeAt(v, fp, &def.Name) {
+					break
+				}
+				if !stepName.MatchString(def.Name) {
+					s.errorf(v, fp, "%q is not a valid step name (use letters, digits, '_', '-')", def.Name)
+				} else if first, dup := names[def.Name]; dup {
+					s.errorf(v, fp, "duplicate step name %q (first at line %d)", def.Name, first)
+				} else {
+					names[def.Name] = v.Line
+				}
+			case "type":
+				typeNode = v
+			case "timeout":
+				if s.decodeAt(v, fp, &def.Timeout) {
+					positive(s, v, fp, def.Timeout)
+				}
+			case "required":
+				s.decodeAt(v, fp, &def.Required)
+			case "skip_llm_if_exit_zero":
+				s.decodeAt(v, fp, &def.Skip.IfExitZero)
+			case "skip_llm_if_status_ok":
+				s.decodeAt(v, fp, &def.Skip.IfStatusOK)
+			case "skip_llm_if_empty":
+				s.decodeAt(v, fp, &def.Skip.IfEmpty)
+			case "skip_llm_if_unchanged":
+				s.decodeAt(v, fp, &def.Skip.IfUnchanged)
+			case "skip_llm_if":
+				if s.decodeAt(v, fp, &def.Skip.If) {
+					if strings.TrimSpace(def.Skip.If) == "" {
+						s.errorf(v, fp, "must not be empty")
+					} else {
+						ifNode = v
+					}
+				}
+			default:
+				rest.Content = append(rest.Content, kv.k, kv.v)
+			}
+		}
+		s.leave(item)
+		kind := s.stepKind(typeNode, item, p, def)
+		todo = append(todo, pending{def: def, path: p, kind: kind, rest: rest, ifNode: ifNode, ifValue: def.Skip.If})
+	}
+
+	for _, t := range todo {
+		s.placeholdersIn(t.rest, t.path, h.Steps, t.def.Index)
+		if t.ifNode != nil {
+			// The condition is tested after its own step ran.
+			s.placeholders(t.ifNode, join(t.path, "skip_llm_if"), t.ifValue, h.Steps, t.def.Index+1)
+		}
+		if t.kind == nil {
+			continue
+		}
+		dec := &Decoder{file: s.file, path: t.path, node: t.rest, line: t.def.Line, known: stepKeys, budget: s.budget}
+		step, err := t.kind.New(t.def, dec)
+		switch {
+		case err != nil:
+			if l, ok := asErrors(err); ok {
+				for _, e := range l {
+					s.addError(e)
+				}
+			} else {
+				s.addError(&Error{File: s.file, Line: t.def.Line, Field: t.path, Msg: err.Error(), Err: err})
+			}
+		case !dec.used && len(t.rest.Content) > 0:
+			dec.unused(s)
+		case step == nil:
+			s.add(t.def.Line, t.path, fmt.Sprintf("step kind %q built no step", t.def.Type))
+		default:
+			t.def.Step = step
+		}
+	}
+}
+
+// stepKind decodes a step's type and looks its kind up.
+func (s *state) stepKind(n, item *yaml.Node, path string, def *engine.StepDef) engine.StepKind {
+	fp := join(path, "type")
+	if isNull(n) {
+		s.add(item.Line, fp, "required (known: "+knownKinds()+")")
+		return nil
+	}
+	if !s.decodeAt(n, fp, &def.Type) {
+		return nil
+	}
+	kind, ok := engine.LookupStep(def.Type)
+	if !ok {
+		msg := fmt.Sprintf("unknown step type %q", def.Type)
+		if sug := suggest(def.Type, engine.StepKinds()); sug != "" {
+			msg += fmt.Sprintf("; did you mean %s?", sug)
+		}
+		s.errorf(n, fp, "%s (known: %s)", msg, knownKinds())
+		return nil
+	}
+	return kind
+}
+
+func knownKinds() string {
+	k := engine.StepKinds()
+	if len(k) == 0 {
+		return "none registered"
+	}
+	return strings.Join(k, ", ")
+}
+
+// placeholdersIn checks every string inside n, the kind-specific fields
+// of step before, against the hook's steps.
+func (s *state) placeholdersIn(n *yaml.Node, path string, steps []*engine.StepDef, before int) {
+	n = resolve(n)
+	if n == nil || !s.enter(n, path) {
+		return
+	}
+	defer s.leave(n)
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!str" {
+			s.placeholders(n, path, n.Value, steps, before)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			s.placeholdersIn(c, index(path, i), steps, before)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := resolve(n.Content[i])
+			p := path
+			if k != nil && k.ShortTag() != "!!merge" {
+				p = join(path, k.Value)
+			}
+			s.placeholdersIn(n.Content[i+1], p, steps, before)
+		}
+	}
+}
+
+// placeholders checks the placeholders of text, the value of n, against
+// steps: only steps with an index below before may be named.
+func (s *state) placeholders(n *yaml.Node, path, text string, steps []*engine.StepDef, before int) {
+	phs, err := engine.ParsePlaceholders(text)
+	if err != nil {
+		s.errorf(n, path, "%s", err)
+		return
+	}
+	for _, ph := range phs {
+		if err := engine.CheckPlaceholders(text[ph.Start:ph.End], steps, before); err != nil {
+			s.add(lineOf(n, text, ph.Start), path, err.Error())
+		}
+	}
+}
+
+// lineOf returns the line of byte off of n's value. Only literal block
+// scalars (|) keep their lines as written; others report their first line.
+func lineOf(n *yaml.Node, text string, off int) int {
+	if n.Style&yaml.LiteralStyle == 0 {
+		return n.Line
+	}
+	return n.Line + 1 + strings.Count(text[:off], "\n")
+}

@@ -1,0 +1,268 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/triggers"
+	"gopkg.in/yaml.v3"
+)
+
+var (
+	triggerKeys = []string{"every", "cron", "event", "watch", "timezone", "jitter",
+		"on_missed", "max_catchup", "where", "type"}
+	triggerAliases = map[string]string{"interval_seconds": "every", "event_type": "event"}
+	watchKeys      = []string{"paths", "recursive", "extensions", "include", "ignore",
+		"debounce", "max_wait", "poll", "scan_on_start"}
+)
+
+// Defaults of a trigger.
+const (
+	DefaultDebounce = 500 * time.Millisecond // watch.debounce
+	MinEvery        = time.Second            // shortest every interval
+)
+
+// trigger decodes a hook's trigger: exactly one of every, cron, event or
+// watch, with the options that apply to it.
+func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
+	if n.Kind != yaml.MappingNode {
+		s.errorf(n, path, "expected a mapping like {every: 1h}, got %s", describe(n))
+		return
+	}
+	before := s.count()
+	t := &h.Trigger
+	t.OnMissed = engine.MissedLatest
+	f := s.fields(n, path, triggerKeys, triggerAliases)
+
+	// Which kinds are written, in file order.
+	type kindAt struct {
+		kind     engine.TriggerKind
+		key, alt string // canonical key and alias
+		written  string // the one written
+		line     int
+	}
+	var kinds []kindAt
+	for _, k := range []kindAt{
+		{kind: engine.TriggerEvery, key: "every", alt: "interval_seconds"},
+		{kind: engine.TriggerCron, key: "cron"},
+		{kind: engine.TriggerEvent, key: "event", alt: "event_type"},
+		{kind: engine.TriggerWatch, key: "watch"},
+	} {
+		for _, key := range []string{k.key, k.alt} {
+			if key != "" && f.has(key) {
+				k.written, k.line = key, f.keyLine(key)
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	sort.SliceStable(kinds, func(i, j int) bool { return kinds[i].line < kinds[j].line })
+	if len(kinds) > 1 {
+		a, b := kinds[0], kinds[1]
+		if a.kind == b.kind {
+			f.either(a.key, a.alt) // reports the alias conflict
+		} else {
+			s.add(b.line, path, fmt.Sprintf("has both %s and %s; a hook has exactly one trigger kind", a.written, b.written))
+		}
+		return
+	}
+
+	var typ string
+	typeNode, typeOK := f.decode("type", &typ)
+	if typeOK && typ != "periodic" && typ != "event" {
+		s.errorf(typeNode, join(path, "type"), "must be periodic or event (got %q); or write every, cron, event or watch", typ)
+		return
+	}
+	if len(kinds) == 0 {
+		switch typ {
+		case "periodic":
+			s.errorf(typeNode, join(path, "type"), "periodic needs interval_seconds (or write every: 1h)")
+		case "event":
+			s.errorf(typeNode, join(path, "type"), "event needs event_type (or write event: PATTERN)")
+		case "":
+			if typeNode == nil {
+				s.errorf(n, path, "needs one of every, cron, event or watch (leave trigger out for a hook fired by hand)")
+			}
+		}
+		return
+	}
+	t.Kind = kinds[0].kind
+	if typeOK {
+		want := "periodic"
+		if t.Kind == engine.TriggerEvent || t.Kind == engine.TriggerWatch {
+			want = "event"
+		}
+		if t.Kind == engine.TriggerWatch || typ != want {
+			s.errorf(typeNode, join(path, "type"), "%s does not match the %s trigger; leave type out", typ, kinds[0].written)
+		}
+	}
+
+	periodic := t.Kind == engine.TriggerEvery || t.Kind == engine.TriggerCron
+	onlyFor := func(key string, ok bool, which string) bool {
+		if f.has(key) && !ok {
+			s.add(f.keyLine(key), join(path, key), "only applies to "+which+" triggers")
+			return false
+		}
+		return f.get(key) != nil
+	}
+
+	var kindNode *yaml.Node
+	var kindPath string
+	switch t.Kind {
+	case engine.TriggerEvery:
+		kindNode, kindPath = f.either("every", "interval_seconds")
+		if kindNode == nil {
+			s.add(kinds[0].line, kindPath, "must be a duration like 90s or 2h")
+		} else if s.decodeAt(kindNode, kindPath, &t.Every) && t.Every < MinEvery {
+			s.errorf(kindNode, kindPath, "must be at least %s (got %s)", MinEvery, t.Every)
+		}
+	case engine.TriggerCron:
+		kindPath = join(path, "cron")
+		if kindNode = f.get("cron"); kindNode == nil {
+			s.add(kinds[0].line, kindPath, "must be a cron expression like \"0 3 * * *\"")
+		} else if s.decodeAt(kindNode, kindPath, &t.Cron) && strings.TrimSpace(t.Cron) == "" {
+			s.errorf(kindNode, kindPath, "must not be empty")
+		}
+	case engine.TriggerEvent:
+		kindNode, kindPath = f.either("event", "event_type")
+		if kindNode == nil {
+			s.add(kinds[0].line, kindPath, "must be an event pattern like deploy.*")
+		} else if s.decodeAt(kindNode, kindPath, &t.Event) {
+			if err := triggers.ValidatePattern(t.Event); err != nil {
+				s.errorf(kindNode, kindPath, "%s", err)
+			}
+		}
+	case engine.TriggerWatch:
+		if w := f.get("watch"); w != nil {
+			t.Watch = s.watch(w, join(path, "watch"), h.Workdir)
+		} else {
+			s.add(kinds[0].line, join(path, "watch"), "needs paths")
+		}
+	}
+
+	const sched = "every and cron"
+	if onlyFor("timezone", periodic, sched) {
+		tz := f.get("timezone")
+		if s.decodeAt(tz, join(path, "timezone"), &t.Timezone) {
+			loc, err := time.LoadLocation(t.Timezone)
+			if err != nil || t.Timezone == "" {
+				s.errorf(tz, join(path, "timezone"), "unknown time zone %q (want an IANA name like Europe/Berlin, or UTC)", t.Timezone)
+			} else {
+				t.Location = loc
+			}
+		}
+	}
+	if periodic && t.Location == nil {
+		t.Location = time.Local
+	}
+	if onlyFor("jitter", periodic, sched) {
+		j := f.get("jitter")
+		if s.decodeAt(j, join(path, "jitter"), &t.Jitter) {
+			nonNegative(s, j, join(path, "jitter"), t.Jitter)
+			if t.Kind == engine.TriggerEvery && t.Every > 0 && t.Jitter >= t.Every {
+				s.errorf(j, join(path, "jitter"), "must be less than the interval %s (got %s)", t.Every, t.Jitter)
+			}
+		}
+	}
+	if onlyFor("on_missed", periodic, sched) {
+		m := f.get("on_missed")
+		if s.decodeAt(m, join(path, "on_missed"), &t.OnMissed) {
+			switch t.OnMissed {
+			case engine.MissedSkip, engine.MissedLatest, engine.MissedAll:
+			default:
+				s.errorf(m, join(path, "on_missed"), "must be skip, latest or all (got %q)", t.OnMissed)
+			}
+		}
+	}
+	if onlyFor("max_catchup", periodic, sched) {
+		m := f.get("max_catchup")
+		if s.decodeAt(m, join(path, "max_catchup"), &t.MaxCatchup) && t.MaxCatchup < 1 {
+			s.errorf(m, join(path, "max_catchup"), "must be >= 1 (got %d); leave it out for the daemon default", t.MaxCatchup)
+		}
+	}
+	if !periodic {
+		t.OnMissed = ""
+	}
+	if onlyFor("where", t.Kind == engine.TriggerEvent, "event") {
+		w := f.get("where")
+		if w.Kind != yaml.MappingNode {
+			s.errorf(w, join(path, "where"), "expected a mapping of payload field: value, got %s", describe(w))
+		} else if m, _ := s.anyValue(w, join(path, "where")).(map[string]any); m != nil {
+			if err := triggers.ValidateWhere(m); err != nil {
+				s.errorf(w, join(path, "where"), "%s", err)
+			} else {
+				t.Where = m
+			}
+		}
+	}
+
+	if periodic && s.count() == before {
+		sc, err := engine.CompileSchedule(t)
+		if err != nil {
+			s.errorf(kindNode, kindPath, "%s", err)
+			return
+		}
+		t.Schedule = sc
+	}
+}
+
+// watch decodes a watch spec; relative paths resolve against workdir.
+func (s *state) watch(n *yaml.Node, path, workdir string) *engine.WatchSpec {
+	w := &engine.WatchSpec{Debounce: DefaultDebounce}
+	if n.Kind != yaml.MappingNode {
+		s.errorf(n, path, "expected a mapping like {paths: [docs]}, got %s", describe(n))
+		return w
+	}
+	f := s.fields(n, path, watchKeys, nil)
+	if p, ok := f.decode("paths", &w.Paths); ok {
+		if len(w.Paths) == 0 {
+			s.errorf(p, join(path, "paths"), "must list at least one path")
+		}
+		for i, dir := range w.Paths {
+			switch {
+			case dir == "":
+				s.errorf(p.Content[i], index(join(path, "paths"), i), "must not be empty")
+			case filepath.IsAbs(dir):
+				w.Paths[i] = filepath.Clean(dir)
+			default:
+				w.Paths[i] = filepath.Join(workdir, dir)
+			}
+		}
+	} else if f.get("paths") == nil {
+		s.add(f.keyLine("paths"), join(path, "paths"), "required: the files or folders to watch")
+	}
+	f.decode("recursive", &w.Recursive)
+	if _, ok := f.decode("extensions", &w.Extensions); ok {
+		for i, e := range w.Extensions {
+			if e != "" && !strings.HasPrefix(e, ".") {
+				w.Extensions[i] = "." + e
+			}
+		}
+	}
+	f.decode("include", &w.Include)
+	f.decode("ignore", &w.Ignore)
+	for _, key := range []string{"include", "ignore", "extensions"} {
+		if l := f.get(key); l != nil && l.Kind == yaml.SequenceNode {
+			for i, c := range l.Content {
+				if c = resolve(c); c.Kind == yaml.ScalarNode && c.Value == "" {
+					s.errorf(c, index(join(path, key), i), "must not be empty")
+				}
+			}
+		}
+	}
+	if d, ok := f.decode("debounce", &w.Debounce); ok {
+		nonNegative(s, d, join(path, "debounce"), w.Debounce)
+	}
+	if m, ok := f.decode("max_wait", &w.MaxWait); ok {
+		nonNegative(s, m, join(path, "max_wait"), w.MaxWait)
+		if w.MaxWait > 0 && w.MaxWait < w.Debounce {
+			s.errorf(m, join(path, "max_wait"), "must be at least debounce %s (got %s)", w.Debounce, w.MaxWait)
+		}
+	}
+	f.decode("poll", &w.Poll)
+	f.decode("scan_on_start", &w.ScanOnStart)
+	return w
+}
