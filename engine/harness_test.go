@@ -44,7 +44,7 @@ type jumpClock struct {
 	offset atomic.Int64
 }
 
-func (c *jumpClock) Now() time.Time { return time.Now().Round(0).Add(time.Duration(c.offset.Load())) }
+func (c *jumpClock) Now() time.Time       { return time.Now().Round(0).Add(time.Duration(c.offset.Load())) }
 func (c *jumpClock) Jump(d time.Duration) { c.offset.Add(int64(d)) }
 
 func newHarness(t *testing.T, hooks []*engine.Hook, tweak ...func(*engine.Config)) *harness {

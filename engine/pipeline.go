@@ -342,7 +342,10 @@ func (e *Engine) publish(ev *Event) {
 	e.send(func(s *state) { s.events = append(s.events, ev) })
 }
 
-// logEvent stores an engine event without blocking the loop.
+// logEvent queues an engine event for the store without blocking the
+// loop. The writer takes whatever is waiting in one transaction, so the
+// queue only fills when the disk cannot keep up at all; then the event is
+// still dispatched and streamed, and its loss is logged.
 func (e *Engine) logEvent(ev *Event) {
 	if ev.Time.IsZero() {
 		ev.Time = e.cfg.Clock.Now()
@@ -354,12 +357,30 @@ func (e *Engine) logEvent(ev *Event) {
 	}
 }
 
-// eventWriter stores engine events in order until the log is closed.
+// maxEventBatch bounds one transaction of the event writer.
+const maxEventBatch = 512
+
+// eventWriter stores engine events in order, in batches, until the log is
+// closed.
 func (e *Engine) eventWriter() {
 	defer close(e.eventLogDone)
+	batch := make([]*Event, 0, maxEventBatch)
 	for ev := range e.eventLog {
-		if err := e.cfg.Store.AppendEvent(context.Background(), ev); err != nil && !errors.Is(err, ErrDuplicateEvent) {
-			e.log.Error("store engine event", "type", ev.Type, "err", err)
+		batch = append(batch[:0], ev)
+	fill:
+		for len(batch) < maxEventBatch {
+			select {
+			case ev, ok := <-e.eventLog:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, ev)
+			default:
+				break fill
+			}
+		}
+		if err := e.cfg.Store.AppendEvents(context.Background(), batch); err != nil {
+			e.log.Error("store engine events", "count", len(batch), "err", err)
 		}
 	}
 }

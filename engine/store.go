@@ -59,8 +59,12 @@ type Store interface {
 	// run that reached the model or was short-circuited.
 	LastFingerprint(ctx context.Context, hook string) (string, error)
 
-	// AppendEvent stores an event and fills in its sequence number.
+	// AppendEvent stores an event and fills in its sequence number; an ID
+	// stored before gives ErrDuplicateEvent.
 	AppendEvent(ctx context.Context, ev *Event) error
+	// AppendEvents stores events in one transaction, skipping IDs stored
+	// before.
+	AppendEvents(ctx context.Context, evs []*Event) error
 	// ListEvents returns stored events, newest first.
 	ListEvents(ctx context.Context, typ string, limit int) ([]*Event, error)
 }

@@ -16,47 +16,65 @@ import (
 // engine.ErrDuplicateEvent, which makes publishing with a client-chosen ID
 // idempotent.
 func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
+	err := d.tx(ctx, func(tx *sql.Tx) error { return d.insertEvent(ctx, tx, ev) })
+	if err != nil {
+		return fmt.Errorf("append event %s: %w", ev.ID, err)
+	}
+	return nil
+}
+
+// AppendEvents stores events in one transaction, in order, setting each
+// one's Seq. Events whose ID was stored before are skipped (their Seq is
+// the stored one); any other error stores none of them.
+func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		for _, ev := range evs {
+			if err := d.insertEvent(ctx, tx, ev); err != nil && !errors.Is(err, engine.ErrDuplicateEvent) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("append %d events: %w", len(evs), err)
+	}
+	return nil
+}
+
+// insertEvent inserts one event within tx and sets its Seq, returning
+// engine.ErrDuplicateEvent for an ID stored before.
+func (d *DB) insertEvent(ctx context.Context, tx *sql.Tx, ev *engine.Event) error {
 	if ev.Type == "" {
-		return fmt.Errorf("append event %s: empty type", ev.ID)
+		return fmt.Errorf("event %s: empty type", ev.ID)
 	}
 	data := "{}"
 	if ev.Data != nil {
 		b, err := json.Marshal(ev.Data)
 		if err != nil {
-			return fmt.Errorf("append event %s: encode data: %w", ev.ID, err)
+			return fmt.Errorf("event %s: encode data: %w", ev.ID, err)
 		}
 		data = string(b)
 	}
 	if ev.ID == "" {
 		ev.ID = engine.NewID()
 	}
-	var seq int64
-	err := d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, d.stmtInsertEvt).ExecContext(ctx,
-			ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 1 {
-			seq, err = res.LastInsertId()
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT seq FROM events WHERE id = ?`, ev.ID).Scan(&seq); err != nil {
-			return err
-		}
-		return engine.ErrDuplicateEvent
-	})
-	if err == nil || errors.Is(err, engine.ErrDuplicateEvent) {
-		ev.Seq = seq
-	}
+	res, err := tx.StmtContext(ctx, d.stmtInsertEvt).ExecContext(ctx,
+		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth)
 	if err != nil {
-		return fmt.Errorf("append event %s: %w", ev.ID, err)
+		return err
 	}
-	return nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 1 {
+		ev.Seq, err = res.LastInsertId()
+		return err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT seq FROM events WHERE id = ?`, ev.ID).Scan(&ev.Seq); err != nil {
+		return err
+	}
+	return engine.ErrDuplicateEvent
 }
 
 // ListEvents returns stored events of type typ ("" for all), newest first.

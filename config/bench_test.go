@@ -1,0 +1,139 @@
+package config_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/config"
+	_ "github.com/hookd/hookd/steps" // the shell step kind
+)
+
+// BenchmarkLoadHookFiles loads a hooks.d of 10,000 realistic hook files
+// (a trigger, a shell step with placeholders, a prompt that names the
+// step) with LoadDir, and reports the seconds per load, the process's
+// resident set size after loading (VmRSS, with the loaded hooks alive),
+// and the live heap after a collection (HeapInuse) in MB.
+//
+//	go test -run '^$' -bench 'BenchmarkLoadHookFiles$' -benchtime 3x -count 3 ./config/
+func BenchmarkLoadHookFiles(b *testing.B) {
+	const n = 10_000
+	dir := filepath.Join(b.TempDir(), "hooks.d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		name := filepath.Join(dir, fmt.Sprintf("hook-%05d.yaml", i))
+		if err := os.WriteFile(name, benchHookFile(i), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	base := vmRSS(b)
+
+	var hooks any
+	var elapsed time.Duration
+	for b.Loop() {
+		hooks = nil // the previous load is garbage, as after a reload
+		start := time.Now()
+		hs, errs := config.LoadDir(dir, config.Options{})
+		elapsed += time.Since(start)
+		if len(errs) > 0 {
+			b.Fatalf("%d errors; the first: %v", len(errs), errs[0])
+		}
+		if len(hs) != n {
+			b.Fatalf("loaded %d hooks, want %d", len(hs), n)
+		}
+		hooks = hs
+	}
+	rss := vmRSS(b)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	runtime.KeepAlive(hooks)
+
+	const mb = 1 << 20
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(elapsed.Seconds()/float64(b.N), "s/load")
+	b.ReportMetric(float64(rss)/mb, "rss-MB")
+	b.ReportMetric(float64(ms.HeapInuse)/mb, "heap-MB")
+	b.Logf("%d loads of %d files: %v each; VmRSS %.1f MB (%.1f MB before loading), HeapInuse %.1f MB after GC",
+		b.N, n, elapsed/time.Duration(b.N), float64(rss)/mb, float64(base)/mb, float64(ms.HeapInuse)/mb)
+}
+
+// benchHookFile returns the i-th hook file, in one of four shapes like the
+// examples in hooks.d: an interval, a cron schedule, an event with a
+// payload filter, and an event from another hook.
+func benchHookFile(i int) []byte {
+	var trigger string
+	switch i % 4 {
+	case 0:
+		trigger = fmt.Sprintf("  every: %dm\n  jitter: 30s\n", 5+i%55)
+	case 1:
+		trigger = fmt.Sprintf("  cron: \"%d */%d * * *\"\n  timezone: Europe/Berlin\n  on_missed: skip\n", i%60, 1+i%6)
+	case 2:
+		trigger = fmt.Sprintf("  event: deploy.svc%d.*\n  where: {env: prod, region: [eu, us]}\n", i%100)
+	default:
+		trigger = "  event: hook.run.failed\n"
+	}
+	return fmt.Appendf(nil, `# Hook %[1]d: gather the state of service %[2]d and let the model judge it.
+description: Check service %[2]d and report what changed
+trigger:
+%[3]scooldown: 1m
+overlap: queue
+timeout: 5m
+env: {SERVICE: svc%[2]d, PORT: %[4]d}
+secrets: [GITHUB_TOKEN]
+steps:
+  - name: gather
+    type: shell
+    command: |
+      printf 'service %%s (%%s) at %%s\n' svc%[2]d {{event.env}} {{now}}
+      systemctl status "svc%[2]d" 2>&1 | head -n 20
+    timeout: 30s
+    skip_llm_if_exit_zero: true
+  - name: logs
+    type: shell
+    command: [journalctl, -u, "svc%[2]d", -n, "50", --since, "{{last_run_time}}"]
+    skip_llm_if_unchanged: true
+system: You are the on-call engineer for svc%[2]d.
+prompt: |
+  Service svc%[2]d ({{hook}}, run {{run}}) reported:
+  {{steps.gather.output}}
+  Recent logs:
+  {{step_2}}
+  Say whether anything needs attention, and what.
+llm:
+  model: gpt-4o-mini
+  max_rounds: 4
+budget: {max_tokens_per_run: 20000}
+tools: [read_file, list_files]
+`, i, i%100, trigger, 8000+i%1000)
+}
+
+// vmRSS returns the process's resident set size from /proc/self/status.
+func vmRSS(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skipf("no /proc/self/status: %v", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("VmRSS %q: %v", rest, err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
