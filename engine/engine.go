@@ -208,6 +208,13 @@ func (e *Engine) Shutdown(ctx context.Context) {
 	}
 }
 
+// Abort cancels every run in flight at once (recorded cancelled, their
+// commands' process groups killed), for a forced stop. A Shutdown under
+// way then finishes without waiting for the grace period.
+func (e *Engine) Abort() {
+	e.runCancel(errors.New("shutdown: hookd was stopped by force"))
+}
+
 // do runs f on the loop goroutine and waits for it.
 func (e *Engine) do(ctx context.Context, f func(*state)) error {
 	done := make(chan struct{})
@@ -323,22 +330,21 @@ func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
 // SetPaused pauses or resumes a hook. The state is stored, so it survives
 // restarts.
 func (e *Engine) SetPaused(ctx context.Context, name string, paused bool) error {
+	var found bool
+	if err := e.do(ctx, func(s *state) { found = s.hooks[name] != nil }); err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
+	}
 	if err := e.cfg.Store.SetPaused(ctx, name, paused); err != nil {
 		return fmt.Errorf("store paused state: %w", err)
 	}
-	var err error
-	derr := e.do(ctx, func(s *state) {
-		ent := s.hooks[name]
-		if ent == nil {
-			err = fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
-			return
+	return e.do(ctx, func(s *state) {
+		if ent := s.hooks[name]; ent != nil {
+			ent.paused = paused
 		}
-		ent.paused = paused
 	})
-	if derr != nil {
-		return derr
-	}
-	return err
 }
 
 // HookStatus is a hook's live state, for `hookd list`.

@@ -64,8 +64,15 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 		log.Error("store run result", "err", err)
 	}
 	log.Info("run finished", "status", run.Status, "reason", run.Reason, "duration", run.Duration())
-	e.publish(runEvent(run, finalEventType(run.Status)))
-	e.send(func(s *state) { s.finished(ent, act) })
+	ev := runEvent(run, finalEventType(run.Status))
+	ev.Time = run.FinishedAt
+	// One message: the run leaves the in-flight set before its outcome is
+	// dispatched, so a hook reacting to its own outcome is not refused as
+	// in flight.
+	e.send(func(s *state) {
+		s.finished(ent, act)
+		s.events = append(s.events, ev)
+	})
 }
 
 // pipeline executes the steps, the short-circuits and the model stage,

@@ -35,7 +35,14 @@ const maxBody = 1 << 20
 type apiServer struct {
 	eng *engine.Engine
 	st  engine.Store
+	db  string // absolute path of the database, told by /healthz
 	log *slog.Logger
+}
+
+// health is the answer of /healthz.
+type health struct {
+	Status string `json:"status"`
+	DB     string `json:"db,omitempty"`
 }
 
 // apiError is the body of every error answer.
@@ -48,7 +55,7 @@ type apiError struct {
 func (a *apiServer) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, health{Status: "ok", DB: a.db})
 	})
 	mux.HandleFunc("GET /v1/hooks", a.hooks)
 	mux.HandleFunc("POST /v1/hooks/{name}/fire", a.fire)
@@ -241,8 +248,10 @@ type client struct {
 	http *http.Client
 }
 
-// dial returns a client when a daemon answers on the socket, or nil.
-func dial(socket string) *client {
+// dial returns a client for the daemon of the database db, or nil when
+// none answers.
+func dial(db string) *client {
+	socket := socketPath(db)
 	if _, err := os.Stat(socket); err != nil {
 		return nil
 	}

@@ -39,7 +39,7 @@ func cmdFire(c *cli, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if cl := dial(socketPath(d.DB)); cl != nil {
+	if cl := dial(d.DB); cl != nil {
 		var ans runAnswer
 		err := cl.do(ctx, "POST", "/v1/hooks/"+name+"/fire", fireRequest{Event: event, Force: *force}, &ans)
 		if code, done := c.fireRefused(err); done {
@@ -159,7 +159,7 @@ func cmdEmit(c *cli, args []string) int {
 	defer stop()
 	req := emitRequest{ID: *id, Type: pos[0], Data: data}
 
-	if cl := dial(socketPath(d.DB)); cl != nil {
+	if cl := dial(d.DB); cl != nil {
 		var ans emitAnswer
 		if err := cl.do(ctx, "POST", "/v1/events", req, &ans); err != nil {
 			return c.errorf("%v", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -28,7 +29,7 @@ func cmdList(c *cli, args []string) int {
 	ctx := context.Background()
 	var hooks []engine.HookStatus
 	running := true
-	if cl := dial(socketPath(d.DB)); cl != nil {
+	if cl := dial(d.DB); cl != nil {
 		if err := cl.do(ctx, "GET", "/v1/hooks", nil, &hooks); err != nil {
 			return c.errorf("%v", err)
 		}
@@ -127,6 +128,14 @@ func cmdRuns(c *cli, args []string) int {
 	if !ok {
 		return code
 	}
+	if *status != "" && !slices.Contains(runStatuses, engine.Status(*status)) {
+		fmt.Fprintf(c.stderr, "hookd runs: --status must be one of %s (got %q)\n", joinStatuses(runStatuses), *status)
+		return exitUsage
+	}
+	if *limit < 1 {
+		fmt.Fprintf(c.stderr, "hookd runs: --limit must be >= 1 (got %d)\n", *limit)
+		return exitUsage
+	}
 	d, err := c.settings()
 	if err != nil {
 		return c.errorf("%v", err)
@@ -166,6 +175,20 @@ func cmdRuns(c *cli, args []string) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// runStatuses are the statuses `hookd runs --status` accepts.
+var runStatuses = []engine.Status{
+	engine.StatusQueued, engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed,
+	engine.StatusSkipped, engine.StatusDropped, engine.StatusCancelled, engine.StatusInterrupted,
+}
+
+func joinStatuses(ss []engine.Status) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
 }
 
 func firstNonZero(ts ...time.Time) time.Time {
@@ -324,6 +347,10 @@ func cmdNext(c *cli, args []string) int {
 	if !ok {
 		return code
 	}
+	if *n < 1 {
+		fmt.Fprintf(c.stderr, "hookd next: -n must be >= 1 (got %d)\n", *n)
+		return exitUsage
+	}
 	d, err := c.settings()
 	if err != nil {
 		return c.errorf("%v", err)
@@ -369,7 +396,7 @@ func setPaused(c *cli, args []string, paused bool) int {
 	name := pos[0]
 	verb := map[bool]string{true: "paused", false: "resumed"}[paused]
 	ctx := context.Background()
-	if cl := dial(socketPath(d.DB)); cl != nil {
+	if cl := dial(d.DB); cl != nil {
 		if err := cl.do(ctx, "POST", "/v1/hooks/"+name+"/"+c.name, nil, nil); err != nil {
 			return c.errorf("%v", err)
 		}
@@ -416,7 +443,7 @@ func cmdStatus(c *cli, args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	cl := dial(socketPath(d.DB))
+	cl := dial(d.DB)
 	if cl == nil {
 		fmt.Fprintf(c.stdout, "hookd is not running (no answer on %s)\n", socketPath(d.DB))
 		return exitError

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -17,6 +19,10 @@ func cmdServe(c *cli, args []string) int {
 	logFormat := fs.String("log-format", "", "log format: text or json (default from hookd.yaml, else text)")
 	if _, code, ok := c.parse(fs, args, 0, 0); !ok {
 		return code
+	}
+	if *logFormat != "" && *logFormat != "text" && *logFormat != "json" {
+		fmt.Fprintf(c.stderr, "hookd serve: --log-format must be text or json (got %q)\n", *logFormat)
+		return exitUsage
 	}
 	d, err := c.settings()
 	if err != nil {
@@ -36,7 +42,11 @@ func cmdServe(c *cli, args []string) int {
 	}
 	defer l.close()
 
-	api := &apiServer{eng: l.eng, st: l.db, log: log}
+	abs, err := filepath.Abs(d.DB)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	api := &apiServer{eng: l.eng, st: l.db, db: abs, log: log}
 	sock := socketPath(d.DB)
 	srv, err := api.serveUnix(sock)
 	if err != nil {
@@ -63,9 +73,16 @@ func cmdServe(c *cli, args []string) int {
 		log.Info("hookd stopped")
 		return exitOK
 	case <-sigs:
-		// Runs still in flight stay "running" in the store and are marked
+		// Cancel the runs (their process groups are killed) and give them
+		// a moment to be recorded; what is still running then is marked
 		// interrupted at the next start.
-		log.Warn("forced stop: runs in flight will be recorded as interrupted at the next start")
+		log.Warn("forced stop: cancelling runs in flight")
+		l.eng.Abort()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			log.Warn("runs still in flight will be recorded as interrupted at the next start")
+		}
 		os.Remove(sock)
 		os.Exit(exitError)
 	}

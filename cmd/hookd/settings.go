@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
@@ -55,9 +56,11 @@ func shortPath(p string) string {
 	return p
 }
 
-// socketPath is where the daemon for db listens: in its state directory.
+// socketPath is where the daemon for db listens: next to it, named after
+// it (.hookd/hookd.db -> .hookd/hookd.sock), so two databases in one
+// directory never share a socket.
 func socketPath(db string) string {
-	return filepath.Join(filepath.Dir(db), "hookd.sock")
+	return strings.TrimSuffix(db, filepath.Ext(db)) + ".sock"
 }
 
 // loadHooks loads the hooks directory, reporting bad files on stderr.
@@ -98,6 +101,12 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 		log.Error("hook file not loaded", "err", e.Error())
 	}
 	l.hooks = hooks
+	grace := d.Grace
+	if grace == 0 {
+		// grace: 0 in hookd.yaml means do not wait; the engine reads a
+		// zero Grace as "unset" and would wait its default 30s.
+		grace = time.Nanosecond
+	}
 	l.eng, err = engine.New(engine.Config{
 		Store:          l.db,
 		Events:         triggers.NewEventIndex(),
@@ -105,7 +114,7 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 		MaxConcurrent:  d.MaxConcurrent,
 		Tick:           d.Tick,
 		QueueSize:      d.QueueSize,
-		Grace:          d.Grace,
+		Grace:          grace,
 		DefaultTimeout: d.DefaultTimeout,
 		MaxCatchup:     d.MaxCatchup,
 		Manual:         manual,

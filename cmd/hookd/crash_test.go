@@ -1,0 +1,223 @@
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// The periodic hook's first run outlives the daemon (sleep 30); every
+// later run is quick. The step writes its pid so the test can end it.
+const crashTick = `description: periodic; the first run outlives the daemon
+trigger:
+  every: 1s
+steps:
+  - type: shell
+    command: '[ -f first.done ] || { touch first.done; echo $$ > first.pid; sleep 30; }'
+skip_llm: true
+`
+
+const crashOther = `description: fired by hand; waits in the queue behind the periodic run
+steps:
+  - type: shell
+    command: echo other ran
+skip_llm: true
+`
+
+// TestCrashRecovery kills the daemon with SIGKILL while a periodic run is
+// in flight and a fired run waits in the queue, then restarts it on the
+// same database: the killed run is recorded interrupted, the queued run
+// is not lost, and no schedule slot fires twice.
+func TestCrashRecovery(t *testing.T) {
+	e := newEnv(t, "max_concurrent: 1\n", map[string]string{
+		"tick.yaml":  crashTick,
+		"other.yaml": crashOther,
+	})
+	d := e.serve()
+
+	// The periodic run is running and its step is asleep.
+	var killed string
+	waitFor(t, "the periodic run to be running", func() bool {
+		runs := e.listRuns("tick", "--status", "running")
+		if len(runs) == 1 {
+			killed = runs[0].ID
+		}
+		return killed != "" && pidIn(e, "first.pid") > 0
+	}, func() string { return d.log.String() })
+
+	// A manual fire must wait for the one concurrency slot.
+	r := e.must(0, "fire", "other")
+	queued := runID(t, r)
+	if !strings.Contains(r.stderr, "queued:") {
+		t.Errorf("fire of a run that waits for a slot should say it is queued:\n%s", r)
+	}
+	if got := e.getRun(queued); got.Status != engine.StatusQueued {
+		t.Fatalf("run %s: status %s, want queued", queued, got.Status)
+	}
+
+	// Let the schedule go on a little while the run is in flight: those
+	// slots are recorded skipped (in_flight), each with its slot.
+	waitFor(t, "a slot skipped while the run is in flight", func() bool {
+		for _, r := range e.listRuns("tick", "--status", "skipped") {
+			if strings.HasPrefix(r.Reason, "in_flight") && !r.Slot.IsZero() {
+				return true
+			}
+		}
+		return false
+	}, func() string { return d.log.String() })
+
+	d.signal(syscall.SIGKILL)
+	if code := d.wait(); code != -1 {
+		t.Fatalf("hookd serve killed by SIGKILL: exit code %d", code)
+	}
+	e.killSteps() // the orphaned sleep
+
+	// The killed run is still "running" in the store until a daemon starts.
+	if got := e.getRun(killed); got.Status != engine.StatusRunning {
+		t.Errorf("before restart: run %s is %s, want running", killed, got.Status)
+	}
+
+	d2 := e.serve()
+	got := e.getRun(killed)
+	if got.Status != engine.StatusInterrupted {
+		t.Errorf("after restart: run %s is %s (%s), want interrupted", killed, got.Status, got.Reason)
+	}
+	if got.FinishedAt.IsZero() {
+		t.Errorf("interrupted run %s has no finish time", killed)
+	}
+	d2.waitLog("run interrupted by a previous stop")
+
+	// The queued run survived the crash and runs.
+	run := e.waitRun(queued, engine.StatusCompleted)
+	if len(run.Steps) != 1 || !strings.Contains(run.Steps[0].Output, "other ran") {
+		t.Errorf("queued run %s: steps %+v, want the output of its step", queued, run.Steps)
+	}
+
+	// The schedule goes on after the restart: two quick runs of tick.
+	waitFor(t, "periodic runs after the restart", func() bool {
+		return len(e.listRuns("tick", "--status", "completed")) >= 2
+	}, func() string { return d2.log.String() })
+
+	d2.signal(syscall.SIGTERM)
+	if code := d2.wait(); code != 0 {
+		t.Fatalf("hookd serve after SIGTERM: exit %d; log:\n%s", code, d2.log)
+	}
+
+	// Every slot appears at most once among the records, whatever they say.
+	all := e.listRuns("--limit", "1000")
+	slots := map[string][]string{}
+	interrupted := 0
+	for _, r := range all {
+		switch r.Status {
+		case engine.StatusRunning, engine.StatusQueued:
+			t.Errorf("after a clean stop, run %s of %s is still %s", r.ID, r.Hook, r.Status)
+		case engine.StatusInterrupted:
+			interrupted++
+		}
+		if !r.Slot.IsZero() {
+			k := r.Hook + " " + r.Slot.UTC().Format(time.RFC3339Nano)
+			slots[k] = append(slots[k], r.ID+" "+string(r.Status)+" "+r.Reason)
+		}
+	}
+	t.Logf("%d records, %d slots", len(all), len(slots))
+	if interrupted != 1 {
+		t.Errorf("%d interrupted runs, want 1 (the killed one)", interrupted)
+	}
+	if len(slots) < 3 {
+		t.Errorf("only %d slots recorded; the test did not exercise the schedule", len(slots))
+	}
+	for slot, runs := range slots {
+		if len(runs) > 1 {
+			t.Errorf("slot %s fired %d times:\n  %s", slot, len(runs), strings.Join(runs, "\n  "))
+		}
+	}
+}
+
+// pidIn returns the pid written in the test directory's file, or 0.
+func pidIn(e *env, name string) int {
+	b, err := os.ReadFile(e.path(name))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// TestCrashRecoveryQueuedSlot kills the daemon while a periodic run waits
+// in the queue for the one concurrency slot (held by a manual run): after
+// the restart the queued run keeps its slot and runs, the missed slots are
+// caught up, and no slot fires twice.
+func TestCrashRecoveryQueuedSlot(t *testing.T) {
+	e := newEnv(t, "max_concurrent: 1\n", map[string]string{
+		"blocker.yaml": `description: holds the one concurrency slot
+steps:
+  - type: shell
+    command: echo $$ > blocker.pid; sleep 30
+skip_llm: true
+`,
+		"tick.yaml": `trigger:
+  every: 1s
+  on_missed: all
+steps:
+  - type: shell
+    command: echo tick
+skip_llm: true
+`,
+	})
+	d := e.serve()
+	blocker := runID(t, e.must(0, "fire", "blocker"))
+
+	// A slot of tick fires while blocker runs: it is queued, with its slot.
+	var queued *engine.Run
+	waitFor(t, "a periodic run queued behind the blocker", func() bool {
+		for _, r := range e.listRuns("tick", "--status", "queued") {
+			if !r.Slot.IsZero() {
+				queued = r
+				return true
+			}
+		}
+		return false
+	}, func() string { return d.log.String() })
+	// And a later slot is refused while it waits.
+	waitFor(t, "a later slot skipped", func() bool {
+		return len(e.listRuns("tick", "--status", "skipped")) > 0
+	}, func() string { return d.log.String() })
+
+	d.signal(syscall.SIGKILL)
+	d.wait()
+	e.killSteps()
+
+	d2 := e.serve()
+	if got := e.getRun(blocker); got.Status != engine.StatusInterrupted {
+		t.Errorf("blocker run %s is %s, want interrupted", blocker, got.Status)
+	}
+	run := e.waitRun(queued.ID, engine.StatusCompleted)
+	if !run.Slot.Equal(queued.Slot) {
+		t.Errorf("queued run %s: slot %s after the restart, was %s", run.ID, run.Slot, queued.Slot)
+	}
+	waitFor(t, "periodic runs after the restart", func() bool {
+		return len(e.listRuns("tick", "--status", "completed", "--limit", "1000")) >= 3
+	}, func() string { return d2.log.String() })
+	d2.signal(syscall.SIGTERM)
+	if code := d2.wait(); code != 0 {
+		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, d2.log)
+	}
+
+	slots := map[string][]string{}
+	for _, r := range e.listRuns("--limit", "1000") {
+		if !r.Slot.IsZero() {
+			k := r.Hook + " " + r.Slot.UTC().Format(time.RFC3339Nano)
+			slots[k] = append(slots[k], r.ID+" "+string(r.Status)+" "+r.Trigger+" "+r.Reason)
+		}
+	}
+	for slot, runs := range slots {
+		if len(runs) > 1 {
+			t.Errorf("slot %s fired %d times:\n  %s", slot, len(runs), strings.Join(runs, "\n  "))
+		}
+	}
+}

@@ -1,0 +1,392 @@
+package main
+
+// The tests of this package run the real hookd binary: TestMain builds it
+// once, and each test gets its own directory (hookd.yaml, hooks.d/, the
+// database under .hookd/) and runs commands in it with exec.Command.
+// They wait on signals (log lines, command results), never on fixed sleeps.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// hookdBin is the binary under test, built by TestMain.
+var hookdBin string
+
+// Bounds of the waits. They are generous: the tests must pass on a loaded
+// two-core machine, and a wait that succeeds returns at once.
+const (
+	waitLong = 60 * time.Second // anything that ends on its own
+	pollStep = 20 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "hookd-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "make temp dir:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	hookdBin = filepath.Join(dir, "hookd")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	}
+	args := []string{"build", "-o", hookdBin}
+	if raceEnabled {
+		// The daemon's own data races are findings too.
+		args = append(args, "-race")
+	}
+	build := exec.Command(goTool, append(args, ".")...)
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build hookd: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// env is one test's hookd installation: a directory with hookd.yaml,
+// hooks.d/ and the state directory .hookd/.
+type env struct {
+	t   *testing.T
+	dir string
+
+	badHooksOK bool // serve: a hook file that does not load is expected
+}
+
+// newEnv makes a directory for a test with the daemon settings given (""
+// for none) and the hook files given (file name -> YAML).
+func newEnv(t *testing.T, settings string, hooks map[string]string) *env {
+	t.Helper()
+	// Not t.TempDir: the socket path must stay under 107 bytes.
+	dir, err := os.MkdirTemp("", "hk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	e := &env{t: t, dir: dir}
+	if err := os.Mkdir(e.path("hooks.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if settings != "" {
+		e.write("hookd.yaml", settings)
+	}
+	for name, body := range hooks {
+		e.write(filepath.Join("hooks.d", name), body)
+	}
+	// Step processes run in their own process groups; a daemon killed by
+	// a test leaves them behind. Steps that run long write their pid to
+	// a *.pid file in the workdir, so they can be ended here.
+	t.Cleanup(e.killSteps)
+	return e
+}
+
+func (e *env) path(rel string) string { return filepath.Join(e.dir, rel) }
+
+func (e *env) write(rel, body string) {
+	e.t.Helper()
+	if err := os.WriteFile(e.path(rel), []byte(body), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) exists(rel string) bool {
+	_, err := os.Stat(e.path(rel))
+	return err == nil
+}
+
+// killSteps kills the process groups named by *.pid files in the test
+// directory.
+func (e *env) killSteps() {
+	files, _ := filepath.Glob(e.path("*.pid"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// result is what a hookd command did.
+type result struct {
+	args   []string
+	code   int
+	stdout string
+	stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("hookd %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+}
+
+// command builds a hookd command run in the test's directory.
+func (e *env) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, hookdBin, args...)
+	cmd.Dir = e.dir
+	cmd.Env = childEnv()
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// childEnv is the environment of hookd processes: times print in UTC, and
+// a binary built with -race exits without the race runtime's 1s pause (a
+// race it found still makes it exit 66).
+func childEnv() []string {
+	return append(os.Environ(), "TZ=UTC", "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
+}
+
+// run runs a hookd command to its end.
+func (e *env) run(args ...string) result {
+	e.t.Helper()
+	r, err := e.exec(args...)
+	if err != nil {
+		e.t.Fatalf("%v\n%s", err, r)
+	}
+	return r
+}
+
+// exec runs a hookd command to its end; safe to call from any goroutine.
+// The error is set when the command did not run to an exit of its own.
+func (e *env) exec(args ...string) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	cmd := e.command(ctx, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{args: args, stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit) && exit.Exited():
+		r.code = exit.ExitCode()
+	default:
+		return r, fmt.Errorf("hookd %s: %w", strings.Join(args, " "), err)
+	}
+	return r, nil
+}
+
+// must runs a hookd command and fails the test unless it exits with code.
+func (e *env) must(code int, args ...string) result {
+	e.t.Helper()
+	r := e.run(args...)
+	if r.code != code {
+		e.t.Fatalf("want exit %d, got:\n%s", code, r)
+	}
+	return r
+}
+
+// runID returns the run id a fire printed on its first stdout line.
+func runID(t *testing.T, r result) string {
+	t.Helper()
+	id := strings.TrimSpace(strings.SplitN(r.stdout, "\n", 2)[0])
+	if len(id) < 10 || strings.ContainsAny(id, " \t") {
+		t.Fatalf("no run id on stdout:\n%s", r)
+	}
+	return id
+}
+
+// getRun returns a run through `hookd run ID --json`.
+func (e *env) getRun(id string) *engine.Run {
+	e.t.Helper()
+	r := e.must(0, "run", id, "--json")
+	var run engine.Run
+	if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
+		e.t.Fatalf("decode run: %v\n%s", err, r)
+	}
+	return &run
+}
+
+// listRuns returns runs through `hookd runs --json` with args.
+func (e *env) listRuns(args ...string) []*engine.Run {
+	e.t.Helper()
+	r := e.must(0, append([]string{"runs", "--json"}, args...)...)
+	var runs []*engine.Run
+	if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil {
+		e.t.Fatalf("decode runs: %v\n%s", err, r)
+	}
+	return runs
+}
+
+// waitRun polls until the run's status is want.
+func (e *env) waitRun(id string, want engine.Status) *engine.Run {
+	e.t.Helper()
+	var run *engine.Run
+	waitFor(e.t, fmt.Sprintf("run %s to be %s", id, want), func() bool {
+		run = e.getRun(id)
+		return run.Status == want
+	}, func() string {
+		return fmt.Sprintf("last status %s, reason %q, error %q", run.Status, run.Reason, run.Error)
+	})
+	return run
+}
+
+// waitFor polls cond until it holds, failing the test after waitLong.
+// explain, if not nil, adds to the failure message.
+func waitFor(t *testing.T, what string, cond func() bool, explain func() string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for !cond() {
+		if time.Now().After(deadline) {
+			msg := "timed out waiting for " + what
+			if explain != nil {
+				msg += ": " + explain()
+			}
+			t.Fatal(msg)
+		}
+		time.Sleep(pollStep)
+	}
+}
+
+// logBuffer collects a daemon's stderr; safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// daemon is a running `hookd serve`.
+type daemon struct {
+	e    *env
+	cmd  *exec.Cmd
+	log  *logBuffer
+	done chan struct{} // closed when the process has exited
+	code int           // exit code, valid after done; -1 when killed by a signal
+}
+
+// serve starts `hookd serve` with args and waits until it answers on its
+// socket. The daemon is killed when the test ends, if still running.
+func (e *env) serve(args ...string) *daemon {
+	e.t.Helper()
+	d := e.startServe(args...)
+	d.waitLog("hookd serving")
+	if !e.badHooksOK && strings.Contains(d.log.String(), "hook file not loaded") {
+		e.t.Fatalf("a hook file of the test did not load:\n%s", d.log)
+	}
+	// The socket answers: status talks to the daemon through it.
+	status := []string{"status"}
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--db", "--config", "--hooks":
+			status = append(status, args[i], args[i+1])
+		}
+	}
+	e.must(0, status...)
+	return d
+}
+
+// startServe starts `hookd serve` and returns at once.
+func (e *env) startServe(args ...string) *daemon {
+	e.t.Helper()
+	d := &daemon{e: e, log: &logBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command(hookdBin, append([]string{"serve"}, args...)...)
+	d.cmd.Dir = e.dir
+	d.cmd.Env = childEnv()
+	d.cmd.Stdout = d.log
+	d.cmd.Stderr = d.log
+	if err := d.cmd.Start(); err != nil {
+		e.t.Fatalf("start hookd serve: %v", err)
+	}
+	go func() {
+		_ = d.cmd.Wait()
+		d.code = d.cmd.ProcessState.ExitCode()
+		close(d.done)
+	}()
+	e.t.Cleanup(func() {
+		d.kill()
+		if raceEnabled && strings.Contains(d.log.String(), "WARNING: DATA RACE") {
+			e.t.Errorf("the daemon reported a data race:\n%s", d.log)
+		}
+	})
+	return d
+}
+
+func (d *daemon) pid() int { return d.cmd.Process.Pid }
+
+func (d *daemon) exited() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill kills the daemon with SIGKILL, if it still runs, and waits for it.
+func (d *daemon) kill() {
+	if !d.exited() {
+		_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	<-d.done
+}
+
+// signal sends sig to the daemon.
+func (d *daemon) signal(sig syscall.Signal) {
+	d.e.t.Helper()
+	if err := syscall.Kill(d.pid(), sig); err != nil {
+		d.e.t.Fatalf("signal hookd: %v", err)
+	}
+}
+
+// wait waits for the daemon to exit and returns its exit code.
+func (d *daemon) wait() int {
+	d.e.t.Helper()
+	select {
+	case <-d.done:
+		return d.code
+	case <-time.After(waitLong):
+		d.e.t.Fatalf("hookd serve did not exit; its log:\n%s", d.log)
+		return 0
+	}
+}
+
+// waitLog waits until the daemon's log holds text, failing the test when
+// the daemon exits first.
+func (d *daemon) waitLog(text string) {
+	d.e.t.Helper()
+	deadline := time.After(waitLong)
+	for !strings.Contains(d.log.String(), text) {
+		select {
+		case <-d.done:
+			if strings.Contains(d.log.String(), text) {
+				return
+			}
+			d.e.t.Fatalf("hookd serve exited (code %d) before logging %q; its log:\n%s", d.code, text, d.log)
+		case <-deadline:
+			d.e.t.Fatalf("hookd serve did not log %q; its log:\n%s", text, d.log)
+		case <-time.After(pollStep):
+		}
+	}
+}
