@@ -20,7 +20,7 @@ func cmdFire(c *cli, args []string) int {
 	wait := fs.Bool("wait", false, "wait for the run to end; exit 0 if it completed or was skipped, 1 otherwise")
 	force := fs.Bool("force", false, "skip the cooldown (never the in-flight gate)")
 	eventJSON := fs.String("event", "", "event payload as a JSON object, visible as {{event}}")
-	pos, code, ok := c.parse(fs, args, 1, 1)
+	pos, d, code, ok := c.setup(fs, args, 1, 1)
 	if !ok {
 		return code
 	}
@@ -31,10 +31,6 @@ func cmdFire(c *cli, args []string) int {
 			fmt.Fprintf(c.stderr, "hookd fire: --event must be a JSON object: %v\n", err)
 			return exitUsage
 		}
-	}
-	d, err := c.settings()
-	if err != nil {
-		return c.errorf("%v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -132,7 +128,7 @@ func cmdEmit(c *cli, args []string) int {
 	dataJSON := fs.String("data", "", "payload as a JSON object (key=value arguments are merged into it)")
 	id := fs.String("id", "", "event id; an id seen before is not dispatched again")
 	wait := fs.Bool("wait", false, "wait for the runs it started; exit 1 if one did not complete or skip")
-	pos, code, ok := c.parse(fs, args, 1, -1)
+	pos, d, code, ok := c.setup(fs, args, 1, -1)
 	if !ok {
 		return code
 	}
@@ -150,10 +146,6 @@ func cmdEmit(c *cli, args []string) int {
 			return exitUsage
 		}
 		data[k] = v
-	}
-	d, err := c.settings()
-	if err != nil {
-		return c.errorf("%v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

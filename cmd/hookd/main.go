@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/hookd/hookd/config"
 	"io"
 	"os"
 	"sort"
@@ -126,6 +127,19 @@ func (c *cli) parse(fs *flag.FlagSet, args []string, minPos, maxPos int) ([]stri
 		return nil, exitUsage, false
 	}
 	return pos, exitOK, true
+}
+
+// setup parses the command line and resolves the daemon settings.
+func (c *cli) setup(fs *flag.FlagSet, args []string, minPos, maxPos int) ([]string, *config.Daemon, int, bool) {
+	pos, code, ok := c.parse(fs, args, minPos, maxPos)
+	if !ok {
+		return nil, nil, code, false
+	}
+	d, err := c.settings()
+	if err != nil {
+		return nil, nil, c.errorf("%v", err), false
+	}
+	return pos, d, exitOK, true
 }
 
 func (c *cli) errorf(format string, args ...any) int {

@@ -19,12 +19,9 @@ import (
 func cmdList(c *cli, args []string) int {
 	fs := c.flags()
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, code, ok := c.parse(fs, args, 0, 0); !ok {
+	_, d, code, ok := c.setup(fs, args, 0, 0)
+	if !ok {
 		return code
-	}
-	d, err := c.settings()
-	if err != nil {
-		return c.errorf("%v", err)
 	}
 	ctx := context.Background()
 	var hooks []engine.HookStatus
@@ -35,6 +32,7 @@ func cmdList(c *cli, args []string) int {
 		}
 	} else {
 		running = false
+		var err error
 		if hooks, err = c.offlineHooks(ctx, d); err != nil {
 			return c.errorf("%v", err)
 		}
@@ -124,7 +122,7 @@ func cmdRuns(c *cli, args []string) int {
 	limit := fs.Int("limit", 20, "how many runs")
 	before := fs.String("before", "", "only runs older than this run id (paging)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, code, ok := c.parse(fs, args, 0, 1)
+	pos, d, code, ok := c.setup(fs, args, 0, 1)
 	if !ok {
 		return code
 	}
@@ -135,10 +133,6 @@ func cmdRuns(c *cli, args []string) int {
 	if *limit < 1 {
 		fmt.Fprintf(c.stderr, "hookd runs: --limit must be >= 1 (got %d)\n", *limit)
 		return exitUsage
-	}
-	d, err := c.settings()
-	if err != nil {
-		return c.errorf("%v", err)
 	}
 	db, err := openStore(d)
 	if err != nil {
@@ -203,13 +197,9 @@ func firstNonZero(ts ...time.Time) time.Time {
 func cmdRun(c *cli, args []string) int {
 	fs := c.flags()
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, code, ok := c.parse(fs, args, 1, 1)
+	pos, d, code, ok := c.setup(fs, args, 1, 1)
 	if !ok {
 		return code
-	}
-	d, err := c.settings()
-	if err != nil {
-		return c.errorf("%v", err)
 	}
 	db, err := openStore(d)
 	if err != nil {
@@ -312,14 +302,9 @@ func (c *cli) printJSON(v any) int {
 
 func cmdValidate(c *cli, args []string) int {
 	fs := c.flags()
-	pos, code, ok := c.parse(fs, args, 0, 1)
+	pos, d, code, ok := c.setup(fs, args, 0, 1)
 	if !ok {
 		return code
-	}
-	d, err := c.settings()
-	if err != nil {
-		fmt.Fprintln(c.stderr, err)
-		return exitError
 	}
 	if len(pos) == 1 {
 		d.HooksDir = pos[0]
@@ -330,6 +315,9 @@ func cmdValidate(c *cli, args []string) int {
 	}
 	for _, e := range errs {
 		fmt.Fprintln(c.stderr, e)
+	}
+	for _, msg := range notYet(d, hooks) {
+		fmt.Fprintln(c.stderr, "warning: "+msg)
 	}
 	fmt.Fprintf(c.stdout, "%d hook(s) valid in %s", len(hooks), d.HooksDir)
 	if len(errs) > 0 {
@@ -343,17 +331,13 @@ func cmdValidate(c *cli, args []string) int {
 func cmdNext(c *cli, args []string) int {
 	fs := c.flags()
 	n := fs.Int("n", 5, "how many fire times")
-	pos, code, ok := c.parse(fs, args, 1, 1)
+	pos, d, code, ok := c.setup(fs, args, 1, 1)
 	if !ok {
 		return code
 	}
 	if *n < 1 {
 		fmt.Fprintf(c.stderr, "hookd next: -n must be >= 1 (got %d)\n", *n)
 		return exitUsage
-	}
-	d, err := c.settings()
-	if err != nil {
-		return c.errorf("%v", err)
 	}
 	hooks, _, err := c.loadHooks(d)
 	if err != nil {
@@ -385,13 +369,9 @@ func cmdResume(c *cli, args []string) int { return setPaused(c, args, false) }
 
 func setPaused(c *cli, args []string, paused bool) int {
 	fs := c.flags()
-	pos, code, ok := c.parse(fs, args, 1, 1)
+	pos, d, code, ok := c.setup(fs, args, 1, 1)
 	if !ok {
 		return code
-	}
-	d, err := c.settings()
-	if err != nil {
-		return c.errorf("%v", err)
 	}
 	name := pos[0]
 	verb := map[bool]string{true: "paused", false: "resumed"}[paused]
@@ -436,12 +416,9 @@ func setPaused(c *cli, args []string, paused bool) int {
 func cmdStatus(c *cli, args []string) int {
 	fs := c.flags()
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, code, ok := c.parse(fs, args, 0, 0); !ok {
+	_, d, code, ok := c.setup(fs, args, 0, 0)
+	if !ok {
 		return code
-	}
-	d, err := c.settings()
-	if err != nil {
-		return c.errorf("%v", err)
 	}
 	cl := dial(d.DB)
 	if cl == nil {

@@ -17,16 +17,13 @@ import (
 func cmdServe(c *cli, args []string) int {
 	fs := c.flags()
 	logFormat := fs.String("log-format", "", "log format: text or json (default from hookd.yaml, else text)")
-	if _, code, ok := c.parse(fs, args, 0, 0); !ok {
+	_, d, code, ok := c.setup(fs, args, 0, 0)
+	if !ok {
 		return code
 	}
 	if *logFormat != "" && *logFormat != "text" && *logFormat != "json" {
 		fmt.Fprintf(c.stderr, "hookd serve: --log-format must be text or json (got %q)\n", *logFormat)
 		return exitUsage
-	}
-	d, err := c.settings()
-	if err != nil {
-		return c.errorf("%v", err)
 	}
 	if *logFormat != "" {
 		d.LogFormat = *logFormat

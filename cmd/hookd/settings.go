@@ -72,6 +72,22 @@ func (c *cli) loadHooks(d *config.Daemon) ([]*engine.Hook, []error, error) {
 	return hooks, errs, nil
 }
 
+// notYet lists what the settings and hooks ask for that this build of
+// hookd does not do yet, so it is said rather than silently ignored.
+func notYet(d *config.Daemon, hooks []*engine.Hook) []string {
+	var out []string
+	for _, h := range hooks {
+		if h.Trigger.Kind == engine.TriggerWatch {
+			out = append(out, fmt.Sprintf("%s: hook %s has a watch trigger, but file watching is not available yet: it fires only by hand",
+				h.Source.File, h.Name))
+		}
+	}
+	if d.Listen != "" {
+		out = append(out, fmt.Sprintf("%s: listen is set, but the TCP API is not available yet: the API is served on the unix socket only", d.File))
+	}
+	return out
+}
+
 // local is an engine on this process, holding the database lock.
 type local struct {
 	db     *store.DB
@@ -99,6 +115,9 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 	}
 	for _, e := range errs {
 		log.Error("hook file not loaded", "err", e.Error())
+	}
+	for _, msg := range notYet(d, hooks) {
+		log.Warn(msg)
 	}
 	l.hooks = hooks
 	grace := d.Grace
