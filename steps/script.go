@@ -334,29 +334,21 @@ func (lx *lexer) step(i int) (int, error) {
 		}
 		return i + 1, nil
 	case frameDQ:
-		switch c {
-		case '"':
+		if c == '"' {
 			lx.pop()
-		case '\\':
-			return lx.escape(i)
-		case '$':
-			return lx.dollar(i, true)
-		case '`':
-			lx.push(frame{kind: frameCmd, closer: '`'})
-			lx.wordStart, lx.cmdPos = true, true
+			return i + 1, nil
+		}
+		if next, ok, err := lx.expansion(i, c, true); ok {
+			return next, err
 		}
 		return i + 1, nil
 	case frameParam:
 		switch c {
 		case '}':
 			lx.pop()
-		case '\\':
-			return lx.escape(i)
-		case '$':
-			return lx.dollar(i, f.quoted)
-		case '`':
-			lx.push(frame{kind: frameCmd, closer: '`'})
-			lx.wordStart, lx.cmdPos = true, true
+		case '\\', '$', '`':
+			next, _, err := lx.expansion(i, c, f.quoted)
+			return next, err
 		case '"':
 			lx.push(frame{kind: frameDQ})
 		case '\'':
@@ -378,12 +370,9 @@ func (lx *lexer) step(i int) (int, error) {
 			if lx.at(i+1) == ')' {
 				return i + 2, nil
 			}
-		case '\\':
-			return lx.escape(i)
-		case '$':
-			return lx.dollar(i, true)
-		case '`':
-			lx.push(frame{kind: frameCmd, closer: '`'})
+		case '\\', '$', '`':
+			next, _, err := lx.expansion(i, c, true)
+			return next, err
 		case '"':
 			lx.push(frame{kind: frameDQ})
 		case '\'':
@@ -422,18 +411,31 @@ func (lx *lexer) step(i int) (int, error) {
 		if f.kind == frameHeredocQ {
 			return i + 1, nil
 		}
-		switch c {
-		case '\\':
-			return lx.escape(i)
-		case '$':
-			return lx.dollar(i, true)
-		case '`':
-			lx.push(frame{kind: frameCmd, closer: '`'})
-			lx.wordStart, lx.cmdPos = true, true
+		if next, ok, err := lx.expansion(i, c, true); ok {
+			return next, err
 		}
 		return i + 1, nil
 	}
 	return lx.stepCmd(f, i, c)
+}
+
+// expansion handles what starts an escape or an expansion where the shell
+// expands: a backslash, a '$' (quoted says whether it stands in double
+// quotes) and a backquote. ok is false for any other character.
+func (lx *lexer) expansion(i int, c byte, quoted bool) (next int, ok bool, err error) {
+	switch c {
+	case '\\':
+		next, err = lx.escape(i)
+		return next, true, err
+	case '$':
+		next, err = lx.dollar(i, quoted)
+		return next, true, err
+	case '`':
+		lx.push(frame{kind: frameCmd, closer: '`'})
+		lx.wordStart, lx.cmdPos = true, true
+		return i + 1, true, nil
+	}
+	return 0, false, nil
 }
 
 // reserved words after which the next word is still in command position.
