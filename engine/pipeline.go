@@ -104,6 +104,7 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 		}
 		res := e.runStep(ctx, h, run, def, &StepEnv{
 			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: environ, Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
+			Records: e.cfg.Store, Emit: e.emitFrom(run),
 		})
 		scope.Steps[i] = res
 		run.Steps = append(run.Steps, res)
@@ -153,6 +154,14 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 		return
 	}
 	run.Status = StatusCompleted
+}
+
+// emitFrom returns a publisher of events raised by run: their source
+// names the hook and their depth is one more than the run's.
+func (e *Engine) emitFrom(run *Run) func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
+	return func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
+		return e.Emit(ctx, &Event{Type: typ, Data: data, Source: "hook:" + run.Hook, Depth: run.Depth + 1})
+	}
 }
 
 // runStep runs one step under its own timeout and always returns a result.

@@ -34,6 +34,19 @@ type StepEnv struct {
 	Scope   *Scope   // event and earlier results, for placeholders
 	Def     *StepDef
 	Now     time.Time
+
+	// Records reads hookd's own runs and events (the db_query step).
+	Records RecordReader
+	// Emit publishes an event on the bus as this run (the emit step): it
+	// is stored, then dispatched, one level deeper in the event chain.
+	Emit func(ctx context.Context, typ string, data map[string]any) ([]*Run, error)
+}
+
+// RecordReader is the read side of the store that steps may use.
+type RecordReader interface {
+	GetRun(ctx context.Context, id string) (*Run, error)
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+	ListEvents(ctx context.Context, typ string, limit int) ([]*Event, error)
 }
 
 var (
