@@ -53,6 +53,15 @@ type Command struct {
 	// DefaultMaxOutput. Past the cap the head and the tail are kept, with a
 	// marker saying how much was dropped between them.
 	MaxOutput int
+	// MergeOutput sends stderr into the stdout stream, interleaved as the
+	// command wrote them (like 2>&1); CommandResult.Stderr stays empty and
+	// hookd's own notes go to Stdout.
+	MergeOutput bool
+	// Tee, when set, receives everything the command writes to stdout
+	// (and stderr, with MergeOutput), uncapped and as it arrives, from one
+	// goroutine at a time. It is how a caller parses output longer than
+	// MaxOutput. Its errors are ignored.
+	Tee io.Writer
 }
 
 // CommandResult is what a Command run produced.
@@ -103,14 +112,21 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		return res
 	}
 	stdout, stderr := newCapBuffer(limit), newCapBuffer(limit)
+	var outW, errW io.Writer = stdout, stderr
+	if c.Tee != nil {
+		outW = &teeWriter{stdout, c.Tee}
+	}
+	if c.MergeOutput {
+		errW = outW // the same comparable value: os/exec uses one pipe
+	}
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        c.Argv,
 		Dir:         c.Dir,
 		Env:         c.Env,
 		Stdin:       c.Stdin,
-		Stdout:      stdout,
-		Stderr:      stderr,
+		Stdout:      outW,
+		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		WaitDelay:   grace,
 	}
@@ -169,6 +185,13 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	var errTrunc bool
 	res.Stderr, errTrunc = stderr.String()
 	res.Truncated = res.Truncated || errTrunc
+	note := func(s string) {
+		if c.MergeOutput {
+			res.Stdout = appendNote(res.Stdout, s)
+		} else {
+			res.Stderr = appendNote(res.Stderr, s)
+		}
+	}
 
 	switch {
 	case killed:
@@ -190,11 +213,11 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 			what = fmt.Sprintf("stopped (%v)", context.Cause(ctx))
 			res.Err = fmt.Errorf("run %s: stopped; process group killed: %w", c.Argv[0], context.Cause(ctx))
 		}
-		res.Stderr = appendNote(res.Stderr, "hookd: command "+what+"; process group killed")
+		note("hookd: command " + what + "; process group killed")
 	default:
 		res.ExitCode = exitCode(cmd.ProcessState)
 		if errors.Is(waitErr, exec.ErrWaitDelay) {
-			res.Stderr = appendNote(res.Stderr, fmt.Sprintf("hookd: a background process kept the output open after the command exited; stopped reading after %s", grace))
+			note(fmt.Sprintf("hookd: a background process kept the output open after the command exited; stopped reading after %s", grace))
 		} else if waitErr != nil {
 			var ee *exec.ExitError
 			if !errors.As(waitErr, &ee) {
@@ -251,6 +274,18 @@ func lookPath(name string, env []string) (string, error) {
 		}
 	}
 	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
+}
+
+// teeWriter writes to a capBuffer and copies to w, whose errors it
+// ignores so that the command never sees a broken pipe because of it.
+type teeWriter struct {
+	buf *capBuffer
+	w   io.Writer
+}
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	_, _ = t.w.Write(p)
+	return t.buf.Write(p)
 }
 
 // capBuffer keeps the first and the last bytes written to it, at most

@@ -48,6 +48,12 @@ func newShell(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 	if err := cfg.Decode(&c); err != nil {
 		return nil, err
 	}
+	return buildShell(def, cfg, &c)
+}
+
+// buildShell checks a decoded shell configuration and builds the step;
+// run_tests builds its command with it too.
+func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shellStep, error) {
 	s := &shellStep{def: def, timeout: def.Timeout, maxOutput: c.MaxOutput}
 	if s.timeout <= 0 {
 		s.timeout = DefaultShellTimeout
@@ -119,20 +125,6 @@ func newShell(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 	return s, nil
 }
 
-// fieldErrorer is implemented by decoders that can place an error at a
-// field of the mapping they decoded (file and line), like the hook loader's.
-type fieldErrorer interface {
-	Errorf(field, format string, args ...any) error
-}
-
-// fieldErr reports a bad value of field, located by cfg when it can.
-func fieldErr(cfg engine.Decoder, field, format string, args ...any) error {
-	if fe, ok := cfg.(fieldErrorer); ok {
-		return fe.Errorf(field, format, args...)
-	}
-	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
-}
-
 // Templates returns the step's strings that hold placeholders, so a loader
 // can check them against the hook's other steps.
 func (s *shellStep) Templates() []string {
@@ -174,53 +166,10 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 		res.Duration = time.Since(res.Started)
 		return res, err
 	}
-	scope := env.Scope
-	if scope == nil {
-		scope = &engine.Scope{}
-	}
-
-	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput}
-	base := env.Env
-	if base == nil {
-		base = os.Environ()
-	}
-	c.Env = make([]string, 0, len(base)+len(s.env)+8)
-	c.Env = append(c.Env, base...)
-	for _, e := range s.env {
-		v, err := engine.Expand(e.tmpl, scope, nil)
-		if err != nil {
-			return fail(fmt.Errorf("env.%s: %w", e.name, err))
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return fail(fmt.Errorf("env.%s: value contains a NUL byte, which cannot be passed to a process", e.name))
-		}
-		c.Env = append(c.Env, e.name+"="+v)
-	}
-	if s.script != nil {
-		vars, err := s.script.vars(scope)
-		if err != nil {
-			return fail(fmt.Errorf("command: %w", err))
-		}
-		c.Env = append(c.Env, vars...)
-		c.Argv = []string{"/bin/sh", "-c", s.script.text}
-	} else {
-		c.Argv = make([]string, len(s.argv))
-		for i, a := range s.argv {
-			v, err := engine.Expand(a, scope, nil)
-			if err != nil {
-				return fail(fmt.Errorf("command[%d]: %w", i, err))
-			}
-			if strings.IndexByte(v, 0) >= 0 {
-				return fail(fmt.Errorf("command[%d]: value contains a NUL byte, which cannot be passed to a process", i))
-			}
-			c.Argv[i] = v
-		}
-	}
-	dir, err := s.dir(env.Workdir, scope)
+	c, err := s.command(env)
 	if err != nil {
-		return fail(fmt.Errorf("workdir: %w", err))
+		return fail(err)
 	}
-	c.Dir = dir
 
 	r := c.Run(ctx)
 	res.Output = r.Stdout
@@ -237,6 +186,59 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 	return res, nil
 }
 
+// command builds the process to run for env: its environment (with the
+// placeholder values), argv and working directory.
+func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
+	scope := env.Scope
+	if scope == nil {
+		scope = &engine.Scope{}
+	}
+
+	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput}
+	base := env.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	c.Env = make([]string, 0, len(base)+len(s.env)+8)
+	c.Env = append(c.Env, base...)
+	for _, e := range s.env {
+		v, err := engine.Expand(e.tmpl, scope, nil)
+		if err != nil {
+			return Command{}, fmt.Errorf("env.%s: %w", e.name, err)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return Command{}, fmt.Errorf("env.%s: value contains a NUL byte, which cannot be passed to a process", e.name)
+		}
+		c.Env = append(c.Env, e.name+"="+v)
+	}
+	if s.script != nil {
+		vars, err := s.script.vars(scope)
+		if err != nil {
+			return Command{}, fmt.Errorf("command: %w", err)
+		}
+		c.Env = append(c.Env, vars...)
+		c.Argv = []string{"/bin/sh", "-c", s.script.text}
+	} else {
+		c.Argv = make([]string, len(s.argv))
+		for i, a := range s.argv {
+			v, err := engine.Expand(a, scope, nil)
+			if err != nil {
+				return Command{}, fmt.Errorf("command[%d]: %w", i, err)
+			}
+			if strings.IndexByte(v, 0) >= 0 {
+				return Command{}, fmt.Errorf("command[%d]: value contains a NUL byte, which cannot be passed to a process", i)
+			}
+			c.Argv[i] = v
+		}
+	}
+	dir, err := s.dir(env.Workdir, scope)
+	if err != nil {
+		return Command{}, fmt.Errorf("workdir: %w", err)
+	}
+	c.Dir = dir
+	return c, nil
+}
+
 // dir resolves the step's working directory inside the hook's: the
 // expanded path must be local, and with symbolic links resolved it must
 // still be inside the hook's workdir.
@@ -251,21 +253,14 @@ func (s *shellStep) dir(hookDir string, scope *engine.Scope) (string, error) {
 	if err := checkLocal(rel); err != nil {
 		return "", err
 	}
-	if hookDir == "" {
-		if hookDir, err = os.Getwd(); err != nil {
-			return "", fmt.Errorf("get working directory: %w", err)
-		}
-	}
-	realBase, err := filepath.EvalSymlinks(hookDir)
+	real, err := Confine(hookDir, nil, rel)
 	if err != nil {
-		return "", fmt.Errorf("resolve hook workdir: %w", err)
+		return "", err
 	}
-	real, err := filepath.EvalSymlinks(filepath.Join(realBase, rel))
-	if err != nil {
-		return "", fmt.Errorf("resolve %q: %w", rel, err)
-	}
-	if inside, err := filepath.Rel(realBase, real); err != nil || !(inside == "." || filepath.IsLocal(inside)) {
-		return "", fmt.Errorf("%q resolves to %s, outside the hook's workdir %s", rel, real, realBase)
+	if fi, err := os.Stat(real); err != nil {
+		return "", err
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("%q is not a directory", rel)
 	}
 	return real, nil
 }
@@ -292,19 +287,6 @@ func checkEnvName(name string) error {
 		return fmt.Errorf("%s: %sN names are reserved for placeholder values", name, placeholderVarPrefix)
 	}
 	return nil
-}
-
-// kindOf names the YAML kind of a decoded value, for messages.
-func kindOf(v any) string {
-	switch x := v.(type) {
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	case bool, int, int64, uint64, float64:
-		return fmt.Sprintf("%T %v", x, x)
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // quoteArgv renders argv as a shell would need it typed, for display.

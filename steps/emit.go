@@ -1,0 +1,216 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hookd/hookd/engine"
+)
+
+func init() {
+	engine.RegisterStep("emit", engine.StepKindFunc(newEmit))
+}
+
+type emitConfig struct {
+	EventType string         `yaml:"event_type"`
+	Data      map[string]any `yaml:"data"`
+}
+
+// emitStep publishes an event as its run, so that hooks can chain without
+// a model: the event is stored, then matched against event triggers.
+type emitStep struct {
+	def  *engine.StepDef
+	typ  string         // may hold placeholders
+	data map[string]any // string values anywhere inside may hold placeholders
+}
+
+func newEmit(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
+	var c emitConfig
+	if err := cfg.Decode(&c); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(c.EventType) == "" {
+		return nil, fieldErr(cfg, "event_type", "required")
+	}
+	if _, err := engine.ParsePlaceholders(c.EventType); err != nil {
+		return nil, fieldErr(cfg, "event_type", "%v", err)
+	}
+	if !strings.Contains(c.EventType, "{{") {
+		if err := checkEventType(c.EventType); err != nil {
+			return nil, fieldErr(cfg, "event_type", "%v", err)
+		}
+	} else if err := checkEventTypeTemplate(c.EventType); err != nil {
+		return nil, fieldErr(cfg, "event_type", "%v", err)
+	}
+	var bad error
+	walkStrings(c.Data, "data", func(path, s string) {
+		if _, err := engine.ParsePlaceholders(s); err != nil && bad == nil {
+			bad = fieldErr(cfg, path, "%v", err)
+		}
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	return &emitStep{def: def, typ: c.EventType, data: c.Data}, nil
+}
+
+// checkEventType checks a concrete event type: dot-separated segments of
+// ASCII letters, digits, '_', '-' and ':', none empty, no wildcards.
+func checkEventType(t string) error {
+	if t == "" {
+		return errors.New("empty event type")
+	}
+	for i, seg := range strings.Split(t, ".") {
+		if seg == "" {
+			return fmt.Errorf("event type %q: segment %d is empty", t, i+1)
+		}
+		for _, r := range seg {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == ':') {
+				return fmt.Errorf("event type %q: segment %q: invalid character %q (want letters, digits, '_', '-', ':')", t, seg, r)
+			}
+		}
+	}
+	return nil
+}
+
+// checkEventTypeTemplate checks the literal parts of a type with
+// placeholders: no empty segments around them.
+func checkEventTypeTemplate(t string) error {
+	phs, err := engine.ParsePlaceholders(t)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	last := 0
+	for _, ph := range phs {
+		b.WriteString(t[last:ph.Start])
+		b.WriteString("x")
+		last = ph.End
+	}
+	b.WriteString(t[last:])
+	return checkEventType(b.String())
+}
+
+// walkStrings calls fn for every string inside v, with its field path.
+func walkStrings(v any, path string, fn func(path, s string)) {
+	switch x := v.(type) {
+	case string:
+		fn(path, x)
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			walkStrings(x[k], path+"."+k, fn)
+		}
+	case []any:
+		for i, e := range x {
+			walkStrings(e, fmt.Sprintf("%s[%d]", path, i), fn)
+		}
+	}
+}
+
+// Templates returns the strings of the step that may hold placeholders.
+func (s *emitStep) Templates() []string {
+	out := []string{s.typ}
+	walkStrings(s.data, "data", func(_, str string) { out = append(out, str) })
+	return out
+}
+
+// expandData expands every string inside v. A string that is exactly one
+// placeholder takes the value with its type (a number, an object, ...);
+// other strings are expanded as text.
+func expandData(v any, path string, scope *engine.Scope) (any, error) {
+	switch x := v.(type) {
+	case string:
+		phs, err := engine.ParsePlaceholders(x)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(phs) == 1 && phs[0].Start == 0 && phs[0].End == len(x) {
+			val, err := scope.Lookup(phs[0].Path)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			return val, nil
+		}
+		s, err := engine.Expand(x, scope, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return s, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			v, err := expandData(e, path+"."+k, scope)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			v, err := expandData(e, fmt.Sprintf("%s[%d]", path, i), scope)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// Run publishes the event. An invalid expanded type, an unresolved
+// placeholder and a refusal by the engine are errors; no hook listening
+// is a result (count 0).
+func (s *emitStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+	res := newResult(s.def, map[string]any{"event_type": "", "runs": []any{}, "count": 0, "data": map[string]any{}})
+	scope := scopeOf(env)
+	typ, err := engine.Expand(s.typ, scope, nil)
+	if err != nil {
+		return fail(res, fmt.Errorf("event_type: %w", err))
+	}
+	if err := checkEventType(typ); err != nil {
+		return fail(res, fmt.Errorf("event_type: %w", err))
+	}
+	res.Fields["event_type"] = typ
+	data := map[string]any{}
+	if s.data != nil {
+		v, err := expandData(s.data, "data", scope)
+		if err != nil {
+			return fail(res, err)
+		}
+		data = v.(map[string]any)
+	}
+	res.Fields["data"] = data
+	if env.Emit == nil {
+		return fail(res, errors.New("publishing events is not available to this step"))
+	}
+	runs, err := env.Emit(ctx, typ, data)
+	if err != nil {
+		return fail(res, fmt.Errorf("emit %s: %w", typ, err))
+	}
+	ids := make([]any, 0, len(runs))
+	var idText []string
+	for _, r := range runs {
+		if r != nil {
+			ids = append(ids, r.ID)
+			idText = append(idText, r.ID)
+		}
+	}
+	res.Fields["runs"] = ids
+	res.Fields["count"] = len(ids)
+	res.Output = fmt.Sprintf("emitted %s; %d runs triggered", typ, len(ids))
+	if len(idText) > 0 {
+		res.Output += ": " + strings.Join(idText, ", ")
+	}
+	return done(res)
+}

@@ -1,0 +1,159 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hookd/hookd/engine"
+)
+
+func init() {
+	engine.RegisterStep("file_diff", engine.StepKindFunc(newFileDiff))
+}
+
+type fileDiffConfig struct {
+	Git  gitConfig `yaml:",inline"`
+	Path string    `yaml:"path"`
+}
+
+// fileDiffStep reports how one path in the working tree differs from
+// HEAD: tracked changes, staged or not, and untracked files shown whole
+// as added.
+type fileDiffStep struct {
+	def  *engine.StepDef
+	repo gitRepo
+	path string // may hold placeholders; relative to the workspace
+}
+
+func newFileDiff(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
+	var c fileDiffConfig
+	if err := cfg.Decode(&c); err != nil {
+		return nil, err
+	}
+	repo, err := newGitRepo(def, cfg, c.Git)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPathTemplate(cfg, "path", c.Path, true); err != nil {
+		return nil, err
+	}
+	if !strings.Contains(c.Path, "{{") {
+		if err := checkLocal(c.Path); err != nil {
+			return nil, fieldErr(cfg, "path", "%v", err)
+		}
+	}
+	return &fileDiffStep{def: def, repo: repo, path: c.Path}, nil
+}
+
+// Templates returns the strings of the step that may hold placeholders.
+func (s *fileDiffStep) Templates() []string { return append(s.repo.templates(), s.path) }
+
+// Run diffs the path against HEAD (against an empty tree in a repository
+// without commits). A path that is neither in git nor on disk is an error;
+// one without changes gives an empty diff.
+func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+	res := newResult(s.def, map[string]any{
+		"diff": "", "path": "", "files": []any{}, "count": 0, "truncated": false, "untracked": false,
+	})
+	p, err := engine.Expand(s.path, scopeOf(env), nil)
+	if err != nil {
+		return fail(res, fmt.Errorf("path: %w", err))
+	}
+	if err := checkLocal(p); err != nil {
+		return fail(res, fmt.Errorf("path: %w", err))
+	}
+	p = filepath.Clean(p)
+	res.Fields["path"] = filepath.ToSlash(p)
+	dir, err := s.repo.dir(env)
+	if err != nil {
+		return fail(res, err)
+	}
+
+	base, ok, err := s.repo.revParse(ctx, env, dir, "HEAD")
+	if err != nil {
+		return fail(res, err)
+	}
+	if !ok {
+		// No commits yet: everything in the index is new.
+		r, err := s.repo.run(ctx, env, dir, gitCmd{args: []string{"hash-object", "-t", "tree", "/dev/null"}})
+		if err != nil {
+			return fail(res, err)
+		}
+		base = strings.TrimSpace(r.Stdout)
+	}
+
+	files := newFileList(s.repo.maxFiles)
+	if _, err := s.repo.run(ctx, env, dir, gitCmd{
+		args: []string{"diff", "--relative", "--name-only", "-z", "--no-ext-diff", base, "--", p}, tee: files.add, nul: true,
+	}); err != nil {
+		return fail(res, err)
+	}
+	out := newCapBuffer(s.repo.maxOutput)
+	truncated := false
+	r, err := s.repo.run(ctx, env, dir, gitCmd{args: []string{"diff", "--relative", "--no-color", "--no-ext-diff", "--no-textconv", base, "--", p}})
+	if err != nil {
+		return fail(res, err)
+	}
+	out.Write([]byte(r.Stdout))
+	truncated = truncated || r.Truncated
+
+	// Untracked files are not in any diff: show them whole, as added. A
+	// directory lists what git would not ignore; a file named on its own
+	// is shown even when ignored.
+	fi, statErr := os.Lstat(filepath.Join(dir, p))
+	lsArgs := []string{"ls-files", "--others", "-z"}
+	if statErr == nil && fi.IsDir() {
+		lsArgs = append(lsArgs, "--exclude-standard")
+	}
+	var untracked []string
+	if _, err := s.repo.run(ctx, env, dir, gitCmd{
+		args: append(lsArgs, "--", p),
+		nul:  true,
+		tee: func(name string) {
+			if name != "" && len(untracked) < s.repo.maxFiles {
+				untracked = append(untracked, name)
+			}
+		},
+	}); err != nil {
+		return fail(res, err)
+	}
+	for _, name := range untracked {
+		if ctx.Err() != nil {
+			return fail(res, context.Cause(ctx))
+		}
+		if _, err := Confine(dir, nil, name); err != nil {
+			continue // a link out of the workspace: not shown
+		}
+		files.add(name)
+		r, err := s.repo.run(ctx, env, dir, gitCmd{
+			args:    []string{"diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv", "--", "/dev/null", name},
+			okCodes: []int{1},
+		})
+		if err != nil {
+			return fail(res, err)
+		}
+		out.Write([]byte(r.Stdout))
+		truncated = truncated || r.Truncated
+		res.Fields["untracked"] = true
+	}
+
+	if files.total == 0 && errors.Is(statErr, fs.ErrNotExist) {
+		if r, err := s.repo.run(ctx, env, dir, gitCmd{args: []string{"ls-files", "--error-unmatch", "--", p}, okCodes: []int{1}}); err != nil {
+			return fail(res, err)
+		} else if r.ExitCode != 0 {
+			return fail(res, fmt.Errorf("path: %q is not in git or on disk in %s", p, dir))
+		}
+	}
+	diff, cut := out.String()
+	res.Output = diff
+	res.Fields["diff"] = diff
+	res.Fields["files"] = files.names
+	res.Fields["count"] = files.total
+	res.Fields["truncated"] = truncated || cut || files.truncated()
+	return done(res)
+}

@@ -1,0 +1,379 @@
+package steps
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// commitAt commits everything in dir with the given author and committer
+// date.
+func commitAt(t *testing.T, dir string, env []string, when, msg string) {
+	t.Helper()
+	env = append(append([]string(nil), env...), "GIT_AUTHOR_DATE="+when, "GIT_COMMITTER_DATE="+when)
+	git(t, dir, env, "add", "-A")
+	git(t, dir, env, "commit", "-q", "-m", msg)
+}
+
+// newRepo makes a repository in dir/sub (dir when sub is "") with two
+// commits on main and a feature branch, checked out, that changes a.txt
+// and adds c.txt.
+func newRepo(t *testing.T, sub string) (workdir string, env []string) {
+	t.Helper()
+	workdir = realDir(t, t.TempDir())
+	env = gitEnv(t)
+	repo := filepath.Join(workdir, sub)
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, env, "init", "-q")
+	writeFiles(t, repo, map[string]string{"a.txt": "a\n", "b.txt": "b\n", ".gitignore": "*.log\n"})
+	commitAt(t, repo, env, "2024-01-01T12:00:00Z", "first")
+	writeFiles(t, repo, map[string]string{"b.txt": "b2\n"})
+	commitAt(t, repo, env, "2024-01-05T12:00:00Z", "second")
+	git(t, repo, env, "checkout", "-q", "-b", "feature")
+	writeFiles(t, repo, map[string]string{"a.txt": "a2\n", "dir/c.txt": "c\n"})
+	commitAt(t, repo, env, "2024-01-10T12:00:00Z", "feature work")
+	return workdir, env
+}
+
+func gitStepEnv(t *testing.T, workdir string, env []string, event map[string]any) *engine.StepEnv {
+	e := stepEnv(t, event)
+	e.Workdir = workdir
+	e.Env = env
+	return e
+}
+
+func TestGitNewErrors(t *testing.T) {
+	newErrTests(t, "git_diff", []struct{ name, src, want string }{
+		{"option as base", `base_branch: --output=/tmp/x`, "base_branch: revision \"--output=/tmp/x\" must not start with '-'"},
+		{"range as base", `base_branch: main..HEAD`, "must not contain '..'"},
+		{"space", `base_branch: "a b"`, "spaces"},
+		{"workspace out", `workspace: ../x`, `workspace: "../x" leaves the hook's workdir`},
+		{"workspace absolute", `workspace: /tmp`, "workspace: must be relative"},
+		{"negative max_output", `max_output: -1`, "max_output: must be > 0"},
+		{"unknown", `base: main`, "base"},
+	})
+	newErrTests(t, "file_diff", []struct{ name, src, want string }{
+		{"missing path", `workspace: x`, "path: required"},
+		{"path out", `path: ../x`, "leaves the hook's workdir"},
+	})
+	newErrTests(t, "git_log", []struct{ name, src, want string }{
+		{"bad since", `since: yesterday`, "since: \"yesterday\" is not a duration"},
+		{"negative since", `since: -1h`, "must be > 0"},
+		{"negative max_count", `max_count: -1`, "max_count: must be > 0"},
+		{"option as rev", `rev: --all`, "rev: revision"},
+		{"path out", `paths: [../x]`, "paths[0]"},
+	})
+}
+
+func TestGitDiff(t *testing.T) {
+	workdir, env := newRepo(t, "repo")
+	tests := []struct {
+		name, src string
+		event     map[string]any
+		wantFiles []any
+		wantDiff  []string
+		wantTrunc bool
+		wantErr   string
+	}{
+		{name: "default base", src: "workspace: repo", wantFiles: []any{"a.txt", "dir/c.txt"}, wantDiff: []string{"-a\n+a2", "+c", "diff --git a/dir/c.txt"}},
+		{name: "base from event", src: "workspace: repo\nbase_branch: '{{event.base}}'", event: map[string]any{"base": "main"}, wantFiles: []any{"a.txt", "dir/c.txt"}},
+		{name: "base is head", src: "workspace: repo\nbase_branch: feature", wantFiles: []any{}},
+		{name: "head", src: "workspace: repo\nbase_branch: 'main~1'\nhead: main", wantFiles: []any{"b.txt"}, wantDiff: []string{"+b2"}},
+		{name: "cap", src: "workspace: repo\nmax_output: 40", wantFiles: []any{"a.txt", "dir/c.txt"}, wantDiff: []string{"bytes truncated]"}, wantTrunc: true},
+		{name: "max_files", src: "workspace: repo\nmax_files: 1", wantFiles: []any{"a.txt"}, wantTrunc: true},
+		{name: "missing base", src: "workspace: repo\nbase_branch: nope", wantErr: `base_branch: "nope" is not a commit`},
+		{name: "option from event", src: "workspace: repo\nbase_branch: '{{event.base}}'", event: map[string]any{"base": "--output=" + filepath.Join(workdir, "pwned")}, wantErr: "must not start with '-'"},
+		{name: "range from event", src: "workspace: repo\nbase_branch: '{{event.base}}'", event: map[string]any{"base": "HEAD..main"}, wantErr: "must not contain '..'"},
+		{name: "workspace from event", src: "workspace: '{{event.ws}}'", event: map[string]any{"ws": "../.."}, wantErr: "leaves the hook's workdir"},
+		{name: "workspace inside the repository", src: "workspace: repo/dir", wantFiles: []any{"a.txt", "dir/c.txt"}}, // inside the repo: git finds it
+		{name: "missing workspace", src: "workspace: nope", wantErr: "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustStep(t, "git_diff", tt.src, 0)
+			res, err := runStep(t, s, gitStepEnv(t, workdir, env, tt.event))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v; want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Fields["files"]; !equalAny(got, tt.wantFiles) {
+				t.Errorf("files %v; want %v", got, tt.wantFiles)
+			}
+			if res.Fields["count"] != len(tt.wantFiles) && !tt.wantTrunc {
+				t.Errorf("count %v", res.Fields["count"])
+			}
+			for _, w := range tt.wantDiff {
+				if !strings.Contains(res.Output, w) {
+					t.Errorf("diff lacks %q:\n%s", w, res.Output)
+				}
+			}
+			if res.Output != res.Fields["diff"] || res.Fields["truncated"] != tt.wantTrunc {
+				t.Errorf("diff field differs or truncated %v", res.Fields["truncated"])
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "pwned")); err == nil {
+		t.Error("an option from event data reached git")
+	}
+}
+
+func TestGitDiffNotARepo(t *testing.T) {
+	dir := realDir(t, t.TempDir())
+	s := mustStep(t, "git_diff", "base_branch: main", 0)
+	_, err := runStep(t, s, gitStepEnv(t, dir, gitEnv(t), nil))
+	if err == nil || !strings.Contains(err.Error(), "git") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestGitTimeout(t *testing.T) {
+	workdir, env := newRepo(t, "")
+	fake := t.TempDir()
+	if err := os.WriteFile(filepath.Join(fake, "git"), []byte("#!/bin/sh\nsleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range env {
+		if strings.HasPrefix(e, "PATH=") {
+			env[i] = "PATH=" + fake + ":" + os.Getenv("PATH")
+		}
+	}
+	for _, kind := range []string{"git_diff", "file_diff", "git_log"} {
+		t.Run(kind, func(t *testing.T) {
+			src := "max_files: 5"
+			if kind == "file_diff" {
+				src = "path: a.txt"
+			}
+			s := mustStep(t, kind, src, 300*time.Millisecond)
+			start := time.Now()
+			_, err := runStep(t, s, gitStepEnv(t, workdir, env, nil))
+			if !errors.Is(err, ErrTimeout) {
+				t.Errorf("err = %v; want a timeout", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+func TestFileDiff(t *testing.T) {
+	workdir, env := newRepo(t, "")
+	writeFiles(t, workdir, map[string]string{
+		"a.txt":         "changed\n",
+		"staged.txt":    "staged\n",
+		"untracked.txt": "brand new\n",
+		"dir/u.txt":     "in dir\n",
+		"dir/skip.log":  "ignored\n",
+		"star*.txt":     "literal star\n",
+		"ignored.log":   "named on its own\n",
+	})
+	git(t, workdir, env, "add", "staged.txt")
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(workdir, "linkout")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(workdir, "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, src     string
+		event         map[string]any
+		wantFiles     []any
+		wantDiff      []string
+		wantUntracked bool
+		wantErr       string
+	}{
+		{name: "modified", src: "path: a.txt", wantFiles: []any{"a.txt"}, wantDiff: []string{"-a2", "+changed"}},
+		{name: "staged new", src: "path: staged.txt", wantFiles: []any{"staged.txt"}, wantDiff: []string{"new file mode", "+staged"}},
+		{name: "untracked", src: "path: untracked.txt", wantFiles: []any{"untracked.txt"}, wantDiff: []string{"new file mode", "+brand new"}, wantUntracked: true},
+		{name: "deleted", src: "path: b.txt", wantFiles: []any{"b.txt"}, wantDiff: []string{"deleted file mode", "-b2"}},
+		{name: "unchanged", src: "path: .gitignore", wantFiles: []any{}},
+		{name: "directory", src: "path: dir", wantFiles: []any{"dir/u.txt"}, wantDiff: []string{"+in dir"}, wantUntracked: true},
+		{name: "ignored file named", src: "path: ignored.log", wantFiles: []any{"ignored.log"}, wantDiff: []string{"+named on its own"}, wantUntracked: true},
+		{name: "path from event", src: "path: '{{event.p}}'", event: map[string]any{"p": "a.txt"}, wantFiles: []any{"a.txt"}},
+		{name: "glob from event is literal", src: "path: '{{event.p}}'", event: map[string]any{"p": "*.txt"}, wantErr: "not in git or on disk"},
+		{name: "literal star", src: "path: 'star*.txt'", wantFiles: []any{"star*.txt"}, wantUntracked: true},
+		{name: "missing", src: "path: nope.txt", wantErr: "not in git or on disk"},
+		{name: "untracked link out", src: "path: linkout", wantFiles: []any{}},
+		{name: "dotdot from event", src: "path: '{{event.p}}'", event: map[string]any{"p": "../../etc/passwd"}, wantErr: "leaves the hook's workdir"},
+		{name: "magic pathspec from event", src: "path: '{{event.p}}'", event: map[string]any{"p": ":(top)a.txt"}, wantErr: "not in git or on disk"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustStep(t, "file_diff", tt.src, 0)
+			res, err := runStep(t, s, gitStepEnv(t, workdir, env, tt.event))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v (diff %q); want %q", err, res.Output, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equalAny(res.Fields["files"], tt.wantFiles) || res.Fields["count"] != len(tt.wantFiles) {
+				t.Errorf("files %v count %v; want %v", res.Fields["files"], res.Fields["count"], tt.wantFiles)
+			}
+			for _, w := range tt.wantDiff {
+				if !strings.Contains(res.Output, w) {
+					t.Errorf("diff lacks %q:\n%s", w, res.Output)
+				}
+			}
+			if strings.Contains(res.Output, "SECRET") {
+				t.Errorf("read through a link out of the workspace:\n%s", res.Output)
+			}
+			if len(tt.wantFiles) == 0 && res.Output != "" {
+				t.Errorf("diff of an unchanged file: %q", res.Output)
+			}
+			if res.Fields["untracked"] != tt.wantUntracked {
+				t.Errorf("untracked %v", res.Fields["untracked"])
+			}
+		})
+	}
+}
+
+// TestFileDiffWorkspace diffs paths relative to a workspace below the
+// repository's top: names in files and diff are relative to it too.
+func TestFileDiffWorkspace(t *testing.T) {
+	workdir, env := newRepo(t, "repo")
+	writeFiles(t, workdir, map[string]string{"repo/dir/c.txt": "c changed\n", "repo/dir/new.txt": "new\n"})
+	s := mustStep(t, "file_diff", "workspace: repo/dir\npath: .", 0)
+	res, err := runStep(t, s, gitStepEnv(t, workdir, env, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalAny(res.Fields["files"], []any{"c.txt", "new.txt"}) || !strings.Contains(res.Output, "+c changed") || !strings.Contains(res.Output, "+new") {
+		t.Errorf("files %v\n%s", res.Fields["files"], res.Output)
+	}
+}
+
+func TestFileDiffNoCommits(t *testing.T) {
+	dir := realDir(t, t.TempDir())
+	env := gitEnv(t)
+	git(t, dir, env, "init", "-q")
+	writeFiles(t, dir, map[string]string{"new.txt": "first\n", "idx.txt": "in index\n"})
+	git(t, dir, env, "add", "idx.txt")
+	for path, want := range map[string]string{"new.txt": "+first", "idx.txt": "+in index"} {
+		s := mustStep(t, "file_diff", "path: "+path, 0)
+		res, err := runStep(t, s, gitStepEnv(t, dir, env, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Output, want) || res.Fields["count"] != 1 {
+			t.Errorf("%s: diff %q count %v", path, res.Output, res.Fields["count"])
+		}
+	}
+}
+
+func TestGitLog(t *testing.T) {
+	workdir, env := newRepo(t, "")
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	tests := []struct {
+		name, src   string
+		lastRun     string
+		now         string
+		event       map[string]any
+		wantSubject []string
+		wantFiles   []any
+		wantErr     string
+	}{
+		{name: "everything", src: "max_count: 10", wantSubject: []string{"feature work", "second", "first"}, wantFiles: []any{"a.txt", "dir/c.txt", "b.txt", ".gitignore"}},
+		{name: "since last run", src: "max_count: 10", lastRun: "2024-01-04T00:00:00Z", wantSubject: []string{"feature work", "second"}, wantFiles: []any{"a.txt", "dir/c.txt", "b.txt"}},
+		{name: "since date", src: "since: 2024-01-06", lastRun: "2024-01-04T00:00:00Z", wantSubject: []string{"feature work"}},
+		{name: "since duration", src: "since: 48h", now: "2024-01-11T00:00:00Z", wantSubject: []string{"feature work"}},
+		{name: "since placeholder", src: "since: '{{event.since}}'", event: map[string]any{"since": "2024-01-02T00:00:00Z"}, wantSubject: []string{"feature work", "second"}},
+		{name: "max_count", src: "max_count: 1", wantSubject: []string{"feature work"}},
+		{name: "rev", src: "rev: main", wantSubject: []string{"second", "first"}},
+		{name: "paths", src: "paths: [b.txt]", wantSubject: []string{"second", "first"}, wantFiles: []any{"b.txt"}},
+		{name: "nothing new", src: "max_count: 5", lastRun: "2024-02-01T00:00:00Z", wantSubject: nil, wantFiles: []any{}},
+		{name: "bad since from event", src: "since: '{{event.since}}'", event: map[string]any{"since": "--all"}, wantErr: "since:"},
+		{name: "missing rev", src: "rev: nope", wantErr: `rev: "nope" is not a commit`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustStep(t, "git_log", tt.src, 0)
+			e := gitStepEnv(t, workdir, env, tt.event)
+			if tt.lastRun != "" {
+				e.Scope.LastRunTime = at(tt.lastRun)
+			}
+			if tt.now != "" {
+				e.Now = at(tt.now)
+			}
+			res, err := runStep(t, s, e)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v; want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			commits := res.Fields["commits"].([]any)
+			var subjects []string
+			for _, c := range commits {
+				subjects = append(subjects, c.(map[string]any)["subject"].(string))
+			}
+			if strings.Join(subjects, "|") != strings.Join(tt.wantSubject, "|") || res.Fields["count"] != len(tt.wantSubject) {
+				t.Errorf("subjects %q count %v; want %q", subjects, res.Fields["count"], tt.wantSubject)
+			}
+			if tt.wantFiles != nil && !equalAny(res.Fields["files"], tt.wantFiles) {
+				t.Errorf("files %v; want %v", res.Fields["files"], tt.wantFiles)
+			}
+			for _, sub := range tt.wantSubject {
+				if !strings.Contains(res.Output, "Ada: "+sub) {
+					t.Errorf("log lacks %q:\n%s", sub, res.Output)
+				}
+			}
+			if len(tt.wantSubject) == 0 && res.Output != "" {
+				t.Errorf("log %q", res.Output)
+			}
+		})
+	}
+}
+
+func TestGitLogNoCommits(t *testing.T) {
+	dir := realDir(t, t.TempDir())
+	env := gitEnv(t)
+	git(t, dir, env, "init", "-q")
+	s := mustStep(t, "git_log", "max_count: 3", 0)
+	res, err := runStep(t, s, gitStepEnv(t, dir, env, nil))
+	if err != nil || res.Fields["count"] != 0 || res.Output != "" {
+		t.Errorf("err %v count %v output %q", err, res.Fields["count"], res.Output)
+	}
+}
+
+// equalAny compares a []any field with want, treating nil and empty alike.
+func equalAny(got any, want []any) bool {
+	g, _ := got.([]any)
+	if len(g) != len(want) {
+		return false
+	}
+	for i := range g {
+		if g[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,243 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// Defaults of the http step.
+const (
+	DefaultHTTPTimeout = 30 * time.Second
+	DefaultMaxBody     = 256 << 10
+)
+
+func init() {
+	engine.RegisterStep("http", engine.StepKindFunc(newHTTP))
+}
+
+type httpConfig struct {
+	Method       string            `yaml:"method"`
+	URL          string            `yaml:"url"`
+	Headers      map[string]string `yaml:"headers"`
+	Body         string            `yaml:"body"`
+	MaxBody      int               `yaml:"max_body"`
+	AllowPrivate bool              `yaml:"allow_private"`
+	MaxRedirects *int              `yaml:"max_redirects"`
+}
+
+// httpStep makes one HTTP request through the network guard.
+type httpStep struct {
+	def     *engine.StepDef
+	method  string
+	url     string
+	headers []envVar // sorted by name; values may hold placeholders
+	body    string
+	maxBody int
+	client  *http.Client
+}
+
+func newHTTP(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
+	var c httpConfig
+	if err := cfg.Decode(&c); err != nil {
+		return nil, err
+	}
+	s := &httpStep{def: def, method: strings.ToUpper(c.Method), url: c.URL, body: c.Body, maxBody: c.MaxBody}
+	if s.method == "" {
+		s.method = http.MethodGet
+	}
+	if !validToken(s.method) {
+		return nil, fieldErr(cfg, "method", "%q is not a valid HTTP method", c.Method)
+	}
+	if strings.TrimSpace(c.URL) == "" {
+		return nil, fieldErr(cfg, "url", "required")
+	}
+	phs, err := engine.ParsePlaceholders(c.URL)
+	if err != nil {
+		return nil, fieldErr(cfg, "url", "%v", err)
+	}
+	// The scheme must be written out, so that an event cannot turn the
+	// request into something else; the rest is checked after expansion.
+	i := strings.Index(c.URL, "://")
+	if scheme := strings.ToLower(c.URL[:max(i, 0)]); i < 0 || (scheme != "http" && scheme != "https") ||
+		len(phs) > 0 && phs[0].Start < i+3 {
+		return nil, fieldErr(cfg, "url", "must start with http:// or https://, written out (got %q)", c.URL)
+	}
+	if len(phs) == 0 {
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return nil, fieldErr(cfg, "url", "%v", err)
+		}
+		if err := CheckURL(u); err != nil {
+			return nil, fieldErr(cfg, "url", "%v", err)
+		}
+	}
+	names := make([]string, 0, len(c.Headers))
+	for name := range c.Headers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := c.Headers[name]
+		if !validToken(name) {
+			return nil, fieldErr(cfg, "headers."+name, "%q is not a valid header name", name)
+		}
+		if _, err := engine.ParsePlaceholders(v); err != nil {
+			return nil, fieldErr(cfg, "headers."+name, "%v", err)
+		}
+		s.headers = append(s.headers, envVar{name, v})
+	}
+	if _, err := engine.ParsePlaceholders(c.Body); err != nil {
+		return nil, fieldErr(cfg, "body", "%v", err)
+	}
+	if c.MaxBody < 0 {
+		return nil, fieldErr(cfg, "max_body", "must be > 0 (got %d)", c.MaxBody)
+	}
+	if s.maxBody == 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	redirects := DefaultMaxRedirects
+	if c.MaxRedirects != nil {
+		if *c.MaxRedirects < 0 {
+			return nil, fieldErr(cfg, "max_redirects", "must be >= 0 (got %d)", *c.MaxRedirects)
+		}
+		redirects = *c.MaxRedirects
+	}
+	timeout := def.Timeout
+	if timeout <= 0 {
+		timeout = DefaultHTTPTimeout
+	}
+	s.client = GuardedClient(c.AllowPrivate, timeout, redirects)
+	return s, nil
+}
+
+// Templates returns the strings of the step that may hold placeholders.
+func (s *httpStep) Templates() []string {
+	out := []string{s.url}
+	for _, h := range s.headers {
+		out = append(out, h.tmpl)
+	}
+	return append(out, s.body)
+}
+
+// Run sends the request. Any status is a result; a refused address, a
+// failed connection, a timeout and an unresolved placeholder are errors.
+func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+	res := newResult(s.def, map[string]any{
+		"body": "", "status_code": 0, "status": "", "headers": map[string]any{},
+		"url": "", "method": s.method, "truncated": false, "duration_ms": int64(0),
+	})
+	scope := scopeOf(env)
+	raw, err := engine.Expand(s.url, scope, nil)
+	if err != nil {
+		return fail(res, fmt.Errorf("url: %w", err))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fail(res, fmt.Errorf("url: %w", err))
+	}
+	if err := CheckURL(u); err != nil {
+		return fail(res, fmt.Errorf("url: %w", err))
+	}
+	res.Fields["url"] = u.Redacted()
+	body, err := engine.Expand(s.body, scope, nil)
+	if err != nil {
+		return fail(res, fmt.Errorf("body: %w", err))
+	}
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, s.method, u.String(), rd)
+	if err != nil {
+		return fail(res, fmt.Errorf("build request: %w", err))
+	}
+	req.Header.Set("User-Agent", "hookd")
+	for _, h := range s.headers {
+		v, err := engine.Expand(h.tmpl, scope, nil)
+		if err != nil {
+			return fail(res, fmt.Errorf("headers.%s: %w", h.name, err))
+		}
+		if !validHeaderValue(v) {
+			return fail(res, fmt.Errorf("headers.%s: the value holds a control character (a newline?), which a header cannot carry", h.name))
+		}
+		if strings.EqualFold(h.name, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(h.name, v)
+	}
+
+	start := time.Now()
+	defer s.client.CloseIdleConnections() // runs are minutes apart: keep nothing open
+	resp, err := s.client.Do(req)
+	if err != nil {
+		res.Fields["duration_ms"] = time.Since(start).Milliseconds()
+		var ue *url.Error
+		if errors.As(err, &ue) && ue.Timeout() {
+			return fail(res, fmt.Errorf("%s %s: timed out: %w", s.method, u.Redacted(), err))
+		}
+		return fail(res, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(s.maxBody)+1))
+	res.Fields["duration_ms"] = time.Since(start).Milliseconds()
+	res.Fields["status_code"] = resp.StatusCode
+	res.Fields["status"] = resp.Status
+	res.Fields["url"] = resp.Request.URL.Redacted()
+	hdr := make(map[string]any, len(resp.Header))
+	for k, vs := range resp.Header {
+		hdr[k] = strings.Join(vs, ", ")
+	}
+	res.Fields["headers"] = hdr
+	if err != nil {
+		return fail(res, fmt.Errorf("read response body: %w", err))
+	}
+	text := string(data)
+	if len(data) > s.maxBody {
+		text = string(trimPartialRune(data[:s.maxBody]))
+		if resp.ContentLength > 0 {
+			text += fmt.Sprintf("\n[hookd: body truncated after %d of %d bytes]", len(text), resp.ContentLength)
+		} else {
+			text += fmt.Sprintf("\n[hookd: body truncated after %d bytes]", len(text))
+		}
+		res.Fields["truncated"] = true
+	}
+	res.Output = text
+	res.Fields["body"] = text
+	return done(res)
+}
+
+// validToken reports whether s is an HTTP token (RFC 9110), as a method or
+// a header name must be.
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether s can be sent as a header value: no
+// control characters but tab.
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
