@@ -8,15 +8,30 @@ import (
 	"time"
 )
 
-// Placeholder is one {{path}} found in a template.
+// Placeholder is one {{path}} found in a template, or one literal
+// {{"text"}}.
 type Placeholder struct {
-	Path       string // trimmed text between the braces
+	Path       string // trimmed text between the braces; for a literal, its quoted form
 	Start, End int    // byte offsets of "{{" and just past "}}"
+	Literal    string // for a literal placeholder, the text it stands for
 }
+
+// IsLiteral reports whether p is a literal {{"text"}} rather than a
+// reference to a value.
+func (p Placeholder) IsLiteral() bool { return isLiteralPath(p.Path) }
+
+func isLiteralPath(path string) bool { return strings.HasPrefix(path, `"`) }
 
 // ParsePlaceholders finds every {{path}} in s. A "{{" without "}}" or a
 // path with characters other than letters, digits, '_', '-' and '.' is an
 // error.
+//
+// A placeholder whose content is a double-quoted string, {{"text"}}, is a
+// literal: it stands for the text, with Go string escapes (\", \\, \n,
+// ...) decoded. It is how a template spells a literal "{{": write
+// {{"{{"}} — or quote the whole text, {{"{{.Names}}"}}. Its Path is the
+// quoted form and Literal the text; Scope.Lookup and Expand resolve it to
+// the text.
 func ParsePlaceholders(s string) ([]Placeholder, error) {
 	var out []Placeholder
 	for i := 0; ; {
@@ -25,6 +40,19 @@ func ParsePlaceholders(s string) ([]Placeholder, error) {
 			return out, nil
 		}
 		start := i + j
+		inner := start + 2
+		for inner < len(s) && (s[inner] == ' ' || s[inner] == '\t') {
+			inner++
+		}
+		if inner < len(s) && s[inner] == '"' {
+			ph, err := parseLiteral(s, start, inner)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ph)
+			i = ph.End
+			continue
+		}
 		k := strings.Index(s[start+2:], "}}")
 		if k < 0 {
 			return nil, fmt.Errorf("unclosed placeholder at offset %d", start)
@@ -37,6 +65,27 @@ func ParsePlaceholders(s string) ([]Placeholder, error) {
 		out = append(out, Placeholder{Path: path, Start: start, End: end})
 		i = end
 	}
+}
+
+// parseLiteral reads a {{"text"}} placeholder starting at start whose
+// quoted string starts at q.
+func parseLiteral(s string, start, q int) (Placeholder, error) {
+	quoted, err := strconv.QuotedPrefix(s[q:])
+	if err != nil {
+		return Placeholder{}, fmt.Errorf("literal placeholder at offset %d: unterminated or invalid string (want {{\"text\"}})", start)
+	}
+	text, err := strconv.Unquote(quoted)
+	if err != nil {
+		return Placeholder{}, fmt.Errorf("literal placeholder at offset %d: %w", start, err)
+	}
+	end := q + len(quoted)
+	for end < len(s) && (s[end] == ' ' || s[end] == '\t') {
+		end++
+	}
+	if !strings.HasPrefix(s[end:], "}}") {
+		return Placeholder{}, fmt.Errorf("literal placeholder at offset %d: want }} right after the string %s", start, quoted)
+	}
+	return Placeholder{Path: quoted, Start: start, End: end + 2, Literal: text}, nil
 }
 
 func checkPath(p string) error {
@@ -68,6 +117,9 @@ func CheckPlaceholders(tmpl string, steps []*StepDef, before int) error {
 		return err
 	}
 	for _, ph := range phs {
+		if ph.IsLiteral() {
+			continue
+		}
 		if err := checkRef(ph.Path, steps, before); err != nil {
 			return fmt.Errorf("placeholder {{%s}}: %w", ph.Path, err)
 		}
@@ -124,8 +176,16 @@ type Scope struct {
 	StepNames   map[string]int
 }
 
-// Lookup resolves a placeholder path to a value.
+// Lookup resolves a placeholder path to a value. A literal path, the
+// quoted form of a {{"text"}} placeholder, resolves to its text.
 func (s *Scope) Lookup(path string) (any, error) {
+	if isLiteralPath(path) {
+		text, err := strconv.Unquote(path)
+		if err != nil {
+			return nil, fmt.Errorf("{{%s}}: %w", path, err)
+		}
+		return text, nil
+	}
 	segs := strings.Split(path, ".")
 	root := segs[0]
 	switch {

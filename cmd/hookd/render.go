@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/templates"
+	"github.com/hookd/hookd/triggers"
+)
+
+// promptRenderer is the prompt renderer of every engine hookd builds.
+func promptRenderer(d *config.Daemon) engine.PromptRenderer {
+	return templates.New(templates.Options{})
+}
+
+// cmdRender previews a hook: it runs the steps here, in this process, and
+// prints what they gathered, the short-circuit that would apply and the
+// prompt that would be sent, without calling a model. It needs no daemon
+// and no lock, and records nothing: the store is only read (the previous
+// run's time, skip_llm_if_unchanged's fingerprint, steps that read
+// hookd's records).
+func cmdRender(c *cli, args []string) int {
+	fs := c.flags()
+	eventJSON := fs.String("event", "", "event payload as a JSON object, visible as {{event}}")
+	asJSON := fs.Bool("json", false, "print the previewed run as JSON")
+	pos, d, code, ok := c.setup(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	name := pos[0]
+	var event map[string]any
+	if *eventJSON != "" {
+		if err := json.Unmarshal([]byte(*eventJSON), &event); err != nil {
+			fmt.Fprintf(c.stderr, "hookd render: --event must be a JSON object: %v\n", err)
+			return exitUsage
+		}
+	}
+	hooks, errs, err := c.loadHooks(d)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	if !hasHook(hooks, name) {
+		for _, e := range errs {
+			fmt.Fprintf(c.stderr, "not loaded: %v\n", e)
+		}
+		return c.errorf("no hook named %q (see `hookd list`, or `hookd validate` if its file has errors)", name)
+	}
+
+	db, done, err := previewStore(d)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	defer done()
+	eng, err := engine.New(engine.Config{
+		Store:          readOnlyStore{db},
+		Events:         triggers.NewEventIndex(),
+		Prompt:         promptRenderer(d),
+		Logger:         newLogger(d.LogFormat, os.Stderr, slog.LevelError),
+		DefaultTimeout: d.DefaultTimeout,
+		Manual:         true,
+	}, hooks)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	run, err := eng.Preview(ctx, name, event)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	if *asJSON {
+		if code := c.printJSON(run); code != exitOK {
+			return code
+		}
+	} else {
+		c.printPreview(run)
+	}
+	switch run.Status {
+	case engine.StatusCompleted, engine.StatusSkipped:
+		return exitOK
+	}
+	return exitError
+}
+
+func hasHook(hooks []*engine.Hook, name string) bool {
+	for _, h := range hooks {
+		if h.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// previewStore opens the database for reading, or, when there is none
+// yet, an empty one in a temporary directory that done removes.
+func previewStore(d *config.Daemon) (db *store.DB, done func(), err error) {
+	if _, err := os.Stat(d.DB); err == nil {
+		db, err := store.Open(d.DB)
+		if err != nil {
+			return nil, nil, err
+		}
+		return db, func() { db.Close() }, nil
+	}
+	dir, err := os.MkdirTemp("", "hookd-render")
+	if err != nil {
+		return nil, nil, fmt.Errorf("make temporary store: %w", err)
+	}
+	db, err = store.Open(filepath.Join(dir, "hookd.db"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return db, func() { db.Close(); os.RemoveAll(dir) }, nil
+}
+
+// errReadOnly is what a write to the store gives during `hookd render`.
+var errReadOnly = errors.New("hookd render: the store is read-only")
+
+// readOnlyStore refuses every write, so a preview cannot record anything
+// even by mistake; reads go to the database.
+type readOnlyStore struct{ engine.Store }
+
+func (readOnlyStore) SetPaused(context.Context, string, bool) error       { return errReadOnly }
+func (readOnlyStore) InsertRun(context.Context, *engine.Run) error        { return errReadOnly }
+func (readOnlyStore) StartRun(context.Context, *engine.Run) error         { return errReadOnly }
+func (readOnlyStore) FinishRun(context.Context, *engine.Run) error        { return errReadOnly }
+func (readOnlyStore) UpdateQueued(context.Context, *engine.Run) error     { return errReadOnly }
+func (readOnlyStore) AppendEvent(context.Context, *engine.Event) error    { return errReadOnly }
+func (readOnlyStore) AppendEvents(context.Context, []*engine.Event) error { return errReadOnly }
+func (readOnlyStore) RecoverInterrupted(context.Context, time.Time) ([]*engine.Run, error) {
+	return nil, errReadOnly
+}
+
+// printPreview prints the steps and the decision on stderr and the prompt
+// on stdout, so `hookd render NAME > prompt.md` keeps the prompt alone.
+func (c *cli) printPreview(run *engine.Run) {
+	w := c.stderr
+	fmt.Fprintf(w, "preview of %s (nothing recorded, no model called)\n", run.Hook)
+	for _, s := range run.Steps {
+		line := fmt.Sprintf("%s %s, %s", stepLabel(s), s.Type, s.Duration.Round(time.Millisecond))
+		if ec, ok := s.Fields["exit_code"]; ok {
+			line += fmt.Sprintf(", exit %v", ec)
+		}
+		if s.Error != "" {
+			line += ", error: " + oneLine(s.Error, 120)
+		}
+		fmt.Fprintln(w, "  "+line)
+		if out := strings.TrimSpace(s.Output); out != "" {
+			first, _, _ := strings.Cut(out, "\n")
+			lines := strings.Count(strings.TrimRight(s.Output, "\n"), "\n") + 1
+			fmt.Fprintf(w, "    %s (%d bytes, %d %s)\n", oneLine(first, 100), len(s.Output), lines, plural(lines, "line", "lines"))
+		}
+	}
+	switch {
+	case run.Status == engine.StatusSkipped:
+		fmt.Fprintf(w, "short-circuit: %s: the model would not be called\n", run.Reason)
+	case run.Status == engine.StatusCompleted && run.Reason == engine.PreviewReason:
+		fmt.Fprintln(w, "no short-circuit applies: the model would be called with this prompt")
+	case run.Status == engine.StatusCompleted:
+		fmt.Fprintln(w, "steps only (skip_llm or no prompt): the run would complete without a model")
+	default:
+		why := run.Error
+		if why == "" {
+			why = run.Reason
+		}
+		fmt.Fprintf(w, "the run would end %s: %s\n", run.Status, why)
+	}
+	if run.Error != "" && (run.Status == engine.StatusSkipped || run.Status == engine.StatusCompleted) {
+		fmt.Fprintf(w, "the prompt does not render: %s\n", run.Error)
+	}
+	if run.Prompt != "" {
+		fmt.Fprintln(w, "prompt:")
+		fmt.Fprint(c.stdout, run.Prompt)
+		if !strings.HasSuffix(run.Prompt, "\n") {
+			fmt.Fprintln(c.stdout)
+		}
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func stepLabel(s *engine.StepResult) string {
+	if s.Name != "" {
+		return fmt.Sprintf("step_%d (%s)", s.Index, s.Name)
+	}
+	return fmt.Sprintf("step_%d", s.Index)
+}
