@@ -249,6 +249,10 @@ func (s *state) watch(n *yaml.Node, path, workdir string) *engine.WatchSpec {
 			for i, c := range l.Content {
 				if c = resolve(c); c.Kind == yaml.ScalarNode && c.Value == "" {
 					s.errorf(c, index(join(path, key), i), "must not be empty")
+				} else if c.Kind == yaml.ScalarNode && key != "extensions" {
+					if err := triggers.ValidateGlob(c.Value); err != nil {
+						s.errorf(c, index(join(path, key), i), "%s", err)
+					}
 				}
 			}
 		}

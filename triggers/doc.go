@@ -63,4 +63,25 @@
 // number of its segments, not in the number of hooks, and allocates nothing
 // but the growth of the result. Matching hooks come out sorted by name,
 // each once.
+//
+// # File watches
+//
+// Watcher watches the paths of the hooks with a watch trigger with one
+// fsnotify instance, folder by folder (a file is watched through its
+// folder), adding folders as they appear in a recursive tree. Each watch
+// collects changes in a window until it has been quiet for its debounce
+// (or max_wait after the first change), then fires its hook through
+// WatchTarget (the engine) with a file.changed or folder.changed event.
+// In a window each path counts once: its state when the window first saw
+// it is compared with its state when the window closes, so created then
+// modified is created, created then deleted is nothing, modified then
+// deleted is deleted, and an editor's save through a temporary file is a
+// modification; a rename (fsnotify's Rename of the old name followed by
+// Create of the new one) is reported with both names. include and ignore
+// are gitignore-style patterns relative to each watched folder; .git/ is
+// always ignored. On an inotify queue overflow the watched folders are
+// compared with the watcher's snapshot of them; when inotify's limits are
+// reached a watch polls instead, as it does with poll: true.
+// scan_on_start compares the files with a snapshot kept through
+// engine.WatchSnapshots.
 package triggers
