@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
+)
+
+const durableHook = `trigger:
+  event: deploy.*
+steps:
+  - type: shell
+    command: "true"
+skip_llm: true
+`
+
+// runsByN maps the n field of each deploy run's payload to its records.
+func runsByN(t *testing.T, e *env) map[float64]int {
+	t.Helper()
+	out := map[float64]int{}
+	for _, r := range e.listRuns("deploy", "--limit", "100000") {
+		var p map[string]any
+		if err := json.Unmarshal(r.Event, &p); err != nil {
+			t.Fatalf("run %s payload %s: %v", r.ID, r.Event, err)
+		}
+		n, _ := p["n"].(float64)
+		out[n]++
+	}
+	return out
+}
+
+// TestPendingEventDispatchedAtStart: an event stored but not dispatched —
+// what a crash between the two leaves — is dispatched when hookd starts,
+// and only once.
+func TestPendingEventDispatchedAtStart(t *testing.T) {
+	e := newEnv(t, "", map[string]string{"deploy.yaml": durableHook})
+	d := e.serve()
+	d.signal(syscall.SIGTERM)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("stop: exit %d", code)
+	}
+
+	db, err := store.Open(e.path(".hookd/hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &engine.Event{ID: "stored-not-dispatched", Type: "deploy.finished", Source: "api", Data: map[string]any{"n": 7.0}}
+	if err := db.AppendPendingEvent(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	d = e.serve()
+	d.waitLog("dispatched an event left pending by the previous stop")
+	waitFor(t, "the pending event's run", func() bool { return runsByN(t, e)[7] == 1 }, func() string { return d.log.String() })
+	d.signal(syscall.SIGTERM)
+	d.wait()
+	e.serve()
+	if got := runsByN(t, e)[7]; got != 1 {
+		t.Errorf("the event ran %d times after two restarts, want 1", got)
+	}
+}
+
+// TestEventDurability publishes events over the API as fast as one client
+// can while the daemon is killed with SIGKILL, then restarts it: every
+// event the API accepted has a run record (at least once), and at most
+// the one request in flight at the kill is dispatched twice.
+func TestEventDurability(t *testing.T) {
+	e := newEnv(t, "", map[string]string{"deploy.yaml": durableHook})
+	d := e.serve()
+	c := e.socketClient()
+	c.http.Timeout = waitLong
+
+	var (
+		mu    sync.Mutex
+		acked []float64
+	)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 1.0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			body, _ := json.Marshal(map[string]any{"type": "deploy.finished", "id": fmt.Sprintf("ev-%v", n), "data": map[string]any{"n": n}})
+			req, _ := newRequest("POST", c.base+"/v1/events", body)
+			resp, err := c.http.Do(req)
+			if err != nil {
+				return // the daemon is gone
+			}
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				mu.Lock()
+				acked = append(acked, n)
+				mu.Unlock()
+			}
+		}
+	}()
+	waitFor(t, "events to be accepted", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= 50
+	}, nil)
+	d.signal(syscall.SIGKILL)
+	d.wait()
+	close(stop)
+	<-done
+
+	e.serve()
+	mu.Lock()
+	defer mu.Unlock()
+	var counts map[float64]int
+	waitFor(t, "a record of every accepted event", func() bool {
+		counts = runsByN(t, e)
+		for _, n := range acked {
+			if counts[n] == 0 {
+				return false
+			}
+		}
+		return true
+	}, func() string { return fmt.Sprintf("%d accepted; records by n: %v", len(acked), counts) })
+	twice := 0
+	for n, k := range counts {
+		if k > 2 || k == 2 && twice > 0 {
+			t.Errorf("event n=%v has %d run records", n, k)
+		}
+		if k == 2 {
+			twice++
+		}
+	}
+	// Every event in the log was dispatched: none is left pending.
+	db, err := store.Open(e.path(".hookd/hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if p, _ := db.PendingEvents(context.Background(), 10); len(p) != 0 {
+		t.Errorf("events still pending after the restart: %d", len(p))
+	}
+	t.Logf("%d events accepted before the kill; %d event(s) dispatched twice", len(acked), twice)
+}

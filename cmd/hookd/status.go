@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// statusReport is the answer of GET /v1/status and what `hookd status`
+// prints: the engine's live state and a digest of the metrics since the
+// daemon started.
+type statusReport struct {
+	engine.Summary                 // in_flight, queued (run ids), overdue (hooks past due by two ticks)
+	PID            int             `json:"pid"`
+	Uptime         string          `json:"uptime"`
+	OverdueGrace   string          `json:"overdue_grace"`
+	OverdueHooks   []string        `json:"overdue_hooks"` // past due by more than the grace (the hookd_hooks_overdue gauge)
+	Runs           countsBy        `json:"runs"`          // hook -> status -> count
+	Skips          countsBy        `json:"skips"`         // hook -> reason -> count
+	Drops          countsBy        `json:"drops"`         // hook -> reason -> count
+	Durations      map[string]dist `json:"durations"`     // hook -> run duration
+	Lateness       map[string]dist `json:"lateness"`      // hook -> fire lateness
+	Tokens         countsBy        `json:"tokens"`        // hook -> kind -> count
+	ToolCalls      countsBy        `json:"tool_calls"`    // tool -> outcome -> count
+	Events         counts          `json:"events"`        // source -> count
+	Notifications  counts          `json:"notifications"` // outcome -> count
+}
+
+type (
+	counts   map[string]float64
+	countsBy map[string]counts
+)
+
+// dist digests a histogram: how many, the mean and the 95th percentile
+// (the upper bound of the bucket it falls in), in seconds.
+type dist struct {
+	Count uint64  `json:"count"`
+	Mean  float64 `json:"mean_seconds"`
+	P95   float64 `json:"p95_seconds"` // +Inf is reported as -1
+}
+
+func (a *apiServer) status(w http.ResponseWriter, r *http.Request) {
+	rep, err := a.report(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
+	sum, err := a.eng.Summary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	overdue, err := a.eng.Overdue(ctx, a.grace)
+	if err != nil {
+		return nil, err
+	}
+	rep := &statusReport{
+		Summary: sum, PID: os.Getpid(), Uptime: time.Since(a.started).Round(time.Second).String(),
+		OverdueGrace: a.grace.String(), OverdueHooks: overdue,
+		Runs: countsBy{}, Skips: countsBy{}, Drops: countsBy{}, Tokens: countsBy{}, ToolCalls: countsBy{},
+		Durations: map[string]dist{}, Lateness: map[string]dist{}, Events: counts{}, Notifications: counts{},
+	}
+	for _, l := range []*[]string{&rep.InFlight, &rep.Queued, &rep.Overdue, &rep.OverdueHooks} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	if a.metrics == nil {
+		return rep, nil
+	}
+	fams, err := a.metrics.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gather metrics: %w", err)
+	}
+	for _, f := range fams {
+		switch f.GetName() {
+		case "hookd_runs_total":
+			rep.Runs.add(f, "hook", "status")
+		case "hookd_skips_total":
+			rep.Skips.add(f, "hook", "reason")
+		case "hookd_drops_total":
+			rep.Drops.add(f, "hook", "reason")
+		case "hookd_model_tokens_total":
+			rep.Tokens.add(f, "hook", "kind")
+		case "hookd_tool_calls_total":
+			rep.ToolCalls.add(f, "tool", "outcome")
+		case "hookd_events_total":
+			for _, m := range f.GetMetric() {
+				rep.Events[label(m, "source")] += m.GetCounter().GetValue()
+			}
+		case "hookd_notifications_total":
+			for _, m := range f.GetMetric() {
+				rep.Notifications[label(m, "outcome")] += m.GetCounter().GetValue()
+			}
+		case "hookd_run_duration_seconds":
+			digest(f, rep.Durations)
+		case "hookd_fire_lateness_seconds":
+			digest(f, rep.Lateness)
+		}
+	}
+	return rep, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func (c countsBy) add(f *dto.MetricFamily, outer, inner string) {
+	for _, m := range f.GetMetric() {
+		o := label(m, outer)
+		if c[o] == nil {
+			c[o] = counts{}
+		}
+		c[o][label(m, inner)] += m.GetCounter().GetValue()
+	}
+}
+
+func digest(f *dto.MetricFamily, into map[string]dist) {
+	for _, m := range f.GetMetric() {
+		h := m.GetHistogram()
+		n := h.GetSampleCount()
+		if n == 0 {
+			continue
+		}
+		d := dist{Count: n, Mean: h.GetSampleSum() / float64(n), P95: -1}
+		want := uint64(math.Ceil(0.95 * float64(n)))
+		for _, b := range h.GetBucket() {
+			if b.GetCumulativeCount() >= want {
+				d.P95 = b.GetUpperBound()
+				break
+			}
+		}
+		into[label(m, "hook")] = d
+	}
+}
+
+func cmdStatus(c *cli, args []string) int {
+	fs := c.flags()
+	asJSON := fs.Bool("json", false, "print JSON")
+	_, d, code, ok := c.setup(fs, args, 0, 0)
+	if !ok {
+		return code
+	}
+	cl := dial(d.DB)
+	if cl == nil {
+		fmt.Fprintf(c.stdout, "hookd is not running (no answer on %s)\n", socketPath(d.DB))
+		return exitError
+	}
+	var rep statusReport
+	if err := cl.do(context.Background(), "GET", "/v1/status", nil, &rep); err != nil {
+		return c.errorf("%v", err)
+	}
+	if *asJSON {
+		return c.printJSON(rep)
+	}
+	printStatus(c.stdout, socketPath(d.DB), &rep)
+	return exitOK
+}
+
+// printStatus prints the terminal summary of `hookd status`.
+func printStatus(w io.Writer, socket string, rep *statusReport) {
+	fmt.Fprintf(w, "hookd is running (pid %d, up %s, socket %s)\n", rep.PID, rep.Uptime, socket)
+	fmt.Fprintf(w, "in flight: %d %s\n", len(rep.InFlight), strings.Join(rep.InFlight, " "))
+	fmt.Fprintf(w, "queued:    %d %s\n", len(rep.Queued), strings.Join(rep.Queued, " "))
+	fmt.Fprintf(w, "overdue:   %d %s\n", len(rep.Overdue), strings.Join(rep.Overdue, " "))
+	if len(rep.OverdueHooks) > 0 {
+		fmt.Fprintf(w, "overdue past the %s grace: %s\n", rep.OverdueGrace, strings.Join(rep.OverdueHooks, " "))
+	}
+
+	hooks := map[string]bool{}
+	for _, m := range []countsBy{rep.Runs, rep.Skips, rep.Drops, rep.Tokens} {
+		for h := range m {
+			hooks[h] = true
+		}
+	}
+	if len(hooks) == 0 {
+		fmt.Fprintln(w, "\nno runs since hookd started")
+	} else {
+		fmt.Fprintln(w, "\nsince hookd started:")
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "HOOK\tCOMPLETED\tFAILED\tSKIPPED\tDROPPED\tCANCELLED\tDURATION (MEAN/P95)\tLATENESS (MEAN/P95)\tTOKENS\tSKIP/DROP REASONS")
+		for _, h := range sortedKeys(hooks) {
+			r := rep.Runs[h]
+			reasons := []string{}
+			for _, m := range []counts{rep.Skips[h], rep.Drops[h]} {
+				for _, k := range sortedKeys(m) {
+					reasons = append(reasons, fmt.Sprintf("%s %d", k, int64(m[k])))
+				}
+			}
+			tok := rep.Tokens[h]
+			tokens := "-"
+			if total := tok["prompt"] + tok["completion"]; total > 0 {
+				tokens = fmt.Sprintf("%d", int64(total))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", h,
+				int64(r["completed"]), int64(r["failed"]), int64(r["skipped"]), int64(r["dropped"]), int64(r["cancelled"]),
+				distText(rep.Durations[h]), distText(rep.Lateness[h]), tokens, orDash(strings.Join(reasons, ", ")))
+		}
+		tw.Flush()
+	}
+	if len(rep.ToolCalls) > 0 {
+		fmt.Fprintln(w, "\ntool calls:")
+		for _, tool := range sortedKeys(rep.ToolCalls) {
+			var parts []string
+			for _, o := range sortedKeys(rep.ToolCalls[tool]) {
+				parts = append(parts, fmt.Sprintf("%s %d", o, int64(rep.ToolCalls[tool][o])))
+			}
+			fmt.Fprintf(w, "  %s: %s\n", tool, strings.Join(parts, ", "))
+		}
+	}
+	n := rep.Notifications
+	if n["delivered"]+n["undeliverable"]+n["dropped"] > 0 {
+		fmt.Fprintf(w, "\nnotifications: %d delivered, %d undeliverable, %d dropped\n",
+			int64(n["delivered"]), int64(n["undeliverable"]), int64(n["dropped"]))
+	}
+	if len(rep.Events) > 0 {
+		var parts []string
+		for _, src := range sortedKeys(rep.Events) {
+			parts = append(parts, fmt.Sprintf("%s %d", src, int64(rep.Events[src])))
+		}
+		fmt.Fprintf(w, "events: %s\n", strings.Join(parts, ", "))
+	}
+}
+
+func distText(d dist) string {
+	if d.Count == 0 {
+		return "-"
+	}
+	p95 := "+Inf"
+	if d.P95 >= 0 {
+		p95 = "≤" + secs(d.P95)
+	}
+	return secs(d.Mean) + "/" + p95
+}
+
+func secs(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
+)
+
+// The live stream (GET /v1/stream) is driven by the event log in the
+// store, not by the bus: each client keeps the seq of the last event it
+// was sent and reads the events after it whenever the store says events
+// were written. Engine events are stored in batches after they are
+// dispatched, so reading the log is what makes the ids gap-free and
+// replay and live one path: a client that reconnects with Last-Event-ID
+// reads on from there, whether the events it missed were written before
+// or after it came back.
+
+// eventFeed wakes stream clients when events are stored.
+type eventFeed struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newEventFeed() *eventFeed { return &eventFeed{ch: make(chan struct{})} }
+
+// changed returns a channel closed at the next write. Take it before
+// reading the log, so a write between the read and the wait is not missed.
+func (f *eventFeed) changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ch
+}
+
+// wake tells every waiting client that events were stored.
+func (f *eventFeed) wake() {
+	f.mu.Lock()
+	close(f.ch)
+	f.ch = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// feedStore is the store the engine writes through: it wakes the feed
+// after every event write.
+type feedStore struct {
+	*store.DB
+	feed *eventFeed
+}
+
+func (s *feedStore) AppendEvent(ctx context.Context, ev *engine.Event) error {
+	err := s.DB.AppendEvent(ctx, ev)
+	s.feed.wake()
+	return err
+}
+
+func (s *feedStore) AppendEvents(ctx context.Context, evs []*engine.Event) error {
+	err := s.DB.AppendEvents(ctx, evs)
+	s.feed.wake()
+	return err
+}
+
+func (s *feedStore) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
+	err := s.DB.AppendPendingEvent(ctx, ev)
+	s.feed.wake()
+	return err
+}
+
+// eventLog is what the stream and the event list read.
+type eventLog interface {
+	EventsAfter(ctx context.Context, after int64, limit int) ([]*engine.Event, error)
+	LastEventSeq(ctx context.Context) (int64, error)
+	ListEvents(ctx context.Context, typ string, limit int) ([]*engine.Event, error)
+}
+
+// eventJSON is an event as the API shows it.
+type eventJSON struct {
+	Seq    int64          `json:"seq"`
+	ID     string         `json:"id"`
+	Type   string         `json:"type"`
+	Source string         `json:"source"`
+	Time   time.Time      `json:"time"`
+	Depth  int            `json:"depth"`
+	Data   map[string]any `json:"data"`
+}
+
+func toJSON(ev *engine.Event) eventJSON {
+	data := ev.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	return eventJSON{Seq: ev.Seq, ID: ev.ID, Type: ev.Type, Source: ev.Source, Time: ev.Time, Depth: ev.Depth, Data: data}
+}
+
+// eventFilter selects events for the stream and the list.
+type eventFilter struct {
+	types []string // patterns: exact, prefix.* (one segment), prefix.** (the rest); none: all
+	hook  string   // only events whose data names this hook
+}
+
+func parseFilter(r *http.Request) eventFilter {
+	q := r.URL.Query()
+	var f eventFilter
+	for _, t := range q["type"] {
+		for _, p := range strings.Split(t, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				f.types = append(f.types, p)
+			}
+		}
+	}
+	f.hook = q.Get("hook")
+	return f
+}
+
+func (f eventFilter) match(ev *engine.Event) bool {
+	if f.hook != "" {
+		if h, _ := ev.Data["hook"].(string); h != f.hook {
+			return false
+		}
+	}
+	if len(f.types) == 0 {
+		return true
+	}
+	for _, p := range f.types {
+		if matchType(p, ev.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchType matches an event type against a pattern of dot-separated
+// segments, where * is one segment and a final ** is one or more.
+func matchType(pattern, typ string) bool {
+	ps, ts := strings.Split(pattern, "."), strings.Split(typ, ".")
+	for i, p := range ps {
+		if p == "**" && i == len(ps)-1 {
+			return len(ts) > i
+		}
+		if i >= len(ts) || (p != "*" && p != ts[i]) {
+			return false
+		}
+	}
+	return len(ps) == len(ts)
+}
+
+// streamBatch bounds one read of the log.
+const streamBatch = 500
+
+// heartbeat is how often an idle stream sends a comment, so proxies and
+// clients see the connection is alive.
+var heartbeat = 15 * time.Second
+
+// stream serves GET /v1/stream: Server-Sent Events, one per stored event,
+// with the event's seq as its id. It starts after the Last-Event-ID
+// header's seq, else after the since query parameter, else at the end of
+// the log (live events only).
+func (a *apiServer) stream(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var after int64
+	from := r.Header.Get("Last-Event-ID")
+	if from == "" {
+		from = r.URL.Query().Get("since")
+	}
+	if from != "" {
+		n, err := strconv.ParseInt(from, 10, 64)
+		if err != nil || n < 0 {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "Last-Event-ID and since must be an event seq (a number >= 0)"})
+			return
+		}
+		after = n
+	} else {
+		n, err := a.evlog.LastEventSeq(ctx)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		after = n
+	}
+	filter := parseFilter(r)
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// The retry hint, and a comment saying where the stream starts.
+	fmt.Fprintf(w, "retry: 2000\n: hookd event stream after seq %d\n\n", after)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		changed := a.feed.changed()
+		evs, err := a.evlog.EventsAfter(ctx, after, streamBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("stream: read events", "err", err)
+				fmt.Fprintf(w, ": error reading events: %s\n\n", oneLine(err.Error(), 200))
+				rc.Flush()
+			}
+			return
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if !filter.match(ev) {
+				continue
+			}
+			b, err := json.Marshal(toJSON(ev))
+			if err != nil {
+				continue
+			}
+			// JSON has no raw newlines, so the data is one line.
+			fmt.Fprintf(w, "id: %d\ndata: %s\n\n", ev.Seq, b)
+		}
+		if len(evs) > 0 {
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+		if len(evs) == streamBatch {
+			continue
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+			// An id-less comment: keeps the connection alive, moves no id.
+			fmt.Fprint(w, ": ping\n\n")
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		case <-a.closing:
+			return
+		}
+	}
+}
+
+// events serves GET /v1/events: stored events as JSON, oldest first after
+// a seq (after=N), or the newest (no after), at most limit (default 100,
+// at most 1000), filtered by type= and hook=.
+func (a *apiServer) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 100
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "limit must be an integer from 1 to 1000"})
+			return
+		}
+		limit = n
+	}
+	filter := parseFilter(r)
+	out := []eventJSON{}
+	if s := q.Get("after"); s != "" {
+		after, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || after < 0 {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "after must be an event seq (a number >= 0)"})
+			return
+		}
+		for len(out) < limit {
+			evs, err := a.evlog.EventsAfter(r.Context(), after, streamBatch)
+			if err != nil {
+				writeErr(w, err)
+				return
+			}
+			for _, ev := range evs {
+				after = ev.Seq
+				if filter.match(ev) && len(out) < limit {
+					out = append(out, toJSON(ev))
+				}
+			}
+			if len(evs) < streamBatch {
+				break
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	typ := ""
+	if len(filter.types) == 1 && !strings.Contains(filter.types[0], "*") {
+		typ = filter.types[0]
+	}
+	evs, err := a.evlog.ListEvents(r.Context(), typ, 1000)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if filter.match(evs[i]) {
+			out = append(out, toJSON(evs[i]))
+		}
+	}
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cmdWatch follows the daemon's live event stream and prints one line per
+// event. When the connection drops (the daemon restarts) it reconnects
+// with Last-Event-ID, so no event is skipped or printed twice.
+func cmdWatch(c *cli, args []string) int {
+	fs := c.flags()
+	since := fs.Int64("since", -1, "start after this event seq (0: the whole event log); default: new events only")
+	hook := fs.String("hook", "", "only events about this hook")
+	types := fs.String("type", "", "only events of these types: comma-separated patterns like deploy.*,hook.run.**")
+	asJSON := fs.Bool("json", false, "print each event as one JSON line")
+	baseURL := fs.String("url", "", "follow a daemon's TCP API at this base URL (http://host:port) instead of the local socket; the token is read from $HOOKD_TOKEN")
+	count := fs.Int("n", 0, "exit after this many events (0: follow until interrupted)")
+	_, d, code, ok := c.setup(fs, args, 0, 0)
+	if !ok {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var (
+		httpc *http.Client
+		base  string
+		token string
+	)
+	if *baseURL != "" {
+		httpc, base, token = &http.Client{}, strings.TrimRight(*baseURL, "/"), os.Getenv("HOOKD_TOKEN")
+	} else {
+		cl := dial(d.DB)
+		if cl == nil {
+			return c.errorf("hookd is not running (no answer on %s)", socketPath(d.DB))
+		}
+		httpc, base = cl.http, "http://hookd"
+	}
+	q := []string{}
+	if *hook != "" {
+		q = append(q, "hook="+url.QueryEscape(*hook))
+	}
+	if *types != "" {
+		q = append(q, "type="+url.QueryEscape(*types))
+	}
+	path := base + "/v1/stream"
+	if len(q) > 0 {
+		path += "?" + strings.Join(q, "&")
+	}
+
+	w := &watcher{c: c, json: *asJSON, left: *count, last: *since}
+	backoff := 250 * time.Millisecond
+	for {
+		err := w.follow(ctx, httpc, path, token)
+		switch {
+		case ctx.Err() != nil, errors.Is(err, errEnough):
+			return exitOK
+		case errors.Is(err, errFatal):
+			return c.errorf("%v", err)
+		}
+		if w.got {
+			backoff = 250 * time.Millisecond
+		}
+		fmt.Fprintf(c.stderr, "hookd watch: %v; reconnecting in %s\n", err, backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return exitOK
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+var (
+	errEnough = errors.New("enough events")
+	errFatal  = errors.New("refused")
+)
+
+// watcher is the state of `hookd watch` across reconnections.
+type watcher struct {
+	c    *cli
+	json bool
+	left int   // events still to print, when counting
+	last int64 // seq of the last event seen, -1 before the first connection
+	got  bool  // the last connection delivered something
+}
+
+// follow reads the stream once, until it ends or fails.
+func (w *watcher) follow(ctx context.Context, httpc *http.Client, streamURL, token string) error {
+	w.got = false
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, streamURL, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errFatal, err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if w.last >= 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(w.last, 10))
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := httpc.Do(req)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var ae apiError
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&ae)
+		if ae.Error == "" {
+			ae.Error = resp.Status
+		}
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			return fmt.Errorf("%w: %s", errFatal, ae.Error)
+		}
+		return errors.New(ae.Error)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var id, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data != "" {
+				if err := w.print(id, data); err != nil {
+					return err
+				}
+			}
+			id, data = "", ""
+		case strings.HasPrefix(line, ":"):
+			// The first comment says where the stream starts: remember
+			// it, so a reconnection before any event resumes there.
+			var after int64
+			if _, err := fmt.Sscanf(line, ": hookd event stream after seq %d", &after); err == nil && w.last < 0 {
+				w.last = after
+			}
+		case strings.HasPrefix(line, "id:"):
+			id = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+		case strings.HasPrefix(line, "data:"):
+			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	return errors.New("the stream ended")
+}
+
+func (w *watcher) print(id, data string) error {
+	var ev eventJSON
+	if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		return fmt.Errorf("%w: bad event from hookd: %v", errFatal, err)
+	}
+	if seq, err := strconv.ParseInt(id, 10, 64); err == nil {
+		w.last = seq
+	}
+	w.got = true
+	if w.json {
+		b, _ := json.Marshal(ev)
+		fmt.Fprintln(w.c.stdout, string(b))
+	} else {
+		fmt.Fprintln(w.c.stdout, eventLine(&ev))
+	}
+	if w.left > 0 {
+		w.left--
+		if w.left == 0 {
+			return errEnough
+		}
+	}
+	return nil
+}
+
+// eventLine renders an event as one readable line:
+//
+//	15:04:05.123 #12 started   backup run 01J… (schedule, 3ms late)
+//	15:04:06.456 #13 failed    backup run 01J… in 1.333s: step_1 failed: …
+//	15:04:07.000 #14 event     deploy.finished env=prod service=api (api)
+func eventLine(ev *eventJSON) string {
+	ts := ev.Time.Local().Format("15:04:05.000")
+	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
+	if strings.HasPrefix(ev.Type, "hook.run.") && ev.Source == "engine" {
+		what := strings.TrimPrefix(ev.Type, "hook.run.")
+		line := fmt.Sprintf("%s #%d %-9s %s run %s", ts, ev.Seq, what, str("hook"), str("run_id"))
+		if what == "started" {
+			extra := str("trigger")
+			if ms, ok := ev.Data["lateness_ms"].(float64); ok {
+				extra += ", " + time.Duration(ms*float64(time.Millisecond)).Round(time.Millisecond).String() + " late"
+			}
+			return line + " (" + extra + ")"
+		}
+		if ms, ok := ev.Data["duration_ms"].(float64); ok && ms > 0 {
+			line += " in " + time.Duration(ms*float64(time.Millisecond)).Round(time.Millisecond).String()
+		} else if t := str("trigger"); t != "" {
+			line += " (" + t + ")"
+		}
+		if why := strings.TrimSpace(str("reason") + " " + str("error")); why != "" {
+			line += ": " + oneLine(why, 160)
+		}
+		return line
+	}
+	keys := make([]string, 0, len(ev.Data))
+	for k := range ev.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		v := ev.Data[k]
+		s, ok := v.(string)
+		if !ok {
+			b, _ := json.Marshal(v)
+			s = string(b)
+		}
+		parts = append(parts, k+"="+oneLine(s, 60))
+	}
+	line := fmt.Sprintf("%s #%d %-9s %s", ts, ev.Seq, "event", ev.Type)
+	if len(parts) > 0 {
+		line += " " + oneLine(strings.Join(parts, " "), 200)
+	}
+	return line + " (" + ev.Source + ")"
+}

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// DispatchStore is implemented by stores that remember, per event, whether
+// it was dispatched. With one, Emit is at least once across a crash: the
+// event is stored as pending, dispatched, and marked dispatched once the
+// records of what it triggered are stored; DispatchPending, called when a
+// daemon starts, dispatches what a crash left pending.
+type DispatchStore interface {
+	// AppendPendingEvent stores ev, marked not yet dispatched, and sets its
+	// Seq; an ID stored before gives ErrDuplicateEvent (and the stored Seq)
+	// and changes nothing.
+	AppendPendingEvent(ctx context.Context, ev *Event) error
+	// MarkDispatched records that the event with this seq was dispatched.
+	MarkDispatched(ctx context.Context, seq int64) error
+	// PendingEvents returns up to limit events not yet dispatched, oldest
+	// first.
+	PendingEvents(ctx context.Context, limit int) ([]*Event, error)
+}
+
+// emitDurable is Emit on a DispatchStore.
+func (e *Engine) emitDurable(ctx context.Context, ds DispatchStore, ev *Event) ([]*Run, error) {
+	if err := ds.AppendPendingEvent(ctx, ev); err != nil {
+		if errors.Is(err, ErrDuplicateEvent) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("store event: %w", err)
+	}
+	return e.dispatchDurable(ctx, ds, ev)
+}
+
+// dispatchDurable dispatches a stored pending event, waits until the runs
+// it started have their start recorded, and marks it dispatched. An event
+// that arrives while the engine stops stays pending for the next start.
+func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Event) ([]*Run, error) {
+	e.notify(ev)
+	var (
+		fired    []*Run
+		starts   []chan struct{}
+		stopping bool
+	)
+	err := e.do(ctx, func(s *state) {
+		if stopping = s.stopping(); stopping {
+			return
+		}
+		for _, r := range s.dispatch(ev) {
+			cp := *r
+			fired = append(fired, &cp)
+			if ent := s.hooks[r.Hook]; ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
+				starts = append(starts, ent.active.started)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if stopping {
+		return nil, ErrStopped
+	}
+	for _, ch := range starts {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			// The runs are decided and their goroutines record them; the
+			// mark waits for the next start, which dispatches it again.
+			return fired, ctx.Err()
+		}
+	}
+	if err := ds.MarkDispatched(context.WithoutCancel(ctx), ev.Seq); err != nil {
+		e.log.Error("mark event dispatched; it will be dispatched again at the next start",
+			"event", ev.ID, "type", ev.Type, "err", err)
+	}
+	return fired, nil
+}
+
+// DispatchPending dispatches the stored events that were accepted but not
+// dispatched before the previous process stopped (a crash between storing
+// and dispatching, or a stop while dispatching), oldest first. A daemon
+// calls it once after Start and before it accepts new events. It returns
+// how many it dispatched; a store without dispatch state has none.
+func (e *Engine) DispatchPending(ctx context.Context) (int, error) {
+	ds, ok := e.cfg.Store.(DispatchStore)
+	if !ok {
+		return 0, nil
+	}
+	n := 0
+	for {
+		evs, err := ds.PendingEvents(ctx, 256)
+		if err != nil {
+			return n, fmt.Errorf("read pending events: %w", err)
+		}
+		if len(evs) == 0 {
+			return n, nil
+		}
+		for _, ev := range evs {
+			runs, err := e.dispatchDurable(ctx, ds, ev)
+			if err != nil {
+				return n, fmt.Errorf("dispatch pending event %s: %w", ev.ID, err)
+			}
+			e.log.Info("dispatched an event left pending by the previous stop",
+				"event", ev.ID, "type", ev.Type, "seq", ev.Seq, "runs", len(runs))
+			n++
+		}
+	}
+}

@@ -1,0 +1,250 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// TestEmitIsDurable: an emitted event is stored pending, dispatched, and
+// marked dispatched once the run it started is recorded.
+func TestEmitIsDurable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hk := newHook("deploy")
+		hk.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+		h := newHarness(t, []*engine.Hook{hk})
+		defer h.stop()
+		ctx := context.Background()
+
+		ev := &engine.Event{ID: "e1", Type: "deploy.finished"}
+		runs, err := h.eng.Emit(ctx, ev)
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("emit: %v %v", runs, err)
+		}
+		// The run's start is recorded before Emit returns.
+		if r := h.run(runs[0].ID); r.Status != engine.StatusRunning && !r.Status.Final() {
+			t.Errorf("run %s is %s when Emit returned", r.ID, r.Status)
+		}
+		if p, _ := h.db.PendingEvents(ctx, 10); len(p) != 0 {
+			t.Errorf("pending after dispatch: %+v", p)
+		}
+		// A duplicate is refused with the first seq, and not dispatched.
+		dup := &engine.Event{ID: "e1", Type: "deploy.finished"}
+		if runs, err := h.eng.Emit(ctx, dup); !errors.Is(err, engine.ErrDuplicateEvent) || len(runs) != 0 || dup.Seq != ev.Seq {
+			t.Errorf("duplicate: %v %v seq %d", runs, err, dup.Seq)
+		}
+		h.settle()
+		if n := len(h.runs("deploy")); n != 1 {
+			t.Errorf("%d runs, want 1", n)
+		}
+	})
+}
+
+// TestDispatchPending: an event stored but not dispatched when the
+// process died is dispatched by the next engine, once.
+func TestDispatchPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hk := newHook("deploy")
+		hk.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+		h := newHarness(t, []*engine.Hook{hk})
+		h.stop()
+		ctx := context.Background()
+
+		// The crash: stored, never dispatched.
+		db := h.dbAt()
+		for _, id := range []string{"lost-1", "lost-2"} {
+			if err := db.AppendPendingEvent(ctx, &engine.Event{ID: id, Type: "deploy.finished", Source: "api", Data: map[string]any{"id": id}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db.Close()
+
+		h.start()
+		defer h.stop()
+		n, err := h.eng.DispatchPending(ctx)
+		if err != nil || n != 2 {
+			t.Fatalf("DispatchPending: %d %v", n, err)
+		}
+		h.settle()
+		runs := h.runs("deploy")
+		if len(runs) != 2 {
+			t.Fatalf("%d runs, want 2", len(runs))
+		}
+		// In order: the first ran, the second found it in flight or ran after.
+		var first map[string]any
+		json.Unmarshal(runs[0].Event, &first)
+		if first["id"] != "lost-1" || runs[0].Trigger != "event" {
+			t.Errorf("first run: %s %s", runs[0].Event, runs[0].Trigger)
+		}
+		if n, err := h.eng.DispatchPending(ctx); err != nil || n != 0 {
+			t.Errorf("second DispatchPending: %d %v", n, err)
+		}
+	})
+}
+
+// TestEmitWhileStopping: an event published while the engine stops is
+// stored and left pending for the next start.
+func TestEmitWhileStopping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		blk := newBlock()
+		slow := withSteps(newHook("slow"), blk)
+		hk := newHook("deploy")
+		hk.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+		h := newHarness(t, []*engine.Hook{slow, hk}, func(c *engine.Config) { c.Grace = time.Hour })
+		ctx := context.Background()
+		h.mustFire("slow")
+		h.settle()
+		stopped := make(chan struct{})
+		go func() { h.eng.Stop(); close(stopped) }()
+		h.settle() // shutdown began; the slow run holds it open
+
+		ev := &engine.Event{ID: "late", Type: "deploy.finished"}
+		if _, err := h.eng.Emit(ctx, ev); !errors.Is(err, engine.ErrStopped) || ev.Seq == 0 {
+			t.Fatalf("emit while stopping: %v, seq %d", err, ev.Seq)
+		}
+		close(blk.release)
+		<-stopped
+		h.db.Close()
+		db := h.dbAt()
+		defer db.Close()
+		if p, _ := db.PendingEvents(ctx, 10); len(p) != 1 || p[0].ID != "late" {
+			t.Errorf("pending: %+v", p)
+		}
+	})
+}
+
+// fakeLLM answers with a transcript of tool calls and token counts.
+type fakeLLM struct{}
+
+func (fakeLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
+	req.Run.Response = "done"
+	req.Run.Tokens = engine.Tokens{Prompt: 120, Completion: 30, Cached: 5, Known: true}
+	req.Run.ToolCalls = json.RawMessage(`[{"role":"assistant","content":"x"},
+		{"tool":"read_file","args":{}},{"tool":"http_get","error":"404"},{"type":"tool_call","name":"write_file","denied":true}]`)
+	return nil
+}
+
+// TestRunEventExtras: the started event of a scheduled run says its slot
+// and how late it started; the final event carries tokens and the tool
+// chain.
+func TestRunEventExtras(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hk := every(newHook("tick"), time.Minute)
+		hk.Trigger.Jitter = 20 * time.Second
+		hk.SkipLLM, hk.Prompt = false, "go"
+		h := newHarness(t, []*engine.Hook{hk}, func(c *engine.Config) { c.LLM = fakeLLM{} })
+		defer h.stop()
+		h.advance(3 * time.Minute)
+
+		started := h.eventsOf(engine.EventRunStarted)
+		if len(started) < 2 {
+			t.Fatalf("%d started events", len(started))
+		}
+		for _, ev := range started {
+			late, ok := ev.Data["lateness_ms"].(float64)
+			if !ok || late < 0 || late > 1000 {
+				t.Errorf("lateness_ms = %v (%T); want 0..1000 (the loop wakes at the jittered time)", ev.Data["lateness_ms"], ev.Data["lateness_ms"])
+			}
+			slot, err := time.Parse(time.RFC3339Nano, ev.Data["slot"].(string))
+			if err != nil || slot.Second() != 0 {
+				t.Errorf("slot %v: %v", ev.Data["slot"], err)
+			}
+			if _, ok := ev.Data["started_at"].(string); !ok {
+				t.Errorf("no started_at: %v", ev.Data)
+			}
+		}
+		done := h.eventsOf(engine.EventRunCompleted)
+		if len(done) == 0 {
+			t.Fatal("no completed event")
+		}
+		d := done[0].Data
+		if tok, _ := d["tokens"].(map[string]any); tok["prompt"] != int64(120) || tok["completion"] != int64(30) || tok["cached"] != int64(5) {
+			t.Errorf("tokens: %v", d["tokens"])
+		}
+		want := []any{
+			map[string]any{"tool": "read_file", "outcome": "ok"},
+			map[string]any{"tool": "http_get", "outcome": "error"},
+			map[string]any{"tool": "write_file", "outcome": "denied"},
+		}
+		if !reflect.DeepEqual(d["tools"], want) {
+			t.Errorf("tools: %v", d["tools"])
+		}
+		// Manual runs have no lateness.
+		r := h.mustFire("tick")
+		h.settle()
+		for _, ev := range h.eventsOf(engine.EventRunStarted) {
+			if ev.Data["run_id"] == r.ID {
+				if _, ok := ev.Data["lateness_ms"]; ok || ev.Data["slot"] != nil {
+					t.Errorf("manual run's started event: %v", ev.Data)
+				}
+			}
+		}
+	})
+}
+
+// TestOverdue: a periodic hook whose slots a long run keeps refusing is
+// overdue once the grace has passed since the first refused slot.
+func TestOverdue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		blk := newBlock()
+		hk := withSteps(every(newHook("busy"), time.Minute), blk)
+		other := every(newHook("fine"), time.Minute)
+		h := newHarness(t, []*engine.Hook{hk, other})
+		defer h.stop()
+		ctx := context.Background()
+		overdue := func(grace time.Duration) []string {
+			t.Helper()
+			o, err := h.eng.Overdue(ctx, grace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o
+		}
+		h.advance(time.Minute + time.Second) // the first run starts and blocks
+		if o := overdue(0); len(o) != 0 {
+			t.Errorf("overdue while the first run runs: %v", o)
+		}
+		h.advance(time.Minute) // its next slot is refused: in flight
+		if o := overdue(5 * time.Minute); len(o) != 0 {
+			t.Errorf("overdue within the grace: %v", o)
+		}
+		h.advance(5 * time.Minute)
+		if o := overdue(5 * time.Minute); !reflect.DeepEqual(o, []string{"busy"}) {
+			t.Errorf("overdue = %v, want [busy]", o)
+		}
+		close(blk.release)
+		h.advance(time.Minute) // the next slot runs
+		if o := overdue(5 * time.Minute); len(o) != 0 {
+			t.Errorf("overdue after a run: %v", o)
+		}
+	})
+}
+
+func TestToolChain(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []engine.ToolUse
+	}{
+		{``, nil},
+		{`not json`, nil},
+		{`{"calls":[{"tool":"a"},{"tool":"b","is_error":true}]}`, []engine.ToolUse{{"a", "ok"}, {"b", "error"}}},
+		{`{"messages":[{"role":"tool","name":"c","status":"timeout"}]}`, []engine.ToolUse{{"c", "timeout"}}},
+		{`[{"role":"assistant"},{"kind":"tool","name":"d","error":""}]`, []engine.ToolUse{{"d", "ok"}}},
+		{`[{"tool":"e","error":true}]`, []engine.ToolUse{{"e", "error"}}},
+		// The shape of llm.Transcript.
+		{`{"model":"m","rounds":[{"model_call":{},"tool_calls":[{"id":"1","name":"github_search","tool":"github.search","error":""},
+			{"id":"2","name":"read_file","tool":"read_file","error":"no such file"}]},{"model_call":{}}],"stop":"answer"}`,
+			[]engine.ToolUse{{"github.search", "ok"}, {"read_file", "error"}}},
+	} {
+		got := engine.ToolChain(json.RawMessage(c.in))
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ToolChain(%s) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}

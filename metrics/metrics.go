@@ -1,0 +1,231 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Source is what the gauges read when scraped; *engine.Engine is one.
+type Source interface {
+	Summary(ctx context.Context) (engine.Summary, error)
+	Overdue(ctx context.Context, grace time.Duration) ([]string, error)
+}
+
+// Notification outcomes counted by Notification.
+const (
+	NotifyDelivered     = "delivered"
+	NotifyUndeliverable = "undeliverable"
+	NotifyDropped       = "dropped"
+)
+
+// Metrics is hookd's metric registry. It is safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	runs          *prometheus.CounterVec
+	skips         *prometheus.CounterVec
+	drops         *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	lateness      *prometheus.HistogramVec
+	tokens        *prometheus.CounterVec
+	tools         *prometheus.CounterVec
+	events        *prometheus.CounterVec
+	notifications *prometheus.CounterVec
+}
+
+// New builds the registry. The gauges ask src, waiting at most timeout
+// (default 2s); a periodic hook is overdue once it is grace past due.
+func New(src Source, grace, timeout time.Duration) *Metrics {
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookd_runs_total", Help: "Final run records, by hook and status.",
+		}, []string{"hook", "status"}),
+		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookd_skips_total", Help: "Skipped run records, by hook and reason (the gate, or short_circuit).",
+		}, []string{"hook", "reason"}),
+		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookd_drops_total", Help: "Dropped run records, by hook and reason.",
+		}, []string{"hook", "reason"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hookd_run_duration_seconds", Help: "Duration of runs that started, by hook.",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
+		}, []string{"hook"}),
+		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hookd_fire_lateness_seconds", Help: "How long after its jittered slot a scheduled run started, by hook.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"hook"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookd_model_tokens_total", Help: "Model tokens reported by the server, by hook and kind (prompt, completion, cached).",
+		}, []string{"hook", "kind"}),
+		tools: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookd_tool_calls_total", Help: "Tool calls of the model stage, by tool and outcome.",
+		}, []string{"tool", "outcome"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookd_events_total", Help: "Events published on the bus, by source.",
+		}, []string{"source"}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookd_notifications_total", Help: "Webhook notifications, by outcome (delivered, undeliverable, dropped).",
+		}, []string{"outcome"}),
+	}
+	for _, o := range []string{NotifyDelivered, NotifyUndeliverable, NotifyDropped} {
+		m.notifications.WithLabelValues(o)
+	}
+	m.reg.MustRegister(m.runs, m.skips, m.drops, m.duration, m.lateness, m.tokens, m.tools, m.events,
+		m.notifications, &gauges{src: src, grace: grace, timeout: timeout},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Gather returns the current metric families, for `hookd status`.
+func (m *Metrics) Gather() ([]*dto.MetricFamily, error) { return m.reg.Gather() }
+
+// Notification counts one webhook notification's outcome.
+func (m *Metrics) Notification(outcome string) { m.notifications.WithLabelValues(outcome).Inc() }
+
+// Observe counts an engine event. It is an engine.Subscribe callback: it
+// only updates counters, never blocks and never calls the engine.
+func (m *Metrics) Observe(ev *engine.Event) {
+	m.events.WithLabelValues(sourceLabel(ev.Source)).Inc()
+	outcome := engine.OutcomeOf(ev)
+	if outcome == "" || ev.Source != "engine" {
+		return
+	}
+	hook, _ := ev.Data["hook"].(string)
+	if outcome == engine.OutcomeStarted {
+		if ms, ok := number(ev.Data["lateness_ms"]); ok {
+			m.lateness.WithLabelValues(hook).Observe(max(ms, 0) / 1000)
+		}
+		return
+	}
+	status, _ := ev.Data["status"].(string)
+	m.runs.WithLabelValues(hook, status).Inc()
+	reason, _ := ev.Data["reason"].(string)
+	switch engine.Status(status) {
+	case engine.StatusSkipped:
+		m.skips.WithLabelValues(hook, ReasonLabel(reason)).Inc()
+	case engine.StatusDropped:
+		m.drops.WithLabelValues(hook, ReasonLabel(reason)).Inc()
+	}
+	if _, started := ev.Data["started_at"]; started {
+		if ms, ok := number(ev.Data["duration_ms"]); ok {
+			m.duration.WithLabelValues(hook).Observe(ms / 1000)
+		}
+	}
+	if t, ok := ev.Data["tokens"].(map[string]any); ok {
+		for _, kind := range []string{"prompt", "completion", "cached"} {
+			if n, ok := number(t[kind]); ok && n > 0 {
+				m.tokens.WithLabelValues(hook, kind).Add(n)
+			}
+		}
+	}
+	if tools, ok := ev.Data["tools"].([]any); ok {
+		for _, u := range tools {
+			if u, ok := u.(map[string]any); ok {
+				tool, _ := u["tool"].(string)
+				out, _ := u["outcome"].(string)
+				m.tools.WithLabelValues(tool, out).Inc()
+			}
+		}
+	}
+}
+
+// ReasonLabel is the label of a skip or drop reason: the word before its
+// first colon (the gate: in_flight, cooldown, queue_full, ...), or
+// short_circuit for a step's skip_llm_if condition ("step_1 (tests): ...").
+func ReasonLabel(reason string) string {
+	word, _, _ := strings.Cut(reason, ":")
+	word = strings.TrimSpace(word)
+	switch {
+	case word == "":
+		return "none"
+	case strings.HasPrefix(word, "step_"):
+		return "short_circuit"
+	case strings.ContainsAny(word, " ()"):
+		return "other"
+	}
+	return word
+}
+
+// sourceLabel folds hook:NAME into hook, so labels stay few.
+func sourceLabel(src string) string {
+	if src == "" {
+		return "unknown"
+	}
+	s, _, _ := strings.Cut(src, ":")
+	return s
+}
+
+// number reads a JSON number that may be an int (in process) or a float64
+// (decoded).
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// gauges reads the engine's live state when scraped.
+type gauges struct {
+	src     Source
+	grace   time.Duration
+	timeout time.Duration
+}
+
+var (
+	descQueue    = prometheus.NewDesc("hookd_queue_depth", "Runs waiting for a concurrency slot.", nil, nil)
+	descInFlight = prometheus.NewDesc("hookd_runs_in_flight", "Runs executing.", nil, nil)
+	descOverdue  = prometheus.NewDesc("hookd_hooks_overdue", "Periodic hooks past due by more than the grace period without a run.", nil, nil)
+	descHookOver = prometheus.NewDesc("hookd_hook_overdue", "1 for each overdue periodic hook.", []string{"hook"}, nil)
+	descUp       = prometheus.NewDesc("hookd_engine_up", "1 when the engine answered the scrape.", nil, nil)
+)
+
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descQueue
+	ch <- descInFlight
+	ch <- descOverdue
+	ch <- descHookOver
+	ch <- descUp
+}
+
+func (g *gauges) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	sum, err := g.src.Summary(ctx)
+	var overdue []string
+	if err == nil {
+		overdue, err = g.src.Overdue(ctx, g.grace)
+	}
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(len(sum.Queued)))
+	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(len(sum.InFlight)))
+	ch <- prometheus.MustNewConstMetric(descOverdue, prometheus.GaugeValue, float64(len(overdue)))
+	for _, h := range overdue {
+		ch <- prometheus.MustNewConstMetric(descHookOver, prometheus.GaugeValue, 1, h)
+	}
+}

@@ -1,0 +1,256 @@
+package notify
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// Message is what a notification says about one run.
+type Message struct {
+	Hook      string           `json:"hook"`
+	RunID     string           `json:"run_id"`
+	Trigger   string           `json:"trigger"`
+	EventType string           `json:"event_type,omitempty"` // the event that fired the run, if any
+	Outcome   string           `json:"outcome"`              // started, completed, failed, skipped, cancelled
+	Status    string           `json:"status"`               // the run's status
+	Reason    string           `json:"reason,omitempty"`
+	Error     string           `json:"error,omitempty"`
+	Duration  time.Duration    `json:"-"`
+	Tools     []engine.ToolUse `json:"tools"`   // the tool chain of the model stage, in order
+	Summary   string           `json:"summary"` // a short summary of the model's answer, or of the error or reason
+	Time      time.Time        `json:"time"`
+}
+
+// summaryLen bounds Message.Summary.
+const summaryLen = 300
+
+// messageFrom builds a message from a run event and, when there is one,
+// the run's stored record (which carries the model's answer).
+func messageFrom(ev *engine.Event, run *engine.Run) *Message {
+	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
+	m := &Message{
+		Hook: str("hook"), RunID: str("run_id"), Trigger: str("trigger"), Outcome: engine.OutcomeOf(ev),
+		Status: str("status"), Reason: str("reason"), Error: str("error"), Time: ev.Time,
+	}
+	if ms, ok := ev.Data["duration_ms"].(float64); ok {
+		m.Duration = time.Duration(ms * float64(time.Millisecond))
+	} else if ms, ok := ev.Data["duration_ms"].(int64); ok {
+		m.Duration = time.Duration(ms) * time.Millisecond
+	}
+	if tools, ok := ev.Data["tools"].([]any); ok {
+		for _, u := range tools {
+			if u, ok := u.(map[string]any); ok {
+				t, _ := u["tool"].(string)
+				o, _ := u["outcome"].(string)
+				m.Tools = append(m.Tools, engine.ToolUse{Tool: t, Outcome: o})
+			}
+		}
+	}
+	answer := ""
+	if run != nil {
+		m.EventType = run.EventType
+		if m.Trigger == "" {
+			m.Trigger = run.Trigger
+		}
+		if m.Status == "" {
+			m.Status = string(run.Status)
+		}
+		if m.Error == "" {
+			m.Error = run.Error
+		}
+		if m.Reason == "" {
+			m.Reason = run.Reason
+		}
+		if m.Tools == nil {
+			m.Tools = engine.ToolChain(run.ToolCalls)
+		}
+		if m.Duration == 0 {
+			m.Duration = run.Duration()
+		}
+		answer = run.Response
+	}
+	if m.Tools == nil {
+		m.Tools = []engine.ToolUse{}
+	}
+	switch {
+	case m.Error != "":
+		m.Summary = m.Error
+	case answer != "":
+		m.Summary = answer
+	default:
+		m.Summary = m.Reason
+	}
+	m.Summary = shorten(m.Summary, summaryLen)
+	return m
+}
+
+// shorten folds whitespace and cuts s to n bytes at a rune boundary.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// chain renders the tool chain: "read_file → list_files (error)".
+func (m *Message) chain() string {
+	parts := make([]string, len(m.Tools))
+	for i, u := range m.Tools {
+		parts[i] = u.Tool
+		if u.Outcome != "" && u.Outcome != "ok" {
+			parts[i] += " (" + u.Outcome + ")"
+		}
+	}
+	return strings.Join(parts, " → ")
+}
+
+// title is the one-line headline: "hookd: nightly failed (schedule, 1.2s)".
+func (m *Message) title() string {
+	s := fmt.Sprintf("hookd: %s %s (%s", m.Hook, m.Outcome, m.Trigger)
+	if m.Duration > 0 {
+		s += ", " + m.Duration.Round(time.Millisecond).String()
+	}
+	return s + ")"
+}
+
+// body renders the message for the given format.
+func (m *Message) body(format string) ([]byte, error) {
+	switch format {
+	case engine.NotifySlack:
+		return json.Marshal(m.slack())
+	case engine.NotifyDiscord:
+		return json.Marshal(m.discord())
+	}
+	return json.Marshal(m.generic())
+}
+
+type genericBody struct {
+	*Message
+	DurationMS int64  `json:"duration_ms"`
+	Text       string `json:"text"`
+}
+
+func (m *Message) generic() genericBody {
+	return genericBody{Message: m, DurationMS: m.Duration.Milliseconds(), Text: m.text()}
+}
+
+// text is the plain-text rendering shared by the chat formats.
+func (m *Message) text() string {
+	var b strings.Builder
+	b.WriteString(m.title())
+	fmt.Fprintf(&b, "\nrun %s", m.RunID)
+	if m.EventType != "" {
+		fmt.Fprintf(&b, ", event %s", m.EventType)
+	}
+	if c := m.chain(); c != "" {
+		fmt.Fprintf(&b, "\ntools: %s", c)
+	}
+	if m.Summary != "" {
+		fmt.Fprintf(&b, "\n%s", m.Summary)
+	}
+	return b.String()
+}
+
+// slackBody is a Slack incoming-webhook message.
+type slackBody struct {
+	Text   string       `json:"text"`
+	Blocks []slackBlock `json:"blocks"`
+}
+
+type slackBlock struct {
+	Type   string       `json:"type"`
+	Text   *slackText   `json:"text,omitempty"`
+	Fields []*slackText `json:"fields,omitempty"`
+}
+
+type slackText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func (m *Message) slack() slackBody {
+	md := func(s string) *slackText { return &slackText{Type: "mrkdwn", Text: s} }
+	fields := []*slackText{
+		md("*Hook*\n" + slackEscape(m.Hook)), md("*Outcome*\n" + m.Outcome),
+		md("*Trigger*\n" + slackEscape(orDash(m.Trigger))), md("*Duration*\n" + m.Duration.Round(time.Millisecond).String()),
+		md("*Run*\n`" + m.RunID + "`"),
+	}
+	if c := m.chain(); c != "" {
+		fields = append(fields, md("*Tools*\n"+slackEscape(c)))
+	}
+	blocks := []slackBlock{
+		{Type: "section", Text: md("*" + slackEscape(m.title()) + "*")},
+		{Type: "section", Fields: fields},
+	}
+	if m.Summary != "" {
+		blocks = append(blocks, slackBlock{Type: "section", Text: md(slackEscape(m.Summary))})
+	}
+	return slackBody{Text: m.text(), Blocks: blocks}
+}
+
+// slackEscape escapes the three characters Slack's mrkdwn gives meaning.
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// discordBody is a Discord webhook message.
+type discordBody struct {
+	Content string         `json:"content"`
+	Embeds  []discordEmbed `json:"embeds"`
+}
+
+type discordEmbed struct {
+	Title       string         `json:"title"`
+	Description string         `json:"description,omitempty"`
+	Color       int            `json:"color"`
+	Fields      []discordField `json:"fields"`
+	Timestamp   string         `json:"timestamp,omitempty"`
+}
+
+type discordField struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Inline bool   `json:"inline"`
+}
+
+// Discord's embed colours by outcome.
+var discordColors = map[string]int{
+	engine.OutcomeFailed: 0xD0021B, engine.OutcomeCompleted: 0x2EB67D, engine.OutcomeStarted: 0x4A90E2,
+	engine.OutcomeSkipped: 0x9B9B9B, engine.OutcomeCancelled: 0xF5A623,
+}
+
+func (m *Message) discord() discordBody {
+	fields := []discordField{
+		{Name: "Hook", Value: m.Hook, Inline: true},
+		{Name: "Outcome", Value: m.Outcome, Inline: true},
+		{Name: "Trigger", Value: orDash(m.Trigger), Inline: true},
+		{Name: "Duration", Value: m.Duration.Round(time.Millisecond).String(), Inline: true},
+		{Name: "Run", Value: m.RunID, Inline: false},
+	}
+	if c := m.chain(); c != "" {
+		fields = append(fields, discordField{Name: "Tools", Value: shorten(c, 1000)})
+	}
+	e := discordEmbed{Title: shorten(m.title(), 250), Description: m.Summary, Color: discordColors[m.Outcome], Fields: fields}
+	if !m.Time.IsZero() {
+		e.Timestamp = m.Time.UTC().Format(time.RFC3339)
+	}
+	return discordBody{Content: shorten(m.title(), 1900), Embeds: []discordEmbed{e}}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

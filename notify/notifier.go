@@ -1,0 +1,341 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// RunReader reads run records; *store.DB is one.
+type RunReader interface {
+	GetRun(ctx context.Context, id string) (*engine.Run, error)
+}
+
+// Outcomes of a notification, as Options.Count hears them.
+const (
+	Delivered     = "delivered"
+	Undeliverable = "undeliverable"
+	Dropped       = "dropped" // the queue was full
+)
+
+// Options configure a Notifier. Zero fields take the defaults.
+type Options struct {
+	Targets    []engine.NotifyTarget // daemon-wide targets, for hooks that set none
+	Runs       RunReader             // where messages find the model's answer; nil: from the event alone
+	Getenv     func(string) string   // resolves url_env (default os.Getenv)
+	Client     *http.Client          // default: a client with a 10s timeout
+	Logger     *slog.Logger          // default slog.Default()
+	QueueSize  int                   // notifications waiting for a worker (default 256)
+	Workers    int                   // deliveries at once (default 2)
+	Attempts   int                   // tries per notification (default 5)
+	Backoff    time.Duration         // wait before the first retry, doubled each time (default 1s)
+	MaxBackoff time.Duration         // longest wait between tries (default 1m)
+	Count      func(outcome string)  // told the outcome of every notification (metrics)
+}
+
+// Notifier delivers notifications in the background. Start it, feed it
+// with Observe, and Stop it.
+type Notifier struct {
+	o      Options
+	log    *slog.Logger
+	daemon []*target
+	hooks  atomic.Pointer[map[string][]*target] // hooks that set notify:
+
+	queue    chan *job
+	ctx      context.Context
+	cancel   context.CancelFunc
+	stopping chan struct{}
+	wg       sync.WaitGroup
+	start    sync.Once
+	stop     sync.Once
+}
+
+// target is a NotifyTarget with its URL resolved.
+type target struct {
+	label  string // for logs: the name, or "FORMAT #N"
+	url    string // "" when url_env is unset
+	env    string
+	format string
+	on     []string
+}
+
+type job struct {
+	ev *engine.Event
+	t  *target
+}
+
+// New builds a notifier; it delivers nothing until Start.
+func New(o Options) *Notifier {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 256
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 5
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = time.Minute
+	}
+	if o.Count == nil {
+		o.Count = func(string) {}
+	}
+	n := &Notifier{o: o, log: o.Logger, queue: make(chan *job, o.QueueSize), stopping: make(chan struct{})}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.daemon = n.resolve("", o.Targets)
+	empty := map[string][]*target{}
+	n.hooks.Store(&empty)
+	return n
+}
+
+// SetHooks takes the per-hook targets of hooks (those with NotifySet); the
+// others use the daemon-wide ones. Call it again when the hooks change.
+func (n *Notifier) SetHooks(hooks []*engine.Hook) {
+	m := map[string][]*target{}
+	for _, h := range hooks {
+		if h.NotifySet {
+			m[h.Name] = n.resolve(h.Name, h.Notify)
+		}
+	}
+	n.hooks.Store(&m)
+}
+
+// resolve reads the targets' URLs, warning (without the URL) about those
+// whose url_env is unset.
+func (n *Notifier) resolve(hook string, ts []engine.NotifyTarget) []*target {
+	out := make([]*target, 0, len(ts))
+	for i, t := range ts {
+		rt := &target{label: t.Name, url: t.URL, env: t.URLEnv, format: t.Format, on: t.On}
+		if rt.format == "" {
+			rt.format = engine.NotifyGeneric
+		}
+		if len(rt.on) == 0 {
+			rt.on = []string{engine.OutcomeFailed}
+		}
+		if rt.label == "" {
+			rt.label = fmt.Sprintf("%s #%d", rt.format, i+1)
+		}
+		if hook != "" {
+			rt.label = hook + ": " + rt.label
+		}
+		if t.URLEnv != "" {
+			rt.url = n.o.Getenv(t.URLEnv)
+			if rt.url == "" {
+				n.log.Warn("notify target has no URL: its environment variable is empty; its notifications are undeliverable",
+					"target", rt.label, "url_env", t.URLEnv)
+			}
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// Start starts the delivery workers. It does not block.
+func (n *Notifier) Start() {
+	n.start.Do(func() {
+		for range n.o.Workers {
+			n.wg.Add(1)
+			go n.worker()
+		}
+	})
+}
+
+// Stop stops taking notifications, delivers those queued until ctx is
+// done, then abandons the rest (counted undeliverable) and waits for the
+// workers. It is safe to call more than once.
+func (n *Notifier) Stop(ctx context.Context) {
+	n.stop.Do(func() {
+		close(n.stopping)
+		done := make(chan struct{})
+		go func() { n.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			n.cancel()
+			<-done
+		}
+		n.cancel()
+		// Without workers (never started), what is queued is abandoned.
+		for {
+			select {
+			case j := <-n.queue:
+				n.fail(j, 0, errors.New("hookd stopped before it was delivered"))
+			default:
+				return
+			}
+		}
+	})
+}
+
+// Observe queues the notifications an engine event calls for. It is an
+// engine.Subscribe callback: it never blocks; a full queue drops the
+// notification (logged and counted).
+func (n *Notifier) Observe(ev *engine.Event) {
+	outcome := engine.OutcomeOf(ev)
+	if outcome == "" || ev.Source != "engine" {
+		return
+	}
+	select {
+	case <-n.stopping:
+		return
+	default:
+	}
+	hook, _ := ev.Data["hook"].(string)
+	targets := n.daemon
+	if ts, ok := (*n.hooks.Load())[hook]; ok {
+		targets = ts
+	}
+	for _, t := range targets {
+		if !slices.Contains(t.on, outcome) {
+			continue
+		}
+		select {
+		case n.queue <- &job{ev: ev, t: t}:
+		default:
+			n.o.Count(Dropped)
+			n.log.Warn("notification dropped: the queue is full", "target", t.label, "hook", hook,
+				"run", ev.Data["run_id"], "outcome", outcome)
+		}
+	}
+}
+
+func (n *Notifier) worker() {
+	defer n.wg.Done()
+	for {
+		select {
+		case j := <-n.queue:
+			n.deliver(j)
+		case <-n.stopping:
+			// Deliver what is queued, then end.
+			for {
+				select {
+				case j := <-n.queue:
+					n.deliver(j)
+				case <-n.ctx.Done():
+					return
+				default:
+					return
+				}
+			}
+		case <-n.ctx.Done():
+			return
+		}
+	}
+}
+
+// deliver builds and sends one notification, retrying with backoff.
+func (n *Notifier) deliver(j *job) {
+	if j.t.url == "" {
+		n.fail(j, 0, fmt.Errorf("no URL: environment variable %s is empty", j.t.env))
+		return
+	}
+	var run *engine.Run
+	if id, _ := j.ev.Data["run_id"].(string); id != "" && n.o.Runs != nil {
+		ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+		r, err := n.o.Runs.GetRun(ctx, id)
+		cancel()
+		if err == nil {
+			run = r
+		}
+	}
+	body, err := messageFrom(j.ev, run).body(j.t.format)
+	if err != nil {
+		n.fail(j, 0, fmt.Errorf("encode message: %w", err))
+		return
+	}
+	delay := n.o.Backoff
+	for attempt := 1; ; attempt++ {
+		retry, wait, err := n.post(j.t, body)
+		if err == nil {
+			n.o.Count(Delivered)
+			n.log.Debug("notification delivered", "target", j.t.label, "hook", j.ev.Data["hook"],
+				"run", j.ev.Data["run_id"], "attempts", attempt)
+			return
+		}
+		if !retry || attempt >= n.o.Attempts {
+			n.fail(j, attempt, err)
+			return
+		}
+		wait = max(wait, delay)
+		wait = min(wait, n.o.MaxBackoff)
+		delay = min(2*delay, n.o.MaxBackoff)
+		n.log.Debug("notification failed; retrying", "target", j.t.label, "attempt", attempt, "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-n.ctx.Done():
+			t.Stop()
+			n.fail(j, attempt, fmt.Errorf("hookd stopped before it was delivered (last try: %w)", err))
+			return
+		}
+	}
+}
+
+// post sends body once. It says whether a failure is worth retrying and
+// how long the server asked to wait.
+func (n *Notifier) post(t *target, body []byte) (retry bool, wait time.Duration, err error) {
+	req, err := http.NewRequestWithContext(n.ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	if err != nil {
+		return false, 0, errors.New("bad webhook URL")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "hookd")
+	resp, err := n.o.Client.Do(req)
+	if err != nil {
+		return true, 0, scrubURL(err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return false, 0, nil
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			wait = time.Duration(s) * time.Second
+		}
+		return true, wait, fmt.Errorf("webhook answered %s", resp.Status)
+	}
+	return false, 0, fmt.Errorf("webhook answered %s", resp.Status)
+}
+
+// fail logs and counts a notification that was not delivered.
+func (n *Notifier) fail(j *job, attempts int, err error) {
+	n.o.Count(Undeliverable)
+	n.log.Warn("notification undeliverable", "target", j.t.label, "hook", j.ev.Data["hook"],
+		"run", j.ev.Data["run_id"], "outcome", engine.OutcomeOf(j.ev), "attempts", attempts, "err", err.Error())
+}
+
+// scrubURL drops the URL from an HTTP client error: it may hold a secret.
+func scrubURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s webhook: %w", ue.Op, ue.Err)
+	}
+	return err
+}

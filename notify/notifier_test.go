@@ -1,0 +1,382 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// receiver is a local webhook endpoint that records what it is sent and
+// answers each request with the next status of its script (200 after the
+// script ends).
+type receiver struct {
+	mu     sync.Mutex
+	script []int
+	bodies [][]byte
+	got    chan []byte
+	srv    *httptest.Server
+}
+
+func newReceiver(t *testing.T, script ...int) *receiver {
+	r := &receiver{script: script, got: make(chan []byte, 16)}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		if ct := req.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		r.mu.Lock()
+		code := http.StatusOK
+		if len(r.script) > 0 {
+			code, r.script = r.script[0], r.script[1:]
+		}
+		r.bodies = append(r.bodies, b)
+		r.mu.Unlock()
+		w.WriteHeader(code)
+		if code < 300 {
+			r.got <- b
+		}
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) requests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.bodies)
+}
+
+// wait returns the next body the receiver accepted.
+func (r *receiver) wait(t *testing.T) []byte {
+	t.Helper()
+	select {
+	case b := <-r.got:
+		return b
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification arrived")
+		return nil
+	}
+}
+
+// runs is a RunReader over a fixed set of records.
+type runs map[string]*engine.Run
+
+func (m runs) GetRun(_ context.Context, id string) (*engine.Run, error) {
+	if r, ok := m[id]; ok {
+		return r, nil
+	}
+	return nil, engine.ErrNotFound
+}
+
+// counter records the outcomes the notifier counts.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) count(o string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[o]++
+}
+
+func (c *counter) get(o string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[o]
+}
+
+func failedEvent(hook, run string) *engine.Event {
+	return &engine.Event{
+		ID: "ev-" + run, Type: engine.EventRunFailed, Source: "engine", Time: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
+		Data: map[string]any{
+			"hook": hook, "run_id": run, "status": "failed", "trigger": "schedule",
+			"error": "step_1 failed: exit 3 [REDACTED:API_KEY]", "duration_ms": int64(1500),
+			"tools": []any{map[string]any{"tool": "read_file", "outcome": "ok"}, map[string]any{"tool": "http_get", "outcome": "error"}},
+		},
+	}
+}
+
+func newTest(t *testing.T, o Options) (*Notifier, *counter, *logBuf) {
+	t.Helper()
+	c := &counter{}
+	logs := &logBuf{}
+	o.Count = c.count
+	o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if o.Backoff == 0 {
+		o.Backoff = time.Millisecond
+	}
+	n := New(o)
+	n.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		n.Stop(ctx)
+	})
+	return n, c, logs
+}
+
+// logBuf is a log sink safe for concurrent use.
+type logBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestFormats delivers one failure to a receiver in each format and checks
+// what each body says.
+func TestFormats(t *testing.T) {
+	rec := newReceiver(t)
+	store := runs{"r1": {ID: "r1", Hook: "nightly", Status: engine.StatusFailed, EventType: "deploy.failed",
+		Response: "The   tests fail\nbecause of X."}}
+	var targets []engine.NotifyTarget
+	for _, f := range engine.NotifyFormats {
+		targets = append(targets, engine.NotifyTarget{Name: f, URL: rec.srv.URL, Format: f, On: []string{"failed"}})
+	}
+	n, c, _ := newTest(t, Options{Targets: targets, Runs: store, Workers: 1})
+	n.Observe(failedEvent("nightly", "r1"))
+
+	got := map[string]map[string]any{}
+	for range targets {
+		var m map[string]any
+		if err := json.Unmarshal(rec.wait(t), &m); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case m["embeds"] != nil:
+			got["discord"] = m
+		case m["blocks"] != nil:
+			got["slack"] = m
+		default:
+			got["generic"] = m
+		}
+	}
+	g := got["generic"]
+	if g == nil || g["hook"] != "nightly" || g["run_id"] != "r1" || g["outcome"] != "failed" || g["trigger"] != "schedule" ||
+		g["duration_ms"] != float64(1500) || g["event_type"] != "deploy.failed" {
+		t.Errorf("generic: %v", g)
+	}
+	if s, _ := g["summary"].(string); s != "step_1 failed: exit 3 [REDACTED:API_KEY]" {
+		t.Errorf("generic summary %q: the error wins over the answer", s)
+	}
+	if tools, _ := g["tools"].([]any); len(tools) != 2 {
+		t.Errorf("generic tools: %v", g["tools"])
+	}
+	s := got["slack"]
+	if text, _ := s["text"].(string); !strings.Contains(text, "hookd: nightly failed (schedule, 1.5s)") ||
+		!strings.Contains(text, "read_file → http_get (error)") || !strings.Contains(text, "exit 3") {
+		t.Errorf("slack text: %q", text)
+	}
+	d := got["discord"]
+	if content, _ := d["content"].(string); content != "hookd: nightly failed (schedule, 1.5s)" {
+		t.Errorf("discord content: %q", content)
+	}
+	embed := d["embeds"].([]any)[0].(map[string]any)
+	if embed["color"] != float64(0xD0021B) || !strings.Contains(embed["description"].(string), "exit 3") {
+		t.Errorf("discord embed: %v", embed)
+	}
+	waitCount(t, c, Delivered, 3)
+}
+
+// TestSummaryFromAnswer: a completed run's message summarises the model's
+// answer, shortened and on one line.
+func TestSummaryFromAnswer(t *testing.T) {
+	rec := newReceiver(t)
+	long := strings.Repeat("word ", 200)
+	store := runs{"r2": {ID: "r2", Hook: "h", Status: engine.StatusCompleted, Response: "All good.\n" + long}}
+	n, _, _ := newTest(t, Options{Runs: store,
+		Targets: []engine.NotifyTarget{{URL: rec.srv.URL, Format: "generic", On: []string{"completed"}}}})
+	n.Observe(&engine.Event{Type: engine.EventRunCompleted, Source: "engine",
+		Data: map[string]any{"hook": "h", "run_id": "r2", "status": "completed", "trigger": "manual"}})
+	var m Message
+	if err := json.Unmarshal(rec.wait(t), &m); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(m.Summary, "All good. word word") || len(m.Summary) > summaryLen || !strings.HasSuffix(m.Summary, "…") {
+		t.Errorf("summary %q", m.Summary)
+	}
+	if m.Tools == nil {
+		t.Errorf("tools should be an empty list, not null")
+	}
+}
+
+// TestRetry: a receiver that first answers 500 gets the notification on
+// the retry; one that answers 400 is not retried; one that keeps failing
+// is given up after Attempts and counted undeliverable, without its URL
+// in the log.
+func TestRetry(t *testing.T) {
+	flaky := newReceiver(t, 500, 503)
+	n, c, logs := newTest(t, Options{Targets: []engine.NotifyTarget{{URL: flaky.srv.URL + "/secret-path", Format: "slack"}}})
+	n.Observe(failedEvent("h", "r1"))
+	flaky.wait(t)
+	waitCount(t, c, Delivered, 1)
+	if got := flaky.requests(); got != 3 {
+		t.Errorf("%d requests, want 3 (two failures, then delivered)", got)
+	}
+
+	bad := newReceiver(t, 400)
+	n2, c2, _ := newTest(t, Options{Targets: []engine.NotifyTarget{{URL: bad.srv.URL, Format: "generic"}}})
+	n2.Observe(failedEvent("h", "r1"))
+	waitCount(t, c2, Undeliverable, 1)
+	if got := bad.requests(); got != 1 {
+		t.Errorf("a 400 was retried: %d requests", got)
+	}
+
+	down := newReceiver(t, 500, 500, 500, 500, 500)
+	n3, c3, logs3 := newTest(t, Options{Attempts: 3, Targets: []engine.NotifyTarget{{Name: "ops", URL: down.srv.URL + "/T000/B000/XXXX", Format: "discord"}}})
+	n3.Observe(failedEvent("h", "r9"))
+	waitCount(t, c3, Undeliverable, 1)
+	if got := down.requests(); got != 3 {
+		t.Errorf("%d requests, want 3 attempts", got)
+	}
+	for _, l := range []string{logs.String(), logs3.String()} {
+		if strings.Contains(l, "secret-path") || strings.Contains(l, "XXXX") || strings.Contains(l, "127.0.0.1") {
+			t.Errorf("the log shows the webhook URL:\n%s", l)
+		}
+	}
+	if !strings.Contains(logs3.String(), "notification undeliverable") || !strings.Contains(logs3.String(), "target=ops") {
+		t.Errorf("the give-up is not logged with the target's name:\n%s", logs3)
+	}
+}
+
+// TestUnreachable: a network error is retried and its message carries no
+// URL.
+func TestUnreachable(t *testing.T) {
+	rec := newReceiver(t)
+	url := rec.srv.URL + "/hooks/s3cr3t"
+	rec.srv.Close()
+	n, c, logs := newTest(t, Options{Attempts: 2, Targets: []engine.NotifyTarget{{URL: url}}})
+	n.Observe(failedEvent("h", "r1"))
+	waitCount(t, c, Undeliverable, 1)
+	if strings.Contains(logs.String(), "s3cr3t") {
+		t.Errorf("the log shows the URL:\n%s", logs)
+	}
+}
+
+// TestSelection: outcomes not asked for are not sent; a hook's own list
+// replaces the daemon-wide one; url_env is read from the environment;
+// non-engine events are ignored.
+func TestSelection(t *testing.T) {
+	daemonWide := newReceiver(t)
+	own := newReceiver(t)
+	n, c, _ := newTest(t, Options{
+		Targets: []engine.NotifyTarget{{URL: daemonWide.srv.URL, On: []string{"failed", "skipped"}}},
+		Getenv:  func(k string) string { return map[string]string{"OWN_URL": own.srv.URL}[k] },
+	})
+	n.SetHooks([]*engine.Hook{
+		{Name: "loud", NotifySet: true, Notify: []engine.NotifyTarget{{URLEnv: "OWN_URL", On: []string{"completed"}}}},
+		{Name: "quiet", NotifySet: true, Notify: []engine.NotifyTarget{}},
+	})
+	ev := func(typ, hook string) *engine.Event {
+		return &engine.Event{Type: typ, Source: "engine", Data: map[string]any{"hook": hook, "run_id": "x", "status": strings.TrimPrefix(typ, "hook.run.")}}
+	}
+	n.Observe(ev(engine.EventRunCompleted, "plain")) // not asked for
+	n.Observe(ev(engine.EventRunFailed, "quiet"))    // silenced
+	n.Observe(ev(engine.EventRunFailed, "loud"))     // its own list wants completed only
+	n.Observe(&engine.Event{Type: engine.EventRunFailed, Source: "api", Data: map[string]any{"hook": "plain"}})
+	n.Observe(ev(engine.EventRunCompleted, "loud"))
+	n.Observe(ev(engine.EventRunSkipped, "plain"))
+	var m Message
+	json.Unmarshal(own.wait(t), &m)
+	if m.Hook != "loud" || m.Outcome != "completed" {
+		t.Errorf("own target got %+v", m)
+	}
+	json.Unmarshal(daemonWide.wait(t), &m)
+	if m.Hook != "plain" || m.Outcome != "skipped" {
+		t.Errorf("daemon-wide target got %+v", m)
+	}
+	waitCount(t, c, Delivered, 2)
+	if daemonWide.requests() != 1 || own.requests() != 1 {
+		t.Errorf("requests: daemon-wide %d, own %d; want 1 and 1", daemonWide.requests(), own.requests())
+	}
+}
+
+// TestNeverBlocks: with no worker free and the queue full, Observe returns
+// at once and counts the notification dropped.
+func TestNeverBlocks(t *testing.T) {
+	c := &counter{}
+	n := New(Options{QueueSize: 1, Count: c.count, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Targets: []engine.NotifyTarget{{URL: "http://127.0.0.1:1/x"}}})
+	done := make(chan struct{})
+	go func() {
+		for range 100 {
+			n.Observe(failedEvent("h", "r"))
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Observe blocked")
+	}
+	if got := c.get(Dropped); got != 99 {
+		t.Errorf("dropped %d, want 99", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n.Stop(ctx) // never started: the queued one is abandoned
+	n.Stop(ctx)
+	if got := c.get(Undeliverable); got != 1 {
+		t.Errorf("undeliverable %d, want 1", got)
+	}
+}
+
+// TestStopDrains: Stop delivers what is queued before it returns.
+func TestStopDrains(t *testing.T) {
+	rec := newReceiver(t)
+	c := &counter{}
+	n := New(Options{Count: c.count, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Targets: []engine.NotifyTarget{{URL: rec.srv.URL}}})
+	for i := range 5 {
+		n.Observe(failedEvent("h", string(rune('a'+i))))
+	}
+	n.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n.Stop(ctx)
+	if got := c.get(Delivered); got != 5 {
+		t.Errorf("delivered %d before Stop returned, want 5", got)
+	}
+	n.Observe(failedEvent("h", "late")) // after Stop: ignored
+	if got := rec.requests(); got != 5 {
+		t.Errorf("%d requests", got)
+	}
+}
+
+func waitCount(t *testing.T, c *counter, outcome string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.get(outcome) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d, want %d", outcome, c.get(outcome), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := c.get(outcome); got != want {
+		t.Errorf("%s: %d, want %d", outcome, got, want)
+	}
+}
