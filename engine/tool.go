@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"sync"
+)
+
+// Tool is something the model may call during a run's model stage. Built-in
+// tools register themselves with RegisterTool; tools of MCP servers
+// implement the same interface and are resolved by the LLM client.
+type Tool interface {
+	// Name is what the model calls the tool: it matches
+	// ^[a-zA-Z0-9_-]{1,64}$, as the chat-completions API requires.
+	Name() string
+	// Description tells the model what the tool does.
+	Description() string
+	// Schema is the JSON schema of the tool's arguments (an object).
+	Schema() json.RawMessage
+	// Call runs the tool with arguments that passed the schema. A
+	// returned error goes back to the model as the tool's result; it does
+	// not fail the run.
+	Call(ctx context.Context, env *ToolEnv, args json.RawMessage) (string, error)
+}
+
+// ToolEnv is what a tool sees of the run that calls it. The engine builds
+// one per model stage.
+type ToolEnv struct {
+	Hook     *Hook
+	RunID    string
+	Depth    int    // the run's event chain depth
+	Workdir  string // absolute; file and command tools are confined here
+	HooksDir string // absolute, or "" when unknown; no tool may write inside it
+	// Protected lists more paths no tool may write: hookd's settings
+	// file and its state directory.
+	Protected []string
+	Environ   []string // KEY=VALUE: the process environment plus the hook's env
+
+	// Records reads hookd's own runs and events.
+	Records RecordReader
+	// Emit publishes an event as this run, one level deeper in the chain.
+	Emit func(ctx context.Context, typ string, data map[string]any) ([]*Run, error)
+	// Fire triggers a hook through the gates as this run, one level
+	// deeper in the chain; a refusal is a *GateError.
+	Fire func(ctx context.Context, hook string, event map[string]any) (*Run, error)
+	// Redact replaces the values of the hook's secrets in s. It is never
+	// nil in an env built by the engine.
+	Redact func(s string) string
+}
+
+// ToolNamePattern is what the chat-completions API accepts as a tool name.
+var ToolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+var (
+	toolsMu sync.RWMutex
+	tools   = map[string]Tool{}
+)
+
+// RegisterTool makes a built-in tool available under its name. It panics
+// when the tool is nil, its name is empty or not a valid tool name, or the
+// name is taken.
+func RegisterTool(t Tool) {
+	toolsMu.Lock()
+	defer toolsMu.Unlock()
+	if t == nil || t.Name() == "" {
+		panic("engine: RegisterTool with nil tool or empty name")
+	}
+	name := t.Name()
+	if !ToolNamePattern.MatchString(name) {
+		panic(fmt.Sprintf("engine: tool name %q does not match %s", name, ToolNamePattern))
+	}
+	if _, dup := tools[name]; dup {
+		panic(fmt.Sprintf("engine: tool %q registered twice", name))
+	}
+	tools[name] = t
+}
+
+// LookupTool returns the built-in tool registered under name.
+func LookupTool(name string) (Tool, bool) {
+	toolsMu.RLock()
+	defer toolsMu.RUnlock()
+	t, ok := tools[name]
+	return t, ok
+}
+
+// Tools lists the registered built-in tools, sorted by name.
+func Tools() []Tool {
+	toolsMu.RLock()
+	defer toolsMu.RUnlock()
+	out := make([]Tool, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// ToolNames lists the names of the registered built-in tools, sorted.
+func ToolNames() []string {
+	ts := Tools()
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name()
+	}
+	return out
+}
+
+// toolEnv builds what the tools of run see: its workdir and environment,
+// the records, and publishers that act as the run, one level deeper in
+// the event chain.
+func (e *Engine) toolEnv(h *Hook, run *Run, environ []string, red *redactor) *ToolEnv {
+	return &ToolEnv{
+		Hook: h, RunID: run.ID, Depth: run.Depth, Workdir: h.Workdir, HooksDir: e.cfg.HooksDir,
+		Protected: e.cfg.Protected,
+		Environ:   environ, Records: e.cfg.Store, Emit: e.emitFrom(run), Redact: red.String,
+		Fire: func(ctx context.Context, hook string, event map[string]any) (*Run, error) {
+			if run.Depth+1 >= e.cfg.MaxEventDepth {
+				return nil, fmt.Errorf("%s: run %s is %d runs deep (limit %d); a hook chain loops",
+					GateEventDepth, run.ID, run.Depth+1, e.cfg.MaxEventDepth)
+			}
+			return e.Fire(ctx, hook, FireOptions{Event: event, Trigger: "tool:" + run.Hook, Depth: run.Depth + 1})
+		},
+	}
+}

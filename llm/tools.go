@@ -1,0 +1,117 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hookd/hookd/engine"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// runTools runs the tool calls of one answer, up to ToolParallelism at
+// once, and returns their records and the tool messages answering them, in
+// the order of the calls.
+func (c *Client) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset, calls []openai.ToolCall, redact func(string) string) ([]*ToolCall, []openai.ChatCompletionMessage) {
+	recs := make([]*ToolCall, len(calls))
+	replies := make([]openai.ChatCompletionMessage, len(calls))
+	one := func(i int) {
+		tc := calls[i]
+		var content string
+		if i >= DefaultMaxToolCallsSeen {
+			recs[i] = &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments,
+				Error: fmt.Sprintf("not run: more than %d tool calls in one answer", DefaultMaxToolCallsSeen)}
+			content = "error: " + recs[i].Error
+		} else {
+			recs[i], content = c.runTool(ctx, env, ts, tc, redact)
+		}
+		replies[i] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Content: content}
+	}
+	if len(calls) == 1 {
+		one(0)
+		return recs, replies
+	}
+	sem := make(chan struct{}, c.opts.ToolParallelism)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			one(i)
+		}()
+	}
+	wg.Wait()
+	return recs, replies
+}
+
+// runTool runs one tool call. Whatever goes wrong — an unknown tool,
+// arguments that are not JSON or do not fit the schema, a tool error or
+// panic — becomes an error result for the model, never a failed run.
+func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, tc openai.ToolCall, redact func(string) string) (*ToolCall, string) {
+	rec := &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+	start := time.Now()
+	defer func() { rec.Duration = time.Since(start) }()
+	errResult := func(msg string) (*ToolCall, string) {
+		rec.Error = redact(msg)
+		return rec, "error: " + rec.Error
+	}
+	bt := ts.byName[tc.Function.Name]
+	if bt == nil {
+		if len(ts.names) == 0 {
+			return errResult(fmt.Sprintf("unknown tool %q: no tools are available in this run", tc.Function.Name))
+		}
+		return errResult(fmt.Sprintf("unknown tool %q; the tools are: %s", tc.Function.Name, strings.Join(ts.names, ", ")))
+	}
+	rec.Tool = bt.qualified
+	args := strings.TrimSpace(tc.Function.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	if err := bt.schema.ValidateJSON([]byte(args)); err != nil {
+		return errResult(err.Error())
+	}
+	out, err := callSafely(ctx, bt.tool, env, []byte(args))
+	if err != nil {
+		return errResult(err.Error())
+	}
+	out = redact(out)
+	rec.ResultBytes = len(out)
+	var cut bool
+	out, cut = capText(out, c.opts.MaxResult)
+	rec.Truncated = cut
+	rec.Result, _ = capText(out, c.opts.RecordResult)
+	return rec, out
+}
+
+// callSafely turns a panicking tool into a tool error.
+func callSafely(ctx context.Context, t engine.Tool, env *engine.ToolEnv, args []byte) (out string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("tool %s panicked: %v", t.Name(), p)
+		}
+	}()
+	return t.Call(ctx, env, args)
+}
+
+// capText keeps at most limit bytes of s: its head and tail around a
+// marker saying how much was left out, cut on character boundaries.
+func capText(s string, limit int) (string, bool) {
+	if len(s) <= limit {
+		return s, false
+	}
+	keep := max(limit-len(fmt.Sprintf("\n[hookd: %d bytes truncated]\n", len(s))), 0)
+	head := keep * 3 / 4
+	tail := keep - head
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	ts := len(s) - tail
+	for ts < len(s) && !utf8.RuneStart(s[ts]) {
+		ts++
+	}
+	return s[:head] + fmt.Sprintf("\n[hookd: %d bytes truncated]\n", ts-head) + s[ts:], true
+}

@@ -1,0 +1,162 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/hookd/hookd/engine"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// ToolServers resolves the tools of external (MCP) servers that a hook
+// lists as SERVER.TOOL or SERVER.* in its tools.
+type ToolServers interface {
+	// Resolve returns the tools matching entry, "SERVER.PATTERN" where
+	// PATTERN is a tool name or a glob, starting the server if it is not
+	// running. An unknown server, a server that does not start, or a
+	// plain name that matches no tool is an error. Each tool's Name is
+	// what the model calls it; a tool that also has a Qualified() string
+	// method is recorded under that name (SERVER.TOOL).
+	Resolve(ctx context.Context, entry string) ([]engine.Tool, error)
+}
+
+// boundTool is one tool offered to the model in a run.
+type boundTool struct {
+	tool      engine.Tool
+	qualified string // as hooks list it
+	schema    *Schema
+}
+
+// toolset is what one run's model may call, by the names it sees.
+type toolset struct {
+	byName map[string]*boundTool
+	defs   []openai.Tool
+	names  []string
+}
+
+// schemas caches compiled schemas by their text.
+var schemas sync.Map // string -> *Schema
+
+func compiled(raw json.RawMessage) (*Schema, error) {
+	if s, ok := schemas.Load(string(raw)); ok {
+		return s.(*Schema), nil
+	}
+	s, err := CompileSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	schemas.Store(string(raw), s)
+	return s, nil
+}
+
+// qualifiedName is how hooks list t.
+func qualifiedName(t engine.Tool) string {
+	if q, ok := t.(interface{ Qualified() string }); ok {
+		return q.Qualified()
+	}
+	return t.Name()
+}
+
+// resolveTools builds the toolset of a hook from its allowlist: exactly
+// the tools it names, none when it names none.
+func (c *Client) resolveTools(ctx context.Context, allow []string) (*toolset, error) {
+	ts := &toolset{byName: map[string]*boundTool{}}
+	if len(allow) == 0 {
+		return ts, nil
+	}
+	add := func(entry string, t engine.Tool) error {
+		name := t.Name()
+		if !engine.ToolNamePattern.MatchString(name) {
+			return fmt.Errorf("tools: %s: tool name %q is not valid for the chat-completions API", entry, name)
+		}
+		if prev, dup := ts.byName[name]; dup {
+			if prev.tool == t || prev.qualified == qualifiedName(t) {
+				return nil // listed twice, or matched by two patterns
+			}
+			return fmt.Errorf("tools: %s: two tools are named %q for the model (%s and %s)", entry, name, prev.qualified, qualifiedName(t))
+		}
+		raw := t.Schema()
+		s, err := compiled(raw)
+		if err != nil {
+			return fmt.Errorf("tools: %s: %s: %w", entry, qualifiedName(t), err)
+		}
+		if len(raw) == 0 {
+			raw = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		bt := &boundTool{tool: t, qualified: qualifiedName(t), schema: s}
+		ts.byName[name] = bt
+		ts.names = append(ts.names, name)
+		ts.defs = append(ts.defs, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: name, Description: t.Description(), Parameters: raw,
+		}})
+		return nil
+	}
+	for i, entry := range allow {
+		if server, _, ok := strings.Cut(entry, "."); ok {
+			if c.opts.Servers == nil {
+				return nil, fmt.Errorf("tools[%d]: %q names a tool of MCP server %q, but hookd.yaml declares no mcp_servers", i, entry, server)
+			}
+			found, err := c.opts.Servers.Resolve(ctx, entry)
+			if err != nil {
+				return nil, fmt.Errorf("tools[%d]: %s: %w", i, entry, err)
+			}
+			for _, t := range found {
+				if err := add(entry, t); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if isGlob(entry) {
+			n := 0
+			for _, t := range engine.Tools() {
+				if ok, _ := path.Match(entry, t.Name()); ok {
+					n++
+					if err := add(entry, t); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if n == 0 {
+				return nil, fmt.Errorf("tools[%d]: %q matches no built-in tool (built-in: %s)", i, entry, strings.Join(engine.ToolNames(), ", "))
+			}
+			continue
+		}
+		t, ok := engine.LookupTool(entry)
+		if !ok {
+			return nil, fmt.Errorf("tools[%d]: unknown tool %q (built-in: %s; MCP tools are listed as SERVER.TOOL)", i, entry, strings.Join(engine.ToolNames(), ", "))
+		}
+		if err := add(entry, t); err != nil {
+			return nil, err
+		}
+	}
+	return ts, nil
+}
+
+func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
+
+// toolChoice turns the hook's tool_choice into what the API takes.
+func (ts *toolset) toolChoice(choice string) (any, error) {
+	switch choice {
+	case "":
+		return nil, nil
+	case "auto", "none", "required":
+		if len(ts.defs) == 0 {
+			return nil, fmt.Errorf("llm.tool_choice is %s, but the hook lists no tools", choice)
+		}
+		return choice, nil
+	}
+	if _, ok := ts.byName[choice]; ok {
+		return openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: choice}}, nil
+	}
+	for name, bt := range ts.byName {
+		if bt.qualified == choice {
+			return openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: name}}, nil
+		}
+	}
+	return nil, fmt.Errorf("llm.tool_choice %q is not one of the hook's tools (%s)", choice, strings.Join(ts.names, ", "))
+}

@@ -1,0 +1,116 @@
+package llm
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// Transcript is the record of one model stage, stored as the run's
+// transcript (Run.ToolCalls, "transcript" in JSON): every model call with
+// its retries, usage and latency, every tool call with its arguments and
+// result, and how the stage ended.
+type Transcript struct {
+	Model     string   `json:"model"`    // as requested
+	BaseURL   string   `json:"base_url"` //
+	System    string   `json:"system,omitempty"`
+	Tools     []string `json:"tools,omitempty"` // names the model was offered
+	MaxRounds int      `json:"max_rounds"`      //
+	Budget    int      `json:"max_tokens_per_run,omitempty"`
+	Rounds    []*Round `json:"rounds"`
+	Answer    string   `json:"answer,omitempty"`
+	// Stop says how the stage ended: answer, max_rounds, budget, timeout,
+	// cancelled or error.
+	Stop   string        `json:"stop"`
+	Error  string        `json:"error,omitempty"`
+	Tokens engine.Tokens `json:"tokens"` // sums of what the server reported; Known is false if any call reported none
+	Notes  []string      `json:"notes,omitempty"`
+}
+
+// Round is one model call and the tool calls it asked for.
+type Round struct {
+	Call      ModelCall   `json:"model_call"`
+	ToolCalls []*ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ModelCall is one chat-completions request, with its retries.
+type ModelCall struct {
+	Model        string        `json:"model,omitempty"` // as the server named it
+	Started      time.Time     `json:"started"`
+	Latency      time.Duration `json:"latency_ns"`         // of the attempt that was answered (or the last)
+	Attempts     []Attempt     `json:"attempts,omitempty"` // attempts that failed before it, with the waits
+	FinishReason string        `json:"finish_reason,omitempty"`
+	Usage        *Usage        `json:"usage"` // null: the server reported none
+	Content      string        `json:"content,omitempty"`
+	Error        string        `json:"error,omitempty"`
+}
+
+// Attempt is a request that failed and was retried (or not).
+type Attempt struct {
+	Status     int           `json:"status,omitempty"` // HTTP status; 0 for a network error or timeout
+	Error      string        `json:"error"`
+	Latency    time.Duration `json:"latency_ns"`
+	Wait       time.Duration `json:"wait_ns,omitempty"` // pause before the next attempt
+	RetryAfter bool          `json:"retry_after,omitempty"`
+}
+
+// Usage is the token usage a server reported for one call.
+type Usage struct {
+	Prompt     int64 `json:"prompt"`
+	Completion int64 `json:"completion"`
+	Cached     int64 `json:"cached"`
+	Total      int64 `json:"total"`
+}
+
+// ToolCall is one tool call the model asked for and what it got back.
+type ToolCall struct {
+	ID          string        `json:"id"`
+	IDGenerated bool          `json:"id_generated,omitempty"` // the server sent none; hookd made this one
+	Name        string        `json:"name"`                   // as the model called it
+	Tool        string        `json:"tool,omitempty"`         // as hooks list it: read_file, github.search_issues
+	Arguments   string        `json:"arguments"`
+	Result      string        `json:"result,omitempty"`       // what the model got back, capped
+	ResultBytes int           `json:"result_bytes,omitempty"` // its full size before capping
+	Truncated   bool          `json:"truncated,omitempty"`
+	Duration    time.Duration `json:"duration_ns"`
+	Error       string        `json:"error,omitempty"` // sent to the model as the result
+}
+
+// DecodeTranscript reads a run's transcript; nil when there is none.
+func DecodeTranscript(raw json.RawMessage) (*Transcript, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var t Transcript
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// redact applies f to every text of the transcript that may hold what a
+// tool, the model or the prompt produced.
+func (t *Transcript) redact(f func(string) string) {
+	if f == nil {
+		return
+	}
+	t.System = f(t.System)
+	t.Answer = f(t.Answer)
+	t.Error = f(t.Error)
+	for i, n := range t.Notes {
+		t.Notes[i] = f(n)
+	}
+	for _, r := range t.Rounds {
+		r.Call.Content = f(r.Call.Content)
+		r.Call.Error = f(r.Call.Error)
+		for i := range r.Call.Attempts {
+			r.Call.Attempts[i].Error = f(r.Call.Attempts[i].Error)
+		}
+		for _, tc := range r.ToolCalls {
+			tc.Arguments = f(tc.Arguments)
+			tc.Result = f(tc.Result)
+			tc.Error = f(tc.Error)
+		}
+	}
+}

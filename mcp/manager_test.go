@@ -1,0 +1,279 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/llm/llmtest"
+	"github.com/hookd/hookd/mcp"
+	"github.com/hookd/hookd/store"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// serverBin is a real stdio MCP server (testdata/server), built with the
+// same SDK by TestMain.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hookd-mcp")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverBin = filepath.Join(dir, "mcpserver")
+	out, err := exec.Command("go", "build", "-o", serverBin, "./testdata/server").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build test server: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newManager(t *testing.T, environ []string, servers ...mcp.ServerConfig) *mcp.Manager {
+	t.Helper()
+	m, err := mcp.NewManager(servers, mcp.Options{Environ: environ, Logger: quiet, RetryAfter: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func stdio(name string, env map[string]string) mcp.ServerConfig {
+	return mcp.ServerConfig{Name: name, Command: []string{serverBin}, Env: env, StartTimeout: 20 * time.Second}
+}
+
+func call(t *testing.T, tool engine.Tool, args string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return tool.Call(ctx, &engine.ToolEnv{}, json.RawMessage(args))
+}
+
+func resolve(t *testing.T, m *mcp.Manager, entry string) map[string]engine.Tool {
+	t.Helper()
+	tools, err := m.Resolve(context.Background(), entry)
+	if err != nil {
+		t.Fatalf("resolve %s: %v", entry, err)
+	}
+	out := map[string]engine.Tool{}
+	for _, tl := range tools {
+		out[tl.(*mcp.Tool).Qualified()] = tl
+	}
+	return out
+}
+
+func TestToolsAndNames(t *testing.T) {
+	m := newManager(t, os.Environ(), stdio("t", nil))
+	tools := resolve(t, m, "t.*")
+	want := map[string]string{
+		"t.add": "t__add", "t.crash": "t__crash", "t.echo": "t__echo", "t.env": "t__env", "t.fail": "t__fail",
+		"t.pid": "t__pid", "t.search.issues": "t__search_issues",
+	}
+	if len(tools) != len(want) {
+		t.Fatalf("tools %v", tools)
+	}
+	for q, name := range want {
+		tl := tools[q]
+		if tl == nil || tl.Name() != name || !engine.ToolNamePattern.MatchString(tl.Name()) {
+			t.Errorf("%s: %v", q, tl)
+		}
+	}
+	if s := string(tools["t.echo"].Schema()); !strings.Contains(s, `"text"`) || tools["t.echo"].Description() != "Echo the text back." {
+		t.Errorf("echo schema %s", s)
+	}
+	if got := resolve(t, m, "t.e*"); len(got) != 2 || got["t.echo"] == nil || got["t.env"] == nil {
+		t.Errorf("t.e*: %v", got)
+	}
+	if got := resolve(t, m, "t.search.issues"); len(got) != 1 {
+		t.Errorf("a tool name with a dot: %v", got)
+	}
+	if _, err := m.Resolve(context.Background(), "t.nope"); err == nil || !strings.Contains(err.Error(), `mcp server t has no tool "nope" (it has: add, crash, echo`) {
+		t.Errorf("t.nope: %v", err)
+	}
+	if _, err := m.Resolve(context.Background(), "x.echo"); err == nil || !strings.Contains(err.Error(), `no MCP server "x" in hookd.yaml (declared: t)`) {
+		t.Errorf("x.echo: %v", err)
+	}
+}
+
+func TestCall(t *testing.T) {
+	m := newManager(t, []string{"PATH=" + os.Getenv("PATH"), "SECRET_SRC=abc123"}, stdio("t", map[string]string{"TEST_TOKEN": "tok-${SECRET_SRC}"}))
+	tools := resolve(t, m, "t.*")
+	if out, err := call(t, tools["t.echo"], `{"text":"hi"}`); err != nil || out != "echo: hi" {
+		t.Errorf("echo: %q %v", out, err)
+	}
+	if out, err := call(t, tools["t.add"], `{"a":2,"b":3}`); err != nil || !strings.Contains(out, `"sum":5`) {
+		t.Errorf("add: %q %v", out, err)
+	}
+	if out, err := call(t, tools["t.fail"], `{}`); err == nil || err.Error() != "the thing is broken" {
+		t.Errorf("fail: %q %v", out, err)
+	}
+	if out, err := call(t, tools["t.env"], `{}`); err != nil || out != "tok-abc123" {
+		t.Errorf("env: %q %v", out, err)
+	}
+}
+
+func TestReuseAndRestartAfterCrash(t *testing.T) {
+	m := newManager(t, os.Environ(), stdio("t", nil))
+	tools := resolve(t, m, "t.*")
+	pid1, err := call(t, tools["t.pid"], `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Resolving again (another run) reuses the running server.
+	tools = resolve(t, m, "t.*")
+	if pid, _ := call(t, tools["t.pid"], `{}`); pid != pid1 {
+		t.Errorf("server started again: pid %s then %s", pid1, pid)
+	}
+	_, err = call(t, tools["t.crash"], `{}`)
+	if err == nil || !strings.Contains(err.Error(), "mcp server t stopped during the call") || !strings.Contains(err.Error(), "crashing on purpose") {
+		t.Fatalf("crash: %v", err)
+	}
+	// The next call starts it again.
+	var pid2 string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pid2, err = call(t, tools["t.pid"], `{}`)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // the exit may not have been noticed yet
+	}
+	if err != nil || pid2 == pid1 || pid2 == "" {
+		t.Errorf("after the crash: pid %q (was %s), %v", pid2, pid1, err)
+	}
+}
+
+func TestStartFailureFailsOnlyItsRuns(t *testing.T) {
+	m := newManager(t, os.Environ(),
+		stdio("bad", map[string]string{"MCP_TEST_FAIL_START": "cannot start: GITHUB_TOKEN is not set"}),
+		stdio("good", nil),
+		mcp.ServerConfig{Name: "missing", Command: []string{"/no/such/mcp-server"}},
+	)
+	_, err := m.Resolve(context.Background(), "bad.*")
+	if err == nil || !strings.Contains(err.Error(), "start mcp server bad") || !strings.Contains(err.Error(), "stderr: cannot start: GITHUB_TOKEN is not set") {
+		t.Errorf("bad: %v", err)
+	}
+	if _, err := m.Resolve(context.Background(), "missing.*"); err == nil || !strings.Contains(err.Error(), "/no/such/mcp-server") {
+		t.Errorf("missing: %v", err)
+	}
+	if got := resolve(t, m, "good.echo"); len(got) != 1 {
+		t.Errorf("good: %v", got)
+	}
+}
+
+func TestStreamableHTTP(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "http-test", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "hello", Description: "Say hello."},
+		func(_ context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hello"}}}, nil, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = append(auth, r.Header.Get("Authorization"))
+		if r.Header.Get("Authorization") != "Bearer k-1" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	m := newManager(t, []string{"MCP_KEY=k-1"}, mcp.ServerConfig{Name: "web", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer ${MCP_KEY}"}})
+	tools := resolve(t, m, "web.hello")
+	if out, err := call(t, tools["web.hello"], `{}`); err != nil || out != "hello" {
+		t.Errorf("hello: %q %v", out, err)
+	}
+	if len(auth) == 0 || auth[0] != "Bearer k-1" {
+		t.Errorf("headers sent: %v", auth)
+	}
+	m.Close()
+}
+
+// TestHookUsesMCPTools runs the whole model stage: a hook lists MCP
+// tools, the scripted model calls one by its API name, and the record
+// names the tool as the hook lists it.
+func TestHookUsesMCPTools(t *testing.T) {
+	m := newManager(t, os.Environ(), stdio("t", nil),
+		stdio("bad", map[string]string{"MCP_TEST_FAIL_START": "bad server: no credentials"}))
+	model := llmtest.New(
+		llmtest.Calls(llmtest.ToolCall{ID: "c1", Name: "t__echo", Args: `{"text":"via mcp"}`},
+			llmtest.ToolCall{ID: "c2", Name: "t__search_issues", Args: `{}`}),
+		llmtest.Answer("done"),
+	)
+	defer model.Close()
+	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mk := func(name string, tools ...string) *engine.Hook {
+		return &engine.Hook{Name: name, Enabled: true, Overlap: engine.OverlapSkip, Prompt: "go", Workdir: t.TempDir(),
+			Timeout: time.Minute, Tools: tools, LLM: engine.LLMConfig{Model: "m", BaseURL: model.BaseURL()}}
+	}
+	eng, err := engine.New(engine.Config{Store: db, Logger: quiet,
+		LLM: llm.New(llm.Options{Servers: m, Logger: quiet, LookupEnv: func(string) (string, bool) { return "", false }})},
+		[]*engine.Hook{mk("uses-mcp", "t.echo", "t.search*"), mk("uses-bad", "bad.*"), mk("plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Stop()
+	fire := func(name string) *engine.Run {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, err := eng.Fire(ctx, name, engine.FireOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.Wait(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		run, err := db.GetRun(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+
+	run := fire("uses-mcp")
+	if run.Status != engine.StatusCompleted {
+		t.Fatalf("uses-mcp: %s %s", run.Status, run.Error)
+	}
+	tr, _ := llm.DecodeTranscript(run.ToolCalls)
+	calls := tr.Rounds[0].ToolCalls
+	if len(calls) != 2 || calls[0].Tool != "t.echo" || calls[0].Result != "echo: via mcp" || calls[1].Tool != "t.search.issues" || calls[1].Result != "no issues" {
+		t.Errorf("tool calls %+v", calls)
+	}
+	if got := strings.Join(tr.Tools, ","); got != "t__echo,t__search_issues" {
+		t.Errorf("offered %s", got)
+	}
+
+	run = fire("uses-bad")
+	if run.Status != engine.StatusFailed || !strings.Contains(run.Error, "tools[0]: bad.*: start mcp server bad") || !strings.Contains(run.Error, "stderr: bad server: no credentials") {
+		t.Errorf("uses-bad: %s %q", run.Status, run.Error)
+	}
+	model.Push(llmtest.Answer("plain answer"))
+	if run := fire("plain"); run.Status != engine.StatusCompleted || run.Response != "plain answer" {
+		t.Errorf("plain: %s %q %q", run.Status, run.Error, run.Response)
+	}
+}

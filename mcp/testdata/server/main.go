@@ -1,0 +1,69 @@
+// Command server is a stdio MCP server for hookd's tests, built with the
+// same SDK hookd uses.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+type addIn struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+type addOut struct {
+	Sum int `json:"sum"`
+}
+
+type none struct{}
+
+func main() {
+	if msg := os.Getenv("MCP_TEST_FAIL_START"); msg != "" {
+		fmt.Fprintln(os.Stderr, msg)
+		os.Exit(1)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "hookd-test", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add two integers."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+			return nil, addOut{Sum: in.A + in.B}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the thing is broken"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "The server's process id."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit at once."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			fmt.Fprintln(os.Stderr, "crashing on purpose")
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "The value of TEST_TOKEN."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: os.Getenv("TEST_TOKEN")}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "search.issues", Description: "A name the chat API would refuse."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no issues"}}}, nil, nil
+		})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,20 @@
+// Package tools holds hookd's built-in LLM tools. Each registers itself
+// with engine.RegisterTool in init; a hook offers the model only those it
+// lists under tools:.
+//
+//	read_file    read a file inside the hook's workdir
+//	list_files   list a directory inside the workdir
+//	write_file   create, replace or append to a file inside the workdir
+//	             (never inside the hooks directory or another protected path)
+//	run_command  run a program (argv, no shell) in the workdir, with a
+//	             timeout and an output cap
+//	http_get     fetch a public http(s) URL (private, loopback and cloud
+//	             metadata addresses are refused)
+//	emit_event   publish an event, as the run
+//	fire_hook    fire a hook through the gates, as the run
+//	list_runs    list recent runs
+//	get_run      read one run record
+//
+// No tool can create or edit hooks. File tools resolve paths with
+// steps.Roots, so ".." and symbolic links cannot lead outside the workdir.
+package tools

@@ -1,0 +1,95 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/hookd/hookd/engine"
+)
+
+var eventType = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+func init() {
+	register("emit_event",
+		"Publish an event on hookd's event bus. Hooks whose event trigger matches its type run. "+
+			"Types are dot-separated words, like deploy.finished; hook.run.* is reserved for hookd.",
+		`{"type":"object","properties":{
+			"type":{"type":"string","maxLength":200,"description":"event type, e.g. report.ready"},
+			"data":{"type":"object","description":"the event's payload"}
+		},"required":["type"],"additionalProperties":false}`,
+		emitEvent)
+	register("fire_hook",
+		"Fire a hook by name, through the same gates as a manual fire (a hook already running, "+
+			"or in its cooldown, is refused with the reason). Returns the new run's id.",
+		`{"type":"object","properties":{
+			"hook":{"type":"string","description":"the hook's name"},
+			"event":{"type":"object","description":"payload the fired hook sees as {{event}}"}
+		},"required":["hook"],"additionalProperties":false}`,
+		fireHook)
+}
+
+type emitArgs struct {
+	Type string         `json:"type"`
+	Data map[string]any `json:"data"`
+}
+
+func emitEvent(ctx context.Context, env *engine.ToolEnv, a *emitArgs) (string, error) {
+	switch {
+	case !eventType.MatchString(a.Type):
+		return "", fmt.Errorf("type %q: use dot-separated words of letters, digits, '_' and '-'", a.Type)
+	case strings.HasPrefix(a.Type, "hook.run."):
+		return "", fmt.Errorf("type %q: hook.run.* events are hookd's own", a.Type)
+	case env.Emit == nil:
+		return "", errors.New("events cannot be published from this run")
+	}
+	if a.Data == nil {
+		a.Data = map[string]any{}
+	}
+	runs, err := env.Emit(ctx, a.Type, a.Data)
+	if err != nil {
+		return "", err
+	}
+	if len(runs) == 0 {
+		return fmt.Sprintf("event %s published; no hook's trigger matched it", a.Type), nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "event %s published; it triggered %d run(s):", a.Type, len(runs))
+	for _, r := range runs {
+		fmt.Fprintf(&b, "\n%s %s %s", r.ID, r.Hook, describeStatus(r))
+	}
+	return b.String(), nil
+}
+
+type fireArgs struct {
+	Hook  string         `json:"hook"`
+	Event map[string]any `json:"event"`
+}
+
+func fireHook(ctx context.Context, env *engine.ToolEnv, a *fireArgs) (string, error) {
+	if env.Fire == nil {
+		return "", errors.New("hooks cannot be fired from this run")
+	}
+	if env.Hook != nil && a.Hook == env.Hook.Name {
+		return "", fmt.Errorf("hook %s is this run's own hook; it cannot fire itself", a.Hook)
+	}
+	r, err := env.Fire(ctx, a.Hook, a.Event)
+	if err != nil {
+		var ge *engine.GateError
+		if errors.As(err, &ge) {
+			return "", fmt.Errorf("refused: %w", err)
+		}
+		return "", err
+	}
+	return fmt.Sprintf("fired %s: run %s, %s", a.Hook, r.ID, describeStatus(r)), nil
+}
+
+func describeStatus(r *engine.Run) string {
+	s := string(r.Status)
+	if r.Reason != "" {
+		s += " (" + r.Reason + ")"
+	}
+	return s
+}

@@ -1,0 +1,91 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+func init() {
+	register("list_runs",
+		"List hookd's recent runs, newest first: id, hook, status, trigger, start time, duration and why it ended.",
+		`{"type":"object","properties":{
+			"hook":{"type":"string","description":"only this hook's runs"},
+			"status":{"enum":["queued","running","completed","failed","skipped","dropped","cancelled","interrupted"]},
+			"limit":{"type":"integer","minimum":1,"maximum":100,"description":"default 20"}
+		},"additionalProperties":false}`,
+		listRuns)
+	register("get_run",
+		"Read one run record by id (from list_runs): its steps and their outputs, prompt, response, "+
+			"tokens and error, as JSON.",
+		`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"],"additionalProperties":false}`,
+		getRun)
+}
+
+type listRunsArgs struct {
+	Hook   string `json:"hook"`
+	Status string `json:"status"`
+	Limit  int    `json:"limit"`
+}
+
+func listRuns(ctx context.Context, env *engine.ToolEnv, a *listRunsArgs) (string, error) {
+	if env.Records == nil {
+		return "", errors.New("hookd's records are not readable from this run")
+	}
+	if a.Limit <= 0 {
+		a.Limit = 20
+	}
+	runs, err := env.Records.ListRuns(ctx, engine.RunFilter{Hook: a.Hook, Status: engine.Status(a.Status), Limit: a.Limit})
+	if err != nil {
+		return "", err
+	}
+	if len(runs) == 0 {
+		return "(no runs)", nil
+	}
+	var b strings.Builder
+	b.WriteString("id\thook\tstatus\ttrigger\tstarted\tduration\twhy")
+	for _, r := range runs {
+		started := "-"
+		if !r.StartedAt.IsZero() {
+			started = r.StartedAt.UTC().Format(time.RFC3339)
+		}
+		dur := "-"
+		if d := r.Duration(); d > 0 {
+			dur = d.Round(time.Millisecond).String()
+		}
+		why := strings.TrimSpace(r.Reason + " " + r.Error)
+		if len(why) > 200 {
+			why = why[:200] + "…"
+		}
+		fmt.Fprintf(&b, "\n%s\t%s\t%s\t%s\t%s\t%s\t%s", r.ID, r.Hook, r.Status, r.Trigger, started, dur,
+			strings.Join(strings.Fields(why), " "))
+	}
+	return b.String(), nil
+}
+
+type getRunArgs struct {
+	ID string `json:"id"`
+}
+
+func getRun(ctx context.Context, env *engine.ToolEnv, a *getRunArgs) (string, error) {
+	if env.Records == nil {
+		return "", errors.New("hookd's records are not readable from this run")
+	}
+	r, err := env.Records.GetRun(ctx, a.ID)
+	if errors.Is(err, engine.ErrNotFound) {
+		return "", fmt.Errorf("no run %s (list_runs shows the ids)", a.ID)
+	}
+	if err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
