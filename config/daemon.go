@@ -15,18 +15,23 @@ import (
 
 // Daemon is the daemon's settings, from hookd.yaml.
 type Daemon struct {
-	File           string           // the settings file read, "" when none was
-	HooksDir       string           // hooks_dir: absolute
-	DB             string           // db: absolute path of the SQLite file
-	MaxConcurrent  int              // max_concurrent: runs at once, >= 1
-	Tick           time.Duration    // tick: longest sleep of the loop, > 0
-	QueueSize      int              // queue_size: runs waiting for a slot, >= 1
-	Grace          time.Duration    // grace: how long a stop waits for runs, >= 0
-	DefaultTimeout time.Duration    // default_timeout: a run's timeout when its hook sets none, > 0
-	MaxCatchup     int              // max_catchup: missed slots fired with on_missed: all, >= 1
-	LogFormat      string           // log_format: text or json
-	Listen         string           // listen: optional host:port for the TCP API
-	LLM            engine.LLMConfig // llm: defaults for every hook's model settings
+	File           string                // the settings file read, "" when none was
+	HooksDir       string                // hooks_dir: absolute
+	DB             string                // db: absolute path of the SQLite file
+	MaxConcurrent  int                   // max_concurrent: runs at once, >= 1
+	Tick           time.Duration         // tick: longest sleep of the loop, > 0
+	QueueSize      int                   // queue_size: runs waiting for a slot, >= 1
+	Grace          time.Duration         // grace: how long a stop waits for runs, >= 0
+	DefaultTimeout time.Duration         // default_timeout: a run's timeout when its hook sets none, > 0
+	MaxCatchup     int                   // max_catchup: missed slots fired with on_missed: all, >= 1
+	LogFormat      string                // log_format: text or json
+	Listen         string                // listen: optional host:port for the TCP API
+	TokenEnv       string                // token_env: the variable holding the TCP API's bearer token
+	TokenFile      string                // token_file: or a file holding it (absolute)
+	OverdueGrace   time.Duration         // overdue_grace: how late a periodic hook may be before it counts as overdue
+	Notify         []engine.NotifyTarget // notify: webhooks told about every hook's runs
+	LLM            engine.LLMConfig      // llm: defaults for every hook's model settings
+	MCPServers     []MCPServer           // mcp_servers: MCP servers whose tools hooks may list, in file order
 }
 
 // Default daemon settings.
@@ -39,13 +44,16 @@ const (
 	DefaultGrace         = 30 * time.Second
 	DefaultTimeout       = 30 * time.Minute
 	DefaultMaxCatchup    = 10
+	DefaultTokenEnv      = "HOOKD_TOKEN"
+	DefaultOverdueGrace  = time.Minute
 	DefaultLogFormat     = "text"
 	DefaultAPIKeyEnv     = "OPENAI_API_KEY"
-	DefaultMaxRounds     = 8
+	DefaultMaxRounds     = 10
 )
 
 var daemonKeys = []string{"hooks_dir", "db", "max_concurrent", "tick", "queue_size", "grace",
-	"default_timeout", "max_catchup", "log_format", "listen", "llm"}
+	"default_timeout", "max_catchup", "log_format", "listen", "llm",
+	"token_env", "token_file", "overdue_grace", "notify", "mcp_servers"}
 
 // defaultDaemon returns the default settings, with paths in dir.
 func defaultDaemon(dir string) *Daemon {
@@ -59,6 +67,8 @@ func defaultDaemon(dir string) *Daemon {
 		DefaultTimeout: DefaultTimeout,
 		MaxCatchup:     DefaultMaxCatchup,
 		LogFormat:      DefaultLogFormat,
+		TokenEnv:       DefaultTokenEnv,
+		OverdueGrace:   DefaultOverdueGrace,
 		LLM:            engine.LLMConfig{APIKeyEnv: DefaultAPIKeyEnv, MaxRounds: DefaultMaxRounds},
 	}
 }
@@ -149,10 +159,20 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 			s.errorf(n, "listen", "want host:port, like 127.0.0.1:8787 (got %q)", d.Listen)
 		}
 	}
+	s.apiSettings(f, d, dir)
+	if n, ok := f.decode("overdue_grace", &d.OverdueGrace); ok {
+		nonNegative(s, n, "overdue_grace", d.OverdueGrace)
+	}
+	if n := f.get("notify"); n != nil {
+		d.Notify = s.notify(n, "notify")
+	}
 	if n := f.get("llm"); n != nil {
 		s.llm(n, "llm", &d.LLM)
 		if d.LLM.MaxRounds == 0 {
 			d.LLM.MaxRounds = DefaultMaxRounds
 		}
+	}
+	if n := f.get("mcp_servers"); n != nil {
+		d.MCPServers = s.mcpServers(n, "mcp_servers", dir)
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +21,10 @@ func TestLoadDaemonDefaults(t *testing.T) {
 			File: "/etc/hookd/hookd.yaml", HooksDir: "/etc/hookd/hooks.d", DB: "/etc/hookd/.hookd/hookd.db",
 			MaxConcurrent: 4, Tick: time.Second, QueueSize: 100, Grace: 30 * time.Second,
 			DefaultTimeout: 30 * time.Minute, MaxCatchup: 10, LogFormat: "text",
-			LLM: engine.LLMConfig{APIKeyEnv: "OPENAI_API_KEY", MaxRounds: 8},
+			TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute,
+			LLM: engine.LLMConfig{APIKeyEnv: "OPENAI_API_KEY", MaxRounds: 10},
 		}
-		if *d != *want {
+		if !reflect.DeepEqual(d, want) {
 			t.Errorf("%q:\n got %+v\nwant %+v", src, d, want)
 		}
 	}
@@ -53,9 +55,10 @@ llm:
 		File: "/srv/hookd.yaml", HooksDir: "/srv/hooks", DB: "/var/lib/hookd/state.db",
 		MaxConcurrent: 2, Tick: 250 * time.Millisecond, QueueSize: 5, Grace: 0,
 		DefaultTimeout: time.Hour, MaxCatchup: 1, LogFormat: "json", Listen: "127.0.0.1:8787",
-		LLM: engine.LLMConfig{Model: "4", BaseURL: "https://llm.example/v1", APIKeyEnv: "LLM_KEY", MaxRounds: 8},
+		TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute,
+		LLM: engine.LLMConfig{Model: "4", BaseURL: "https://llm.example/v1", APIKeyEnv: "LLM_KEY", MaxRounds: 10},
 	}
-	if *d != *want {
+	if !reflect.DeepEqual(d, want) {
 		t.Errorf("\n got %+v\nwant %+v", d, want)
 	}
 }

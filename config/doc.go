@@ -96,6 +96,19 @@
 // hooks_dir hooks.d, db .hookd/hookd.db, max_concurrent 4, tick 1s,
 // queue_size 100, grace 30s, default_timeout 30m, max_catchup 10,
 // log_format text, no listen address, and llm defaults of api_key_env
-// OPENAI_API_KEY and max_rounds 8. Relative paths resolve against the
+// OPENAI_API_KEY and max_rounds 10. Relative paths resolve against the
 // directory of the settings file.
+//
+// listen (host:port) also serves the API on TCP; its bearer token is read
+// from the environment variable named by token_env (default HOOKD_TOKEN)
+// or from token_file (relative to the settings file), never from the file
+// itself; giving both is an error. overdue_grace (default 1m, >= 0) is how
+// late a periodic hook may be before it counts as overdue.
+//
+// notify, in hookd.yaml and in a hook file, is a list of webhook targets:
+// name, url or url_env (exactly one), format (generic, slack or discord;
+// default generic) and on (outcomes: started, completed, failed, skipped,
+// cancelled; default [failed], never empty). In a hook file it replaces the
+// daemon-wide list for that hook (Hook.NotifySet); notify: [] silences it.
+// Errors about url never repeat it: a webhook URL may hold a secret.
 package config

@@ -28,7 +28,7 @@ type Options struct {
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap",
 		"timeout", "workdir", "env", "secrets", "steps", "system", "prompt", "llm", "budget",
-		"tools", "plugins", "skip_llm"}
+		"tools", "plugins", "skip_llm", "notify"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
 		"prompt_template":    "prompt",
@@ -36,7 +36,7 @@ var (
 		"llm_config":         "llm",
 		"max_tokens_per_run": "budget.max_tokens_per_run",
 	}
-	llmKeys = []string{"model", "base_url", "api_key_env", "max_rounds"}
+	llmKeys = []string{"model", "base_url", "api_key_env", "max_rounds", "tool_choice", "parallel_tool_calls"}
 )
 
 // ParseHook reads one hook file from r. file names it in errors and in
@@ -137,6 +137,9 @@ func parseHook(data []byte, file string, opts Options) (*engine.Hook, int, Error
 		s.llm(n, path, &h.LLM)
 	}
 	s.tokenBudget(f, &h.Budget)
+	if n := f.get("notify"); n != nil {
+		h.Notify, h.NotifySet = s.notify(n, "notify"), true
+	}
 	return h, nameLine, s.result()
 }
 
@@ -213,6 +216,13 @@ func (s *state) llm(n *yaml.Node, path string, c *engine.LLMConfig) {
 	}
 	if r, ok := f.decode("max_rounds", &c.MaxRounds); ok {
 		nonNegative(s, r, join(path, "max_rounds"), c.MaxRounds)
+	}
+	if t, ok := f.decode("tool_choice", &c.ToolChoice); ok && !hookName.MatchString(c.ToolChoice) {
+		s.errorf(t, join(path, "tool_choice"), "must be auto, none, required or a tool name (got %q)", c.ToolChoice)
+	}
+	var parallel bool
+	if _, ok := f.decode("parallel_tool_calls", &parallel); ok {
+		c.ParallelToolCalls = &parallel
 	}
 }
 

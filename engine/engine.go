@@ -28,6 +28,8 @@ type Config struct {
 	MaxCatchup     int           // bound of on_missed: all when the hook sets none (default 10)
 	MaxEventDepth  int           // event chains deeper than this are cut (default 8)
 	Environ        []string      // the environment runs inherit (default os.Environ())
+	HooksDir       string        // the hooks directory; tools may not write inside it
+	Protected      []string      // more paths tools may not write (the settings file, the state directory)
 
 	// Manual makes an engine that only runs what is fired or emitted
 	// through it: no schedules, no catch-up, and queued runs are left for
@@ -249,6 +251,7 @@ type FireOptions struct {
 	Event   map[string]any // payload, visible as {{event}}
 	Force   bool           // skip the cooldown (never the in-flight gate)
 	Trigger string         // recorded trigger reason (default "manual")
+	Depth   int            // event chain depth of the run (a hook fired by another run's tool)
 }
 
 // Fire triggers a hook through the gates, like any trigger. It returns the
@@ -275,7 +278,7 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 			err = fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
 			return
 		}
-		res := s.trigger(ent, trig{reason: reason, data: opt.Event, force: opt.Force, manual: true})
+		res := s.trigger(ent, trig{reason: reason, data: opt.Event, force: opt.Force, manual: true, depth: opt.Depth})
 		cp := *res.run // a snapshot: a started run belongs to its goroutine
 		run, err = &cp, res.err
 		if res.act != nil {
@@ -296,13 +299,19 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 
 // Emit stores ev and then dispatches it to the hooks whose event trigger
 // matches. It returns the runs it started or queued (a copy of each, as
-// it was when the loop decided).
+// it was when the loop decided). On a DispatchStore the event is kept
+// pending until it is dispatched, so a crash in between does not lose it
+// (see DispatchPending); an event emitted while the engine stops gives
+// ErrStopped and stays pending for the next start.
 func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 	if ev.Time.IsZero() {
 		ev.Time = e.cfg.Clock.Now()
 	}
 	if ev.ID == "" {
 		ev.ID = NewID()
+	}
+	if ds, ok := e.cfg.Store.(DispatchStore); ok {
+		return e.emitDurable(ctx, ds, ev)
 	}
 	if err := e.cfg.Store.AppendEvent(ctx, ev); err != nil {
 		if errors.Is(err, ErrDuplicateEvent) {

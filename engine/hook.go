@@ -59,6 +59,12 @@ type Hook struct {
 	PluginsSet  bool // Plugins was given (an empty list means built-in handlers only)
 	SkipLLM     bool
 
+	// Notify lists the webhooks told about this hook's runs. When NotifySet
+	// is false the daemon-wide notify: list applies; when it is true this
+	// list replaces it (an empty list silences the hook).
+	Notify    []NotifyTarget
+	NotifySet bool
+
 	Source Source
 }
 
@@ -132,8 +138,13 @@ type WatchSpec struct {
 type LLMConfig struct {
 	Model     string
 	BaseURL   string
-	APIKeyEnv string
-	MaxRounds int
+	APIKeyEnv string // names the variable holding the key; the key itself is never stored
+	MaxRounds int    // model calls per run; 0 means the default (10)
+	// ToolChoice is sent only when set: auto, none, required, or the name
+	// of one of the hook's tools.
+	ToolChoice string
+	// ParallelToolCalls is sent only when set.
+	ParallelToolCalls *bool
 }
 
 // Budget bounds what a run may spend.

@@ -13,6 +13,7 @@ type LLM interface {
 // LLMRequest is one model stage of a run.
 type LLMRequest struct {
 	Hook   *Hook
-	Run    *Run // Prompt is set; Response, ToolCalls and Tokens are to be filled
-	System string
+	Run    *Run     // Prompt is set; Response, ToolCalls and Tokens are to be filled
+	System string   // the hook's system message, redacted
+	Env    *ToolEnv // what the hook's tools see; results sent to the model go through Env.Redact
 }

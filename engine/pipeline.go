@@ -46,7 +46,11 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	}
 	close(act.started)
 	log.Info("run started", "trigger", run.Trigger)
-	e.publish(runEvent(run, EventRunStarted))
+	started := runEvent(run, EventRunStarted)
+	if late, ok := lateness(h, run); ok {
+		started.Data["lateness_ms"] = float64(late.Microseconds()) / 1000
+	}
+	e.publish(started)
 
 	timeout := h.Timeout
 	if timeout <= 0 {
@@ -78,72 +82,18 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 // pipeline executes the steps, the short-circuits and the model stage,
 // leaving the outcome in run.
 func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *redactor) {
-	scope := &Scope{
-		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
-		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
-	}
-	if len(run.Event) > 0 {
-		if err := json.Unmarshal(run.Event, &scope.Event); err != nil {
-			run.Status, run.Error = StatusFailed, fmt.Sprintf("decode event payload: %v", err)
-			return
-		}
-	}
-	for _, d := range h.Steps {
-		if d.Name != "" {
-			scope.StepNames[d.Name] = d.Index
-		}
-	}
-	environ := e.cfg.Environ
-	if len(h.Env) > 0 {
-		environ = append(append([]string(nil), environ...), envList(h.Env)...)
-	}
-
-	for i, def := range h.Steps {
-		if stopped(ctx, run) {
-			return
-		}
-		res := e.runStep(ctx, h, run, def, &StepEnv{
-			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: environ, Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
-			Records: e.cfg.Store, Emit: e.emitFrom(run),
-		})
-		scope.Steps[i] = res
-		run.Steps = append(run.Steps, res)
-		if res.Error != "" && def.Required {
-			if stopped(ctx, run) {
-				return
-			}
-			run.Status = StatusFailed
-			run.Error = fmt.Sprintf("%s failed: %s", def.Label(), res.Error)
-			return
-		}
-	}
-	if stopped(ctx, run) {
+	environ, toModel := e.prepare(ctx, h, run, prevStart, red, false)
+	if !toModel {
 		return
 	}
-
-	run.Fingerprint = fingerprint(run.Steps)
-	if reason, skip := e.shortCircuit(ctx, h, run, scope); skip {
-		run.Status, run.Reason = StatusSkipped, reason
-		return
-	}
-	if h.SkipLLM || strings.TrimSpace(h.Prompt) == "" {
-		run.Status = StatusCompleted
-		return
-	}
-
-	prompt, err := e.cfg.Prompt.RenderPrompt(h, scope)
-	if err != nil {
-		run.Status, run.Error = StatusFailed, fmt.Sprintf("render prompt: %v", err)
-		return
-	}
-	run.Prompt = red.String(prompt)
 	if e.cfg.LLM == nil {
 		run.Status = StatusFailed
 		run.Error = "no model client: this hook has a prompt and needs a model, but hookd has no LLM client configured; " +
 			"set skip_llm: true to run its steps only"
 		return
 	}
-	if err := e.cfg.LLM.Complete(ctx, &LLMRequest{Hook: h, Run: run, System: h.System}); err != nil {
+	req := &LLMRequest{Hook: h, Run: run, System: red.String(h.System), Env: e.toolEnv(h, run, environ, red)}
+	if err := e.cfg.LLM.Complete(ctx, req); err != nil {
 		if stopped(ctx, run) {
 			return
 		}
@@ -154,6 +104,91 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 		return
 	}
 	run.Status = StatusCompleted
+}
+
+// prepare runs everything before the model stage: the steps, the
+// fingerprint, the short-circuits and the prompt. It returns the steps'
+// environment and whether the model is to be called; when not, the
+// outcome is in run. A preview (Engine.Preview) publishes no events from
+// steps and renders the prompt even when a short-circuit or skip_llm
+// decided the run.
+func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *redactor, preview bool) (environ []string, toModel bool) {
+	scope := &Scope{
+		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
+		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
+	}
+	if len(run.Event) > 0 {
+		if err := json.Unmarshal(run.Event, &scope.Event); err != nil {
+			run.Status, run.Error = StatusFailed, fmt.Sprintf("decode event payload: %v", err)
+			return environ, false
+		}
+	}
+	for _, d := range h.Steps {
+		if d.Name != "" {
+			scope.StepNames[d.Name] = d.Index
+		}
+	}
+	environ = e.cfg.Environ
+	if len(h.Env) > 0 {
+		environ = append(append([]string(nil), environ...), envList(h.Env)...)
+	}
+	emit := e.emitFrom(run)
+	if preview {
+		emit = previewEmit
+	}
+
+	for i, def := range h.Steps {
+		if stopped(ctx, run) {
+			return environ, false
+		}
+		res := e.runStep(ctx, h, run, def, &StepEnv{
+			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: environ, Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
+			Records: e.cfg.Store, Emit: emit,
+		})
+		scope.Steps[i] = res
+		run.Steps = append(run.Steps, res)
+		if res.Error != "" {
+			// Redacted: a step's error may quote a secret (a URL, a command).
+			e.log.Warn("step failed", "hook", h.Name, "run", run.ID, "step", def.Label(), "err", red.String(res.Error))
+		}
+		if res.Error != "" && def.Required {
+			if stopped(ctx, run) {
+				return environ, false
+			}
+			run.Status = StatusFailed
+			run.Error = fmt.Sprintf("%s failed: %s", def.Label(), res.Error)
+			return environ, false
+		}
+	}
+	if stopped(ctx, run) {
+		return environ, false
+	}
+
+	run.Fingerprint = fingerprint(run.Steps)
+	reason, skip := e.shortCircuit(ctx, h, run, scope)
+	noModel := h.SkipLLM || strings.TrimSpace(h.Prompt) == ""
+	switch {
+	case skip:
+		run.Status, run.Reason = StatusSkipped, reason
+	case noModel:
+		run.Status = StatusCompleted
+	}
+	decided := skip || noModel
+	// A preview renders the prompt whenever the hook has one, to show it.
+	if decided && (!preview || strings.TrimSpace(h.Prompt) == "") {
+		return environ, false
+	}
+
+	prompt, err := e.cfg.Prompt.RenderPrompt(h, scope)
+	if err != nil {
+		run.Error = fmt.Sprintf("render prompt: %v", err)
+		if !decided {
+			run.Status = StatusFailed
+		}
+		return environ, false
+	}
+	run.Prompt = red.String(prompt)
+	return environ, !decided
 }
 
 // emitFrom returns a publisher of events raised by run: their source
@@ -186,9 +221,6 @@ func (e *Engine) runStep(ctx context.Context, h *Hook, run *Run, def *StepDef, e
 	}
 	if err != nil && res.Error == "" {
 		res.Error = err.Error()
-	}
-	if res.Error != "" {
-		e.log.Warn("step failed", "hook", h.Name, "run", run.ID, "step", def.Label(), "err", res.Error)
 	}
 	return res
 }
@@ -349,6 +381,7 @@ func runEvent(run *Run, typ string) *Event {
 		"hook": run.Hook, "run_id": run.ID, "status": string(run.Status), "trigger": run.Trigger,
 		"reason": run.Reason, "error": run.Error, "duration_ms": run.Duration().Milliseconds(),
 	}
+	runEventExtras(run, data)
 	return &Event{ID: NewID(), Type: typ, Data: data, Source: "engine", Depth: run.Depth + 1}
 }
 

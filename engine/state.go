@@ -20,6 +20,7 @@ type state struct {
 
 	running int               // runs executing
 	live    map[string]*entry // run id -> hook, for active, queued and pending runs
+	retired map[string]*entry // hooks removed by a reload whose run is still in flight
 	waiters map[string][]chan *Run
 	events  []*Event // engine events raised inside the loop, dispatched after the current message
 	match   []string // reused buffer for EventIndex.Match
@@ -63,7 +64,7 @@ type active struct {
 
 // trig is one trigger of a hook.
 type trig struct {
-	reason    string // schedule, catchup, event, manual
+	reason    string // schedule, catchup, event, manual, watch
 	slot      time.Time
 	data      map[string]any
 	eventType string
@@ -84,6 +85,7 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		cfg:     &e.cfg,
 		hooks:   make(map[string]*entry, len(e.hooks)),
 		live:    map[string]*entry{},
+		retired: map[string]*entry{},
 		waiters: map[string][]chan *Run{},
 	}
 	now := s.cfg.Clock.Now()
@@ -378,7 +380,11 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResult {
 	if p := ent.pending; p != nil {
 		ent.coalesce++
-		p.Event = mergeEvent(p.Event, t.data)
+		if t.reason == "watch" {
+			p.Event = mergeWatch(p.Event, t.data)
+		} else {
+			p.Event = mergeEvent(p.Event, t.data)
+		}
 		if t.eventType != "" {
 			p.EventType = t.eventType
 		}
@@ -524,6 +530,9 @@ func (s *state) finished(ent *entry, act *active) {
 	}
 	delete(s.live, run.ID)
 	s.finishWaiters(run)
+	if ent.active == nil && s.retired[ent.hook.Name] == ent {
+		delete(s.retired, ent.hook.Name) // its last run is over: the hook is gone
+	}
 	if s.stopping() {
 		return
 	}
@@ -642,6 +651,11 @@ func (s *state) summary() Summary {
 		}
 		if ent.lastMissed || (!ent.due.IsZero() && now.Sub(ent.due) > 2*s.cfg.Tick) {
 			sum.Overdue = append(sum.Overdue, ent.hook.Name)
+		}
+	}
+	for _, ent := range s.retired {
+		if ent.active != nil {
+			sum.InFlight = append(sum.InFlight, ent.active.run.ID)
 		}
 	}
 	for _, q := range s.queue {

@@ -73,6 +73,8 @@ CREATE TABLE events (
 );
 CREATE INDEX events_type_seq ON events (type, seq);
 `},
+	{2, "event dispatch state", sqlEventDispatch}, // dispatch.go
+	{3, "watch snapshots", sqlWatchSnapshots},     // snapshot.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

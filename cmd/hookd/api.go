@@ -12,37 +12,55 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/metrics"
 )
 
-// The control API, served on the unix socket in the state directory:
+// The control API, served on the unix socket in the state directory and,
+// when listen: is set, on TCP behind a bearer token (tcp.go). docs/api.md
+// documents it:
 //
 //	GET  /healthz
+//	GET  /metrics                   Prometheus text format
 //	GET  /v1/hooks                  live state of every hook
 //	POST /v1/hooks/{name}/fire      {"event":{...},"force":bool} -> {"run":{...}}; 409 + gate when refused
 //	POST /v1/hooks/{name}/pause     and /resume
 //	GET  /v1/runs?hook=&status=&limit=&before=
 //	GET  /v1/runs/{id}
 //	GET  /v1/runs/{id}/wait         blocks until the run is final
-//	POST /v1/events                 {"type":"...","data":{...},"id":"optional"} -> {"event_id","seq","runs"}
-//	GET  /v1/status                 runs in flight, queue, overdue hooks
+//	POST /v1/events                 {"type":"...","data":{...},"id":"optional"} -> {"event_id","seq","runs","duplicate"}
+//	GET  /v1/events?after=&limit=&type=&hook=
+//	GET  /v1/stream                 Server-Sent Events, resumable with Last-Event-ID
+//	GET  /v1/status                 runs in flight, queue, overdue hooks, counters
 
 // maxBody bounds request bodies.
 const maxBody = 1 << 20
 
 type apiServer struct {
-	eng *engine.Engine
-	st  engine.Store
-	db  string // absolute path of the database, told by /healthz
-	log *slog.Logger
+	eng     *engine.Engine
+	st      engine.Store
+	evlog   eventLog
+	feed    *eventFeed
+	metrics *metrics.Metrics
+	db      string // absolute path of the database, told by /healthz on the socket
+	log     *slog.Logger
+	grace   time.Duration // overdue grace, for /v1/status
+	started time.Time
+
+	closing   chan struct{} // closed when the API shuts down: streams end
+	closeOnce sync.Once
 }
 
 // health is the answer of /healthz.
 type health struct {
 	Status string `json:"status"`
 	DB     string `json:"db,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	Uptime string `json:"uptime,omitempty"`
 }
 
 // apiError is the body of every error answer.
@@ -55,8 +73,14 @@ type apiError struct {
 func (a *apiServer) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, health{Status: "ok", DB: a.db})
+		writeJSON(w, http.StatusOK, health{Status: "ok", DB: a.db, PID: os.Getpid(),
+			Uptime: time.Since(a.started).Round(time.Second).String()})
 	})
+	if a.metrics != nil {
+		mux.Handle("GET /metrics", a.metrics.Handler())
+	}
+	mux.HandleFunc("GET /v1/events", a.events)
+	mux.HandleFunc("GET /v1/stream", a.stream)
 	mux.HandleFunc("GET /v1/hooks", a.hooks)
 	mux.HandleFunc("POST /v1/hooks/{name}/fire", a.fire)
 	mux.HandleFunc("POST /v1/hooks/{name}/pause", a.pause(true))
@@ -84,12 +108,18 @@ func (a *apiServer) serveUnix(path string) (*http.Server, error) {
 		return nil, fmt.Errorf("restrict socket: %w", err)
 	}
 	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(a.close)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("control API stopped", "err", err)
 		}
 	}()
 	return srv, nil
+}
+
+// close ends the streams, so a shutdown does not wait for them.
+func (a *apiServer) close() {
+	a.closeOnce.Do(func() { close(a.closing) })
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -116,14 +146,33 @@ func writeErr(w http.ResponseWriter, err error) {
 	}
 }
 
+// decodeBody decodes a JSON request body into v strictly: unknown fields,
+// a value of the wrong type or anything after the object is a 400, a body
+// over maxBody a 413. An empty body leaves v as it is.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		writeJSON(w, http.StatusBadRequest, apiError{Error: "bad request body: " + err.Error()})
-		return false
+	err := dec.Decode(v)
+	if err == nil {
+		// One JSON value: anything after it is an error.
+		var extra json.RawMessage
+		if err2 := dec.Decode(&extra); !errors.Is(err2, io.EOF) {
+			err = errors.New("unexpected data after the JSON object")
+			if err2 != nil && !errors.As(err2, new(*json.SyntaxError)) {
+				err = err2
+			}
+		}
 	}
-	return true
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		return true
+	case errors.As(err, &tooBig):
+		writeJSON(w, http.StatusRequestEntityTooLarge, apiError{Error: fmt.Sprintf("request body is larger than %d bytes", maxBody)})
+	default:
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "bad request body: " + err.Error()})
+	}
+	return false
 }
 
 func (a *apiServer) hooks(w http.ResponseWriter, r *http.Request) {
@@ -214,6 +263,51 @@ type emitAnswer struct {
 	EventID string        `json:"event_id"`
 	Seq     int64         `json:"seq"`
 	Runs    []*engine.Run `json:"runs"`
+	// Duplicate: an event with this id was published before; this one was
+	// neither stored nor dispatched again (seq is the first one's).
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Pending: hookd is stopping; the event is stored and is dispatched
+	// when it starts again.
+	Pending bool `json:"pending,omitempty"`
+}
+
+// Limits of a published event.
+const (
+	maxEventType = 200
+	maxEventID   = 200
+)
+
+// checkEvent validates a published event: a type made of dot-separated
+// segments of letters, digits, '_' and '-' (no wildcards), not in the
+// engine's own hook.run namespace; an id of printable ASCII.
+func checkEvent(req *emitRequest) error {
+	switch {
+	case req.Type == "":
+		return errors.New("type is required")
+	case len(req.Type) > maxEventType:
+		return fmt.Errorf("type is longer than %d bytes", maxEventType)
+	case strings.HasPrefix(req.Type, "hook.run."):
+		return errors.New("type: hook.run.* events are published by hookd itself")
+	}
+	for _, seg := range strings.Split(req.Type, ".") {
+		if seg == "" {
+			return fmt.Errorf("type %q has an empty segment", req.Type)
+		}
+		for _, c := range seg {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+				return fmt.Errorf("type %q: segments are made of letters, digits, '_' and '-'", req.Type)
+			}
+		}
+	}
+	if len(req.ID) > maxEventID {
+		return fmt.Errorf("id is longer than %d bytes", maxEventID)
+	}
+	for _, c := range req.ID {
+		if c <= ' ' || c > '~' {
+			return errors.New("id must be printable ASCII without spaces")
+		}
+	}
+	return nil
 }
 
 func (a *apiServer) emit(w http.ResponseWriter, r *http.Request) {
@@ -221,26 +315,30 @@ func (a *apiServer) emit(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if req.Type == "" {
-		writeJSON(w, http.StatusBadRequest, apiError{Error: "type is required"})
+	if err := checkEvent(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error()})
 		return
 	}
 	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "api"}
 	runs, err := a.eng.Emit(r.Context(), ev)
-	if err != nil {
-		writeErr(w, err)
-		return
+	ans := emitAnswer{EventID: ev.ID, Seq: ev.Seq, Runs: runs}
+	if ans.Runs == nil {
+		ans.Runs = []*engine.Run{}
 	}
-	writeJSON(w, http.StatusOK, emitAnswer{EventID: ev.ID, Seq: ev.Seq, Runs: runs})
-}
-
-func (a *apiServer) status(w http.ResponseWriter, r *http.Request) {
-	sum, err := a.eng.Summary(r.Context())
-	if err != nil {
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, ans)
+	case errors.Is(err, engine.ErrDuplicateEvent):
+		// Idempotent: a retry of a published event is answered like the
+		// first, without dispatching it again.
+		ans.Duplicate = true
+		writeJSON(w, http.StatusOK, ans)
+	case errors.Is(err, engine.ErrStopped) && ev.Seq > 0:
+		ans.Pending = true
+		writeJSON(w, http.StatusAccepted, ans)
+	default:
 		writeErr(w, err)
-		return
 	}
-	writeJSON(w, http.StatusOK, sum)
 }
 
 // client talks to a running daemon over its unix socket.

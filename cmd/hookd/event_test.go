@@ -50,7 +50,7 @@ skip_llm: true
 	if report.Status != engine.StatusCompleted || report.Trigger != "event" || report.EventType != "hook.run.failed" {
 		t.Errorf("reporter run: status %s trigger %s event %s", report.Status, report.Trigger, report.EventType)
 	}
-	if len(report.Steps) != 1 || !strings.HasPrefix(report.Steps[0].Output, "nomodel: no model client") {
+	if len(report.Steps) != 1 || !strings.HasPrefix(report.Steps[0].Output, "nomodel: no model") {
 		t.Errorf("reporter output: %+v", report.Steps)
 	}
 	if !strings.Contains(string(report.Event), failed) {

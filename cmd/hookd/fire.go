@@ -178,6 +178,10 @@ func cmdEmit(c *cli, args []string) int {
 	defer l.close()
 	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "cli"}
 	runs, err := l.eng.Emit(ctx, ev)
+	if errors.Is(err, engine.ErrDuplicateEvent) {
+		c.printEmitted(emitAnswer{EventID: ev.ID, Seq: ev.Seq, Duplicate: true})
+		return exitOK
+	}
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -197,6 +201,17 @@ func cmdEmit(c *cli, args []string) int {
 }
 
 func (c *cli) printEmitted(ans emitAnswer) {
+	switch {
+	case ans.Duplicate:
+		// Idempotent: a retry of a published event is not an error.
+		fmt.Fprintf(c.stdout, "event %s: 0 run(s)\n", ans.EventID)
+		fmt.Fprintf(c.stderr, "event %s was already published (seq %d); not dispatched again\n", ans.EventID, ans.Seq)
+		return
+	case ans.Pending:
+		fmt.Fprintf(c.stdout, "event %s: 0 run(s)\n", ans.EventID)
+		fmt.Fprintf(c.stderr, "hookd is stopping: event %s is stored and is dispatched when it starts again\n", ans.EventID)
+		return
+	}
 	fmt.Fprintf(c.stdout, "event %s: %d run(s)\n", ans.EventID, len(ans.Runs))
 	for _, r := range ans.Runs {
 		fmt.Fprintf(c.stdout, "  %s %s (%s)\n", r.ID, r.Hook, r.Status)

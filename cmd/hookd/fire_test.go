@@ -115,7 +115,7 @@ func TestFireThroughDaemon(t *testing.T) {
 	})
 	t.Run("wait failed no model", func(t *testing.T) {
 		r := e.must(1, "fire", "nomodel", "--wait")
-		if !strings.Contains(r.stderr, "nomodel failed") || !strings.Contains(r.stderr, "no model client") {
+		if !strings.Contains(r.stderr, "nomodel failed") || !strings.Contains(r.stderr, "no model") {
 			t.Errorf("want the failure on stderr:\n%s", r)
 		}
 		if got := e.getRun(runID(t, r)); got.Status != engine.StatusFailed {
@@ -236,7 +236,7 @@ func TestFireInProcess(t *testing.T) {
 
 	e.must(0, "fire", "short", "--wait")
 	r = e.must(1, "fire", "nomodel", "--wait")
-	if !strings.Contains(r.stderr, "no model client") {
+	if !strings.Contains(r.stderr, "no model") {
 		t.Errorf("want the failure on stderr:\n%s", r)
 	}
 	// Without --wait the run still happens here, but the fire itself

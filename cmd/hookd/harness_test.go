@@ -69,7 +69,8 @@ type env struct {
 	t   *testing.T
 	dir string
 
-	badHooksOK bool // serve: a hook file that does not load is expected
+	badHooksOK bool     // serve: a hook file that does not load is expected
+	environ    []string // KEY=VALUE added to the environment of hookd processes
 }
 
 // newEnv makes a directory for a test with the daemon settings given (""
@@ -144,16 +145,17 @@ func (r result) String() string {
 func (e *env) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, hookdBin, args...)
 	cmd.Dir = e.dir
-	cmd.Env = childEnv()
+	cmd.Env = append(childEnv(), e.environ...)
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
 
-// childEnv is the environment of hookd processes: times print in UTC, and
+// childEnv is the environment of hookd processes: no model settings leak
+// in from the developer's environment, times print in UTC, and
 // a binary built with -race exits without the race runtime's 1s pause (a
 // race it found still makes it exit 66).
 func childEnv() []string {
-	return append(os.Environ(), "TZ=UTC", "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
+	return append(os.Environ(), "HOOKD_MODEL=", "OPENAI_BASE_URL=", "OPENAI_API_KEY=", "TZ=UTC", "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
 }
 
 // run runs a hookd command to its end.
@@ -313,7 +315,7 @@ func (e *env) startServe(args ...string) *daemon {
 	d := &daemon{e: e, log: &logBuffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(hookdBin, append([]string{"serve"}, args...)...)
 	d.cmd.Dir = e.dir
-	d.cmd.Env = childEnv()
+	d.cmd.Env = append(childEnv(), e.environ...)
 	d.cmd.Stdout = d.log
 	d.cmd.Stderr = d.log
 	if err := d.cmd.Start(); err != nil {

@@ -37,9 +37,12 @@ var commands = []command{
 	{"run", "ID [--json]", "one run: steps, prompt, response, tool calls, tokens", cmdRun},
 	{"validate", "[DIR]", "check hook files; exit 1 on error", cmdValidate},
 	{"next", "NAME [-n 5]", "next fire times", cmdNext},
+	{"render", "NAME [--event JSON] [--json]", "run a hook's steps and print the prompt it would send, without a model", cmdRender},
+	{"tools", "[--json] [--builtin]", "the tools hooks may give the model: built-in and MCP, with their schemas", cmdTools},
 	{"pause", "NAME", "pause a hook (kept across restarts)", cmdPause},
 	{"resume", "NAME", "resume a paused hook", cmdResume},
-	{"status", "", "runs in flight, the queue, overdue hooks", cmdStatus},
+	{"status", "[--json]", "runs in flight, the queue, overdue hooks, counters since start", cmdStatus},
+	{"watch", "[--since SEQ] [--hook NAME] [--type PATTERNS] [--json] [-n N]", "follow the live event stream, one line per event", cmdWatch},
 }
 
 func main() {

@@ -274,6 +274,7 @@ func printRun(c *cli, r *engine.Run) {
 		fmt.Fprintln(w)
 		printBlock(w, "prompt", r.Prompt)
 	}
+	printTranscript(w, r)
 	if r.Response != "" {
 		fmt.Fprintln(w)
 		printBlock(w, "response", r.Response)
@@ -315,9 +316,6 @@ func cmdValidate(c *cli, args []string) int {
 	}
 	for _, e := range errs {
 		fmt.Fprintln(c.stderr, e)
-	}
-	for _, msg := range notYet(d, hooks) {
-		fmt.Fprintln(c.stderr, "warning: "+msg)
 	}
 	fmt.Fprintf(c.stdout, "%d hook(s) valid in %s", len(hooks), d.HooksDir)
 	if len(errs) > 0 {
@@ -410,32 +408,6 @@ func setPaused(c *cli, args []string, paused bool) int {
 		return c.errorf("%v", err)
 	}
 	fmt.Fprintf(c.stdout, "%s %s (hookd is not running; it applies when it starts)\n", name, verb)
-	return exitOK
-}
-
-func cmdStatus(c *cli, args []string) int {
-	fs := c.flags()
-	asJSON := fs.Bool("json", false, "print JSON")
-	_, d, code, ok := c.setup(fs, args, 0, 0)
-	if !ok {
-		return code
-	}
-	cl := dial(d.DB)
-	if cl == nil {
-		fmt.Fprintf(c.stdout, "hookd is not running (no answer on %s)\n", socketPath(d.DB))
-		return exitError
-	}
-	var sum engine.Summary
-	if err := cl.do(context.Background(), "GET", "/v1/status", nil, &sum); err != nil {
-		return c.errorf("%v", err)
-	}
-	if *asJSON {
-		return c.printJSON(sum)
-	}
-	fmt.Fprintf(c.stdout, "hookd is running (socket %s)\n", socketPath(d.DB))
-	fmt.Fprintf(c.stdout, "in flight: %d %s\n", len(sum.InFlight), strings.Join(sum.InFlight, " "))
-	fmt.Fprintf(c.stdout, "queued:    %d %s\n", len(sum.Queued), strings.Join(sum.Queued, " "))
-	fmt.Fprintf(c.stdout, "overdue:   %d %s\n", len(sum.Overdue), strings.Join(sum.Overdue, " "))
 	return exitOK
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,7 +13,13 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/metrics"
+	"github.com/hookd/hookd/notify"
 )
+
+// notifyDrain is how long a stopping daemon keeps delivering the
+// notifications it queued.
+const notifyDrain = 5 * time.Second
 
 func cmdServe(c *cli, args []string) int {
 	fs := c.flags()
@@ -30,7 +37,19 @@ func cmdServe(c *cli, args []string) int {
 	}
 	log := newLogger(d.LogFormat, os.Stderr, slog.LevelInfo)
 
-	l, err := c.openLocal(d, log, false)
+	// The TCP API needs its token before anything starts.
+	var token string
+	if d.Listen != "" {
+		var err error
+		if token, err = apiToken(d, os.Getenv); err != nil {
+			return c.errorf("%v", err)
+		}
+		if err := checkListen(d, token); err != nil {
+			return c.errorf("%v", err)
+		}
+	}
+
+	l, err := c.newLocal(d, log, false)
 	if err != nil {
 		if errors.Is(err, engine.ErrLocked) {
 			return c.errorf("%v", err)
@@ -39,30 +58,75 @@ func cmdServe(c *cli, args []string) int {
 	}
 	defer l.close()
 
+	// Observers subscribe before the engine starts, so they see its first
+	// events (catch-up runs).
+	m := metrics.New(l.eng, d.OverdueGrace, 0)
+	l.eng.Subscribe(m.Observe)
+	notifier := notify.New(notify.Options{Targets: d.Notify, Runs: l.db, Logger: log, Count: m.Notification})
+	notifier.SetHooks(l.hooks)
+	notifier.Start()
+	l.eng.Subscribe(notifier.Observe)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), notifyDrain)
+		defer cancel()
+		notifier.Stop(ctx)
+	}()
+
+	if err := l.eng.Start(context.Background()); err != nil {
+		return c.errorf("start: %v", err)
+	}
+	// Events accepted but not dispatched when the last daemon stopped go
+	// first, before the API accepts new ones.
+	if _, err := l.eng.DispatchPending(context.Background()); err != nil {
+		return c.errorf("start: %v", err)
+	}
+	// File watches, and live reload of the hooks directory (reload.go).
+	rl, err := startReloader(d, l, log, notifier.SetHooks)
+	if err != nil {
+		return c.errorf("start: %v", err)
+	}
+	defer rl.stop()
+
 	abs, err := filepath.Abs(d.DB)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	api := &apiServer{eng: l.eng, st: l.db, db: abs, log: log}
+	api := &apiServer{
+		eng: l.eng, st: l.db, evlog: l.db, feed: l.feed, metrics: m, db: abs, log: log,
+		grace: d.OverdueGrace, started: time.Now(), closing: make(chan struct{}),
+	}
 	sock := socketPath(d.DB)
 	srv, err := api.serveUnix(sock)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
+	servers := []*http.Server{srv}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		srv.Shutdown(ctx)
+		for _, s := range servers {
+			s.Shutdown(ctx)
+		}
 		os.Remove(sock)
 	}()
-	log.Info("hookd serving", "hooks", len(l.hooks), "dir", d.HooksDir, "db", d.DB, "socket", sock,
-		"max_concurrent", d.MaxConcurrent)
+	attrs := []any{"hooks", len(l.hooks), "dir", d.HooksDir, "db", d.DB, "socket", sock, "max_concurrent", d.MaxConcurrent}
+	if d.Listen != "" {
+		tsrv, addr, err := api.serveTCP(d.Listen, token)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		servers = append(servers, tsrv)
+		attrs = append(attrs, "listen", addr.String())
+	}
+	log.Info("hookd serving", attrs...)
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	sig := <-sigs
 	log.Info("stopping: no new runs; waiting for runs in flight (signal again to force)", "signal", sig.String(), "grace", d.Grace)
+	go rl.stop() // no more reloads or file-change fires (not in the way of the engine's stop)
+	api.close()  // end the live streams
 	done := make(chan struct{})
 	go func() { l.eng.Stop(); close(done) }()
 	select {

@@ -72,38 +72,39 @@ func (c *cli) loadHooks(d *config.Daemon) ([]*engine.Hook, []error, error) {
 	return hooks, errs, nil
 }
 
-// notYet lists what the settings and hooks ask for that this build of
-// hookd does not do yet, so it is said rather than silently ignored.
-func notYet(d *config.Daemon, hooks []*engine.Hook) []string {
-	var out []string
-	for _, h := range hooks {
-		if h.Trigger.Kind == engine.TriggerWatch {
-			out = append(out, fmt.Sprintf("%s: hook %s has a watch trigger, but file watching is not available yet: it fires only by hand",
-				h.Source.File, h.Name))
-		}
-	}
-	if d.Listen != "" {
-		out = append(out, fmt.Sprintf("%s: listen is set, but the TCP API is not available yet: the API is served on the unix socket only", d.File))
-	}
-	return out
-}
-
 // local is an engine on this process, holding the database lock.
 type local struct {
 	db     *store.DB
 	eng    *engine.Engine
 	hooks  []*engine.Hook
+	feed   *eventFeed // told whenever events are stored
+	model  *model     // the LLM client and MCP servers
 	unlock func() error
 }
 
 // openLocal takes the database lock, opens the store, loads the hooks and
-// builds an engine. manual engines fire only what they are told to.
+// builds and starts an engine. manual engines fire only what they are
+// told to.
 func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
+	l, err := c.newLocal(d, log, manual)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.eng.Start(context.Background()); err != nil {
+		l.close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// newLocal is openLocal without starting the engine, so that observers
+// can subscribe before the first event.
+func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
 	unlock, err := store.Lock(d.DB)
 	if err != nil {
 		return nil, err
 	}
-	l := &local{unlock: unlock}
+	l := &local{unlock: unlock, feed: newEventFeed()}
 	if l.db, err = store.Open(d.DB); err != nil {
 		l.close()
 		return nil, err
@@ -116,9 +117,6 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 	for _, e := range errs {
 		log.Error("hook file not loaded", "err", e.Error())
 	}
-	for _, msg := range notYet(d, hooks) {
-		log.Warn(msg)
-	}
 	l.hooks = hooks
 	grace := d.Grace
 	if grace == 0 {
@@ -126,9 +124,14 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 		// zero Grace as "unset" and would wait its default 30s.
 		grace = time.Nanosecond
 	}
+	l.model = newModel(d, log)
 	l.eng, err = engine.New(engine.Config{
-		Store:          l.db,
+		LLM:            l.model.llm,
+		HooksDir:       l.model.hooksDir,
+		Protected:      l.model.protected,
+		Store:          &feedStore{DB: l.db, feed: l.feed},
 		Events:         triggers.NewEventIndex(),
+		Prompt:         promptRenderer(d),
 		Logger:         log,
 		MaxConcurrent:  d.MaxConcurrent,
 		Tick:           d.Tick,
@@ -142,10 +145,6 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 		l.close()
 		return nil, err
 	}
-	if err := l.eng.Start(context.Background()); err != nil {
-		l.close()
-		return nil, err
-	}
 	return l, nil
 }
 
@@ -153,6 +152,7 @@ func (l *local) close() {
 	if l.eng != nil {
 		l.eng.Stop()
 	}
+	l.model.close()
 	if l.db != nil {
 		l.db.Close()
 	}
