@@ -91,28 +91,8 @@ func (d *DB) ListEvents(ctx context.Context, typ string, limit int) ([]*engine.E
 	}
 	q += ` ORDER BY seq DESC LIMIT ?`
 	args = append(args, limit)
-	rows, err := d.r.QueryContext(ctx, q, args...)
+	evs, err := d.queryEvents(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	defer rows.Close()
-	var evs []*engine.Event
-	for rows.Next() {
-		var (
-			ev   engine.Event
-			data string
-			t    sql.NullInt64
-		)
-		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Type, &data, &ev.Source, &t, &ev.Depth); err != nil {
-			return nil, fmt.Errorf("list events: %w", err)
-		}
-		if err := json.Unmarshal([]byte(data), &ev.Data); err != nil {
-			return nil, fmt.Errorf("list events: decode data of %s: %w", ev.ID, err)
-		}
-		ev.Time = nullTime(t)
-		evs = append(evs, &ev)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return evs, nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,12 +24,9 @@ func cmdFire(c *cli, args []string) int {
 		return code
 	}
 	name := pos[0]
-	var event map[string]any
-	if *eventJSON != "" {
-		if err := json.Unmarshal([]byte(*eventJSON), &event); err != nil {
-			fmt.Fprintf(c.stderr, "hookd fire: --event must be a JSON object: %v\n", err)
-			return exitUsage
-		}
+	event, ok := c.jsonObject("event", *eventJSON)
+	if !ok {
+		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -132,12 +128,12 @@ func cmdEmit(c *cli, args []string) int {
 	if !ok {
 		return code
 	}
-	data := map[string]any{}
-	if *dataJSON != "" {
-		if err := json.Unmarshal([]byte(*dataJSON), &data); err != nil {
-			fmt.Fprintf(c.stderr, "hookd emit: --data must be a JSON object: %v\n", err)
-			return exitUsage
-		}
+	data, ok := c.jsonObject("data", *dataJSON)
+	if !ok {
+		return exitUsage
+	}
+	if data == nil {
+		data = map[string]any{}
 	}
 	for _, kv := range pos[1:] {
 		k, v, ok := strings.Cut(kv, "=")

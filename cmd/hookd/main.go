@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -143,6 +144,20 @@ func (c *cli) setup(fs *flag.FlagSet, args []string, minPos, maxPos int) ([]stri
 		return nil, nil, c.errorf("%v", err), false
 	}
 	return pos, d, exitOK, true
+}
+
+// jsonObject decodes a flag's JSON object; "" is nil. A bad value is
+// reported as a usage error.
+func (c *cli) jsonObject(flag, text string) (map[string]any, bool) {
+	if text == "" {
+		return nil, true
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(text), &m); err != nil {
+		fmt.Fprintf(c.stderr, "hookd %s: --%s must be a JSON object: %v\n", c.name, flag, err)
+		return nil, false
+	}
+	return m, true
 }
 
 func (c *cli) errorf(format string, args ...any) int {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,12 +39,9 @@ func cmdRender(c *cli, args []string) int {
 		return code
 	}
 	name := pos[0]
-	var event map[string]any
-	if *eventJSON != "" {
-		if err := json.Unmarshal([]byte(*eventJSON), &event); err != nil {
-			fmt.Fprintf(c.stderr, "hookd render: --event must be a JSON object: %v\n", err)
-			return exitUsage
-		}
+	event, ok := c.jsonObject("event", *eventJSON)
+	if !ok {
+		return exitUsage
 	}
 	hooks, errs, err := c.loadHooks(d)
 	if err != nil {
