@@ -29,6 +29,7 @@ type Daemon struct {
 	TokenEnv       string                // token_env: the variable holding the TCP API's bearer token
 	TokenFile      string                // token_file: or a file holding it (absolute)
 	OverdueGrace   time.Duration         // overdue_grace: how late a periodic hook may be before it counts as overdue
+	PromptValueMax int                   // prompt_value_max: bytes kept of each value inserted into a prompt
 	Notify         []engine.NotifyTarget // notify: webhooks told about every hook's runs
 	LLM            engine.LLMConfig      // llm: defaults for every hook's model settings
 	MCPServers     []MCPServer           // mcp_servers: MCP servers whose tools hooks may list, in file order
@@ -36,24 +37,25 @@ type Daemon struct {
 
 // Default daemon settings.
 const (
-	DefaultHooksDir      = "hooks.d"
-	DefaultDB            = ".hookd/hookd.db"
-	DefaultMaxConcurrent = 4
-	DefaultTick          = time.Second
-	DefaultQueueSize     = 100
-	DefaultGrace         = 30 * time.Second
-	DefaultTimeout       = 30 * time.Minute
-	DefaultMaxCatchup    = 10
-	DefaultTokenEnv      = "HOOKD_TOKEN"
-	DefaultOverdueGrace  = time.Minute
-	DefaultLogFormat     = "text"
-	DefaultAPIKeyEnv     = "OPENAI_API_KEY"
-	DefaultMaxRounds     = 10
+	DefaultHooksDir       = "hooks.d"
+	DefaultDB             = ".hookd/hookd.db"
+	DefaultMaxConcurrent  = 4
+	DefaultTick           = time.Second
+	DefaultQueueSize      = 100
+	DefaultGrace          = 30 * time.Second
+	DefaultTimeout        = 30 * time.Minute
+	DefaultMaxCatchup     = 10
+	DefaultTokenEnv       = "HOOKD_TOKEN"
+	DefaultOverdueGrace   = time.Minute
+	DefaultPromptValueMax = 16 << 10
+	DefaultLogFormat      = "text"
+	DefaultAPIKeyEnv      = "OPENAI_API_KEY"
+	DefaultMaxRounds      = 10
 )
 
 var daemonKeys = []string{"hooks_dir", "db", "max_concurrent", "tick", "queue_size", "grace",
 	"default_timeout", "max_catchup", "log_format", "listen", "llm",
-	"token_env", "token_file", "overdue_grace", "notify", "mcp_servers"}
+	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers"}
 
 // defaultDaemon returns the default settings, with paths in dir.
 func defaultDaemon(dir string) *Daemon {
@@ -69,6 +71,7 @@ func defaultDaemon(dir string) *Daemon {
 		LogFormat:      DefaultLogFormat,
 		TokenEnv:       DefaultTokenEnv,
 		OverdueGrace:   DefaultOverdueGrace,
+		PromptValueMax: DefaultPromptValueMax,
 		LLM:            engine.LLMConfig{APIKeyEnv: DefaultAPIKeyEnv, MaxRounds: DefaultMaxRounds},
 	}
 }
@@ -162,6 +165,9 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 	s.apiSettings(f, d, dir)
 	if n, ok := f.decode("overdue_grace", &d.OverdueGrace); ok {
 		nonNegative(s, n, "overdue_grace", d.OverdueGrace)
+	}
+	if n, ok := f.decode("prompt_value_max", &d.PromptValueMax); ok {
+		positive(s, n, "prompt_value_max", d.PromptValueMax)
 	}
 	if n := f.get("notify"); n != nil {
 		d.Notify = s.notify(n, "notify")

@@ -21,7 +21,7 @@ func TestLoadDaemonDefaults(t *testing.T) {
 			File: "/etc/hookd/hookd.yaml", HooksDir: "/etc/hookd/hooks.d", DB: "/etc/hookd/.hookd/hookd.db",
 			MaxConcurrent: 4, Tick: time.Second, QueueSize: 100, Grace: 30 * time.Second,
 			DefaultTimeout: 30 * time.Minute, MaxCatchup: 10, LogFormat: "text",
-			TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute,
+			TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute, PromptValueMax: 16 << 10,
 			LLM: engine.LLMConfig{APIKeyEnv: "OPENAI_API_KEY", MaxRounds: 10},
 		}
 		if !reflect.DeepEqual(d, want) {
@@ -42,6 +42,7 @@ default_timeout: 1h
 max_catchup: 1
 log_format: json
 listen: 127.0.0.1:8787
+prompt_value_max: 4096
 llm:
   model: 4
   base_url: https://llm.example/v1
@@ -55,7 +56,7 @@ llm:
 		File: "/srv/hookd.yaml", HooksDir: "/srv/hooks", DB: "/var/lib/hookd/state.db",
 		MaxConcurrent: 2, Tick: 250 * time.Millisecond, QueueSize: 5, Grace: 0,
 		DefaultTimeout: time.Hour, MaxCatchup: 1, LogFormat: "json", Listen: "127.0.0.1:8787",
-		TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute,
+		TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute, PromptValueMax: 4096,
 		LLM: engine.LLMConfig{Model: "4", BaseURL: "https://llm.example/v1", APIKeyEnv: "LLM_KEY", MaxRounds: 10},
 	}
 	if !reflect.DeepEqual(d, want) {

@@ -21,7 +21,7 @@ import (
 
 // promptRenderer is the prompt renderer of every engine hookd builds.
 func promptRenderer(d *config.Daemon) engine.PromptRenderer {
-	return templates.New(templates.Options{})
+	return templates.New(templates.Options{MaxValueBytes: d.PromptValueMax})
 }
 
 // cmdRender previews a hook: it runs the steps here, in this process, and
