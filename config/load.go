@@ -22,17 +22,27 @@ var hookExts = []string{".yaml", ".yml", ".json"}
 // A hook's default name is its file name without the extension, and
 // opts.Root defaults to the parent of dir: hooks.d lives in the project,
 // and a hook's workdir (default: the project root) resolves against it.
+//
+// Files with an `on:` key declare command handlers; LoadDir checks them
+// and reports their errors but returns only the hooks (see LoadDirAll).
 func LoadDir(dir string, opts Options) (hooks []*engine.Hook, errs []error) {
+	hooks, _, errs = LoadDirAll(dir, opts)
+	return hooks, errs
+}
+
+// LoadDirAll is LoadDir that also returns the command handlers declared
+// in the directory, in file name order.
+func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Handler, errs []error) {
 	if opts.Root == "" {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
+			return nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
 		}
 		opts.Root = filepath.Dir(abs)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, []error{&Error{File: dir, Msg: fmt.Sprintf("read hooks directory: %s", err), Err: err}}
+		return nil, nil, []error{&Error{File: dir, Msg: fmt.Sprintf("read hooks directory: %s", err), Err: err}}
 	}
 	type seen struct {
 		file string
@@ -62,6 +72,20 @@ func LoadDir(dir string, opts Options) (hooks []*engine.Hook, errs []error) {
 		}
 		o := opts
 		o.DefaultName = strings.TrimSuffix(name, ext)
+		if isHandlerDoc(data, file) {
+			s := newState(file)
+			if top := s.parseDoc(data, false); top != nil {
+				hd := s.handler(top, o)
+				if l := s.result(); len(l) > 0 {
+					for _, e := range l {
+						errs = append(errs, e)
+					}
+				} else {
+					handlers = append(handlers, hd)
+				}
+			}
+			continue
+		}
 		h, line, l := parseHook(data, file, o)
 		if len(l) == 0 {
 			if first, dup := byName[h.Name]; dup {
@@ -79,5 +103,5 @@ func LoadDir(dir string, opts Options) (hooks []*engine.Hook, errs []error) {
 		}
 		hooks = append(hooks, h)
 	}
-	return hooks, errs
+	return hooks, handlers, errs
 }

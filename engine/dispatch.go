@@ -44,6 +44,12 @@ func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Even
 		starts   []chan struct{}
 		stopping bool
 	)
+	if e.claimed(ctx, ev) {
+		if err := ds.MarkDispatched(context.WithoutCancel(ctx), ev.Seq); err != nil {
+			e.log.Error("mark claimed event dispatched", "event", ev.ID, "type", ev.Type, "err", err)
+		}
+		return nil, nil
+	}
 	err := e.do(ctx, func(s *state) {
 		if stopping = s.stopping(); stopping {
 			return

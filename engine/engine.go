@@ -31,6 +31,10 @@ type Config struct {
 	HooksDir       string        // the hooks directory; tools may not write inside it
 	Protected      []string      // more paths tools may not write (the settings file, the state directory)
 
+	// Lifecycle holds the lifecycle handlers the engine calls at each
+	// point of a run (nil: an empty registry of the engine's own).
+	Lifecycle *Registry
+
 	// Manual makes an engine that only runs what is fired or emitted
 	// through it: no schedules, no catch-up, and queued runs are left for
 	// the daemon. `hookd fire` and `hookd emit` use it when no daemon runs.
@@ -83,6 +87,12 @@ func (c *Config) setDefaults() {
 	if c.Environ == nil {
 		c.Environ = os.Environ()
 	}
+	if c.Lifecycle == nil {
+		c.Lifecycle = NewRegistry()
+	}
+	if c.Lifecycle.log.Load() == nil {
+		c.Lifecycle.SetLogger(c.Logger)
+	}
 }
 
 // Engine schedules hooks, applies the gates and executes runs. Its loop
@@ -110,6 +120,9 @@ type Engine struct {
 	subs  map[int]func(*Event)
 	subN  int
 }
+
+// Lifecycle returns the engine's lifecycle handler registry.
+func (e *Engine) Lifecycle() *Registry { return e.cfg.Lifecycle }
 
 // ErrStopped is returned by calls made after shutdown began.
 var ErrStopped = errors.New("engine: stopped")
@@ -326,6 +339,9 @@ func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 // hooks it matches, without storing it. It returns once the loop decided.
 func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
 	e.notify(ev)
+	if e.claimed(ctx, ev) {
+		return nil, nil
+	}
 	var fired []*Run
 	err := e.do(ctx, func(s *state) {
 		for _, r := range s.dispatch(ev) {
@@ -334,6 +350,21 @@ func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
 		}
 	})
 	return fired, err
+}
+
+// claimed calls the event:claim handlers for an inbound event and reports
+// whether one claimed it; a claimed event is not dispatched to hooks.
+func (e *Engine) claimed(ctx context.Context, ev *Event) bool {
+	lc := e.cfg.Lifecycle
+	if !lc.Active(PointEventClaim) {
+		return false
+	}
+	o := lc.Call(ctx, PointEventClaim, &Payload{Event: ev})
+	if o.Claimed {
+		e.log.Info("event claimed by a lifecycle handler; not dispatched to hooks",
+			"event", ev.ID, "type", ev.Type, "handler", o.By, "reason", o.Reason)
+	}
+	return o.Claimed
 }
 
 // SetPaused pauses or resumes a hook. The state is stored, so it survives

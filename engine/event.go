@@ -24,6 +24,9 @@ const (
 	EventRunFailed    = "hook.run.failed"
 	EventRunSkipped   = "hook.run.skipped"
 	EventRunCancelled = "hook.run.cancelled"
+	// EventToolDenied is published when a tool:call:before handler denies
+	// a tool call: {hook, run_id, tool, reason, handler}.
+	EventToolDenied = "hook.tool.denied"
 )
 
 // DataJSON returns the payload as a JSON object.

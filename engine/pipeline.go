@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -59,13 +60,25 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	rctx, cancel := context.WithTimeoutCause(ctx, timeout,
 		&cancelCause{StatusFailed, fmt.Sprintf("timeout: the run exceeded its %s timeout", timeout)})
 	red := newRedactor(h.Secrets, e.cfg.Environ)
-	e.pipeline(rctx, h, run, prevStart, red)
+	if lc := e.cfg.Lifecycle; lc.Active(PointRunBefore) {
+		if o := lc.Call(rctx, PointRunBefore, &Payload{Hook: h, RunID: run.ID, Run: run}); o.Cancelled {
+			run.Status, run.Reason = StatusCancelled, "run:before: "+o.String()
+			log.Info("run cancelled by a lifecycle handler", "handler", o.By, "reason", o.Reason)
+		}
+	}
+	if run.Status != StatusCancelled {
+		e.pipeline(rctx, h, run, prevStart, red)
+	}
 	cancel()
 
 	red.Run(run)
 	run.FinishedAt = e.cfg.Clock.Now()
 	if err := e.cfg.Store.FinishRun(bg, run); err != nil {
 		log.Error("store run result", "err", err)
+	}
+	if lc := e.cfg.Lifecycle; lc.Active(PointRunAfter) {
+		cp := *run
+		lc.Call(bg, PointRunAfter, &Payload{Hook: h, RunID: run.ID, Run: &cp})
 	}
 	log.Info("run finished", "status", run.Status, "reason", run.Reason, "duration", run.Duration())
 	ev := runEvent(run, finalEventType(run.Status))
@@ -95,6 +108,10 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 	req := &LLMRequest{Hook: h, Run: run, System: red.String(h.System), Env: e.toolEnv(h, run, environ, red)}
 	if err := e.cfg.LLM.Complete(ctx, req); err != nil {
 		if stopped(ctx, run) {
+			return
+		}
+		if ce, ok := errors.AsType[*CancelError](err); ok {
+			run.Status, run.Reason = StatusCancelled, ce.Error()
 			return
 		}
 		run.Status, run.Error = StatusFailed, err.Error()
@@ -141,7 +158,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		if stopped(ctx, run) {
 			return environ, false
 		}
-		res := e.runStep(ctx, h, run, def, &StepEnv{
+		res := e.lifecycleStep(ctx, h, run, def, &StepEnv{
 			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: environ, Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
 			Records: e.cfg.Store, Emit: emit,
 		})
@@ -187,6 +204,24 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		}
 		return environ, false
 	}
+	if lc := e.cfg.Lifecycle; lc.Active(PointPromptRenderAfter) {
+		o := lc.Call(ctx, PointPromptRenderAfter, &Payload{Hook: h, RunID: run.ID, Prompt: prompt})
+		if o.Cancelled {
+			run.Prompt = red.String(prompt)
+			if !decided {
+				run.Status, run.Reason = StatusCancelled, "prompt:render:after: "+o.String()
+			}
+			return environ, false
+		}
+		if v, ok := o.Changes[ChangePrompt]; ok {
+			if s, ok := v.(string); ok {
+				prompt = s
+			} else {
+				e.log.Warn("lifecycle handler amended the prompt with a non-string; ignored",
+					"hook", h.Name, "run", run.ID, "handler", o.ChangedBy[ChangePrompt])
+			}
+		}
+	}
 	run.Prompt = red.String(prompt)
 	return environ, !decided
 }
@@ -197,6 +232,63 @@ func (e *Engine) emitFrom(run *Run) func(ctx context.Context, typ string, data m
 	return func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
 		return e.Emit(ctx, &Event{Type: typ, Data: data, Source: "hook:" + run.Hook, Depth: run.Depth + 1})
 	}
+}
+
+// lifecycleStep runs one step between its step:before and step:after
+// handlers. A step:before cancel skips the step, which then fails with
+// an error naming the handler (so required: true fails the run); an
+// "env" change adds variables to the step's environment.
+func (e *Engine) lifecycleStep(ctx context.Context, h *Hook, run *Run, def *StepDef, env *StepEnv) *StepResult {
+	lc := e.cfg.Lifecycle
+	var res *StepResult
+	if lc.Active(PointStepBefore) {
+		o := lc.Call(ctx, PointStepBefore, &Payload{Hook: h, RunID: run.ID, Step: def, StepEnv: env.Env})
+		if o.Cancelled {
+			res = &StepResult{Index: def.Index, Name: def.Name, Type: def.Type, Started: e.cfg.Clock.Now(),
+				Error: "step:before: " + o.String()}
+		}
+		if v, ok := o.Changes[ChangeEnv]; ok && res == nil {
+			add, err := envChange(v)
+			if err != nil {
+				e.log.Warn("lifecycle handler amended a step's env with a bad value; ignored", "hook", h.Name,
+					"run", run.ID, "step", def.Label(), "handler", o.ChangedBy[ChangeEnv], "err", err)
+			} else {
+				env.Env = append(append([]string(nil), env.Env...), add...)
+			}
+		}
+	}
+	if res == nil {
+		res = e.runStep(ctx, h, run, def, env)
+	}
+	if lc.Active(PointStepAfter) {
+		cp := *res
+		lc.Call(ctx, PointStepAfter, &Payload{Hook: h, RunID: run.ID, Step: def, StepResult: &cp})
+	}
+	return res
+}
+
+// envChange reads an "env" change: a map of NAME -> scalar.
+func envChange(v any) ([]string, error) {
+	var out []string
+	switch m := v.(type) {
+	case map[string]string:
+		for k, x := range m {
+			out = append(out, k+"="+x)
+		}
+	case map[string]any:
+		for k, x := range m {
+			switch x.(type) {
+			case string, float64, int, int64, bool:
+				out = append(out, fmt.Sprintf("%s=%v", k, x))
+			default:
+				return nil, fmt.Errorf("env %s: want a scalar, got %T", k, x)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("want a map of NAME: value, got %T", v)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // runStep runs one step under its own timeout and always returns a result.

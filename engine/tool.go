@@ -49,6 +49,12 @@ type ToolEnv struct {
 	// Redact replaces the values of the hook's secrets in s. It is never
 	// nil in an env built by the engine.
 	Redact func(s string) string
+	// Lifecycle holds the handlers of the llm:call:* and tool:call:*
+	// points; nil means none.
+	Lifecycle *Registry
+	// Publish publishes an engine event about this run (hook.tool.denied),
+	// one level deeper in the chain; nil means none is published.
+	Publish func(typ string, data map[string]any)
 }
 
 // ToolNamePattern is what the chat-completions API accepts as a tool name.
@@ -116,6 +122,10 @@ func (e *Engine) toolEnv(h *Hook, run *Run, environ []string, red *redactor) *To
 		Hook: h, RunID: run.ID, Depth: run.Depth, Workdir: h.Workdir, HooksDir: e.cfg.HooksDir,
 		Protected: e.cfg.Protected,
 		Environ:   environ, Records: e.cfg.Store, Emit: e.emitFrom(run), Redact: red.String,
+		Lifecycle: e.cfg.Lifecycle,
+		Publish: func(typ string, data map[string]any) {
+			e.publish(&Event{ID: NewID(), Type: typ, Data: data, Source: "engine", Depth: run.Depth + 1})
+		},
 		Fire: func(ctx context.Context, hook string, event map[string]any) (*Run, error) {
 			if run.Depth+1 >= e.cfg.MaxEventDepth {
 				return nil, fmt.Errorf("%s: run %s is %d runs deep (limit %d); a hook chain loops",

@@ -234,9 +234,44 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 			tr.Stop = "budget"
 			return fmt.Errorf("budget: the run used %d tokens, its max_tokens_per_run of %d, before the model answered", used, budget)
 		}
-		creq.Messages = messages
 		rd := &Round{}
 		tr.Rounds = append(tr.Rounds, rd)
+		if lc := env.Lifecycle; lc.Active(engine.PointLLMCallBefore) {
+			raw, _ := json.Marshal(messages)
+			o := lc.Call(ctx, engine.PointLLMCallBefore, &engine.Payload{Hook: h, RunID: run.ID, Prompt: run.Prompt, Messages: raw, Round: round})
+			if o.Cancelled {
+				ce := &engine.CancelError{Point: engine.PointLLMCallBefore, Outcome: o}
+				rd.Call.Error, tr.Stop = ce.Error(), "cancelled"
+				return ce
+			}
+			if v, ok := o.Changes[engine.ChangeAnswer]; ok {
+				answer, isStr := v.(string)
+				if !isStr {
+					return fmt.Errorf("llm:call:before: %s answered with a %T, not a string", o.ChangedBy[engine.ChangeAnswer], v)
+				}
+				rd.Call.Started, rd.Call.AnsweredBy, rd.Call.Content, rd.Call.FinishReason =
+					time.Now(), o.ChangedBy[engine.ChangeAnswer], answer, "handler"
+				run.Tokens.Known = known
+				run.Response, tr.Answer, tr.Stop = answer, answer, "answer"
+				return nil
+			}
+			if v, ok := o.Changes[engine.ChangeMessages]; ok {
+				by := o.ChangedBy[engine.ChangeMessages]
+				b, err := jsonValue(v)
+				var amended []openai.ChatCompletionMessage
+				if err == nil {
+					err = json.Unmarshal(b, &amended)
+				}
+				if err == nil && len(amended) == 0 {
+					err = errors.New("no messages")
+				}
+				if err != nil {
+					return fmt.Errorf("llm:call:before: messages amended by %s: %w", by, err)
+				}
+				messages, rd.Call.MessagesAmendedBy = amended, by
+			}
+		}
+		creq.Messages = messages
 		resp, usage, err := c.call(ctx, api, creq, &rd.Call, set)
 		if err != nil {
 			return fmt.Errorf("model call %d: %w", round, err)
@@ -257,6 +292,9 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 		msg := resp.Choices[0].Message
 		rd.Call.FinishReason = string(resp.Choices[0].FinishReason)
 		rd.Call.Content = msg.Content
+		if lc := env.Lifecycle; lc.Active(engine.PointLLMCallAfter) {
+			lc.Call(ctx, engine.PointLLMCallAfter, &engine.Payload{Hook: h, RunID: run.ID, Prompt: run.Prompt, Round: round, Response: msg.Content})
+		}
 		if used := run.Tokens.Prompt + run.Tokens.Completion; budget > 0 && used > budget {
 			tr.Stop = "budget"
 			if len(msg.ToolCalls) == 0 {

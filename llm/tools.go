@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -74,7 +75,52 @@ func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 	if err := bt.schema.ValidateJSON([]byte(args)); err != nil {
 		return errResult(err.Error())
 	}
+	lc := env.Lifecycle
+	if lc.Active(engine.PointToolCallBefore) {
+		o := lc.Call(ctx, engine.PointToolCallBefore, &engine.Payload{
+			Hook: env.Hook, RunID: env.RunID, ToolName: bt.qualified, ToolInput: json.RawMessage(args),
+		})
+		if o.Cancelled {
+			rec.DeniedBy = o.By
+			if env.Publish != nil {
+				env.Publish(engine.EventToolDenied, map[string]any{
+					"hook": hookName(env.Hook), "run_id": env.RunID, "tool": bt.qualified,
+					"reason": redact(o.Reason), "handler": o.By,
+				})
+			}
+			return errResult(fmt.Sprintf("denied by %s: %s", o.By, o.Reason))
+		}
+		if v, ok := o.Changes[engine.ChangeToolInput]; ok {
+			by := o.ChangedBy[engine.ChangeToolInput]
+			amended, err := jsonValue(v)
+			if err != nil {
+				return errResult(fmt.Sprintf("arguments amended by %s: %s", by, err))
+			}
+			if err := bt.schema.ValidateJSON(amended); err != nil {
+				return errResult(fmt.Sprintf("arguments amended by %s: %s", by, err))
+			}
+			args, rec.InputAmendedBy, rec.AmendedArguments = string(amended), by, string(amended)
+		}
+	}
 	out, err := callSafely(ctx, bt.tool, env, []byte(args))
+	if lc.Active(engine.PointToolCallAfter) {
+		p := &engine.Payload{Hook: env.Hook, RunID: env.RunID, ToolName: bt.qualified, ToolInput: json.RawMessage(args), ToolResult: out}
+		if err != nil {
+			p.ToolError = err.Error()
+		}
+		o := lc.Call(ctx, engine.PointToolCallAfter, p)
+		if o.Cancelled {
+			rec.ResultAmendedBy = o.By
+			return errResult(fmt.Sprintf("result blocked by %s: %s", o.By, o.Reason))
+		}
+		if v, ok := o.Changes[engine.ChangeToolResult]; ok {
+			if s, isStr := v.(string); isStr {
+				out, err, rec.ResultAmendedBy = s, nil, o.ChangedBy[engine.ChangeToolResult]
+			} else if b, jerr := jsonValue(v); jerr == nil {
+				out, err, rec.ResultAmendedBy = string(b), nil, o.ChangedBy[engine.ChangeToolResult]
+			}
+		}
+	}
 	if err != nil {
 		return errResult(err.Error())
 	}
@@ -85,6 +131,36 @@ func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 	rec.Truncated = cut
 	rec.Result, _ = capText(out, c.opts.RecordResult)
 	return rec, out
+}
+
+// jsonValue turns a handler's change into JSON: raw JSON stays as it is,
+// a string must hold JSON, anything else is marshalled.
+func jsonValue(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case json.RawMessage:
+		if !json.Valid(x) {
+			return nil, fmt.Errorf("not valid JSON")
+		}
+		return x, nil
+	case []byte:
+		if !json.Valid(x) {
+			return nil, fmt.Errorf("not valid JSON")
+		}
+		return x, nil
+	case string:
+		if !json.Valid([]byte(x)) {
+			return nil, fmt.Errorf("not valid JSON")
+		}
+		return []byte(x), nil
+	}
+	return json.Marshal(v)
+}
+
+func hookName(h *engine.Hook) string {
+	if h == nil {
+		return ""
+	}
+	return h.Name
 }
 
 // callSafely turns a panicking tool into a tool error.

@@ -44,6 +44,12 @@ type ModelCall struct {
 	Usage        *Usage        `json:"usage"` // null: the server reported none
 	Content      string        `json:"content,omitempty"`
 	Error        string        `json:"error,omitempty"`
+	// AnsweredBy names the llm:call:before handler that answered instead
+	// of the model; the model was not called.
+	AnsweredBy string `json:"answered_by,omitempty"`
+	// MessagesAmendedBy names the llm:call:before handler that amended
+	// the messages sent.
+	MessagesAmendedBy string `json:"messages_amended_by,omitempty"`
 }
 
 // Attempt is a request that failed and was retried (or not).
@@ -75,6 +81,16 @@ type ToolCall struct {
 	Truncated   bool          `json:"truncated,omitempty"`
 	Duration    time.Duration `json:"duration_ns"`
 	Error       string        `json:"error,omitempty"` // sent to the model as the result
+	// DeniedBy names the tool:call:before handler that denied the call
+	// (the tool did not run; Error says why).
+	DeniedBy string `json:"denied_by,omitempty"`
+	// InputAmendedBy names the tool:call:before handler that replaced the
+	// arguments with AmendedArguments, which the tool ran with.
+	InputAmendedBy   string `json:"input_amended_by,omitempty"`
+	AmendedArguments string `json:"amended_arguments,omitempty"`
+	// ResultAmendedBy names the tool:call:after handler that replaced
+	// the result, or blocked it.
+	ResultAmendedBy string `json:"result_amended_by,omitempty"`
 }
 
 // DecodeTranscript reads a run's transcript; nil when there is none.
@@ -109,6 +125,7 @@ func (t *Transcript) redact(f func(string) string) {
 		}
 		for _, tc := range r.ToolCalls {
 			tc.Arguments = f(tc.Arguments)
+			tc.AmendedArguments = f(tc.AmendedArguments)
 			tc.Result = f(tc.Result)
 			tc.Error = f(tc.Error)
 		}

@@ -39,6 +39,7 @@ var commands = []command{
 	{"validate", "[DIR]", "check hook files; exit 1 on error", cmdValidate},
 	{"next", "NAME [-n 5]", "next fire times", cmdNext},
 	{"render", "NAME [--event JSON] [--json]", "run a hook's steps and print the prompt it would send, without a model", cmdRender},
+	{"handlers", "[--json]", "lifecycle handlers: point, priority, label, plugin, source file", cmdHandlers},
 	{"tools", "[--json] [--builtin]", "the tools hooks may give the model: built-in and MCP, with their schemas", cmdTools},
 	{"pause", "NAME", "pause a hook (kept across restarts)", cmdPause},
 	{"resume", "NAME", "resume a paused hook", cmdResume},

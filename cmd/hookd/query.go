@@ -310,7 +310,7 @@ func cmdValidate(c *cli, args []string) int {
 	if len(pos) == 1 {
 		d.HooksDir = pos[0]
 	}
-	hooks, errs, err := c.loadHooks(d)
+	hooks, hs, errs, err := c.loadAll(d)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -318,6 +318,9 @@ func cmdValidate(c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, e)
 	}
 	fmt.Fprintf(c.stdout, "%d hook(s) valid in %s", len(hooks), d.HooksDir)
+	if len(hs) > 0 {
+		fmt.Fprintf(c.stdout, ", %d lifecycle handler(s)", len(hs))
+	}
 	if len(errs) > 0 {
 		fmt.Fprintf(c.stdout, ", %d error(s)\n", len(errs))
 		return exitError

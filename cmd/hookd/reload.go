@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/handlers"
 	"github.com/hookd/hookd/triggers"
 )
 
@@ -27,6 +28,7 @@ const hooksDirQuiet = 200 * time.Millisecond
 type reloader struct {
 	d       *config.Daemon
 	eng     *engine.Engine
+	hs      *handlers.Set
 	watcher *triggers.Watcher
 	log     *slog.Logger
 	onHooks []func([]*engine.Hook) // told the new hooks after each reload
@@ -46,7 +48,7 @@ type reloader struct {
 func startReloader(d *config.Daemon, l *local, log *slog.Logger, onHooks ...func([]*engine.Hook)) (*reloader, error) {
 	ctx := context.Background()
 	rl := &reloader{
-		d: d, eng: l.eng, log: log, onHooks: onHooks, hooks: l.hooks,
+		d: d, eng: l.eng, hs: l.hs, log: log, onHooks: onHooks, hooks: l.hooks,
 		sigs: make(chan os.Signal, 1), done: make(chan struct{}),
 	}
 	var exclude []string
@@ -115,9 +117,18 @@ func (rl *reloader) reload(why string, attrs ...any) {
 		return
 	default:
 	}
-	hooks, errs, kept, ok := loadForReload(rl.d.HooksDir, rl.hooks, rl.log)
+	hooks, hs, errs, kept, ok := loadForReload(rl.d.HooksDir, rl.hooks, rl.log)
 	if !ok {
 		return
+	}
+	if rl.hs != nil {
+		bad := map[string]bool{}
+		for _, e := range errs {
+			if ce, ok := errors.AsType[*config.Error](e); ok {
+				bad[ce.File] = true
+			}
+		}
+		rl.hs.Apply(hs, bad)
 	}
 	ctx := context.Background()
 	rep, err := rl.eng.Reload(ctx, hooks)
@@ -151,18 +162,18 @@ func (rl *reloader) reload(why string, attrs ...any) {
 // the hooks it defined before (in current) stay, and the error is logged
 // with its file and line. ok is false when the directory cannot be read at
 // all; then nothing changes.
-func loadForReload(dir string, current []*engine.Hook, log *slog.Logger) (hooks []*engine.Hook, errs []error, kept []string, ok bool) {
+func loadForReload(dir string, current []*engine.Hook, log *slog.Logger) (hooks []*engine.Hook, hs []*config.Handler, errs []error, kept []string, ok bool) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		log.Error("reload hooks: the hooks directory cannot be read; keeping every hook", "dir", dir, "err", err)
-		return nil, nil, nil, false
+		return nil, nil, nil, nil, false
 	}
-	hooks, errs = config.LoadDir(dir, config.Options{})
+	hooks, hs, errs = config.LoadDirAll(dir, config.Options{})
 	bad := map[string]bool{}
 	for _, e := range errs {
 		var ce *config.Error
 		if !errors.As(e, &ce) || ce.File == dir {
 			log.Error("reload hooks: keeping every hook", "err", e.Error())
-			return nil, nil, nil, false
+			return nil, nil, nil, nil, false
 		}
 		bad[ce.File] = true
 	}
@@ -189,5 +200,5 @@ func loadForReload(dir string, current []*engine.Hook, log *slog.Logger) (hooks 
 		}
 		log.Error(msg, "err", e.Error())
 	}
-	return hooks, errs, kept, true
+	return hooks, hs, errs, kept, true
 }

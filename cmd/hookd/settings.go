@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/handlers"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
 
@@ -72,13 +73,23 @@ func (c *cli) loadHooks(d *config.Daemon) ([]*engine.Hook, []error, error) {
 	return hooks, errs, nil
 }
 
+// loadAll loads the hooks directory's hooks and command handlers.
+func (c *cli) loadAll(d *config.Daemon) ([]*engine.Hook, []*config.Handler, []error, error) {
+	if fi, err := os.Stat(d.HooksDir); err != nil || !fi.IsDir() {
+		return nil, nil, nil, fmt.Errorf("hooks directory %s does not exist (use --hooks DIR)", d.HooksDir)
+	}
+	hooks, hs, errs := config.LoadDirAll(d.HooksDir, config.Options{})
+	return hooks, hs, errs, nil
+}
+
 // local is an engine on this process, holding the database lock.
 type local struct {
 	db     *store.DB
 	eng    *engine.Engine
 	hooks  []*engine.Hook
-	feed   *eventFeed // told whenever events are stored
-	model  *model     // the LLM client and MCP servers
+	feed   *eventFeed    // told whenever events are stored
+	hs     *handlers.Set // the command handlers of hooks.d
+	model  *model        // the LLM client and MCP servers
 	unlock func() error
 }
 
@@ -109,7 +120,7 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		l.close()
 		return nil, err
 	}
-	hooks, errs, err := c.loadHooks(d)
+	hooks, hs, errs, err := c.loadAll(d)
 	if err != nil {
 		l.close()
 		return nil, err
@@ -118,6 +129,10 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		log.Error("hook file not loaded", "err", e.Error())
 	}
 	l.hooks = hooks
+	lifecycle := engine.NewRegistry()
+	lifecycle.SetLogger(log)
+	l.hs = handlers.NewSet(lifecycle, nil)
+	l.hs.Apply(hs, nil)
 	grace := d.Grace
 	if grace == 0 {
 		// grace: 0 in hookd.yaml means do not wait; the engine reads a
@@ -127,6 +142,7 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 	l.model = newModel(d, log)
 	l.eng, err = engine.New(engine.Config{
 		LLM:            l.model.llm,
+		Lifecycle:      lifecycle,
 		HooksDir:       l.model.hooksDir,
 		Protected:      l.model.protected,
 		Store:          &feedStore{DB: l.db, feed: l.feed},

@@ -48,8 +48,11 @@ func printTranscript(w io.Writer, r *engine.Run) {
 			if c.Usage.Cached > 0 {
 				fmt.Fprintf(w, " (%d cached)", c.Usage.Cached)
 			}
-		} else if c.Error == "" {
+		} else if c.Error == "" && c.AnsweredBy == "" {
 			fmt.Fprint(w, ", usage not reported")
+		}
+		if c.AnsweredBy != "" {
+			fmt.Fprintf(w, ", answered by handler %s instead of the model", c.AnsweredBy)
 		}
 		fmt.Fprintln(w)
 		for _, a := range c.Attempts {
@@ -83,6 +86,15 @@ func printTranscript(w io.Writer, r *engine.Run) {
 			}
 			fmt.Fprintf(w, ", %s\n", roundDur(tc.Duration))
 			fmt.Fprintf(w, "      arguments: %s\n", oneLine(tc.Arguments, 300))
+			if tc.InputAmendedBy != "" {
+				fmt.Fprintf(w, "      arguments amended by handler %s\n", tc.InputAmendedBy)
+			}
+			if tc.DeniedBy != "" {
+				fmt.Fprintf(w, "      denied by handler %s\n", tc.DeniedBy)
+			}
+			if tc.ResultAmendedBy != "" {
+				fmt.Fprintf(w, "      result amended by handler %s\n", tc.ResultAmendedBy)
+			}
 			if tc.Error != "" {
 				fmt.Fprintf(w, "      error: %s\n", oneLine(tc.Error, 500))
 				continue

@@ -1,0 +1,64 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+func TestParseHandler(t *testing.T) {
+	h, err := ParseHandler(strings.NewReader(`on: tool:call:before
+match: {hook: "deploy-*", tool: "^run_command$"}
+command: [sh, -c, "exit 0"]
+priority: 5
+on_error: fail_closed
+plugin: guard
+`), "hooks.d/g.yaml", Options{DefaultName: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.On != engine.PointToolCallBefore || h.Label != "g" || h.Priority != 5 || !h.FailClosed || h.Plugin != "guard" ||
+		h.Timeout != DefaultHandlerTimeout || !h.Matches("deploy-web", "run_command") || h.Matches("triage", "run_command") ||
+		h.Matches("deploy-web", "read_file") || h.Line != 1 {
+		t.Errorf("%+v", h)
+	}
+}
+
+func TestParseHandlerErrors(t *testing.T) {
+	for src, want := range map[string]string{
+		"on: run:during\ncommand: [x]\n":                             `h.yaml:1: on: unknown lifecycle point "run:during"`,
+		"on: run:before\n":                                           "h.yaml:1: command: required",
+		"on: run:before\ncommand: []\n":                              "h.yaml:2: command: must be a non-empty list",
+		"on: run:before\ncommand: [x]\ntimeout: -1s\n":               "h.yaml:3: timeout: must be > 0 (got -1s)",
+		"on: run:before\ncommand: [x]\non_error: ignore\n":           `h.yaml:3: on_error: must be fail_open or fail_closed (got "ignore")`,
+		"on: run:before\ncommand: [x]\nmatch: {tool: x}\n":           "h.yaml:3: match.tool: only tool:call:before and tool:call:after",
+		"on: tool:call:before\ncommand: [x]\nmatch: {tool: \"(\"}\n": "h.yaml:3: match.tool: bad regexp",
+		"on: run:before\ncommand: [x]\ntrigger: {every: 1m}\n":       "h.yaml:3: trigger: unknown field",
+	} {
+		_, err := ParseHandler(strings.NewReader(src), "h.yaml", Options{DefaultName: "h"})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", src, err, want)
+		}
+	}
+}
+
+func TestLoadDirAllHandlers(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a-hook.yaml"), []byte("trigger: {every: 1m}\nsteps: [{type: shell, command: echo}]\nskip_llm: true\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "guard.yaml"), []byte("on: tool:call:before\ncommand: [sh]\ntimeout: 2s\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("on: tool:call:before\n"), 0o644)
+	hooks, hs, errs := LoadDirAll(dir, Options{})
+	if len(hooks) != 1 || len(hs) != 1 || hs[0].Label != "guard" || hs[0].Timeout != 2*time.Second {
+		t.Fatalf("hooks %d handlers %+v", len(hooks), hs)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "bad.yaml:1: command: required") {
+		t.Errorf("errs %v", errs)
+	}
+	if hs[0].Dir != filepath.Dir(dir) {
+		t.Errorf("dir %s", hs[0].Dir)
+	}
+}
