@@ -142,14 +142,8 @@ func benchHook(name string) *engine.Hook {
 
 // withSchedule gives h a compiled periodic trigger.
 func withSchedule(b *testing.B, h *engine.Hook, tr engine.Trigger) *engine.Hook {
-	b.Helper()
 	h.Trigger = tr
-	s, err := engine.CompileSchedule(&h.Trigger)
-	if err != nil {
-		b.Fatalf("hook %s: %v", h.Name, err)
-	}
-	h.Trigger.Schedule = s
-	return h
+	return compile(h)
 }
 
 // quantile returns the q-quantile (0 < q <= 1) of sorted by the nearest

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -23,47 +22,19 @@ type DispatchStore interface {
 	PendingEvents(ctx context.Context, limit int) ([]*Event, error)
 }
 
-// emitDurable is Emit on a DispatchStore.
-func (e *Engine) emitDurable(ctx context.Context, ds DispatchStore, ev *Event) ([]*Run, error) {
-	if err := ds.AppendPendingEvent(ctx, ev); err != nil {
-		if errors.Is(err, ErrDuplicateEvent) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("store event: %w", err)
-	}
-	return e.dispatchDurable(ctx, ds, ev)
-}
-
 // dispatchDurable dispatches a stored pending event, waits until the runs
 // it started have their start recorded, and marks it dispatched. An event
 // that arrives while the engine stops stays pending for the next start.
 func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Event) ([]*Run, error) {
-	e.notify(ev)
-	var (
-		fired    []*Run
-		starts   []chan struct{}
-		stopping bool
-	)
-	if e.claimed(ctx, ev) {
+	fired, starts, claimed, stopping, err := e.dispatchOnLoop(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	if claimed {
 		if err := ds.MarkDispatched(context.WithoutCancel(ctx), ev.Seq); err != nil {
 			e.log.Error("mark claimed event dispatched", "event", ev.ID, "type", ev.Type, "err", err)
 		}
 		return nil, nil
-	}
-	err := e.do(ctx, func(s *state) {
-		if stopping = s.stopping(); stopping {
-			return
-		}
-		for _, r := range s.dispatch(ev) {
-			cp := *r
-			fired = append(fired, &cp)
-			if ent := s.hooks[r.Hook]; ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
-				starts = append(starts, ent.active.started)
-			}
-		}
-	})
-	if err != nil {
-		return nil, err
 	}
 	if stopping {
 		return nil, ErrStopped

@@ -323,14 +323,19 @@ func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 	if ev.ID == "" {
 		ev.ID = NewID()
 	}
-	if ds, ok := e.cfg.Store.(DispatchStore); ok {
-		return e.emitDurable(ctx, ds, ev)
+	store := e.cfg.Store.AppendEvent
+	ds, durable := e.cfg.Store.(DispatchStore)
+	if durable {
+		store = ds.AppendPendingEvent
 	}
-	if err := e.cfg.Store.AppendEvent(ctx, ev); err != nil {
+	if err := store(ctx, ev); err != nil {
 		if errors.Is(err, ErrDuplicateEvent) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("store event: %w", err)
+	}
+	if durable {
+		return e.dispatchDurable(ctx, ds, ev)
 	}
 	return e.Dispatch(ctx, ev)
 }
@@ -338,18 +343,33 @@ func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 // Dispatch matches ev against the event triggers in memory and fires the
 // hooks it matches, without storing it. It returns once the loop decided.
 func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
+	fired, _, _, _, err := e.dispatchOnLoop(ctx, ev)
+	return fired, err
+}
+
+// dispatchOnLoop streams ev to subscribers, offers it to the event:claim
+// handlers and, unless one claims it or the engine is stopping, has the
+// loop fire the hooks it matches. It returns copies of the runs it
+// started or queued and, for those that started, the channels closed
+// once their start is recorded.
+func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event) (fired []*Run, starts []chan struct{}, claimed, stopping bool, err error) {
 	e.notify(ev)
 	if e.claimed(ctx, ev) {
-		return nil, nil
+		return nil, nil, true, false, nil
 	}
-	var fired []*Run
-	err := e.do(ctx, func(s *state) {
+	err = e.do(ctx, func(s *state) {
+		if stopping = s.stopping(); stopping {
+			return
+		}
 		for _, r := range s.dispatch(ev) {
 			cp := *r
 			fired = append(fired, &cp)
+			if ent := s.hooks[r.Hook]; ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
+				starts = append(starts, ent.active.started)
+			}
 		}
 	})
-	return fired, err
+	return fired, starts, false, stopping, err
 }
 
 // claimed calls the event:claim handlers for an inbound event and reports
@@ -475,7 +495,7 @@ func FireTimes(h *Hook, from time.Time, n int) []time.Time {
 	}
 	var out []time.Time
 	for slot := s.Next(from); !slot.IsZero() && len(out) < n; slot = s.Next(slot) {
-		out = append(out, slot.Add(jitterOffset(h.Name, slot, s.Next(slot), h.Trigger.Jitter)))
+		out = append(out, dueAt(h, slot))
 	}
 	return out
 }

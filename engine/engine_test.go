@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,7 +97,7 @@ func TestGates(t *testing.T) {
 		if gateOf(err) != engine.GateCooldown || !strings.Contains(err.Error(), "--force") {
 			t.Fatalf("cooldown: %v", err)
 		}
-		if errorsAs(err, &g); g.Remaining != 9*time.Minute {
+		if errors.As(err, &g); g.Remaining != 9*time.Minute {
 			t.Errorf("cooldown remaining %v, want 9m", g.Remaining)
 		}
 		if _, err := h.fire("cool", engine.FireOptions{Force: true}); err != nil {
@@ -125,14 +126,6 @@ func TestGates(t *testing.T) {
 			}
 		}
 	})
-}
-
-func errorsAs(err error, g **engine.GateError) bool {
-	e, ok := err.(*engine.GateError)
-	if ok {
-		*g = e
-	}
-	return ok
 }
 
 func TestOverlapSkip(t *testing.T) {

@@ -131,7 +131,7 @@ func lateness(h *Hook, run *Run) (time.Duration, bool) {
 	if run.Trigger != "schedule" || run.Slot.IsZero() || run.StartedAt.IsZero() || h.Trigger.Schedule == nil {
 		return 0, false
 	}
-	due := run.Slot.Add(jitterOffset(h.Name, run.Slot, h.Trigger.Schedule.Next(run.Slot), h.Trigger.Jitter))
+	due := dueAt(h, run.Slot)
 	return run.StartedAt.Sub(due), true
 }
 
@@ -157,7 +157,7 @@ func (e *Engine) Overdue(ctx context.Context, grace time.Duration) ([]string, er
 					slot = h.Trigger.Schedule.Next(ent.lastStart)
 				}
 				if !slot.IsZero() {
-					due := slot.Add(jitterOffset(h.Name, slot, h.Trigger.Schedule.Next(slot), h.Trigger.Jitter))
+					due := dueAt(h, slot)
 					late = now.Sub(due) > grace
 				}
 			}

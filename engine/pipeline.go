@@ -53,12 +53,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	}
 	e.publish(started)
 
-	timeout := h.Timeout
-	if timeout <= 0 {
-		timeout = e.cfg.DefaultTimeout
-	}
-	rctx, cancel := context.WithTimeoutCause(ctx, timeout,
-		&cancelCause{StatusFailed, fmt.Sprintf("timeout: the run exceeded its %s timeout", timeout)})
+	rctx, cancel := e.runContext(ctx, h)
 	red := newRedactor(h.Secrets, e.cfg.Environ)
 	if lc := e.cfg.Lifecycle; lc.Active(PointRunBefore) {
 		if o := lc.Call(rctx, PointRunBefore, &Payload{Hook: h, RunID: run.ID, Run: run}); o.Cancelled {
@@ -224,6 +219,17 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 	}
 	run.Prompt = red.String(prompt)
 	return environ, !decided
+}
+
+// runContext bounds a run by its hook's timeout (or the default); when it
+// passes, the run fails naming the timeout.
+func (e *Engine) runContext(ctx context.Context, h *Hook) (context.Context, context.CancelFunc) {
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = e.cfg.DefaultTimeout
+	}
+	return context.WithTimeoutCause(ctx, timeout,
+		&cancelCause{StatusFailed, fmt.Sprintf("timeout: the run exceeded its %s timeout", timeout)})
 }
 
 // emitFrom returns a publisher of events raised by run: their source

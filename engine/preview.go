@@ -56,12 +56,7 @@ func (e *Engine) Preview(ctx context.Context, name string, event map[string]any)
 		ID: NewID(), Hook: h.Name, Trigger: "manual", Status: StatusRunning,
 		Event: payload, QueuedAt: now, StartedAt: now,
 	}
-	timeout := h.Timeout
-	if timeout <= 0 {
-		timeout = e.cfg.DefaultTimeout
-	}
-	rctx, cancel := context.WithTimeoutCause(ctx, timeout,
-		&cancelCause{StatusFailed, fmt.Sprintf("timeout: the run exceeded its %s timeout", timeout)})
+	rctx, cancel := e.runContext(ctx, h)
 	defer cancel()
 	red := newRedactor(h.Secrets, e.cfg.Environ)
 	if _, toModel := e.prepare(rctx, h, run, prevStart, red, true); toModel {

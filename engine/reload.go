@@ -104,11 +104,7 @@ func (s *state) reload(hooks []*Hook, saved map[string]HookState) (ReloadReport,
 			if ent = s.retired[h.Name]; ent != nil {
 				delete(s.retired, h.Name) // back while its old run is still in flight
 			} else {
-				st := saved[h.Name]
-				ent = &entry{
-					hook: h, paused: st.Paused, heapIdx: -1, lastSlot: st.LastSlot,
-					lastStart: st.LastStart, lastRunID: st.LastRunID, lastStatus: st.LastStatus,
-				}
+				ent = newEntry(h, saved[h.Name])
 				if ent.lastStatus == StatusRunning && ent.lastRunID != "" && s.live[ent.lastRunID] == nil {
 					ent.lastStatus = StatusInterrupted
 				}
@@ -200,12 +196,7 @@ func (s *state) removeHook(ent *entry, now time.Time) []string {
 		s.dequeue(q, StatusCancelled, reason)
 		cancelled = append(cancelled, q.ID)
 	}
-	if p := ent.pending; p != nil {
-		ent.pending = nil
-		delete(s.live, p.ID)
-		p.Status, p.Reason, p.FinishedAt = StatusCancelled, reason, now
-		s.finishRecord(p)
-		s.finishWaiters(p)
+	if p := s.cancelPending(ent, reason, now); p != nil {
 		cancelled = append(cancelled, p.ID)
 	}
 	delete(s.hooks, h.Name)

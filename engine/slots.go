@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// dueAt is when h fires for slot: the slot plus its jitter.
+func dueAt(h *Hook, slot time.Time) time.Time {
+	return slot.Add(jitterOffset(h.Name, slot, h.Trigger.Schedule.Next(slot), h.Trigger.Jitter))
+}
+
 // jitterOffset returns the deterministic delay of a hook's slot: a hash of
 // the hook name and the slot, below max and below the gap to the next
 // slot, so a jittered run never passes the next slot.

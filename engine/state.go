@@ -67,6 +67,7 @@ type trig struct {
 	reason    string // schedule, catchup, event, manual, watch
 	slot      time.Time
 	data      map[string]any
+	raw       json.RawMessage // data encoded, when the caller has it already
 	eventType string
 	depth     int
 	force     bool
@@ -90,10 +91,7 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 	}
 	now := s.cfg.Clock.Now()
 	s.lastNow = now
-	saved, err := s.cfg.Store.HookStates(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load hook states: %w", err)
-	}
+	// Recover first: it marks the hooks' last status interrupted too.
 	interrupted, err := s.cfg.Store.RecoverInterrupted(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("recover interrupted runs: %w", err)
@@ -101,15 +99,12 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 	for _, r := range interrupted {
 		e.log.Warn("run interrupted by a previous stop", "hook", r.Hook, "run", r.ID)
 	}
+	saved, err := s.cfg.Store.HookStates(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load hook states: %w", err)
+	}
 	for _, h := range e.hooks {
-		st := saved[h.Name]
-		ent := &entry{
-			hook: h, paused: st.Paused, heapIdx: -1, lastSlot: st.LastSlot,
-			lastStart: st.LastStart, lastRunID: st.LastRunID, lastStatus: st.LastStatus,
-		}
-		if ent.lastStatus == StatusRunning {
-			ent.lastStatus = StatusInterrupted
-		}
+		ent := newEntry(h, saved[h.Name])
 		s.hooks[h.Name] = ent
 		if h.Trigger.Kind == TriggerEvent {
 			if err := s.cfg.Events.Add(h.Name, h.Trigger.Event, h.Trigger.Where); err != nil {
@@ -126,6 +121,28 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		}
 	}
 	return s, nil
+}
+
+// newEntry is a hook's loop state, from what the store kept of it.
+func newEntry(h *Hook, st HookState) *entry {
+	return &entry{
+		hook: h, paused: st.Paused, heapIdx: -1, lastSlot: st.LastSlot,
+		lastStart: st.LastStart, lastRunID: st.LastRunID, lastStatus: st.LastStatus,
+	}
+}
+
+// cancelPending cancels the hook's pending rerun, if any, with reason.
+func (s *state) cancelPending(ent *entry, reason string, now time.Time) *Run {
+	p := ent.pending
+	if p == nil {
+		return nil
+	}
+	ent.pending = nil
+	delete(s.live, p.ID)
+	p.Status, p.Reason, p.FinishedAt = StatusCancelled, reason, now
+	s.finishRecord(p)
+	s.finishWaiters(p)
+	return p
 }
 
 // initSchedule applies the hook's on_missed policy to the slots that
@@ -201,7 +218,7 @@ func (s *state) schedule(ent *entry, after time.Time) {
 		return
 	}
 	ent.slot = slot
-	ent.due = slot.Add(jitterOffset(ent.hook.Name, slot, tr.Schedule.Next(slot), tr.Jitter))
+	ent.due = dueAt(ent.hook, slot)
 	if ent.heapIdx >= 0 {
 		heap.Fix(&s.due, ent.heapIdx)
 	} else {
@@ -326,7 +343,10 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 		ID: NewID(), Hook: h.Name, Trigger: t.reason, Slot: t.slot,
 		EventType: t.eventType, Depth: t.depth, QueuedAt: now,
 	}
-	if t.data != nil {
+	switch {
+	case t.raw != nil:
+		run.Event = t.raw
+	case t.data != nil:
 		run.Event, _ = json.Marshal(t.data)
 	}
 	if !h.Enabled {
@@ -351,14 +371,7 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 			}
 			if ent.active != nil {
 				ent.active.cancel(&cancelCause{StatusCancelled, "cancel_previous: superseded by run " + run.ID})
-				if ent.pending != nil {
-					old := ent.pending
-					delete(s.live, old.ID)
-					ent.pending = nil
-					old.Status, old.Reason, old.FinishedAt = StatusCancelled, "cancel_previous: superseded by run "+run.ID, now
-					s.finishRecord(old)
-					s.finishWaiters(old)
-				}
+				s.cancelPending(ent, "cancel_previous: superseded by run "+run.ID, now)
 				return s.addPending(ent, run, t, ent.active.run)
 			}
 		default:
@@ -566,6 +579,10 @@ func (s *state) dispatch(ev *Event) []*Run {
 		return nil
 	}
 	var fired []*Run
+	var raw json.RawMessage // the payload, encoded once for every hook it fires
+	if ev.Data != nil {
+		raw, _ = json.Marshal(ev.Data)
+	}
 	for _, name := range s.match {
 		ent := s.hooks[name]
 		if ent == nil {
@@ -579,7 +596,7 @@ func (s *state) dispatch(ev *Event) []*Run {
 			})
 			continue
 		}
-		res := s.trigger(ent, trig{reason: "event", data: ev.Data, eventType: ev.Type, depth: ev.Depth})
+		res := s.trigger(ent, trig{reason: "event", data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth})
 		if res.err == nil {
 			fired = append(fired, res.run)
 		}

@@ -52,8 +52,8 @@ type Store interface {
 	QueuedRuns(ctx context.Context) ([]*Run, error)
 	// UpdateQueued replaces the event data of a queued run (coalescing).
 	UpdateQueued(ctx context.Context, r *Run) error
-	// RecoverInterrupted marks runs left running by a crash interrupted
-	// and returns them.
+	// RecoverInterrupted marks runs left running by a crash interrupted,
+	// and the hooks' last status with them, and returns them.
 	RecoverInterrupted(ctx context.Context, now time.Time) ([]*Run, error)
 	// LastFingerprint returns the context fingerprint of the hook's latest
 	// run that reached the model or was short-circuited.

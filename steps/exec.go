@@ -379,14 +379,8 @@ func (b *capBuffer) String() (string, bool) {
 	if b.total == kept {
 		return string(b.head) + string(tail), false
 	}
-	head := b.head
 	// Drop a partial rune at the end of the head and at the start of the tail.
-	for i := 0; i < utf8.UTFMax-1 && len(head) > 0; i++ {
-		if r, size := utf8.DecodeLastRune(head); r != utf8.RuneError || size != 1 {
-			break
-		}
-		head = head[:len(head)-1]
-	}
+	head := trimPartialRune(b.head)
 	for i := 0; i < utf8.UTFMax-1 && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
 		tail = tail[1:]
 	}

@@ -122,11 +122,15 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	}); err != nil {
 		return fail(res, err)
 	}
+	roots, rootsErr := NewRoots(dir, nil) // once for every untracked file
 	for _, name := range untracked {
 		if ctx.Err() != nil {
 			return fail(res, context.Cause(ctx))
 		}
-		if _, err := Confine(dir, nil, name); err != nil {
+		if rootsErr != nil {
+			continue
+		}
+		if _, err := roots.Resolve(name); err != nil {
 			continue // a link out of the workspace: not shown
 		}
 		files.add(name)

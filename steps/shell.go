@@ -146,29 +146,18 @@ func (s *shellStep) Templates() []string {
 // result, not an error; not starting, a placeholder that does not resolve,
 // a workdir outside the hook's and a timeout are errors.
 func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-	res := &engine.StepResult{
-		Index:   s.def.Index,
-		Name:    s.def.Name,
-		Type:    s.def.Type,
-		Started: time.Now(),
-		Fields: map[string]any{
-			"stdout":      "",
-			"stderr":      "",
-			"exit_code":   -1,
-			"timed_out":   false,
-			"truncated":   false,
-			"duration_ms": int64(0),
-			"command":     s.written,
-		},
-	}
-	fail := func(err error) (*engine.StepResult, error) {
-		res.Error = err.Error()
-		res.Duration = time.Since(res.Started)
-		return res, err
-	}
+	res := newResult(s.def, map[string]any{
+		"stdout":      "",
+		"stderr":      "",
+		"exit_code":   -1,
+		"timed_out":   false,
+		"truncated":   false,
+		"duration_ms": int64(0),
+		"command":     s.written,
+	})
 	c, err := s.command(env)
 	if err != nil {
-		return fail(err)
+		return fail(res, err)
 	}
 
 	r := c.Run(ctx)
@@ -180,19 +169,15 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 	res.Fields["truncated"] = r.Truncated
 	res.Fields["duration_ms"] = r.Duration.Milliseconds()
 	if r.Err != nil {
-		return fail(r.Err)
+		return fail(res, r.Err)
 	}
-	res.Duration = time.Since(res.Started)
-	return res, nil
+	return done(res)
 }
 
 // command builds the process to run for env: its environment (with the
 // placeholder values), argv and working directory.
 func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
-	scope := env.Scope
-	if scope == nil {
-		scope = &engine.Scope{}
-	}
+	scope := scopeOf(env)
 
 	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput}
 	base := env.Env

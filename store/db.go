@@ -162,8 +162,8 @@ func (d *DB) prepare() error {
 				last_run_id = excluded.last_run_id,
 				last_status = excluded.last_status`},
 		{d.w, &d.stmtFinishHook, `UPDATE hook_state SET last_status = ? WHERE hook = ? AND last_run_id = ?`},
-		{d.w, &d.stmtInsertEvt, `INSERT INTO events (id, type, data, source, time, depth)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{d.w, &d.stmtInsertEvt, `INSERT INTO events (id, type, data, source, time, depth, dispatched)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{d.r, &d.stmtGetRun, `SELECT ` + runCols + `, seq FROM runs WHERE id = ?`},
 	} {
 		s, err := p.db.Prepare(p.text)

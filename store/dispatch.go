@@ -25,13 +25,7 @@ var _ engine.DispatchStore = (*DB)(nil)
 // Seq is set to the stored one and the error wraps
 // engine.ErrDuplicateEvent.
 func (d *DB) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
-	err := d.tx(ctx, func(tx *sql.Tx) error {
-		if err := d.insertEvent(ctx, tx, ev); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE events SET dispatched = 0 WHERE seq = ?`, ev.Seq)
-		return err
-	})
+	err := d.tx(ctx, func(tx *sql.Tx) error { return d.insertEvent(ctx, tx, ev, false) })
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.ID, err)
 	}
@@ -56,7 +50,7 @@ func (d *DB) PendingEvents(ctx context.Context, limit int) ([]*engine.Event, err
 	if limit <= 0 {
 		limit = defaultLimit
 	}
-	evs, err := d.queryEvents(ctx, `SELECT seq, id, type, data, source, time, depth FROM events
+	evs, err := d.queryEvents(ctx, `SELECT `+eventCols+` FROM events
 		WHERE dispatched = 0 ORDER BY seq LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read pending events: %w", err)
@@ -72,7 +66,7 @@ func (d *DB) EventsAfter(ctx context.Context, after int64, limit int) ([]*engine
 	if limit <= 0 {
 		limit = defaultLimit
 	}
-	evs, err := d.queryEvents(ctx, `SELECT seq, id, type, data, source, time, depth FROM events
+	evs, err := d.queryEvents(ctx, `SELECT `+eventCols+` FROM events
 		WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read events after %d: %w", after, err)
@@ -90,8 +84,7 @@ func (d *DB) LastEventSeq(ctx context.Context) (int64, error) {
 	return seq, nil
 }
 
-// queryEvents runs a query on the read pool that selects seq, id, type,
-// data, source, time and depth.
+// queryEvents runs a query on the read pool that selects eventCols.
 func (d *DB) queryEvents(ctx context.Context, q string, args ...any) ([]*engine.Event, error) {
 	rows, err := d.r.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // engine.ErrDuplicateEvent, which makes publishing with a client-chosen ID
 // idempotent.
 func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
-	err := d.tx(ctx, func(tx *sql.Tx) error { return d.insertEvent(ctx, tx, ev) })
+	err := d.tx(ctx, func(tx *sql.Tx) error { return d.insertEvent(ctx, tx, ev, true) })
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.ID, err)
 	}
@@ -29,7 +29,7 @@ func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
 func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		for _, ev := range evs {
-			if err := d.insertEvent(ctx, tx, ev); err != nil && !errors.Is(err, engine.ErrDuplicateEvent) {
+			if err := d.insertEvent(ctx, tx, ev, true); err != nil && !errors.Is(err, engine.ErrDuplicateEvent) {
 				return err
 			}
 		}
@@ -41,9 +41,10 @@ func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
 	return nil
 }
 
-// insertEvent inserts one event within tx and sets its Seq, returning
-// engine.ErrDuplicateEvent for an ID stored before.
-func (d *DB) insertEvent(ctx context.Context, tx *sql.Tx, ev *engine.Event) error {
+// insertEvent inserts one event within tx, marked dispatched or pending,
+// and sets its Seq, returning engine.ErrDuplicateEvent for an ID stored
+// before.
+func (d *DB) insertEvent(ctx context.Context, tx *sql.Tx, ev *engine.Event, dispatched bool) error {
 	if ev.Type == "" {
 		return fmt.Errorf("event %s: empty type", ev.ID)
 	}
@@ -59,7 +60,7 @@ func (d *DB) insertEvent(ctx context.Context, tx *sql.Tx, ev *engine.Event) erro
 		ev.ID = engine.NewID()
 	}
 	res, err := tx.StmtContext(ctx, d.stmtInsertEvt).ExecContext(ctx,
-		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth)
+		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth, dispatched)
 	if err != nil {
 		return err
 	}
@@ -77,13 +78,16 @@ func (d *DB) insertEvent(ctx context.Context, tx *sql.Tx, ev *engine.Event) erro
 	return engine.ErrDuplicateEvent
 }
 
+// eventCols are the columns queryEvents reads, in its order.
+const eventCols = `seq, id, type, data, source, time, depth`
+
 // ListEvents returns stored events of type typ ("" for all), newest first.
 // A limit of 0 or less means 50.
 func (d *DB) ListEvents(ctx context.Context, typ string, limit int) ([]*engine.Event, error) {
 	if limit <= 0 {
 		limit = defaultLimit
 	}
-	q := `SELECT seq, id, type, data, source, time, depth FROM events`
+	q := `SELECT ` + eventCols + ` FROM events`
 	args := []any{}
 	if typ != "" {
 		q += ` WHERE type = ?`

@@ -70,7 +70,7 @@ func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
 		if r.Slot.IsZero() {
 			return nil
 		}
-		slot := r.Slot.UnixNano()
+		slot := timeInt(r.Slot)
 		if _, err := tx.StmtContext(ctx, d.stmtClaimSlot).ExecContext(ctx, r.Hook, slot, r.ID); err != nil {
 			return err
 		}
@@ -93,10 +93,7 @@ func (d *DB) StartRun(ctx context.Context, r *engine.Run) error {
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
-	var slot int64
-	if !r.Slot.IsZero() {
-		slot = r.Slot.UnixNano()
-	}
+	slot := timeInt(r.Slot)
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		if slot != 0 {
 			var owner string
