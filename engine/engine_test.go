@@ -444,7 +444,11 @@ func TestEventTriggerWhereAndLoopCut(t *testing.T) {
 			t.Errorf("run payload = %v", ev)
 		}
 
-		if _, err := h.eng.Emit(ctx, &engine.Event{Type: "hook.run.completed", Data: map[string]any{"hook": "loop"}}); err != nil {
+		if _, err := h.eng.Emit(ctx, &engine.Event{Type: "hook.run.completed", Data: map[string]any{"hook": "loop"}}); !errors.Is(err, engine.ErrReservedEvent) {
+			t.Errorf("publishing one of hookd's own event types: %v", err)
+		}
+		// hookd's own events are dispatched without being published.
+		if _, err := h.eng.Dispatch(ctx, &engine.Event{Type: "hook.run.completed", Data: map[string]any{"hook": "loop"}, Source: "engine"}); err != nil {
 			t.Fatal(err)
 		}
 		h.settle()

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"time"
 )
 
@@ -28,6 +30,15 @@ const (
 	// a tool call: {hook, run_id, tool, reason, handler}.
 	EventToolDenied = "hook.tool.denied"
 )
+
+// ErrReservedEvent refuses a published event whose type belongs to hookd.
+var ErrReservedEvent = errors.New("engine: hook.run.* and hook.tool.* events are published by hookd itself")
+
+// ReservedEventType reports whether typ is one of hookd's own event types,
+// which only the engine publishes.
+func ReservedEventType(typ string) bool {
+	return strings.HasPrefix(typ, "hook.run.") || strings.HasPrefix(typ, "hook.tool.")
+}
 
 // DataJSON returns the payload as a JSON object.
 func (e *Event) DataJSON() json.RawMessage {

@@ -15,7 +15,7 @@ var eventType = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 func init() {
 	register("emit_event",
 		"Publish an event on hookd's event bus. Hooks whose event trigger matches its type run. "+
-			"Types are dot-separated words, like deploy.finished; hook.run.* is reserved for hookd.",
+			"Types are dot-separated words, like deploy.finished; hook.run.* and hook.tool.* are reserved for hookd.",
 		`{"type":"object","properties":{
 			"type":{"type":"string","maxLength":200,"description":"event type, e.g. report.ready"},
 			"data":{"type":"object","description":"the event's payload"}
@@ -40,8 +40,8 @@ func emitEvent(ctx context.Context, env *engine.ToolEnv, a *emitArgs) (string, e
 	switch {
 	case !eventType.MatchString(a.Type):
 		return "", fmt.Errorf("type %q: use dot-separated words of letters, digits, '_' and '-'", a.Type)
-	case strings.HasPrefix(a.Type, "hook.run."):
-		return "", fmt.Errorf("type %q: hook.run.* events are hookd's own", a.Type)
+	case engine.ReservedEventType(a.Type):
+		return "", fmt.Errorf("type %q: hook.run.* and hook.tool.* events are hookd's own", a.Type)
 	case env.Emit == nil:
 		return "", errors.New("events cannot be published from this run")
 	}

@@ -286,8 +286,8 @@ func checkEvent(req *emitRequest) error {
 		return errors.New("type is required")
 	case len(req.Type) > maxEventType:
 		return fmt.Errorf("type is longer than %d bytes", maxEventType)
-	case strings.HasPrefix(req.Type, "hook.run."):
-		return errors.New("type: hook.run.* events are published by hookd itself")
+	case engine.ReservedEventType(req.Type):
+		return errors.New("type: hook.run.* and hook.tool.* events are published by hookd itself")
 	}
 	for _, seg := range strings.Split(req.Type, ".") {
 		if seg == "" {
