@@ -317,6 +317,9 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 // (see DispatchPending); an event emitted while the engine stops gives
 // ErrStopped and stays pending for the next start.
 func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
+	if err := ValidateEventType(ev.Type); err != nil {
+		return nil, err
+	}
 	if ReservedEventType(ev.Type) {
 		return nil, fmt.Errorf("event %s: %w", ev.Type, ErrReservedEvent)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -30,6 +31,26 @@ const (
 	// a tool call: {hook, run_id, tool, reason, handler}.
 	EventToolDenied = "hook.tool.denied"
 )
+
+// ValidateEventType checks a concrete event type: dot-separated segments
+// of ASCII letters, digits, '_', '-' and ':' (the characters event
+// patterns match literally), none empty, no wildcards.
+func ValidateEventType(t string) error {
+	if t == "" {
+		return errors.New("empty event type")
+	}
+	for i, seg := range strings.Split(t, ".") {
+		if seg == "" {
+			return fmt.Errorf("event type %q: segment %d is empty", t, i+1)
+		}
+		for _, r := range seg {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == ':') {
+				return fmt.Errorf("event type %q: segment %q: invalid character %q (want letters, digits, '_', '-', ':')", t, seg, r)
+			}
+		}
+	}
+	return nil
+}
 
 // ErrReservedEvent refuses a published event whose type belongs to hookd.
 var ErrReservedEvent = errors.New("engine: hook.run.* and hook.tool.* events are published by hookd itself")

@@ -39,7 +39,7 @@ func newEmit(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 		return nil, fieldErr(cfg, "event_type", "%v", err)
 	}
 	if !strings.Contains(c.EventType, "{{") {
-		if err := checkEventType(c.EventType); err != nil {
+		if err := engine.ValidateEventType(c.EventType); err != nil {
 			return nil, fieldErr(cfg, "event_type", "%v", err)
 		}
 	} else if err := checkEventTypeTemplate(c.EventType); err != nil {
@@ -57,25 +57,6 @@ func newEmit(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 	return &emitStep{def: def, typ: c.EventType, data: c.Data}, nil
 }
 
-// checkEventType checks a concrete event type: dot-separated segments of
-// ASCII letters, digits, '_', '-' and ':', none empty, no wildcards.
-func checkEventType(t string) error {
-	if t == "" {
-		return errors.New("empty event type")
-	}
-	for i, seg := range strings.Split(t, ".") {
-		if seg == "" {
-			return fmt.Errorf("event type %q: segment %d is empty", t, i+1)
-		}
-		for _, r := range seg {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == ':') {
-				return fmt.Errorf("event type %q: segment %q: invalid character %q (want letters, digits, '_', '-', ':')", t, seg, r)
-			}
-		}
-	}
-	return nil
-}
-
 // checkEventTypeTemplate checks the literal parts of a type with
 // placeholders: no empty segments around them.
 func checkEventTypeTemplate(t string) error {
@@ -91,7 +72,7 @@ func checkEventTypeTemplate(t string) error {
 		last = ph.End
 	}
 	b.WriteString(t[last:])
-	return checkEventType(b.String())
+	return engine.ValidateEventType(b.String())
 }
 
 // walkStrings calls fn for every string inside v, with its field path.
@@ -178,7 +159,7 @@ func (s *emitStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 	if err != nil {
 		return fail(res, fmt.Errorf("event_type: %w", err))
 	}
-	if err := checkEventType(typ); err != nil {
+	if err := engine.ValidateEventType(typ); err != nil {
 		return fail(res, fmt.Errorf("event_type: %w", err))
 	}
 	res.Fields["event_type"] = typ

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/hookd/hookd/engine"
 )
-
-var eventType = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
 func init() {
 	register("emit_event",
@@ -37,9 +34,10 @@ type emitArgs struct {
 }
 
 func emitEvent(ctx context.Context, env *engine.ToolEnv, a *emitArgs) (string, error) {
+	if err := engine.ValidateEventType(a.Type); err != nil {
+		return "", fmt.Errorf("use dot-separated words of letters, digits, '_', '-' and ':': %w", err)
+	}
 	switch {
-	case !eventType.MatchString(a.Type):
-		return "", fmt.Errorf("type %q: use dot-separated words of letters, digits, '_' and '-'", a.Type)
 	case engine.ReservedEventType(a.Type):
 		return "", fmt.Errorf("type %q: hook.run.* and hook.tool.* events are hookd's own", a.Type)
 	case env.Emit == nil:

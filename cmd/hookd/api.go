@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -289,15 +288,8 @@ func checkEvent(req *emitRequest) error {
 	case engine.ReservedEventType(req.Type):
 		return errors.New("type: hook.run.* and hook.tool.* events are published by hookd itself")
 	}
-	for _, seg := range strings.Split(req.Type, ".") {
-		if seg == "" {
-			return fmt.Errorf("type %q has an empty segment", req.Type)
-		}
-		for _, c := range seg {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-				return fmt.Errorf("type %q: segments are made of letters, digits, '_' and '-'", req.Type)
-			}
-		}
+	if err := engine.ValidateEventType(req.Type); err != nil {
+		return fmt.Errorf("type: %w", err)
 	}
 	if len(req.ID) > maxEventID {
 		return fmt.Errorf("id is longer than %d bytes", maxEventID)
