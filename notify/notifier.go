@@ -73,8 +73,15 @@ type target struct {
 }
 
 type job struct {
-	ev *engine.Event
-	t  *target
+	ev  *engine.Event
+	t   *target
+	run *runOnce // shared by the jobs of one event
+}
+
+// runOnce reads the run an event is about once for all its targets.
+type runOnce struct {
+	once sync.Once
+	run  *engine.Run
 }
 
 // New builds a notifier; it delivers nothing until Start.
@@ -211,12 +218,13 @@ func (n *Notifier) Observe(ev *engine.Event) {
 	if ts, ok := (*n.hooks.Load())[hook]; ok {
 		targets = ts
 	}
+	shared := &runOnce{}
 	for _, t := range targets {
 		if !slices.Contains(t.on, outcome) {
 			continue
 		}
 		select {
-		case n.queue <- &job{ev: ev, t: t}:
+		case n.queue <- &job{ev: ev, t: t, run: shared}:
 		default:
 			n.o.Count(Dropped)
 			n.log.Warn("notification dropped: the queue is full", "target", t.label, "hook", hook,
@@ -255,16 +263,16 @@ func (n *Notifier) deliver(j *job) {
 		n.fail(j, 0, fmt.Errorf("no URL: environment variable %s is empty", j.t.env))
 		return
 	}
-	var run *engine.Run
-	if id, _ := j.ev.Data["run_id"].(string); id != "" && n.o.Runs != nil {
-		ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-		r, err := n.o.Runs.GetRun(ctx, id)
-		cancel()
-		if err == nil {
-			run = r
+	j.run.once.Do(func() {
+		if id, _ := j.ev.Data["run_id"].(string); id != "" && n.o.Runs != nil {
+			ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+			if r, err := n.o.Runs.GetRun(ctx, id); err == nil {
+				j.run.run = r
+			}
+			cancel()
 		}
-	}
-	body, err := messageFrom(j.ev, run).body(j.t.format)
+	})
+	body, err := messageFrom(j.ev, j.run.run).body(j.t.format)
 	if err != nil {
 		n.fail(j, 0, fmt.Errorf("encode message: %w", err))
 		return

@@ -63,8 +63,9 @@ func (f *pathFilter) file(rel string) bool {
 			return false
 		}
 	}
+	comps := strings.Split(rel, "/") // once for every pattern
 	for _, g := range f.ignore {
-		if g.match(rel, false) {
+		if g.match(comps, false) {
 			return false
 		}
 	}
@@ -72,7 +73,7 @@ func (f *pathFilter) file(rel string) bool {
 		return true
 	}
 	for _, g := range f.include {
-		if g.match(rel, false) {
+		if g.match(comps, false) {
 			return true
 		}
 	}
@@ -82,8 +83,9 @@ func (f *pathFilter) file(rel string) bool {
 // dir reports whether a folder at rel is descended into (it is not
 // ignored). Include patterns and extensions apply to files only.
 func (f *pathFilter) dir(rel string) bool {
+	comps := strings.Split(rel, "/")
 	for _, g := range f.ignore {
-		if g.match(rel, true) {
+		if g.match(comps, true) {
 			return false
 		}
 	}
@@ -141,10 +143,9 @@ func parseGlob(p string) (glob, error) {
 	return g, nil
 }
 
-// match reports whether the path rel (of a folder when dir is set), or
-// one of the folders it is in, matches g.
-func (g glob) match(rel string, dir bool) bool {
-	comps := strings.Split(rel, "/")
+// match reports whether the path made of comps (a folder when dir is
+// set), or one of the folders it is in, matches g.
+func (g glob) match(comps []string, dir bool) bool {
 	if !g.anchored {
 		for i, c := range comps {
 			if g.dirOnly && i == len(comps)-1 && !dir {

@@ -1,6 +1,9 @@
 package triggers
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestGlobMatch(t *testing.T) {
 	for _, tc := range []struct {
@@ -37,7 +40,7 @@ func TestGlobMatch(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tc.pattern, err)
 		}
-		if got := g.match(tc.rel, tc.dir); got != tc.want {
+		if got := g.match(strings.Split(tc.rel, "/"), tc.dir); got != tc.want {
 			t.Errorf("%q matches %q (dir %v) = %v, want %v", tc.pattern, tc.rel, tc.dir, got, tc.want)
 		}
 	}

@@ -423,16 +423,11 @@ func relTime(d time.Duration) string {
 	var s string
 	switch {
 	case d < time.Second:
-		s = "now"
-		return s
+		return "now"
 	case d < time.Minute:
 		s = d.Round(time.Second).String()
-	case d < time.Hour:
-		s = d.Round(time.Minute).String()
-		s = strings.TrimSuffix(s, "0s")
 	default:
-		s = d.Round(time.Minute).String()
-		s = strings.TrimSuffix(s, "0s")
+		s = strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
 	}
 	if past {
 		return s + " ago"

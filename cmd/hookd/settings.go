@@ -66,11 +66,8 @@ func socketPath(db string) string {
 
 // loadHooks loads the hooks directory, reporting bad files on stderr.
 func (c *cli) loadHooks(d *config.Daemon) ([]*engine.Hook, []error, error) {
-	if fi, err := os.Stat(d.HooksDir); err != nil || !fi.IsDir() {
-		return nil, nil, fmt.Errorf("hooks directory %s does not exist (use --hooks DIR)", d.HooksDir)
-	}
-	hooks, errs := config.LoadDir(d.HooksDir, config.Options{})
-	return hooks, errs, nil
+	hooks, _, errs, err := c.loadAll(d)
+	return hooks, errs, err
 }
 
 // loadAll loads the hooks directory's hooks and command handlers.

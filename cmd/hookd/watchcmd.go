@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -213,13 +212,8 @@ func eventLine(ev *eventJSON) string {
 		}
 		return line
 	}
-	keys := make([]string, 0, len(ev.Data))
-	for k := range ev.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range sortedKeys(ev.Data) {
 		v := ev.Data[k]
 		s, ok := v.(string)
 		if !ok {
