@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -531,6 +532,9 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	return act, &snap
 }
 
+// errRunOver is the cause of a run context cancelled once its run ended.
+var errRunOver = errors.New("engine: run is over")
+
 // finished is called on the loop when a run's goroutine is done.
 func (s *state) finished(ent *entry, act *active) {
 	run := act.run
@@ -538,6 +542,9 @@ func (s *state) finished(ent *entry, act *active) {
 	if ent.active == act {
 		ent.active = nil
 	}
+	// Release the run's context: until cancelled it stays a child of the
+	// engine's, with everything it holds, for the daemon's lifetime.
+	act.cancel(errRunOver)
 	if ent.lastRunID == run.ID {
 		ent.lastStatus = run.Status
 	}
