@@ -69,18 +69,19 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	}
 	p = filepath.Clean(p)
 	res.Fields["path"] = filepath.ToSlash(p)
-	dir, err := s.repo.dir(env)
+	git, err := s.repo.open(ctx, env)
 	if err != nil {
 		return fail(res, err)
 	}
+	dir := git.dir
 
-	base, ok, err := s.repo.revParse(ctx, env, dir, "HEAD")
+	base, ok, err := git.revParse(ctx, "HEAD")
 	if err != nil {
 		return fail(res, err)
 	}
 	if !ok {
 		// No commits yet: everything in the index is new.
-		r, err := s.repo.run(ctx, env, dir, gitCmd{args: []string{"hash-object", "-t", "tree", "/dev/null"}})
+		r, err := git.run(ctx, gitCmd{args: []string{"hash-object", "-t", "tree", "/dev/null"}})
 		if err != nil {
 			return fail(res, err)
 		}
@@ -88,14 +89,14 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	}
 
 	files := newFileList(s.repo.maxFiles)
-	if _, err := s.repo.run(ctx, env, dir, gitCmd{
-		args: []string{"diff", "--relative", "--name-only", "-z", "--no-ext-diff", base, "--", p}, tee: files.add, nul: true,
+	if _, err := git.run(ctx, gitCmd{
+		args: append(append([]string{"diff", "--relative", "--name-only", "-z"}, gitDiffArgs...), base, "--", p), tee: files.add, nul: true,
 	}); err != nil {
 		return fail(res, err)
 	}
 	out := newCapBuffer(s.repo.maxOutput)
 	truncated := false
-	r, err := s.repo.run(ctx, env, dir, gitCmd{args: []string{"diff", "--relative", "--no-color", "--no-ext-diff", "--no-textconv", base, "--", p}})
+	r, err := git.run(ctx, gitCmd{args: append(append([]string{"diff", "--relative", "--no-color"}, gitDiffArgs...), base, "--", p)})
 	if err != nil {
 		return fail(res, err)
 	}
@@ -111,7 +112,7 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 		lsArgs = append(lsArgs, "--exclude-standard")
 	}
 	var untracked []string
-	if _, err := s.repo.run(ctx, env, dir, gitCmd{
+	if _, err := git.run(ctx, gitCmd{
 		args: append(lsArgs, "--", p),
 		nul:  true,
 		tee: func(name string) {
@@ -134,8 +135,8 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 			continue // a link out of the workspace: not shown
 		}
 		files.add(name)
-		r, err := s.repo.run(ctx, env, dir, gitCmd{
-			args:    []string{"diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv", "--", "/dev/null", name},
+		r, err := git.run(ctx, gitCmd{
+			args:    append(append([]string{"diff", "--no-index", "--no-color"}, gitDiffArgs...), "--", "/dev/null", name),
 			okCodes: []int{1},
 		})
 		if err != nil {
@@ -147,7 +148,7 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	}
 
 	if files.total == 0 && errors.Is(statErr, fs.ErrNotExist) {
-		if r, err := s.repo.run(ctx, env, dir, gitCmd{args: []string{"ls-files", "--error-unmatch", "--", p}, okCodes: []int{1}}); err != nil {
+		if r, err := git.run(ctx, gitCmd{args: []string{"ls-files", "--error-unmatch", "--", p}, okCodes: []int{1}}); err != nil {
 			return fail(res, err)
 		} else if r.ExitCode != 0 {
 			return fail(res, fmt.Errorf("path: %q is not in git or on disk in %s", p, dir))

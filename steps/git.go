@@ -3,7 +3,6 @@ package steps
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -103,19 +102,46 @@ type gitCmd struct {
 	maxOutput int   // 0: the repo's
 }
 
-// run runs git in dir. A failure to start, a timeout and an exit code
-// not in okCodes are errors carrying git's stderr.
-func (g *gitRepo) run(ctx context.Context, env *engine.StepEnv, dir string, gc gitCmd) (CommandResult, error) {
-	argv := append([]string{"git", "--no-pager", "--literal-pathspecs",
-		"-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "log.showSignature=false"}, gc.args...)
-	base := env.Env
-	if base == nil {
-		base = os.Environ()
+// gitSession runs the git commands of one step run in one workspace,
+// each made safe by gitSafeArgs and gitSafeEnv, with the filter drivers
+// of the workspace's repository turned off.
+type gitSession struct {
+	repo *gitRepo
+	dir  string
+	env  []string
+}
+
+// open resolves the workspace and reads which filter drivers its
+// repository configures (git config runs none of them), so that every
+// later command runs with them turned off.
+func (g *gitRepo) open(ctx context.Context, env *engine.StepEnv) (*gitSession, error) {
+	dir, err := g.dir(env)
+	if err != nil {
+		return nil, err
 	}
+	s := &gitSession{repo: g, dir: dir, env: gitSafeEnv(env.Env, nil)}
+	var keys []string
+	if _, err := s.run(ctx, gitCmd{
+		args:    []string{"config", "--null", "--name-only", "--get-regexp", `^filter\.`},
+		okCodes: []int{1}, // none
+		nul:     true,
+		tee:     func(k string) { keys = append(keys, k) },
+	}); err != nil {
+		return nil, err
+	}
+	s.env = gitSafeEnv(env.Env, filterOverrides(keys))
+	return s, nil
+}
+
+// run runs git in the session's directory, without a shell, a pager,
+// prompts or colour. A failure to start, a timeout and an exit code not
+// in okCodes are errors carrying git's stderr.
+func (s *gitSession) run(ctx context.Context, gc gitCmd) (CommandResult, error) {
+	g := s.repo
 	c := Command{
-		Argv:      argv,
-		Dir:       dir,
-		Env:       append(append([]string(nil), base...), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_PAGER=cat", "LC_ALL=C"),
+		Argv:      append(append([]string{"git"}, gitSafeArgs...), gc.args...),
+		Dir:       s.dir,
+		Env:       s.env,
 		Timeout:   g.timeout,
 		MaxOutput: gc.maxOutput,
 	}
@@ -156,8 +182,8 @@ func (g *gitRepo) run(ctx context.Context, env *engine.StepEnv, dir string, gc g
 }
 
 // revParse returns the commit rev names, or ok false when there is none.
-func (g *gitRepo) revParse(ctx context.Context, env *engine.StepEnv, dir, rev string) (string, bool, error) {
-	r, err := g.run(ctx, env, dir, gitCmd{args: []string{"rev-parse", "--verify", "--quiet", rev + "^{commit}"}, okCodes: []int{1}})
+func (s *gitSession) revParse(ctx context.Context, rev string) (string, bool, error) {
+	r, err := s.run(ctx, gitCmd{args: []string{"rev-parse", "--verify", "--quiet", rev + "^{commit}"}, okCodes: []int{1}})
 	if err != nil {
 		return "", false, err
 	}

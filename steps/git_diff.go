@@ -72,27 +72,27 @@ func (s *gitDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Ste
 		return fail(res, err)
 	}
 	res.Fields["base"], res.Fields["head"] = base, head
-	dir, err := s.repo.dir(env)
+	git, err := s.repo.open(ctx, env)
 	if err != nil {
 		return fail(res, err)
 	}
 	for _, r := range []struct{ field, rev string }{{"base_branch", base}, {"head", head}} {
-		if _, ok, err := s.repo.revParse(ctx, env, dir, r.rev); err != nil {
+		if _, ok, err := git.revParse(ctx, r.rev); err != nil {
 			return fail(res, err)
 		} else if !ok {
-			return fail(res, fmt.Errorf("%s: %q is not a commit in %s", r.field, r.rev, dir))
+			return fail(res, fmt.Errorf("%s: %q is not a commit in %s", r.field, r.rev, git.dir))
 		}
 	}
 	rng := base + "..." + head
 
 	files := newFileList(s.repo.maxFiles)
-	if _, err := s.repo.run(ctx, env, dir, gitCmd{
-		args: []string{"diff", "--name-only", "-z", "--no-ext-diff", rng, "--"},
+	if _, err := git.run(ctx, gitCmd{
+		args: append(append([]string{"diff", "--name-only", "-z"}, gitDiffArgs...), rng, "--"),
 		tee:  files.add, nul: true,
 	}); err != nil {
 		return fail(res, err)
 	}
-	r, err := s.repo.run(ctx, env, dir, gitCmd{args: []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", rng, "--"}})
+	r, err := git.run(ctx, gitCmd{args: append(append([]string{"diff", "--no-color"}, gitDiffArgs...), rng, "--")})
 	if err != nil {
 		return fail(res, err)
 	}

@@ -158,21 +158,22 @@ func (s *gitLogStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Step
 		}
 		paths = append(paths, p)
 	}
-	dir, err := s.repo.dir(env)
+	git, err := s.repo.open(ctx, env)
 	if err != nil {
 		return fail(res, err)
 	}
-	if _, ok, err := s.repo.revParse(ctx, env, dir, rev); err != nil {
+	if _, ok, err := git.revParse(ctx, rev); err != nil {
 		return fail(res, err)
 	} else if !ok {
 		if rev == "HEAD" {
 			return done(res) // no commits yet
 		}
-		return fail(res, fmt.Errorf("rev: %q is not a commit in %s", rev, dir))
+		return fail(res, fmt.Errorf("rev: %q is not a commit in %s", rev, git.dir))
 	}
 
-	args := []string{"log", "--no-color", "--no-merges", "--name-only",
-		"--format=%x1e%H%x1f%h%x1f%an%x1f%aI%x1f%s", fmt.Sprintf("--max-count=%d", s.maxCount)}
+	args := append([]string{"log", "--no-color", "--no-merges", "--name-only"}, gitDiffArgs...)
+	args = append(args,
+		"--format=%x1e%H%x1f%h%x1f%an%x1f%aI%x1f%s", fmt.Sprintf("--max-count=%d", s.maxCount))
 	if !since.IsZero() {
 		args = append(args, "--since="+since.UTC().Format(time.RFC3339))
 	}
@@ -181,7 +182,7 @@ func (s *gitLogStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Step
 		commits []*commitRecord
 		files   = newFileList(s.repo.maxFiles)
 	)
-	if _, err := s.repo.run(ctx, env, dir, gitCmd{args: args, tee: func(line string) {
+	if _, err := git.run(ctx, gitCmd{args: args, tee: func(line string) {
 		if rest, ok := strings.CutPrefix(line, "\x1e"); ok {
 			f := strings.SplitN(rest, "\x1f", 5)
 			for len(f) < 5 {

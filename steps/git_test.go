@@ -377,3 +377,88 @@ func equalAny(got any, want []any) bool {
 	}
 	return true
 }
+
+// TestGitRepositoryConfigRunsNothing performs the attack of a repository
+// whose configuration (or whose caller's environment) names a program
+// for git to run — a file-system monitor, an external diff, a textconv or
+// filter driver, a pager, hooks — and runs every git step against it:
+// the program, which would touch a marker file, never runs.
+func TestGitRepositoryConfigRunsNothing(t *testing.T) {
+	tests := []struct {
+		name, config, attrs string
+		env                 []string
+	}{
+		{name: "fsmonitor", config: "[core]\n\tfsmonitor = %s\n"},
+		{name: "fsmonitor in an included file", config: "[include]\n\tpath = evil.inc\n"},
+		{name: "hooks path", config: "[core]\n\thooksPath = %[2]s\n"},
+		{name: "external diff", config: "[diff]\n\texternal = %s\n"},
+		{name: "diff driver command", config: "[diff \"evil\"]\n\tcommand = %s\n", attrs: "* diff=evil\n"},
+		{name: "textconv", config: "[diff \"evil\"]\n\ttextconv = %s\n", attrs: "* diff=evil\n"},
+		{name: "filter clean", config: "[filter \"evil\"]\n\tclean = %s\n\tsmudge = %s\n\trequired = true\n", attrs: "* filter=evil\n"},
+		{name: "filter process", config: "[filter \"ev.il=x\"]\n\tprocess = %s\n", attrs: "* filter=ev.il=x\n"},
+		{name: "pager", config: "[core]\n\tpager = %s\n[pager]\n\tdiff = %s\n\tlog = %s\n"},
+		{name: "GIT_EXTERNAL_DIFF", env: []string{"GIT_EXTERNAL_DIFF=%s"}},
+		{name: "GIT_CONFIG_COUNT", env: []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=%s"}},
+		{name: "GIT_CONFIG_PARAMETERS", env: []string{"GIT_CONFIG_PARAMETERS='diff.external'='%s'"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			workdir, env := newRepo(t, "")
+			bin := t.TempDir()
+			marker := filepath.Join(bin, "marker")
+			script := filepath.Join(bin, "evil")
+			// The script marks its run and then behaves like cat, so
+			// that a filter or textconv would still produce output.
+			if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$0 $*\" >> "+marker+"\ncat\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			hooks := filepath.Join(bin, "hooks")
+			if err := os.Mkdir(hooks, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range []string{"post-index-change", "reference-transaction", "fsmonitor-watchman", "pre-commit"} {
+				if err := os.WriteFile(filepath.Join(hooks, h), []byte("#!/bin/sh\necho hook >> "+marker+"\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeFiles(t, workdir, map[string]string{".git/evil.inc": "[core]\n\tfsmonitor = " + script + "\n"})
+			if tt.config != "" {
+				f, err := os.OpenFile(filepath.Join(workdir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fill := strings.NewReplacer("%s", script, "%[2]s", hooks)
+				if _, err := fill.WriteString(f, tt.config); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
+			if tt.attrs != "" {
+				writeFiles(t, workdir, map[string]string{".gitattributes": tt.attrs})
+			}
+			writeFiles(t, workdir, map[string]string{"a.txt": "changed\n", "new.txt": "untracked\n"})
+			for _, kv := range tt.env {
+				env = append(env, strings.ReplaceAll(kv, "%s", script))
+			}
+			steps := []struct{ kind, src string }{
+				{"file_diff", "path: a.txt"},
+				{"file_diff", "path: new.txt"},
+				{"file_diff", "path: ."},
+				{"git_diff", "base_branch: main\nhead: feature"},
+				{"git_log", "rev: feature"},
+			}
+			for _, st := range steps {
+				s := mustStep(t, st.kind, st.src, 0)
+				res, err := runStep(t, s, gitStepEnv(t, workdir, env, nil))
+				if err != nil {
+					t.Errorf("%s %q: %v", st.kind, st.src, err)
+				} else if res.Output == "" {
+					t.Errorf("%s %q: no output", st.kind, st.src)
+				}
+				if b, err := os.ReadFile(marker); err == nil {
+					t.Fatalf("%s %q ran a program the repository named:\n%s", st.kind, st.src, b)
+				}
+			}
+		})
+	}
+}
