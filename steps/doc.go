@@ -57,7 +57,7 @@
 //	body:          the request body
 //	max_body:      bytes of the response kept (default 256 KiB); past it a
 //	               "[hookd: body truncated ...]" line ends the body
-//	allow_private: allow loopback, private and link-local addresses
+//	allow_private: allow loopback and private addresses (never link-local)
 //	max_redirects: redirects followed (default 5; 0 returns the 3xx)
 //
 // The timeout (default 30s) bounds the whole exchange. A 4xx or 5xx
@@ -70,7 +70,9 @@
 // (100.64/10), unspecified, multicast, reserved and documentation ranges,
 // and IPv4 addresses embedded in IPv6 that fall there, unless
 // allow_private is set; the cloud metadata addresses (169.254.169.254,
-// fd00:ec2::254, 168.63.129.16, 100.100.100.200) are refused even then.
+// fd00:ec2::254, 168.63.129.16, 100.100.100.200) and all of link-local
+// (169.254.0.0/16, where ECS serves task credentials at 169.254.170.2, and
+// fe80::/10) are refused even then.
 //
 // git_diff shows what a branch changed since it left its base, the diff of
 // base_branch...head: diff (primary), files (changed paths, relative to

@@ -164,6 +164,9 @@ func TestHTTPSSRF(t *testing.T) {
 		{"host and port from event", "url: 'http://{{event.host}}/x'", map[string]any{"host": "127.0.0.1:" + port}},
 		{"userinfo trick from event", "url: 'http://example.com@{{event.host}}/x'", map[string]any{"host": "10.0.0.1"}},
 		{"metadata with allow_private", "url: http://169.254.169.254/\nallow_private: true", nil},
+		{"ECS credentials with allow_private", "url: http://169.254.170.2/v2/credentials/x\nallow_private: true", nil},
+		{"link-local from event with allow_private", "url: 'http://{{event.host}}/'\nallow_private: true", map[string]any{"host": "169.254.10.1"}},
+		{"IPv6 link-local with allow_private", "url: 'http://[fe80::1]:" + port + "/'\nallow_private: true", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

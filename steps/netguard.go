@@ -29,6 +29,9 @@ func (e *AddrError) Error() string {
 	if e.Class == "metadata" {
 		return fmt.Sprintf("refused to connect to %s: a cloud metadata address", e.Addr)
 	}
+	if alwaysRefused(e.Class) {
+		return fmt.Sprintf("refused to connect to %s: %s address (refused even with allow_private: true)", e.Addr, e.Class)
+	}
 	return fmt.Sprintf("refused to connect to %s: %s address (private networks need allow_private: true)", e.Addr, e.Class)
 }
 
@@ -92,8 +95,14 @@ func CheckAddr(ip net.IP) error {
 	return checkAddr(a, false)
 }
 
-// checkAddr checks a; with allowPrivate only the metadata addresses are
-// refused.
+// alwaysRefused reports whether allow_private leaves a class refused: the
+// cloud metadata addresses and all of link-local (169.254.0.0/16 and
+// fe80::/10), where credential endpoints live besides 169.254.169.254
+// (ECS task credentials at 169.254.170.2, instance link-local services).
+func alwaysRefused(class string) bool { return class == "metadata" || class == "link-local" }
+
+// checkAddr checks a; with allowPrivate only the metadata and link-local
+// addresses are refused.
 func checkAddr(a netip.Addr, allowPrivate bool) error {
 	a = a.WithZone("")
 	if a.Is4In6() {
@@ -108,7 +117,7 @@ func checkAddr(a netip.Addr, allowPrivate bool) error {
 	}
 	for _, r := range refusedRanges {
 		if r.prefix.Contains(a) {
-			if allowPrivate && r.class != "metadata" {
+			if allowPrivate && !alwaysRefused(r.class) {
 				return nil
 			}
 			return &AddrError{Addr: a, Class: r.class}
@@ -136,8 +145,8 @@ func embeddedV4(a netip.Addr) (netip.Addr, bool) {
 }
 
 // GuardedDialer returns a dialer that refuses, just before connecting, any
-// address CheckAddr refuses (with allowPrivate, only the metadata
-// addresses). The check runs on the resolved address of every connection
+// address CheckAddr refuses (with allowPrivate, only the metadata and
+// link-local addresses). The check runs on the resolved address of every connection
 // attempt, so a host name that resolves to a private address, or that
 // changes its answer between two lookups, is caught too.
 func GuardedDialer(allowPrivate bool) *net.Dialer {

@@ -74,7 +74,7 @@ func TestCheckAddr(t *testing.T) {
 }
 
 func TestCheckAddrAllowPrivate(t *testing.T) {
-	for _, a := range []string{"127.0.0.1", "::1", "10.0.0.1", "192.168.0.1", "fe80::1", "100.64.0.1"} {
+	for _, a := range []string{"127.0.0.1", "::1", "10.0.0.1", "192.168.0.1", "fc00::1", "100.64.0.1"} {
 		if err := checkAddr(netip.MustParseAddr(a), true); err != nil {
 			t.Errorf("allow_private: %s refused: %v", a, err)
 		}
@@ -82,6 +82,15 @@ func TestCheckAddrAllowPrivate(t *testing.T) {
 	for _, a := range []string{"169.254.169.254", "fd00:ec2::254", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe"} {
 		if err := checkAddr(netip.MustParseAddr(a), true); err == nil {
 			t.Errorf("allow_private: metadata address %s allowed", a)
+		}
+	}
+	// Link-local stays refused: 169.254.170.2 is the ECS task credentials
+	// endpoint, and fe80::/10 reaches neighbours' services.
+	for _, a := range []string{"169.254.170.2", "169.254.0.1", "169.254.255.254", "::ffff:169.254.170.2",
+		"64:ff9b::a9fe:aa02", "2002:a9fe:aa02::1", "fe80::1", "fe80::1%eth0", "febf:ffff::1"} {
+		var ae *AddrError
+		if err := checkAddr(netip.MustParseAddr(a), true); !errors.As(err, &ae) || ae.Class != "link-local" {
+			t.Errorf("allow_private: link-local address %s: got %v; want refused as link-local", a, err)
 		}
 	}
 }
