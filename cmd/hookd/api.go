@@ -106,7 +106,7 @@ func (a *apiServer) serveUnix(path string) (*http.Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("restrict socket: %w", err)
 	}
-	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(a.handler())
 	srv.RegisterOnShutdown(a.close)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -114,6 +114,24 @@ func (a *apiServer) serveUnix(path string) (*http.Server, error) {
 		}
 	}()
 	return srv, nil
+}
+
+// Connection limits of the API servers. There is no write timeout: the
+// event stream and /wait answer for as long as they need.
+const (
+	// apiReadHeaderTimeout bounds how long a client may take to send a
+	// request's headers, the first request of a connection included.
+	apiReadHeaderTimeout = 10 * time.Second
+	// apiIdleTimeout closes a keep-alive connection that sends no next
+	// request in time.
+	apiIdleTimeout = 60 * time.Second
+)
+
+// newHTTPServer returns the server of the unix and TCP APIs, with the
+// connection limits above, so neither a silent client nor an idle
+// keep-alive connection holds a connection open.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: apiReadHeaderTimeout, IdleTimeout: apiIdleTimeout}
 }
 
 // close ends the streams, so a shutdown does not wait for them.

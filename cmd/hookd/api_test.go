@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -337,6 +339,51 @@ func TestAPITCP(t *testing.T) {
 	}
 	// The unix socket needs no token.
 	e.socketClient().json("GET", "/v1/hooks", nil, 200, nil)
+}
+
+// TestAPITCPDropsUnauthenticated opens many connections without the token,
+// each sending one keep-alive request, as a client hoarding connections
+// does: the daemon answers 401 and closes every one of them, and the
+// servers carry read-header and idle limits for the connections that
+// send nothing.
+func TestAPITCPDropsUnauthenticated(t *testing.T) {
+	e := newEnv(t, "listen: 127.0.0.1:0\n", apiHooks)
+	e.environ = []string{"HOOKD_TOKEN=" + testToken}
+	d := e.serve()
+	addr := d.tcpAddr()
+	var conns []net.Conn
+	for range 20 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, "GET /v1/hooks HTTP/1.1\r\nHost: hookd\r\nConnection: keep-alive\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, conn)
+	}
+	for i, conn := range conns {
+		// The deadline only ends the test should the connection stay open.
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("conn %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Fatalf("conn %d: status %d", i, resp.StatusCode)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("conn %d: after the 401 the connection stayed open (read: %v)", i, err)
+		}
+	}
+	srv := newHTTPServer(http.NotFoundHandler())
+	if srv.ReadHeaderTimeout <= 0 || srv.IdleTimeout <= 0 || srv.WriteTimeout != 0 {
+		t.Errorf("API server limits: read header %v, idle %v, write %v", srv.ReadHeaderTimeout, srv.IdleTimeout, srv.WriteTimeout)
+	}
 }
 
 // TestListenNeedsToken: hookd refuses to listen on TCP without a token

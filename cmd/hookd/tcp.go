@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/hookd/hookd/config"
 )
@@ -85,7 +84,8 @@ func isLoopback(addr string) bool {
 }
 
 // requireToken wraps the API: every request needs "Authorization: Bearer
-// TOKEN", except GET /healthz, which answers only its status.
+// TOKEN", except GET /healthz, which answers only its status. A refused
+// request's connection is closed after the answer.
 func requireToken(token string, next http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,6 +99,8 @@ func requireToken(token string, next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hookd"`)
+		// A client without the token keeps no connection open.
+		w.Header().Set("Connection", "close")
 		msg := "missing bearer token: send Authorization: Bearer TOKEN"
 		if len(got) > 0 {
 			msg = "wrong bearer token"
@@ -117,7 +119,7 @@ func (a *apiServer) serveTCP(addr, token string) (*http.Server, net.Addr, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: requireToken(token, a.handler()), ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(requireToken(token, a.handler()))
 	srv.RegisterOnShutdown(a.close)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
