@@ -59,6 +59,9 @@ func Open(path string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open store: create directory: %w", err)
 	}
+	if err := createPrivate(abs); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	d := &DB{path: abs}
 
 	// The writer sets WAL (persistent in the file) before any reader opens.
@@ -84,6 +87,10 @@ func Open(path string) (*DB, error) {
 		d.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
+	if err := restrictSidecars(abs); err != nil {
+		d.w.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
 
 	d.r, err = sql.Open("sqlite3", dsn(abs, url.Values{
 		"_busy_timeout": {"5000"},
@@ -101,6 +108,33 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
 	return d, nil
+}
+
+// createPrivate makes sure the database file exists with mode 0600
+// before SQLite opens it, whatever the umask: SQLite gives the -wal and
+// -shm files it creates the mode of the database file, so they are 0600
+// too. A database that exists with a wider mode is narrowed to 0600.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	defer f.Close()
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("restrict database file: %w", err)
+	}
+	return nil
+}
+
+// restrictSidecars sets the -wal and -shm files of the database at path
+// to 0600, for those an older hookd or another tool left wider.
+func restrictSidecars(path string) error {
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Chmod(path+suffix, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("restrict %s: %w", filepath.Base(path+suffix), err)
+		}
+	}
+	return nil
 }
 
 // dsn builds a SQLite URI filename for an absolute path.
