@@ -217,12 +217,28 @@
 // its value again, so quotes, semicolons, $(...), backquotes and newlines
 // in event data arrive as data.
 //
-// Where the shell would not expand the reference, or would evaluate its
-// value, the hook is refused when it is loaded: a placeholder inside
-// single quotes, $'...' or a here-document with a quoted delimiter, inside
-// $((...)) or backquotes, or right after a '$' or a backslash. Values in
-// env are passed as they are; they are never parsed as code either, unless
-// the script itself evals them.
+// The string form is parsed as bash (mvdan.cc/sh/v3/syntax, with line
+// continuations joined first, and the joined script is what runs), so
+// what is unsafe under bash is refused even where /bin/sh is dash. Where
+// the shell would not expand the reference the hook is refused when it
+// is loaded: single quotes, $'...', a here-document with a quoted
+// delimiter, backquotes, right after a '$' or a backslash. Data — a
+// placeholder, or a variable assigned from one or from an env value that
+// holds one — is refused where bash would run or evaluate it: in command
+// position (also the command run by env, sudo, xargs, timeout, nice,
+// nohup, find -exec and other wrappers), in arithmetic ($((...)),
+// ((...)), $[...], let, for ((...)), array indexes, substring offsets,
+// declare -i variables, the operands of [[ -eq ]]), anywhere in
+// [[ ... ]] for a placeholder, as a variable name (declare, export,
+// read, unset, printf -v, test -v, ${!v}, declare -n) or with ${v@P},
+// and as an argument of eval, source, trap, sh/bash/dash/zsh/ksh -c,
+// busybox sh, su -c, ssh, watch, an interpreter's code flag (python -c,
+// perl -e, ...), an awk program or a sed script. analyzeCall holds the
+// command rules; the list form is checked with them too.
+//
+// A value that begins with '-' where it would begin an argument of a
+// command (not after a "--" argument) is refused when the step runs,
+// unless the step sets allow_option_values: true.
 //
 // # Running processes
 //

@@ -1,12 +1,14 @@
 package steps
 
 import (
-	"errors"
 	"fmt"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/hookd/hookd/engine"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // placeholderVarPrefix names the environment variables that carry
@@ -19,11 +21,17 @@ const placeholderVarPrefix = "HOOKD_P"
 type shellScript struct {
 	text  string   // the script as run: {{path}} replaced by "${HOOKD_Pn}" or ${HOOKD_Pn}
 	paths []string // paths[n-1] is the placeholder path HOOKD_Pn holds
+	// optionAt[n-1] says where HOOKD_Pn's value may begin an argument
+	// of a command ("argument 2 of go"); "" where it never does.
+	optionAt []string
+	// envOptionAt is the same for the step's env variables.
+	envOptionAt map[string]string
 }
 
 // vars resolves the placeholders against scope and returns the
-// HOOKD_Pn=value environment entries.
-func (s *shellScript) vars(scope *engine.Scope) ([]string, error) {
+// HOOKD_Pn=value environment entries. Unless allowOptions, a value that
+// begins with '-' where it would begin an argument is an error.
+func (s *shellScript) vars(scope *engine.Scope, allowOptions bool) ([]string, error) {
 	if len(s.paths) == 0 {
 		return nil, nil
 	}
@@ -37,563 +45,892 @@ func (s *shellScript) vars(scope *engine.Scope) ([]string, error) {
 		if strings.IndexByte(val, 0) >= 0 {
 			return nil, fmt.Errorf("{{%s}}: value contains a NUL byte, which cannot be passed to a process", p)
 		}
+		if !allowOptions && s.optionAt[n] != "" {
+			if err := checkOptionValue(val, s.optionAt[n]); err != nil {
+				return nil, fmt.Errorf("{{%s}}: %w", p, err)
+			}
+		}
 		out[n] = placeholderVarPrefix + strconv.Itoa(n+1) + "=" + val
 	}
 	return out, nil
 }
 
-// parseShellScript rewrites the placeholders of a `sh -c` command. A small
-// lexer follows the shell's quoting to learn where each placeholder sits:
+// checkOptionValue refuses a value that begins with '-' where it would
+// begin an argument, so a program would read it as an option.
+func checkOptionValue(val, where string) error {
+	if strings.HasPrefix(val, "-") {
+		return fmt.Errorf("value %q (%s) begins with '-' and would be read as an option; put it after \"--\" or set allow_option_values: true", clip(val, 60), where)
+	}
+	return nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// occurrence is one placeholder in the script being checked.
+type occurrence struct {
+	ph   engine.Placeholder
+	n    int    // HOOKD_Pn
+	off  int    // offset of "${HOOKD_Pn}" in the rewritten text
+	name string // HOOKD_Pn
+}
+
+// parseShellScript rewrites the placeholders of a `sh -c` command into
+// references to environment variables and checks, with a bash parser,
+// where each stands. taintedEnv names the step's env variables whose
+// values come from placeholders: they are data as much as the
+// placeholders are.
 //
-//   - unquoted (also inside $(...) and ${...}): "${HOOKD_Pn}", one word,
-//     no field splitting or globbing;
-//   - inside "...", an unquoted here-document or a ${...} within "...":
-//     ${HOOKD_Pn};
-//   - inside '...', $'...' or a here-document with a quoted delimiter,
-//     where the shell would not expand it: an error;
-//   - inside $((...)) (the value would be evaluated as an arithmetic
-//     expression, which bash can turn into command execution) or inside
-//     backquotes (whose nested quoting differs between shells): an error;
-//   - right after a '$' or a backslash, which would change the meaning of
-//     the reference: an error.
-//
-// An unterminated quote or substitution is an error too, so a command the
-// lexer cannot follow is refused rather than guessed at.
-func parseShellScript(src string) (*shellScript, error) {
+// Each placeholder becomes "${HOOKD_Pn}" where it stands unquoted (one
+// word, no splitting or globbing), ${HOOKD_Pn} inside double quotes or an
+// unquoted here-document. Refused, with the context named: a placeholder
+// the shell would not expand as a whole (single quotes, $'...', a quoted
+// here-document, right after '$' or '\'), inside backquotes, and data —
+// a placeholder or a variable assigned from one — where bash would run or
+// evaluate it: command position, arithmetic ($((...)), ((...)), $[...],
+// let, array indexes, substring offsets, declare -i variables), [[ ... ]],
+// variable names (declare, read, unset, printf -v, test -v, ${!v}, ${v@P}),
+// and the arguments of eval, source, trap, `sh -c`, interpreters' code
+// flags, awk and sed programs, ssh, watch, and the command wrapped by
+// env, sudo, su -c, xargs, timeout, nice, nohup, find -exec and the like.
+// Line continuations are joined first.
+func parseShellScript(src string, taintedEnv map[string]bool) (*shellScript, error) {
 	phs, err := engine.ParsePlaceholders(src)
 	if err != nil {
 		return nil, err
 	}
-	if len(phs) == 0 {
-		lx := newLexer(src, nil)
-		if err := lx.run(); err != nil {
-			return nil, err
-		}
-		return &shellScript{text: src}, nil
-	}
-	lx := newLexer(src, phs)
-	if err := lx.run(); err != nil {
-		return nil, err
-	}
 	var b strings.Builder
-	b.Grow(len(src) + 8*len(phs))
 	index := map[string]int{}
-	var paths []string
+	s := &shellScript{envOptionAt: map[string]string{}}
+	occs := make([]occurrence, len(phs))
 	last := 0
 	for k, ph := range phs {
 		n, ok := index[ph.Path]
 		if !ok {
-			paths = append(paths, ph.Path)
-			n = len(paths)
+			s.paths = append(s.paths, ph.Path)
+			n = len(s.paths)
 			index[ph.Path] = n
 		}
 		b.WriteString(src[last:ph.Start])
-		ref := "${" + placeholderVarPrefix + strconv.Itoa(n) + "}"
-		if lx.quoted[k] {
-			b.WriteString(ref)
-		} else {
-			b.WriteString(`"` + ref + `"`)
-		}
+		name := placeholderVarPrefix + strconv.Itoa(n)
+		occs[k] = occurrence{ph: ph, n: n, off: b.Len(), name: name}
+		b.WriteString("${" + name + "}")
 		last = ph.End
 	}
 	b.WriteString(src[last:])
-	return &shellScript{text: b.String(), paths: paths}, nil
-}
+	s.optionAt = make([]string, len(s.paths))
 
-type frameKind int
-
-const (
-	frameCmd      frameKind = iota // unquoted: top level, $(...), `...`
-	frameDQ                        // "..."
-	frameSQ                        // '...'
-	frameANSI                      // $'...'
-	frameParam                     // ${...}
-	frameArith                     // $((...))
-	frameComment                   // # to end of line
-	frameHeredoc                   // body of <<EOF
-	frameHeredocQ                  // body of <<'EOF' (no expansion)
-)
-
-type frame struct {
-	kind   frameKind
-	closer byte // frameCmd: ')' for $(...), '`' for `...`, 0 at top level
-	quoted bool // frameParam: the ${...} is inside double quotes
-	parens int  // frameCmd, frameArith: plain '(' still open
-	cases  int  // frameCmd: case statements still open (their patterns end in a bare ')')
-	doc    heredoc
-}
-
-type heredoc struct {
-	delim     string
-	stripTabs bool // <<-
-	quoted    bool // any part of the delimiter was quoted: no expansion in the body
-}
-
-// lexer follows shell quoting through a command, well enough to place
-// placeholders. It does not execute or fully parse shell.
-type lexer struct {
-	src     string
-	phs     []engine.Placeholder
-	next    int // index of the next placeholder in phs
-	stack   []frame
-	pending []heredoc // here-documents whose bodies start after the next newline
-
-	wordStart bool // the next byte starts a word (for '#' comments and keywords)
-	cmdPos    bool // the next word is in command position (for case/esac)
-	lineStart bool // at the start of a here-document body line
-
-	quoted []bool // per placeholder: inside double quotes (or alike)
-}
-
-func newLexer(src string, phs []engine.Placeholder) *lexer {
-	return &lexer{
-		src:       src,
-		phs:       phs,
-		stack:     []frame{{kind: frameCmd}},
-		wordStart: true,
-		cmdPos:    true,
-		quoted:    make([]bool, len(phs)),
+	text, file, err := joinContinuations(b.String(), occs)
+	if err != nil {
+		return nil, err
 	}
-}
-
-func (lx *lexer) top() *frame { return &lx.stack[len(lx.stack)-1] }
-
-func (lx *lexer) push(f frame) { lx.stack = append(lx.stack, f) }
-
-func (lx *lexer) pop() {
-	if lx.top().kind == frameHeredoc || lx.top().kind == frameHeredocQ {
-		lx.stack = lx.stack[:len(lx.stack)-1]
-		lx.startHeredoc()
-		return
+	c := newChecker(file, occs, taintedEnv)
+	if err := c.check(); err != nil {
+		return nil, err
 	}
-	lx.stack = lx.stack[:len(lx.stack)-1]
-}
-
-// startHeredoc pushes the next pending here-document body, if any.
-func (lx *lexer) startHeredoc() {
-	if len(lx.pending) == 0 {
-		return
-	}
-	d := lx.pending[0]
-	lx.pending = lx.pending[1:]
-	k := frameHeredoc
-	if d.quoted {
-		k = frameHeredocQ
-	}
-	lx.push(frame{kind: k, doc: d})
-	lx.lineStart = true
-}
-
-// phStart is the offset of the next placeholder, or -1.
-func (lx *lexer) phStart() int {
-	if lx.next < len(lx.phs) {
-		return lx.phs[lx.next].Start
-	}
-	return -1
-}
-
-func (lx *lexer) phErr(msg string) error {
-	return fmt.Errorf("placeholder {{%s}} %s", lx.phs[lx.next].Path, msg)
-}
-
-func (lx *lexer) run() error {
-	i := 0
-	for i < len(lx.src) {
-		if i == lx.phStart() {
-			if err := lx.placeholder(); err != nil {
-				return err
+	for k, where := range c.optionAt {
+		if where != "" {
+			if n, ok := placeholderNum(k); ok {
+				if s.optionAt[n-1] == "" {
+					s.optionAt[n-1] = where
+				}
+			} else if taintedEnv[k] {
+				s.envOptionAt[k] = where
 			}
-			i = lx.phs[lx.next].End
-			lx.next++
+		}
+	}
+
+	// Quote the references that stand unquoted.
+	var out strings.Builder
+	last = 0
+	for k, o := range occs {
+		ref := "${" + o.name + "}"
+		out.WriteString(text[last:o.off])
+		if c.quote[k] {
+			out.WriteString(`"` + ref + `"`)
+		} else {
+			out.WriteString(ref)
+		}
+		last = o.off + len(ref)
+	}
+	out.WriteString(text[last:])
+	s.text = out.String()
+	return s, nil
+}
+
+// placeholderNum returns n for the variable name HOOKD_Pn.
+func placeholderNum(name string) (int, bool) {
+	d, ok := strings.CutPrefix(name, placeholderVarPrefix)
+	if !ok || d == "" || strings.Trim(d, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(d)
+	return n, err == nil && n > 0
+}
+
+func parseBash(text string) (*syntax.File, error) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(text), "")
+	if err != nil {
+		return nil, fmt.Errorf("parse the command as bash: %w", err)
+	}
+	return f, nil
+}
+
+// joinContinuations removes every backslash-newline where the shell reads
+// it as a line continuation (not in single quotes, comments or quoted
+// here-documents), adjusting the offsets of occs, and parses the result:
+// the script that runs is the one that was checked.
+func joinContinuations(text string, occs []occurrence) (string, *syntax.File, error) {
+	for try := 0; try < 4; try++ {
+		f, err := parseBash(text)
+		if err != nil && try == 0 && strings.Contains(text, "\\\n") {
+			// The parser does not follow every continuation ($\
+			// newline ((, for one): join them all, with no literal
+			// context known, and check what results; that is what runs.
+			text = joinAll(text, occs)
 			continue
 		}
-		var err error
-		if i, err = lx.step(i); err != nil {
-			return err
+		if err != nil {
+			return "", nil, err
+		}
+		var keep [][2]int
+		syntax.Walk(f, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.SglQuoted, *syntax.Comment:
+				keep = append(keep, [2]int{int(n.Pos().Offset()), int(n.End().Offset())})
+			case *syntax.Redirect:
+				if (n.Op == syntax.Hdoc || n.Op == syntax.DashHdoc) && n.Hdoc != nil && quotedDelim(n.Word) {
+					keep = append(keep, [2]int{int(n.Hdoc.Pos().Offset()), int(n.Hdoc.End().Offset())})
+				}
+			}
+			return true
+		})
+		inKeep := func(i int) bool {
+			for _, r := range keep {
+				if i >= r[0] && i < r[1] {
+					return true
+				}
+			}
+			return false
+		}
+		var b strings.Builder
+		removed := 0
+		shift := make([]int, len(occs))
+		for i := 0; i < len(text); i++ {
+			if text[i] != '\\' || inKeep(i) {
+				b.WriteByte(text[i])
+				continue
+			}
+			if i+1 < len(text) && text[i+1] == '\n' {
+				for k := range occs {
+					if occs[k].off > i {
+						shift[k] += 2
+					}
+				}
+				removed++
+				i++
+				continue
+			}
+			b.WriteByte(text[i])
+			if i+1 < len(text) {
+				b.WriteByte(text[i+1])
+				i++
+			}
+		}
+		if removed == 0 {
+			return text, f, nil
+		}
+		for k := range occs {
+			occs[k].off -= shift[k]
+		}
+		text = b.String()
+	}
+	return "", nil, fmt.Errorf("parse the command as bash: line continuations do not settle")
+}
+
+// joinAll removes every unescaped backslash-newline.
+func joinAll(text string, occs []occurrence) string {
+	var b strings.Builder
+	shift := make([]int, len(occs))
+	for i := 0; i < len(text); i++ {
+		if text[i] == '\\' && i+1 < len(text) {
+			if text[i+1] == '\n' {
+				for k := range occs {
+					if occs[k].off > i {
+						shift[k] += 2
+					}
+				}
+				i++
+				continue
+			}
+			b.WriteByte(text[i])
+			i++
+		}
+		b.WriteByte(text[i])
+	}
+	for k := range occs {
+		occs[k].off -= shift[k]
+	}
+	return b.String()
+}
+
+// quotedDelim reports whether a here-document delimiter is quoted, so the
+// body is not expanded.
+func quotedDelim(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	for _, p := range w.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok || strings.ContainsRune(l.Value, '\\') {
+			return true
 		}
 	}
-	for len(lx.stack) > 1 {
-		switch f := lx.top(); f.kind {
-		case frameComment, frameHeredoc, frameHeredocQ:
-			// A comment or a here-document may end with the command.
-			lx.stack = lx.stack[:len(lx.stack)-1]
-		case frameSQ:
-			return errors.New("unterminated single quote")
-		case frameDQ:
-			return errors.New("unterminated double quote")
-		case frameANSI:
-			return errors.New("unterminated $'")
-		case frameParam:
-			return errors.New("unterminated ${")
-		case frameArith:
-			return errors.New("unterminated $((")
-		case frameCmd:
-			if f.closer == '`' {
-				return errors.New("unterminated backquote")
+	return false
+}
+
+// checker walks a parsed script once to learn which variables hold data,
+// then again to find where data stands.
+type checker struct {
+	file     *syntax.File
+	occs     []occurrence
+	byOff    map[int]int // offset of an occurrence -> its index
+	tainted  map[string]map[string]bool
+	intVars  map[string]bool
+	quote    []bool            // per occurrence: wrap the reference in double quotes
+	found    []bool            // per occurrence: the parser saw the reference
+	optionAt map[string]string // data root -> where it may begin an argument
+	calls    map[*syntax.CallExpr]*callInfo
+}
+
+type callInfo struct {
+	args  []callArg
+	rules *callRules
+	name  string
+}
+
+func newChecker(f *syntax.File, occs []occurrence, taintedEnv map[string]bool) *checker {
+	c := &checker{
+		file: f, occs: occs, byOff: map[int]int{}, tainted: map[string]map[string]bool{},
+		intVars: map[string]bool{}, quote: make([]bool, len(occs)), found: make([]bool, len(occs)),
+		optionAt: map[string]string{}, calls: map[*syntax.CallExpr]*callInfo{},
+	}
+	for k, o := range occs {
+		c.byOff[o.off] = k
+		if !o.ph.IsLiteral() {
+			c.tainted[o.name] = map[string]bool{o.name: true}
+		}
+	}
+	for name := range taintedEnv {
+		c.tainted[name] = map[string]bool{name: true}
+	}
+	return c
+}
+
+// occurrenceOf returns the index of the placeholder pe stands for, or -1.
+func (c *checker) occurrenceOf(pe *syntax.ParamExp) int {
+	if pe.Short || pe.Param == nil {
+		return -1
+	}
+	k, ok := c.byOff[int(pe.Dollar.Offset())]
+	if !ok || c.occs[k].name != pe.Param.Value || pe.Excl || pe.Length || pe.Index != nil || pe.Slice != nil || pe.Repl != nil || pe.Exp != nil {
+		return -1
+	}
+	return k
+}
+
+// isTainted reports whether pe expands data.
+func (c *checker) isTainted(pe *syntax.ParamExp) bool {
+	if pe.Param == nil || pe.Length {
+		return false
+	}
+	if k := c.occurrenceOf(pe); k >= 0 {
+		return !c.occs[k].ph.IsLiteral()
+	}
+	_, ok := c.tainted[pe.Param.Value]
+	if !ok {
+		_, ok = placeholderNum(pe.Param.Value)
+	}
+	return ok
+}
+
+func (c *checker) roots(pe *syntax.ParamExp) map[string]bool {
+	if r, ok := c.tainted[pe.Param.Value]; ok {
+		return r
+	}
+	return map[string]bool{pe.Param.Value: true}
+}
+
+// wordTaint returns the data roots a word's expansion holds, or nil.
+func (c *checker) wordTaint(n syntax.Node) map[string]bool {
+	switch x := n.(type) {
+	case nil:
+		return nil
+	case *syntax.Word:
+		if x == nil {
+			return nil
+		}
+	case *syntax.ArrayExpr:
+		if x == nil {
+			return nil
+		}
+	}
+	var out map[string]bool
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if pe, ok := n.(*syntax.ParamExp); ok && c.isTainted(pe) {
+			if out == nil {
+				out = map[string]bool{}
 			}
-			return errors.New("unterminated $(")
+			for r := range c.roots(pe) {
+				out[r] = true
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func (c *checker) taint(name string, roots map[string]bool) bool {
+	if name == "" {
+		return false
+	}
+	t, ok := c.tainted[name]
+	if !ok {
+		t = map[string]bool{}
+		c.tainted[name] = t
+	}
+	changed := !ok
+	for r := range roots {
+		if !t[r] {
+			t[r] = true
+			changed = true
+		}
+	}
+	return changed
+}
+
+// learn finds, to a fixed point, the variables assigned from data and
+// the variables declared as integers.
+func (c *checker) learn() {
+	for changed := true; changed; {
+		changed = false
+		syntax.Walk(c.file, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.Assign:
+				if n.Name != nil {
+					if t := c.wordTaint(n.Value); t != nil {
+						changed = c.taint(n.Name.Value, t) || changed
+					}
+					if t := c.wordTaint(n.Array); t != nil {
+						changed = c.taint(n.Name.Value, t) || changed
+					}
+				}
+			case *syntax.ForClause:
+				if wi, ok := n.Loop.(*syntax.WordIter); ok {
+					for _, w := range wi.Items {
+						if t := c.wordTaint(w); t != nil {
+							changed = c.taint(wi.Name.Value, t) || changed
+						}
+					}
+				}
+			case *syntax.DeclClause:
+				integer := false
+				for _, a := range n.Args {
+					if a.Naked && a.Name == nil && a.Value != nil {
+						if l := a.Value.Lit(); strings.HasPrefix(l, "-") && strings.ContainsRune(l, 'i') {
+							integer = true
+						}
+					}
+				}
+				for _, a := range n.Args {
+					if integer && a.Name != nil && !c.intVars[a.Name.Value] {
+						c.intVars[a.Name.Value] = true
+						changed = true
+					}
+				}
+			case *syntax.CallExpr:
+				if len(n.Args) == 0 {
+					break
+				}
+				switch n.Args[0].Lit() {
+				case "read", "mapfile", "readarray":
+					// Input is data: where the script holds data, the
+					// variables read hold data too.
+					if len(c.occs) == 0 && len(c.tainted) == 0 {
+						break
+					}
+					for _, w := range n.Args[1:] {
+						if l := w.Lit(); l != "" && !strings.HasPrefix(l, "-") {
+							changed = c.taint(l, map[string]bool{}) || changed
+						}
+					}
+				case "printf":
+					if len(n.Args) < 3 {
+						break
+					}
+					for i, w := range n.Args[1 : len(n.Args)-1] {
+						if w.Lit() == "-v" {
+							var all map[string]bool
+							for _, x := range n.Args[i+3:] {
+								for r := range c.wordTaint(x) {
+									if all == nil {
+										all = map[string]bool{}
+									}
+									all[r] = true
+								}
+							}
+							if all != nil {
+								changed = c.taint(n.Args[i+2].Lit(), all) || changed
+							}
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+}
+
+// check runs both passes.
+func (c *checker) check() error {
+	c.learn()
+	var err error
+	var stack []syntax.Node
+	syntax.Walk(c.file, func(n syntax.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return true
+		}
+		if err == nil {
+			err = c.node(n, stack)
+		}
+		stack = append(stack, n)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for k, o := range c.occs {
+		if !c.found[k] {
+			return c.notExpanded(o)
 		}
 	}
 	return nil
 }
 
-// placeholder records how the placeholder at the current position must be
-// referenced, or refuses it.
-func (lx *lexer) placeholder() error {
-	for _, f := range lx.stack {
-		switch {
-		case f.kind == frameArith:
-			return lx.phErr("inside $((...)) would be evaluated as an arithmetic expression; pass it in env and check it in the script")
-		case f.kind == frameCmd && f.closer == '`':
-			return lx.phErr("inside backquotes: use $(...) instead")
-		}
-	}
-	k := lx.next
-	switch f := lx.top(); f.kind {
-	case frameCmd, frameComment:
-		lx.quoted[k] = false
-	case frameParam:
-		lx.quoted[k] = f.quoted
-	case frameDQ, frameHeredoc:
-		lx.quoted[k] = true
-	case frameSQ:
-		return lx.phErr("inside single quotes would not be expanded; remove the quotes")
-	case frameANSI:
-		return lx.phErr("inside $'...' would not be expanded; remove the quotes")
-	case frameHeredocQ:
-		return lx.phErr("inside a here-document with a quoted delimiter would not be expanded; unquote the delimiter")
-	}
-	lx.wordStart, lx.cmdPos, lx.lineStart = false, false, false
-	return nil
+func phErr(o occurrence, format string, args ...any) error {
+	return fmt.Errorf("placeholder {{%s}} %s", o.ph.Path, fmt.Sprintf(format, args...))
 }
 
-// at returns the byte at j, or 0 at the end of the command or at the
-// start of the next placeholder.
-func (lx *lexer) at(j int) byte {
-	if j >= len(lx.src) || j == lx.phStart() {
-		return 0
+// dataErr names the data that stands where it must not: a placeholder,
+// or a variable assigned from one.
+func (c *checker) dataErr(pe *syntax.ParamExp, format string, args ...any) error {
+	if k := c.occurrenceOf(pe); k >= 0 {
+		return phErr(c.occs[k], format, args...)
 	}
-	return lx.src[j]
+	return fmt.Errorf("$%s, which holds %s, %s", pe.Param.Value, c.describeRoots(c.roots(pe)), fmt.Sprintf(format, args...))
 }
 
-// escape consumes a backslash and the byte it escapes.
-func (lx *lexer) escape(i int) (int, error) {
-	if i+1 == lx.phStart() {
-		return 0, lx.phErr("right after a backslash: the backslash would change the reference")
-	}
-	return min(i+2, len(lx.src)), nil
-}
-
-// dollar consumes a '$' and what it opens.
-func (lx *lexer) dollar(i int, quoted bool) (int, error) {
-	if i+1 == lx.phStart() {
-		return 0, lx.phErr("right after '$': the '$' would change the reference")
-	}
-	switch lx.at(i + 1) {
-	case '(':
-		if lx.at(i+2) == '(' {
-			lx.push(frame{kind: frameArith})
-			return i + 3, nil
-		}
-		lx.push(frame{kind: frameCmd, closer: ')'})
-		lx.wordStart, lx.cmdPos = true, true
-		return i + 2, nil
-	case '{':
-		lx.push(frame{kind: frameParam, quoted: quoted})
-		return i + 2, nil
-	case '\'':
-		if !quoted {
-			lx.push(frame{kind: frameANSI})
-			return i + 2, nil
-		}
-	case '"':
-		if !quoted {
-			lx.push(frame{kind: frameDQ}) // bash's $"..." (locale translation) quotes like "..."
-			return i + 2, nil
-		}
-	}
-	return i + 1, nil
-}
-
-// step consumes one token at i and returns the offset after it.
-func (lx *lexer) step(i int) (int, error) {
-	f := lx.top()
-	c := lx.src[i]
-	switch f.kind {
-	case frameSQ:
-		if c == '\'' {
-			lx.pop()
-		}
-		return i + 1, nil
-	case frameANSI:
-		switch c {
-		case '\\':
-			return lx.escape(i)
-		case '\'':
-			lx.pop()
-		}
-		return i + 1, nil
-	case frameDQ:
-		if c == '"' {
-			lx.pop()
-			return i + 1, nil
-		}
-		if next, ok, err := lx.expansion(i, c, true); ok {
-			return next, err
-		}
-		return i + 1, nil
-	case frameParam:
-		switch c {
-		case '}':
-			lx.pop()
-		case '\\', '$', '`':
-			next, _, err := lx.expansion(i, c, f.quoted)
-			return next, err
-		case '"':
-			lx.push(frame{kind: frameDQ})
-		case '\'':
-			if !f.quoted {
-				lx.push(frame{kind: frameSQ})
+func (c *checker) describeRoots(roots map[string]bool) string {
+	var names []string
+	for r := range roots {
+		if n, ok := placeholderNum(r); ok {
+			for _, o := range c.occs {
+				if o.n == n {
+					names = append(names, "{{"+o.ph.Path+"}}")
+					break
+				}
 			}
+		} else {
+			names = append(names, "env "+r)
 		}
-		return i + 1, nil
-	case frameArith:
-		switch c {
-		case '(':
-			f.parens++
-		case ')':
-			if f.parens > 0 {
-				f.parens--
-				break
-			}
-			lx.pop()
-			if lx.at(i+1) == ')' {
-				return i + 2, nil
-			}
-		case '\\', '$', '`':
-			next, _, err := lx.expansion(i, c, true)
-			return next, err
-		case '"':
-			lx.push(frame{kind: frameDQ})
-		case '\'':
-			lx.push(frame{kind: frameSQ})
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "data read from input"
+	}
+	return "data from " + strings.Join(names, ", ")
+}
+
+// notExpanded explains why the parser did not see a placeholder as a
+// variable reference.
+func (c *checker) notExpanded(o occurrence) error {
+	why := "where the shell would not expand it"
+	syntax.Walk(c.file, func(n syntax.Node) bool {
+		if n == nil || !contains(n, o.off) {
+			return n != nil
 		}
-		return i + 1, nil
-	case frameComment:
-		if c == '\n' {
-			lx.pop() // the newline itself is handled by the enclosing frame
-			return i, nil
-		}
-		return i + 1, nil
-	case frameHeredoc, frameHeredocQ:
-		if lx.lineStart {
-			lx.lineStart = false
-			end := strings.IndexByte(lx.src[i:], '\n')
-			if end < 0 {
-				end = len(lx.src)
+		switch n := n.(type) {
+		case *syntax.SglQuoted:
+			if n.Dollar {
+				why = "inside $'...' would not be expanded; remove the quotes"
 			} else {
-				end += i
+				why = "inside single quotes would not be expanded; remove the quotes"
 			}
-			line := lx.src[i:end]
-			if f.doc.stripTabs {
-				line = strings.TrimLeft(line, "\t")
+		case *syntax.Comment:
+			why = "" // harmless
+		case *syntax.Redirect:
+			if n.Hdoc != nil && contains(n.Hdoc, o.off) && quotedDelim(n.Word) {
+				why = "inside a here-document with a quoted delimiter would not be expanded; unquote the delimiter"
 			}
-			if line == f.doc.delim {
-				lx.pop()
-				lx.wordStart, lx.cmdPos = true, true
-				return min(end+1, len(lx.src)), nil
+		case *syntax.Lit:
+			if i := o.off - int(n.Pos().Offset()); i > 0 && i <= len(n.Value) && n.Value[i-1] == '\\' {
+				why = "right after a backslash: the backslash would change the reference"
+			}
+		case *syntax.ParamExp:
+			if n.Short && n.Param != nil && n.Param.Value == "$" {
+				why = "right after '$': the '$' would change the reference"
 			}
 		}
-		if c == '\n' {
-			lx.lineStart = true
-			return i + 1, nil
-		}
-		if f.kind == frameHeredocQ {
-			return i + 1, nil
-		}
-		if next, ok, err := lx.expansion(i, c, true); ok {
-			return next, err
-		}
-		return i + 1, nil
+		return true
+	})
+	if why == "" {
+		return nil
 	}
-	return lx.stepCmd(f, i, c)
+	return phErr(o, "%s", why)
 }
 
-// expansion handles what starts an escape or an expansion where the shell
-// expands: a backslash, a '$' (quoted says whether it stands in double
-// quotes) and a backquote. ok is false for any other character.
-func (lx *lexer) expansion(i int, c byte, quoted bool) (next int, ok bool, err error) {
-	switch c {
-	case '\\':
-		next, err = lx.escape(i)
-		return next, true, err
-	case '$':
-		next, err = lx.dollar(i, quoted)
-		return next, true, err
-	case '`':
-		lx.push(frame{kind: frameCmd, closer: '`'})
-		lx.wordStart, lx.cmdPos = true, true
-		return i + 1, true, nil
+func contains(n syntax.Node, off int) bool {
+	if n == nil || !n.Pos().IsValid() {
+		return false
 	}
-	return 0, false, nil
+	return int(n.Pos().Offset()) <= off && off < int(n.End().Offset())
 }
 
-// reserved words after which the next word is still in command position.
-var keepsCmdPos = map[string]bool{
-	"then": true, "do": true, "else": true, "elif": true, "if": true,
-	"while": true, "until": true, "!": true, "{": true, "time": true,
+// arithmetic reports whether child, a child of parent, is evaluated as
+// an arithmetic expression, and names the context.
+func arithmetic(parent, child syntax.Node) string {
+	off := int(child.Pos().Offset())
+	switch p := parent.(type) {
+	case *syntax.ArithmExp:
+		if p.Bracket {
+			return "inside $[...], which bash evaluates as arithmetic (and runs commands from)"
+		}
+		return "inside $((...)), which bash evaluates as arithmetic (and runs commands from)"
+	case *syntax.ArithmCmd:
+		return "inside ((...)), which bash evaluates as arithmetic"
+	case *syntax.LetClause:
+		return "an argument of let, which bash evaluates as arithmetic"
+	case *syntax.CStyleLoop:
+		return "inside for ((...)), which bash evaluates as arithmetic"
+	case *syntax.ParamExp:
+		if p.Index != nil && contains(p.Index, off) {
+			return "in an array index ${a[...]}, which bash evaluates as arithmetic"
+		}
+		if p.Slice != nil && (contains(p.Slice.Offset, off) || contains(p.Slice.Length, off)) {
+			return "in a substring offset ${s:...}, which bash evaluates as arithmetic"
+		}
+	case *syntax.Assign:
+		if p.Index != nil && contains(p.Index, off) {
+			return "in an array index a[...]=, which bash evaluates as arithmetic"
+		}
+	case *syntax.ArrayElem:
+		if p.Index != nil && contains(p.Index, off) {
+			return "in an array index ([...]=), which bash evaluates as arithmetic"
+		}
+	case *syntax.BinaryTest:
+		if p.Op >= syntax.TsEql && p.Op <= syntax.TsGtr {
+			return "an operand of [[ ... " + p.Op.String() + " ... ]], which bash evaluates as arithmetic"
+		}
+	case *syntax.UnaryTest:
+		if p.Op == syntax.TsVarSet || p.Op == syntax.TsRefVar {
+			return "the variable name of [[ " + p.Op.String() + " ... ]], whose subscript bash evaluates"
+		}
+	}
+	return ""
 }
 
-func isBlank(c byte) bool { return c == ' ' || c == '\t' }
-
-func isMeta(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', ';', '&', '|', '<', '>', '(', ')':
+// arithInner reports whether n is an operator inside an arithmetic
+// expression.
+func arithInner(n syntax.Node) bool {
+	switch n.(type) {
+	case *syntax.BinaryArithm, *syntax.UnaryArithm, *syntax.ParenArithm:
 		return true
 	}
 	return false
 }
 
-// stepCmd consumes one token of unquoted shell text.
-func (lx *lexer) stepCmd(f *frame, i int, c byte) (int, error) {
-	if lx.wordStart && !isMeta(c) {
-		if c == '#' {
-			lx.push(frame{kind: frameComment})
-			return i + 1, nil
+var identRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+
+// node checks one node with its ancestors.
+func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
+	switch n := n.(type) {
+	case *syntax.Word:
+		// A bare name in arithmetic is a variable whose value bash
+		// evaluates again.
+		if len(stack) == 0 {
+			return nil
 		}
-		// Read a plain word to spot case/esac and the words that keep
-		// command position.
-		j := i
-		for j < len(lx.src) && j != lx.phStart() && !isMeta(lx.src[j]) && strings.IndexByte("'\"\\$`", lx.src[j]) < 0 {
-			j++
+		j := len(stack) - 1
+		for j > 0 && arithInner(stack[j]) {
+			j--
 		}
-		if j == len(lx.src) || (j != lx.phStart() && isMeta(lx.src[j])) {
-			w := lx.src[i:j]
-			switch {
-			case w == "case" && lx.cmdPos:
-				f.cases++
-				lx.wordStart, lx.cmdPos = false, false
-				return j, nil
-			case w == "esac" && lx.cmdPos && f.cases > 0:
-				f.cases--
-				lx.wordStart, lx.cmdPos = false, false
-				return j, nil
-			case keepsCmdPos[w] && lx.cmdPos:
-				lx.wordStart = false
-				return j, nil
+		child := syntax.Node(n)
+		if j+1 < len(stack) {
+			child = stack[j+1]
+		}
+		why := arithmetic(stack[j], child)
+		if why == "" && arithInner(stack[len(stack)-1]) {
+			why = "inside an arithmetic expression"
+		}
+		if why != "" {
+			for _, p := range n.Parts {
+				l, ok := p.(*syntax.Lit)
+				if !ok {
+					continue
+				}
+				for _, id := range identRE.FindAllString(l.Value, -1) {
+					if _, t := c.tainted[id]; t {
+						return fmt.Errorf("$%s, which holds %s, is used %s", id, c.describeRoots(c.tainted[id]), why)
+					}
+				}
 			}
 		}
-	}
-	switch c {
-	case ' ', '\t':
-		lx.wordStart = true
-		return i + 1, nil
-	case '\n':
-		lx.wordStart, lx.cmdPos = true, true
-		lx.startHeredoc()
-		return i + 1, nil
-	case ';', '&', '|':
-		lx.wordStart, lx.cmdPos = true, true
-		return i + 1, nil
-	case '(':
-		f.parens++
-		lx.wordStart, lx.cmdPos = true, true
-		return i + 1, nil
-	case ')':
-		lx.wordStart, lx.cmdPos = true, true
-		switch {
-		case f.parens > 0:
-			f.parens--
-		case f.cases > 0:
-			// the end of a case pattern
-		case f.closer == ')':
-			lx.pop()
-			lx.wordStart, lx.cmdPos = false, false
-		}
-		return i + 1, nil
-	case '`':
-		if f.closer == '`' {
-			lx.pop()
-			lx.wordStart, lx.cmdPos = false, false
-			return i + 1, nil
-		}
-		lx.push(frame{kind: frameCmd, closer: '`'})
-		lx.wordStart, lx.cmdPos = true, true
-		return i + 1, nil
-	case '<':
-		if lx.at(i+1) == '<' {
-			if lx.at(i+2) == '<' { // bash here-string
-				lx.wordStart = true
-				return i + 3, nil
+	case *syntax.Assign:
+		if n.Name != nil {
+			t := c.wordTaint(n.Value)
+			if t == nil {
+				t = c.wordTaint(n.Array)
 			}
-			return lx.heredocOp(i)
+			if t != nil {
+				if c.intVars[n.Name.Value] {
+					return fmt.Errorf("%s, assigned %s, is an integer variable (declare -i), whose value bash evaluates as arithmetic", n.Name.Value, c.describeRoots(t))
+				}
+				if why := dangerousVar(n.Name.Value); why != "" {
+					return fmt.Errorf("%s, assigned %s, %s", n.Name.Value, c.describeRoots(t), why)
+				}
+			}
 		}
-		lx.wordStart = true
-		return i + 1, nil
-	case '>':
-		lx.wordStart = true
-		return i + 1, nil
+	case *syntax.DeclClause:
+		for _, a := range n.Args {
+			if a.Naked && a.Name == nil {
+				if t := c.wordTaint(a.Value); t != nil {
+					return fmt.Errorf("%s stands as a name or option of %s, which bash would read as a variable name (its subscript is evaluated)", c.describeRoots(t), n.Variant.Value)
+				}
+				if l := a.Value.Lit(); strings.HasPrefix(l, "-") && strings.ContainsRune(l, 'n') {
+					for _, b := range n.Args {
+						if t := c.wordTaint(b.Value); t != nil {
+							return fmt.Errorf("%s is assigned to a name reference (%s -n), which bash reads as a variable name", c.describeRoots(t), n.Variant.Value)
+						}
+					}
+				}
+			}
+		}
+	case *syntax.ParamExp:
+		return c.paramExp(n, stack)
 	}
-	lx.wordStart, lx.cmdPos = false, false
-	switch c {
-	case '\'':
-		lx.push(frame{kind: frameSQ})
-	case '"':
-		lx.push(frame{kind: frameDQ})
-	case '\\':
-		return lx.escape(i)
-	case '$':
-		return lx.dollar(i, false)
-	}
-	return i + 1, nil
+	return nil
 }
 
-// heredocOp reads a << or <<- operator and its delimiter word; the body
-// starts after the next newline.
-func (lx *lexer) heredocOp(i int) (int, error) {
-	var d heredoc
-	j := i + 2
-	if lx.at(j) == '-' {
-		d.stripTabs = true
-		j++
-	}
-	for j < len(lx.src) && isBlank(lx.src[j]) {
-		j++
-	}
-	start := j
-	var delim strings.Builder
-	for j < len(lx.src) && !isMeta(lx.src[j]) {
-		if j == lx.phStart() {
-			return 0, lx.phErr("in a here-document delimiter")
+// paramExp checks a variable reference: where a placeholder stands, how
+// to quote it, and where data stands.
+func (c *checker) paramExp(pe *syntax.ParamExp, stack []syntax.Node) error {
+	k := c.occurrenceOf(pe)
+	if k >= 0 {
+		c.found[k] = true
+		c.quote[k] = needsQuotes(pe, stack)
+		o := c.occs[k]
+		for i := len(stack) - 1; i >= 0; i-- {
+			switch a := stack[i].(type) {
+			case *syntax.CmdSubst:
+				if a.Backquotes {
+					return phErr(o, "inside backquotes: use $(...) instead")
+				}
+			case *syntax.TestClause:
+				return phErr(o, "inside [[ ... ]], where bash evaluates some operands as arithmetic or variable names; use [ ... ] with the value quoted")
+			case *syntax.Redirect:
+				if (a.Op == syntax.Hdoc || a.Op == syntax.DashHdoc) && contains(a.Word, o.off) {
+					return phErr(o, "in a here-document delimiter")
+				}
+			case *syntax.CoprocClause:
+				if contains(a.Name, o.off) {
+					return phErr(o, "in a coprocess name")
+				}
+			}
 		}
-		switch c := lx.src[j]; c {
-		case '\'', '"':
-			d.quoted = true
-			k := strings.IndexByte(lx.src[j+1:], c)
-			if k < 0 {
-				return 0, errors.New("unterminated quote in a here-document delimiter")
+	}
+	if !c.isTainted(pe) {
+		return nil
+	}
+	if pe.Excl {
+		return c.dataErr(pe, "is used as ${!...}, an indirect reference whose subscript bash evaluates")
+	}
+	if pe.Exp != nil && pe.Exp.Op == syntax.OtherParamOps && pe.Exp.Word != nil && strings.Contains(pe.Exp.Word.Lit(), "P") {
+		return c.dataErr(pe, "is expanded with @P, which runs command substitutions in it")
+	}
+	for i := len(stack) - 1; i >= 0; i-- {
+		child := syntax.Node(pe)
+		if i+1 < len(stack) {
+			child = stack[i+1]
+		}
+		if why := arithmetic(stack[i], child); why != "" {
+			return c.dataErr(pe, "is %s", why)
+		}
+		ce, ok := stack[i].(*syntax.CallExpr)
+		if !ok {
+			continue
+		}
+		w, ok := child.(*syntax.Word)
+		if !ok {
+			continue
+		}
+		ci := c.call(ce)
+		for j, a := range ce.Args {
+			if a != w {
+				continue
 			}
-			if p := lx.phStart(); p > j && p < j+1+k {
-				return 0, lx.phErr("in a here-document delimiter")
+			if why, bad := ci.rules.refuse[j]; bad {
+				return c.dataErr(pe, "is %s", why)
 			}
-			delim.WriteString(lx.src[j+1 : j+1+k])
-			j += k + 2
-		case '\\':
-			d.quoted = true
-			if j+1 < len(lx.src) {
-				delim.WriteByte(lx.src[j+1])
+			if ci.rules.optionPosition(ci.args, j) && leads(w, pe) {
+				where := fmt.Sprintf("argument %d of %s", j, ci.name)
+				for r := range c.roots(pe) {
+					if c.optionAt[r] == "" {
+						c.optionAt[r] = where
+					}
+				}
 			}
-			j += 2
+		}
+	}
+	return nil
+}
+
+// call returns what the command rules say of ce.
+func (c *checker) call(ce *syntax.CallExpr) *callInfo {
+	if ci, ok := c.calls[ce]; ok {
+		return ci
+	}
+	ci := &callInfo{args: make([]callArg, len(ce.Args))}
+	for i, w := range ce.Args {
+		a := &ci.args[i]
+		a.lit, a.isLit = wordLit(w)
+		if t := c.wordTaint(w); t != nil {
+			a.tainted = true
+			a.isLit = false
+		}
+	}
+	ci.rules = analyzeCall(ci.args)
+	ci.name = "the command"
+	if len(ci.args) > 0 && ci.args[0].isLit {
+		ci.name = strconv.Quote(ci.args[0].lit)
+	}
+	c.calls[ce] = ci
+	return ci
+}
+
+// wordLit returns the text of a word that holds no expansion, with its
+// quotes removed.
+func wordLit(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			for i := 0; i < len(v); i++ {
+				if v[i] == '\\' && i+1 < len(v) {
+					i++
+				}
+				b.WriteByte(v[i])
+			}
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(l.Value)
+			}
 		default:
-			delim.WriteByte(c)
-			j++
+			return "", false
 		}
 	}
-	if j == start {
-		return 0, errors.New("here-document operator without a delimiter")
+	return b.String(), true
+}
+
+// leads reports whether pe's value may begin the word w: nothing but
+// empty quotes and data come before it.
+func leads(w *syntax.Word, pe *syntax.ParamExp) bool {
+	off := pe.Pos().Offset()
+	var first func(parts []syntax.WordPart) bool
+	first = func(parts []syntax.WordPart) bool {
+		for _, p := range parts {
+			if p.Pos().Offset() > off {
+				return false
+			}
+			switch p := p.(type) {
+			case *syntax.Lit:
+				if p.Value != "" {
+					return false
+				}
+			case *syntax.SglQuoted:
+				if p.Value != "" {
+					return false
+				}
+			case *syntax.DblQuoted:
+				if contains(p, int(off)) {
+					return first(p.Parts)
+				}
+				if len(p.Parts) > 0 {
+					return false
+				}
+			default:
+				// An expansion: its value may be empty, so what
+				// follows may lead too. pe itself, or one holding it.
+				if contains(p, int(off)) {
+					return true
+				}
+			}
+		}
+		return false
 	}
-	d.delim = delim.String()
-	lx.pending = append(lx.pending, d)
-	lx.wordStart = true
-	return min(j, len(lx.src)), nil
+	return first(w.Parts)
+}
+
+// needsQuotes reports whether a placeholder reference stands unquoted,
+// where "${HOOKD_Pn}" keeps it one word; inside double quotes and in an
+// unquoted here-document it is written bare.
+func needsQuotes(pe *syntax.ParamExp, stack []syntax.Node) bool {
+	off := int(pe.Pos().Offset())
+	for i := len(stack) - 1; i >= 0; i-- {
+		switch a := stack[i].(type) {
+		case *syntax.DblQuoted:
+			return false
+		case *syntax.Redirect:
+			if a.Hdoc != nil && contains(a.Hdoc, off) {
+				return false
+			}
+			return true
+		case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.Stmt:
+			return true
+		}
+	}
+	return true
+}
+
+// dangerousVar says why data must not be assigned to a variable that
+// changes what programs run or load.
+func dangerousVar(name string) string {
+	switch name {
+	case "PATH", "BASH_ENV", "ENV", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "IFS", "SHELLOPTS",
+		"BASHOPTS", "GLOBIGNORE", "CDPATH", "HOME", "ZDOTDIR", "XDG_CONFIG_HOME", "INPUTRC",
+		"PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT",
+		"RUBYLIB", "NODE_OPTIONS", "NODE_PATH", "PAGER", "EDITOR", "VISUAL", "MANPAGER", "LESSOPEN",
+		"LESSCLOSE", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS", "BASH_XTRACEFD", "SHELL":
+		return "changes what programs run or load"
+	}
+	for _, p := range []string{"LD_", "DYLD_", "GIT_", "BASH_FUNC_"} {
+		if strings.HasPrefix(name, p) {
+			return "changes what programs run or load"
+		}
+	}
+	return ""
 }

@@ -61,17 +61,17 @@ func TestParseShellScript(t *testing.T) {
 		{name: "after dollar", in: `echo ${{event.x}}`, wantErr: "right after '$'"},
 		{name: "after dollar in double quotes", in: `echo "${{event.x}}"`, wantErr: "right after '$'"},
 		{name: "after backslash", in: `echo \{{event.x}}`, wantErr: "right after a backslash"},
-		{name: "heredoc delimiter", in: "cat <<{{event.x}}\nx\n", wantErr: "here-document delimiter"},
-		{name: "unterminated single", in: `echo 'abc {{event.x}}`, wantErr: "inside single quotes"},
-		{name: "unterminated double", in: `echo "abc`, wantErr: "unterminated double quote"},
-		{name: "unterminated substitution", in: `echo $(echo`, wantErr: "unterminated $("},
-		{name: "unterminated param", in: `echo ${X`, wantErr: "unterminated ${"},
+		{name: "heredoc delimiter", in: "cat <<{{event.x}}\nx\n", wantErr: "expansions not allowed in heredoc words"},
+		{name: "unterminated single", in: `echo 'abc {{event.x}}`, wantErr: "without closing quote `'`"},
+		{name: "unterminated double", in: `echo "abc`, wantErr: "without closing quote `\"`"},
+		{name: "unterminated substitution", in: `echo $(echo`, wantErr: "without matching `$(` with `)`"},
+		{name: "unterminated param", in: `echo ${X`, wantErr: "without matching `${` with `}`"},
 		{name: "bad placeholder", in: `echo {{event x}}`, wantErr: "invalid character"},
 		{name: "unclosed placeholder", in: `echo {{event.x`, wantErr: "unclosed placeholder"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := parseShellScript(tt.in)
+			s, err := parseShellScript(tt.in, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v; want it to contain %q", err, tt.wantErr)
@@ -101,7 +101,7 @@ func FuzzParseShellScript(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		s, err := parseShellScript(in)
+		s, err := parseShellScript(in, nil)
 		if err != nil {
 			return
 		}
@@ -114,4 +114,124 @@ func FuzzParseShellScript(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestShellRefusedTemplates lists templates that must be refused when the
+// hook loads, each with the context the error must name. Every one was a
+// way for event data to run as code (or to be evaluated) under bash.
+func TestShellRefusedTemplates(t *testing.T) {
+	tests := []struct{ name, cmd, env, want string }{
+		// Not expanded as a whole, or in a context that changes it.
+		{"single quotes", `echo '{{event.v}}'`, "", "inside single quotes"},
+		{"ansi quotes", `echo $'{{event.v}}'`, "", "inside $'...'"},
+		{"quoted heredoc", "cat <<'E'\n{{event.v}}\nE", "", "quoted delimiter"},
+		{"backquotes", "echo `echo {{event.v}}`", "", "inside backquotes"},
+		{"after dollar", `echo ${{event.v}}`, "", "right after '$'"},
+		{"after backslash", `echo \{{event.v}}`, "", "right after a backslash"},
+		// Command position.
+		{"command position", `{{event.cmd}} args`, "", "in command position"},
+		{"command position glued", `/usr/bin/{{event.cmd}} args`, "", "in command position"},
+		{"command position after pipe", `echo x | {{event.cmd}}`, "", "in command position"},
+		{"command position in substitution", `echo $({{event.cmd}})`, "", "in command position"},
+		{"command position via substitution", `$(echo {{event.cmd}}) x`, "", "in command position"},
+		{"command position after if", `if {{event.cmd}}; then :; fi`, "", "in command position"},
+		{"command position via variable", "c={{event.cmd}}\n$c arg", "", "in command position"},
+		{"command position via env", `"$CMD" arg`, "CMD", "in command position"},
+		{"exec", `exec {{event.cmd}}`, "", "in command position"},
+		{"time", `time {{event.cmd}}`, "", "in command position"},
+		// Arithmetic, test, index, substring.
+		{"arithmetic", `echo $(( {{event.v}} + 1 ))`, "", "inside $((...))"},
+		{"arithmetic quoted", `echo $(( "{{event.v}}" + 1 ))`, "", "inside $((...))"},
+		{"arithmetic after continuation", "echo $\\\n(( {{event.v}} ))", "", "inside $((...))"},
+		{"arithmetic command", `(( {{event.v}} ))`, "", "inside ((...))"},
+		{"bracket arithmetic", `echo $[ {{event.v}} ]`, "", "inside $[...]"},
+		{"test clause", `[[ {{event.v}} -eq 1 ]]`, "", "inside [[ ... ]]"},
+		{"test clause string", `[[ -n "{{event.v}}" ]]`, "", "inside [[ ... ]]"},
+		{"substring", `s=abc; echo "${s:{{event.v}}}"`, "", "substring offset"},
+		{"substring length", `s=abc; echo "${s:0:{{event.v}}}"`, "", "substring offset"},
+		{"array index", `a=(x); echo "${a[{{event.v}}]}"`, "", "array index"},
+		{"array assignment index", `a[{{event.v}}]=1`, "", "array index"},
+		{"array literal index", `a=([{{event.v}}]=1)`, "", "array index"},
+		{"let", `let x={{event.v}}`, "", "let"},
+		{"let quoted", `let "x={{event.v}}"`, "", "let"},
+		{"c-style for", `for ((i={{event.v}}; i<3; i++)); do :; done`, "", "for ((...))"},
+		{"declare -i", `declare -i n={{event.v}}`, "", "integer variable"},
+		{"typeset -i", `typeset -i n; n={{event.v}}`, "", "integer variable"},
+		{"local -i", `f() { local -i n="{{event.v}}"; }; f`, "", "integer variable"},
+		{"variable in arithmetic", "n={{event.v}}\necho $((n + 1))", "", "inside $((...))"},
+		{"variable in arithmetic by name", "n=\"{{event.v}}\"\necho $((n + 1))", "", "is used inside $((...))"},
+		{"variable copied then arithmetic", "a={{event.v}}; b=\"x$a\"; echo $(( b ))", "", "is used inside $((...))"},
+		{"env variable in arithmetic", `echo $(( N * 2 ))`, "N", "is used inside $((...))"},
+		{"variable in index", "i={{event.v}}; a=(x); echo \"${a[$i]}\"", "", "array index"},
+		{"variable in [[ -eq ]]", "n={{event.v}}; [[ $n -eq 1 ]]", "", "-eq"},
+		{"variable in [[ -v ]]", "n={{event.v}}; [[ -v $n ]]", "", "-v"},
+		{"read into arithmetic", "printf '%s\\n' {{event.v}} | while read n; do echo $((n)); done", "", "data read from input"},
+		// Variable names.
+		{"declare name", `declare "{{event.v}}"`, "", "name or option of declare"},
+		{"export name", `export {{event.v}}`, "", "name or option of export"},
+		{"nameref", `declare -n r={{event.v}}`, "", "name reference"},
+		{"indirect", "v={{event.v}}; echo \"${!v}\"", "", "indirect reference"},
+		{"prompt expansion", "v={{event.v}}; echo \"${v@P}\"", "", "@P"},
+		{"printf -v", `printf -v "{{event.v}}" %s x`, "", "printf -v"},
+		{"test -v", `[ -v "{{event.v}}" ]`, "", "test -v"},
+		{"unset", `unset "{{event.v}}"`, "", "argument of unset"},
+		{"read name", `read -r "{{event.v}}" < /dev/null`, "", "argument of read"},
+		// Code runners.
+		{"eval", `eval "echo {{event.v}}"`, "", "argument of eval"},
+		{"eval via variable", "v={{event.v}}; eval \"echo $v\"", "", "argument of eval"},
+		{"source", `. "{{event.v}}"`, "", "argument of ."},
+		{"trap", `trap "echo {{event.v}}" EXIT`, "", "argument of trap"},
+		{"sh -c", `sh -c "echo {{event.v}}"`, "", "sh -c"},
+		{"bash -c", `bash -c "echo {{event.v}}"`, "", "bash -c"},
+		{"dash -ec", `dash -ec "echo {{event.v}}"`, "", "dash -c"},
+		{"zsh -c", `zsh -c "echo {{event.v}}"`, "", "zsh -c"},
+		{"ksh -c", `ksh -c "echo {{event.v}}"`, "", "ksh -c"},
+		{"busybox sh -c", `busybox sh -c "echo {{event.v}}"`, "", "sh -c"},
+		{"absolute shell path", `/bin/bash -c "echo {{event.v}}"`, "", "bash -c"},
+		{"sh -c positional", `sh -c 'echo "$1"' sh "{{event.v}}"`, "", "sh -c"},
+		{"shell script from data", `bash "{{event.v}}"`, "", "the script bash runs"},
+		{"ssh", `ssh host "ls {{event.v}}"`, "", "remote shell"},
+		{"su -c", `su -c "id {{event.v}}" root`, "", "su -c"},
+		{"sudo sh -c", `sudo -u root sh -c "echo {{event.v}}"`, "", "sh -c"},
+		{"sudo command", `sudo {{event.cmd}}`, "", "in command position"},
+		{"env sh -c", `env -i A=1 sh -c "echo {{event.v}}"`, "", "sh -c"},
+		{"env command", `env A=1 {{event.cmd}}`, "", "ahead of the command"},
+		{"xargs sh -c", `printf x | xargs sh -c "echo {{event.v}}"`, "", "sh -c"},
+		{"xargs command", `printf x | xargs {{event.cmd}}`, "", "in command position"},
+		{"find -exec sh -c", `find . -exec sh -c "echo {{event.v}}" \;`, "", "sh -c"},
+		{"find -exec command", `find . -exec {{event.cmd}} {} \;`, "", "in command position"},
+		{"watch", `watch "ls {{event.v}}"`, "", "sh -c"},
+		{"nohup", `nohup {{event.cmd}}`, "", "in command position"},
+		{"nohup sh -c", `nohup sh -c "echo {{event.v}}"`, "", "sh -c"},
+		{"timeout", `timeout 5 {{event.cmd}}`, "", "in command position"},
+		{"timeout sh -c", `timeout -s KILL 5 bash -c "echo {{event.v}}"`, "", "bash -c"},
+		{"nice", `nice -n 5 {{event.cmd}}`, "", "in command position"},
+		{"nice sh -c", `nice sh -c "echo {{event.v}}"`, "", "sh -c"},
+		{"python -c", `python3 -c "print('{{event.v}}')"`, "", "python3 -c"},
+		{"perl -e", `perl -le "print {{event.v}}"`, "", "perl -le"},
+		{"awk program", `awk "BEGIN { print {{event.v}} }"`, "", "the program awk runs"},
+		{"sed script", `sed "s/a/{{event.v}}/" file`, "", "the script sed runs"},
+		{"sed -e script", `sed -n -e "s/a/{{event.v}}/p" file`, "", "the script sed runs"},
+		// Variables that change what runs.
+		{"PATH", `PATH={{event.v}} ls`, "", "PATH"},
+		{"LD_PRELOAD", `LD_PRELOAD={{event.v}} ls`, "", "LD_PRELOAD"},
+		{"BASH_ENV export", `export BASH_ENV="{{event.v}}"`, "", "BASH_ENV"},
+		{"heredoc delimiter", "cat <<{{event.v}}\nx\n{{event.v}}\n", "", "heredoc"},
+		{"unparsable", `echo "{{event.v}}`, "", "parse the command as bash"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "command: " + yamlString(tt.cmd)
+			if tt.env != "" {
+				src += "\nenv: {" + tt.env + ": '{{event.v}}'}"
+			}
+			_, err := newShellStep(t, src, 0)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("%s\nerr = %v\nwant it to contain %q", tt.cmd, err, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), "command: ") && !strings.HasPrefix(err.Error(), "env.") {
+				t.Errorf("err %q does not name the field", err)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,9 @@ type shellConfig struct {
 	Workdir   string            `yaml:"workdir"`
 	Env       map[string]string `yaml:"env"`
 	MaxOutput int               `yaml:"max_output"`
+	// AllowOptionValues lets a placeholder's value that begins with '-'
+	// stand where a program would read it as an option.
+	AllowOptionValues bool `yaml:"allow_option_values"`
 }
 
 // shellStep runs a command: a string through `sh -c`, or a list as argv
@@ -35,10 +39,12 @@ type shellStep struct {
 	written   string       // the command as written, for the result
 	script    *shellScript // string form
 	argv      []string     // list form: templates, one per argument
+	argvOpt   []string     // list form: argvOpt[i] says where argv[i]'s value would begin an argument ("" if not)
 	workdir   string       // relative to the hook's workdir; may hold placeholders
 	env       []envVar     // sorted by name
 	timeout   time.Duration
 	maxOutput int
+	allowOpts bool
 }
 
 type envVar struct{ name, tmpl string }
@@ -54,9 +60,32 @@ func newShell(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 // buildShell checks a decoded shell configuration and builds the step;
 // run_tests builds its command with it too.
 func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shellStep, error) {
-	s := &shellStep{def: def, timeout: def.Timeout, maxOutput: c.MaxOutput}
+	s := &shellStep{def: def, timeout: def.Timeout, maxOutput: c.MaxOutput, allowOpts: c.AllowOptionValues}
 	if s.timeout <= 0 {
 		s.timeout = DefaultShellTimeout
+	}
+
+	names := make([]string, 0, len(c.Env))
+	taintedEnv := map[string]bool{}
+	for name := range c.Env {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := c.Env[name]
+		if err := checkEnvName(name); err != nil {
+			return nil, fieldErr(cfg, "env."+name, "%v", err)
+		}
+		if _, err := engine.ParsePlaceholders(v); err != nil {
+			return nil, fieldErr(cfg, "env."+name, "%v", err)
+		}
+		if dataTemplate(v) {
+			if why := dangerousVar(name); why != "" {
+				return nil, fieldErr(cfg, "env."+name, "a value from a placeholder may not go in %s, which %s", name, why)
+			}
+			taintedEnv[name] = true
+		}
+		s.env = append(s.env, envVar{name, v})
 	}
 
 	switch cmd := c.Command.(type) {
@@ -66,7 +95,7 @@ func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shell
 		if strings.TrimSpace(cmd) == "" {
 			return nil, fieldErr(cfg, "command", "must not be empty")
 		}
-		script, err := parseShellScript(cmd)
+		script, err := parseShellScript(cmd, taintedEnv)
 		if err != nil {
 			return nil, fieldErr(cfg, "command", "%v", err)
 		}
@@ -88,6 +117,11 @@ func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shell
 		if strings.TrimSpace(s.argv[0]) == "" {
 			return nil, fieldErr(cfg, "command", "element 0 (the program) must not be empty")
 		}
+		opt, err := checkArgv(s.argv)
+		if err != nil {
+			return nil, fieldErr(cfg, "command", "%v", err)
+		}
+		s.argvOpt = opt
 		s.written = quoteArgv(s.argv)
 	default:
 		return nil, fieldErr(cfg, "command", "must be a string or a list of strings (got %s)", kindOf(cmd))
@@ -101,22 +135,6 @@ func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shell
 			return nil, fieldErr(cfg, "workdir", "%v", err)
 		}
 		s.workdir = c.Workdir
-	}
-
-	names := make([]string, 0, len(c.Env))
-	for name := range c.Env {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		v := c.Env[name]
-		if err := checkEnvName(name); err != nil {
-			return nil, fieldErr(cfg, "env."+name, "%v", err)
-		}
-		if _, err := engine.ParsePlaceholders(v); err != nil {
-			return nil, fieldErr(cfg, "env."+name, "%v", err)
-		}
-		s.env = append(s.env, envVar{name, v})
 	}
 
 	if c.MaxOutput < 0 {
@@ -194,10 +212,15 @@ func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 		if strings.IndexByte(v, 0) >= 0 {
 			return Command{}, fmt.Errorf("env.%s: value contains a NUL byte, which cannot be passed to a process", e.name)
 		}
+		if where := s.envOptionAt(e.name); where != "" && !s.allowOpts {
+			if err := checkOptionValue(v, where); err != nil {
+				return Command{}, fmt.Errorf("env.%s: %w", e.name, err)
+			}
+		}
 		c.Env = append(c.Env, e.name+"="+v)
 	}
 	if s.script != nil {
-		vars, err := s.script.vars(scope)
+		vars, err := s.script.vars(scope, s.allowOpts)
 		if err != nil {
 			return Command{}, fmt.Errorf("command: %w", err)
 		}
@@ -213,6 +236,11 @@ func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 			if strings.IndexByte(v, 0) >= 0 {
 				return Command{}, fmt.Errorf("command[%d]: value contains a NUL byte, which cannot be passed to a process", i)
 			}
+			if s.argvOpt[i] != "" && !s.allowOpts {
+				if err := checkOptionValue(v, s.argvOpt[i]); err != nil {
+					return Command{}, fmt.Errorf("command[%d]: %w", i, err)
+				}
+			}
 			c.Argv[i] = v
 		}
 	}
@@ -222,6 +250,70 @@ func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 	}
 	c.Dir = dir
 	return c, nil
+}
+
+// envOptionAt says where the value of the env variable name would begin
+// an argument in the string form's script ("" if nowhere).
+func (s *shellStep) envOptionAt(name string) string {
+	if s.script == nil {
+		return ""
+	}
+	return s.script.envOptionAt[name]
+}
+
+// dataTemplate reports whether tmpl holds a placeholder that is not a
+// literal: its value is data.
+func dataTemplate(tmpl string) bool {
+	phs, _ := engine.ParsePlaceholders(tmpl)
+	for _, p := range phs {
+		if !p.IsLiteral() {
+			return true
+		}
+	}
+	return false
+}
+
+// checkArgv applies the command rules to the list form: data may not
+// name the program, nor be an argument a program runs as code (sh -c,
+// eval, env/sudo/xargs/timeout... wrapping the command). It returns, per
+// element, where its value would begin an argument (so a leading '-' is
+// refused when the step runs).
+func checkArgv(argv []string) ([]string, error) {
+	args := make([]callArg, len(argv))
+	for i, a := range argv {
+		phs, _ := engine.ParsePlaceholders(a)
+		lit, isLit := a, true
+		if len(phs) > 0 {
+			var b strings.Builder
+			last := 0
+			for _, p := range phs {
+				b.WriteString(a[last:p.Start])
+				if p.IsLiteral() {
+					b.WriteString(p.Literal)
+				} else {
+					isLit = false
+				}
+				last = p.End
+			}
+			b.WriteString(a[last:])
+			lit = b.String()
+		}
+		args[i] = callArg{lit: lit, isLit: isLit, tainted: !isLit, lead: len(phs) > 0 && phs[0].Start == 0 && !phs[0].IsLiteral()}
+	}
+	r := analyzeCall(args)
+	opt := make([]string, len(argv))
+	for i, a := range args {
+		if !a.tainted {
+			continue
+		}
+		if why, bad := r.refuse[i]; bad {
+			return nil, fmt.Errorf("element %d (%s): data from a placeholder is %s", i, argv[i], why)
+		}
+		if a.lead && r.optionPosition(args, i) {
+			opt[i] = fmt.Sprintf("argument %d of %s", i, strconv.Quote(args[0].lit))
+		}
+	}
+	return opt, nil
 }
 
 // dir resolves the step's working directory inside the hook's: the

@@ -196,7 +196,8 @@ func TestNotifyAndLogs(t *testing.T) {
 		"leaky.yaml": `secrets: [API_KEY]
 steps:
   - type: shell
-    command: ["/nonexistent/{{event.token}}"]
+    command: [ls, "--"]
+    workdir: "missing-{{event.token}}"
     required: true
 skip_llm: true
 `,
