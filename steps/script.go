@@ -310,7 +310,6 @@ type checker struct {
 type callInfo struct {
 	args  []callArg
 	rules *callRules
-	name  string
 }
 
 func newChecker(f *syntax.File, occs []occurrence, taintedEnv map[string]bool) *checker {
@@ -787,7 +786,7 @@ func (c *checker) paramExp(pe *syntax.ParamExp, stack []syntax.Node) error {
 				return c.dataErr(pe, "is %s", why)
 			}
 			if ci.rules.optionPosition(ci.args, j) && leads(w, pe) {
-				where := fmt.Sprintf("argument %d of %s", j, ci.name)
+				where := ci.rules.where(ci.args, j)
 				for r := range c.roots(pe) {
 					if c.optionAt[r] == "" {
 						c.optionAt[r] = where
@@ -814,10 +813,6 @@ func (c *checker) call(ce *syntax.CallExpr) *callInfo {
 		}
 	}
 	ci.rules = analyzeCall(ci.args)
-	ci.name = "the command"
-	if len(ci.args) > 0 && ci.args[0].isLit {
-		ci.name = strconv.Quote(ci.args[0].lit)
-	}
 	c.calls[ce] = ci
 	return ci
 }

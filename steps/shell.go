@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -310,7 +309,7 @@ func checkArgv(argv []string) ([]string, error) {
 			return nil, fmt.Errorf("element %d (%s): data from a placeholder is %s", i, argv[i], why)
 		}
 		if a.lead && r.optionPosition(args, i) {
-			opt[i] = fmt.Sprintf("argument %d of %s", i, strconv.Quote(args[0].lit))
+			opt[i] = r.where(args, i)
 		}
 	}
 	return opt, nil

@@ -1,7 +1,9 @@
 package steps
 
 import (
+	"fmt"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -339,16 +341,32 @@ func (r *callRules) script(args []callArg, s int, name, valOpts, fileOpts, codeO
 	}
 }
 
-// optionPosition reports whether data at the start of args[i] would be
-// read as an option: i is an argument of the command that starts before
-// it, with no "--" in between.
-func (r *callRules) optionPosition(args []callArg, i int) bool {
+// where names args[i] as an argument of the command it belongs to.
+func (r *callRules) where(args []callArg, i int) string {
+	s := r.start(i)
+	name := "the command"
+	if s >= 0 && args[s].isLit {
+		name = strconv.Quote(args[s].lit)
+	}
+	return fmt.Sprintf("argument %d of %s", i-s, name)
+}
+
+// start returns the index of the command word args[i] belongs to.
+func (r *callRules) start(i int) int {
 	s := -1
 	for _, st := range r.starts {
 		if st <= i && st > s {
 			s = st
 		}
 	}
+	return s
+}
+
+// optionPosition reports whether data at the start of args[i] would be
+// read as an option: i is an argument of the command that starts before
+// it, with no "--" in between.
+func (r *callRules) optionPosition(args []callArg, i int) bool {
+	s := r.start(i)
 	if s < 0 || s == i {
 		return false
 	}
