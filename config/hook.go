@@ -27,7 +27,7 @@ type Options struct {
 // Canonical hook keys, and the agent-queue names accepted for them.
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap",
-		"timeout", "workdir", "env", "secrets", "steps", "system", "prompt", "llm", "budget",
+		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
 		"tools", "plugins", "skip_llm", "notify"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
@@ -109,13 +109,8 @@ func parseHook(data []byte, file string, opts Options) (*engine.Hook, int, Error
 
 	h.Workdir = s.workdir(f, opts.Root)
 	h.Env = s.env(f.get("env"), "env")
-	if n, ok := f.decode("secrets", &h.Secrets); ok {
-		for i, name := range h.Secrets {
-			if !envName.MatchString(name) {
-				s.errorf(n.Content[i], index("secrets", i), "%q is not an environment variable name", name)
-			}
-		}
-	}
+	s.envNames(f, "secrets", &h.Secrets)
+	s.envNames(f, "env_passthrough", &h.EnvPassthrough)
 	s.names(f, "tools", &h.Tools)
 	if s.names(f, "plugins", &h.Plugins) {
 		h.PluginsSet = true
@@ -255,5 +250,16 @@ func (s *state) tokenBudget(f *fields, b *engine.Budget) {
 	}
 	if s.decodeAt(top, "max_tokens_per_run", &b.MaxTokensPerRun) {
 		nonNegative(s, top, "max_tokens_per_run", b.MaxTokensPerRun)
+	}
+}
+
+// envNames decodes a list of environment variable names.
+func (s *state) envNames(f *fields, key string, dst *[]string) {
+	if n, ok := f.decode(key, dst); ok {
+		for i, name := range *dst {
+			if !envName.MatchString(name) {
+				s.errorf(n.Content[i], index(key, i), "%q is not an environment variable name", name)
+			}
+		}
 	}
 }

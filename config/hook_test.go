@@ -174,6 +174,9 @@ func dump(t *testing.T, h *engine.Hook) string {
 		"Budget": h.Budget, "Tools": h.Tools, "Plugins": h.Plugins, "PluginsSet": h.PluginsSet,
 		"SkipLLM": h.SkipLLM, "Source": h.Source,
 	}
+	if h.EnvPassthrough != nil {
+		view["EnvPassthrough"] = h.EnvPassthrough
+	}
 	b, err := json.MarshalIndent(view, "", "  ")
 	if err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ type Hook struct {
 	Timeout     time.Duration // whole run; 0 means the daemon default
 	Workdir     string        // absolute; steps and file tools are confined here
 	Env         map[string]string
-	Secrets     []string // names of environment variables, redacted everywhere
+	Secrets     []string // names of environment variables, passed to child processes and redacted everywhere
 	Steps       []*StepDef
 	System      string
 	Prompt      string
@@ -58,6 +58,10 @@ type Hook struct {
 	Plugins     []string
 	PluginsSet  bool // Plugins was given (an empty list means built-in handlers only)
 	SkipLLM     bool
+
+	// EnvPassthrough names more variables of hookd's environment that the
+	// hook's child processes inherit (see ChildEnv); they are not redacted.
+	EnvPassthrough []string
 
 	// Notify lists the webhooks told about this hook's runs. When NotifySet
 	// is false the daemon-wide notify: list applies; when it is true this

@@ -54,7 +54,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	e.publish(started)
 
 	rctx, cancel := e.runContext(ctx, h)
-	red := newRedactor(h.Secrets, e.cfg.Environ)
+	red := NewRedactor(h.Secrets, e.cfg.Environ)
 	if lc := e.cfg.Lifecycle; lc.Active(PointRunBefore) {
 		if o := lc.Call(rctx, PointRunBefore, &Payload{Hook: h, RunID: run.ID, Run: run}); o.Cancelled {
 			run.Status, run.Reason = StatusCancelled, "run:before: "+o.String()
@@ -89,7 +89,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 
 // pipeline executes the steps, the short-circuits and the model stage,
 // leaving the outcome in run.
-func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *redactor) {
+func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor) {
 	environ, toModel := e.prepare(ctx, h, run, prevStart, red, false)
 	if !toModel {
 		return
@@ -124,7 +124,7 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 // outcome is in run. A preview (Engine.Preview) publishes no events from
 // steps and renders the prompt even when a short-circuit or skip_llm
 // decided the run.
-func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *redactor, preview bool) (environ []string, toModel bool) {
+func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, preview bool) (environ []string, toModel bool) {
 	scope := &Scope{
 		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
 		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
@@ -134,17 +134,17 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 			run.Status, run.Error = StatusFailed, fmt.Sprintf("decode event payload: %v", err)
 			return environ, false
 		}
+		// Redacted before anything derives from it: steps, the prompt
+		// (which quotes and caps values) and events this run publishes.
+		scope.Event = red.Map(scope.Event)
 	}
 	for _, d := range h.Steps {
 		if d.Name != "" {
 			scope.StepNames[d.Name] = d.Index
 		}
 	}
-	environ = e.cfg.Environ
-	if len(h.Env) > 0 {
-		environ = append(append([]string(nil), environ...), envList(h.Env)...)
-	}
-	emit := e.emitFrom(run)
+	environ = h.ChildEnv(e.cfg.Environ)
+	emit := e.emitFrom(run, red)
 	if preview {
 		emit = previewEmit
 	}
@@ -155,13 +155,13 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		}
 		res := e.lifecycleStep(ctx, h, run, def, &StepEnv{
 			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: environ, Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
-			Records: e.cfg.Store, Emit: emit,
+			Records: e.cfg.Store, Emit: emit, Redactor: red,
 		})
 		scope.Steps[i] = res
 		run.Steps = append(run.Steps, res)
 		if res.Error != "" {
 			// Redacted: a step's error may quote a secret (a URL, a command).
-			e.log.Warn("step failed", "hook", h.Name, "run", run.ID, "step", def.Label(), "err", red.String(res.Error))
+			e.log.Warn("step failed", "hook", h.Name, "run", run.ID, "step", def.Label(), "err", res.Error)
 		}
 		if res.Error != "" && def.Required {
 			if stopped(ctx, run) {
@@ -233,10 +233,11 @@ func (e *Engine) runContext(ctx context.Context, h *Hook) (context.Context, cont
 }
 
 // emitFrom returns a publisher of events raised by run: their source
-// names the hook and their depth is one more than the run's.
-func (e *Engine) emitFrom(run *Run) func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
+// names the hook, their depth is one more than the run's and the hook's
+// secrets are redacted from their data before it is stored or sent.
+func (e *Engine) emitFrom(run *Run, red *Redactor) func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
 	return func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
-		return e.Emit(ctx, &Event{Type: typ, Data: data, Source: "hook:" + run.Hook, Depth: run.Depth + 1})
+		return e.Emit(ctx, &Event{Type: typ, Data: red.Map(data), Source: "hook:" + run.Hook, Depth: run.Depth + 1})
 	}
 }
 
@@ -266,6 +267,8 @@ func (e *Engine) lifecycleStep(ctx context.Context, h *Hook, run *Run, def *Step
 	if res == nil {
 		res = e.runStep(ctx, h, run, def, env)
 	}
+	// Redacted before a handler, later steps, the prompt or the log see it.
+	env.Redactor.Step(res)
 	if lc.Active(PointStepAfter) {
 		cp := *res
 		lc.Call(ctx, PointStepAfter, &Payload{Hook: h, RunID: run.ID, Step: def, StepResult: &cp})
@@ -451,14 +454,6 @@ func fingerprint(steps []*StepResult) string {
 		fmt.Fprintf(h, "%d\x00%d\x00%s\x00%d\x00%s\x00", s.Index, len(s.Output), s.Output, len(s.Error), s.Error)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-func envList(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k, v := range m {
-		out = append(out, k+"="+v)
-	}
-	return out
 }
 
 func finalEventType(s Status) string {

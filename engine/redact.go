@@ -1,17 +1,51 @@
 package engine
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 )
 
-// redactor replaces the values of a hook's secrets with [REDACTED:NAME].
-type redactor struct{ r *strings.Replacer }
+// MinSecretLen is the shortest secret value a Redactor replaces: shorter
+// values would mangle text without protecting anything.
+const MinSecretLen = 4
 
-// newRedactor builds a redactor for the named secrets found in environ.
-// Values shorter than 4 bytes are not redacted (they would mangle text
-// without protecting anything).
-func newRedactor(names []string, environ []string) *redactor {
+// minEncodedLen is the shortest base64 fragment (a secret encoded inside
+// a longer text) a Redactor replaces.
+const minEncodedLen = 8
+
+// Redactor replaces the values of a hook's secrets with [REDACTED:NAME]:
+// the value as it is and the forms it takes when hookd or a program
+// quotes, escapes or encodes it — JSON and Go string escapes (also
+// ASCII-only ones), percent-encoding (query and path forms) and base64
+// (standard and URL alphabets, padded and raw, also when the value sits
+// inside a longer encoded text). A secret transformed in any other way
+// (reversed, split, hex-encoded, compressed) is not found.
+//
+// The engine builds one Redactor per run and applies it at every sink:
+// step results as soon as a step ends (before later steps, the prompt or
+// events see them), the event data a hook publishes, the prompt, tool
+// results, the transcript and the run record. Command output is redacted
+// as it streams, before it is capped (Writer), so a cut never leaves a
+// fragment of a secret behind. The nil *Redactor redacts nothing.
+type Redactor struct {
+	pats   []redactPattern // longest first
+	maxLen int             // length of the longest pattern
+}
+
+type redactPattern struct{ from, to string }
+
+// NewRedactor builds a Redactor for the secrets named in names whose
+// values environ (KEY=VALUE; the last of a repeated key wins) holds.
+// Values shorter than MinSecretLen are not redacted. It returns nil when
+// there is nothing to redact.
+func NewRedactor(names []string, environ []string) *Redactor {
 	if len(names) == 0 {
 		return nil
 	}
@@ -19,36 +53,183 @@ func newRedactor(names []string, environ []string) *redactor {
 	for _, n := range names {
 		want[n] = true
 	}
-	type pair struct{ name, value string }
-	var pairs []pair
+	values := map[string]string{}
 	for _, kv := range environ {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && want[k] && len(v) >= 4 {
-			pairs = append(pairs, pair{k, v})
+		if k, v, ok := strings.Cut(kv, "="); ok && want[k] {
+			values[k] = v
 		}
 	}
-	if len(pairs) == 0 {
+	seen := map[string]bool{}
+	var pats []redactPattern
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // a value two names share is reported under the first
+	for _, k := range keys {
+		v := values[k]
+		if len(v) < MinSecretLen {
+			continue
+		}
+		to := "[REDACTED:" + k + "]"
+		for _, f := range secretForms(v) {
+			if f != "" && !seen[f] {
+				seen[f] = true
+				pats = append(pats, redactPattern{f, to})
+			}
+		}
+	}
+	if len(pats) == 0 {
 		return nil
 	}
-	// Longest values first, so a secret containing another is replaced whole.
-	sort.Slice(pairs, func(i, j int) bool { return len(pairs[i].value) > len(pairs[j].value) })
-	args := make([]string, 0, 2*len(pairs))
-	for _, p := range pairs {
-		args = append(args, p.value, "[REDACTED:"+p.name+"]")
+	// Longest first: at one position the longest form is replaced whole.
+	sort.SliceStable(pats, func(i, j int) bool { return len(pats[i].from) > len(pats[j].from) })
+	return &Redactor{pats: pats, maxLen: len(pats[0].from)}
+}
+
+// secretForms lists the texts that stand for v: v itself, its escaped
+// forms and its encodings.
+func secretForms(v string) []string {
+	forms := []string{v}
+	// JSON, as encoding/json writes it (HTML-safe and not) and as
+	// ASCII-only encoders (Python's json.dumps) write it.
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	if enc.Encode(v) == nil {
+		forms = append(forms, unquote(b.String()))
 	}
-	return &redactor{strings.NewReplacer(args...)}
+	b.Reset()
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) == nil {
+		forms = append(forms, unquote(b.String()))
+	}
+	forms = append(forms, jsonASCII(v))
+	// Go's %q, as error messages and the prompt's inline values quote.
+	forms = append(forms, unquote(strconv.Quote(v)), unquote(strconv.QuoteToASCII(v)))
+	// Percent-encoding, in a query and in a path.
+	forms = append(forms, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(url.QueryEscape(v), "+", "%20"))
+	// base64: the whole value, padded and raw, and the part of its
+	// encoding that does not depend on what surrounds it when it sits at
+	// any offset inside a longer encoded text (user:token in Basic auth).
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		forms = append(forms, enc.EncodeToString([]byte(v)), enc.WithPadding(base64.NoPadding).EncodeToString([]byte(v)))
+		for off := range 3 {
+			if core := base64Core(enc.WithPadding(base64.NoPadding), v, off); len(core) >= minEncodedLen {
+				forms = append(forms, core)
+			}
+		}
+	}
+	return forms
+}
+
+// unquote strips the quotes and the newline of an encoded string.
+func unquote(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	if len(s) >= 2 {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// jsonASCII escapes v as a JSON string body with every non-ASCII
+// character as \uXXXX (surrogate pairs beyond the BMP).
+func jsonASCII(v string) string {
+	var b strings.Builder
+	body := unquote(func() string { s, _ := json.Marshal(v); return string(s) }())
+	for _, r := range body {
+		switch {
+		case r < utf8.RuneSelf:
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			r -= 0x10000
+			b.WriteString(`\u` + hex4(0xD800+(r>>10)) + `\u` + hex4(0xDC00+(r&0x3FF)))
+		default:
+			b.WriteString(`\u` + hex4(r))
+		}
+	}
+	return b.String()
+}
+
+func hex4(r rune) string {
+	s := strconv.FormatInt(int64(r), 16)
+	return strings.Repeat("0", 4-len(s)) + s
+}
+
+// base64Core returns the characters of the encoding of v, placed off
+// bytes into a longer text, that depend on v's bytes alone.
+func base64Core(enc *base64.Encoding, v string, off int) string {
+	buf := make([]byte, off+len(v))
+	copy(buf[off:], v)
+	s := enc.EncodeToString(buf)
+	first := (8*off + 5) / 6       // the first character whose 6 bits all come from v
+	last := 8 * (off + len(v)) / 6 // one past the last such character
+	if first >= last || last > len(s) {
+		return ""
+	}
+	return s[first:last]
+}
+
+// next finds the leftmost pattern in s at or after from, the longest at
+// that position: its start, its pattern, and whether there is one.
+func (r *Redactor) next(s string, from int, idx []int) (int, *redactPattern) {
+	best, bp := -1, (*redactPattern)(nil)
+	for i := range r.pats {
+		if idx[i] < from && idx[i] != -1 {
+			j := strings.Index(s[from:], r.pats[i].from)
+			if j >= 0 {
+				j += from
+			}
+			idx[i] = j
+		}
+		if j := idx[i]; j >= 0 && (best < 0 || j < best) {
+			best, bp = j, &r.pats[i]
+		}
+	}
+	return best, bp
+}
+
+// redact replaces what it can decide in s and returns the text up to
+// where it decided, and how much of s that consumed. Unless final, a
+// pattern that may still continue past the end of s is left undecided:
+// the last maxLen-1 bytes wait for more.
+func (r *Redactor) redact(s string, final bool, out *strings.Builder) int {
+	idx := make([]int, len(r.pats))
+	for i := range idx {
+		idx[i] = -2 // not searched yet
+	}
+	pos := 0
+	for {
+		start, p := r.next(s, pos, idx)
+		if p == nil || (!final && start+r.maxLen > len(s)) {
+			break
+		}
+		out.WriteString(s[pos:start])
+		out.WriteString(p.to)
+		pos = start + len(p.from)
+	}
+	end := len(s)
+	if !final {
+		end = max(pos, len(s)-(r.maxLen-1))
+	}
+	out.WriteString(s[pos:end])
+	return end
 }
 
 // String redacts s.
-func (r *redactor) String(s string) string {
-	if r == nil || s == "" {
+func (r *Redactor) String(s string) string {
+	if r == nil || len(s) < MinSecretLen {
 		return s
 	}
-	return r.r.Replace(s)
+	var b strings.Builder
+	r.redact(s, true, &b)
+	if b.Len() == len(s) && b.String() == s {
+		return s
+	}
+	return b.String()
 }
 
 // Value redacts every string inside v (maps and slices are copied).
-func (r *redactor) Value(v any) any {
+func (r *Redactor) Value(v any) any {
 	if r == nil {
 		return v
 	}
@@ -58,7 +239,7 @@ func (r *redactor) Value(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = r.Value(e)
+			out[r.String(k)] = r.Value(e)
 		}
 		return out
 	case []any:
@@ -73,24 +254,53 @@ func (r *redactor) Value(v any) any {
 			out[i] = r.String(e)
 		}
 		return out
+	case json.RawMessage:
+		return json.RawMessage(r.String(string(x)))
+	case nil, bool, int, int64, float64:
+		return v
 	}
-	return v
+	// Another type (a step's typed result): unchanged unless its JSON
+	// form holds a secret, else that form, redacted, decoded.
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	red := r.String(string(b))
+	if red == string(b) {
+		return v
+	}
+	var out any
+	if json.Unmarshal([]byte(red), &out) != nil {
+		return nil
+	}
+	return out
+}
+
+// Map redacts every string inside m.
+func (r *Redactor) Map(m map[string]any) map[string]any {
+	if r == nil || m == nil {
+		return m
+	}
+	return r.Value(m).(map[string]any)
+}
+
+// Step redacts a step's result in place.
+func (r *Redactor) Step(s *StepResult) {
+	if r == nil || s == nil {
+		return
+	}
+	s.Output = r.String(s.Output)
+	s.Error = r.String(s.Error)
+	s.Fields = r.Map(s.Fields)
 }
 
 // Run redacts a run record in place before it is stored.
-func (r *redactor) Run(run *Run) {
+func (r *Redactor) Run(run *Run) {
 	if r == nil {
 		return
 	}
 	for _, s := range run.Steps {
-		if s == nil {
-			continue
-		}
-		s.Output = r.String(s.Output)
-		s.Error = r.String(s.Error)
-		if s.Fields != nil {
-			s.Fields = r.Value(s.Fields).(map[string]any)
-		}
+		r.Step(s)
 	}
 	run.Prompt = r.String(run.Prompt)
 	run.Response = r.String(run.Response)
@@ -98,5 +308,61 @@ func (r *redactor) Run(run *Run) {
 	run.Reason = r.String(run.Reason)
 	if len(run.ToolCalls) > 0 {
 		run.ToolCalls = []byte(r.String(string(run.ToolCalls)))
+	}
+	if len(run.Event) > 0 {
+		run.Event = []byte(r.String(string(run.Event)))
+	}
+}
+
+// Writer returns a writer that redacts what is written to it before
+// passing it on to w, so that what w keeps (a capped buffer) never holds
+// a piece of a secret. It holds back at most the length of the longest
+// form of a secret, until more is written or it is closed; Close writes
+// what it holds and does not close w. Write and Close may be called from
+// different goroutines. With a nil Redactor it returns w as it is.
+func (r *Redactor) Writer(w io.Writer) io.WriteCloser {
+	if r == nil {
+		return nopCloser{w}
+	}
+	return &redactWriter{r: r, w: w}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+type redactWriter struct {
+	r   *Redactor
+	w   io.Writer
+	mu  sync.Mutex
+	buf []byte
+	out strings.Builder
+}
+
+// Write never fails: what w does with the text is w's business.
+func (rw *redactWriter) Write(p []byte) (int, error) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	rw.buf = append(rw.buf, p...)
+	rw.flush(false)
+	return len(p), nil
+}
+
+func (rw *redactWriter) Close() error {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	rw.flush(true)
+	return nil
+}
+
+func (rw *redactWriter) flush(final bool) {
+	if len(rw.buf) == 0 {
+		return
+	}
+	rw.out.Reset()
+	n := rw.r.redact(string(rw.buf), final, &rw.out)
+	rw.buf = append(rw.buf[:0], rw.buf[n:]...)
+	if rw.out.Len() > 0 {
+		_, _ = io.WriteString(rw.w, rw.out.String())
 	}
 }

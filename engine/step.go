@@ -30,7 +30,7 @@ type StepEnv struct {
 	Hook    *Hook
 	RunID   string
 	Workdir string
-	Env     []string // KEY=VALUE, the process environment plus the hook's env
+	Env     []string // KEY=VALUE, the environment of child processes (Hook.ChildEnv)
 	Scope   *Scope   // event and earlier results, for placeholders
 	Def     *StepDef
 	Now     time.Time
@@ -40,6 +40,10 @@ type StepEnv struct {
 	// Emit publishes an event on the bus as this run (the emit step): it
 	// is stored, then dispatched, one level deeper in the event chain.
 	Emit func(ctx context.Context, typ string, data map[string]any) ([]*Run, error)
+	// Redactor replaces the hook's secrets; a step that caps what it
+	// keeps redacts before it cuts (steps.Command.Redactor). The engine
+	// redacts the step's result when it returns; nil redacts nothing.
+	Redactor *Redactor
 }
 
 // RecordReader is the read side of the store that steps may use.

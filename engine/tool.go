@@ -37,7 +37,7 @@ type ToolEnv struct {
 	// Protected lists more paths no tool may write: hookd's settings
 	// file and its state directory.
 	Protected []string
-	Environ   []string // KEY=VALUE: the process environment plus the hook's env
+	Environ   []string // KEY=VALUE: the environment of child processes (Hook.ChildEnv)
 
 	// Records reads hookd's own runs and events.
 	Records RecordReader
@@ -46,9 +46,10 @@ type ToolEnv struct {
 	// Fire triggers a hook through the gates as this run, one level
 	// deeper in the chain; a refusal is a *GateError.
 	Fire func(ctx context.Context, hook string, event map[string]any) (*Run, error)
-	// Redact replaces the values of the hook's secrets in s. It is never
-	// nil in an env built by the engine.
-	Redact func(s string) string
+	// Redactor replaces the hook's secrets (see Redactor); nil redacts
+	// nothing. Tool results go through it before the model sees them,
+	// command output as it streams (steps.Command.Redactor).
+	Redactor *Redactor
 	// Lifecycle holds the handlers of the llm:call:* and tool:call:*
 	// points; nil means none.
 	Lifecycle *Registry
@@ -56,6 +57,9 @@ type ToolEnv struct {
 	// one level deeper in the chain; nil means none is published.
 	Publish func(typ string, data map[string]any)
 }
+
+// Redact replaces the hook's secrets in s.
+func (e *ToolEnv) Redact(s string) string { return e.Redactor.String(s) }
 
 // ToolNamePattern is what the chat-completions API accepts as a tool name.
 var ToolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -117,21 +121,21 @@ func ToolNames() []string {
 // toolEnv builds what the tools of run see: its workdir and environment,
 // the records, and publishers that act as the run, one level deeper in
 // the event chain.
-func (e *Engine) toolEnv(h *Hook, run *Run, environ []string, red *redactor) *ToolEnv {
+func (e *Engine) toolEnv(h *Hook, run *Run, environ []string, red *Redactor) *ToolEnv {
 	return &ToolEnv{
 		Hook: h, RunID: run.ID, Depth: run.Depth, Workdir: h.Workdir, HooksDir: e.cfg.HooksDir,
 		Protected: e.cfg.Protected,
-		Environ:   environ, Records: e.cfg.Store, Emit: e.emitFrom(run), Redact: red.String,
+		Environ:   environ, Records: e.cfg.Store, Emit: e.emitFrom(run, red), Redactor: red,
 		Lifecycle: e.cfg.Lifecycle,
 		Publish: func(typ string, data map[string]any) {
-			e.publish(&Event{ID: NewID(), Type: typ, Data: data, Source: "engine", Depth: run.Depth + 1})
+			e.publish(&Event{ID: NewID(), Type: typ, Data: red.Map(data), Source: "engine", Depth: run.Depth + 1})
 		},
 		Fire: func(ctx context.Context, hook string, event map[string]any) (*Run, error) {
 			if run.Depth+1 >= e.cfg.MaxEventDepth {
 				return nil, fmt.Errorf("%s: run %s is %d runs deep (limit %d); a hook chain loops",
 					GateEventDepth, run.ID, run.Depth+1, e.cfg.MaxEventDepth)
 			}
-			return e.Fire(ctx, hook, FireOptions{Event: event, Trigger: "tool:" + run.Hook, Depth: run.Depth + 1})
+			return e.Fire(ctx, hook, FireOptions{Event: red.Map(event), Trigger: "tool:" + run.Hook, Depth: run.Depth + 1})
 		},
 	}
 }

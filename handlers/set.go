@@ -17,8 +17,9 @@ type Set struct {
 	byFile map[string][]func() // unsubscribe functions
 }
 
-// NewSet returns a set that registers with reg; environ is the commands'
-// environment (nil: hookd's own).
+// NewSet returns a set that registers with reg; environ is hookd's
+// environment (nil: the process's own), of which the commands get the
+// allowlisted part.
 func NewSet(reg *engine.Registry, environ []string) *Set {
 	return &Set{reg: reg, environ: environ, byFile: map[string][]func(){}}
 }

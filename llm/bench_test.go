@@ -97,7 +97,7 @@ func BenchmarkModelRound(b *testing.B) {
 			})
 			h := &engine.Hook{Name: "bench", Prompt: "x", Workdir: b.TempDir(), Tools: []string{"test_echo"},
 				LLM: engine.LLMConfig{Model: "bench", BaseURL: base}}
-			env := &engine.ToolEnv{Hook: h, Workdir: h.Workdir, Redact: func(s string) string { return s }}
+			env := &engine.ToolEnv{Hook: h, Workdir: h.Workdir}
 			ctx := context.Background()
 			perRound := make([]float64, 0, b.N)
 			b.ReportAllocs()

@@ -174,9 +174,6 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 		env = &engine.ToolEnv{Hook: h, RunID: run.ID, Workdir: h.Workdir}
 	}
 	redact := env.Redact
-	if redact == nil {
-		redact = func(s string) string { return s }
-	}
 	tr := &Transcript{System: req.System, Budget: h.Budget.MaxTokensPerRun, Rounds: []*Round{}}
 	run.Tokens = engine.Tokens{}
 	defer func() {

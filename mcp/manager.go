@@ -31,7 +31,7 @@ import (
 type ServerConfig struct {
 	Name    string
 	Command []string          // stdio: program and arguments, run without a shell
-	Env     map[string]string // stdio: added to the environment; ${VAR} expands from Options.Environ
+	Env     map[string]string // stdio: the server's variables; ${VAR} expands from Options.Environ
 	Dir     string            // stdio: working directory
 	URL     string            // streamable HTTP endpoint
 	Headers map[string]string // sent with every HTTP request; ${VAR} expands from Options.Environ
@@ -43,8 +43,9 @@ type ServerConfig struct {
 
 // Options configure a Manager.
 type Options struct {
-	// Environ is the environment of stdio servers and the source of
-	// ${VAR} in env and headers (default os.Environ()).
+	// Environ is hookd's environment (default os.Environ()): the source
+	// of ${VAR} in env and headers. A stdio server gets its allowlisted
+	// part (engine.ChildEnv) and its own env, nothing else.
 	Environ []string
 	Logger  *slog.Logger
 	// HTTPClient is the base client of streamable-HTTP servers (default

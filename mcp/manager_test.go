@@ -130,6 +130,17 @@ func TestCall(t *testing.T) {
 	}
 }
 
+// TestServerEnvScrubbed: a stdio server gets the allowlisted part of
+// hookd's environment and its own env, not hookd's credentials.
+func TestServerEnvScrubbed(t *testing.T) {
+	m := newManager(t, []string{"PATH=" + os.Getenv("PATH"), "TEST_TOKEN=daemon-credential-1234", "OPENAI_API_KEY=sk-daemon"},
+		stdio("t", nil))
+	tools := resolve(t, m, "t.*")
+	if out, err := call(t, tools["t.env"], `{}`); err != nil || out != "" {
+		t.Errorf("the server saw hookd's TEST_TOKEN: %q %v", out, err)
+	}
+}
+
 func TestReuseAndRestartAfterCrash(t *testing.T) {
 	m := newManager(t, os.Environ(), stdio("t", nil))
 	tools := resolve(t, m, "t.*")

@@ -150,15 +150,13 @@ func (s *server) transport() (sdk.Transport, error) {
 	}
 	cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
 	cmd.Dir = s.cfg.Dir
-	cmd.Env = append([]string(nil), s.m.opts.Environ...)
-	keys := make([]string, 0, len(s.cfg.Env))
-	for k := range s.cfg.Env {
-		keys = append(keys, k)
+	// The allowlisted part of hookd's environment and the server's env:
+	// hookd's credentials reach a server only through a ${VAR} in env.
+	set := make(map[string]string, len(s.cfg.Env))
+	for k, v := range s.cfg.Env {
+		set[k] = expand(v, lookup)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		cmd.Env = append(cmd.Env, k+"="+expand(s.cfg.Env[k], lookup))
-	}
+	cmd.Env = engine.ChildEnv(s.m.opts.Environ, nil, set)
 	s.stderr = &tail{max: 4 << 10}
 	cmd.Stderr = s.stderr
 	// Its own process group: a signal to hookd's terminal does not reach

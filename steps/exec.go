@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hookd/hookd/engine"
 )
 
 // DefaultMaxOutput is how many bytes of stdout, and separately of stderr,
@@ -37,8 +39,9 @@ type Command struct {
 	Argv []string
 	// Dir is the working directory; empty means the current one.
 	Dir string
-	// Env is the environment as KEY=VALUE; nil means the process's own.
-	// When a key repeats, the last value wins.
+	// Env is the environment as KEY=VALUE; nil means the allowlisted part
+	// of the process's own (engine.ChildEnv). When a key repeats, the last
+	// value wins.
 	Env []string
 	// Stdin is read as the command's standard input; nil means /dev/null.
 	Stdin io.Reader
@@ -57,6 +60,10 @@ type Command struct {
 	// command wrote them (like 2>&1); CommandResult.Stderr stays empty and
 	// hookd's own notes go to Stdout.
 	MergeOutput bool
+	// Redactor, when set, replaces secrets in stdout and stderr as they
+	// stream, before Tee and before the cap, so that a cut never leaves a
+	// piece of a secret behind.
+	Redactor *engine.Redactor
 	// Tee, when set, receives everything the command writes to stdout
 	// (and stderr, with MergeOutput), uncapped and as it arrives, from one
 	// goroutine at a time. It is how a caller parses output longer than
@@ -105,7 +112,11 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		grace = DefaultKillGrace
 	}
 
-	path, err := lookPath(c.Argv[0], c.Env)
+	env := c.Env
+	if env == nil {
+		env = engine.ChildEnv(os.Environ(), nil, nil)
+	}
+	path, err := lookPath(c.Argv[0], env)
 	if err != nil {
 		res.ExitCode = -1
 		res.Err = fmt.Errorf("start %s: %w", c.Argv[0], err)
@@ -116,6 +127,8 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	if c.Tee != nil {
 		outW = &teeWriter{stdout, c.Tee}
 	}
+	redOut, redErr := c.Redactor.Writer(outW), c.Redactor.Writer(errW)
+	outW, errW = redOut, redErr
 	if c.MergeOutput {
 		errW = outW // the same comparable value: os/exec uses one pipe
 	}
@@ -123,7 +136,7 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		Path:        path,
 		Args:        c.Argv,
 		Dir:         c.Dir,
-		Env:         c.Env,
+		Env:         env,
 		Stdin:       c.Stdin,
 		Stdout:      outW,
 		Stderr:      errW,
@@ -181,6 +194,7 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 
+	_, _ = redOut.Close(), redErr.Close() // what the redactors held back
 	res.Stdout, res.Truncated = stdout.String()
 	var errTrunc bool
 	res.Stderr, errTrunc = stderr.String()

@@ -109,6 +109,7 @@ type gitSession struct {
 	repo *gitRepo
 	dir  string
 	env  []string
+	red  *engine.Redactor
 }
 
 // open resolves the workspace and reads which filter drivers its
@@ -119,7 +120,7 @@ func (g *gitRepo) open(ctx context.Context, env *engine.StepEnv) (*gitSession, e
 	if err != nil {
 		return nil, err
 	}
-	s := &gitSession{repo: g, dir: dir, env: gitSafeEnv(env.Env, nil)}
+	s := &gitSession{repo: g, dir: dir, env: gitSafeEnv(env.Env, nil), red: env.Redactor}
 	var keys []string
 	if _, err := s.run(ctx, gitCmd{
 		args:    []string{"config", "--null", "--name-only", "--get-regexp", `^filter\.`},
@@ -144,6 +145,7 @@ func (s *gitSession) run(ctx context.Context, gc gitCmd) (CommandResult, error) 
 		Env:       s.env,
 		Timeout:   g.timeout,
 		MaxOutput: gc.maxOutput,
+		Redactor:  s.red,
 	}
 	if c.MaxOutput == 0 {
 		c.MaxOutput = g.maxOutput

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/hookd/hookd/engine"
 )
 
 // gitSafeArgs come first in every git command hookd runs. They turn off
@@ -41,7 +43,7 @@ var gitDiffArgs = []string{"--no-ext-diff", "--no-textconv"}
 // has no quoting problem with a driver name holding '=' or '.').
 func gitSafeEnv(base []string, overrides [][2]string) []string {
 	if base == nil {
-		base = os.Environ()
+		base = engine.ChildEnv(os.Environ(), nil, nil)
 	}
 	env := make([]string, 0, len(base)+8+2*len(overrides))
 	for _, kv := range base {

@@ -196,10 +196,10 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 	scope := scopeOf(env)
 
-	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput}
+	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput, Redactor: env.Redactor}
 	base := env.Env
 	if base == nil {
-		base = os.Environ()
+		base = engine.ChildEnv(os.Environ(), nil, nil)
 	}
 	c.Env = make([]string, 0, len(base)+len(s.env)+8)
 	c.Env = append(c.Env, base...)

@@ -1,0 +1,230 @@
+package engine_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// hostileSecrets are values that change when quoted, escaped or encoded.
+var hostileSecrets = map[string]string{
+	"PLAIN":     "sk-live-0123456789abcdef",
+	"QUOTES":    `pa"ss'wo"rd-42`,
+	"BACKSLASH": `C:\temp\n\x41-key`,
+	"UNICODE":   "clé-🔑-Überschrift-ключ",
+	"HTML":      "<a&b>=c+d/e?f g",
+	"CONTROL":   "tab\there\nnewline\x01ctl",
+	"U2028":     "line\u2028sep\u2029para",
+}
+
+func hostileEnviron() (names, environ []string) {
+	for k, v := range hostileSecrets {
+		names = append(names, k)
+		environ = append(environ, k+"="+v)
+	}
+	return names, environ
+}
+
+// encodings are the ways a secret reaches a text in its escaped or
+// encoded form.
+var encodings = map[string]func(string) string{
+	"raw": func(s string) string { return s },
+	"json": func(s string) string {
+		b, _ := json.Marshal(map[string]string{"token": s})
+		return string(b)
+	},
+	"json-no-html": func(s string) string {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode([]string{s})
+		return b.String()
+	},
+	"json-ascii": func(s string) string { // Python's json.dumps
+		var b strings.Builder
+		b.WriteString(`{"token": "`)
+		for _, r := range s {
+			switch {
+			case r == '"' || r == '\\':
+				b.WriteString(`\` + string(r))
+			case r == '\n':
+				b.WriteString(`\n`)
+			case r == '\t':
+				b.WriteString(`\t`)
+			case r < 0x20 || r > 0x7e:
+				if r > 0xFFFF {
+					r -= 0x10000
+					fmt.Fprintf(&b, `\u%04x\u%04x`, 0xD800+(r>>10), 0xDC00+(r&0x3FF))
+				} else {
+					fmt.Fprintf(&b, `\u%04x`, r)
+				}
+			default:
+				b.WriteRune(r)
+			}
+		}
+		b.WriteString(`"}`)
+		return b.String()
+	},
+	"go-quote":       func(s string) string { return "value " + strconv.Quote(s) + " refused" },
+	"go-quote-ascii": func(s string) string { return strconv.QuoteToASCII(s) },
+	"query": func(s string) string {
+		return "https://api.example/v1?x=1&token=" + url.QueryEscape(s) + "&y=2"
+	},
+	"path":          func(s string) string { return "https://api.example/v1/" + url.PathEscape(s) + "/items" },
+	"query-values":  func(s string) string { return url.Values{"k": {s}, "a": {"b"}}.Encode() },
+	"b64-std":       func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
+	"b64-std-raw":   func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) },
+	"b64-url":       func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) },
+	"b64-url-raw":   func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) },
+	"basic-auth-0":  func(s string) string { return basicAuth("", s) },
+	"basic-auth-1":  func(s string) string { return basicAuth("u", s) },
+	"basic-auth-2":  func(s string) string { return basicAuth("us", s) },
+	"basic-auth-3":  func(s string) string { return basicAuth("usr", s) },
+	"b64-in-middle": func(s string) string { return base64.StdEncoding.EncodeToString([]byte("head " + s + " tail")) },
+}
+
+func basicAuth(user, pass string) string {
+	return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass)) + "\n"
+}
+
+// leaks reports a piece of what the encoding made of secret that is
+// still in out: the whole encoded value, or for the base64 forms any
+// run of 8 characters of the secret's own encoding.
+func leaks(out, secret, encoded string) string {
+	if strings.Contains(out, secret) {
+		return secret
+	}
+	for _, f := range []string{
+		base64.StdEncoding.EncodeToString([]byte(secret)), base64.URLEncoding.EncodeToString([]byte(secret)),
+		url.QueryEscape(secret), url.PathEscape(secret), strconv.Quote(secret),
+	} {
+		if strings.Contains(out, f) {
+			return f
+		}
+	}
+	// An encoding inside a longer one: any 8 characters of the secret's
+	// stable base64 core at the offset it was placed.
+	for off := range 3 {
+		pad := strings.Repeat("\x00", off)
+		enc := base64.RawStdEncoding.EncodeToString([]byte(pad + secret))
+		core := enc[(8*off+5)/6 : 8*(off+len(secret))/6]
+		for i := 0; i+8 <= len(core); i++ {
+			if strings.Contains(out, core[i:i+8]) && strings.Contains(encoded, core[i:i+8]) {
+				return core[i : i+8]
+			}
+		}
+	}
+	return ""
+}
+
+func TestRedactorEncodedForms(t *testing.T) {
+	names, environ := hostileEnviron()
+	red := engine.NewRedactor(names, environ)
+	for name, secret := range hostileSecrets {
+		for encName, enc := range encodings {
+			in := enc(secret)
+			out := red.String(in)
+			if l := leaks(out, secret, in); l != "" {
+				t.Errorf("%s as %s: %q leaks %q", name, encName, out, l)
+			}
+			if !strings.Contains(out, "[REDACTED:"+name+"]") {
+				t.Errorf("%s as %s: %q has no [REDACTED:%s]", name, encName, out, name)
+			}
+		}
+	}
+}
+
+func TestRedactorKeepsOtherText(t *testing.T) {
+	red := engine.NewRedactor([]string{"TOKEN", "SHORT", "UNSET"}, []string{"TOKEN=hunter2hunter2", "SHORT=abc", "OTHER=x"})
+	for _, s := range []string{"", "abc is short and not redacted", "nothing here", "hunter2hunter", "aHVudGVyMmh1bnRlc"} {
+		if got := red.String(s); got != s {
+			t.Errorf("String(%q) = %q, want it unchanged", s, got)
+		}
+	}
+	if got := red.String("a hunter2hunter2 b hunter2hunter2"); got != "a [REDACTED:TOKEN] b [REDACTED:TOKEN]" {
+		t.Errorf("got %q", got)
+	}
+	var nilRed *engine.Redactor
+	if got := nilRed.String("hunter2hunter2"); got != "hunter2hunter2" {
+		t.Errorf("nil redactor changed text: %q", got)
+	}
+	if engine.NewRedactor([]string{"SHORT"}, []string{"SHORT=abc"}) != nil {
+		t.Error("a redactor of values shorter than MinSecretLen should be nil")
+	}
+}
+
+// The streaming writer gives the same text as String, however the text
+// is cut into writes: a secret split across writes is still replaced.
+func TestRedactorWriterMatchesString(t *testing.T) {
+	names, environ := hostileEnviron()
+	red := engine.NewRedactor(names, environ)
+	var text strings.Builder
+	for _, name := range []string{"PLAIN", "QUOTES", "UNICODE", "HTML"} {
+		for _, encName := range []string{"raw", "json", "query", "b64-std", "basic-auth-1"} {
+			text.WriteString("line: " + encodings[encName](hostileSecrets[name]) + " end\n")
+		}
+	}
+	in := text.String()
+	want := red.String(in)
+	for _, chunk := range []int{1, 2, 3, 5, 7, 13, 31, 64, 1000, len(in)} {
+		var out bytes.Buffer
+		w := red.Writer(&out)
+		for i := 0; i < len(in); i += chunk {
+			_, _ = w.Write([]byte(in[i:min(i+chunk, len(in))]))
+		}
+		_ = w.Close()
+		if out.String() != want {
+			t.Errorf("chunks of %d: writer gave\n%q\nString gave\n%q", chunk, out.String(), want)
+		}
+	}
+}
+
+func TestRedactorValueAndRun(t *testing.T) {
+	red := engine.NewRedactor([]string{"K"}, []string{"K=s3cr3t-value"})
+	v := red.Value(map[string]any{"a": []any{"x s3cr3t-value", 3.0}, "s3cr3t-value": json.RawMessage(`"s3cr3t-value"`)})
+	b, _ := json.Marshal(v)
+	if strings.Contains(string(b), "s3cr3t") {
+		t.Errorf("Value left the secret: %s", b)
+	}
+	run := &engine.Run{Event: json.RawMessage(`{"t":"s3cr3t-value"}`), Steps: []*engine.StepResult{{Output: "s3cr3t-value",
+		Fields: map[string]any{"stdout": "s3cr3t-value"}}}}
+	red.Run(run)
+	b, _ = json.Marshal(run)
+	if strings.Contains(string(b), "s3cr3t") {
+		t.Errorf("Run left the secret: %s", b)
+	}
+}
+
+func BenchmarkRedactorWriter(b *testing.B) {
+	names, environ := hostileEnviron()
+	red := engine.NewRedactor(names, environ)
+	chunk := bytes.Repeat([]byte("ordinary build output line without secrets 0123456789\n"), 80) // ~4 KiB
+	b.SetBytes(int64(len(chunk)))
+	w := red.Writer(io.Discard)
+	for b.Loop() {
+		_, _ = w.Write(chunk)
+	}
+	_ = w.Close()
+}
+
+func TestRedactorTypedValue(t *testing.T) {
+	red := engine.NewRedactor([]string{"K"}, []string{"K=s3cr3t-value"})
+	type failure struct{ Name, Message string }
+	v := red.Value(map[string]any{"failures": []any{failure{"TestX", `token "s3cr3t-value"`}}, "n": 3})
+	b, _ := json.Marshal(v)
+	if strings.Contains(string(b), "s3cr3t") || !strings.Contains(string(b), "[REDACTED:K]") || !strings.Contains(string(b), `"TestX"`) {
+		t.Errorf("typed value: %s", b)
+	}
+	plain := failure{"TestY", "fine"}
+	if got := red.Value(plain); got != plain {
+		t.Errorf("a value without a secret changed: %#v", got)
+	}
+}

@@ -1,0 +1,99 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hookd/hookd/engine"
+)
+
+const capSecret = "s3cr3t-9f8e7d6c5b4a"
+
+// fragment returns a piece of secret at least n bytes long found in s.
+func fragment(s, secret string, n int) string {
+	for i := 0; i+n <= len(secret); i++ {
+		if strings.Contains(s, secret[i:i+n]) {
+			return secret[i : i+n]
+		}
+	}
+	return ""
+}
+
+// TestShellSecretAcrossCap: a secret that straddles the max_output cut
+// (at the end of the kept head or the start of the kept tail), also
+// when the command writes it in two pieces, leaves no fragment of it in
+// the step's result: the output is redacted as it streams, before it is
+// capped.
+func TestShellSecretAcrossCap(t *testing.T) {
+	const total, maxOut = 150, 64
+	s := mustShellStep(t, `command: printf '%s' "$A"; printf '%s' "$B"
+max_output: 64`, 0)
+	environ := []string{"PATH=" + os.Getenv("PATH"), "TOK=" + capSecret}
+	red := engine.NewRedactor([]string{"TOK"}, environ)
+	n := len(capSecret)
+	var starts []int
+	for p := maxOut/2 - n + 1; p < maxOut/2; p++ { // across the end of the head
+		starts = append(starts, p)
+	}
+	for p := total - maxOut/2 - n + 1; p < total-maxOut/2; p++ { // across the start of the tail
+		starts = append(starts, p)
+	}
+	for _, p := range starts {
+		for _, split := range []int{0, n / 2} { // one write, or the secret split across two
+			out := strings.Repeat("x", p) + capSecret + strings.Repeat("x", total-p-n)
+			env := stepEnv(t, nil)
+			env.Env = append(environ, "A="+out[:p+split], "B="+out[p+split:])
+			env.Redactor = red
+			res, err := s.Run(context.Background(), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Fields["truncated"] != true {
+				t.Fatalf("secret at %d: output not truncated: %q", p, res.Output)
+			}
+			if f := fragment(res.Output, capSecret, 4); f != "" {
+				t.Errorf("secret at %d, split %d: fragment %q in %q", p, split, f, res.Output)
+			}
+		}
+	}
+}
+
+// TestCommandEnvScrubbed: a Command without Env gets the allowlisted
+// part of hookd's environment, not its credentials.
+func TestCommandEnvScrubbed(t *testing.T) {
+	t.Setenv("HOOKD_TOKEN", "daemon-token-0123456789")
+	t.Setenv("OPENAI_API_KEY", "sk-daemon-0123456789")
+	t.Setenv("LC_TESTING", "kept")
+	c := &Command{Argv: []string{"env"}}
+	r := c.Run(context.Background())
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	for _, leak := range []string{"daemon-token", "sk-daemon"} {
+		if strings.Contains(r.Stdout, leak) {
+			t.Errorf("the child saw %s:\n%s", leak, r.Stdout)
+		}
+	}
+	for _, kept := range []string{"PATH=" + os.Getenv("PATH"), "LC_TESTING=kept"} {
+		if !strings.Contains(r.Stdout, kept+"\n") {
+			t.Errorf("the child lacks %s:\n%s", kept, r.Stdout)
+		}
+	}
+}
+
+// TestRunTestsSecretRedactedBeforeParse: run_tests parses redacted
+// output, so a failure message quoting a secret is redacted too.
+func TestRunTestsSecretRedactedBeforeParse(t *testing.T) {
+	s := mustStep(t, "run_tests", `command: |-
+  printf '%s\n' "--- FAIL: TestX (0.00s)" "    x_test.go:3: token $TOK" FAIL`, 0)
+	environ := []string{"PATH=" + os.Getenv("PATH"), "TOK=" + capSecret}
+	env := stepEnv(t, nil)
+	env.Env, env.Redactor = environ, engine.NewRedactor([]string{"TOK"}, environ)
+	res, _ := runStep(t, s, env)
+	if got := fmt.Sprint(res.Fields); strings.Contains(got, capSecret) || !strings.Contains(got, "[REDACTED:TOK]") {
+		t.Errorf("fields: %s", got)
+	}
+}
