@@ -75,8 +75,9 @@
 // hook's workdir; extensions get a leading dot if they lack one; debounce
 // defaults to 500ms; max_wait, when set, is at least debounce.
 //
-// Steps: the keys name, type (required), timeout, required and the
-// skip_llm_if* conditions belong to every step; the remaining keys are
+// Steps: the keys name, type (required), timeout, required,
+// allow_failure (not with required: true) and the skip_llm_if*
+// conditions belong to every step; the remaining keys are
 // handed to the step kind registered under type, through a Decoder that
 // decodes them as strictly as the rest of the file. A kind that does not
 // decode them leaves them reported as unknown.

@@ -36,7 +36,7 @@ var (
 		"llm_config":         "llm",
 		"max_tokens_per_run": "budget.max_tokens_per_run",
 	}
-	llmKeys = []string{"model", "base_url", "api_key_env", "max_rounds", "tool_choice", "parallel_tool_calls"}
+	llmKeys = []string{"model", "base_url", "api_key_env", "max_rounds", "tool_choice", "parallel_tool_calls", "on_truncated"}
 )
 
 // ParseHook reads one hook file from r. file names it in errors and in
@@ -218,6 +218,9 @@ func (s *state) llm(n *yaml.Node, path string, c *engine.LLMConfig) {
 	var parallel bool
 	if _, ok := f.decode("parallel_tool_calls", &parallel); ok {
 		c.ParallelToolCalls = &parallel
+	}
+	if t, ok := f.decode("on_truncated", &c.OnTruncated); ok && c.OnTruncated != engine.TruncatedWarn && c.OnTruncated != engine.TruncatedFail {
+		s.errorf(t, join(path, "on_truncated"), "must be %s or %s (got %q)", engine.TruncatedWarn, engine.TruncatedFail, c.OnTruncated)
 	}
 }
 

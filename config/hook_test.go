@@ -103,6 +103,12 @@ func TestInvalidHooks(t *testing.T) {
 	}
 }
 
+// llmView shows LLMConfig with on_truncated only when it is set.
+type llmView struct {
+	engine.LLMConfig
+	OnTruncated string `json:",omitempty"`
+}
+
 // dump renders a hook for golden files, with durations as text.
 func dump(t *testing.T, h *engine.Hook) string {
 	t.Helper()
@@ -113,6 +119,7 @@ func dump(t *testing.T, h *engine.Hook) string {
 		Line     int
 		Timeout  string               `json:",omitempty"`
 		Required bool                 `json:",omitempty"`
+		Allow    bool                 `json:"AllowFailure,omitempty"`
 		Skip     *engine.ShortCircuit `json:",omitempty"`
 		Config   any                  `json:",omitempty"`
 	}
@@ -151,7 +158,7 @@ func dump(t *testing.T, h *engine.Hook) string {
 	var steps []stepView
 	for _, d := range h.Steps {
 		v := stepView{Index: d.Index, Name: d.Name, Type: d.Type, Line: d.Line,
-			Timeout: dur(d.Timeout), Required: d.Required}
+			Timeout: dur(d.Timeout), Required: d.Required, Allow: d.AllowFailure}
 		if d.Skip != (engine.ShortCircuit{}) {
 			sk := d.Skip
 			v.Skip = &sk
@@ -170,7 +177,7 @@ func dump(t *testing.T, h *engine.Hook) string {
 		"Name": h.Name, "Description": h.Description, "Enabled": h.Enabled,
 		"Trigger": trig, "Cooldown": dur(h.Cooldown), "Overlap": h.Overlap,
 		"Timeout": dur(h.Timeout), "Workdir": h.Workdir, "Env": h.Env, "Secrets": h.Secrets,
-		"Steps": steps, "System": h.System, "Prompt": h.Prompt, "LLM": h.LLM,
+		"Steps": steps, "System": h.System, "Prompt": h.Prompt, "LLM": llmView{h.LLM, h.LLM.OnTruncated},
 		"Budget": h.Budget, "Tools": h.Tools, "Plugins": h.Plugins, "PluginsSet": h.PluginsSet,
 		"SkipLLM": h.SkipLLM, "Source": h.Source,
 	}

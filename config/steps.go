@@ -10,7 +10,7 @@ import (
 )
 
 // stepKeys are the keys every step has; the others belong to its kind.
-var stepKeys = []string{"name", "type", "timeout", "required", "skip_llm_if_exit_zero",
+var stepKeys = []string{"name", "type", "timeout", "required", "allow_failure", "skip_llm_if_exit_zero",
 	"skip_llm_if_status_ok", "skip_llm_if_empty", "skip_llm_if_unchanged", "skip_llm_if"}
 
 // steps decodes a hook's steps. The common keys fill the StepDef; the
@@ -44,7 +44,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 			return
 		}
 		rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: item.Line, Column: item.Column}
-		var typeNode, ifNode *yaml.Node
+		var typeNode, ifNode, allowNode *yaml.Node
 		for _, kv := range s.pairs(item, p) {
 			fp := join(p, kv.key)
 			v := resolve(kv.v)
@@ -71,6 +71,10 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 				}
 			case "required":
 				s.decodeAt(v, fp, &def.Required)
+			case "allow_failure":
+				if s.decodeAt(v, fp, &def.AllowFailure) && def.AllowFailure {
+					allowNode = v
+				}
 			case "skip_llm_if_exit_zero":
 				s.decodeAt(v, fp, &def.Skip.IfExitZero)
 			case "skip_llm_if_status_ok":
@@ -92,6 +96,9 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 			}
 		}
 		s.leave(item)
+		if allowNode != nil && def.Required {
+			s.errorf(allowNode, join(p, "allow_failure"), "contradicts required: true (a required step always fails the run when it fails)")
+		}
 		kind := s.stepKind(typeNode, item, p, def)
 		todo = append(todo, pending{def: def, path: p, kind: kind, rest: rest, ifNode: ifNode, ifValue: def.Skip.If})
 	}

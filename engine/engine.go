@@ -207,7 +207,7 @@ func (e *Engine) Shutdown(ctx context.Context) {
 		case <-done:
 		case <-ctx.Done():
 			e.log.Warn("grace period over; cancelling runs in flight")
-			e.runCancel(errors.New("shutdown: hookd stopped before the run finished"))
+			e.runCancel(&cancelCause{StatusCancelled, CauseShutdown, "shutdown: hookd stopped before the run finished"})
 			<-done
 		}
 		if e.cancel != nil {
@@ -227,7 +227,7 @@ func (e *Engine) Shutdown(ctx context.Context) {
 // commands' process groups killed), for a forced stop. A Shutdown under
 // way then finishes without waiting for the grace period.
 func (e *Engine) Abort() {
-	e.runCancel(errors.New("shutdown: hookd was stopped by force"))
+	e.runCancel(&cancelCause{StatusCancelled, CauseShutdown, "shutdown: hookd was stopped by force"})
 }
 
 // do runs f on the loop goroutine and waits for it.

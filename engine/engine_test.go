@@ -490,6 +490,7 @@ func TestRunOutcomes(t *testing.T) {
 		required := withSteps(newHook("required"), fail, ok("never", nil))
 		required.Steps[0].Required = true
 		optional := withSteps(newHook("optional"), fail, panicky, ok("after", nil))
+		optional.Steps[0].AllowFailure, optional.Steps[1].AllowFailure = true, true
 		exitZero := withSteps(newHook("exitzero"), ok("fine", map[string]any{"exit_code": 0}))
 		exitZero.Steps[0].Skip.IfExitZero = true
 		exitZero.SkipLLM = false
@@ -523,19 +524,23 @@ func TestRunOutcomes(t *testing.T) {
 			return h.run(r.ID)
 		}
 
-		if r := fire("timeout"); r.Status != engine.StatusFailed || !strings.Contains(r.Error, "exceeded its 1m0s timeout") {
-			t.Errorf("timeout: %s %q", r.Status, r.Error)
+		if r := fire("timeout"); r.Status != engine.StatusFailed || r.Cause != engine.CauseTimeout ||
+			r.Reason != "timeout" || !strings.Contains(r.Error, "exceeded its 1m0s timeout") {
+			t.Errorf("timeout: %s %s %q %q", r.Status, r.Cause, r.Reason, r.Error)
 		}
-		if r := fire("required"); r.Status != engine.StatusFailed || !strings.Contains(r.Error, "step_1 failed: boom") || len(r.Steps) != 1 {
-			t.Errorf("required: %s %q steps=%d", r.Status, r.Error, len(r.Steps))
+		if r := fire("required"); r.Status != engine.StatusFailed || r.Cause != engine.CauseStepFailed ||
+			r.Reason != "step_1: boom" || r.Error != "step_1: boom" || len(r.Steps) != 1 {
+			t.Errorf("required: %s %s %q %q steps=%d", r.Status, r.Cause, r.Reason, r.Error, len(r.Steps))
 		}
 		r := fire("optional")
 		if r.Status != engine.StatusCompleted || len(r.Steps) != 3 || r.Steps[0].Error != "boom" ||
-			!strings.Contains(r.Steps[1].Error, "panicked") || r.Steps[2].Output != "after" {
-			t.Errorf("optional: %s %+v", r.Status, r.Steps)
+			!strings.Contains(r.Steps[1].Error, "panicked") || r.Steps[2].Output != "after" ||
+			r.Headline() != "completed, 2 step errors" {
+			t.Errorf("optional: %s %q %+v", r.Status, r.Headline(), r.Steps)
 		}
-		if r := fire("exitzero"); r.Status != engine.StatusSkipped || r.Reason != "step_1: exit code 0" || r.Prompt != "" {
-			t.Errorf("exitzero: %s %q", r.Status, r.Reason)
+		if r := fire("exitzero"); r.Status != engine.StatusCompleted || r.Cause != engine.CauseShortCircuit ||
+			r.Reason != "short-circuit: step_1: exit code 0" || r.Prompt != "" || r.Headline() != "completed, model not needed" {
+			t.Errorf("exitzero: %s %s %q", r.Status, r.Cause, r.Reason)
 		}
 		if r := fire("model"); r.Status != engine.StatusFailed || !strings.Contains(r.Error, "no model client") ||
 			r.Prompt != "Look at data for model" {
@@ -544,12 +549,12 @@ func TestRunOutcomes(t *testing.T) {
 		if r := fire("secret"); r.Steps[0].Output != "token=[REDACTED:MY_TOKEN]" {
 			t.Errorf("secret: output %q", r.Steps[0].Output)
 		}
-		if r := fire("empty"); r.Status != engine.StatusSkipped || r.Reason != "step_1: output is empty" {
+		if r := fire("empty"); r.Status != engine.StatusCompleted || r.Reason != "short-circuit: step_1: output is empty" {
 			t.Errorf("empty: %s %q", r.Status, r.Reason)
 		}
 		first, second := fire("unchanged"), fire("unchanged")
-		if first.Status != engine.StatusFailed || second.Status != engine.StatusSkipped ||
-			second.Reason != "step_1: context unchanged since the last run" {
+		if first.Status != engine.StatusFailed || second.Status != engine.StatusCompleted ||
+			second.Reason != "short-circuit: step_1: context unchanged since the last run" {
 			t.Errorf("unchanged: %s then %s %q", first.Status, second.Status, second.Reason)
 		}
 		if n := len(h.eventsOf(engine.EventRunFailed)); n != 4 {

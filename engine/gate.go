@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -13,6 +15,10 @@ const (
 	GateCooldown   = "cooldown"
 	GateQueueFull  = "queue_full"
 	GateEventDepth = "event_depth"
+	// Not gates, but what else leaves a skipped record: slots that passed
+	// while hookd was down or suspended, and a slot that fired before.
+	GateMissed    = "missed"
+	GateSlotTaken = "slot_taken"
 )
 
 // GateError says which gate refused a trigger and how to get past it.
@@ -49,7 +55,21 @@ func (g *GateError) reason() string {
 // the run's record becomes.
 type cancelCause struct {
 	status Status
+	cause  Cause
 	reason string
 }
 
 func (c *cancelCause) Error() string { return c.reason }
+
+// StopCause says why a run's context ended (timeout, cancel_previous,
+// shutdown), or "" while it has not ended or when the engine did not end
+// it. The model stage uses it to record how it stopped.
+func StopCause(ctx context.Context) Cause {
+	if ctx.Err() == nil {
+		return ""
+	}
+	if cc, ok := errors.AsType[*cancelCause](context.Cause(ctx)); ok {
+		return cc.cause
+	}
+	return ""
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -149,7 +150,21 @@ type LLMConfig struct {
 	ToolChoice string
 	// ParallelToolCalls is sent only when set.
 	ParallelToolCalls *bool
+	// OnTruncated is what an answer cut by the model's output limit
+	// (finish_reason length) makes of the run: TruncatedWarn (default:
+	// completed, with a note) or TruncatedFail.
+	OnTruncated string
 }
+
+// What llm.on_truncated may say.
+const (
+	TruncatedWarn = "warn"
+	TruncatedFail = "fail"
+)
+
+// NeedsModel reports whether the hook has a model stage: a prompt, and
+// skip_llm is not set.
+func (h *Hook) NeedsModel() bool { return !h.SkipLLM && strings.TrimSpace(h.Prompt) != "" }
 
 // Budget bounds what a run may spend.
 type Budget struct {
@@ -176,7 +191,10 @@ type StepDef struct {
 	Line     int
 	Timeout  time.Duration
 	Required bool
-	Skip     ShortCircuit
+	// AllowFailure lets a command step of a hook with no model stage exit
+	// non-zero or error without failing the run.
+	AllowFailure bool
+	Skip         ShortCircuit
 
 	// Step is built by the step kind from the kind-specific fields.
 	Step Step

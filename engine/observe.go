@@ -111,6 +111,18 @@ func runEventExtras(run *Run, data map[string]any) {
 	if !run.StartedAt.IsZero() {
 		data["started_at"] = run.StartedAt.UTC().Format(time.RFC3339Nano)
 	}
+	if run.Gate != "" {
+		data["gate"] = run.Gate
+	}
+	if run.Cause != "" {
+		data["cause"] = string(run.Cause)
+	}
+	if n := run.StepErrors(); n > 0 {
+		data["step_errors"] = n
+	}
+	if run.Truncated {
+		data["truncated"] = true
+	}
 	if run.Tokens.Known {
 		data["tokens"] = map[string]any{
 			"prompt": run.Tokens.Prompt, "completion": run.Tokens.Completion, "cached": run.Tokens.Cached,

@@ -26,7 +26,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 		if errors.Is(err, ErrSlotTaken) {
 			// The slot fired before (the clock moved back, or a restart
 			// raced): record why this trigger did nothing.
-			run.Status = StatusSkipped
+			run.Status, run.Gate = StatusSkipped, GateSlotTaken
 			run.Reason = fmt.Sprintf("slot_taken: slot %s already fired", run.Slot.Format(time.RFC3339))
 			run.Slot = time.Time{}
 			run.FinishedAt = e.cfg.Clock.Now()
@@ -38,7 +38,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 				log.Error("store run record", "err", err)
 			}
 		} else {
-			run.Status = StatusFailed
+			run.Status, run.Cause = StatusFailed, CauseInternal
 			run.Error = fmt.Sprintf("record run start: %v", err)
 			log.Error("cannot record the run's start; not running it", "err", err)
 		}
@@ -57,7 +57,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	red := NewRedactor(h.Secrets, e.cfg.Environ)
 	if lc := e.cfg.Lifecycle; lc.Active(PointRunBefore) {
 		if o := lc.Call(rctx, PointRunBefore, &Payload{Hook: h, RunID: run.ID, Run: run}); o.Cancelled {
-			run.Status, run.Reason = StatusCancelled, "run:before: "+o.String()
+			run.Status, run.Cause, run.Reason = StatusCancelled, CauseHandler, "run:before: "+o.String()
 			log.Info("run cancelled by a lifecycle handler", "handler", o.By, "reason", o.Reason)
 		}
 	}
@@ -95,7 +95,7 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 		return
 	}
 	if e.cfg.LLM == nil {
-		run.Status = StatusFailed
+		run.Status, run.Cause = StatusFailed, CauseNoModel
 		run.Error = "no model client: this hook has a prompt and needs a model, but hookd has no LLM client configured; " +
 			"set skip_llm: true to run its steps only"
 		return
@@ -106,10 +106,13 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 			return
 		}
 		if ce, ok := errors.AsType[*CancelError](err); ok {
-			run.Status, run.Reason = StatusCancelled, ce.Error()
+			run.Status, run.Cause, run.Reason = StatusCancelled, CauseHandler, ce.Error()
 			return
 		}
 		run.Status, run.Error = StatusFailed, err.Error()
+		if run.Cause == "" {
+			run.Cause = CauseModelError
+		}
 		return
 	}
 	if stopped(ctx, run) {
@@ -131,7 +134,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 	}
 	if len(run.Event) > 0 {
 		if err := json.Unmarshal(run.Event, &scope.Event); err != nil {
-			run.Status, run.Error = StatusFailed, fmt.Sprintf("decode event payload: %v", err)
+			run.Status, run.Cause, run.Error = StatusFailed, CauseInternal, fmt.Sprintf("decode event payload: %v", err)
 			return environ, false
 		}
 		// Redacted before anything derives from it: steps, the prompt
@@ -163,12 +166,14 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 			// Redacted: a step's error may quote a secret (a URL, a command).
 			e.log.Warn("step failed", "hook", h.Name, "run", run.ID, "step", def.Label(), "err", res.Error)
 		}
-		if res.Error != "" && def.Required {
+		if why, fails := stepFailure(h, def, res); fails {
 			if stopped(ctx, run) {
 				return environ, false
 			}
-			run.Status = StatusFailed
-			run.Error = fmt.Sprintf("%s failed: %s", def.Label(), res.Error)
+			run.Status, run.Cause, run.Reason = StatusFailed, CauseStepFailed, why
+			if res.Error != "" {
+				run.Error = def.Label() + ": " + res.Error
+			}
 			return environ, false
 		}
 	}
@@ -178,14 +183,13 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 
 	run.Fingerprint = fingerprint(run.Steps)
 	reason, skip := e.shortCircuit(ctx, h, run, scope)
-	noModel := h.SkipLLM || strings.TrimSpace(h.Prompt) == ""
 	switch {
 	case skip:
-		run.Status, run.Reason = StatusSkipped, reason
-	case noModel:
+		run.Status, run.Cause, run.Reason = StatusCompleted, CauseShortCircuit, "short-circuit: "+reason
+	case !h.NeedsModel():
 		run.Status = StatusCompleted
 	}
-	decided := skip || noModel
+	decided := skip || !h.NeedsModel()
 	// A preview renders the prompt whenever the hook has one, to show it.
 	if decided && (!preview || strings.TrimSpace(h.Prompt) == "") {
 		return environ, false
@@ -195,7 +199,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 	if err != nil {
 		run.Error = fmt.Sprintf("render prompt: %v", err)
 		if !decided {
-			run.Status = StatusFailed
+			run.Status, run.Cause = StatusFailed, CausePrompt
 		}
 		return environ, false
 	}
@@ -204,7 +208,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		if o.Cancelled {
 			run.Prompt = red.String(prompt)
 			if !decided {
-				run.Status, run.Reason = StatusCancelled, "prompt:render:after: "+o.String()
+				run.Status, run.Cause, run.Reason = StatusCancelled, CauseHandler, "prompt:render:after: "+o.String()
 			}
 			return environ, false
 		}
@@ -221,6 +225,25 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 	return environ, !decided
 }
 
+// stepFailure decides whether a step's result fails its run, and says
+// why ("step_1 (backup): exit code 12"). A step fails the run when it is
+// required, or when the hook has no model stage and the step does not
+// allow failure: then it fails by an error (it could not run) or by a
+// command's non-zero exit. In a hook with a model stage, a non-required
+// step's exit code and error are data for the model.
+func stepFailure(h *Hook, def *StepDef, res *StepResult) (string, bool) {
+	if !def.Required && (h.NeedsModel() || def.AllowFailure) {
+		return "", false
+	}
+	if res.Error != "" {
+		return def.Label() + ": " + res.Error, true
+	}
+	if code, ok := res.ExitCode(); ok && code != 0 {
+		return fmt.Sprintf("%s: exit code %d", def.Label(), code), true
+	}
+	return "", false
+}
+
 // runContext bounds a run by its hook's timeout (or the default); when it
 // passes, the run fails naming the timeout.
 func (e *Engine) runContext(ctx context.Context, h *Hook) (context.Context, context.CancelFunc) {
@@ -229,7 +252,7 @@ func (e *Engine) runContext(ctx context.Context, h *Hook) (context.Context, cont
 		timeout = e.cfg.DefaultTimeout
 	}
 	return context.WithTimeoutCause(ctx, timeout,
-		&cancelCause{StatusFailed, fmt.Sprintf("timeout: the run exceeded its %s timeout", timeout)})
+		&cancelCause{StatusFailed, CauseTimeout, fmt.Sprintf("timeout: the run exceeded its %s timeout", timeout)})
 }
 
 // emitFrom returns a publisher of events raised by run: their source
@@ -344,12 +367,10 @@ func stopped(ctx context.Context, run *Run) bool {
 	if ctx.Err() == nil {
 		return false
 	}
-	var cc *cancelCause
-	if errors.As(context.Cause(ctx), &cc) {
-		run.Status = cc.status
+	if cc, ok := errors.AsType[*cancelCause](context.Cause(ctx)); ok {
+		run.Status, run.Cause = cc.status, cc.cause
 		if cc.status == StatusFailed {
-			run.Error = cc.reason
-			run.Reason = strings.SplitN(cc.reason, ":", 2)[0]
+			run.Error, run.Reason = cc.reason, string(cc.cause)
 		} else {
 			run.Reason = cc.reason
 		}
@@ -368,9 +389,9 @@ func (e *Engine) shortCircuit(ctx context.Context, h *Hook, run *Run, scope *Sco
 		sk := def.Skip
 		why := ""
 		switch {
-		case sk.IfExitZero && res.Error == "" && isZero(res.Fields["exit_code"]):
+		case sk.IfExitZero && res.Error == "" && exitZero(res):
 			why = "exit code 0"
-		case sk.IfStatusOK && res.Error == "" && is2xx(res.Fields["status_code"]):
+		case sk.IfStatusOK && res.Error == "" && status2xx(res):
 			why = fmt.Sprintf("status %v", res.Fields["status_code"])
 		case sk.IfEmpty && res.Error == "" && isEmptyResult(res):
 			why = "output is empty"
@@ -399,38 +420,22 @@ func (e *Engine) shortCircuit(ctx context.Context, h *Hook, run *Run, scope *Sco
 	return "", false
 }
 
-func isZero(v any) bool {
-	switch x := v.(type) {
-	case int:
-		return x == 0
-	case int64:
-		return x == 0
-	case float64:
-		return x == 0
-	}
-	return false
+func exitZero(r *StepResult) bool {
+	code, ok := r.ExitCode()
+	return ok && code == 0
 }
 
-func is2xx(v any) bool {
-	var n int
-	switch x := v.(type) {
-	case int:
-		n = x
-	case int64:
-		n = int(x)
-	case float64:
-		n = int(x)
-	default:
-		return false
-	}
-	return n >= 200 && n < 300
+func status2xx(r *StepResult) bool {
+	n, ok := r.Int("status_code")
+	return ok && n >= 200 && n < 300
 }
 
 // isEmptyResult reports whether a step gathered nothing: its primary
 // output is blank, or a count field it reports is zero.
 func isEmptyResult(r *StepResult) bool {
-	if c, ok := r.Fields["count"]; ok {
-		return isZero(c)
+	if _, ok := r.Fields["count"]; ok {
+		n, isInt := r.Int("count")
+		return isInt && n == 0
 	}
 	return strings.TrimSpace(r.Output) == ""
 }

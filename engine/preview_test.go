@@ -90,8 +90,8 @@ func TestPreviewRecordsNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if run.Status != engine.StatusSkipped || run.Reason != "step_1 (check): exit code 0" {
-			t.Errorf("passing: status %s reason %q; want skipped by step_1 (check)", run.Status, run.Reason)
+		if run.Status != engine.StatusCompleted || run.Cause != engine.CauseShortCircuit || run.Reason != "short-circuit: step_1 (check): exit code 0" {
+			t.Errorf("passing: status %s cause %s reason %q; want completed, short-circuited by step_1 (check)", run.Status, run.Cause, run.Reason)
 		}
 		if want := "Check token is [REDACTED:TOKEN] for dev (exit 0)."; run.Prompt != want {
 			t.Errorf("a short-circuited preview still renders its prompt: got %q, want %q", run.Prompt, want)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -14,10 +15,32 @@ const (
 	StatusRunning     Status = "running"     //
 	StatusCompleted   Status = "completed"   //
 	StatusFailed      Status = "failed"      //
-	StatusSkipped     Status = "skipped"     // a gate or a short-circuit stopped it; Reason says which
+	StatusSkipped     Status = "skipped"     // a gate refused the trigger; Gate and Reason say which
 	StatusDropped     Status = "dropped"     // the global queue was full
 	StatusCancelled   Status = "cancelled"   // cancelled by shutdown, cancel_previous or a handler
 	StatusInterrupted Status = "interrupted" // hookd died while it was running
+)
+
+// Cause says what made a run end the way it did, where its status alone
+// does not: why a failed run failed, why a cancelled one was cancelled,
+// and that a completed run needed no model (short_circuit).
+type Cause string
+
+// Causes.
+const (
+	CauseShortCircuit   Cause = "short_circuit"   // completed: a step's skip_llm_if_* condition held; the model was not needed
+	CauseStepFailed     Cause = "step_failed"     // failed: a step exited non-zero or errored, and that fails this hook
+	CauseTruncated      Cause = "truncated"       // failed: the model's answer was cut (finish_reason length) and llm.on_truncated is fail
+	CauseTimeout        Cause = "timeout"         // failed: the run exceeded its timeout
+	CauseCancelPrevious Cause = "cancel_previous" // cancelled: a newer trigger of the hook superseded it
+	CauseShutdown       Cause = "shutdown"        // cancelled: hookd stopped
+	CauseHandler        Cause = "handler"         // cancelled: a lifecycle handler cancelled it
+	CauseBudget         Cause = "budget"          // failed: budget.max_tokens_per_run was reached
+	CauseMaxRounds      Cause = "max_rounds"      // failed: llm.max_rounds was reached
+	CauseModelError     Cause = "model_error"     // failed: the model stage failed (the server, the settings, the tools)
+	CausePrompt         Cause = "prompt"          // failed: the prompt did not render
+	CauseNoModel        Cause = "no_model"        // failed: the hook needs a model and hookd has no client
+	CauseInternal       Cause = "internal"        // failed: hookd could not record or decode the run
 )
 
 // Final reports whether the status can no longer change.
@@ -32,12 +55,17 @@ type Run struct {
 	Slot        time.Time       `json:"slot,omitzero"`         // the schedule slot it fires for (zero when not periodic)
 	Status      Status          `json:"status"`                //
 	Reason      string          `json:"reason,omitempty"`      // why it was skipped, dropped, cancelled or failed: "in_flight: ...", "cooldown: ..."
+	Gate        string          `json:"gate,omitempty"`        // the gate that refused the trigger (Gate* names), for skipped and dropped runs
+	Cause       Cause           `json:"cause,omitempty"`       // what ended the run, where its status alone does not say
+	Truncated   bool            `json:"truncated,omitempty"`   // the model's answer was cut by its output limit (finish_reason length)
+	Notes       []string        `json:"notes,omitempty"`       // what a person should know about the run that is not a failure
 	Event       json.RawMessage `json:"event,omitempty"`       // event payload (JSON object), if any
 	EventType   string          `json:"event_type,omitempty"`  // type of the event that fired it, if any
 	Steps       []*StepResult   `json:"steps,omitempty"`       //
 	Prompt      string          `json:"prompt,omitempty"`      //
 	Response    string          `json:"response,omitempty"`    //
 	ToolCalls   json.RawMessage `json:"transcript,omitempty"`  // model calls and tool calls (JSON), filled by the LLM stage
+	Tools       []ToolUse       `json:"tools,omitempty"`       // the model stage's tool calls, in order, filled by the LLM stage
 	Tokens      Tokens          `json:"tokens"`                //
 	Error       string          `json:"error,omitempty"`       //
 	Fingerprint string          `json:"fingerprint,omitempty"` // hash of the gathered context, for skip_llm_if_unchanged
@@ -54,6 +82,46 @@ type Tokens struct {
 	Completion int64 `json:"completion"`
 	Cached     int64 `json:"cached"`
 	Known      bool  `json:"known"`
+}
+
+// StepErrors counts the steps that errored (could not run) without
+// failing the run.
+func (r *Run) StepErrors() int {
+	n := 0
+	for _, s := range r.Steps {
+		if s.Error != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Headline is the run's status as a person reads it: the status, then
+// what qualifies it — "completed, model not needed", "completed, 1 step
+// error", "completed, answer truncated", "failed (timeout)".
+func (r *Run) Headline() string {
+	s := string(r.Status)
+	var more []string
+	switch {
+	case r.Cause == CauseShortCircuit:
+		more = append(more, "model not needed")
+	case r.Cause != "" && r.Status != StatusCompleted:
+		s += " (" + string(r.Cause) + ")"
+	}
+	if r.Truncated {
+		more = append(more, "answer truncated")
+	}
+	if n := r.StepErrors(); n > 0 && r.Cause != CauseStepFailed {
+		word := "step errors"
+		if n == 1 {
+			word = "step error"
+		}
+		more = append(more, fmt.Sprintf("%d %s", n, word))
+	}
+	for _, m := range more {
+		s += ", " + m
+	}
+	return s
 }
 
 // Duration is how long the run took, or zero while it runs.
@@ -74,6 +142,17 @@ type StepResult struct {
 	Error    string         `json:"error,omitempty"`
 	Started  time.Time      `json:"started"`
 	Duration time.Duration  `json:"duration_ns"`
+}
+
+// ExitCode returns the exit code of a step that ran a command (shell,
+// run_tests), or false for any other step.
+func (r *StepResult) ExitCode() (int, bool) { return r.Int("exit_code") }
+
+// Int returns an integer field of a result as the step set it (steps set
+// counts, codes and statuses as int).
+func (r *StepResult) Int(name string) (int, bool) {
+	n, ok := r.Fields[name].(int)
+	return n, ok
 }
 
 // Field returns a named field of the result. "output" and "error" are

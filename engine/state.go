@@ -168,7 +168,7 @@ func (s *state) initSchedule(ent *entry, now time.Time) {
 				policy = MissedLatest
 			}
 			s.record(ent, &Run{
-				ID: NewID(), Hook: h.Name, Trigger: "catchup", Status: StatusSkipped,
+				ID: NewID(), Hook: h.Name, Trigger: "catchup", Status: StatusSkipped, Gate: GateMissed,
 				Reason: fmt.Sprintf("missed: %d slot(s) passed while hookd was down, not fired (on_missed: %s)", n, policy),
 			})
 		}
@@ -289,7 +289,7 @@ func (s *state) fireDue(now time.Time) {
 		later, n := missedSlots(ent.hook.Trigger.Schedule, slot, now, 1)
 		if n > 0 {
 			s.record(ent, &Run{
-				ID: NewID(), Hook: ent.hook.Name, Trigger: "schedule", Status: StatusSkipped,
+				ID: NewID(), Hook: ent.hook.Name, Trigger: "schedule", Status: StatusSkipped, Gate: GateMissed,
 				Reason: fmt.Sprintf("missed: %d slot(s) from %s passed while hookd was suspended or the clock jumped; fired the latest once",
 					n, slot.Format(time.RFC3339)),
 			})
@@ -371,7 +371,7 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 				s.dequeue(ent.queued, StatusCancelled, "cancel_previous: superseded by run "+run.ID)
 			}
 			if ent.active != nil {
-				ent.active.cancel(&cancelCause{StatusCancelled, "cancel_previous: superseded by run " + run.ID})
+				ent.active.cancel(&cancelCause{StatusCancelled, CauseCancelPrevious, "cancel_previous: superseded by run " + run.ID})
 				s.cancelPending(ent, "cancel_previous: superseded by run "+run.ID, now)
 				return s.addPending(ent, run, t, ent.active.run)
 			}
@@ -463,7 +463,7 @@ func (s *state) admit(ent *entry, run *Run) trigResult {
 
 // refuse records a trigger a gate stopped.
 func (s *state) refuse(ent *entry, run *Run, status Status, g *GateError) trigResult {
-	run.Status = status
+	run.Status, run.Gate = status, g.Gate
 	run.Reason = g.reason()
 	run.FinishedAt = run.QueuedAt
 	s.record(ent, run)
@@ -521,6 +521,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	act := &active{run: run, cancel: cancel, started: make(chan struct{}), wasQueued: run.Status == StatusQueued}
 	prevStart := ent.lastStart
 	run.Status = StatusRunning
+	run.Reason = "" // why it waited (queued:, pending:) no longer applies
 	run.StartedAt = now
 	ent.active = act
 	ent.lastStart, ent.lastRunID, ent.lastStatus = now, run.ID, StatusRunning
@@ -598,7 +599,7 @@ func (s *state) dispatch(ev *Event) []*Run {
 		if ev.Depth >= s.cfg.MaxEventDepth {
 			s.e.log.Warn("event chain cut", "hook", name, "event", ev.Type, "depth", ev.Depth)
 			s.record(ent, &Run{
-				ID: NewID(), Hook: name, Trigger: "event", EventType: ev.Type, Status: StatusSkipped, Depth: ev.Depth,
+				ID: NewID(), Hook: name, Trigger: "event", EventType: ev.Type, Status: StatusSkipped, Depth: ev.Depth, Gate: GateEventDepth,
 				Reason: fmt.Sprintf("%s: event %s is %d runs deep (limit %d); a hook chain loops", GateEventDepth, ev.Type, ev.Depth, s.cfg.MaxEventDepth),
 			})
 			continue

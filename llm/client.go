@@ -112,6 +112,8 @@ type Settings struct {
 	MaxRounds  int
 	ToolChoice string
 	Parallel   *bool
+	// OnTruncated is engine.TruncatedWarn or engine.TruncatedFail.
+	OnTruncated string
 
 	key string
 }
@@ -127,12 +129,13 @@ func (c *Client) Resolve(h *engine.Hook) (Settings, error) {
 	}
 	env := func(k string) string { v, _ := c.opts.LookupEnv(k); return v }
 	s := Settings{
-		Model:      first(l.Model, d.Model, env(EnvModel)),
-		BaseURL:    strings.TrimRight(first(l.BaseURL, d.BaseURL, env(EnvBaseURL), DefaultBaseURL), "/"),
-		APIKeyEnv:  first(l.APIKeyEnv, d.APIKeyEnv, DefaultAPIKeyEnv),
-		MaxRounds:  firstInt(l.MaxRounds, d.MaxRounds, DefaultMaxRounds),
-		ToolChoice: first(l.ToolChoice, d.ToolChoice),
-		Parallel:   l.ParallelToolCalls,
+		Model:       first(l.Model, d.Model, env(EnvModel)),
+		BaseURL:     strings.TrimRight(first(l.BaseURL, d.BaseURL, env(EnvBaseURL), DefaultBaseURL), "/"),
+		APIKeyEnv:   first(l.APIKeyEnv, d.APIKeyEnv, DefaultAPIKeyEnv),
+		MaxRounds:   firstInt(l.MaxRounds, d.MaxRounds, DefaultMaxRounds),
+		ToolChoice:  first(l.ToolChoice, d.ToolChoice),
+		Parallel:    l.ParallelToolCalls,
+		OnTruncated: first(l.OnTruncated, d.OnTruncated, engine.TruncatedWarn),
 	}
 	if s.Parallel == nil {
 		s.Parallel = d.ParallelToolCalls
@@ -228,7 +231,7 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 	known := true
 	for round := 1; ; round++ {
 		if used := run.Tokens.Prompt + run.Tokens.Completion; budget > 0 && used >= budget {
-			tr.Stop = "budget"
+			tr.Stop, run.Cause = "budget", engine.CauseBudget
 			return fmt.Errorf("budget: the run used %d tokens, its max_tokens_per_run of %d, before the model answered", used, budget)
 		}
 		rd := &Round{}
@@ -293,7 +296,7 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 			lc.Call(ctx, engine.PointLLMCallAfter, &engine.Payload{Hook: h, RunID: run.ID, Prompt: run.Prompt, Round: round, Response: msg.Content})
 		}
 		if used := run.Tokens.Prompt + run.Tokens.Completion; budget > 0 && used > budget {
-			tr.Stop = "budget"
+			tr.Stop, run.Cause = "budget", engine.CauseBudget
 			if len(msg.ToolCalls) == 0 {
 				run.Response = msg.Content
 				tr.Answer = msg.Content
@@ -304,6 +307,9 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 			run.Response = msg.Content
 			tr.Answer = msg.Content
 			tr.Stop = "answer"
+			if resp.Choices[0].FinishReason == openai.FinishReasonLength {
+				return truncated(run, tr, set, round)
+			}
 			return nil
 		}
 
@@ -326,7 +332,7 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 				rd.ToolCalls = append(rd.ToolCalls, &ToolCall{ID: tc.ID, IDGenerated: generated[i], Name: tc.Function.Name,
 					Arguments: tc.Function.Arguments, Error: "not run: max_rounds reached"})
 			}
-			tr.Stop = "max_rounds"
+			tr.Stop, run.Cause = "max_rounds", engine.CauseMaxRounds
 			return fmt.Errorf("max_rounds: the model was still calling tools after %d model calls (llm.max_rounds is %d)", round, set.MaxRounds)
 		}
 		messages = append(messages, openai.ChatCompletionMessage{
@@ -344,12 +350,27 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 	}
 }
 
+// truncated records an answer the model's output limit cut
+// (finish_reason length): a note and Run.Truncated, and a failure when
+// the hook says llm.on_truncated: fail.
+func truncated(run *engine.Run, tr *Transcript, set Settings, round int) error {
+	note := fmt.Sprintf("model call %d: the answer was cut by the model's output limit (finish_reason length); it is incomplete", round)
+	run.Truncated = true
+	run.Notes = append(run.Notes, note)
+	tr.Notes = append(tr.Notes, note)
+	if set.OnTruncated == engine.TruncatedFail {
+		tr.Stop, run.Cause = "truncated", engine.CauseTruncated
+		return fmt.Errorf("truncated: the model's answer was cut by its output limit (finish_reason length), and llm.on_truncated is fail")
+	}
+	return nil
+}
+
 // stopReason names why a stage that failed stopped.
 func stopReason(ctx context.Context) string {
 	if ctx.Err() == nil {
 		return "error"
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || strings.HasPrefix(context.Cause(ctx).Error(), "timeout") {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || engine.StopCause(ctx) == engine.CauseTimeout {
 		return "timeout"
 	}
 	return "cancelled"

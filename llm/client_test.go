@@ -436,3 +436,25 @@ func TestRetryAfterPastTheDeadlineFailsAtOnce(t *testing.T) {
 		t.Errorf("waited %v", f.waits)
 	}
 }
+
+func TestTruncatedAnswerIsNoted(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "The first half of", FinishReason: "length"})
+	run, tr, _ := fireOne(t, srv)
+	wantStatus(t, run, engine.StatusCompleted, "")
+	if !run.Truncated || len(run.Notes) != 1 || !strings.Contains(run.Notes[0], "finish_reason length") ||
+		run.Response != "The first half of" || run.Headline() != "completed, answer truncated" {
+		t.Errorf("truncated answer: truncated %v notes %q response %q headline %q", run.Truncated, run.Notes, run.Response, run.Headline())
+	}
+	if len(tr.Notes) != 1 {
+		t.Errorf("transcript notes %q", tr.Notes)
+	}
+}
+
+func TestTruncatedAnswerFailsWhenTheHookSaysSo(t *testing.T) {
+	srv := llmtest.New(llmtest.Reply{Content: "The first half of", FinishReason: "length"})
+	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.LLM.OnTruncated = engine.TruncatedFail })
+	wantStatus(t, run, engine.StatusFailed, "truncated: the model's answer was cut")
+	if run.Cause != engine.CauseTruncated || !run.Truncated || tr.Stop != "truncated" {
+		t.Errorf("cause %q truncated %v stop %q", run.Cause, run.Truncated, tr.Stop)
+	}
+}

@@ -32,6 +32,7 @@ type Metrics struct {
 
 	runs          *prometheus.CounterVec
 	skips         *prometheus.CounterVec
+	shortCircuits *prometheus.CounterVec
 	drops         *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
 	lateness      *prometheus.HistogramVec
@@ -53,8 +54,11 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 			Name: "hookd_runs_total", Help: "Final run records, by hook and status.",
 		}, []string{"hook", "status"}),
 		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hookd_skips_total", Help: "Skipped run records, by hook and reason (the gate, or short_circuit).",
+			Name: "hookd_skips_total", Help: "Skipped run records (a gate refused the trigger), by hook and reason (the gate).",
 		}, []string{"hook", "reason"}),
+		shortCircuits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookd_short_circuits_total", Help: "Completed runs whose steps made the model unnecessary (a skip_llm_if_* condition held), by hook.",
+		}, []string{"hook"}),
 		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookd_drops_total", Help: "Dropped run records, by hook and reason.",
 		}, []string{"hook", "reason"}),
@@ -82,7 +86,7 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 	for _, o := range []string{NotifyDelivered, NotifyUndeliverable, NotifyDropped} {
 		m.notifications.WithLabelValues(o)
 	}
-	m.reg.MustRegister(m.runs, m.skips, m.drops, m.duration, m.lateness, m.tokens, m.tools, m.events,
+	m.reg.MustRegister(m.runs, m.skips, m.shortCircuits, m.drops, m.duration, m.lateness, m.tokens, m.tools, m.events,
 		m.notifications, &gauges{src: src, grace: grace, timeout: timeout},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -122,6 +126,9 @@ func (m *Metrics) Observe(ev *engine.Event) {
 		m.skips.WithLabelValues(hook, ReasonLabel(reason)).Inc()
 	case engine.StatusDropped:
 		m.drops.WithLabelValues(hook, ReasonLabel(reason)).Inc()
+	}
+	if c, _ := ev.Data["cause"].(string); engine.Cause(c) == engine.CauseShortCircuit {
+		m.shortCircuits.WithLabelValues(hook).Inc()
 	}
 	if _, started := ev.Data["started_at"]; started {
 		if ms, ok := number(ev.Data["duration_ms"]); ok {

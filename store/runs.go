@@ -22,10 +22,10 @@ const defaultLimit = 50
 
 const runCols = `id, hook, "trigger", slot, status, reason, event_type, event, steps,
 	prompt, response, tool_calls, prompt_tokens, completion_tokens, cached_tokens,
-	error, fingerprint, depth, queued_at, started_at, finished_at`
+	error, fingerprint, depth, queued_at, started_at, finished_at, outcome`
 
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // sqlUpsertRun inserts a run as running, or starts the queued run of the
 // same id (keeping its seq, hence its place in the history). A run already
@@ -48,7 +48,7 @@ const sqlUpsertRun = sqlInsertRun + `
 const sqlFinishRun = `UPDATE runs SET
 	status = ?, reason = ?, event_type = ?, event = ?, steps = ?, prompt = ?,
 	response = ?, tool_calls = ?, prompt_tokens = ?, completion_tokens = ?,
-	cached_tokens = ?, error = ?, fingerprint = ?, finished_at = ?
+	cached_tokens = ?, error = ?, fingerprint = ?, finished_at = ?, outcome = ?
 	WHERE id = ?`
 
 // InsertRun records a run that has not started: queued, or final (skipped,
@@ -143,12 +143,16 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.ID, err)
 	}
+	out, err := outcomeArg(r)
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", r.ID, err)
+	}
 	pt, ct, cached := tokenArgs(r.Tokens)
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, d.stmtFinishRun).ExecContext(ctx,
 			string(r.Status), r.Reason, r.EventType, rawArg(r.Event), steps, r.Prompt,
 			r.Response, rawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
-			timeArg(r.FinishedAt), r.ID)
+			timeArg(r.FinishedAt), out, r.ID)
 		if err != nil {
 			return err
 		}
@@ -347,11 +351,12 @@ func scanRun(row scanner) (*engine.Run, int64, error) {
 		slot, pt, ct, cached sql.NullInt64
 		queued, started, fin sql.NullInt64
 		event, steps, tools  sql.NullString
+		out                  sql.NullString
 		seq                  int64
 	)
 	dest := []any{&r.ID, &r.Hook, &r.Trigger, &slot, &status, &r.Reason, &r.EventType,
 		&event, &steps, &r.Prompt, &r.Response, &tools, &pt, &ct, &cached,
-		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &seq}
+		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &seq}
 	if err := row.Scan(dest...); err != nil {
 		return nil, 0, err
 	}
@@ -374,6 +379,9 @@ func scanRun(row scanner) (*engine.Run, int64, error) {
 	if pt.Valid {
 		r.Tokens = engine.Tokens{Prompt: pt.Int64, Completion: ct.Int64, Cached: cached.Int64, Known: true}
 	}
+	if err := decodeOutcome(&r, out.String); err != nil {
+		return nil, 0, err
+	}
 	return &r, seq, nil
 }
 
@@ -386,11 +394,15 @@ func runArgs(r *engine.Run, st engine.Status) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	out, err := outcomeArg(r)
+	if err != nil {
+		return nil, err
+	}
 	pt, ct, cached := tokenArgs(r.Tokens)
 	return []any{r.ID, r.Hook, r.Trigger, timeArg(r.Slot), string(st), r.Reason, r.EventType,
 		rawArg(r.Event), steps, r.Prompt, r.Response, rawArg(r.ToolCalls), pt, ct, cached,
 		r.Error, r.Fingerprint, r.Depth, timeArg(r.QueuedAt), timeArg(r.StartedAt),
-		timeArg(r.FinishedAt)}, nil
+		timeArg(r.FinishedAt), out}, nil
 }
 
 func stepsJSON(steps []*engine.StepResult) (any, error) {

@@ -104,7 +104,7 @@ func (c *cli) printFired(run *engine.Run) {
 // printOutcome prints a final run's status line and returns the exit code
 // --wait uses: 0 for completed or skipped, 1 otherwise.
 func (c *cli) printOutcome(run *engine.Run) int {
-	line := fmt.Sprintf("%s %s in %s", run.Hook, run.Status, run.Duration().Round(time.Millisecond))
+	line := fmt.Sprintf("%s %s in %s", run.Hook, run.Headline(), run.Duration().Round(time.Millisecond))
 	if run.Reason != "" {
 		line += ": " + run.Reason
 	}

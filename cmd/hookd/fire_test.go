@@ -19,7 +19,7 @@ var fireHooks = map[string]string{
     command: echo ok ran
 skip_llm: true
 `,
-	// The step exits 0, so the run stops before the model: skipped.
+	// The step exits 0, so the run completes without the model.
 	"short.yaml": `steps:
   - type: shell
     command: echo all good
@@ -40,11 +40,10 @@ prompt: "summarise {{step_1}}"
     required: true
 skip_llm: true
 `,
-	// A non-zero exit is a result, not a step error: the run completes.
+	// A command that exits non-zero fails a hook with no model stage.
 	"exit3.yaml": `steps:
   - type: shell
     command: exit 3
-    required: true
 skip_llm: true
 `,
 	"cool.yaml": `cooldown: 1h
@@ -96,18 +95,19 @@ func TestFireThroughDaemon(t *testing.T) {
 			t.Errorf("status %s", got.Status)
 		}
 	})
-	t.Run("wait nonzero exit completes", func(t *testing.T) {
-		r := e.must(0, "fire", "exit3", "--wait")
+	t.Run("wait nonzero exit fails", func(t *testing.T) {
+		r := e.must(1, "fire", "exit3", "--wait")
 		run := e.getRun(runID(t, r))
-		if run.Status != engine.StatusCompleted || len(run.Steps) != 1 || run.Steps[0].Fields["exit_code"] != float64(3) {
-			t.Errorf("status %s, steps %+v", run.Status, run.Steps)
+		if run.Status != engine.StatusFailed || run.Reason != "step_1: exit code 3" || len(run.Steps) != 1 ||
+			run.Steps[0].Fields["exit_code"] != float64(3) {
+			t.Errorf("status %s reason %q, steps %+v", run.Status, run.Reason, run.Steps)
 		}
 	})
 	t.Run("wait short-circuit", func(t *testing.T) {
 		r := e.must(0, "fire", "short", "--wait")
 		run := e.getRun(runID(t, r))
-		if run.Status != engine.StatusSkipped || !strings.Contains(run.Reason, "exit code 0") {
-			t.Errorf("status %s reason %q, want skipped: exit code 0", run.Status, run.Reason)
+		if run.Status != engine.StatusCompleted || run.Cause != engine.CauseShortCircuit || !strings.Contains(run.Reason, "exit code 0") {
+			t.Errorf("status %s cause %q reason %q, want completed, short-circuit: exit code 0", run.Status, run.Cause, run.Reason)
 		}
 		if run.Prompt != "" {
 			t.Errorf("a short-circuited run rendered its prompt: %q", run.Prompt)
@@ -274,8 +274,8 @@ func TestFireInProcess(t *testing.T) {
 		statuses[r.Status]++
 	}
 	want := map[engine.Status]int{
-		engine.StatusCompleted: 4, // ok, cool, cool --force, pausable
-		engine.StatusSkipped:   3, // short, cooldown, paused
+		engine.StatusCompleted: 5, // ok, short (short-circuit), cool, cool --force, pausable
+		engine.StatusSkipped:   2, // cooldown, paused
 		engine.StatusFailed:    3, // nomodel twice, slow
 	}
 	for s, n := range want {

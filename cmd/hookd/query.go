@@ -165,7 +165,7 @@ func cmdRuns(c *cli, args []string) int {
 		if r.Error != "" {
 			why = strings.TrimSpace(strings.TrimPrefix(why+" "+r.Error, " "))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Hook, r.Status, r.Trigger, started, dur, oneLine(why, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Hook, r.Headline(), r.Trigger, started, dur, oneLine(why, 80))
 	}
 	tw.Flush()
 	return exitOK
@@ -229,7 +229,7 @@ func printRun(c *cli, r *engine.Run) {
 		}
 	}
 	field("hook", r.Hook)
-	field("status", string(r.Status))
+	field("status", r.Headline())
 	field("reason", r.Reason)
 	field("trigger", r.Trigger)
 	if !r.Slot.IsZero() {
@@ -252,6 +252,9 @@ func printRun(c *cli, r *engine.Run) {
 		field("tokens", fmt.Sprintf("prompt %d, completion %d, cached %d", r.Tokens.Prompt, r.Tokens.Completion, r.Tokens.Cached))
 	}
 	field("error", r.Error)
+	for _, n := range r.Notes {
+		field("note", n)
+	}
 	for _, s := range r.Steps {
 		label := "step_" + strconv.Itoa(s.Index)
 		if s.Name != "" {

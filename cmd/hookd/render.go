@@ -83,8 +83,7 @@ func cmdRender(c *cli, args []string) int {
 	} else {
 		c.printPreview(run)
 	}
-	switch run.Status {
-	case engine.StatusCompleted, engine.StatusSkipped:
+	if run.Status == engine.StatusCompleted {
 		return exitOK
 	}
 	return exitError
@@ -160,8 +159,8 @@ func (c *cli) printPreview(run *engine.Run) {
 		}
 	}
 	switch {
-	case run.Status == engine.StatusSkipped:
-		fmt.Fprintf(w, "short-circuit: %s: the model would not be called\n", run.Reason)
+	case run.Cause == engine.CauseShortCircuit:
+		fmt.Fprintf(w, "%s: the model would not be called\n", run.Reason)
 	case run.Status == engine.StatusCompleted && run.Reason == engine.PreviewReason:
 		fmt.Fprintln(w, "no short-circuit applies: the model would be called with this prompt")
 	case run.Status == engine.StatusCompleted:
@@ -173,7 +172,7 @@ func (c *cli) printPreview(run *engine.Run) {
 		}
 		fmt.Fprintf(w, "the run would end %s: %s\n", run.Status, why)
 	}
-	if run.Error != "" && (run.Status == engine.StatusSkipped || run.Status == engine.StatusCompleted) {
+	if run.Error != "" && run.Status == engine.StatusCompleted {
 		fmt.Fprintf(w, "the prompt does not render: %s\n", run.Error)
 	}
 	if run.Prompt != "" {

@@ -102,7 +102,8 @@ func TestRenderWithDaemon(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
 		t.Fatalf("decode: %v\n%s", err, r)
 	}
-	if run.Status != engine.StatusSkipped || run.Reason != "step_1 (tests): exit code 0" || len(run.Steps) != 1 {
+	if run.Status != engine.StatusCompleted || run.Cause != engine.CauseShortCircuit ||
+		run.Reason != "short-circuit: step_1 (tests): exit code 0" || len(run.Steps) != 1 {
 		t.Errorf("preview: status %s reason %q steps %d", run.Status, run.Reason, len(run.Steps))
 	}
 	if !strings.Contains(run.Prompt, "- Last run: ") || strings.Contains(run.Prompt, "- Last run: never") {

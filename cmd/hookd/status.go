@@ -23,16 +23,17 @@ type statusReport struct {
 	PID            int             `json:"pid"`
 	Uptime         string          `json:"uptime"`
 	OverdueGrace   string          `json:"overdue_grace"`
-	OverdueHooks   []string        `json:"overdue_hooks"` // past due by more than the grace (the hookd_hooks_overdue gauge)
-	Runs           countsBy        `json:"runs"`          // hook -> status -> count
-	Skips          countsBy        `json:"skips"`         // hook -> reason -> count
-	Drops          countsBy        `json:"drops"`         // hook -> reason -> count
-	Durations      map[string]dist `json:"durations"`     // hook -> run duration
-	Lateness       map[string]dist `json:"lateness"`      // hook -> fire lateness
-	Tokens         countsBy        `json:"tokens"`        // hook -> kind -> count
-	ToolCalls      countsBy        `json:"tool_calls"`    // tool -> outcome -> count
-	Events         counts          `json:"events"`        // source -> count
-	Notifications  counts          `json:"notifications"` // outcome -> count
+	OverdueHooks   []string        `json:"overdue_hooks"`  // past due by more than the grace (the hookd_hooks_overdue gauge)
+	Runs           countsBy        `json:"runs"`           // hook -> status -> count
+	Skips          countsBy        `json:"skips"`          // hook -> reason -> count
+	ShortCircuits  counts          `json:"short_circuits"` // hook -> completed runs that needed no model
+	Drops          countsBy        `json:"drops"`          // hook -> reason -> count
+	Durations      map[string]dist `json:"durations"`      // hook -> run duration
+	Lateness       map[string]dist `json:"lateness"`       // hook -> fire lateness
+	Tokens         countsBy        `json:"tokens"`         // hook -> kind -> count
+	ToolCalls      countsBy        `json:"tool_calls"`     // tool -> outcome -> count
+	Events         counts          `json:"events"`         // source -> count
+	Notifications  counts          `json:"notifications"`  // outcome -> count
 }
 
 type (
@@ -70,7 +71,7 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 		Summary: sum, PID: os.Getpid(), Uptime: time.Since(a.started).Round(time.Second).String(),
 		OverdueGrace: a.grace.String(), OverdueHooks: overdue,
 		Runs: countsBy{}, Skips: countsBy{}, Drops: countsBy{}, Tokens: countsBy{}, ToolCalls: countsBy{},
-		Durations: map[string]dist{}, Lateness: map[string]dist{}, Events: counts{}, Notifications: counts{},
+		Durations: map[string]dist{}, Lateness: map[string]dist{}, Events: counts{}, Notifications: counts{}, ShortCircuits: counts{},
 	}
 	for _, l := range []*[]string{&rep.InFlight, &rep.Queued, &rep.Overdue, &rep.OverdueHooks} {
 		if *l == nil {
@@ -90,6 +91,10 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 			rep.Runs.add(f, "hook", "status")
 		case "hookd_skips_total":
 			rep.Skips.add(f, "hook", "reason")
+		case "hookd_short_circuits_total":
+			for _, m := range f.GetMetric() {
+				rep.ShortCircuits[label(m, "hook")] += m.GetCounter().GetValue()
+			}
 		case "hookd_drops_total":
 			rep.Drops.add(f, "hook", "reason")
 		case "hookd_model_tokens_total":
@@ -195,7 +200,7 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 	} else {
 		fmt.Fprintln(w, "\nsince hookd started:")
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "HOOK\tCOMPLETED\tFAILED\tSKIPPED\tDROPPED\tCANCELLED\tDURATION (MEAN/P95)\tLATENESS (MEAN/P95)\tTOKENS\tSKIP/DROP REASONS")
+		fmt.Fprintln(tw, "HOOK\tCOMPLETED\tFAILED\tSKIPPED\tDROPPED\tCANCELLED\tDURATION (MEAN/P95)\tLATENESS (MEAN/P95)\tTOKENS\tSKIP/DROP REASONS, SHORT-CIRCUITS")
 		for _, h := range sortedKeys(hooks) {
 			r := rep.Runs[h]
 			reasons := []string{}
@@ -203,6 +208,9 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 				for _, k := range sortedKeys(m) {
 					reasons = append(reasons, fmt.Sprintf("%s %d", k, int64(m[k])))
 				}
+			}
+			if n := rep.ShortCircuits[h]; n > 0 {
+				reasons = append(reasons, fmt.Sprintf("short_circuit %d", int64(n)))
 			}
 			tok := rep.Tokens[h]
 			tokens := "-"

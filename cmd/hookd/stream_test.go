@@ -134,7 +134,7 @@ func TestStreamResume(t *testing.T) {
 	for i := range 3 {
 		c.json("POST", "/v1/events", map[string]any{"type": "deploy.finished", "data": map[string]any{"env": "prod", "i": i}}, 200, nil)
 	}
-	c.json("POST", "/v1/hooks/hello/fire", nil, 200, &fired)
+	c.json("POST", "/v1/hooks/hello/fire", map[string]any{"event": map[string]any{"who": "s"}}, 200, &fired)
 	got := s.until(completedRun(fired.Run.ID))
 	s.cancel()
 
@@ -142,7 +142,7 @@ func TestStreamResume(t *testing.T) {
 	for i := range 3 {
 		c.json("POST", "/v1/events", map[string]any{"type": "build.done", "data": map[string]any{"i": i}}, 200, nil)
 	}
-	c.json("POST", "/v1/hooks/hello/fire", nil, 200, &fired)
+	c.json("POST", "/v1/hooks/hello/fire", map[string]any{"event": map[string]any{"who": "s"}}, 200, &fired)
 	c.json("GET", "/v1/runs/"+fired.Run.ID+"/wait", nil, 200, nil)
 
 	last := got[len(got)-1].id
@@ -170,7 +170,7 @@ func TestStreamResume(t *testing.T) {
 	// Live, filtered: only what matches, and nothing from before.
 	s3 := c.openStream("", "?hook=hello&type=hook.run.*")
 	<-s3.first
-	c.json("POST", "/v1/hooks/hello/fire", nil, 200, &fired)
+	c.json("POST", "/v1/hooks/hello/fire", map[string]any{"event": map[string]any{"who": "s"}}, 200, &fired)
 	live := s3.until(completedRun(fired.Run.ID))
 	if len(live) != 2 || live[0].ev.Type != "hook.run.started" || live[0].ev.Data["hook"] != "hello" {
 		t.Errorf("live filtered stream: %+v", live)

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/llm/llmtest"
+)
+
+// TestCommandFailureFailsTheRun is the cron user's case through the real
+// daemon: a steps-only hook whose command exits 12 ends failed, `hookd
+// fire --wait` exits 1 naming the step and the exit code, hook.run.failed
+// is published (another hook reacts to it) and the failure is notified.
+// allow_failure opts out; a short-circuit completes and reads "model not
+// needed".
+func TestCommandFailureFailsTheRun(t *testing.T) {
+	rc := &receiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	e := newEnv(t, `notify:
+  - url: `+srv.URL+`
+    on: [failed]
+`, map[string]string{
+		"backup.yaml": `steps:
+  - name: backup
+    type: shell
+    command: echo copying; exit 12
+  - type: shell
+    command: touch after-backup
+skip_llm: true
+`,
+		"lenient.yaml": `steps:
+  - type: shell
+    command: exit 12
+    allow_failure: true
+skip_llm: true
+`,
+		"tests.yaml": `steps:
+  - name: tests
+    type: shell
+    command: echo all passed
+    skip_llm_if_exit_zero: true
+prompt: "never sent: {{step_1}}"
+`,
+		"alarm.yaml": `trigger:
+  event: hook.run.failed
+  where: {hook: backup}
+steps:
+  - type: shell
+    command: |
+      echo "backup failed - {{event.reason}}" > alarm.txt
+skip_llm: true
+`,
+	})
+	d := e.serve()
+
+	r := e.must(1, "fire", "backup", "--wait")
+	if !strings.Contains(r.stderr, "backup failed (step_failed)") || !strings.Contains(r.stderr, "step_1 (backup): exit code 12") {
+		t.Errorf("want the failure, the step and its exit code on stderr:\n%s", r)
+	}
+	id := runID(t, r)
+	run := e.getRun(id)
+	if run.Status != engine.StatusFailed || run.Cause != engine.CauseStepFailed || run.Reason != "step_1 (backup): exit code 12" {
+		t.Errorf("run %s: %s cause %q reason %q", id, run.Status, run.Cause, run.Reason)
+	}
+	if len(run.Steps) != 1 || e.exists("after-backup") {
+		t.Errorf("the step after the failing one ran: %d results", len(run.Steps))
+	}
+	waitFor(t, "the alarm hook to react to hook.run.failed", func() bool { return e.exists("alarm.txt") }, d.log.String)
+	waitFor(t, "the failure notification", func() bool { return len(rc.got()) == 1 }, d.log.String)
+	if m := rc.got()[0]; m["hook"] != "backup" || m["outcome"] != "failed" || m["run_id"] != id ||
+		!strings.Contains(m["summary"].(string), "exit code 12") {
+		t.Errorf("notification %v", m)
+	}
+
+	r = e.must(0, "fire", "lenient", "--wait")
+	if run := e.getRun(runID(t, r)); run.Status != engine.StatusCompleted {
+		t.Errorf("allow_failure: %s %q", run.Status, run.Reason)
+	}
+
+	r = e.must(0, "fire", "tests", "--wait")
+	if !strings.Contains(r.stderr, "tests completed, model not needed") {
+		t.Errorf("want the short-circuit to read as done without a model:\n%s", r)
+	}
+	run = e.getRun(runID(t, r))
+	if run.Status != engine.StatusCompleted || run.Cause != engine.CauseShortCircuit ||
+		run.Reason != "short-circuit: step_1 (tests): exit code 0" || run.Prompt != "" {
+		t.Errorf("short-circuit: %s cause %q reason %q prompt %q", run.Status, run.Cause, run.Reason, run.Prompt)
+	}
+	list := e.must(0, "runs", "tests").stdout
+	if !strings.Contains(list, "completed, model not needed") {
+		t.Errorf("hookd runs should show the short-circuit:\n%s", list)
+	}
+}
+
+// TestStepErrorBeforeTheModel: a required step that cannot run (a file
+// that is not there) fails the run naming the step, and the scripted
+// model server receives no request; the same step not required is data
+// for the model, and the run completes with one step error.
+func TestStepErrorBeforeTheModel(t *testing.T) {
+	model := llmtest.New(llmtest.Answer("noted"))
+	defer model.Close()
+	e := newEnv(t, `
+llm:
+  model: test-model
+  base_url: `+model.BaseURL()+`
+`, map[string]string{
+		"strict.yaml": `steps:
+  - name: notes
+    type: read_file
+    path: notes.txt
+    required: true
+prompt: "Summarise {{step_1}}"
+`,
+		"loose.yaml": `steps:
+  - name: notes
+    type: read_file
+    path: notes.txt
+prompt: "Summarise {{step_1}}"
+`,
+	})
+	e.serve()
+
+	r := e.must(1, "fire", "strict", "--wait")
+	run := e.getRun(runID(t, r))
+	if run.Status != engine.StatusFailed || run.Cause != engine.CauseStepFailed ||
+		!strings.HasPrefix(run.Reason, "step_1 (notes): ") || !strings.Contains(run.Reason, "notes.txt") {
+		t.Errorf("strict: %s cause %q reason %q", run.Status, run.Cause, run.Reason)
+	}
+	if n := model.Served(); n != 0 {
+		t.Errorf("the model server got %d requests after a required step failed; want none", n)
+	}
+
+	r = e.must(0, "fire", "loose", "--wait")
+	if !strings.Contains(r.stderr, "loose completed, 1 step error") {
+		t.Errorf("want the step error counted on stderr:\n%s", r)
+	}
+	run = e.getRun(runID(t, r))
+	if run.Status != engine.StatusCompleted || run.StepErrors() != 1 || run.Response != "noted" || model.Served() != 1 {
+		t.Errorf("loose: %s, %d step errors, response %q, %d model requests", run.Status, run.StepErrors(), run.Response, model.Served())
+	}
+	if out := e.must(0, "run", run.ID).stdout; !strings.Contains(out, "completed, 1 step error") {
+		t.Errorf("hookd run should count the step error:\n%s", out)
+	}
+}

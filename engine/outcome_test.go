@@ -1,0 +1,96 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// countLLM counts the model stages it is asked for and answers "done".
+type countLLM struct{ calls atomic.Int32 }
+
+func (l *countLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
+	l.calls.Add(1)
+	req.Run.Response = "done"
+	return nil
+}
+
+// TestStepFailureSemantics checks each row of the failure table: what a
+// command's exit code and a step error make of a run, with and without a
+// model stage, required and allow_failure.
+func TestStepFailureSemantics(t *testing.T) {
+	exit := func(code int) engine.Step {
+		return funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
+			return &engine.StepResult{Output: "out", Fields: map[string]any{"exit_code": code}}, nil
+		})
+	}
+	broken := funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
+		return &engine.StepResult{}, errors.New("read_file: open notes.txt: no such file or directory")
+	})
+	tests := []struct {
+		name      string
+		model     bool // the hook has a model stage
+		step      engine.Step
+		required  bool
+		allow     bool
+		status    engine.Status
+		cause     engine.Cause
+		reason    string
+		modelCall bool
+		steps     int // results recorded (a failing step stops the rest)
+	}{
+		{"cron-exit-12", false, exit(12), false, false, engine.StatusFailed, engine.CauseStepFailed, "step_1 (cmd): exit code 12", false, 1},
+		{"cron-exit-0", false, exit(0), false, false, engine.StatusCompleted, "", "", false, 2},
+		{"cron-allowed", false, exit(12), false, true, engine.StatusCompleted, "", "", false, 2},
+		{"cron-error", false, broken, false, false, engine.StatusFailed, engine.CauseStepFailed,
+			"step_1 (cmd): read_file: open notes.txt: no such file or directory", false, 1},
+		{"cron-error-allowed", false, broken, false, true, engine.StatusCompleted, "", "", false, 2},
+		{"model-exit-12", true, exit(12), false, false, engine.StatusCompleted, "", "", true, 2},
+		{"model-exit-12-required", true, exit(12), true, false, engine.StatusFailed, engine.CauseStepFailed, "step_1 (cmd): exit code 12", false, 1},
+		{"model-error", true, broken, false, false, engine.StatusCompleted, "", "", true, 2},
+		{"model-error-required", true, broken, true, false, engine.StatusFailed, engine.CauseStepFailed,
+			"step_1 (cmd): read_file: open notes.txt: no such file or directory", false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := withSteps(newHook("h"), tt.step, exit(0))
+				h.Steps[0].Name, h.Steps[0].Required, h.Steps[0].AllowFailure = "cmd", tt.required, tt.allow
+				if tt.model {
+					h.SkipLLM, h.Prompt = false, "look at {{step_1}}"
+				}
+				llm := &countLLM{}
+				hs := newHarness(t, []*engine.Hook{h}, func(c *engine.Config) { c.LLM = llm })
+				defer hs.stop()
+				r := hs.mustFire("h")
+				if _, err := hs.eng.Wait(context.Background(), r.ID); err != nil {
+					t.Fatal(err)
+				}
+				hs.settle()
+				got := hs.run(r.ID)
+				if got.Status != tt.status || got.Cause != tt.cause || got.Reason != tt.reason || len(got.Steps) != tt.steps {
+					t.Errorf("run: %s cause %q reason %q steps %d; want %s %q %q %d",
+						got.Status, got.Cause, got.Reason, len(got.Steps), tt.status, tt.cause, tt.reason, tt.steps)
+				}
+				if called := llm.calls.Load() > 0; called != tt.modelCall {
+					t.Errorf("model called: %v, want %v", called, tt.modelCall)
+				}
+				final := engine.EventRunCompleted
+				if tt.status == engine.StatusFailed {
+					final = engine.EventRunFailed
+				}
+				evs := hs.eventsOf(final)
+				if len(evs) != 1 || evs[0].Data["run_id"] != r.ID {
+					t.Fatalf("%s events: %d, want 1 for run %s", final, len(evs), r.ID)
+				}
+				if c, _ := evs[0].Data["cause"].(string); engine.Cause(c) != tt.cause {
+					t.Errorf("%s event cause %q, want %q", final, c, tt.cause)
+				}
+			})
+		})
+	}
+}
