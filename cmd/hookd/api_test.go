@@ -331,9 +331,12 @@ func TestAPITCP(t *testing.T) {
 	if run.Status != engine.StatusCompleted || run.Steps[0].Output != "deployed tcp\n" {
 		t.Errorf("run: %+v", run)
 	}
-	if code, b := c.call("GET", "/metrics", nil); code != 200 || !strings.Contains(string(b), "hookd_runs_total") {
-		t.Errorf("metrics over TCP: %d", code)
-	}
+	// The run's counter follows its hook.run.completed event, which is
+	// dispatched just after the run is final.
+	waitFor(t, "metrics over TCP", func() bool {
+		code, b := c.call("GET", "/metrics", nil)
+		return code == 200 && strings.Contains(string(b), "hookd_runs_total")
+	}, d.log.String)
 	if strings.Contains(d.log.String(), testToken) {
 		t.Errorf("the token is in the log:\n%s", d.log)
 	}
