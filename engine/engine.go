@@ -35,6 +35,13 @@ type Config struct {
 	// point of a run (nil: an empty registry of the engine's own).
 	Lifecycle *Registry
 
+	// Guard, when set, is called by the loop at most once a Tick (on the
+	// wake-ups it has anyway). An error means the engine must not trigger
+	// anything more: it stops triggering at once, logs the error and
+	// reports it on Failed. The daemon checks there that its database and
+	// lock are still the files at their paths.
+	Guard func() error
+
 	// Manual makes an engine that only runs what is fired or emitted
 	// through it: no schedules, no catch-up, and queued runs are left for
 	// the daemon. `hookd fire` and `hookd emit` use it when no daemon runs.
@@ -107,6 +114,8 @@ type Engine struct {
 	startOnce sync.Once
 	stopOnce  sync.Once
 	stopping  chan struct{} // closed when shutdown begins: no new triggers
+	haltOnce  sync.Once
+	failed    chan error // Guard's error, once
 	loopDone  chan struct{}
 	cancel    context.CancelFunc
 	runs      sync.WaitGroup // run goroutines
@@ -149,6 +158,7 @@ func New(cfg Config, hooks []*Hook) (*Engine, error) {
 		msgs:     make(chan func(*state), 256),
 		hooks:    hooks,
 		stopping: make(chan struct{}),
+		failed:   make(chan error, 1),
 		loopDone: make(chan struct{}),
 		subs:     map[int]func(*Event){},
 
@@ -198,8 +208,8 @@ func (e *Engine) Shutdown(ctx context.Context) {
 	e.stopOnce.Do(func() {
 		// Close stopping on the loop, the only goroutine that starts runs,
 		// so no run starts after runs.Wait begins.
-		if e.cancel == nil || e.do(context.Background(), func(*state) { close(e.stopping) }) != nil {
-			close(e.stopping)
+		if e.cancel == nil || e.do(context.Background(), func(*state) { e.halt() }) != nil {
+			e.halt()
 		}
 		done := make(chan struct{})
 		go func() { e.runs.Wait(); close(done) }()
@@ -222,6 +232,13 @@ func (e *Engine) Shutdown(ctx context.Context) {
 		<-e.loopDone
 	}
 }
+
+// halt stops triggering: it closes stopping, once.
+func (e *Engine) halt() { e.haltOnce.Do(func() { close(e.stopping) }) }
+
+// Failed delivers the error of Config.Guard when it failed; the engine has
+// stopped triggering by then. The caller should Abort or Shutdown.
+func (e *Engine) Failed() <-chan error { return e.failed }
 
 // Abort cancels every run in flight at once (recorded cancelled, their
 // commands' process groups killed), for a forced stop. A Shutdown under

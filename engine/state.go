@@ -26,6 +26,8 @@ type state struct {
 	events  []*Event // engine events raised inside the loop, dispatched after the current message
 	match   []string // reused buffer for EventIndex.Match
 	lastNow time.Time
+
+	guardState // Config.Guard's bookkeeping (guard.go)
 }
 
 type queuedRun struct {
@@ -237,10 +239,11 @@ func (s *state) loop(ctx context.Context) {
 	}
 	for {
 		now := s.cfg.Clock.Now()
+		s.guard(now)
 		s.fireDue(now)
 		s.flushEvents()
 		wait := s.cfg.Tick
-		if len(s.due) > 0 {
+		if len(s.due) > 0 && !s.stopping() { // stopping: fireDue fires nothing, so do not spin on a due slot
 			if d := s.due[0].due.Sub(now); d < wait {
 				wait = max(d, 0)
 			}

@@ -23,9 +23,10 @@ var _ engine.Store = (*DB)(nil)
 // SQLITE_BUSY; reads use a separate pool (r) that WAL lets run alongside
 // the writer.
 type DB struct {
-	path string
-	w    *sql.DB
-	r    *sql.DB
+	path   string
+	opened os.FileInfo // the file Open opened, for Check
+	w      *sql.DB
+	r      *sql.DB
 
 	// Prepared on w; transactions reuse them through tx.StmtContext.
 	stmtInsertRun  *sql.Stmt
@@ -92,6 +93,11 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
 
+	if d.opened, err = os.Stat(abs); err != nil {
+		d.w.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+
 	d.r, err = sql.Open("sqlite3", dsn(abs, url.Values{
 		"_busy_timeout": {"5000"},
 		"_foreign_keys": {"on"},
@@ -145,6 +151,13 @@ func dsn(abs string, params url.Values) string {
 
 // Path returns the absolute path of the database file.
 func (d *DB) Path() string { return d.path }
+
+// Check reports whether Path still names the file this DB opened: a
+// removed or replaced database is a *GoneError. The daemon checks it (with
+// DaemonLock.Check) periodically.
+func (d *DB) Check() error {
+	return sameFile(d.path, "database", func() (os.FileInfo, error) { return d.opened, nil })
+}
 
 // Close closes the database. It is safe to call more than once; later
 // calls return the result of the first.

@@ -35,16 +35,31 @@ func (e *LockError) Unwrap() error { return engine.ErrLocked }
 // finalizer would release the lock behind its holder's back.
 var held sync.Map // *os.File -> struct{}
 
+// DaemonLock is the daemon's exclusive hold on a database; see Lock.
+type DaemonLock struct {
+	db   string   // the database path
+	path string   // the lock file's path
+	f    *os.File // the locked file
+
+	once sync.Once
+	err  error
+}
+
 // Lock takes the daemon's exclusive lock on the database at dbPath: a
 // non-blocking flock on dbPath+".lock", into which it writes the holder's
 // pid. When another process (or another Lock in this one) holds it, the
 // error is a *LockError wrapping engine.ErrLocked. The lock is released by
-// unlock, which is safe to call more than once, or when the process exits.
+// Unlock, which is safe to call more than once, or when the process exits.
 //
 // Lock is separate from Open: commands that only read open the database
 // while the daemon runs; only the daemon (and anything that must not run
 // beside it) takes the lock.
-func Lock(dbPath string) (unlock func() error, err error) {
+//
+// A flock holds an inode, not a path: if the state directory is removed
+// or the lock file replaced, a second daemon can lock a new file at the
+// same path. The holder must call Check (and DB.Check) periodically and
+// stop when they fail.
+func Lock(dbPath string) (*DaemonLock, error) {
 	path := dbPath + ".lock"
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("lock database %s: create directory: %w", dbPath, err)
@@ -66,21 +81,69 @@ func Lock(dbPath string) (unlock func() error, err error) {
 		return nil, fmt.Errorf("lock database %s: write pid to %s: %w", dbPath, path, err)
 	}
 	held.Store(f, struct{}{})
+	return &DaemonLock{db: dbPath, path: path, f: f}, nil
+}
 
-	var once sync.Once
-	return func() error {
-		var uerr error
-		once.Do(func() {
-			held.Delete(f)
-			// The file stays: removing it would let a process that opened
-			// the old file and one that creates a new one both "hold" it.
-			_ = f.Truncate(0)
-			if err := f.Close(); err != nil { // closing releases the flock
-				uerr = fmt.Errorf("unlock database %s: %w", dbPath, err)
-			}
-		})
-		return uerr
-	}, nil
+// Unlock releases the lock. It is safe to call more than once; later
+// calls return the result of the first.
+func (l *DaemonLock) Unlock() error {
+	l.once.Do(func() {
+		held.Delete(l.f)
+		// The file stays: removing it would let a process that opened
+		// the old file and one that creates a new one both "hold" it.
+		_ = l.f.Truncate(0)
+		if err := l.f.Close(); err != nil { // closing releases the flock
+			l.err = fmt.Errorf("unlock database %s: %w", l.db, err)
+		}
+	})
+	return l.err
+}
+
+// Check reports whether the lock still guards its path: the file at
+// dbPath+".lock" must be the very file this lock holds. A removed or
+// replaced lock file is a *GoneError: another daemon may now lock the
+// new file. Check costs two stat calls.
+func (l *DaemonLock) Check() error {
+	return sameFile(l.path, "lock file", l.f.Stat)
+}
+
+// GoneError says that a file the daemon relies on (its database or its
+// lock file) was removed or replaced while the daemon ran: a second daemon
+// could start on a fresh database at the same path and run the same hooks,
+// and what this one writes nobody would see.
+type GoneError struct {
+	Path string // the file's path
+	What string // "database" or "lock file"
+	Err  error  // the stat error when the path is gone, nil when replaced
+}
+
+func (e *GoneError) Error() string {
+	how := "was replaced by another file"
+	if e.Err != nil {
+		how = "was removed"
+	}
+	return fmt.Sprintf("the %s %s %s while hookd ran (was the state directory deleted?): "+
+		"another hookd could run the same hooks on a new database, and what this one records nobody would see",
+		e.What, e.Path, how)
+}
+
+func (e *GoneError) Unwrap() error { return e.Err }
+
+// sameFile checks that path still names the file held (described by
+// stat), returning a *GoneError when it does not.
+func sameFile(path, what string, stat func() (os.FileInfo, error)) error {
+	mine, err := stat()
+	if err != nil {
+		return fmt.Errorf("check %s %s: %w", what, path, err)
+	}
+	now, err := os.Stat(path)
+	if err != nil {
+		return &GoneError{Path: path, What: what, Err: err}
+	}
+	if !os.SameFile(mine, now) {
+		return &GoneError{Path: path, What: what}
+	}
+	return nil
 }
 
 func writePID(f *os.File) error {

@@ -15,7 +15,7 @@ import (
 
 func TestLockInProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state", "hookd.db")
-	unlock, err := Lock(path)
+	lock, err := Lock(path)
 	mustRun(t, err)
 
 	// A second open file description cannot take the flock.
@@ -37,13 +37,13 @@ func TestLockInProcess(t *testing.T) {
 	mustRun(t, err)
 	mustRun(t, d.Close())
 
-	mustRun(t, unlock())
-	mustRun(t, unlock()) // safe twice
-	unlock2, err := Lock(path)
+	mustRun(t, lock.Unlock())
+	mustRun(t, lock.Unlock()) // safe twice
+	lock2, err := Lock(path)
 	if err != nil {
 		t.Fatalf("Lock after unlock: %v", err)
 	}
-	mustRun(t, unlock2())
+	mustRun(t, lock2.Unlock())
 }
 
 // TestLockHelperProcess is not a test: TestLockSubprocess runs the test
@@ -93,9 +93,62 @@ func TestLockSubprocess(t *testing.T) {
 
 	stdin.Close()
 	mustRun(t, cmd.Wait())
-	unlock, err := Lock(path)
+	lock, err := Lock(path)
 	if err != nil {
 		t.Fatalf("Lock after the holder exited: %v", err)
 	}
-	mustRun(t, unlock())
+	mustRun(t, lock.Unlock())
+}
+
+// TestLockFollowsFile: the lock and the database guard their paths only
+// while the paths name the files held. Removing the state directory (what
+// let a second daemon start beside a running one) or replacing either
+// file makes Check fail with a GoneError; an untouched state passes.
+func TestLockFollowsFile(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, dir, db string)
+		what   string
+	}{
+		{"state directory removed", func(t *testing.T, dir, db string) { mustRun(t, os.RemoveAll(dir)) }, "lock file"},
+		{"database removed", func(t *testing.T, dir, db string) { mustRun(t, os.Remove(db)) }, "database"},
+		{"database replaced", func(t *testing.T, dir, db string) {
+			mustRun(t, os.Rename(db, db+".old"))
+			mustRun(t, os.WriteFile(db, nil, 0o600))
+		}, "database"},
+		{"lock file replaced", func(t *testing.T, dir, db string) {
+			mustRun(t, os.Remove(db+".lock"))
+			mustRun(t, os.WriteFile(db+".lock", nil, 0o600))
+		}, "lock file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state")
+			path := filepath.Join(dir, "hookd.db")
+			lock, err := Lock(path)
+			mustRun(t, err)
+			defer lock.Unlock()
+			d, err := Open(path)
+			mustRun(t, err)
+			defer d.Close()
+			mustRun(t, lock.Check())
+			mustRun(t, d.Check())
+
+			tc.change(t, dir, path)
+			err = errors.Join(lock.Check(), d.Check())
+			var gone *GoneError
+			if !errors.As(err, &gone) || gone.What != tc.what {
+				t.Fatalf("Check after the change: %v, want a GoneError of the %s", err, tc.what)
+			}
+			if !strings.Contains(err.Error(), "another hookd could run the same hooks") {
+				t.Errorf("error does not say why it matters: %v", err)
+			}
+			// A second daemon can now take a lock at the same path: that
+			// is why the first must stop.
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				second, err := Lock(path)
+				mustRun(t, err)
+				mustRun(t, second.Unlock())
+			}
+		})
+	}
 }

@@ -400,11 +400,11 @@ func setPaused(c *cli, args []string, paused bool) int {
 	if !found {
 		return c.errorf("no hook named %q", name)
 	}
-	unlock, err := store.Lock(d.DB)
+	lock, err := store.Lock(d.DB)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	defer unlock()
+	defer lock.Unlock()
 	db, err := store.Open(d.DB)
 	if err != nil {
 		return c.errorf("%v", err)

@@ -123,7 +123,12 @@ func cmdServe(c *cli, args []string) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	sig := <-sigs
+	var sig os.Signal
+	select {
+	case sig = <-sigs:
+	case err := <-l.eng.Failed():
+		abandon(l, log, err)
+	}
 	log.Info("stopping: no new runs; waiting for runs in flight (signal again to force)", "signal", sig.String(), "grace", d.Grace)
 	go rl.stop() // no more reloads or file-change fires (not in the way of the engine's stop)
 	api.close()  // end the live streams
@@ -148,4 +153,30 @@ func cmdServe(c *cli, args []string) int {
 		os.Exit(exitError)
 	}
 	return exitOK
+}
+
+// abandon ends a daemon whose database or lock file was removed or
+// replaced under it (the engine's Guard failed, and it has stopped
+// triggering): it cancels the runs in flight, whose process groups are
+// killed, and exits non-zero at once. It closes nothing by path: the
+// socket, the WAL and the lock file at those paths may by now belong to
+// another hookd, and closing the last connection to the old database
+// would delete the WAL file at its path.
+func abandon(l *local, log *slog.Logger, err error) {
+	log.Error("hookd exits: cancelling the runs in flight; start hookd again to run on the database now at its path",
+		"err", err)
+	l.eng.Abort()
+	done := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		l.eng.Shutdown(ctx)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		log.Warn("runs still in flight are abandoned")
+	}
+	os.Exit(exitError)
 }

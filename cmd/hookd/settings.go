@@ -81,13 +81,13 @@ func (c *cli) loadAll(d *config.Daemon) ([]*engine.Hook, []*config.Handler, []er
 
 // local is an engine on this process, holding the database lock.
 type local struct {
-	db     *store.DB
-	eng    *engine.Engine
-	hooks  []*engine.Hook
-	feed   *eventFeed    // told whenever events are stored
-	hs     *handlers.Set // the command handlers of hooks.d
-	model  *model        // the LLM client and MCP servers
-	unlock func() error
+	db    *store.DB
+	eng   *engine.Engine
+	hooks []*engine.Hook
+	feed  *eventFeed    // told whenever events are stored
+	hs    *handlers.Set // the command handlers of hooks.d
+	model *model        // the LLM client and MCP servers
+	lock  *store.DaemonLock
 }
 
 // openLocal takes the database lock, opens the store, loads the hooks and
@@ -108,11 +108,11 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 // newLocal is openLocal without starting the engine, so that observers
 // can subscribe before the first event.
 func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
-	unlock, err := store.Lock(d.DB)
+	lock, err := store.Lock(d.DB)
 	if err != nil {
 		return nil, err
 	}
-	l := &local{unlock: unlock, feed: newEventFeed()}
+	l := &local{lock: lock, feed: newEventFeed()}
 	if l.db, err = store.Open(d.DB); err != nil {
 		l.close()
 		return nil, err
@@ -153,12 +153,22 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		DefaultTimeout: d.DefaultTimeout,
 		MaxCatchup:     d.MaxCatchup,
 		Manual:         manual,
+		Guard:          l.guard,
 	}, hooks)
 	if err != nil {
 		l.close()
 		return nil, err
 	}
 	return l, nil
+}
+
+// guard is the engine's Guard: the lock and the database must still be
+// the files at their paths (see store.DaemonLock.Check).
+func (l *local) guard() error {
+	if err := l.lock.Check(); err != nil {
+		return err
+	}
+	return l.db.Check()
 }
 
 func (l *local) close() {
@@ -169,8 +179,8 @@ func (l *local) close() {
 	if l.db != nil {
 		l.db.Close()
 	}
-	if l.unlock != nil {
-		l.unlock()
+	if l.lock != nil {
+		l.lock.Unlock()
 	}
 }
 
