@@ -16,6 +16,7 @@ import (
 // Daemon is the daemon's settings, from hookd.yaml.
 type Daemon struct {
 	File           string                // the settings file read, "" when none was
+	SettingsPath   string                // the settings file looked for, absolute, whether or not it exists
 	HooksDir       string                // hooks_dir: absolute
 	DB             string                // db: absolute path of the SQLite file
 	MaxConcurrent  int                   // max_concurrent: runs at once, >= 1
@@ -91,6 +92,7 @@ func LoadDaemon(r io.Reader, file string) (*Daemon, error) {
 	}
 	d := defaultDaemon(dir)
 	d.File = file
+	d.SettingsPath = filepath.Join(dir, filepath.Base(file))
 	s := newState(file)
 	top := s.parseDoc(data, true)
 	if top != nil {
@@ -111,7 +113,9 @@ func LoadDaemonFile(path string) (*Daemon, error) {
 		if err != nil {
 			return nil, &Error{File: path, Msg: err.Error(), Err: err}
 		}
-		return defaultDaemon(dir), nil
+		d := defaultDaemon(dir)
+		d.SettingsPath = filepath.Join(dir, filepath.Base(path))
+		return d, nil
 	}
 	if err != nil {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("read: %s", err), Err: err}

@@ -18,7 +18,7 @@ func TestLoadDaemonDefaults(t *testing.T) {
 			t.Fatalf("%q: %v", src, err)
 		}
 		want := &Daemon{
-			File: "/etc/hookd/hookd.yaml", HooksDir: "/etc/hookd/hooks.d", DB: "/etc/hookd/.hookd/hookd.db",
+			File: "/etc/hookd/hookd.yaml", SettingsPath: "/etc/hookd/hookd.yaml", HooksDir: "/etc/hookd/hooks.d", DB: "/etc/hookd/.hookd/hookd.db",
 			MaxConcurrent: 4, Tick: time.Second, QueueSize: 100, Grace: 30 * time.Second,
 			DefaultTimeout: 30 * time.Minute, MaxCatchup: 10, LogFormat: "text",
 			TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute, PromptValueMax: 16 << 10,
@@ -53,7 +53,7 @@ llm:
 		t.Fatal(err)
 	}
 	want := &Daemon{
-		File: "/srv/hookd.yaml", HooksDir: "/srv/hooks", DB: "/var/lib/hookd/state.db",
+		File: "/srv/hookd.yaml", SettingsPath: "/srv/hookd.yaml", HooksDir: "/srv/hooks", DB: "/var/lib/hookd/state.db",
 		MaxConcurrent: 2, Tick: 250 * time.Millisecond, QueueSize: 5, Grace: 0,
 		DefaultTimeout: time.Hour, MaxCatchup: 1, LogFormat: "json", Listen: "127.0.0.1:8787",
 		TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute, PromptValueMax: 4096,
@@ -106,14 +106,16 @@ func TestLoadDaemonFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.File != "" || d.HooksDir != filepath.Join(dir, "hooks.d") || d.MaxConcurrent != 4 {
+	// SettingsPath names the file even when it does not exist, so that
+	// no tool may create it.
+	if d.File != "" || d.SettingsPath != path || d.HooksDir != filepath.Join(dir, "hooks.d") || d.MaxConcurrent != 4 {
 		t.Errorf("missing file: %+v", d)
 	}
 	if err := os.WriteFile(path, []byte("max_concurrent: 9\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d, err = LoadDaemonFile(path)
-	if err != nil || d.MaxConcurrent != 9 || d.File != path || d.DB != filepath.Join(dir, ".hookd", "hookd.db") {
+	if err != nil || d.MaxConcurrent != 9 || d.File != path || d.SettingsPath != path || d.DB != filepath.Join(dir, ".hookd", "hookd.db") {
 		t.Errorf("file: %+v %v", d, err)
 	}
 	if _, err := LoadDaemonFile(dir); err == nil {

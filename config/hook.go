@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path"
 	"path/filepath"
 
 	"github.com/hookd/hookd/engine"
@@ -28,7 +29,7 @@ type Options struct {
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap",
 		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
-		"tools", "plugins", "skip_llm", "notify"}
+		"tools", "plugins", "skip_llm", "notify", "write_roots"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
 		"prompt_template":    "prompt",
@@ -112,6 +113,7 @@ func parseHook(data []byte, file string, opts Options) (*engine.Hook, int, Error
 	s.envNames(f, "secrets", &h.Secrets)
 	s.envNames(f, "env_passthrough", &h.EnvPassthrough)
 	s.names(f, "tools", &h.Tools)
+	s.writeRoots(f, h)
 	if s.names(f, "plugins", &h.Plugins) {
 		h.PluginsSet = true
 		if h.Plugins == nil {
@@ -154,6 +156,43 @@ func (s *state) workdir(f *fields, root string) string {
 		return filepath.Clean(dir)
 	}
 	return filepath.Join(root, dir)
+}
+
+// writeRoots decodes write_roots: the directories, relative to the
+// workdir, where the write_file tool may write ("." is the whole
+// workdir). A hook whose tools grant write_file must say where, if only
+// write_roots: [] for nowhere.
+func (s *state) writeRoots(f *fields, h *engine.Hook) {
+	n, given := f.decode("write_roots", &h.WriteRoots)
+	if !given {
+		if f.get("write_roots") != nil {
+			return // a decode error was reported
+		}
+		tools := f.get("tools")
+		for i, t := range h.Tools {
+			if ok, _ := path.Match(t, "write_file"); ok && tools != nil && i < len(tools.Content) {
+				s.errorf(tools.Content[i], index("tools", i), "%q grants write_file, which needs write_roots: the directories, "+
+					"relative to the workdir, where the model may write (e.g. write_roots: [out]; [] for nowhere)", t)
+			}
+		}
+		return
+	}
+	if h.WriteRoots == nil {
+		h.WriteRoots = []string{}
+	}
+	for i, r := range h.WriteRoots {
+		at := index("write_roots", i)
+		switch {
+		case r == "":
+			s.errorf(n.Content[i], at, "must not be empty (use . for the whole workdir)")
+		case filepath.IsAbs(r):
+			s.errorf(n.Content[i], at, "must be relative to the hook's workdir (got %q)", r)
+		case !filepath.IsLocal(filepath.Clean(r)):
+			s.errorf(n.Content[i], at, "%q leaves the hook's workdir", r)
+		default:
+			h.WriteRoots[i] = filepath.Clean(r)
+		}
+	}
 }
 
 // env decodes a map of environment variables. Values may be any scalar,

@@ -184,6 +184,9 @@ func dump(t *testing.T, h *engine.Hook) string {
 	if h.EnvPassthrough != nil {
 		view["EnvPassthrough"] = h.EnvPassthrough
 	}
+	if h.WriteRoots != nil {
+		view["WriteRoots"] = h.WriteRoots
+	}
 	b, err := json.MarshalIndent(view, "", "  ")
 	if err != nil {
 		t.Fatal(err)

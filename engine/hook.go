@@ -64,6 +64,10 @@ type Hook struct {
 	// hook's child processes inherit (see ChildEnv); they are not redacted.
 	EnvPassthrough []string
 
+	// WriteRoots lists the directories, relative to Workdir, in which the
+	// write_file tool may write; none means nowhere.
+	WriteRoots []string
+
 	// Notify lists the webhooks told about this hook's runs. When NotifySet
 	// is false the daemon-wide notify: list applies; when it is true this
 	// list replaces it (an empty list silences the hook).

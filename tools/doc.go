@@ -4,8 +4,8 @@
 //
 //	read_file    read a file inside the hook's workdir
 //	list_files   list a directory inside the workdir
-//	write_file   create, replace or append to a file inside the workdir
-//	             (never inside the hooks directory or another protected path)
+//	write_file   create, replace or append to a file in the hook's
+//	             write_roots (never hookd's own paths or tool configuration)
 //	run_command  run a program (argv, no shell) in the workdir, with a
 //	             timeout and an output cap
 //	http_get     fetch a public http(s) URL (private, loopback and cloud
@@ -15,6 +15,9 @@
 //	list_runs    list recent runs
 //	get_run      read one run record
 //
-// No tool can create or edit hooks. File tools resolve paths with
-// steps.Roots, so ".." and symbolic links cannot lead outside the workdir.
+// No tool can create or edit hooks. read_file and list_files resolve
+// paths with steps.Roots, so ".." and symbolic links cannot lead outside
+// the workdir. write_file opens every directory through one os.Root at the
+// workdir without following a symbolic link, and asks one writeGuard
+// (protect.go) whether a path may be written.
 package tools

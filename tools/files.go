@@ -3,6 +3,8 @@ package tools
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/hookd/hookd/engine"
@@ -24,6 +27,7 @@ const (
 	listDefault  = 500     // entries list_files returns unless asked
 	listMax      = 2000    // entries list_files returns at most
 	writeMax     = 1 << 20 // bytes write_file writes at most
+	appendMax    = 8 << 20 // bytes of an existing file write_file appends to at most
 	binarySample = 8 << 10 // bytes checked for NUL to call a file binary
 )
 
@@ -48,8 +52,9 @@ func init() {
 		},"additionalProperties":false}`,
 		listFiles)
 	register("write_file",
-		"Create or replace a text file inside the hook's working directory (or append to it). "+
-			"Files in the hooks directory and hookd's own state cannot be written.",
+		"Create or replace a text file inside the hook's working directory (or append to it), "+
+			"in the directories the hook allows (its write_roots). Paths through symbolic links, files with "+
+			"more than one hard link, hookd's own files and tool configuration (.git/, .ssh/, .bashrc, .env...) are refused.",
 		`{"type":"object","properties":{
 			"path":{"type":"string","description":"file path, relative to the working directory"},
 			"content":{"type":"string"},
@@ -234,6 +239,11 @@ type writeArgs struct {
 	CreateDirs bool   `json:"create_dirs"`
 }
 
+// writeFile writes through one os.Root at the real workdir, opening one
+// component at a time and following no symbolic link, so nothing swapped
+// in during the call leads elsewhere; it refuses a file with more than one
+// link, and replaces the file by renaming a temporary file made in the
+// same directory, so nothing is ever written into an existing file.
 func writeFile(_ context.Context, env *engine.ToolEnv, a *writeArgs) (string, error) {
 	if len(a.Content) > writeMax {
 		return "", fmt.Errorf("content is %d bytes; write_file writes at most %d", len(a.Content), writeMax)
@@ -242,107 +252,255 @@ func writeFile(_ context.Context, env *engine.ToolEnv, a *writeArgs) (string, er
 	if err != nil {
 		return "", err
 	}
-	real, err := r.ResolveNew(a.Path)
-	if err != nil && a.CreateDirs && errors.Is(err, fs.ErrNotExist) {
-		if err = mkdirs(r, filepath.Dir(a.Path), func(real string) error { return checkProtected(env, real) }); err == nil {
-			real, err = r.ResolveNew(a.Path)
-		}
-	}
+	rel, err := writePath(env.Workdir, r.Workdir(), a.Path)
 	if err != nil {
 		return "", err
 	}
-	if err := checkProtected(env, real); err != nil {
+	g := newWriteGuard(env, r.Workdir())
+	if err := g.check(rel); err != nil {
 		return "", err
 	}
-	parent, name := filepath.Dir(real), filepath.Base(real)
-	root, err := os.OpenRoot(parent)
+	root, err := os.OpenRoot(r.Workdir())
 	if err != nil {
-		return "", fmt.Errorf("open %s: %w", a.Path, err)
+		return "", fmt.Errorf("open workdir: %w", err)
 	}
 	defer root.Close()
-	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s exists and is not a regular file", a.Path)
-	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if a.Append {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	}
-	f, err := root.OpenFile(name, flags, 0o644)
+	dir, err := openDirs(root, g, rel, a.CreateDirs)
 	if err != nil {
-		return "", fmt.Errorf("open %s: %w", a.Path, err)
+		return "", err
 	}
-	if _, err := io.WriteString(f, a.Content); err != nil {
-		f.Close()
-		return "", fmt.Errorf("write %s: %w", a.Path, err)
+	defer dir.Close()
+	name := filepath.Base(rel)
+	var (
+		prefix []byte
+		keep   fs.FileMode // the permissions of the file replaced
+	)
+	fi, err := dir.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", fmt.Errorf("stat %s: %w", rel, err)
+	default:
+		if err := checkTarget(g, rel, fi); err != nil {
+			return "", err
+		}
+		keep = fi.Mode().Perm()
+		if a.Append {
+			if prefix, err = readExisting(dir, name, rel, fi); err != nil {
+				return "", err
+			}
+		}
 	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("write %s: %w", a.Path, err)
+	if err := replaceFile(dir, name, keep, prefix, a.Content); err != nil {
+		return "", fmt.Errorf("write %s: %w", rel, err)
 	}
 	verb := "wrote"
 	if a.Append {
 		verb = "appended"
 	}
-	return fmt.Sprintf("%s %d bytes to %s", verb, len(a.Content), r.Rel(real)), nil
+	return fmt.Sprintf("%s %d bytes to %s", verb, len(a.Content), filepath.ToSlash(rel)), nil
 }
 
-// mkdirs creates dir (relative to the workdir or absolute) and its missing
-// parents, after checking that the deepest existing one is inside the
-// workdir and that check accepts the real path of dir.
-func mkdirs(r *steps.Roots, dir string, check func(real string) error) error {
-	var missing []string
-	cur := dir
-	for {
-		real, err := r.Resolve(cur)
-		if err == nil {
-			target := real
-			for i := len(missing) - 1; i >= 0; i-- {
-				target = filepath.Join(target, missing[i])
+// writePath makes p, as the model gave it, a clean path relative to the
+// workdir: relative, or absolute inside the workdir as configured or as
+// resolved, and never the workdir itself or above it.
+func writePath(given, real, p string) (string, error) {
+	if p == "" {
+		return "", errors.New("empty path")
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("%q: path contains a NUL byte", p)
+	}
+	rel := filepath.Clean(p)
+	if filepath.IsAbs(rel) {
+		found := false
+		for _, base := range []string{given, real} {
+			if r, err := filepath.Rel(base, rel); err == nil && filepath.IsLocal(r) {
+				rel, found = r, true
+				break
 			}
-			if err := check(target); err != nil {
+		}
+		if !found {
+			return "", fmt.Errorf("%q is outside the hook's workdir", p)
+		}
+	}
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("%q leaves the hook's workdir", p)
+	}
+	return rel, nil
+}
+
+// openDirs opens the directory that holds rel, one component at a time
+// below root. A component that is a symbolic link, or that changed
+// between its check and its opening, is refused; so is one that is a
+// protected directory under another name. With create, missing
+// directories in the hook's write_roots, or on the way to one, are made.
+func openDirs(root *os.Root, g *writeGuard, rel string, create bool) (*os.Root, error) {
+	cur, err := root.OpenRoot(".")
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := cur.Stat("."); err != nil {
+		cur.Close()
+		return nil, err
+	} else if err := g.checkSame(".", fi); err != nil {
+		cur.Close()
+		return nil, err
+	}
+	parent := filepath.Dir(rel)
+	if parent == "." {
+		return cur, nil
+	}
+	sofar := ""
+	for _, part := range strings.Split(parent, string(filepath.Separator)) {
+		sofar = filepath.Join(sofar, part)
+		next, err := openDir(cur, g, part, sofar, create)
+		cur.Close()
+		if err != nil {
+			return nil, err
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+func openDir(cur *os.Root, g *writeGuard, part, rel string, create bool) (*os.Root, error) {
+	fi, err := cur.Lstat(part)
+	if errors.Is(err, fs.ErrNotExist) {
+		if !create {
+			return nil, fmt.Errorf("directory %s does not exist (pass create_dirs)", rel)
+		}
+		if err := g.checkMkdir(rel); err != nil {
+			return nil, fmt.Errorf("create %s: %w", rel, err)
+		}
+		if err := cur.Mkdir(part, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create %s: %w", rel, err)
+		}
+		fi, err = cur.Lstat(part)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("refused: %s is a symbolic link; write_file does not follow links", rel)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", rel)
+	}
+	next, err := cur.OpenRoot(part)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", rel, err)
+	}
+	opened, err := next.Stat(".")
+	if err == nil && !os.SameFile(fi, opened) {
+		err = fmt.Errorf("refused: %s changed while it was opened", rel)
+	}
+	if err == nil {
+		err = g.checkSame(rel, opened)
+	}
+	if err != nil {
+		next.Close()
+		return nil, err
+	}
+	return next, nil
+}
+
+// checkTarget refuses to replace anything but a regular file with one
+// link that is not a protected file under another name.
+func checkTarget(g *writeGuard, rel string, fi fs.FileInfo) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("refused: %s is a symbolic link; write_file does not follow links", rel)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s exists and is not a regular file", rel)
+	case links(fi) > 1:
+		return fmt.Errorf("refused: %s has %d hard links; write_file writes only files with one", rel, links(fi))
+	}
+	return g.checkSame(rel, fi)
+}
+
+// links returns the number of hard links of a file.
+func links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
+// readExisting reads the file an append extends: the one checked, with
+// one link, and not larger than appendMax.
+func readExisting(dir *os.Root, name, rel string, checked fs.FileInfo) ([]byte, error) {
+	if checked.Size() > appendMax {
+		return nil, fmt.Errorf("%s is %d bytes; write_file appends only to files up to %d", rel, checked.Size(), appendMax)
+	}
+	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", rel, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if !os.SameFile(fi, checked) || links(fi) > 1 {
+		return nil, fmt.Errorf("refused: %s changed while it was opened", rel)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, appendMax+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if len(b) > appendMax {
+		return nil, fmt.Errorf("%s grew past %d bytes; write_file appends only to files up to that", rel, appendMax)
+	}
+	return b, nil
+}
+
+// replaceFile writes prefix and content to a new temporary file in dir
+// and renames it to name, replacing what was there. A new file gets
+// 0644 less the umask; a replaced one keeps its permissions (keep).
+func replaceFile(dir *os.Root, name string, keep fs.FileMode, prefix []byte, content string) error {
+	var (
+		tmp string
+		f   *os.File
+		err error
+	)
+	for range 10 {
+		var rnd [8]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return err
+		}
+		tmp = ".hookd-write-" + hex.EncodeToString(rnd[:]) + ".tmp"
+		f, err = dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	err = func() error {
+		defer f.Close()
+		if _, err := f.Write(prefix); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(f, content); err != nil {
+			return err
+		}
+		if keep != 0 {
+			if err := f.Chmod(keep); err != nil {
 				return err
 			}
-			for i := len(missing) - 1; i >= 0; i-- {
-				real = filepath.Join(real, missing[i])
-				if err := os.Mkdir(real, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-					return err
-				}
-			}
-			return nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		if err := f.Sync(); err != nil {
 			return err
 		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return err
-		}
-		missing = append(missing, filepath.Base(cur))
-		cur = parent
+		return f.Close()
+	}()
+	if err == nil {
+		err = dir.Rename(tmp, name)
 	}
-}
-
-// checkProtected refuses a real path inside the hooks directory or
-// another protected path: no tool may create or edit hooks, hookd's
-// settings or its database.
-func checkProtected(env *engine.ToolEnv, real string) error {
-	paths := env.Protected
-	if env.HooksDir != "" {
-		paths = append([]string{env.HooksDir}, paths...)
+	if err != nil {
+		dir.Remove(tmp)
 	}
-	for _, p := range paths {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			continue
-		}
-		if rp, err := filepath.EvalSymlinks(abs); err == nil {
-			abs = rp
-		}
-		if rel, err := filepath.Rel(abs, real); err == nil && (rel == "." || filepath.IsLocal(rel)) {
-			if p == env.HooksDir {
-				return fmt.Errorf("refused: %s is inside the hooks directory; tools cannot create or edit hooks", real)
-			}
-			return fmt.Errorf("refused: %s is hookd's own (%s); tools cannot change it", real, p)
-		}
-	}
-	return nil
+	return err
 }

@@ -153,6 +153,7 @@ func TestListFiles(t *testing.T) {
 
 func TestWriteFile(t *testing.T) {
 	env, base := project(t)
+	env.Hook.WriteRoots = []string{"."}
 	work := env.Workdir
 	if got := mustCall(t, env, "write_file", `{"path":"out/report.md","content":"one\n","create_dirs":true}`); got != "wrote 4 bytes to out/report.md" {
 		t.Errorf("got %q", got)
@@ -161,19 +162,28 @@ func TestWriteFile(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(work, "out/report.md")); string(b) != "one\ntwo\n" {
 		t.Errorf("file holds %q", b)
 	}
+	if err := os.Chmod(filepath.Join(work, "README.md"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	mustCall(t, env, "write_file", `{"path":"README.md","content":"new"}`)
 	if b, _ := os.ReadFile(filepath.Join(work, "README.md")); string(b) != "new" {
 		t.Errorf("README holds %q", b)
 	}
+	if fi, err := os.Stat(filepath.Join(work, "README.md")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("README lost its permissions: %v %v", fi.Mode(), err)
+	}
+	mustCall(t, env, "write_file", `{"path":"`+work+`/docs/abs.md","content":"abs"}`)
 	wantErr(t, env, "write_file", `{"path":"hooks.d/evil.yaml","content":"x"}`, "tools cannot create or edit hooks")
 	wantErr(t, env, "write_file", `{"path":"hooks.d/x.yaml","content":"x"}`, "tools cannot create or edit hooks")
-	wantErr(t, env, "write_file", `{"path":"hooks-link/evil.yaml","content":"x"}`, "tools cannot create or edit hooks")
+	wantErr(t, env, "write_file", `{"path":"hooks-link/evil.yaml","content":"x"}`, "is a symbolic link")
 	wantErr(t, env, "write_file", `{"path":"hooks.d/new/evil.yaml","content":"x","create_dirs":true}`, "tools cannot create or edit hooks")
 	wantErr(t, env, "write_file", `{"path":"hookd.yaml","content":"x"}`, "tools cannot change it")
 	wantErr(t, env, "write_file", `{"path":"../outside/x","content":"x"}`, "leaves the hook's workdir")
-	wantErr(t, env, "write_file", `{"path":"escape","content":"x"}`, "outside the hook's workdir")
-	wantErr(t, env, "write_file", `{"path":"missing/x","content":"x"}`, "no such file")
+	wantErr(t, env, "write_file", `{"path":"/etc/x","content":"x"}`, "outside the hook's workdir")
+	wantErr(t, env, "write_file", `{"path":"escape","content":"x"}`, "is a symbolic link")
+	wantErr(t, env, "write_file", `{"path":"missing/x","content":"x"}`, "does not exist (pass create_dirs)")
 	wantErr(t, env, "write_file", `{"path":"docs","content":"x"}`, "not a regular file")
+	wantErr(t, env, "write_file", `{"path":"README.md/x","content":"x"}`, "not a directory")
 	if _, err := os.Stat(filepath.Join(work, "hooks.d/evil.yaml")); err == nil {
 		t.Error("a hook file was created")
 	}
@@ -183,6 +193,7 @@ func TestWriteFile(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(base, "outside/secret.txt")); string(b) != "top secret\n" {
 		t.Errorf("outside file changed: %q", b)
 	}
+	noTempFiles(t, work)
 }
 
 func TestRunCommand(t *testing.T) {

@@ -31,11 +31,7 @@ type model struct {
 // newModel builds the model stage from the settings. MCP servers start
 // only when a run needs them.
 func newModel(d *config.Daemon, log *slog.Logger) *model {
-	m := &model{hooksDir: absPath(d.HooksDir)}
-	if d.File != "" {
-		m.protected = append(m.protected, absPath(d.File))
-	}
-	m.protected = append(m.protected, absPath(filepath.Dir(d.DB)))
+	m := &model{hooksDir: absPath(d.HooksDir), protected: protectedPaths(d)}
 	opts := llm.Options{Defaults: d.LLM, Logger: log}
 	if len(d.MCPServers) > 0 {
 		mgr, err := mcp.NewManager(mcpConfigs(d), mcp.Options{Logger: log})
@@ -47,6 +43,22 @@ func newModel(d *config.Daemon, log *slog.Logger) *model {
 	}
 	m.llm = llm.New(opts)
 	return m
+}
+
+// protectedPaths lists hookd's own paths, which no tool may write: the
+// settings file whether or not one was read (a model must not create
+// one), the file read if it has another name, the token file and the
+// state directory (the database, its lock and socket: with db: hookd.db
+// that is the directory of hookd.yaml). The hooks directory is passed on
+// its own.
+func protectedPaths(d *config.Daemon) []string {
+	var out []string
+	for _, p := range []string{d.SettingsPath, d.File, d.TokenFile, filepath.Dir(d.DB)} {
+		if p != "" {
+			out = append(out, absPath(p))
+		}
+	}
+	return out
 }
 
 // close stops the MCP servers that were started.

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/llm/llmtest"
+)
+
+// TestHostileModelCannotTakeOverHookd performs the takeover of issue 10
+// against the real binary, with no hookd.yaml present and a scripted
+// hostile model: it writes a hooks directory of its own, a hookd.yaml
+// pointing hookd at it, an fsmonitor into .git/config, a hook into
+// hooks.d and a file into the state directory. One hook may write only
+// in out/; the other, which may write in the whole workdir, tries all
+// but the first. Every attack is refused and
+// nothing is written; the one legitimate write lands; hookd, started
+// again, still reads only its own hooks.
+func TestHostileModelCannotTakeOverHookd(t *testing.T) {
+	attack := func(prefix string) llmtest.Reply {
+		call := func(id, args string) llmtest.ToolCall {
+			return llmtest.ToolCall{ID: prefix + "_" + id, Name: "write_file", Args: args}
+		}
+		calls := []llmtest.ToolCall{
+			call("settings", `{"path":"hookd.yaml","content":"hooks_dir: evil.d\n"}`),
+			call("fsmonitor", `{"path":".git/config","content":"[core]\n\tfsmonitor = \"touch pwned\"\n","append":true}`),
+			call("hook", `{"path":"hooks.d/pwn.yaml","content":"prompt: pwned\n"}`),
+			call("state", `{"path":".hookd/pwn","content":"x"}`),
+			call("legit", `{"path":"out/`+prefix+`.md","content":"fine\n","create_dirs":true}`),
+		}
+		if prefix == "narrow" {
+			// Outside its write_roots; the wide hook may write it, and
+			// it does no harm while hookd.yaml cannot point at it.
+			calls = append(calls, call("pwn", `{"path":"evil.d/pwn.yaml","content":"prompt: pwned\ntools: [run_command]\n","create_dirs":true}`))
+		}
+		return llmtest.Calls(calls...)
+	}
+	model := llmtest.New(attack("narrow"), llmtest.Answer("done"), attack("wide"), llmtest.Answer("done"))
+	defer model.Close()
+	hook := func(roots string) string {
+		return "llm: {model: m, base_url: " + model.BaseURL() + "}\nprompt: tidy up\ntools: [write_file]\nwrite_roots: " + roots + "\n"
+	}
+	e := newEnv(t, "", map[string]string{"narrow.yaml": hook("[out]"), "wide.yaml": hook("[.]")})
+	if err := os.MkdirAll(e.path(".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.write(".git/config", "[core]\n\tbare = false\n")
+	hooksBefore := e.must(0, "validate").stdout
+
+	for _, name := range []string{"narrow", "wide"} {
+		r := e.must(0, "fire", name, "--wait")
+		run := e.getRun(runID(t, r))
+		if run.Status != engine.StatusCompleted {
+			t.Fatalf("%s: %s %q", name, run.Status, run.Error)
+		}
+		tr, err := llm.DecodeTranscript(run.ToolCalls)
+		if err != nil || tr == nil || len(tr.Rounds) == 0 {
+			t.Fatalf("%s: transcript %v: %s", name, err, run.ToolCalls)
+		}
+		for _, c := range tr.Rounds[0].ToolCalls {
+			ok := strings.HasSuffix(c.ID, "_legit")
+			switch {
+			case ok && c.Error != "":
+				t.Errorf("%s: the legitimate write failed: %s", name, c.Error)
+			case !ok && !strings.Contains(c.Error, "refused"):
+				t.Errorf("%s: %s was not refused: result %q error %q", name, c.ID, c.Result, c.Error)
+			}
+		}
+		if !e.exists("out/" + name + ".md") {
+			t.Errorf("%s: the legitimate write did not land", name)
+		}
+	}
+
+	for _, p := range []string{"hookd.yaml", "evil.d", "hooks.d/pwn.yaml", ".hookd/pwn", "pwned"} {
+		if _, err := os.Lstat(e.path(p)); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	if b, _ := os.ReadFile(e.path(".git/config")); string(b) != "[core]\n\tbare = false\n" {
+		t.Errorf(".git/config holds %q", b)
+	}
+	if left, _ := filepath.Glob(e.path("out/.hookd-write-*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	if after := e.must(0, "validate").stdout; after != hooksBefore {
+		t.Errorf("hookd reads other hooks now:\nbefore: %s\nafter: %s", hooksBefore, after)
+	}
+}
+
+// TestProtectedPaths checks what cmd/hookd tells the tools they may not
+// write: the settings file even when none was read, the token file and
+// the state directory.
+func TestProtectedPaths(t *testing.T) {
+	dir := t.TempDir()
+	d, err := config.LoadDaemonFile(filepath.Join(dir, "hookd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.TokenFile = filepath.Join(dir, "secrets", "token")
+	got := protectedPaths(d)
+	want := []string{filepath.Join(dir, "hookd.yaml"), filepath.Join(dir, "secrets", "token"), filepath.Join(dir, ".hookd")}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("protected:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,176 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// Names that configure tools which run programs: git, other version
+// control, ssh, gpg, the XDG config and local bin directories. write_file
+// refuses a path with any component of these names, in any case, whatever
+// the hook's write_roots say.
+var toolDirs = []string{".git", ".hg", ".svn", ".bzr", ".ssh", ".gnupg", ".config", ".local"}
+
+// Shell start-up and credential files, refused like toolDirs; so is any
+// name starting with ".env" (.env, .envrc, .env.local) or a dot-name
+// ending in "rc" (.bashrc, .zshrc, .npmrc, .vimrc).
+var toolFiles = []string{".profile", ".bash_profile", ".bash_login", ".bash_logout",
+	".zshenv", ".zprofile", ".zlogin", ".zlogout", ".login", ".logout",
+	".gitconfig", ".netrc", ".pam_environment"}
+
+// toolConfigName reports whether a path component is one of the names
+// above.
+func toolConfigName(name string) bool {
+	n := strings.ToLower(name)
+	if strings.HasPrefix(n, ".env") || (strings.HasPrefix(n, ".") && strings.HasSuffix(n, "rc")) {
+		return true
+	}
+	for _, d := range toolDirs {
+		if n == d {
+			return true
+		}
+	}
+	for _, f := range toolFiles {
+		if n == f {
+			return true
+		}
+	}
+	return false
+}
+
+// protectedPath is a path no tool may write: the hooks directory, the
+// settings file (whether or not it exists), the token file, the state
+// directory, and everything below them.
+type protectedPath struct {
+	what  string      // how errors name it
+	hooks bool        // the hooks directory
+	real  string      // absolute, with the symbolic links of its existing part resolved
+	info  fs.FileInfo // the file or directory, nil when it does not exist
+}
+
+// writeGuard decides what write_file may write in one call: it is the
+// one place that says yes or no. Paths it judges are clean, relative to
+// the real workdir and free of symbolic links (write_file opens every
+// component without following one), so comparing names is comparing
+// places; the identity checks catch the same places reached another way.
+type writeGuard struct {
+	workdir   string // real
+	roots     []string
+	protected []protectedPath
+}
+
+func newWriteGuard(env *engine.ToolEnv, workdir string) *writeGuard {
+	g := &writeGuard{workdir: workdir}
+	if env.Hook != nil {
+		g.roots = env.Hook.WriteRoots
+	}
+	add := func(what, p string, hooks bool) {
+		if p == "" {
+			return
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return
+		}
+		pp := protectedPath{what: what, hooks: hooks, real: realish(abs)}
+		if fi, err := os.Stat(abs); err == nil {
+			pp.info = fi
+		}
+		g.protected = append(g.protected, pp)
+	}
+	add("the hooks directory", env.HooksDir, true)
+	for _, p := range env.Protected {
+		add("inside hookd's own "+p, p, false)
+	}
+	return g
+}
+
+func (p *protectedPath) refuse(rel string) error {
+	if p.hooks {
+		return fmt.Errorf("refused: %s is inside the hooks directory; tools cannot create or edit hooks", rel)
+	}
+	return fmt.Errorf("refused: %s is %s; tools cannot change it", rel, p.what)
+}
+
+// realish resolves the symbolic links of the longest existing part of
+// abs and joins the rest as written.
+func realish(abs string) string {
+	var rest []string
+	p := abs
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return abs
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
+}
+
+// check decides whether rel (clean, relative to the workdir) may be
+// written.
+func (g *writeGuard) check(rel string) error {
+	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
+		if toolConfigName(part) {
+			return fmt.Errorf("refused: %s: %s configures tools that run programs; write_file never writes there", rel, part)
+		}
+	}
+	target := filepath.Join(g.workdir, rel)
+	for _, p := range g.protected {
+		if within(p.real, target) {
+			return p.refuse(rel)
+		}
+	}
+	return g.inRoots(rel)
+}
+
+// inRoots checks that rel lies in one of the hook's write_roots.
+func (g *writeGuard) inRoots(rel string) error {
+	if len(g.roots) == 0 {
+		return errors.New("refused: this hook lists no write_roots, so write_file may write nowhere")
+	}
+	for _, r := range g.roots {
+		if within(filepath.Clean(r), rel) {
+			return nil
+		}
+	}
+	return fmt.Errorf("refused: %s is outside this hook's write_roots (%s)", rel, strings.Join(g.roots, ", "))
+}
+
+// checkMkdir decides whether the missing directory rel may be made: it
+// must lie in one of the write_roots or on the way to one.
+func (g *writeGuard) checkMkdir(rel string) error {
+	for _, r := range g.roots {
+		if within(rel, filepath.Clean(r)) {
+			return nil
+		}
+	}
+	return g.inRoots(rel)
+}
+
+// checkSame refuses a directory or file, opened or about to be
+// replaced, that is a protected place reached by another name.
+func (g *writeGuard) checkSame(rel string, fi fs.FileInfo) error {
+	for _, p := range g.protected {
+		if p.info != nil && os.SameFile(p.info, fi) {
+			return p.refuse(rel)
+		}
+	}
+	return nil
+}
+
+// within reports whether p is root or lies under it; both are clean, and
+// both absolute or both relative.
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
