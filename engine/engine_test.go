@@ -444,8 +444,14 @@ func TestEventTriggerWhereAndLoopCut(t *testing.T) {
 			t.Errorf("run payload = %v", ev)
 		}
 
-		if _, err := h.eng.Emit(ctx, &engine.Event{Type: "hook.run.completed", Data: map[string]any{"hook": "loop"}}); !errors.Is(err, engine.ErrReservedEvent) {
-			t.Errorf("publishing one of hookd's own event types: %v", err)
+		// All of hook.* is hookd's, two-segment types too.
+		for _, typ := range []string{"hook.run.completed", "hook.run", "hook.tool", "hook.step.finished", "hook"} {
+			if _, err := h.eng.Emit(ctx, &engine.Event{Type: typ, Data: map[string]any{"hook": "loop"}}); !errors.Is(err, engine.ErrReservedEvent) {
+				t.Errorf("publishing %s, of hookd's own event types: %v", typ, err)
+			}
+		}
+		if _, err := h.eng.Emit(ctx, &engine.Event{Type: "hooks.run"}); err != nil {
+			t.Errorf("hooks.run is not hookd's: %v", err)
 		}
 		// hookd's own events are dispatched without being published.
 		if _, err := h.eng.Dispatch(ctx, &engine.Event{Type: "hook.run.completed", Data: map[string]any{"hook": "loop"}, Source: "engine"}); err != nil {

@@ -53,12 +53,14 @@ func ValidateEventType(t string) error {
 }
 
 // ErrReservedEvent refuses a published event whose type belongs to hookd.
-var ErrReservedEvent = errors.New("engine: hook.run.* and hook.tool.* events are published by hookd itself")
+var ErrReservedEvent = errors.New("engine: hook.* events are published by hookd itself")
 
 // ReservedEventType reports whether typ is one of hookd's own event types,
-// which only the engine publishes.
+// which only the engine publishes: "hook" and every type under "hook."
+// (hook.run.*, hook.tool.*, hook.run with two segments, and whatever
+// hookd adds there later).
 func ReservedEventType(typ string) bool {
-	return strings.HasPrefix(typ, "hook.run.") || strings.HasPrefix(typ, "hook.tool.")
+	return typ == "hook" || strings.HasPrefix(typ, "hook.")
 }
 
 // DataJSON returns the payload as a JSON object.

@@ -12,7 +12,7 @@ import (
 func init() {
 	register("emit_event",
 		"Publish an event on hookd's event bus. Hooks whose event trigger matches its type run. "+
-			"Types are dot-separated words, like deploy.finished; hook.run.* and hook.tool.* are reserved for hookd.",
+			"Types are dot-separated words, like deploy.finished; hook.* is reserved for hookd.",
 		`{"type":"object","properties":{
 			"type":{"type":"string","maxLength":200,"description":"event type, e.g. report.ready"},
 			"data":{"type":"object","description":"the event's payload"}
@@ -39,7 +39,7 @@ func emitEvent(ctx context.Context, env *engine.ToolEnv, a *emitArgs) (string, e
 	}
 	switch {
 	case engine.ReservedEventType(a.Type):
-		return "", fmt.Errorf("type %q: hook.run.* and hook.tool.* events are hookd's own", a.Type)
+		return "", fmt.Errorf("type %q: hook.* events are hookd's own", a.Type)
 	case env.Emit == nil:
 		return "", errors.New("events cannot be published from this run")
 	}
