@@ -37,6 +37,9 @@ type StepEnv struct {
 
 	// Records reads hookd's own runs and events (the db_query step).
 	Records RecordReader
+	// Database is hookd's own database file ("" when unknown): db_query's
+	// sql: refuses it, compared by file identity.
+	Database string
 	// Emit publishes an event on the bus as this run (the emit step): it
 	// is stored, then dispatched, one level deeper in the event chain.
 	Emit func(ctx context.Context, typ string, data map[string]any) ([]*Run, error)

@@ -465,10 +465,15 @@ func (s *dbQueryStep) runSQL(ctx context.Context, env *engine.StepEnv, scope *en
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("db: %w", err)
 	}
-	if fi, err := os.Stat(real); err != nil {
+	fi, err := os.Stat(real)
+	if err != nil {
 		return nil, nil, false, fmt.Errorf("db: %w", err)
 	} else if !fi.Mode().IsRegular() {
 		return nil, nil, false, fmt.Errorf("db: %q is not a file", dbPath)
+	}
+	if own, err := os.Stat(env.Database); env.Database != "" && err == nil && os.SameFile(fi, own) {
+		return nil, nil, false, fmt.Errorf("db: %q is hookd's own database; read its runs and events with a named query (%s)",
+			dbPath, strings.Join(namedQueryNames(), ", "))
 	}
 	return querySQLite(ctx, real, s.sql, args, s.maxRows)
 }

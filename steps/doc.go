@@ -164,7 +164,8 @@
 //	          the last limit runs, with last_status and last_run)
 //	limit:    records a named query reads (default 20; hook_activity 200)
 //	sql:      a query against db; it must not hold placeholders
-//	db:       the SQLite file, confined like read_file's path
+//	db:       the SQLite file, confined like read_file's path; hookd's own
+//	          database is refused (by file identity: links too)
 //	params:   values bound to the SQL's parameters, never spliced into it:
 //	          a list for ?, a mapping for :name; for a named query, its
 //	          parameters. A value that is exactly one placeholder is bound
