@@ -228,6 +228,38 @@ func (r *Redactor) String(s string) string {
 	return b.String()
 }
 
+// Span is the length of the longest text the Redactor replaces (0 for
+// nil). A reader that keeps only the first N bytes of a text reads N+Span
+// bytes and redacts them before it cuts (see Writer), so that a secret
+// across the cut is replaced whole.
+func (r *Redactor) Span() int {
+	if r == nil {
+		return 0
+	}
+	return r.maxLen
+}
+
+// TrimCutStart removes from the start of s, the kept end of a longer
+// text, the end of a secret whose beginning was cut away: the longest
+// prefix of s, MinSecretLen bytes or more, that ends a form of a secret.
+// It is for a text whose start was cut after redaction, where a secret
+// across the cut can no longer be found whole.
+func (r *Redactor) TrimCutStart(s string) string {
+	if r == nil {
+		return s
+	}
+	cut := 0
+	for _, p := range r.pats {
+		for n := min(len(p.from)-1, len(s)); n > cut && n >= MinSecretLen; n-- {
+			if strings.HasSuffix(p.from, s[:n]) {
+				cut = n
+				break
+			}
+		}
+	}
+	return s[cut:]
+}
+
 // Value redacts every string inside v (maps and slices are copied).
 func (r *Redactor) Value(v any) any {
 	if r == nil {

@@ -228,3 +228,20 @@ func TestRedactorTypedValue(t *testing.T) {
 		t.Errorf("a value without a secret changed: %#v", got)
 	}
 }
+
+func TestRedactorTrimCutStart(t *testing.T) {
+	red := engine.NewRedactor([]string{"K"}, []string{"K=s3cr3t-value-xyz"})
+	for in, want := range map[string]string{
+		"-value-xyz and more": " and more",           // the end of the secret, cut from its start
+		"xyz and more":        "xyz and more",        // shorter than MinSecretLen: kept
+		"s3cr3t-value-xyz ok": "s3cr3t-value-xyz ok", // whole: String's job, not a cut
+		"nothing":             "nothing",
+	} {
+		if got := red.TrimCutStart(in); got != want {
+			t.Errorf("TrimCutStart(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if red.Span() < len("s3cr3t-value-xyz") {
+		t.Errorf("Span %d is shorter than the secret", red.Span())
+	}
+}

@@ -188,7 +188,7 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 		return fail(res, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(s.maxBody)+1))
+	data, cut, err := readHead(resp.Body, s.maxBody, env.Redactor)
 	res.Fields["duration_ms"] = time.Since(start).Milliseconds()
 	res.Fields["status_code"] = resp.StatusCode
 	res.Fields["status"] = resp.Status
@@ -202,8 +202,7 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 		return fail(res, fmt.Errorf("read response body: %w", err))
 	}
 	text := string(data)
-	if len(data) > s.maxBody {
-		text = string(trimPartialRune(data[:s.maxBody]))
+	if cut {
 		if resp.ContentLength > 0 {
 			text += fmt.Sprintf("\n[hookd: body truncated after %d of %d bytes]", len(text), resp.ContentLength)
 		} else {

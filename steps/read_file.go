@@ -100,7 +100,7 @@ func (s *readFileStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	size := fi.Size()
 	res.Fields["size"] = size
 
-	data, cut, err := s.read(f, size)
+	data, cut, err := s.read(f, size, env.Redactor)
 	if err != nil {
 		return fail(res, fmt.Errorf("read %q: %w", p, err))
 	}
@@ -138,19 +138,15 @@ func (s *readFileStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	return done(res)
 }
 
-// read returns what the step keeps of the file and whether that is less
-// than the whole file.
-func (s *readFileStep) read(f io.ReadSeeker, size int64) ([]byte, bool, error) {
+// read returns what the step keeps of the file, redacted before it is
+// cut, and whether that is less than the whole file.
+func (s *readFileStep) read(f io.ReadSeeker, size int64, red *engine.Redactor) ([]byte, bool, error) {
 	if s.tail {
-		return s.readTail(f, size)
+		return s.readTail(f, size, red)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, int64(s.maxBytes)+1))
+	data, cut, err := readHead(f, s.maxBytes, red)
 	if err != nil {
 		return nil, false, err
-	}
-	cut := false
-	if len(data) > s.maxBytes {
-		data, cut = trimPartialRune(data[:s.maxBytes]), true
 	}
 	if s.maxLines > 0 {
 		if i := nthLineEnd(data, s.maxLines); i >= 0 && i+1 < len(data) {
@@ -162,15 +158,8 @@ func (s *readFileStep) read(f io.ReadSeeker, size int64) ([]byte, bool, error) {
 
 // readTail keeps the end of the file: at most maxBytes, starting at a
 // line boundary when it had to seek, and at most maxLines lines.
-func (s *readFileStep) readTail(f io.ReadSeeker, size int64) ([]byte, bool, error) {
-	cut := false
-	if size > int64(s.maxBytes) {
-		if _, err := f.Seek(size-int64(s.maxBytes), io.SeekStart); err != nil {
-			return nil, false, err
-		}
-		cut = true
-	}
-	data, err := io.ReadAll(io.LimitReader(f, int64(s.maxBytes)))
+func (s *readFileStep) readTail(f io.ReadSeeker, size int64, red *engine.Redactor) ([]byte, bool, error) {
+	data, cut, err := readTail(f, size, s.maxBytes, red)
 	if err != nil {
 		return nil, false, err
 	}

@@ -3,7 +3,10 @@ package steps
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,5 +98,65 @@ func TestRunTestsSecretRedactedBeforeParse(t *testing.T) {
 	res, _ := runStep(t, s, env)
 	if got := fmt.Sprint(res.Fields); strings.Contains(got, capSecret) || !strings.Contains(got, "[REDACTED:TOK]") {
 		t.Errorf("fields: %s", got)
+	}
+}
+
+// TestReadFileSecretAcrossCut: read_file keeps no piece of a secret that
+// straddles max_bytes, from the head or (tail: true) from the end.
+func TestReadFileSecretAcrossCut(t *testing.T) {
+	const total, maxBytes = 120, 50
+	environ := []string{"TOK=" + capSecret}
+	red := engine.NewRedactor([]string{"TOK"}, environ)
+	n := len(capSecret)
+	for _, tail := range []bool{false, true} {
+		s := mustStep(t, "read_file", fmt.Sprintf("path: f.txt\nmax_bytes: %d\ntail: %v", maxBytes, tail), 0)
+		edge := maxBytes // the head keeps [0, 50)
+		if tail {
+			edge = total - maxBytes // the tail keeps [70, 120)
+		}
+		for p := edge - n + 1; p < edge; p++ {
+			env := stepEnv(t, nil)
+			env.Env, env.Redactor = environ, red
+			content := strings.Repeat("x", p) + capSecret + strings.Repeat("x", total-p-n)
+			if err := os.WriteFile(filepath.Join(env.Workdir, "f.txt"), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Run(context.Background(), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Fields["truncated"] != true {
+				t.Fatalf("tail %v, secret at %d: not truncated: %q", tail, p, res.Output)
+			}
+			if f := fragment(res.Output, capSecret, 4); f != "" {
+				t.Errorf("tail %v, secret at %d: fragment %q in %q", tail, p, f, res.Output)
+			}
+		}
+	}
+}
+
+// TestHTTPSecretAcrossMaxBody: a response body that echoes a secret
+// across max_body keeps no piece of it.
+func TestHTTPSecretAcrossMaxBody(t *testing.T) {
+	const maxBody = 40
+	n := len(capSecret)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p int
+		fmt.Sscan(r.URL.Query().Get("p"), &p)
+		fmt.Fprint(w, strings.Repeat("x", p)+capSecret+strings.Repeat("x", 100))
+	}))
+	defer srv.Close()
+	environ := []string{"TOK=" + capSecret}
+	s := mustStep(t, "http", fmt.Sprintf("url: %s/?p={{event.p}}\nmax_body: %d\nallow_private: true", srv.URL, maxBody), 0)
+	for p := maxBody - n + 1; p < maxBody; p++ {
+		env := stepEnv(t, map[string]any{"p": p})
+		env.Env, env.Redactor = environ, engine.NewRedactor([]string{"TOK"}, environ)
+		res, err := s.Run(context.Background(), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := fragment(res.Output, capSecret, 4); f != "" || res.Fields["truncated"] != true {
+			t.Errorf("secret at %d: fragment %q in %q (truncated %v)", p, f, res.Output, res.Fields["truncated"])
+		}
 	}
 }
