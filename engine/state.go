@@ -163,16 +163,21 @@ func (s *state) initSchedule(ent *entry, now time.Time) {
 				keep = s.cfg.MaxCatchup
 			}
 		}
-		slots, total := missedSlots(h.Trigger.Schedule, ent.lastSlot, now, keep)
-		if n := total - len(slots); n > 0 {
+		// One more than kept: the first is then the latest slot not fired.
+		slots, total := missedSlots(h.Trigger.Schedule, ent.lastSlot, now, keep+1)
+		if n := total - keep; n > 0 {
 			policy := h.Trigger.OnMissed
 			if policy == "" {
 				policy = MissedLatest
 			}
+			// The record holds the latest missed slot, so the store keeps
+			// these slots' fate: a restart before the catch-up does not
+			// count them again.
 			s.record(ent, &Run{
-				ID: NewID(), Hook: h.Name, Trigger: "catchup", Status: StatusSkipped, Gate: GateMissed,
+				ID: NewID(), Hook: h.Name, Trigger: "catchup", Status: StatusSkipped, Gate: GateMissed, Slot: slots[0],
 				Reason: fmt.Sprintf("missed: %d slot(s) passed while hookd was down, not fired (on_missed: %s)", n, policy),
 			})
+			slots = slots[1:]
 		}
 		ent.catchup = slots
 	}
@@ -289,14 +294,20 @@ func (s *state) fireDue(now time.Time) {
 		slot := ent.slot
 		// Slots that passed while the loop could not look (a suspend, a
 		// clock jump): fire the latest once and record the rest.
-		later, n := missedSlots(ent.hook.Trigger.Schedule, slot, now, 1)
+		later, n := missedSlots(ent.hook.Trigger.Schedule, slot, now, 2)
 		if n > 0 {
+			// The record holds the latest missed slot; later[0] when
+			// there were two or more after slot.
+			missed := slot
+			if len(later) == 2 {
+				missed = later[0]
+			}
 			s.record(ent, &Run{
-				ID: NewID(), Hook: ent.hook.Name, Trigger: "schedule", Status: StatusSkipped, Gate: GateMissed,
+				ID: NewID(), Hook: ent.hook.Name, Trigger: "schedule", Status: StatusSkipped, Gate: GateMissed, Slot: missed,
 				Reason: fmt.Sprintf("missed: %d slot(s) from %s passed while hookd was suspended or the clock jumped; fired the latest once",
 					n, slot.Format(time.RFC3339)),
 			})
-			slot = later[0]
+			slot = later[len(later)-1]
 		}
 		s.fireSlot(ent, "schedule", slot)
 		s.schedule(ent, slot)
@@ -406,7 +417,9 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 			p.EventType = t.eventType
 		}
 		p.Reason = fmt.Sprintf("pending: waits for run %s; %d later trigger(s) coalesced into it", occupant.ID, ent.coalesce)
-		if err := s.cfg.Store.UpdateQueued(context.Background(), p); err != nil {
+		// A slot merged here is the pending run's: stored with it, so a
+		// restart does not fire it again as missed.
+		if err := s.cfg.Store.UpdateQueued(context.Background(), p, t.slot); err != nil {
 			s.e.log.Error("store coalesced run", "hook", ent.hook.Name, "run", p.ID, "err", err)
 		}
 		return trigResult{run: p}
@@ -452,7 +465,7 @@ func (s *state) admit(ent *entry, run *Run) trigResult {
 	run.Status = StatusQueued
 	run.Reason = fmt.Sprintf("queued: waits for a concurrency slot (max_concurrent %d)", s.cfg.MaxConcurrent)
 	if known {
-		if err := s.cfg.Store.UpdateQueued(context.Background(), run); err != nil {
+		if err := s.cfg.Store.UpdateQueued(context.Background(), run, time.Time{}); err != nil {
 			s.e.log.Error("store queued run", "hook", ent.hook.Name, "run", run.ID, "err", err)
 		}
 	} else {

@@ -51,7 +51,10 @@ type Store interface {
 	// QueuedRuns returns the runs with status queued, oldest first.
 	QueuedRuns(ctx context.Context) ([]*Run, error)
 	// UpdateQueued replaces the event data of a queued run (coalescing).
-	UpdateQueued(ctx context.Context, r *Run) error
+	// When merged is set, that schedule slot was merged into r: in the
+	// same transaction it is recorded as r's and the hook's last slot
+	// advances to it, so that a restart does not fire it again.
+	UpdateQueued(ctx context.Context, r *Run, merged time.Time) error
 	// RecoverInterrupted marks runs left running by a crash interrupted,
 	// and the hooks' last status with them, and returns them.
 	RecoverInterrupted(ctx context.Context, now time.Time) ([]*Run, error)

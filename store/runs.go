@@ -67,15 +67,7 @@ func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
 		if _, err := tx.StmtContext(ctx, d.stmtInsertRun).ExecContext(ctx, args...); err != nil {
 			return err
 		}
-		if r.Slot.IsZero() {
-			return nil
-		}
-		slot := timeInt(r.Slot)
-		if _, err := tx.StmtContext(ctx, d.stmtClaimSlot).ExecContext(ctx, r.Hook, slot, r.ID); err != nil {
-			return err
-		}
-		_, err := tx.StmtContext(ctx, d.stmtBumpSlot).ExecContext(ctx, r.Hook, slot)
-		return err
+		return d.claimSlot(ctx, tx, r.Hook, r.Slot, r.ID)
 	})
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
@@ -238,9 +230,12 @@ func (d *DB) QueuedRuns(ctx context.Context) ([]*engine.Run, error) {
 }
 
 // UpdateQueued replaces the event, event type, trigger, reason and depth of
-// a queued run (when a later trigger coalesces into it). A run that is not
+// a queued run (when a later trigger coalesces into it). When merged is
+// set, that schedule slot was merged into the run: in the same
+// transaction the slot is recorded as the run's and the hook's last slot
+// advances to it, so a restart never fires it again. A run that is not
 // queued is engine.ErrNotFound.
-func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run) error {
+func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged time.Time) error {
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET event = ?, event_type = ?, "trigger" = ?,
 			reason = ?, depth = ? WHERE id = ? AND status = ?`,
@@ -251,7 +246,7 @@ func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run) error {
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n > 0 {
-			return nil
+			return d.claimSlot(ctx, tx, r.Hook, merged, r.ID)
 		}
 		var st string
 		err = tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, r.ID).Scan(&st)
@@ -267,6 +262,21 @@ func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run) error {
 		return fmt.Errorf("update queued run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// claimSlot records, in tx, that slot of hook went to run id (unless a run
+// holds it already) and advances the hook's last slot to it. A zero slot
+// does nothing.
+func (d *DB) claimSlot(ctx context.Context, tx *sql.Tx, hook string, slot time.Time, id string) error {
+	if slot.IsZero() {
+		return nil
+	}
+	n := timeInt(slot)
+	if _, err := tx.StmtContext(ctx, d.stmtClaimSlot).ExecContext(ctx, hook, n, id); err != nil {
+		return err
+	}
+	_, err := tx.StmtContext(ctx, d.stmtBumpSlot).ExecContext(ctx, hook, n)
+	return err
 }
 
 // RecoverInterrupted marks every run left running (by a hookd that died)

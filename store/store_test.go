@@ -410,7 +410,7 @@ func TestQueuedRunsSurviveReopen(t *testing.T) {
 			Event: json.RawMessage(`{"i":1}`), EventType: "e"}))
 	}
 	mustRun(t, d.UpdateQueued(ctx, &engine.Run{ID: "q2", Trigger: "event", Reason: "coalesced",
-		Event: json.RawMessage(`{"i":2}`), EventType: "e2", Depth: 1}))
+		Event: json.RawMessage(`{"i":2}`), EventType: "e2", Depth: 1}, time.Time{}))
 	mustRun(t, d.Close())
 	mustRun(t, d.Close()) // safe twice
 
@@ -429,12 +429,34 @@ func TestQueuedRunsSurviveReopen(t *testing.T) {
 	}
 }
 
+// TestUpdateQueuedRecordsMergedSlot: a slot merged into a queued run is
+// that run's, and the hook's last slot, in the same write; a later claim
+// of it is refused.
+func TestUpdateQueuedRecordsMergedSlot(t *testing.T) {
+	ctx := context.Background()
+	d, _ := openTest(t)
+	s1, s2 := t0.Add(10*time.Second), t0.Add(20*time.Second)
+	mustRun(t, d.InsertRun(ctx, &engine.Run{ID: "p", Hook: "h", Status: engine.StatusQueued, Slot: s1, QueuedAt: s1}))
+	mustRun(t, d.UpdateQueued(ctx, &engine.Run{ID: "p", Hook: "h", Reason: "coalesced"}, s2))
+	st, err := d.HookStates(ctx)
+	mustRun(t, err)
+	if !st["h"].LastSlot.Equal(s2) {
+		t.Errorf("last slot = %v, want the merged slot %v", st["h"].LastSlot, s2)
+	}
+	err = d.StartRun(ctx, &engine.Run{ID: "again", Hook: "h", Slot: s2, StartedAt: s2})
+	if !isSlotTaken(err) {
+		t.Errorf("starting a run for the merged slot: %v, want ErrSlotTaken", err)
+	}
+	// The queued run itself still starts for its own slot.
+	mustRun(t, d.StartRun(ctx, &engine.Run{ID: "p", Hook: "h", Slot: s1, StartedAt: s2}))
+}
+
 func TestUpdateQueuedRefusesOthers(t *testing.T) {
 	ctx := context.Background()
 	d, _ := openTest(t)
 	mustRun(t, d.InsertRun(ctx, &engine.Run{ID: "s", Hook: "h", Status: engine.StatusSkipped, Event: json.RawMessage(`{}`)}))
 	for _, id := range []string{"s", "missing"} {
-		err := d.UpdateQueued(ctx, &engine.Run{ID: id, Event: json.RawMessage(`{"x":1}`)})
+		err := d.UpdateQueued(ctx, &engine.Run{ID: id, Hook: "h", Event: json.RawMessage(`{"x":1}`)}, t0)
 		if !errors.Is(err, engine.ErrNotFound) {
 			t.Errorf("UpdateQueued(%s): %v, want ErrNotFound", id, err)
 		}

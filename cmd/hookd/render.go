@@ -131,7 +131,9 @@ func (readOnlyStore) SetPaused(context.Context, string, bool) error       { retu
 func (readOnlyStore) InsertRun(context.Context, *engine.Run) error        { return errReadOnly }
 func (readOnlyStore) StartRun(context.Context, *engine.Run) error         { return errReadOnly }
 func (readOnlyStore) FinishRun(context.Context, *engine.Run) error        { return errReadOnly }
-func (readOnlyStore) UpdateQueued(context.Context, *engine.Run) error     { return errReadOnly }
+func (readOnlyStore) UpdateQueued(context.Context, *engine.Run, time.Time) error {
+	return errReadOnly
+}
 func (readOnlyStore) AppendEvent(context.Context, *engine.Event) error    { return errReadOnly }
 func (readOnlyStore) AppendEvents(context.Context, []*engine.Event) error { return errReadOnly }
 func (readOnlyStore) RecoverInterrupted(context.Context, time.Time) ([]*engine.Run, error) {
