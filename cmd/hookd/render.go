@@ -127,10 +127,10 @@ var errReadOnly = errors.New("hookd render: the store is read-only")
 // even by mistake; reads go to the database.
 type readOnlyStore struct{ engine.Store }
 
-func (readOnlyStore) SetPaused(context.Context, string, bool) error       { return errReadOnly }
-func (readOnlyStore) InsertRun(context.Context, *engine.Run) error        { return errReadOnly }
-func (readOnlyStore) StartRun(context.Context, *engine.Run) error         { return errReadOnly }
-func (readOnlyStore) FinishRun(context.Context, *engine.Run) error        { return errReadOnly }
+func (readOnlyStore) SetPaused(context.Context, string, bool) error { return errReadOnly }
+func (readOnlyStore) InsertRun(context.Context, *engine.Run) error  { return errReadOnly }
+func (readOnlyStore) StartRun(context.Context, *engine.Run) error   { return errReadOnly }
+func (readOnlyStore) FinishRun(context.Context, *engine.Run) error  { return errReadOnly }
 func (readOnlyStore) UpdateQueued(context.Context, *engine.Run, time.Time) error {
 	return errReadOnly
 }
