@@ -18,6 +18,11 @@ type Event struct {
 	Source string         // cli, api, engine, watch, hook:NAME
 	Time   time.Time
 	Depth  int // how many runs led to this event (loop protection)
+
+	// Outcome is set on the hook.run.* events the engine publishes: the
+	// run and its outcome as typed values, for subscribers in the process.
+	// It is not stored: Data is the event's stored and published form.
+	Outcome *RunOutcome `json:"-"`
 }
 
 // Engine event types.

@@ -125,8 +125,12 @@ type fakeLLM struct{}
 func (fakeLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
 	req.Run.Response = "done"
 	req.Run.Tokens = engine.Tokens{Prompt: 120, Completion: 30, Cached: 5, Known: true}
-	req.Run.ToolCalls = json.RawMessage(`[{"role":"assistant","content":"x"},
-		{"tool":"read_file","args":{}},{"tool":"http_get","error":"404"},{"type":"tool_call","name":"write_file","denied":true}]`)
+	req.Run.Tools = []engine.ToolUse{
+		{Round: 1, Name: "read_file", Tool: "read_file", Outcome: engine.ToolOK},
+		{Round: 1, Name: "http_get", Tool: "http_get", Outcome: engine.ToolError, Error: "404"},
+		{Round: 2, Name: "write_file", Tool: "write_file", Outcome: engine.ToolDenied, DeniedBy: "guard"},
+		{Round: 2, Name: "rm_rf", Outcome: engine.ToolUnknown},
+	}
 	return nil
 }
 
@@ -171,9 +175,22 @@ func TestRunEventExtras(t *testing.T) {
 			map[string]any{"tool": "read_file", "outcome": "ok"},
 			map[string]any{"tool": "http_get", "outcome": "error"},
 			map[string]any{"tool": "write_file", "outcome": "denied"},
+			map[string]any{"tool": "rm_rf", "outcome": "unknown"},
 		}
 		if !reflect.DeepEqual(d["tools"], want) {
 			t.Errorf("tools: %v", d["tools"])
+		}
+		// Subscribers read the same outcome typed, as stored.
+		o := done[0].Outcome
+		if o == nil || o.Run.Status != engine.StatusCompleted || len(o.Run.Tools) != 4 || o.Run.Tools[2].DeniedBy != "guard" ||
+			o.Run.Tokens.Prompt != 120 || o.Scheduled {
+			t.Errorf("typed outcome: %+v", o)
+		}
+		if stored := h.run(o.Run.ID); !reflect.DeepEqual(stored.Tools, o.Run.Tools) {
+			t.Errorf("stored tools %+v, event's %+v", stored.Tools, o.Run.Tools)
+		}
+		if o := started[0].Outcome; o == nil || !o.Scheduled || o.Lateness < 0 || o.Lateness > time.Second || o.Run.Status != engine.StatusRunning {
+			t.Errorf("started outcome: %+v", o)
 		}
 		// Manual runs have no lateness.
 		r := h.mustFire("tick")
@@ -224,27 +241,4 @@ func TestOverdue(t *testing.T) {
 			t.Errorf("overdue after a run: %v", o)
 		}
 	})
-}
-
-func TestToolChain(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []engine.ToolUse
-	}{
-		{``, nil},
-		{`not json`, nil},
-		{`{"calls":[{"tool":"a"},{"tool":"b","is_error":true}]}`, []engine.ToolUse{{"a", "ok"}, {"b", "error"}}},
-		{`{"messages":[{"role":"tool","name":"c","status":"timeout"}]}`, []engine.ToolUse{{"c", "timeout"}}},
-		{`[{"role":"assistant"},{"kind":"tool","name":"d","error":""}]`, []engine.ToolUse{{"d", "ok"}}},
-		{`[{"tool":"e","error":true}]`, []engine.ToolUse{{"e", "error"}}},
-		// The shape of llm.Transcript.
-		{`{"model":"m","rounds":[{"model_call":{},"tool_calls":[{"id":"1","name":"github_search","tool":"github.search","error":""},
-			{"id":"2","name":"read_file","tool":"read_file","error":"no such file"}]},{"model_call":{}}],"stop":"answer"}`,
-			[]engine.ToolUse{{"github.search", "ok"}, {"read_file", "error"}}},
-	} {
-		got := engine.ToolChain(json.RawMessage(c.in))
-		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("ToolChain(%s) = %v, want %v", c.in, got, c.want)
-		}
-	}
 }

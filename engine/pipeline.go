@@ -47,9 +47,10 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	}
 	close(act.started)
 	log.Info("run started", "trigger", run.Trigger)
-	started := runEvent(run, EventRunStarted)
+	started := RunEvent(run)
 	if late, ok := lateness(h, run); ok {
 		started.Data["lateness_ms"] = float64(late.Microseconds()) / 1000
+		started.Outcome.Lateness, started.Outcome.Scheduled = late, true
 	}
 	e.publish(started)
 
@@ -76,7 +77,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 		lc.Call(bg, PointRunAfter, &Payload{Hook: h, RunID: run.ID, Run: &cp})
 	}
 	log.Info("run finished", "status", run.Status, "reason", run.Reason, "duration", run.Duration())
-	ev := runEvent(run, finalEventType(run.Status))
+	ev := RunEvent(run)
 	ev.Time = run.FinishedAt
 	// One message: the run leaves the in-flight set before its outcome is
 	// dispatched, so a hook reacting to its own outcome is not refused as
@@ -473,14 +474,25 @@ func finalEventType(s Status) string {
 	return EventRunFailed
 }
 
-// runEvent describes a run's lifecycle step as an engine event.
-func runEvent(run *Run, typ string) *Event {
+// RunEvent describes a run's lifecycle step as the engine publishes it:
+// hook.run.started for a running run, else the event of its final status
+// (completed, failed, skipped for skipped and dropped, cancelled). It
+// carries the outcome as typed values (Outcome) for subscribers, and as
+// Data for the store and the hooks that react to it.
+func RunEvent(run *Run) *Event {
+	typ := EventRunStarted
+	if run.Status != StatusRunning {
+		typ = finalEventType(run.Status)
+	}
 	data := map[string]any{
 		"hook": run.Hook, "run_id": run.ID, "status": string(run.Status), "trigger": run.Trigger,
 		"reason": run.Reason, "error": run.Error, "duration_ms": run.Duration().Milliseconds(),
 	}
 	runEventExtras(run, data)
-	return &Event{ID: NewID(), Type: typ, Data: data, Source: "engine", Depth: run.Depth + 1}
+	snap := *run
+	snap.Event = nil // the payload is not an outcome, and may be large
+	return &Event{ID: NewID(), Type: typ, Data: data, Source: "engine", Depth: run.Depth + 1,
+		Outcome: &RunOutcome{Run: &snap}}
 }
 
 // publish logs an engine event and hands it to the loop for dispatch.

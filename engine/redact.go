@@ -341,6 +341,14 @@ func (r *Redactor) Run(run *Run) {
 	if len(run.ToolCalls) > 0 {
 		run.ToolCalls = []byte(r.String(string(run.ToolCalls)))
 	}
+	for i := range run.Tools {
+		u := &run.Tools[i]
+		u.Arguments, u.AmendedArguments = r.String(u.Arguments), r.String(u.AmendedArguments)
+		u.Result, u.Error = r.String(u.Result), r.String(u.Error)
+	}
+	for i, n := range run.Notes {
+		run.Notes[i] = r.String(n)
+	}
 	if len(run.Event) > 0 {
 		run.Event = []byte(r.String(string(run.Event)))
 	}

@@ -499,7 +499,7 @@ func (s *state) record(ent *entry, run *Run) {
 	if !run.Slot.IsZero() && run.Slot.After(ent.lastSlot) {
 		ent.lastSlot = run.Slot
 	}
-	s.events = append(s.events, runEvent(run, EventRunSkipped))
+	s.events = append(s.events, RunEvent(run))
 }
 
 func (s *state) insertRecord(run *Run) {

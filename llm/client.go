@@ -188,6 +188,7 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 		}
 		tr.Tokens = run.Tokens
 		tr.redact(redact)
+		run.Tools = tr.tools()
 		if b, merr := json.Marshal(tr); merr == nil {
 			run.ToolCalls = b
 		}
@@ -330,7 +331,8 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 		if round >= set.MaxRounds {
 			for i, tc := range calls {
 				rd.ToolCalls = append(rd.ToolCalls, &ToolCall{ID: tc.ID, IDGenerated: generated[i], Name: tc.Function.Name,
-					Arguments: tc.Function.Arguments, Error: "not run: max_rounds reached"})
+					Tool: ts.qualified(tc.Function.Name), Arguments: tc.Function.Arguments, Outcome: engine.ToolNotRun,
+					Error: "not run: max_rounds reached"})
 			}
 			tr.Stop, run.Cause = "max_rounds", engine.CauseMaxRounds
 			return fmt.Errorf("max_rounds: the model was still calling tools after %d model calls (llm.max_rounds is %d)", round, set.MaxRounds)

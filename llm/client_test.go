@@ -357,6 +357,9 @@ func TestSecretsRedactedFromModelAndRecord(t *testing.T) {
 	if strings.Contains(string(run.ToolCalls), secretValue) || strings.Contains(run.Response, secretValue) {
 		t.Errorf("secret in the record:\n%s\n%s", run.ToolCalls, run.Response)
 	}
+	if len(run.Tools) != 1 || run.Tools[0].Result != "the secret is [REDACTED:SECRET]" {
+		t.Errorf("the recorded tool call: %+v", run.Tools)
+	}
 	if tr.Answer != "I saw [REDACTED:SECRET]" {
 		t.Errorf("answer %q", tr.Answer)
 	}

@@ -142,7 +142,7 @@ func (f *fixture) fire() (*engine.Run, *llm.Transcript) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	tr, err := llm.DecodeTranscript(run.ToolCalls)
+	tr, err := llm.DecodeTranscript(run)
 	if err != nil {
 		f.t.Fatalf("decode transcript: %v\n%s", err, run.ToolCalls)
 	}

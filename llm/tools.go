@@ -23,8 +23,8 @@ func (c *Client) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset,
 		tc := calls[i]
 		var content string
 		if i >= DefaultMaxToolCallsSeen {
-			recs[i] = &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments,
-				Error: fmt.Sprintf("not run: more than %d tool calls in one answer", DefaultMaxToolCallsSeen)}
+			recs[i] = &ToolCall{ID: tc.ID, Name: tc.Function.Name, Tool: ts.qualified(tc.Function.Name), Arguments: tc.Function.Arguments,
+				Outcome: engine.ToolNotRun, Error: fmt.Sprintf("not run: more than %d tool calls in one answer", DefaultMaxToolCallsSeen)}
 			content = "error: " + recs[i].Error
 		} else {
 			recs[i], content = c.runTool(ctx, env, ts, tc, redact)
@@ -53,21 +53,25 @@ func (c *Client) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset,
 // arguments that are not JSON or do not fit the schema, a tool error or
 // panic — becomes an error result for the model, never a failed run.
 func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, tc openai.ToolCall, redact func(string) string) (*ToolCall, string) {
-	rec := &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+	rec := &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments, Outcome: engine.ToolOK}
 	start := time.Now()
 	defer func() { rec.Duration = time.Since(start) }()
 	errResult := func(msg string) (*ToolCall, string) {
+		if rec.Outcome == engine.ToolOK {
+			rec.Outcome = engine.ToolError
+		}
 		rec.Error = redact(msg)
 		return rec, "error: " + rec.Error
 	}
 	bt := ts.byName[tc.Function.Name]
 	if bt == nil {
+		rec.Outcome = engine.ToolUnknown
 		if len(ts.names) == 0 {
 			return errResult(fmt.Sprintf("unknown tool %q: no tools are available in this run", tc.Function.Name))
 		}
 		return errResult(fmt.Sprintf("unknown tool %q; the tools are: %s", tc.Function.Name, strings.Join(ts.names, ", ")))
 	}
-	rec.Tool = bt.qualified
+	rec.Tool, rec.Server = bt.qualified, bt.server
 	args := strings.TrimSpace(tc.Function.Arguments)
 	if args == "" {
 		args = "{}"
@@ -81,7 +85,7 @@ func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 			Hook: env.Hook, RunID: env.RunID, ToolName: bt.qualified, ToolInput: json.RawMessage(args),
 		})
 		if o.Cancelled {
-			rec.DeniedBy = o.By
+			rec.DeniedBy, rec.Outcome = o.By, engine.ToolDenied
 			if env.Publish != nil {
 				env.Publish(engine.EventToolDenied, map[string]any{
 					"hook": hookName(env.Hook), "run_id": env.RunID, "tool": bt.qualified,
@@ -110,7 +114,7 @@ func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 		}
 		o := lc.Call(ctx, engine.PointToolCallAfter, p)
 		if o.Cancelled {
-			rec.ResultAmendedBy = o.By
+			rec.ResultAmendedBy, rec.Outcome = o.By, engine.ToolBlocked
 			return errResult(fmt.Sprintf("result blocked by %s: %s", o.By, o.Reason))
 		}
 		if v, ok := o.Changes[engine.ChangeToolResult]; ok {

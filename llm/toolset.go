@@ -28,7 +28,17 @@ type ToolServers interface {
 type boundTool struct {
 	tool      engine.Tool
 	qualified string // as hooks list it
+	server    string // the MCP server that serves it, "" for a built-in tool
 	schema    *Schema
+}
+
+// qualified names the tool the model called by name as hooks list it, or
+// "" when the hook does not offer it.
+func (ts *toolset) qualified(name string) string {
+	if bt := ts.byName[name]; bt != nil {
+		return bt.qualified
+	}
+	return ""
 }
 
 // toolset is what one run's model may call, by the names it sees.
@@ -68,7 +78,7 @@ func (c *Client) resolveTools(ctx context.Context, allow []string) (*toolset, er
 	if len(allow) == 0 {
 		return ts, nil
 	}
-	add := func(entry string, t engine.Tool) error {
+	add := func(entry, server string, t engine.Tool) error {
 		name := t.Name()
 		if !engine.ToolNamePattern.MatchString(name) {
 			return fmt.Errorf("tools: %s: tool name %q is not valid for the chat-completions API", entry, name)
@@ -87,7 +97,7 @@ func (c *Client) resolveTools(ctx context.Context, allow []string) (*toolset, er
 		if len(raw) == 0 {
 			raw = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		bt := &boundTool{tool: t, qualified: qualifiedName(t), schema: s}
+		bt := &boundTool{tool: t, qualified: qualifiedName(t), server: server, schema: s}
 		ts.byName[name] = bt
 		ts.names = append(ts.names, name)
 		ts.defs = append(ts.defs, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
@@ -105,7 +115,7 @@ func (c *Client) resolveTools(ctx context.Context, allow []string) (*toolset, er
 				return nil, fmt.Errorf("tools[%d]: %s: %w", i, entry, err)
 			}
 			for _, t := range found {
-				if err := add(entry, t); err != nil {
+				if err := add(entry, server, t); err != nil {
 					return nil, err
 				}
 			}
@@ -116,7 +126,7 @@ func (c *Client) resolveTools(ctx context.Context, allow []string) (*toolset, er
 			for _, t := range engine.Tools() {
 				if ok, _ := path.Match(entry, t.Name()); ok {
 					n++
-					if err := add(entry, t); err != nil {
+					if err := add(entry, "", t); err != nil {
 						return nil, err
 					}
 				}
@@ -130,7 +140,7 @@ func (c *Client) resolveTools(ctx context.Context, allow []string) (*toolset, er
 		if !ok {
 			return nil, fmt.Errorf("tools[%d]: unknown tool %q (built-in: %s; MCP tools are listed as SERVER.TOOL)", i, entry, strings.Join(engine.ToolNames(), ", "))
 		}
-		if err := add(entry, t); err != nil {
+		if err := add(entry, "", t); err != nil {
 			return nil, err
 		}
 	}

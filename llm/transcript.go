@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/hookd/hookd/engine"
@@ -28,10 +29,12 @@ type Transcript struct {
 	Notes  []string      `json:"notes,omitempty"`
 }
 
-// Round is one model call and the tool calls it asked for.
+// Round is one model call and the tool calls it asked for. The tool
+// calls are stored once, in the run's Tools (each names its round);
+// DecodeTranscript puts them back in their rounds.
 type Round struct {
 	Call      ModelCall   `json:"model_call"`
-	ToolCalls []*ToolCall `json:"tool_calls,omitempty"`
+	ToolCalls []*ToolCall `json:"-"`
 }
 
 // ModelCall is one chat-completions request, with its retries.
@@ -69,40 +72,42 @@ type Usage struct {
 	Total      int64 `json:"total"`
 }
 
-// ToolCall is one tool call the model asked for and what it got back.
-type ToolCall struct {
-	ID          string        `json:"id"`
-	IDGenerated bool          `json:"id_generated,omitempty"` // the server sent none; hookd made this one
-	Name        string        `json:"name"`                   // as the model called it
-	Tool        string        `json:"tool,omitempty"`         // as hooks list it: read_file, github.search_issues
-	Arguments   string        `json:"arguments"`
-	Result      string        `json:"result,omitempty"`       // what the model got back, capped
-	ResultBytes int           `json:"result_bytes,omitempty"` // its full size before capping
-	Truncated   bool          `json:"truncated,omitempty"`
-	Duration    time.Duration `json:"duration_ns"`
-	Error       string        `json:"error,omitempty"` // sent to the model as the result
-	// DeniedBy names the tool:call:before handler that denied the call
-	// (the tool did not run; Error says why).
-	DeniedBy string `json:"denied_by,omitempty"`
-	// InputAmendedBy names the tool:call:before handler that replaced the
-	// arguments with AmendedArguments, which the tool ran with.
-	InputAmendedBy   string `json:"input_amended_by,omitempty"`
-	AmendedArguments string `json:"amended_arguments,omitempty"`
-	// ResultAmendedBy names the tool:call:after handler that replaced
-	// the result, or blocked it.
-	ResultAmendedBy string `json:"result_amended_by,omitempty"`
-}
+// ToolCall is one tool call the model asked for and what it got back:
+// the engine's ToolUse, which the run keeps in Run.Tools.
+type ToolCall = engine.ToolUse
 
-// DecodeTranscript reads a run's transcript; nil when there is none.
-func DecodeTranscript(raw json.RawMessage) (*Transcript, error) {
+// DecodeTranscript reads a run's transcript, with the run's tool calls in
+// their rounds; nil when there is none.
+func DecodeTranscript(run *engine.Run) (*Transcript, error) {
+	raw := run.ToolCalls
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
 	var t Transcript
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("decode the transcript of run %s: %w", run.ID, err)
+	}
+	for i := range run.Tools {
+		u := &run.Tools[i]
+		if u.Round >= 1 && u.Round <= len(t.Rounds) {
+			rd := t.Rounds[u.Round-1]
+			rd.ToolCalls = append(rd.ToolCalls, u)
+		}
 	}
 	return &t, nil
+}
+
+// tools lists the tool calls of every round, in order, numbering their
+// rounds: the run's Tools.
+func (t *Transcript) tools() []engine.ToolUse {
+	var out []engine.ToolUse
+	for i, r := range t.Rounds {
+		for _, tc := range r.ToolCalls {
+			tc.Round = i + 1
+			out = append(out, *tc)
+		}
+	}
+	return out
 }
 
 // redact applies f to every text of the transcript that may hold what a

@@ -270,7 +270,7 @@ func TestHookUsesMCPTools(t *testing.T) {
 	if run.Status != engine.StatusCompleted {
 		t.Fatalf("uses-mcp: %s %s", run.Status, run.Error)
 	}
-	tr, _ := llm.DecodeTranscript(run.ToolCalls)
+	tr, _ := llm.DecodeTranscript(run)
 	calls := tr.Rounds[0].ToolCalls
 	if len(calls) != 2 || calls[0].Tool != "t.echo" || calls[0].Result != "echo: via mcp" || calls[1].Tool != "t.search.issues" || calls[1].Result != "no issues" {
 		t.Errorf("tool calls %+v", calls)

@@ -104,70 +104,52 @@ func (m *Metrics) Gather() ([]*dto.MetricFamily, error) { return m.reg.Gather() 
 func (m *Metrics) Notification(outcome string) { m.notifications.WithLabelValues(outcome).Inc() }
 
 // Observe counts an engine event. It is an engine.Subscribe callback: it
-// only updates counters, never blocks and never calls the engine.
+// only updates counters, never blocks and never calls the engine. A run
+// event is read from its typed outcome.
 func (m *Metrics) Observe(ev *engine.Event) {
 	m.events.WithLabelValues(sourceLabel(ev.Source)).Inc()
-	outcome := engine.OutcomeOf(ev)
-	if outcome == "" || ev.Source != "engine" {
+	if ev.Outcome == nil || ev.Source != "engine" {
 		return
 	}
-	hook, _ := ev.Data["hook"].(string)
-	if outcome == engine.OutcomeStarted {
-		if ms, ok := number(ev.Data["lateness_ms"]); ok {
-			m.lateness.WithLabelValues(hook).Observe(max(ms, 0) / 1000)
+	run := ev.Outcome.Run
+	if ev.Type == engine.EventRunStarted {
+		if ev.Outcome.Scheduled {
+			m.lateness.WithLabelValues(run.Hook).Observe(max(ev.Outcome.Lateness, 0).Seconds())
 		}
 		return
 	}
-	status, _ := ev.Data["status"].(string)
-	m.runs.WithLabelValues(hook, status).Inc()
-	reason, _ := ev.Data["reason"].(string)
-	switch engine.Status(status) {
+	m.runs.WithLabelValues(run.Hook, string(run.Status)).Inc()
+	switch run.Status {
 	case engine.StatusSkipped:
-		m.skips.WithLabelValues(hook, ReasonLabel(reason)).Inc()
+		m.skips.WithLabelValues(run.Hook, gateLabel(run.Gate)).Inc()
 	case engine.StatusDropped:
-		m.drops.WithLabelValues(hook, ReasonLabel(reason)).Inc()
+		m.drops.WithLabelValues(run.Hook, gateLabel(run.Gate)).Inc()
 	}
-	if c, _ := ev.Data["cause"].(string); engine.Cause(c) == engine.CauseShortCircuit {
-		m.shortCircuits.WithLabelValues(hook).Inc()
+	if run.Cause == engine.CauseShortCircuit {
+		m.shortCircuits.WithLabelValues(run.Hook).Inc()
 	}
-	if _, started := ev.Data["started_at"]; started {
-		if ms, ok := number(ev.Data["duration_ms"]); ok {
-			m.duration.WithLabelValues(hook).Observe(ms / 1000)
-		}
+	if !run.StartedAt.IsZero() {
+		m.duration.WithLabelValues(run.Hook).Observe(run.Duration().Seconds())
 	}
-	if t, ok := ev.Data["tokens"].(map[string]any); ok {
-		for _, kind := range []string{"prompt", "completion", "cached"} {
-			if n, ok := number(t[kind]); ok && n > 0 {
-				m.tokens.WithLabelValues(hook, kind).Add(n)
+	if t := run.Tokens; t.Known {
+		for kind, n := range map[string]int64{"prompt": t.Prompt, "completion": t.Completion, "cached": t.Cached} {
+			if n > 0 {
+				m.tokens.WithLabelValues(run.Hook, kind).Add(float64(n))
 			}
 		}
 	}
-	if tools, ok := ev.Data["tools"].([]any); ok {
-		for _, u := range tools {
-			if u, ok := u.(map[string]any); ok {
-				tool, _ := u["tool"].(string)
-				out, _ := u["outcome"].(string)
-				m.tools.WithLabelValues(tool, out).Inc()
-			}
-		}
+	for i := range run.Tools {
+		u := &run.Tools[i]
+		m.tools.WithLabelValues(u.Label(), string(u.Outcome)).Inc()
 	}
 }
 
-// ReasonLabel is the label of a skip or drop reason: the word before its
-// first colon (the gate: in_flight, cooldown, queue_full, ...), or
-// short_circuit for a step's skip_llm_if condition ("step_1 (tests): ...").
-func ReasonLabel(reason string) string {
-	word, _, _ := strings.Cut(reason, ":")
-	word = strings.TrimSpace(word)
-	switch {
-	case word == "":
+// gateLabel is the reason label of a skip or drop: the gate.
+func gateLabel(gate string) string {
+	if gate == "" {
 		return "none"
-	case strings.HasPrefix(word, "step_"):
-		return "short_circuit"
-	case strings.ContainsAny(word, " ()"):
-		return "other"
 	}
-	return word
+	return gate
 }
 
 // sourceLabel folds hook:NAME into hook, so labels stay few.
@@ -177,20 +159,6 @@ func sourceLabel(src string) string {
 	}
 	s, _, _ := strings.Cut(src, ":")
 	return s
-}
-
-// number reads a JSON number that may be an int (in process) or a float64
-// (decoded).
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	}
-	return 0, false
 }
 
 // gauges reads the engine's live state when scraped.

@@ -25,9 +25,8 @@ func (f *fakeSource) Overdue(_ context.Context, grace time.Duration) ([]string, 
 	return f.overdue, f.err
 }
 
-func runEv(typ string, data map[string]any) *engine.Event {
-	return &engine.Event{Type: typ, Source: "engine", Data: data}
-}
+// runEv is the event the engine publishes for run.
+func runEv(run *engine.Run) *engine.Event { return engine.RunEvent(run) }
 
 // scrape serves the metrics over HTTP and parses the text format back.
 func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
@@ -86,19 +85,27 @@ func TestObserveAndScrape(t *testing.T) {
 		overdue: []string{"late"},
 	}
 	m := New(src, time.Minute, 0)
-	start := "2025-01-01T00:00:00Z"
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	ran := func(run *engine.Run, d time.Duration) *engine.Run {
+		run.StartedAt, run.FinishedAt = start, start.Add(d)
+		return run
+	}
+	late := runEv(ran(&engine.Run{Hook: "h", Status: engine.StatusRunning, Trigger: "schedule"}, 0))
+	late.Outcome.Lateness, late.Outcome.Scheduled = 12500*time.Microsecond, true
 	for _, ev := range []*engine.Event{
-		runEv(engine.EventRunStarted, map[string]any{"hook": "h", "status": "running", "trigger": "schedule", "lateness_ms": 12.5, "started_at": start}),
-		runEv(engine.EventRunStarted, map[string]any{"hook": "h", "status": "running", "trigger": "manual", "started_at": start}),
-		runEv(engine.EventRunCompleted, map[string]any{"hook": "h", "status": "completed", "duration_ms": int64(1500), "started_at": start,
-			"tokens": map[string]any{"prompt": int64(100), "completion": int64(20), "cached": int64(0)},
-			"tools":  []any{map[string]any{"tool": "read_file", "outcome": "ok"}, map[string]any{"tool": "read_file", "outcome": "error"}}}),
-		runEv(engine.EventRunFailed, map[string]any{"hook": "h", "status": "failed", "duration_ms": float64(200), "started_at": start}),
-		runEv(engine.EventRunSkipped, map[string]any{"hook": "h", "status": "skipped", "reason": "in_flight: run X was still running"}),
-		runEv(engine.EventRunSkipped, map[string]any{"hook": "h", "status": "skipped", "reason": "cooldown: 3s left"}),
-		runEv(engine.EventRunSkipped, map[string]any{"hook": "h", "status": "skipped", "reason": "step_1 (tests): exit code 0",
-			"duration_ms": int64(30), "started_at": start}),
-		runEv(engine.EventRunSkipped, map[string]any{"hook": "g", "status": "dropped", "reason": "queue_full: 100 runs already wait"}),
+		late,
+		runEv(ran(&engine.Run{Hook: "h", Status: engine.StatusRunning, Trigger: "manual"}, 0)),
+		runEv(ran(&engine.Run{Hook: "h", Status: engine.StatusCompleted, Tokens: engine.Tokens{Prompt: 100, Completion: 20, Known: true},
+			Tools: []engine.ToolUse{{Name: "read_file", Tool: "read_file", Outcome: engine.ToolOK},
+				{Name: "read_file", Tool: "read_file", Outcome: engine.ToolError},
+				{Name: "write_file", Tool: "write_file", Outcome: engine.ToolDenied, DeniedBy: "guard"},
+				{Name: "rm_rf", Outcome: engine.ToolUnknown}}}, 1500*time.Millisecond)),
+		runEv(ran(&engine.Run{Hook: "h", Status: engine.StatusFailed, Cause: engine.CauseStepFailed}, 200*time.Millisecond)),
+		runEv(&engine.Run{Hook: "h", Status: engine.StatusSkipped, Gate: engine.GateInFlight, Reason: "in_flight: run X was still running"}),
+		runEv(&engine.Run{Hook: "h", Status: engine.StatusSkipped, Gate: engine.GateCooldown, Reason: "cooldown: 3s left"}),
+		runEv(ran(&engine.Run{Hook: "h", Status: engine.StatusCompleted, Cause: engine.CauseShortCircuit,
+			Reason: "short-circuit: step_1 (tests): exit code 0"}, 30*time.Millisecond)),
+		runEv(&engine.Run{Hook: "g", Status: engine.StatusDropped, Gate: engine.GateQueueFull, Reason: "queue_full: 100 runs already wait"}),
 		// Not the engine's: counted as an event only.
 		{Type: engine.EventRunFailed, Source: "hook:x", Data: map[string]any{"hook": "h", "status": "failed"}},
 		{Type: "deploy.finished", Source: "api"},
@@ -114,13 +121,13 @@ func TestObserveAndScrape(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{"hookd_runs_total", []string{"hook", "h", "status", "completed"}, 1},
+		{"hookd_runs_total", []string{"hook", "h", "status", "completed"}, 2},
 		{"hookd_runs_total", []string{"hook", "h", "status", "failed"}, 1},
-		{"hookd_runs_total", []string{"hook", "h", "status", "skipped"}, 3},
+		{"hookd_runs_total", []string{"hook", "h", "status", "skipped"}, 2},
 		{"hookd_runs_total", []string{"hook", "g", "status", "dropped"}, 1},
 		{"hookd_skips_total", []string{"hook", "h", "reason", "in_flight"}, 1},
 		{"hookd_skips_total", []string{"hook", "h", "reason", "cooldown"}, 1},
-		{"hookd_skips_total", []string{"hook", "h", "reason", "short_circuit"}, 1},
+		{"hookd_short_circuits_total", []string{"hook", "h"}, 1},
 		{"hookd_drops_total", []string{"hook", "g", "reason", "queue_full"}, 1},
 		{"hookd_run_duration_seconds", []string{"hook", "h"}, 3}, // completed, failed, short-circuited
 		{"hookd_fire_lateness_seconds", []string{"hook", "h"}, 1},
@@ -128,6 +135,8 @@ func TestObserveAndScrape(t *testing.T) {
 		{"hookd_model_tokens_total", []string{"hook", "h", "kind", "completion"}, 20},
 		{"hookd_tool_calls_total", []string{"tool", "read_file", "outcome", "ok"}, 1},
 		{"hookd_tool_calls_total", []string{"tool", "read_file", "outcome", "error"}, 1},
+		{"hookd_tool_calls_total", []string{"tool", "write_file", "outcome", "denied"}, 1},
+		{"hookd_tool_calls_total", []string{"tool", "rm_rf", "outcome", "unknown"}, 1},
 		{"hookd_events_total", []string{"source", "engine"}, 8},
 		{"hookd_events_total", []string{"source", "hook"}, 1},
 		{"hookd_events_total", []string{"source", "api"}, 1},
@@ -163,22 +172,5 @@ func TestObserveAndScrape(t *testing.T) {
 	}
 	if fams["hookd_queue_depth"] != nil {
 		t.Error("queue_depth reported without an answer from the engine")
-	}
-}
-
-func TestReasonLabel(t *testing.T) {
-	for in, want := range map[string]string{
-		"in_flight: run X":                 "in_flight",
-		"cooldown: 3s left":                "cooldown",
-		"queue_full: ...":                  "queue_full",
-		"missed: 3 slot(s)":                "missed",
-		"step_2 (lint): output is empty":   "short_circuit",
-		"step_1: exit code 0":              "short_circuit",
-		"":                                 "none",
-		"something odd (with parens): yes": "other",
-	} {
-		if got := ReasonLabel(in); got != want {
-			t.Errorf("ReasonLabel(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

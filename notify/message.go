@@ -11,76 +11,51 @@ import (
 
 // Message is what a notification says about one run.
 type Message struct {
-	Hook      string           `json:"hook"`
-	RunID     string           `json:"run_id"`
-	Trigger   string           `json:"trigger"`
-	EventType string           `json:"event_type,omitempty"` // the event that fired the run, if any
-	Outcome   string           `json:"outcome"`              // started, completed, failed, skipped, cancelled
-	Status    string           `json:"status"`               // the run's status
-	Reason    string           `json:"reason,omitempty"`
-	Error     string           `json:"error,omitempty"`
-	Duration  time.Duration    `json:"-"`
-	Tools     []engine.ToolUse `json:"tools"`   // the tool chain of the model stage, in order
-	Summary   string           `json:"summary"` // a short summary of the model's answer, or of the error or reason
-	Time      time.Time        `json:"time"`
+	Hook       string        `json:"hook"`
+	RunID      string        `json:"run_id"`
+	Trigger    string        `json:"trigger"`
+	EventType  string        `json:"event_type,omitempty"` // the event that fired the run, if any
+	Outcome    string        `json:"outcome"`              // started, completed, failed, skipped, cancelled
+	Status     string        `json:"status"`               // the run's status
+	Headline   string        `json:"headline"`             // the status as a person reads it: "completed, model not needed"
+	Cause      engine.Cause  `json:"cause,omitempty"`      // what ended the run: short_circuit, step_failed, timeout, ...
+	Gate       string        `json:"gate,omitempty"`       // the gate that refused a skipped run
+	StepErrors int           `json:"step_errors,omitempty"`
+	Truncated  bool          `json:"truncated,omitempty"` // the model's answer was cut by its output limit
+	Reason     string        `json:"reason,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Duration   time.Duration `json:"-"`
+	Tools      []toolLine    `json:"tools"`   // the tool chain of the model stage, in order
+	Summary    string        `json:"summary"` // a short summary of the model's answer, or of the error or reason
+	Time       time.Time     `json:"time"`
+}
+
+// toolLine is one tool call of the chain a message shows.
+type toolLine struct {
+	Tool    string             `json:"tool"`
+	Outcome engine.ToolOutcome `json:"outcome"`
 }
 
 // summaryLen bounds Message.Summary.
 const summaryLen = 300
 
-// messageFrom builds a message from a run event and, when there is one,
-// the run's stored record (which carries the model's answer).
-func messageFrom(ev *engine.Event, run *engine.Run) *Message {
-	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
+// messageFrom builds the message of a run event from the run it carries.
+func messageFrom(ev *engine.Event) *Message {
+	run := ev.Outcome.Run
 	m := &Message{
-		Hook: str("hook"), RunID: str("run_id"), Trigger: str("trigger"), Outcome: engine.OutcomeOf(ev),
-		Status: str("status"), Reason: str("reason"), Error: str("error"), Time: ev.Time,
+		Hook: run.Hook, RunID: run.ID, Trigger: run.Trigger, EventType: run.EventType, Outcome: engine.OutcomeOf(ev),
+		Status: string(run.Status), Headline: run.Headline(), Cause: run.Cause, Gate: run.Gate,
+		StepErrors: run.StepErrors(), Truncated: run.Truncated, Reason: run.Reason, Error: run.Error,
+		Duration: run.Duration(), Tools: make([]toolLine, len(run.Tools)), Time: ev.Time,
 	}
-	if ms, ok := ev.Data["duration_ms"].(float64); ok {
-		m.Duration = time.Duration(ms * float64(time.Millisecond))
-	} else if ms, ok := ev.Data["duration_ms"].(int64); ok {
-		m.Duration = time.Duration(ms) * time.Millisecond
-	}
-	if tools, ok := ev.Data["tools"].([]any); ok {
-		for _, u := range tools {
-			if u, ok := u.(map[string]any); ok {
-				t, _ := u["tool"].(string)
-				o, _ := u["outcome"].(string)
-				m.Tools = append(m.Tools, engine.ToolUse{Tool: t, Outcome: o})
-			}
-		}
-	}
-	answer := ""
-	if run != nil {
-		m.EventType = run.EventType
-		if m.Trigger == "" {
-			m.Trigger = run.Trigger
-		}
-		if m.Status == "" {
-			m.Status = string(run.Status)
-		}
-		if m.Error == "" {
-			m.Error = run.Error
-		}
-		if m.Reason == "" {
-			m.Reason = run.Reason
-		}
-		if m.Tools == nil {
-			m.Tools = engine.ToolChain(run.ToolCalls)
-		}
-		if m.Duration == 0 {
-			m.Duration = run.Duration()
-		}
-		answer = run.Response
-	}
-	if m.Tools == nil {
-		m.Tools = []engine.ToolUse{}
+	for i := range run.Tools {
+		m.Tools[i] = toolLine{Tool: run.Tools[i].Label(), Outcome: run.Tools[i].Outcome}
 	}
 	switch {
 	case m.Error != "":
 		m.Summary = m.Error
-	case answer != "":
-		m.Summary = answer
+	case run.Response != "":
+		m.Summary = run.Response
 	default:
 		m.Summary = m.Reason
 	}
@@ -108,16 +83,17 @@ func (m *Message) chain() string {
 	parts := make([]string, len(m.Tools))
 	for i, u := range m.Tools {
 		parts[i] = u.Tool
-		if u.Outcome != "" && u.Outcome != "ok" {
-			parts[i] += " (" + u.Outcome + ")"
+		if u.Outcome != engine.ToolOK {
+			parts[i] += " (" + string(u.Outcome) + ")"
 		}
 	}
 	return strings.Join(parts, " → ")
 }
 
-// title is the one-line headline: "hookd: nightly failed (schedule, 1.2s)".
+// title is the one-line headline: "hookd: nightly failed (schedule,
+// 1.2s)", "hookd: tests completed, model not needed (schedule, 80ms)".
 func (m *Message) title() string {
-	s := fmt.Sprintf("hookd: %s %s (%s", m.Hook, m.Outcome, m.Trigger)
+	s := fmt.Sprintf("hookd: %s %s (%s", m.Hook, m.Headline, m.Trigger)
 	if m.Duration > 0 {
 		s += ", " + m.Duration.Round(time.Millisecond).String()
 	}

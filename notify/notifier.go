@@ -19,11 +19,6 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
-// RunReader reads run records; *store.DB is one.
-type RunReader interface {
-	GetRun(ctx context.Context, id string) (*engine.Run, error)
-}
-
 // Outcomes of a notification, as Options.Count hears them.
 const (
 	Delivered     = "delivered"
@@ -34,7 +29,6 @@ const (
 // Options configure a Notifier. Zero fields take the defaults.
 type Options struct {
 	Targets    []engine.NotifyTarget // daemon-wide targets, for hooks that set none
-	Runs       RunReader             // where messages find the model's answer; nil: from the event alone
 	Getenv     func(string) string   // resolves url_env (default os.Getenv)
 	Client     *http.Client          // default: a client with a 10s timeout
 	Logger     *slog.Logger          // default slog.Default()
@@ -73,15 +67,8 @@ type target struct {
 }
 
 type job struct {
-	ev  *engine.Event
+	msg *Message // shared by the jobs of one event
 	t   *target
-	run *runOnce // shared by the jobs of one event
-}
-
-// runOnce reads the run an event is about once for all its targets.
-type runOnce struct {
-	once sync.Once
-	run  *engine.Run
 }
 
 // New builds a notifier; it delivers nothing until Start.
@@ -205,7 +192,7 @@ func (n *Notifier) Stop(ctx context.Context) {
 // notification (logged and counted).
 func (n *Notifier) Observe(ev *engine.Event) {
 	outcome := engine.OutcomeOf(ev)
-	if outcome == "" || ev.Source != "engine" {
+	if outcome == "" || ev.Source != "engine" || ev.Outcome == nil {
 		return
 	}
 	select {
@@ -213,22 +200,25 @@ func (n *Notifier) Observe(ev *engine.Event) {
 		return
 	default:
 	}
-	hook, _ := ev.Data["hook"].(string)
+	run := ev.Outcome.Run
 	targets := n.daemon
-	if ts, ok := (*n.hooks.Load())[hook]; ok {
+	if ts, ok := (*n.hooks.Load())[run.Hook]; ok {
 		targets = ts
 	}
-	shared := &runOnce{}
+	var msg *Message
 	for _, t := range targets {
 		if !slices.Contains(t.on, outcome) {
 			continue
 		}
+		if msg == nil {
+			msg = messageFrom(ev)
+		}
 		select {
-		case n.queue <- &job{ev: ev, t: t, run: shared}:
+		case n.queue <- &job{msg: msg, t: t}:
 		default:
 			n.o.Count(Dropped)
-			n.log.Warn("notification dropped: the queue is full", "target", t.label, "hook", hook,
-				"run", ev.Data["run_id"], "outcome", outcome)
+			n.log.Warn("notification dropped: the queue is full", "target", t.label, "hook", run.Hook,
+				"run", run.ID, "outcome", outcome)
 		}
 	}
 }
@@ -263,16 +253,7 @@ func (n *Notifier) deliver(j *job) {
 		n.fail(j, 0, fmt.Errorf("no URL: environment variable %s is empty", j.t.env))
 		return
 	}
-	j.run.once.Do(func() {
-		if id, _ := j.ev.Data["run_id"].(string); id != "" && n.o.Runs != nil {
-			ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-			if r, err := n.o.Runs.GetRun(ctx, id); err == nil {
-				j.run.run = r
-			}
-			cancel()
-		}
-	})
-	body, err := messageFrom(j.ev, j.run.run).body(j.t.format)
+	body, err := j.msg.body(j.t.format)
 	if err != nil {
 		n.fail(j, 0, fmt.Errorf("encode message: %w", err))
 		return
@@ -282,8 +263,8 @@ func (n *Notifier) deliver(j *job) {
 		retry, wait, err := n.post(j.t, body)
 		if err == nil {
 			n.o.Count(Delivered)
-			n.log.Debug("notification delivered", "target", j.t.label, "hook", j.ev.Data["hook"],
-				"run", j.ev.Data["run_id"], "attempts", attempt)
+			n.log.Debug("notification delivered", "target", j.t.label, "hook", j.msg.Hook,
+				"run", j.msg.RunID, "attempts", attempt)
 			return
 		}
 		if !retry || attempt >= n.o.Attempts {
@@ -335,8 +316,8 @@ func (n *Notifier) post(t *target, body []byte) (retry bool, wait time.Duration,
 // fail logs and counts a notification that was not delivered.
 func (n *Notifier) fail(j *job, attempts int, err error) {
 	n.o.Count(Undeliverable)
-	n.log.Warn("notification undeliverable", "target", j.t.label, "hook", j.ev.Data["hook"],
-		"run", j.ev.Data["run_id"], "outcome", engine.OutcomeOf(j.ev), "attempts", attempts, "err", err.Error())
+	n.log.Warn("notification undeliverable", "target", j.t.label, "hook", j.msg.Hook,
+		"run", j.msg.RunID, "outcome", j.msg.Outcome, "attempts", attempts, "err", err.Error())
 }
 
 // scrubURL drops the URL from an HTTP client error: it may hold a secret.

@@ -68,16 +68,6 @@ func (r *receiver) wait(t *testing.T) []byte {
 	}
 }
 
-// runs is a RunReader over a fixed set of records.
-type runs map[string]*engine.Run
-
-func (m runs) GetRun(_ context.Context, id string) (*engine.Run, error) {
-	if r, ok := m[id]; ok {
-		return r, nil
-	}
-	return nil, engine.ErrNotFound
-}
-
 // counter records the outcomes the notifier counts.
 type counter struct {
 	mu sync.Mutex
@@ -99,15 +89,23 @@ func (c *counter) get(o string) int {
 	return c.n[o]
 }
 
+// runEvent is the event the engine publishes for run, at a fixed time.
+func runEvent(run *engine.Run) *engine.Event {
+	ev := engine.RunEvent(run)
+	ev.Time = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	return ev
+}
+
 func failedEvent(hook, run string) *engine.Event {
-	return &engine.Event{
-		ID: "ev-" + run, Type: engine.EventRunFailed, Source: "engine", Time: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
-		Data: map[string]any{
-			"hook": hook, "run_id": run, "status": "failed", "trigger": "schedule",
-			"error": "step_1 failed: exit 3 [REDACTED:API_KEY]", "duration_ms": int64(1500),
-			"tools": []any{map[string]any{"tool": "read_file", "outcome": "ok"}, map[string]any{"tool": "http_get", "outcome": "error"}},
-		},
-	}
+	start := time.Date(2025, 3, 1, 11, 59, 0, 0, time.UTC)
+	return runEvent(&engine.Run{
+		ID: run, Hook: hook, Status: engine.StatusFailed, Trigger: "schedule", EventType: "deploy.failed",
+		Cause: engine.CauseModelError, Error: "step_1 failed: exit 3 [REDACTED:API_KEY]",
+		Response: "The   tests fail\nbecause of X.", StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond),
+		Tools: []engine.ToolUse{{Name: "read_file", Tool: "read_file", Outcome: engine.ToolOK},
+			{Name: "http_get", Tool: "http_get", Outcome: engine.ToolError},
+			{Name: "write_file", Tool: "write_file", Outcome: engine.ToolDenied, DeniedBy: "safety"}},
+	})
 }
 
 func newTest(t *testing.T, o Options) (*Notifier, *counter, *logBuf) {
@@ -151,13 +149,11 @@ func (l *logBuf) String() string {
 // what each body says.
 func TestFormats(t *testing.T) {
 	rec := newReceiver(t)
-	store := runs{"r1": {ID: "r1", Hook: "nightly", Status: engine.StatusFailed, EventType: "deploy.failed",
-		Response: "The   tests fail\nbecause of X."}}
 	var targets []engine.NotifyTarget
 	for _, f := range engine.NotifyFormats {
 		targets = append(targets, engine.NotifyTarget{Name: f, URL: rec.srv.URL, Format: f, On: []string{"failed"}})
 	}
-	n, c, _ := newTest(t, Options{Targets: targets, Runs: store, Workers: 1})
+	n, c, _ := newTest(t, Options{Targets: targets, Workers: 1})
 	n.Observe(failedEvent("nightly", "r1"))
 
 	got := map[string]map[string]any{}
@@ -183,16 +179,16 @@ func TestFormats(t *testing.T) {
 	if s, _ := g["summary"].(string); s != "step_1 failed: exit 3 [REDACTED:API_KEY]" {
 		t.Errorf("generic summary %q: the error wins over the answer", s)
 	}
-	if tools, _ := g["tools"].([]any); len(tools) != 2 {
-		t.Errorf("generic tools: %v", g["tools"])
+	if tools, _ := g["tools"].([]any); len(tools) != 3 || g["cause"] != "model_error" || g["headline"] != "failed (model_error)" {
+		t.Errorf("generic tools %v cause %v headline %v", g["tools"], g["cause"], g["headline"])
 	}
 	s := got["slack"]
-	if text, _ := s["text"].(string); !strings.Contains(text, "hookd: nightly failed (schedule, 1.5s)") ||
-		!strings.Contains(text, "read_file → http_get (error)") || !strings.Contains(text, "exit 3") {
+	if text, _ := s["text"].(string); !strings.Contains(text, "hookd: nightly failed (model_error) (schedule, 1.5s)") ||
+		!strings.Contains(text, "read_file → http_get (error) → write_file (denied)") || !strings.Contains(text, "exit 3") {
 		t.Errorf("slack text: %q", text)
 	}
 	d := got["discord"]
-	if content, _ := d["content"].(string); content != "hookd: nightly failed (schedule, 1.5s)" {
+	if content, _ := d["content"].(string); content != "hookd: nightly failed (model_error) (schedule, 1.5s)" {
 		t.Errorf("discord content: %q", content)
 	}
 	embed := d["embeds"].([]any)[0].(map[string]any)
@@ -207,11 +203,10 @@ func TestFormats(t *testing.T) {
 func TestSummaryFromAnswer(t *testing.T) {
 	rec := newReceiver(t)
 	long := strings.Repeat("word ", 200)
-	store := runs{"r2": {ID: "r2", Hook: "h", Status: engine.StatusCompleted, Response: "All good.\n" + long}}
-	n, _, _ := newTest(t, Options{Runs: store,
+	n, _, _ := newTest(t, Options{
 		Targets: []engine.NotifyTarget{{URL: rec.srv.URL, Format: "generic", On: []string{"completed"}}}})
-	n.Observe(&engine.Event{Type: engine.EventRunCompleted, Source: "engine",
-		Data: map[string]any{"hook": "h", "run_id": "r2", "status": "completed", "trigger": "manual"}})
+	n.Observe(runEvent(&engine.Run{ID: "r2", Hook: "h", Status: engine.StatusCompleted, Trigger: "manual",
+		Response: "All good.\n" + long, Steps: []*engine.StepResult{{Index: 1, Error: "boom"}}}))
 	var m Message
 	if err := json.Unmarshal(rec.wait(t), &m); err != nil {
 		t.Fatal(err)
@@ -221,6 +216,9 @@ func TestSummaryFromAnswer(t *testing.T) {
 	}
 	if m.Tools == nil {
 		t.Errorf("tools should be an empty list, not null")
+	}
+	if m.StepErrors != 1 || m.Headline != "completed, 1 step error" {
+		t.Errorf("step errors %d, headline %q", m.StepErrors, m.Headline)
 	}
 }
 
@@ -291,15 +289,15 @@ func TestSelection(t *testing.T) {
 		{Name: "loud", NotifySet: true, Notify: []engine.NotifyTarget{{URLEnv: "OWN_URL", On: []string{"completed"}}}},
 		{Name: "quiet", NotifySet: true, Notify: []engine.NotifyTarget{}},
 	})
-	ev := func(typ, hook string) *engine.Event {
-		return &engine.Event{Type: typ, Source: "engine", Data: map[string]any{"hook": hook, "run_id": "x", "status": strings.TrimPrefix(typ, "hook.run.")}}
+	ev := func(status engine.Status, hook string) *engine.Event {
+		return runEvent(&engine.Run{ID: "x", Hook: hook, Status: status})
 	}
-	n.Observe(ev(engine.EventRunCompleted, "plain")) // not asked for
-	n.Observe(ev(engine.EventRunFailed, "quiet"))    // silenced
-	n.Observe(ev(engine.EventRunFailed, "loud"))     // its own list wants completed only
+	n.Observe(ev(engine.StatusCompleted, "plain")) // not asked for
+	n.Observe(ev(engine.StatusFailed, "quiet"))    // silenced
+	n.Observe(ev(engine.StatusFailed, "loud"))     // its own list wants completed only
 	n.Observe(&engine.Event{Type: engine.EventRunFailed, Source: "api", Data: map[string]any{"hook": "plain"}})
-	n.Observe(ev(engine.EventRunCompleted, "loud"))
-	n.Observe(ev(engine.EventRunSkipped, "plain"))
+	n.Observe(ev(engine.StatusCompleted, "loud"))
+	n.Observe(ev(engine.StatusSkipped, "plain"))
 	var m Message
 	json.Unmarshal(own.wait(t), &m)
 	if m.Hook != "loud" || m.Outcome != "completed" {

@@ -44,7 +44,7 @@ func TestExampleGuardDeniesRunCommand(t *testing.T) {
 	if run.Status != engine.StatusCompleted {
 		t.Fatalf("run %s %q", run.Status, run.Error)
 	}
-	tr, err := llm.DecodeTranscript(run.ToolCalls)
+	tr, err := llm.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) != 2 || len(tr.Rounds[0].ToolCalls) != 2 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}

@@ -58,7 +58,7 @@ tools: [read_file, t.echo]
 	if want := (engine.Tokens{Prompt: 50, Completion: 12, Cached: 8, Known: true}); run.Tokens != want {
 		t.Errorf("tokens %+v, want %+v", run.Tokens, want)
 	}
-	tr, err := llm.DecodeTranscript(run.ToolCalls)
+	tr, err := llm.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) != 2 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}

@@ -62,7 +62,7 @@ func cmdServe(c *cli, args []string) int {
 	// events (catch-up runs).
 	m := metrics.New(l.eng, d.OverdueGrace, 0)
 	l.eng.Subscribe(m.Observe)
-	notifier := notify.New(notify.Options{Targets: d.Notify, Runs: l.db, Logger: log, Count: m.Notification})
+	notifier := notify.New(notify.Options{Targets: d.Notify, Logger: log, Count: m.Notification})
 	notifier.SetHooks(l.hooks)
 	notifier.Start()
 	l.eng.Subscribe(notifier.Observe)

@@ -14,7 +14,7 @@ import (
 // its retries and usage, each tool call with its arguments and result,
 // and how the stage ended.
 func printTranscript(w io.Writer, r *engine.Run) {
-	tr, err := llm.DecodeTranscript(r.ToolCalls)
+	tr, err := llm.DecodeTranscript(r)
 	if err != nil {
 		fmt.Fprintf(w, "\n  transcript: cannot read it: %v\n", err)
 		return
