@@ -58,7 +58,7 @@ func TestHostileModelCannotTakeOverHookd(t *testing.T) {
 		if run.Status != engine.StatusCompleted {
 			t.Fatalf("%s: %s %q", name, run.Status, run.Error)
 		}
-		tr, err := llm.DecodeTranscript(run.ToolCalls)
+		tr, err := llm.DecodeTranscript(run)
 		if err != nil || tr == nil || len(tr.Rounds) == 0 {
 			t.Fatalf("%s: transcript %v: %s", name, err, run.ToolCalls)
 		}
