@@ -158,7 +158,9 @@ func (s *gitSession) run(ctx context.Context, gc gitCmd) (CommandResult, error) 
 		}
 		sw = newSplitWriter(sep, gc.tee)
 		c.Tee = sw
-		c.MaxOutput = 1 // the records are all the caller wants
+		// The records are all the caller wants of stdout; the cap
+		// leaves room for an error message on stderr.
+		c.MaxOutput = 4 << 10
 	}
 	r := c.Run(ctx)
 	if sw != nil {

@@ -462,3 +462,15 @@ func TestGitRepositoryConfigRunsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestGitErrorMessage checks that git's own message reaches the step
+// error when a command whose output is read record by record fails.
+func TestGitErrorMessage(t *testing.T) {
+	workdir, env := newRepo(t, "")
+	writeFiles(t, workdir, map[string]string{".git/config": "[core\n"})
+	s := mustStep(t, "file_diff", "path: a.txt", 0)
+	_, err := runStep(t, s, gitStepEnv(t, workdir, env, nil))
+	if err == nil || !strings.Contains(err.Error(), "bad config line 1") {
+		t.Errorf("err = %v; want git's message", err)
+	}
+}
