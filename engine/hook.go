@@ -74,6 +74,9 @@ type Hook struct {
 	Notify    []NotifyTarget
 	NotifySet bool
 
+	// Retention overrides the daemon's retention of this hook's runs.
+	Retention HookRetention
+
 	Source Source
 }
 

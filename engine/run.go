@@ -73,6 +73,11 @@ type Run struct {
 	StartedAt   time.Time       `json:"started_at,omitzero"`   //
 	FinishedAt  time.Time       `json:"finished_at,omitzero"`  //
 	Depth       int             `json:"depth,omitempty"`       // event chain depth that led to this run
+	// Repeats is how many identical records of a paused or disabled hook
+	// this one stands for (0 or 1: itself only): the first was refused at
+	// QueuedAt, the latest at FinishedAt, and Event and Slot are the
+	// latest's.
+	Repeats int `json:"repeats,omitempty"`
 }
 
 // Tokens counts model usage as the server reported it. Known is false when

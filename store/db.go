@@ -66,12 +66,13 @@ func Open(path string) (*DB, error) {
 	d := &DB{path: abs}
 
 	// The writer sets WAL (persistent in the file) before any reader opens.
-	d.w, err = sql.Open("sqlite3", dsn(abs, url.Values{
+	d.w, err = sql.Open(writeDriver, dsn(abs, url.Values{
 		"_journal_mode": {"WAL"},
 		"_busy_timeout": {"5000"},
 		"_synchronous":  {"NORMAL"},
 		"_foreign_keys": {"on"},
 		"_txlock":       {"immediate"},
+		"_auto_vacuum":  {"incremental"}, // takes effect in a new file; see EnableIncrementalVacuum
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
@@ -142,6 +143,10 @@ func restrictSidecars(path string) error {
 	}
 	return nil
 }
+
+// writeDriver is the database/sql driver of the write connection. Tests
+// swap in one that observes what each transaction writes.
+var writeDriver = "sqlite3"
 
 // dsn builds a SQLite URI filename for an absolute path.
 func dsn(abs string, params url.Values) string {

@@ -76,6 +76,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{2, "event dispatch state", sqlEventDispatch}, // dispatch.go
 	{3, "watch snapshots", sqlWatchSnapshots},     // snapshot.go
 	{4, "run outcome", sqlRunOutcome},             // outcome.go
+	{5, "retention", sqlRetention},                // prune.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -22,10 +22,10 @@ const defaultLimit = 50
 
 const runCols = `id, hook, "trigger", slot, status, reason, event_type, event, steps,
 	prompt, response, tool_calls, prompt_tokens, completion_tokens, cached_tokens,
-	error, fingerprint, depth, queued_at, started_at, finished_at, outcome`
+	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats`
 
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // sqlUpsertRun inserts a run as running, or starts the queued run of the
 // same id (keeping its seq, hence its place in the history). A run already
@@ -52,7 +52,10 @@ const sqlFinishRun = `UPDATE runs SET
 	WHERE id = ?`
 
 // InsertRun records a run that has not started: queued, or final (skipped,
-// dropped, cancelled) with its reason. When r.Slot is set, the slot is
+// dropped, cancelled) with its reason. A skip record of a paused or
+// disabled hook identical to the hook's latest record is merged into it
+// (see insertOrCollapse): r then takes that record's ID, QueuedAt and
+// Repeats. When r.Slot is set, the slot is
 // claimed (unless another run holds it) and the hook's last slot advances
 // to it, so that a skipped slot counts as consumed across a restart.
 func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
@@ -63,13 +66,15 @@ func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
+	id, repeats, queued := r.ID, r.Repeats, r.QueuedAt
 	err = d.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.StmtContext(ctx, d.stmtInsertRun).ExecContext(ctx, args...); err != nil {
+		if err := d.insertOrCollapse(ctx, tx, r, args); err != nil { // collapse.go
 			return err
 		}
 		return d.claimSlot(ctx, tx, r.Hook, r.Slot, r.ID)
 	})
 	if err != nil {
+		r.ID, r.Repeats, r.QueuedAt = id, repeats, queued
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
 	return nil
@@ -363,14 +368,18 @@ func scanRun(row scanner) (*engine.Run, int64, error) {
 		event, steps, tools  sql.NullString
 		out                  sql.NullString
 		seq                  int64
+		repeats              int
 	)
 	dest := []any{&r.ID, &r.Hook, &r.Trigger, &slot, &status, &r.Reason, &r.EventType,
 		&event, &steps, &r.Prompt, &r.Response, &tools, &pt, &ct, &cached,
-		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &seq}
+		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &seq}
 	if err := row.Scan(dest...); err != nil {
 		return nil, 0, err
 	}
 	r.Status = engine.Status(status)
+	if repeats > 1 { // a collapsed record (collapse.go)
+		r.Repeats = repeats
+	}
 	r.Slot = nullTime(slot)
 	r.QueuedAt = nullTime(queued)
 	r.StartedAt = nullTime(started)
@@ -412,7 +421,7 @@ func runArgs(r *engine.Run, st engine.Status) ([]any, error) {
 	return []any{r.ID, r.Hook, r.Trigger, timeArg(r.Slot), string(st), r.Reason, r.EventType,
 		rawArg(r.Event), steps, r.Prompt, r.Response, rawArg(r.ToolCalls), pt, ct, cached,
 		r.Error, r.Fingerprint, r.Depth, timeArg(r.QueuedAt), timeArg(r.StartedAt),
-		timeArg(r.FinishedAt), out}, nil
+		timeArg(r.FinishedAt), out, max(r.Repeats, 1)}, nil
 }
 
 func stepsJSON(steps []*engine.StepResult) (any, error) {

@@ -162,6 +162,9 @@ func cmdRuns(c *cli, args []string) int {
 			dur = d.Round(time.Millisecond).String()
 		}
 		why := r.Reason
+		if r.Repeats > 1 {
+			why = repeatsText(r) + ": " + why
+		}
 		if r.Error != "" {
 			why = strings.TrimSpace(strings.TrimPrefix(why+" "+r.Error, " "))
 		}
@@ -169,6 +172,13 @@ func cmdRuns(c *cli, args []string) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// repeatsText says what a collapsed record stands for: "12× from 03-01
+// 10:00:00 to 03-01 10:11:00".
+func repeatsText(r *engine.Run) string {
+	const layout = "01-02 15:04:05"
+	return fmt.Sprintf("%d× from %s to %s", r.Repeats, r.QueuedAt.Local().Format(layout), r.FinishedAt.Local().Format(layout))
 }
 
 // runStatuses are the statuses `hookd runs --status` accepts.
@@ -231,6 +241,9 @@ func printRun(c *cli, r *engine.Run) {
 	field("hook", r.Hook)
 	field("status", r.Headline())
 	field("reason", r.Reason)
+	if r.Repeats > 1 {
+		field("repeats", repeatsText(r)+" (one record for identical refusals in a row)")
+	}
 	field("trigger", r.Trigger)
 	if !r.Slot.IsZero() {
 		field("slot", r.Slot.Local().Format(time.RFC3339))
