@@ -47,6 +47,10 @@ type StepEnv struct {
 	// keeps redacts before it cuts (steps.Command.Redactor). The engine
 	// redacts the step's result when it returns; nil redacts nothing.
 	Redactor *Redactor
+	// TrackProcess, when set, records a process group the step started
+	// in the run's record (steps.Command.Track), so that a hookd started
+	// after a crash can kill what the step left running.
+	TrackProcess func(ProcGroup)
 }
 
 // RecordReader is the read side of the store that steps may use.

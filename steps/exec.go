@@ -64,6 +64,17 @@ type Command struct {
 	// stream, before Tee and before the cap, so that a cut never leaves a
 	// piece of a secret behind.
 	Redactor *engine.Redactor
+	// Detach leaves the processes the command started in the background
+	// running when it exits of its own accord (they are reported in
+	// CommandResult.Detached, and not tracked). Without it, whatever is
+	// left of the command's process group when the command exits is
+	// stopped (SIGTERM, then SIGKILL after KillGrace) and reported in
+	// CommandResult.Killed. A timeout or a cancel kills the whole group
+	// either way.
+	Detach bool
+	// Track, when set and Detach is not, is told the command's process
+	// group as soon as it started, so the run's record holds it.
+	Track func(engine.ProcGroup)
 	// Tee, when set, receives everything the command writes to stdout
 	// (and stderr, with MergeOutput), uncapped and as it arrives, from one
 	// goroutine at a time. It is how a caller parses output longer than
@@ -79,6 +90,10 @@ type CommandResult struct {
 	TimedOut  bool // the Timeout ran out and the process group was killed
 	Truncated bool // stdout or stderr went past MaxOutput
 	Duration  time.Duration
+	// Killed lists the processes of the command's group still running
+	// after it exited, which were then stopped; Detached those left
+	// running because of Detach.
+	Killed, Detached []Process
 	// Err is nil when the command ran to an exit of its own, whatever its
 	// exit code. It is set when the command could not start, timed out
 	// (wrapping ErrTimeout) or was cancelled (wrapping the context's error).
@@ -89,7 +104,8 @@ type CommandResult struct {
 // the timeout runs out or ctx is done, the whole process group gets
 // SIGTERM and, after KillGrace, SIGKILL, so children and grandchildren go
 // with it; a background process that keeps the output pipes open cannot
-// make Run hang. Memory stays bounded by MaxOutput whatever the command
+// make Run hang. When the command exits of its own accord, what is left of
+// its group is stopped the same way, unless Detach. Memory stays bounded by MaxOutput whatever the command
 // writes.
 func (c *Command) Run(ctx context.Context) CommandResult {
 	var res CommandResult
@@ -159,6 +175,9 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		return res
 	}
 	pgid := cmd.Process.Pid // Setpgid with Pgid 0: the group is named after the leader
+	if c.Track != nil && !c.Detach {
+		c.Track(procGroupOf(pgid))
+	}
 	var (
 		mu     sync.Mutex
 		waited bool // Wait returned: the leader is reaped, signal no more
@@ -189,9 +208,14 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	mu.Unlock()
 	close(exited)
 	stop()
-	if killed {
+	switch {
+	case killed:
 		// The leader is gone; sweep whatever in its group ignored SIGTERM.
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	case c.Detach:
+		res.Detached = listGroup(pgid)
+	default:
+		res.Killed = sweepGroup(pgid, grace)
 	}
 
 	_, _ = redOut.Close(), redErr.Close() // what the redactors held back
@@ -238,8 +262,25 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 				res.Err = fmt.Errorf("run %s: %w", c.Argv[0], waitErr)
 			}
 		}
+		if len(res.Killed) > 0 {
+			note(fmt.Sprintf("hookd: killed %d background process(es) still running after the command exited: %s "+
+				"(a shell step sets detach: true to leave them running)", len(res.Killed), processList(res.Killed)))
+		}
+		if len(res.Detached) > 0 {
+			note(fmt.Sprintf("hookd: left %d background process(es) running (detach: true): %s",
+				len(res.Detached), processList(res.Detached)))
+		}
 	}
 	return res
+}
+
+// processList is "123 (sleep), 124 (tail)".
+func processList(ps []Process) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
 }
 
 // exitCode is the exit status, or 128+N for a process killed by signal N,

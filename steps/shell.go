@@ -29,6 +29,9 @@ type shellConfig struct {
 	// AllowOptionValues lets a placeholder's value that begins with '-'
 	// stand where a program would read it as an option.
 	AllowOptionValues bool `yaml:"allow_option_values"`
+	// Detach leaves the command's background processes running after
+	// it exits (a daemon the step starts); they are reported.
+	Detach bool `yaml:"detach"`
 }
 
 // shellStep runs a command: a string through `sh -c`, or a list as argv
@@ -44,6 +47,7 @@ type shellStep struct {
 	timeout   time.Duration
 	maxOutput int
 	allowOpts bool
+	detach    bool
 }
 
 type envVar struct{ name, tmpl string }
@@ -59,7 +63,7 @@ func newShell(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 // buildShell checks a decoded shell configuration and builds the step;
 // run_tests builds its command with it too.
 func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shellStep, error) {
-	s := &shellStep{def: def, timeout: def.Timeout, maxOutput: c.MaxOutput, allowOpts: c.AllowOptionValues}
+	s := &shellStep{def: def, timeout: def.Timeout, maxOutput: c.MaxOutput, allowOpts: c.AllowOptionValues, detach: c.Detach}
 	if s.timeout <= 0 {
 		s.timeout = DefaultShellTimeout
 	}
@@ -185,6 +189,12 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 	res.Fields["timed_out"] = r.TimedOut
 	res.Fields["truncated"] = r.Truncated
 	res.Fields["duration_ms"] = r.Duration.Milliseconds()
+	if len(r.Killed) > 0 {
+		res.Fields["killed_pids"] = pids(r.Killed)
+	}
+	if len(r.Detached) > 0 {
+		res.Fields["detached_pids"] = pids(r.Detached)
+	}
 	if r.Err != nil {
 		return fail(res, r.Err)
 	}
@@ -196,7 +206,7 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 	scope := scopeOf(env)
 
-	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput, Redactor: env.Redactor}
+	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput, Redactor: env.Redactor, Detach: s.detach, Track: env.TrackProcess}
 	base := env.Env
 	if base == nil {
 		base = engine.ChildEnv(os.Environ(), nil, nil)
@@ -393,4 +403,13 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// pids lists the processes' ids, for a step's fields.
+func pids(ps []Process) []int {
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = p.PID
+	}
+	return out
 }

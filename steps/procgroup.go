@@ -1,0 +1,215 @@
+package steps
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// Process is one process of a command's group that was still running
+// when the command itself had exited.
+type Process struct {
+	PID  int
+	Name string // the command name the kernel keeps (/proc/PID/comm)
+}
+
+func (p Process) String() string { return fmt.Sprintf("%d (%s)", p.PID, p.Name) }
+
+// procStat is what /proc/PID/stat says of one process.
+type procStat struct {
+	pid, pgid int
+	state     byte
+	start     uint64 // clock ticks after boot
+	name      string
+}
+
+// live reports whether the process runs: a zombie only waits to be reaped
+// by whoever inherited it.
+func (p procStat) live() bool { return p.state != 'Z' && p.state != 'X' }
+
+// readStat parses /proc/PID/stat.
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(b)
+}
+
+// parseStat parses the content of /proc/PID/stat: "pid (comm) state ppid
+// pgrp ..."; comm may hold spaces and parentheses, so fields are counted
+// from the last ')'.
+func parseStat(b []byte) (procStat, error) {
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return procStat{}, errors.New("parse /proc stat: no command name")
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+	if err != nil {
+		return procStat{}, fmt.Errorf("parse /proc stat: pid: %w", err)
+	}
+	f := strings.Fields(string(b[end+1:]))
+	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (starttime).
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, errors.New("parse /proc stat: too few fields")
+	}
+	pgid, err := strconv.Atoi(f[2])
+	if err != nil {
+		return procStat{}, fmt.Errorf("parse /proc stat: pgrp: %w", err)
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("parse /proc stat: starttime: %w", err)
+	}
+	return procStat{pid: pid, pgid: pgid, state: f[0][0], start: start, name: string(b[open+1 : end])}, nil
+}
+
+// groupMembers lists the live processes of group pgid. ok is false when
+// /proc cannot be read (not Linux): then the group's members are unknown.
+func groupMembers(pgid int) (members []procStat, ok bool) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, false
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, false
+	}
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil || st.pgid != pgid || !st.live() {
+			continue
+		}
+		members = append(members, st)
+	}
+	return members, true
+}
+
+// groupAlive reports whether group pgid has a live process, and its live
+// members when /proc tells them.
+func groupAlive(pgid int) (bool, []procStat) {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false, nil // the common case: nothing is left, not even a zombie
+	}
+	members, ok := groupMembers(pgid)
+	if !ok {
+		return true, nil // a signal can reach the group; assume it lives
+	}
+	return len(members) > 0, members
+}
+
+// sweepGroup ends what is left of process group pgid once its leader is
+// reaped: SIGTERM to the group, then SIGKILL when something still runs
+// after grace. It returns the processes it found running.
+func sweepGroup(pgid int, grace time.Duration) []Process {
+	alive, members := groupAlive(pgid)
+	if !alive {
+		return nil
+	}
+	found := make([]Process, len(members))
+	for i, m := range members {
+		found[i] = Process{PID: m.pid, Name: m.name}
+	}
+	if len(found) == 0 {
+		found = []Process{{PID: -1, Name: "unknown"}} // no /proc: the group answered a signal
+	}
+	if !signalUntilGone(pgid, syscall.SIGTERM, grace) {
+		signalUntilGone(pgid, syscall.SIGKILL, grace)
+	}
+	return found
+}
+
+// signalUntilGone sends sig to group pgid and waits up to d for it to have
+// no live process left; it reports whether it has none.
+func signalUntilGone(pgid int, sig syscall.Signal, d time.Duration) bool {
+	_ = syscall.Kill(-pgid, sig)
+	deadline := time.Now().Add(d)
+	for {
+		if alive, _ := groupAlive(pgid); !alive {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// listGroup returns the live processes of group pgid, for a report.
+func listGroup(pgid int) []Process {
+	_, members := groupAlive(pgid)
+	out := make([]Process, len(members))
+	for i, m := range members {
+		out[i] = Process{PID: m.pid, Name: m.name}
+	}
+	return out
+}
+
+// bootID names the current boot of the machine ("" when unknown), so that
+// a process group recorded before a reboot is never taken for a live one.
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
+
+// procGroupOf describes the group led by pid, just started, for the run
+// record: enough for a later hookd to tell it from a reused pid.
+func procGroupOf(pid int) engine.ProcGroup {
+	g := engine.ProcGroup{PGID: pid, Boot: bootID()}
+	if st, err := readStat(pid); err == nil {
+		g.Start = st.start
+	}
+	return g
+}
+
+// ReapGroup kills what is left of a process group a previous hookd
+// recorded for a run (it died without ending its steps), and returns the
+// processes it killed. A group from another boot, or whose leader's pid
+// now names another process (same pid, other start time), is left alone;
+// with the leader gone, the members must have started no earlier than it
+// did (an older member means the group is another one). Without /proc
+// nothing is killed: the group cannot be told from a reused one.
+func ReapGroup(g engine.ProcGroup) ([]Process, error) {
+	if g.PGID <= 1 {
+		return nil, fmt.Errorf("reap process group %d: not a group a step leads", g.PGID)
+	}
+	if g.Boot == "" || g.Boot != bootID() || g.Start == 0 {
+		return nil, nil
+	}
+	if leader, err := readStat(g.PGID); err == nil && leader.start != g.Start {
+		return nil, nil // the pid was reused: not our group
+	}
+	members, ok := groupMembers(g.PGID)
+	if !ok || len(members) == 0 {
+		return nil, nil
+	}
+	out := make([]Process, len(members))
+	for i, m := range members {
+		if m.start < g.Start {
+			// Older than the leader recorded: not its child, so not the
+			// group recorded. Leave it all alone.
+			return nil, nil
+		}
+		out[i] = Process{PID: m.pid, Name: m.name}
+	}
+	if !signalUntilGone(g.PGID, syscall.SIGKILL, DefaultKillGrace) {
+		return out, fmt.Errorf("reap process group %d: still running %s after SIGKILL", g.PGID, DefaultKillGrace)
+	}
+	return out, nil
+}

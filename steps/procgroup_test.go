@@ -1,0 +1,200 @@
+package steps
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// killAtEnd kills pid when the test ends, should the code under test
+// have left it running.
+func killAtEnd(t *testing.T, pid int) {
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+}
+
+// firstPID reads the pid a script printed on the first line of stdout.
+func firstPID(t *testing.T, stdout string) int {
+	t.Helper()
+	line, _, _ := strings.Cut(stdout, "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("stdout %q: no pid on the first line: %v", stdout, err)
+	}
+	killAtEnd(t, pid)
+	return pid
+}
+
+// TestCommandKillsBackgroundChildren: whatever a command leaves running in
+// its process group when it exits is killed, and the result says so,
+// whether or not the child holds the output pipes, and when it ignores
+// SIGTERM.
+func TestCommandKillsBackgroundChildren(t *testing.T) {
+	for _, tc := range []struct{ name, script string }{
+		{"detached output", "sleep 100 >/dev/null 2>&1 & echo $!"},
+		{"holds stdout", "sleep 100 & echo $!; echo started"},
+		{"ignores SIGTERM", "(trap '' TERM; sleep 100) >/dev/null 2>&1 & echo $!"},
+		{"grandchild", "sh -c 'sleep 100 >/dev/null 2>&1 & echo $!'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Command{Argv: []string{"sh", "-c", tc.script}, KillGrace: 300 * time.Millisecond}
+			r := c.Run(context.Background())
+			pid := firstPID(t, r.Stdout)
+			if r.Err != nil || r.ExitCode != 0 {
+				t.Fatalf("Err %v, ExitCode %d; want a normal exit", r.Err, r.ExitCode)
+			}
+			if !processGone(pid) {
+				t.Errorf("background process %d still runs after the command ended", pid)
+			}
+			if len(r.Killed) == 0 {
+				t.Errorf("Killed is empty; want the background process reported")
+			}
+			if !strings.Contains(r.Stderr, "hookd: killed") || !strings.Contains(r.Stderr, "still running after the command exited") {
+				t.Errorf("stderr %q lacks the note", r.Stderr)
+			}
+		})
+	}
+}
+
+// TestCommandWithoutBackgroundReportsNothing: a command that leaves
+// nothing behind gets no note.
+func TestCommandWithoutBackgroundReportsNothing(t *testing.T) {
+	r := (&Command{Argv: []string{"sh", "-c", "echo hi; sleep 0.01 & wait"}}).Run(context.Background())
+	if r.Err != nil || len(r.Killed) != 0 || r.Stderr != "" {
+		t.Errorf("Err %v, Killed %v, stderr %q; want nothing to report", r.Err, r.Killed, r.Stderr)
+	}
+}
+
+// TestCommandDetachLeavesDaemon: with Detach the background process
+// outlives the command and is reported; it is not tracked.
+func TestCommandDetachLeavesDaemon(t *testing.T) {
+	var tracked []engine.ProcGroup
+	c := &Command{Argv: []string{"sh", "-c", "sleep 100 >/dev/null 2>&1 & echo $!"}, Detach: true,
+		Track: func(g engine.ProcGroup) { tracked = append(tracked, g) }}
+	r := c.Run(context.Background())
+	pid := firstPID(t, r.Stdout)
+	if processGone(pid) {
+		t.Fatalf("detached process %d was killed", pid)
+	}
+	if len(r.Detached) != 1 || r.Detached[0].PID != pid || r.Detached[0].Name != "sleep" || len(r.Killed) != 0 {
+		t.Errorf("Detached %v, Killed %v; want [%d (sleep)]", r.Detached, r.Killed, pid)
+	}
+	if !strings.Contains(r.Stderr, "left 1 background process(es) running (detach: true): "+strconv.Itoa(pid)+" (sleep)") {
+		t.Errorf("stderr %q lacks the note", r.Stderr)
+	}
+	if len(tracked) != 0 {
+		t.Errorf("a detached command was tracked: %v", tracked)
+	}
+}
+
+// TestCommandDetachStillKilledOnTimeout: detach does not survive a
+// timeout: the whole group goes.
+func TestCommandDetachStillKilledOnTimeout(t *testing.T) {
+	c := &Command{Argv: []string{"sh", "-c", "sleep 100 >/dev/null 2>&1 & echo $!; sleep 100"}, Detach: true,
+		Timeout: 300 * time.Millisecond, KillGrace: 300 * time.Millisecond}
+	r := c.Run(context.Background())
+	pid := firstPID(t, r.Stdout)
+	if !r.TimedOut || !waitGone(pid, 5*time.Second) {
+		t.Errorf("TimedOut %v, background gone %v; want the group killed", r.TimedOut, processGone(pid))
+	}
+}
+
+// TestCommandTracksGroup: Track hears the group as it starts, with the
+// leader's start time and the boot.
+func TestCommandTracksGroup(t *testing.T) {
+	var got engine.ProcGroup
+	c := &Command{Argv: []string{"sh", "-c", "echo $$"}, Track: func(g engine.ProcGroup) { got = g }}
+	r := c.Run(context.Background())
+	pid, _ := strconv.Atoi(strings.TrimSpace(r.Stdout))
+	if got.PGID != pid || got.Start == 0 || got.Boot == "" {
+		t.Errorf("tracked %+v; want pgid %d with a start time and a boot id", got, pid)
+	}
+}
+
+// TestShellStepBackground: the shell step reports killed and detached
+// processes in its fields.
+func TestShellStepBackground(t *testing.T) {
+	env := &engine.StepEnv{Workdir: t.TempDir(), Scope: &engine.Scope{}}
+	s := mustStep(t, "shell", "command: 'sleep 100 >/dev/null 2>&1 & echo $!'", 0)
+	res, err := runStep(t, s, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := firstPID(t, res.Output)
+	if !processGone(pid) {
+		t.Errorf("background process %d of a shell step still runs", pid)
+	}
+	if k, _ := res.Fields["killed_pids"].([]int); len(k) != 1 || k[0] != pid {
+		t.Errorf("killed_pids = %v, want [%d]", res.Fields["killed_pids"], pid)
+	}
+
+	s = mustStep(t, "shell", "command: 'sleep 100 >/dev/null 2>&1 & echo $!'\ndetach: true", 0)
+	res, err = runStep(t, s, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid = firstPID(t, res.Output)
+	if processGone(pid) {
+		t.Errorf("the daemon of a detach: true step was killed")
+	}
+	if d, _ := res.Fields["detached_pids"].([]int); len(d) != 1 || d[0] != pid {
+		t.Errorf("detached_pids = %v, want [%d]", res.Fields["detached_pids"], pid)
+	}
+}
+
+// startGroup starts `sleep 100` leading its own process group.
+func startGroup(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "100")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// TestReapGroup: a group recorded by a previous hookd is killed when it
+// is the one recorded, and left alone when the record names another boot
+// or another process under the same pid.
+func TestReapGroup(t *testing.T) {
+	cmd := startGroup(t)
+	g := procGroupOf(cmd.Process.Pid)
+	for _, tc := range []struct {
+		name string
+		g    engine.ProcGroup
+	}{
+		{"other boot", engine.ProcGroup{PGID: g.PGID, Start: g.Start, Boot: "another-boot"}},
+		{"reused pid", engine.ProcGroup{PGID: g.PGID, Start: g.Start - 1, Boot: g.Boot}},
+		{"leader older than its members", engine.ProcGroup{PGID: g.PGID, Start: g.Start + 1000, Boot: g.Boot}},
+	} {
+		killed, err := ReapGroup(tc.g)
+		if err != nil || len(killed) != 0 || processGone(cmd.Process.Pid) {
+			t.Errorf("%s: killed %v, err %v; want the group left alone", tc.name, killed, err)
+		}
+	}
+	killed, err := ReapGroup(g)
+	if err != nil || len(killed) != 1 || killed[0].PID != cmd.Process.Pid {
+		t.Fatalf("ReapGroup = %v, %v; want the leader killed", killed, err)
+	}
+	_ = cmd.Wait()
+	if !processGone(cmd.Process.Pid) {
+		t.Errorf("group %d still runs after ReapGroup", g.PGID)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	line := "4242 (a (b) c) S 1 4240 4240 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 100"
+	st, err := parseStat([]byte(line))
+	if err != nil || st.pid != 4242 || st.name != "a (b) c" || st.state != 'S' || st.pgid != 4240 || st.start != 987654 {
+		t.Errorf("parseStat = %+v, %v", st, err)
+	}
+	if _, err := parseStat([]byte("12 (x) S 1")); err == nil {
+		t.Error("a short line parsed")
+	}
+}
