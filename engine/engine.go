@@ -31,6 +31,7 @@ type Config struct {
 	HooksDir       string        // the hooks directory; tools may not write inside it
 	Protected      []string      // more paths tools may not write (the settings file, token file, state directory)
 	Database       string        // hookd's own database file, which steps may not open (db_query reads it through Records)
+	Credentials    []string      // variables holding hookd's own credentials: redacted from every run, like a hook's secrets
 
 	// Lifecycle holds the lifecycle handlers the engine calls at each
 	// point of a run (nil: an empty registry of the engine's own).

@@ -55,7 +55,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	e.publish(started)
 
 	rctx, cancel := e.runContext(ctx, h)
-	red := NewRedactor(h.Secrets, e.cfg.Environ)
+	red := e.redactor(h)
 	if lc := e.cfg.Lifecycle; lc.Active(PointRunBefore) {
 		if o := lc.Call(rctx, PointRunBefore, &Payload{Hook: h, RunID: run.ID, Run: run}); o.Cancelled {
 			run.Status, run.Cause, run.Reason = StatusCancelled, CauseHandler, "run:before: "+o.String()

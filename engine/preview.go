@@ -58,7 +58,7 @@ func (e *Engine) Preview(ctx context.Context, name string, event map[string]any)
 	}
 	rctx, cancel := e.runContext(ctx, h)
 	defer cancel()
-	red := NewRedactor(h.Secrets, e.cfg.Environ)
+	red := e.redactor(h)
 	if _, toModel := e.prepare(rctx, h, run, prevStart, red, true); toModel {
 		run.Status, run.Reason = StatusCompleted, PreviewReason
 	}

@@ -87,6 +87,21 @@ func NewRedactor(names []string, environ []string) *Redactor {
 	return &Redactor{pats: pats, maxLen: len(pats[0].from)}
 }
 
+// redactor builds the Redactor of h's runs: its secrets, its model key
+// and notify URL variables, and hookd's own credentials.
+func (e *Engine) redactor(h *Hook) *Redactor {
+	names := append(append([]string(nil), h.Secrets...), e.cfg.Credentials...)
+	if h.LLM.APIKeyEnv != "" {
+		names = append(names, h.LLM.APIKeyEnv)
+	}
+	for _, t := range h.Notify {
+		if t.URLEnv != "" {
+			names = append(names, t.URLEnv)
+		}
+	}
+	return NewRedactor(names, e.cfg.Environ)
+}
+
 // secretForms lists the texts that stand for v: v itself, its escaped
 // forms and its encodings.
 func secretForms(v string) []string {

@@ -167,6 +167,15 @@ func (s *server) transport() (sdk.Transport, error) {
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
+// EnvRefs lists the variables a ${VAR} in s reads.
+func EnvRefs(s string) []string {
+	var out []string
+	for _, m := range envRef.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
 // expand replaces ${VAR} in s; nothing else is special.
 func expand(s string, lookup func(string) string) string {
 	return envRef.ReplaceAllStringFunc(s, func(m string) string { return lookup(m[2 : len(m)-1]) })

@@ -48,6 +48,9 @@ var commands = []command{
 }
 
 func main() {
+	if err := hideEnviron(); err != nil {
+		fmt.Fprintf(os.Stderr, "hookd: warning: cannot hide the process environment from child processes: %v\n", err)
+	}
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -65,6 +65,7 @@ func cmdRender(c *cli, args []string) int {
 		Prompt:         promptRenderer(d),
 		Logger:         newLogger(d.LogFormat, os.Stderr, slog.LevelError),
 		DefaultTimeout: d.DefaultTimeout,
+		Credentials:    credentialEnv(d),
 		Manual:         true,
 	}, hooks)
 	if err != nil {

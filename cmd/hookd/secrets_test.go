@@ -1,13 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hookd/hookd/engine"
@@ -33,6 +40,7 @@ func secretForms() []string {
 		hookSecret, q[1 : len(q)-1], string(j[1 : len(j)-1]),
 		url.QueryEscape(hookSecret), url.PathEscape(hookSecret),
 		base64.StdEncoding.EncodeToString([]byte(hookSecret)),
+		base64.StdEncoding.EncodeToString([]byte("u:" + hookSecret)),
 	}
 }
 
@@ -67,13 +75,19 @@ func TestSecretsDoNotLeak(t *testing.T) {
 		llmtest.Answer("done"),
 	)
 	defer model.Close()
+	// An API that echoes the credential in a URL, percent-encoded.
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "next: https://api.example/v1?token=%s\npath: https://api.example/keys/%s/info\n",
+			url.QueryEscape(hookSecret), url.PathEscape(hookSecret))
+	}))
+	defer api.Close()
 	e := newEnv(t, `
 llm:
   model: test-model
   base_url: `+model.BaseURL()+`
 `, map[string]string{
 		"leak.yaml": `secrets: [MY_SECRET]
-env_passthrough: [PASSED_VAR]
+env_passthrough: [PASSED_VAR, HOOKD_TOKEN]
 steps:
   - name: read
     type: shell
@@ -87,6 +101,13 @@ steps:
   - name: env
     type: shell
     command: env
+  - name: encoded
+    type: shell
+    command: printf '%s' "$MY_SECRET" | base64 -w0; echo; printf 'u:%s' "$MY_SECRET" | base64 -w0
+  - name: api
+    type: http
+    url: ` + api.URL + `/account
+    allow_private: true
 skip_llm: true
 `,
 		"next.yaml": `trigger:
@@ -127,10 +148,18 @@ tools: [run_command]
 		t.Errorf("read step output %q", got)
 	}
 	envOut := leakRun.Steps[2].Output
-	for _, want := range []string{"MY_SECRET=[REDACTED:MY_SECRET]\n", "PASSED_VAR=passed-value\n", "PATH="} {
+	for _, want := range []string{"MY_SECRET=[REDACTED:MY_SECRET]\n", "PASSED_VAR=passed-value\n", "PATH=",
+		// hookd's own credentials are redacted even where a hook passes one through.
+		"HOOKD_TOKEN=[REDACTED:HOOKD_TOKEN]\n"} {
 		if !strings.Contains(envOut, want) {
 			t.Errorf("env step lacks %q:\n%s", want, envOut)
 		}
+	}
+	if got := leakRun.Steps[3].Output; strings.Count(got, "[REDACTED:MY_SECRET]") != 2 {
+		t.Errorf("base64 step output %q", got)
+	}
+	if got := leakRun.Steps[4].Output; strings.Count(got, "[REDACTED:MY_SECRET]") != 2 {
+		t.Errorf("http step output %q", got)
 	}
 	if !strings.Contains(askRun.Prompt, "[REDACTED:MY_SECRET]") {
 		t.Errorf("prompt %q", askRun.Prompt)
@@ -186,5 +215,51 @@ tools: [run_command]
 				t.Errorf("%s holds %s", filepath.Base(f), l)
 			}
 		}
+	}
+}
+
+// TestStepCannotReadHookdEnviron: a step cannot read hookd's own
+// environment through /proc/$PPID/environ, as hookd is not dumpable. As
+// root reads every process's environment, a root test runs hookd as
+// nobody.
+func TestStepCannotReadHookdEnviron(t *testing.T) {
+	e := newEnv(t, "", map[string]string{"procenv.yaml": `steps:
+  - type: shell
+    command: tr '\0' '\n' < /proc/$PPID/environ
+skip_llm: true
+`})
+	e.environ = []string{"OPENAI_API_KEY=" + daemonCreds["OPENAI_API_KEY"]}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	cmd := e.command(ctx, "fire", "procenv", "--wait")
+	if os.Geteuid() == 0 {
+		const nobody = 65534
+		if err := os.Chmod(filepath.Dir(hookdBin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		err := filepath.WalkDir(e.dir, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, nobody, nobody)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output() // exit 1 is expected: the step fails
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("hookd fire: %v\n%s%s", err, out, stderr.String())
+	}
+	run := e.getRun(runID(t, result{stdout: string(out), stderr: stderr.String()}))
+	st := run.Steps[0]
+	if strings.Contains(st.Output, "sk-daemon") || strings.Contains(st.Output, "PATH=") || st.Fields["exit_code"] == 0.0 {
+		t.Errorf("a step read hookd's environment: exit %v\n%s", st.Fields["exit_code"], st.Output)
+	}
+	if !strings.Contains(st.Fields["stderr"].(string), "Permission denied") {
+		t.Errorf("stderr %q, want Permission denied", st.Fields["stderr"])
 	}
 }

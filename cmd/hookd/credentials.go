@@ -1,0 +1,36 @@
+package main
+
+import (
+	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/mcp"
+)
+
+// credentialEnv names the environment variables that hold hookd's own
+// credentials: the API token's (token_env), the model key's
+// (llm.api_key_env), the notify targets' url_env, and those the MCP
+// servers' env and headers read (${VAR}). The engine redacts their values
+// from every run (engine.Config.Credentials); no child process inherits
+// them unless a hook or a server names one.
+func credentialEnv(d *config.Daemon) []string {
+	names := []string{d.TokenEnv, d.LLM.APIKeyEnv}
+	if d.TokenEnv == "" {
+		names[0] = config.DefaultTokenEnv
+	}
+	for _, t := range d.Notify {
+		names = append(names, t.URLEnv)
+	}
+	for _, s := range d.MCPServers {
+		for _, m := range [...]map[string]string{s.Env, s.Headers} {
+			for _, v := range m {
+				names = append(names, mcp.EnvRefs(v)...)
+			}
+		}
+	}
+	out := names[:0]
+	for _, n := range names {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
