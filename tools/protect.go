@@ -11,18 +11,20 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
-// Names that configure tools which run programs: git, other version
-// control, ssh, gpg, the XDG config and local bin directories. write_file
-// refuses a path with any component of these names, in any case, whatever
-// the hook's write_roots say.
-var toolDirs = []string{".git", ".hg", ".svn", ".bzr", ".ssh", ".gnupg", ".config", ".local"}
+// Names that configure tools which run programs: git and the directories
+// of git hooks managers, other version control, ssh, gpg, the XDG config
+// and local bin directories, editor tasks. write_file refuses a path with
+// any component of these names, in any case, whatever the hook's
+// write_roots say.
+var toolDirs = []string{".git", ".githooks", ".husky", ".hg", ".svn", ".bzr", ".ssh", ".gnupg",
+	".config", ".local", ".vscode"}
 
 // Shell start-up and credential files, refused like toolDirs; so is any
 // name starting with ".env" (.env, .envrc, .env.local) or a dot-name
 // ending in "rc" (.bashrc, .zshrc, .npmrc, .vimrc).
 var toolFiles = []string{".profile", ".bash_profile", ".bash_login", ".bash_logout",
 	".zshenv", ".zprofile", ".zlogin", ".zlogout", ".login", ".logout",
-	".gitconfig", ".netrc", ".pam_environment"}
+	".gitconfig", ".netrc", ".pam_environment", ".pre-commit-config.yaml"}
 
 // toolConfigName reports whether a path component is one of the names
 // above.

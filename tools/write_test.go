@@ -134,7 +134,8 @@ func TestWriteFileToolConfig(t *testing.T) {
 		".git/config", ".git/hooks/pre-commit", ".GIT/config", "sub/.git/config", ".git/info/attributes",
 		".hg/hgrc", ".ssh/authorized_keys", ".config/git/config", ".local/bin/ls", ".gnupg/gpg.conf",
 		".bashrc", ".profile", ".bash_profile", ".zshrc", ".zshenv", ".envrc", ".env", ".env.local", ".npmrc",
-		".gitconfig", ".netrc", "data/.bashrc",
+		".gitconfig", ".netrc", "data/.bashrc", ".husky/pre-commit", ".githooks/pre-push", ".vscode/tasks.json",
+		".pre-commit-config.yaml",
 	} {
 		for _, extra := range []string{``, `,"append":true`, `,"create_dirs":true`} {
 			wantErr(t, env, "write_file", `{"path":"`+p+`","content":"[core]\n\tfsmonitor = \"touch /tmp/pwned\"\n"`+extra+`}`, "configures tools that run programs")
