@@ -108,7 +108,7 @@ prompt: |
   Service svc%[2]d ({{hook}}, run {{run}}) reported:
   {{steps.gather.output}}
   Recent logs:
-  {{step_2}}
+  {{step_1}}
   Say whether anything needs attention, and what.
 llm:
   model: gpt-4o-mini

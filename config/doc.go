@@ -14,7 +14,8 @@
 //	hooks.d/triage.yaml:14: steps[2].timeout: must be > 0 (got -1s)
 //
 // Field paths use dots for keys and [i] for list items, counted from 0 as
-// in Go (so steps[0] is the step that {{step_1}} names). A file's problems
+// in Go and as placeholders count steps (steps[0] is the step {{step_0}}
+// names, as in agent-queue). A file's problems
 // are collected, as far as one does not hide the next, into an Errors list
 // sorted by line. A YAML syntax error is reported the same way.
 //

@@ -128,7 +128,7 @@ func parseHook(data []byte, file string, opts Options) (*engine.Hook, int, Error
 		s.steps(n, path, h)
 	}
 	if n, path := f.either("prompt", "prompt_template"); n != nil && s.decodeAt(n, path, &h.Prompt) {
-		s.placeholders(n, path, h.Prompt, h.Steps, len(h.Steps)+1)
+		s.placeholders(n, path, h.Prompt, h.Steps, len(h.Steps))
 	}
 	if n, path := f.either("llm", "llm_config"); n != nil {
 		s.llm(n, path, &h.LLM)

@@ -34,7 +34,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 	for i, item := range n.Content {
 		item = resolve(item)
 		p := index(path, i)
-		def := &engine.StepDef{Index: i + 1, Line: item.Line}
+		def := &engine.StepDef{Index: i, Line: item.Line}
 		h.Steps = append(h.Steps, def)
 		if item.Kind != yaml.MappingNode {
 			s.errorf(item, p, "expected a mapping with a type, got %s", describe(item))

@@ -503,7 +503,7 @@ func TestRunOutcomes(t *testing.T) {
 		exitZero.Prompt = "never rendered"
 		needsModel := withSteps(newHook("model"), ok("data", nil))
 		needsModel.SkipLLM = false
-		needsModel.Prompt = "Look at {{step_1}} for {{hook}}"
+		needsModel.Prompt = "Look at {{step_0}} for {{hook}}"
 		secret := withSteps(newHook("secret"), ok("token=hunter2hunter2", nil))
 		secret.Secrets = []string{"MY_TOKEN"}
 		empty := withSteps(newHook("empty"), ok("  \n", nil))
@@ -535,7 +535,7 @@ func TestRunOutcomes(t *testing.T) {
 			t.Errorf("timeout: %s %s %q %q", r.Status, r.Cause, r.Reason, r.Error)
 		}
 		if r := fire("required"); r.Status != engine.StatusFailed || r.Cause != engine.CauseStepFailed ||
-			r.Reason != "step_1: boom" || r.Error != "step_1: boom" || len(r.Steps) != 1 {
+			r.Reason != "step_0: boom" || r.Error != "step_0: boom" || len(r.Steps) != 1 {
 			t.Errorf("required: %s %s %q %q steps=%d", r.Status, r.Cause, r.Reason, r.Error, len(r.Steps))
 		}
 		r := fire("optional")
@@ -545,7 +545,7 @@ func TestRunOutcomes(t *testing.T) {
 			t.Errorf("optional: %s %q %+v", r.Status, r.Headline(), r.Steps)
 		}
 		if r := fire("exitzero"); r.Status != engine.StatusCompleted || r.Cause != engine.CauseShortCircuit ||
-			r.Reason != "short-circuit: step_1: exit code 0" || r.Prompt != "" || r.Headline() != "completed, model not needed" {
+			r.Reason != "short-circuit: step_0: exit code 0" || r.Prompt != "" || r.Headline() != "completed, model not needed" {
 			t.Errorf("exitzero: %s %s %q", r.Status, r.Cause, r.Reason)
 		}
 		if r := fire("model"); r.Status != engine.StatusFailed || !strings.Contains(r.Error, "no model client") ||
@@ -555,12 +555,12 @@ func TestRunOutcomes(t *testing.T) {
 		if r := fire("secret"); r.Steps[0].Output != "token=[REDACTED:MY_TOKEN]" {
 			t.Errorf("secret: output %q", r.Steps[0].Output)
 		}
-		if r := fire("empty"); r.Status != engine.StatusCompleted || r.Reason != "short-circuit: step_1: output is empty" {
+		if r := fire("empty"); r.Status != engine.StatusCompleted || r.Reason != "short-circuit: step_0: output is empty" {
 			t.Errorf("empty: %s %q", r.Status, r.Reason)
 		}
 		first, second := fire("unchanged"), fire("unchanged")
 		if first.Status != engine.StatusFailed || second.Status != engine.StatusCompleted ||
-			second.Reason != "short-circuit: step_1: context unchanged since the last run" {
+			second.Reason != "short-circuit: step_0: context unchanged since the last run" {
 			t.Errorf("unchanged: %s then %s %q", first.Status, second.Status, second.Reason)
 		}
 		if n := len(h.eventsOf(engine.EventRunFailed)); n != 4 {

@@ -199,7 +199,7 @@ func compile(h *engine.Hook) *engine.Hook {
 // withSteps appends steps to h, numbering them.
 func withSteps(h *engine.Hook, steps ...engine.Step) *engine.Hook {
 	for _, s := range steps {
-		h.Steps = append(h.Steps, &engine.StepDef{Index: len(h.Steps) + 1, Type: "test", Step: s})
+		h.Steps = append(h.Steps, &engine.StepDef{Index: len(h.Steps), Type: "test", Step: s})
 	}
 	return h
 }

@@ -192,7 +192,7 @@ type Decoder interface {
 
 // StepDef is one step of a hook as written in its file.
 type StepDef struct {
-	Index    int // 1-based position, as in {{step_N}}
+	Index    int // 0-based position, as in {{step_N}} (agent-queue's numbering)
 	Name     string
 	Type     string
 	Line     int
@@ -207,7 +207,7 @@ type StepDef struct {
 	Step Step
 }
 
-// Label names the step in messages: "step_2 (tests)".
+// Label names the step in messages: "step_1 (tests)" for the second step.
 func (d *StepDef) Label() string {
 	if d.Name != "" {
 		return fmt.Sprintf("step_%d (%s)", d.Index, d.Name)

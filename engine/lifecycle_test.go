@@ -309,7 +309,7 @@ func TestLifecycleRunPoints(t *testing.T) {
 		}, engine.HandlerOptions{Label: "window"})
 		lc.On(engine.PointStepBefore, func(ctx context.Context, p *engine.Payload) (engine.Decision, error) {
 			note("step:before " + p.Step.Label())
-			if p.Step.Index == 2 {
+			if p.Step.Index == 1 {
 				return engine.Decision{Cancel: true, Reason: "not today"}, nil
 			}
 			return engine.Decision{Changes: map[string]any{"env": map[string]any{"EXTRA": "1"}}}, nil
@@ -340,8 +340,8 @@ func TestLifecycleRunPoints(t *testing.T) {
 		if run.Steps[1].Error != "step:before: steps: not today" {
 			t.Errorf("step 2 error %q", run.Steps[1].Error)
 		}
-		want := []string{"run:before guarded", "step:before step_1", "step:after step_1 ",
-			"step:before step_2", "step:after step_2 step:before: steps: not today"}
+		want := []string{"run:before guarded", "step:before step_0", "step:after step_0 ",
+			"step:before step_1", "step:after step_1 step:before: steps: not today"}
 		if !slices.Equal(calls, want) {
 			t.Errorf("calls %q\nwant %q", calls, want)
 		}

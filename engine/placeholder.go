@@ -109,8 +109,9 @@ func checkPath(p string) error {
 var scalarRoots = map[string]bool{"hook": true, "run": true, "now": true, "last_run_time": true, "trigger": true}
 
 // CheckPlaceholders validates the placeholders of tmpl statically against
-// a hook's steps: a step reference must name a step before index before
-// (use len(steps)+1 for the prompt) and unknown roots are errors.
+// a hook's steps: a step reference must name a step whose index is below
+// before (use len(steps) for the prompt) and unknown roots are errors.
+// Steps are numbered from 0, as in agent-queue: {{step_0}} is the first.
 func CheckPlaceholders(tmpl string, steps []*StepDef, before int) error {
 	phs, err := ParsePlaceholders(tmpl)
 	if err != nil {
@@ -148,11 +149,14 @@ func checkRef(path string, steps []*StepDef, before int) error {
 		return fmt.Errorf("no step named %q", segs[1])
 	case strings.HasPrefix(root, "step_"):
 		n, err := strconv.Atoi(root[len("step_"):])
-		if err != nil || n < 1 {
-			return fmt.Errorf("bad step reference %q (want step_N, N from 1)", root)
+		if err != nil || n < 0 || root[len("step_"):] != strconv.Itoa(n) {
+			return fmt.Errorf("bad step reference %q (want step_N, N from 0)", root)
 		}
-		if n > len(steps) {
-			return fmt.Errorf("step_%d is out of range (the hook has %d steps)", n, len(steps))
+		switch {
+		case len(steps) == 0:
+			return fmt.Errorf("step_%d is out of range (the hook has no steps)", n)
+		case n >= len(steps):
+			return fmt.Errorf("step_%d is out of range (the hook has %d steps: step_0 to step_%d)", n, len(steps), len(steps)-1)
 		}
 		if n >= before {
 			return fmt.Errorf("step_%d runs at or after this point", n)
@@ -230,10 +234,10 @@ func (s *Scope) Lookup(path string) (any, error) {
 }
 
 func (s *Scope) stepValue(n int, rest []string, path string) (any, error) {
-	if n < 1 || n > len(s.Steps) || s.Steps[n-1] == nil {
+	if n < 0 || n >= len(s.Steps) || s.Steps[n] == nil {
 		return nil, fmt.Errorf("{{%s}}: step_%d has no result", path, n)
 	}
-	r := s.Steps[n-1]
+	r := s.Steps[n]
 	if len(rest) == 0 {
 		return r.Output, nil
 	}

@@ -25,14 +25,14 @@ func TestLiteralPlaceholders(t *testing.T) {
 		}
 	}
 
-	phs, err := engine.ParsePlaceholders(`a {{"{{"}} b {{step_1}}`)
+	phs, err := engine.ParsePlaceholders(`a {{"{{"}} b {{step_0}}`)
 	if err != nil || len(phs) != 2 {
 		t.Fatalf("ParsePlaceholders: %v, %v", phs, err)
 	}
 	if !phs[0].IsLiteral() || phs[0].Literal != "{{" || phs[0].Path != `"{{"` || phs[0].Start != 2 || phs[0].End != 10 {
 		t.Errorf("literal placeholder = %+v", phs[0])
 	}
-	if phs[1].IsLiteral() || phs[1].Path != "step_1" {
+	if phs[1].IsLiteral() || phs[1].Path != "step_0" {
 		t.Errorf("path placeholder = %+v", phs[1])
 	}
 	if v, err := scope.Lookup(phs[0].Path); err != nil || v != "{{" {

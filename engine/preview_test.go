@@ -32,7 +32,7 @@ func previewHook(name string, exitCode int, emitErr *error) *engine.Hook {
 	h := newHook(name)
 	h.SkipLLM = false
 	h.Secrets = []string{"TOKEN"}
-	h.Prompt = "Check {{step_1}} for {{event.who}} (exit {{steps.check.exit_code}})."
+	h.Prompt = "Check {{step_0}} for {{event.who}} (exit {{steps.check.exit_code}})."
 	withSteps(h,
 		funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 			return &engine.StepResult{Output: "token is " + previewSecret, Fields: map[string]any{"exit_code": exitCode}}, nil
@@ -90,8 +90,8 @@ func TestPreviewRecordsNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if run.Status != engine.StatusCompleted || run.Cause != engine.CauseShortCircuit || run.Reason != "short-circuit: step_1 (check): exit code 0" {
-			t.Errorf("passing: status %s cause %s reason %q; want completed, short-circuited by step_1 (check)", run.Status, run.Cause, run.Reason)
+		if run.Status != engine.StatusCompleted || run.Cause != engine.CauseShortCircuit || run.Reason != "short-circuit: step_0 (check): exit code 0" {
+			t.Errorf("passing: status %s cause %s reason %q; want completed, short-circuited by step_0 (check)", run.Status, run.Cause, run.Reason)
 		}
 		if want := "Check token is [REDACTED:TOKEN] for dev (exit 0)."; run.Prompt != want {
 			t.Errorf("a short-circuited preview still renders its prompt: got %q, want %q", run.Prompt, want)
@@ -147,7 +147,7 @@ func TestPreviewUnstarted(t *testing.T) {
 	defer db.Close()
 	var emitErr error
 	hk := previewHook("unstarted", 1, &emitErr)
-	hk.Prompt = "Last run {{last_run_time}}; step says {{step_1}}"
+	hk.Prompt = "Last run {{last_run_time}}; step says {{step_0}}"
 	eng, err := engine.New(engine.Config{
 		Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Manual: true,
 		Environ: []string{"TOKEN=" + previewSecret},

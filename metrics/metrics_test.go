@@ -104,7 +104,7 @@ func TestObserveAndScrape(t *testing.T) {
 		runEv(&engine.Run{Hook: "h", Status: engine.StatusSkipped, Gate: engine.GateInFlight, Reason: "in_flight: run X was still running"}),
 		runEv(&engine.Run{Hook: "h", Status: engine.StatusSkipped, Gate: engine.GateCooldown, Reason: "cooldown: 3s left"}),
 		runEv(ran(&engine.Run{Hook: "h", Status: engine.StatusCompleted, Cause: engine.CauseShortCircuit,
-			Reason: "short-circuit: step_1 (tests): exit code 0"}, 30*time.Millisecond)),
+			Reason: "short-circuit: step_0 (tests): exit code 0"}, 30*time.Millisecond)),
 		runEv(&engine.Run{Hook: "g", Status: engine.StatusDropped, Gate: engine.GateQueueFull, Reason: "queue_full: 100 runs already wait"}),
 		// Not the engine's: counted as an event only.
 		{Type: engine.EventRunFailed, Source: "hook:x", Data: map[string]any{"hook": "h", "status": "failed"}},

@@ -100,7 +100,7 @@ func failedEvent(hook, run string) *engine.Event {
 	start := time.Date(2025, 3, 1, 11, 59, 0, 0, time.UTC)
 	return runEvent(&engine.Run{
 		ID: run, Hook: hook, Status: engine.StatusFailed, Trigger: "schedule", EventType: "deploy.failed",
-		Cause: engine.CauseModelError, Error: "step_1 failed: exit 3 [REDACTED:API_KEY]",
+		Cause: engine.CauseModelError, Error: "step_0 failed: exit 3 [REDACTED:API_KEY]",
 		Response: "The   tests fail\nbecause of X.", StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond),
 		Tools: []engine.ToolUse{{Name: "read_file", Tool: "read_file", Outcome: engine.ToolOK},
 			{Name: "http_get", Tool: "http_get", Outcome: engine.ToolError},
@@ -176,7 +176,7 @@ func TestFormats(t *testing.T) {
 		g["duration_ms"] != float64(1500) || g["event_type"] != "deploy.failed" {
 		t.Errorf("generic: %v", g)
 	}
-	if s, _ := g["summary"].(string); s != "step_1 failed: exit 3 [REDACTED:API_KEY]" {
+	if s, _ := g["summary"].(string); s != "step_0 failed: exit 3 [REDACTED:API_KEY]" {
 		t.Errorf("generic summary %q: the error wins over the answer", s)
 	}
 	if tools, _ := g["tools"].([]any); len(tools) != 3 || g["cause"] != "model_error" || g["headline"] != "failed (model_error)" {

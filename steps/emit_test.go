@@ -45,10 +45,10 @@ data:
   n: "{{event.n}}"
   obj: "{{event.obj}}"
   text: "n={{event.n}} in {{event.env}}"
-  nested: {list: ["{{step_1}}", 7, true]}
+  nested: {list: ["{{step_0}}", 7, true]}
 `, 0)
 	env := emitEnv(t, event, &sink, runs, nil)
-	env.Scope.Steps = []*engine.StepResult{{Index: 1, Output: "first"}}
+	env.Scope.Steps = []*engine.StepResult{{Index: 0, Output: "first"}}
 	res, err := runStep(t, s, env)
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ func newStep(t testing.TB, kind, src string, timeout time.Duration) (engine.Step
 	if !ok {
 		t.Fatalf("step kind %q is not registered", kind)
 	}
-	def := &engine.StepDef{Index: 2, Name: "s", Type: kind, Timeout: timeout}
+	def := &engine.StepDef{Index: 1, Name: "s", Type: kind, Timeout: timeout}
 	return k.New(def, yamlDecoder(src))
 }
 
@@ -43,7 +43,7 @@ func runStep(t testing.TB, s engine.Step, env *engine.StepEnv) (*engine.StepResu
 	if (err != nil) != (res.Error != "") || err != nil && res.Error != err.Error() {
 		t.Fatalf("err %v but result Error %q", err, res.Error)
 	}
-	if res.Index != 2 || res.Name != "s" || res.Type == "" || res.Started.IsZero() {
+	if res.Index != 1 || res.Name != "s" || res.Type == "" || res.Started.IsZero() {
 		t.Errorf("result header %+v", res)
 	}
 	return res, err

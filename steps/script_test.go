@@ -24,7 +24,7 @@ func TestParseShellScript(t *testing.T) {
 		{name: "spaces in braces", in: `echo {{ event.x }}`, want: `echo ` + u1, paths: []string{"event.x"}},
 		{name: "glued to a word", in: `echo pre{{event.x}}post`, want: `echo pre` + u1 + `post`},
 		{name: "double quotes", in: `echo "pre {{event.x}} post"`, want: `echo "pre ` + q1 + ` post"`},
-		{name: "same path once", in: `echo {{event.x}} "{{event.x}}" {{step_1}}`, want: `echo ` + u1 + ` "` + q1 + `" ` + u2, paths: []string{"event.x", "step_1"}},
+		{name: "same path once", in: `echo {{event.x}} "{{event.x}}" {{step_0}}`, want: `echo ` + u1 + ` "` + q1 + `" ` + u2, paths: []string{"event.x", "step_0"}},
 		{name: "after a closed single quote", in: `echo 'it''s' {{event.x}}`, want: `echo 'it''s' ` + u1},
 		{name: "escaped quote is not a quote", in: `echo \' {{event.x}}`, want: `echo \' ` + u1},
 		{name: "escaped quote in double quotes", in: `echo "a\"b {{event.x}}"`, want: `echo "a\"b ` + q1 + `"`},

@@ -35,7 +35,7 @@ func newShellStep(t testing.TB, src string, timeout time.Duration) (engine.Step,
 	if !ok {
 		t.Fatal(`step kind "shell" is not registered`)
 	}
-	def := &engine.StepDef{Index: 1, Name: "sh", Type: "shell", Timeout: timeout}
+	def := &engine.StepDef{Index: 0, Name: "sh", Type: "shell", Timeout: timeout}
 	return kind.New(def, yamlDecoder(src))
 }
 
@@ -109,7 +109,7 @@ func TestShellRun(t *testing.T) {
 		{name: "env", src: "command: 'printf %s \"$GREETING\"'\nenv: {GREETING: 'hi {{event.who}}'}", event: map[string]any{"who": "you"}, wantOut: "hi you"},
 		{name: "hook env passed", src: `command: 'printf %s "$HOOKD_TEST_VAR"'`, wantOut: "from hook"},
 		{name: "non-string value is JSON", src: `command: printf %s {{event.obj}}`, event: map[string]any{"obj": map[string]any{"a": 1.0}}, wantOut: `{"a":1}`},
-		{name: "step placeholder", src: `command: printf %s {{step_1}}`, wantOut: "earlier output"},
+		{name: "step placeholder", src: `command: printf %s {{step_0}}`, wantOut: "earlier output"},
 		{name: "command as written", src: `command: "echo {{event.x}}"`, event: map[string]any{"x": "v"}, wantOut: "v\n", wantCmd: "echo {{event.x}}"},
 	}
 	for _, tt := range tests {
@@ -117,7 +117,7 @@ func TestShellRun(t *testing.T) {
 			s := mustShellStep(t, tt.src, 0)
 			env := stepEnv(t, tt.event)
 			env.Env = append(env.Env, "HOOKD_TEST_VAR=from hook")
-			env.Scope.Steps = []*engine.StepResult{{Index: 1, Output: "earlier output"}}
+			env.Scope.Steps = []*engine.StepResult{{Index: 0, Output: "earlier output"}}
 			res, err := s.Run(context.Background(), env)
 			if err != nil {
 				t.Fatalf("Run: %v (result %+v)", err, res)
@@ -137,7 +137,7 @@ func TestShellRun(t *testing.T) {
 			if tt.wantCmd != "" && res.Fields["command"] != tt.wantCmd {
 				t.Errorf("command %q; want %q", res.Fields["command"], tt.wantCmd)
 			}
-			if res.Index != 1 || res.Name != "sh" || res.Type != "shell" || res.Started.IsZero() || res.Duration <= 0 {
+			if res.Index != 0 || res.Name != "sh" || res.Type != "shell" || res.Started.IsZero() || res.Duration <= 0 {
 				t.Errorf("result header %+v", res)
 			}
 			for _, f := range []string{"timed_out", "truncated"} {
@@ -360,9 +360,9 @@ func TestShellStartFailure(t *testing.T) {
 }
 
 func TestShellTemplates(t *testing.T) {
-	s := mustShellStep(t, "command: [echo, '{{step_1}}']\nworkdir: '{{event.d}}'\nenv: {B: '{{steps.x.y}}', A: a}", 0)
+	s := mustShellStep(t, "command: [echo, '{{step_0}}']\nworkdir: '{{event.d}}'\nenv: {B: '{{steps.x.y}}', A: a}", 0)
 	got := s.(interface{ Templates() []string }).Templates()
-	want := []string{"echo", "{{step_1}}", "{{event.d}}", "a", "{{steps.x.y}}"}
+	want := []string{"echo", "{{step_0}}", "{{event.d}}", "a", "{{steps.x.y}}"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("Templates() = %q; want %q", got, want)
 	}

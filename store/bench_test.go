@@ -16,7 +16,7 @@ import (
 func BenchmarkRunsRecorded(b *testing.B) {
 	ctx := context.Background()
 	d, _ := openTest(b)
-	steps := []*engine.StepResult{{Index: 1, Type: "shell", Output: "ok", Started: t0, Duration: time.Millisecond}}
+	steps := []*engine.StepResult{{Index: 0, Type: "shell", Output: "ok", Started: t0, Duration: time.Millisecond}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()

@@ -46,7 +46,7 @@ func fullRun(id string) *engine.Run {
 		Event:     json.RawMessage(`{"env":"prod","n":3}`),
 		EventType: "deploy.failed",
 		Steps: []*engine.StepResult{{
-			Index: 1, Name: "tests", Type: "run_tests", Output: "ok",
+			Index: 0, Name: "tests", Type: "run_tests", Output: "ok",
 			Fields:  map[string]any{"exit_code": float64(0), "failures": []any{"a", "b"}},
 			Started: t0, Duration: 1500 * time.Millisecond,
 		}},

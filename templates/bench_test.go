@@ -27,17 +27,17 @@ func BenchmarkRender50KB(b *testing.B) {
 			fmt.Fprintf(&out, "%s line %05d: --- FAIL: TestSomething/case_%d (0.01s) \"quoted\" <tag> `code`\n", k, n, n)
 		}
 		s := out.String()[:perStep]
-		scope.Steps = append(scope.Steps, &engine.StepResult{Index: i + 1, Name: k, Type: "shell", Output: s,
+		scope.Steps = append(scope.Steps, &engine.StepResult{Index: i, Name: k, Type: "shell", Output: s,
 			Fields: map[string]any{"stdout": s, "exit_code": 1}})
-		scope.StepNames[k] = i + 1
+		scope.StepNames[k] = i
 	}
 	h := &engine.Hook{Name: "bench", Description: "benchmark", Workdir: "/srv/project", Prompt: `Tests failed in {{event.repo.name}} ({{event.repo.ref}}, {{event.env}}) at {{now}}, exit {{steps.tests.exit_code}}:
 {{steps.tests.stdout}}
 Diff since {{last_run_time}}:
-{{step_2}}
+{{step_1}}
 Log: {{steps.log.stdout}}
 Files: {{steps.files.stdout}}
-Lint: {{step_5}}
+Lint: {{step_4}}
 Summarise what broke and why, for {{hook}} run {{run}}.
 `}
 	r := New(Options{})

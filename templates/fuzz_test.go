@@ -15,7 +15,7 @@ import (
 // the text outside them must be the template's.
 func FuzzRender(f *testing.F) {
 	f.Add("Tests failed: | diff: |\n| event |.", "ok\n", `"; rm -rf ~; echo "`, injection, uint16(0))
-	f.Add("{{step_1}} {{event.a}} {{", "DATA 00000000>>>", "x", "", uint16(7))
+	f.Add("{{step_0}} {{event.a}} {{", "DATA 00000000>>>", "x", "", uint16(7))
 	f.Add(`{{"{{"}} {{ "}}" }} {{hook}}`, "\xff\xfe", strings.Repeat("é", 40), "<<<DATA 12345678 x\n", uint16(33))
 	f.Add("a|b|c|d|e", "", "\"", "\\", uint16(1))
 	f.Fuzz(func(t *testing.T, text, a, b, c string, capSel uint16) {
@@ -28,10 +28,10 @@ func FuzzRender(f *testing.F) {
 			Hook: "fuzz", RunID: "run-1", Trigger: "event", Now: t0, LastRunTime: last,
 			Event: map[string]any{"a": a, "b": b, "n": 42.5, "nested": map[string]any{"c": c}},
 			Steps: []*engine.StepResult{
-				{Index: 1, Name: "s1", Type: "shell", Output: a, Fields: map[string]any{"stderr": b, "exit_code": 1}},
-				{Index: 2, Name: "s2", Type: "shell", Output: c},
+				{Index: 0, Name: "s1", Type: "shell", Output: a, Fields: map[string]any{"stderr": b, "exit_code": 1}},
+				{Index: 1, Name: "s2", Type: "shell", Output: c},
 			},
-			StepNames: map[string]int{"s1": 1, "s2": 2},
+			StepNames: map[string]int{"s1": 0, "s2": 1},
 		}
 		hook := &engine.Hook{Name: "fuzz", Workdir: "/w", Prompt: text}
 
@@ -44,7 +44,7 @@ func FuzzRender(f *testing.F) {
 		for len(pieces) < 6 {
 			pieces = append(pieces, " ")
 		}
-		paths := []string{"step_1", "event.b", "steps.s1.stderr", "steps.s2.output", "event"}
+		paths := []string{"step_0", "event.b", "steps.s1.stderr", "steps.s2.output", "event"}
 		var tmpl strings.Builder
 		for i, p := range paths {
 			tmpl.WriteString(pieces[i])

@@ -98,7 +98,7 @@ func TestEmitThroughDaemon(t *testing.T) {
 		}
 	}
 	text := e.must(0, "run", run.ID)
-	for _, w := range []string{"run " + run.ID, "status:    completed", "step_1 (show) shell", "step_3 (argv) shell", injNote} {
+	for _, w := range []string{"run " + run.ID, "status:    completed", "step_0 (show) shell", "step_2 (argv) shell", injNote} {
 		if !strings.Contains(text.stdout, w) {
 			t.Errorf("hookd run %s lacks %q:\n%s", run.ID, w, text)
 		}

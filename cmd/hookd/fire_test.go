@@ -24,13 +24,13 @@ skip_llm: true
   - type: shell
     command: echo all good
     skip_llm_if_exit_zero: true
-prompt: "never sent: {{step_1}}"
+prompt: "never sent: {{step_0}}"
 `,
 	// A prompt and no model client: the run fails.
 	"nomodel.yaml": `steps:
   - type: shell
     command: echo context
-prompt: "summarise {{step_1}}"
+prompt: "summarise {{step_0}}"
 `,
 	// A required step that times out: the run fails.
 	"slow.yaml": `steps:
@@ -125,8 +125,8 @@ func TestFireThroughDaemon(t *testing.T) {
 	t.Run("wait failed step timeout", func(t *testing.T) {
 		r := e.must(1, "fire", "slow", "--wait")
 		run := e.getRun(runID(t, r))
-		if run.Status != engine.StatusFailed || !strings.Contains(run.Error, "step_1") {
-			t.Errorf("status %s error %q, want failed naming step_1", run.Status, run.Error)
+		if run.Status != engine.StatusFailed || !strings.Contains(run.Error, "step_0") {
+			t.Errorf("status %s error %q, want failed naming step_0", run.Status, run.Error)
 		}
 	})
 	t.Run("cooldown", func(t *testing.T) {

@@ -42,7 +42,7 @@ mcp_servers:
 		"ask.yaml": `steps:
   - type: shell
     command: echo context
-prompt: "Read the notes. {{step_1}}"
+prompt: "Read the notes. {{step_0}}"
 tools: [read_file, t.echo]
 `,
 	})

@@ -24,7 +24,7 @@ steps:
 prompt: |
   Summarise the log for {{event.who}}:
   {{steps.log.stdout}}
-  Format: {{step_2}}
+  Format: {{step_1}}
 `,
 	"green.yaml": `steps:
   - name: tests
@@ -60,7 +60,7 @@ func TestRenderWithoutDaemon(t *testing.T) {
 	}
 	for _, want := range []string{
 		"preview of check (nothing recorded, no model called)",
-		"step_1 (log) shell", "exit 3", "build ok (",
+		"step_0 (log) shell", "exit 3", "build ok (",
 		"no short-circuit applies: the model would be called with this prompt",
 	} {
 		if !strings.Contains(r.stderr, want) {
@@ -73,7 +73,7 @@ func TestRenderWithoutDaemon(t *testing.T) {
 
 	// A short-circuit is reported, and the prompt is still shown.
 	r = e.must(0, "render", "green")
-	if !strings.Contains(r.stderr, "short-circuit: step_1 (tests): exit code 0: the model would not be called") {
+	if !strings.Contains(r.stderr, "short-circuit: step_0 (tests): exit code 0: the model would not be called") {
 		t.Errorf("no short-circuit reported:\n%s", r)
 	}
 	if !strings.Contains(r.stdout, `Tests failed: "all passed"`) {
@@ -103,7 +103,7 @@ func TestRenderWithDaemon(t *testing.T) {
 		t.Fatalf("decode: %v\n%s", err, r)
 	}
 	if run.Status != engine.StatusCompleted || run.Cause != engine.CauseShortCircuit ||
-		run.Reason != "short-circuit: step_1 (tests): exit code 0" || len(run.Steps) != 1 {
+		run.Reason != "short-circuit: step_0 (tests): exit code 0" || len(run.Steps) != 1 {
 		t.Errorf("preview: status %s reason %q steps %d", run.Status, run.Reason, len(run.Steps))
 	}
 	if !strings.Contains(run.Prompt, "- Last run: ") || strings.Contains(run.Prompt, "- Last run: never") {

@@ -187,7 +187,7 @@ func (w *watcher) print(id, data string) error {
 // eventLine renders an event as one readable line:
 //
 //	15:04:05.123 #12 started   backup run 01J… (schedule, 3ms late)
-//	15:04:06.456 #13 failed    backup run 01J… in 1.333s: step_1 failed: …
+//	15:04:06.456 #13 failed    backup run 01J… in 1.333s: step_0 failed: …
 //	15:04:07.000 #14 event     deploy.finished env=prod service=api (api)
 func eventLine(ev *eventJSON) string {
 	ts := ev.Time.Local().Format("15:04:05.000")

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// agent-queue hook files, written in JSON exactly as agent-queue's spec
+// shows them, load, render and run with the meaning they had there.
+
+// gitRepo makes a repository at dir with a commit on main and a branch
+// "feature" checked out that changes one line.
+func gitRepo(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=Ada", "-c", "user.email=ada@example.com",
+			"-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("init", "-q")
+	write("parse.go", "package parse\n\nfunc Parse() string { return \"a\" }\n")
+	run("add", ".")
+	run("commit", "-q", "-m", "first")
+	run("checkout", "-q", "-b", "feature")
+	write("parse.go", "package parse\n\nfunc Parse() string { return \"DIFF-MARKER\" }\n")
+	run("commit", "-q", "-am", "change")
+}
+
+// TestAgentQueueStepNumbering: agent-queue numbers context steps from 0,
+// so over [run_tests, git_diff] its {{step_1}} is the diff, not the test
+// output, and a skip reason names step_0.
+func TestAgentQueueStepNumbering(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"triage.json": `{
+  "name": "triage",
+  "trigger": {"type": "periodic", "interval_seconds": 3600},
+  "context_steps": [
+    {"type": "run_tests", "command": "echo 'TEST-OUTPUT-MARKER'; exit 1", "workdir": "repo"},
+    {"type": "git_diff", "workspace": "repo", "base_branch": "main"}
+  ],
+  "prompt_template": "Diff: {{step_1}}\nTests: {{step_0.exit_code}}"
+}`,
+		"green.json": `{
+  "name": "green",
+  "context_steps": [
+    {"type": "run_tests", "command": "echo ok", "skip_llm_if_exit_zero": true},
+    {"type": "git_diff", "workspace": "repo"}
+  ],
+  "prompt_template": "{{step_1}}"
+}`,
+	})
+	gitRepo(t, e.path("repo"))
+
+	r := e.must(0, "render", "triage", "--json")
+	var run engine.Run
+	if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
+		t.Fatalf("decode: %v\n%s", err, r)
+	}
+	if !strings.Contains(run.Prompt, "DIFF-MARKER") || strings.Contains(run.Prompt, "TEST-OUTPUT-MARKER") {
+		t.Errorf("{{step_1}} over [run_tests, git_diff] is not the diff:\n%s", run.Prompt)
+	}
+	if !strings.Contains(run.Prompt, "Tests: 1") {
+		t.Errorf("{{step_0.exit_code}} is not the test command's exit code:\n%s", run.Prompt)
+	}
+	if len(run.Steps) != 2 || run.Steps[0].Index != 0 || run.Steps[0].Type != "run_tests" ||
+		run.Steps[1].Index != 1 || run.Steps[1].Type != "git_diff" {
+		t.Fatalf("steps[].index: %+v", run.Steps)
+	}
+	// The JSON a client reads says index 0 for the first step.
+	var raw struct {
+		Steps []map[string]any `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &raw); err != nil || len(raw.Steps) != 2 || raw.Steps[0]["index"] != float64(0) {
+		t.Errorf("JSON steps: %v %v", raw.Steps, err)
+	}
+
+	r = e.must(0, "render", "green")
+	if !strings.Contains(r.stderr, "short-circuit: step_0: exit code 0") {
+		t.Errorf("skip reason does not name step_0:\n%s", r)
+	}
+
+	// {{step_2}} over two steps is out of range at load, naming the range.
+	e.write("hooks.d/triage.json", strings.Replace(`{"context_steps": [{"type": "run_tests", "command": "true"},
+ {"type": "git_diff"}], "prompt_template": "{{step_2}}"}`, "\n", "", -1))
+	r = e.must(1, "validate")
+	if !strings.Contains(r.stdout+r.stderr, "hooks.d/triage.json:1: prompt_template: placeholder {{step_2}}: step_2 is out of range (the hook has 2 steps: step_0 to step_1)") {
+		t.Errorf("validate:\n%s", r)
+	}
+}
