@@ -43,17 +43,17 @@ func TestStepFailureSemantics(t *testing.T) {
 		modelCall bool
 		steps     int // results recorded (a failing step stops the rest)
 	}{
-		{"cron-exit-12", false, exit(12), false, false, engine.StatusFailed, engine.CauseStepFailed, "step_1 (cmd): exit code 12", false, 1},
+		{"cron-exit-12", false, exit(12), false, false, engine.StatusFailed, engine.CauseStepFailed, "step_0 (cmd): exit code 12", false, 1},
 		{"cron-exit-0", false, exit(0), false, false, engine.StatusCompleted, "", "", false, 2},
 		{"cron-allowed", false, exit(12), false, true, engine.StatusCompleted, "", "", false, 2},
 		{"cron-error", false, broken, false, false, engine.StatusFailed, engine.CauseStepFailed,
-			"step_1 (cmd): read_file: open notes.txt: no such file or directory", false, 1},
+			"step_0 (cmd): read_file: open notes.txt: no such file or directory", false, 1},
 		{"cron-error-allowed", false, broken, false, true, engine.StatusCompleted, "", "", false, 2},
 		{"model-exit-12", true, exit(12), false, false, engine.StatusCompleted, "", "", true, 2},
-		{"model-exit-12-required", true, exit(12), true, false, engine.StatusFailed, engine.CauseStepFailed, "step_1 (cmd): exit code 12", false, 1},
+		{"model-exit-12-required", true, exit(12), true, false, engine.StatusFailed, engine.CauseStepFailed, "step_0 (cmd): exit code 12", false, 1},
 		{"model-error", true, broken, false, false, engine.StatusCompleted, "", "", true, 2},
 		{"model-error-required", true, broken, true, false, engine.StatusFailed, engine.CauseStepFailed,
-			"step_1 (cmd): read_file: open notes.txt: no such file or directory", false, 1},
+			"step_0 (cmd): read_file: open notes.txt: no such file or directory", false, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestStepFailureSemantics(t *testing.T) {
 				h := withSteps(newHook("h"), tt.step, exit(0))
 				h.Steps[0].Name, h.Steps[0].Required, h.Steps[0].AllowFailure = "cmd", tt.required, tt.allow
 				if tt.model {
-					h.SkipLLM, h.Prompt = false, "look at {{step_1}}"
+					h.SkipLLM, h.Prompt = false, "look at {{step_0}}"
 				}
 				llm := &countLLM{}
 				hs := newHarness(t, []*engine.Hook{h}, func(c *engine.Config) { c.LLM = llm })

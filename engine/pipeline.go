@@ -227,7 +227,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 }
 
 // stepFailure decides whether a step's result fails its run, and says
-// why ("step_1 (backup): exit code 12"). A step fails the run when it is
+// why ("step_0 (backup): exit code 12"). A step fails the run when it is
 // required, or when the hook has no model stage and the step does not
 // allow failure: then it fails by an error (it could not run) or by a
 // command's non-zero exit. In a hook with a model stage, a non-required

@@ -98,7 +98,7 @@ func TestFireThroughDaemon(t *testing.T) {
 	t.Run("wait nonzero exit fails", func(t *testing.T) {
 		r := e.must(1, "fire", "exit3", "--wait")
 		run := e.getRun(runID(t, r))
-		if run.Status != engine.StatusFailed || run.Reason != "step_1: exit code 3" || len(run.Steps) != 1 ||
+		if run.Status != engine.StatusFailed || run.Reason != "step_0: exit code 3" || len(run.Steps) != 1 ||
 			run.Steps[0].Fields["exit_code"] != float64(3) {
 			t.Errorf("status %s reason %q, steps %+v", run.Status, run.Reason, run.Steps)
 		}

@@ -42,7 +42,7 @@ skip_llm: true
     type: shell
     command: echo all passed
     skip_llm_if_exit_zero: true
-prompt: "never sent: {{step_1}}"
+prompt: "never sent: {{step_0}}"
 `,
 		"alarm.yaml": `trigger:
   event: hook.run.failed
@@ -57,12 +57,12 @@ skip_llm: true
 	d := e.serve()
 
 	r := e.must(1, "fire", "backup", "--wait")
-	if !strings.Contains(r.stderr, "backup failed (step_failed)") || !strings.Contains(r.stderr, "step_1 (backup): exit code 12") {
+	if !strings.Contains(r.stderr, "backup failed (step_failed)") || !strings.Contains(r.stderr, "step_0 (backup): exit code 12") {
 		t.Errorf("want the failure, the step and its exit code on stderr:\n%s", r)
 	}
 	id := runID(t, r)
 	run := e.getRun(id)
-	if run.Status != engine.StatusFailed || run.Cause != engine.CauseStepFailed || run.Reason != "step_1 (backup): exit code 12" {
+	if run.Status != engine.StatusFailed || run.Cause != engine.CauseStepFailed || run.Reason != "step_0 (backup): exit code 12" {
 		t.Errorf("run %s: %s cause %q reason %q", id, run.Status, run.Cause, run.Reason)
 	}
 	if len(run.Steps) != 1 || e.exists("after-backup") {
@@ -86,7 +86,7 @@ skip_llm: true
 	}
 	run = e.getRun(runID(t, r))
 	if run.Status != engine.StatusCompleted || run.Cause != engine.CauseShortCircuit ||
-		run.Reason != "short-circuit: step_1 (tests): exit code 0" || run.Prompt != "" {
+		run.Reason != "short-circuit: step_0 (tests): exit code 0" || run.Prompt != "" {
 		t.Errorf("short-circuit: %s cause %q reason %q prompt %q", run.Status, run.Cause, run.Reason, run.Prompt)
 	}
 	list := e.must(0, "runs", "tests").stdout
@@ -112,13 +112,13 @@ llm:
     type: read_file
     path: notes.txt
     required: true
-prompt: "Summarise {{step_1}}"
+prompt: "Summarise {{step_0}}"
 `,
 		"loose.yaml": `steps:
   - name: notes
     type: read_file
     path: notes.txt
-prompt: "Summarise {{step_1}}"
+prompt: "Summarise {{step_0}}"
 `,
 	})
 	e.serve()
@@ -126,7 +126,7 @@ prompt: "Summarise {{step_1}}"
 	r := e.must(1, "fire", "strict", "--wait")
 	run := e.getRun(runID(t, r))
 	if run.Status != engine.StatusFailed || run.Cause != engine.CauseStepFailed ||
-		!strings.HasPrefix(run.Reason, "step_1 (notes): ") || !strings.Contains(run.Reason, "notes.txt") {
+		!strings.HasPrefix(run.Reason, "step_0 (notes): ") || !strings.Contains(run.Reason, "notes.txt") {
 		t.Errorf("strict: %s cause %q reason %q", run.Status, run.Cause, run.Reason)
 	}
 	if n := model.Served(); n != 0 {
