@@ -26,6 +26,7 @@ func TestOptionInjection(t *testing.T) {
 		{"git log quoted --output", "shell", `command: git log "{{event.v}}"`, "--output=" + marker, `(argument 2 of "git")`, false},
 		{"git log via variable", "shell", "command: |\n  ref={{event.v}}\n  git log \"$ref\"", "--output=" + marker, `value "--output=`, false},
 		{"git log via env", "shell", "command: git log \"$REF\"\nenv: {REF: '{{event.v}}'}", "--output=" + marker, `env.REF: value "--output=`, false},
+		{"git in an inner shell", "shell", "command: [sh, -c, 'git log \"$REF\"']\nenv: {REF: '{{event.v}}'}", "--output=" + marker, `env.REF: value "--output=`, false},
 		{"git through timeout", "shell", `command: timeout 30 git log {{event.v}}`, "--output=" + marker, `(argument 2 of "git")`, false},
 		{"run_tests list -exec", "run_tests", `command: [go, test, "{{event.v}}", "."]`, `-exec=sh -c "touch ` + marker + `" sh`, `command[2]: value "-exec=sh -c`, true},
 		{"run_tests string -exec", "run_tests", `command: go test {{event.v}} .`, `-exec=sh -c "touch ` + marker + `" sh`, `(argument 2 of "go")`, true},

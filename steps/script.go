@@ -305,6 +305,10 @@ type checker struct {
 	found    []bool            // per occurrence: the parser saw the reference
 	optionAt map[string]string // data root -> where it may begin an argument
 	calls    map[*syntax.CallExpr]*callInfo
+	depth    int // how deep in inner shells' scripts
+	// rootNames describes the data roots that are placeholders:
+	// HOOKD_P1 -> {{event.x}}.
+	rootNames map[string]string
 }
 
 type callInfo struct {
@@ -316,10 +320,11 @@ func newChecker(f *syntax.File, occs []occurrence, taintedEnv map[string]bool) *
 	c := &checker{
 		file: f, occs: occs, byOff: map[int]int{}, tainted: map[string]map[string]bool{},
 		intVars: map[string]bool{}, quote: make([]bool, len(occs)), found: make([]bool, len(occs)),
-		optionAt: map[string]string{}, calls: map[*syntax.CallExpr]*callInfo{},
+		optionAt: map[string]string{}, calls: map[*syntax.CallExpr]*callInfo{}, rootNames: map[string]string{},
 	}
 	for k, o := range occs {
 		c.byOff[o.off] = k
+		c.rootNames[o.name] = "{{" + o.ph.Path + "}}"
 		if !o.ph.IsLiteral() {
 			c.tainted[o.name] = map[string]bool{o.name: true}
 		}
@@ -537,13 +542,8 @@ func (c *checker) dataErr(pe *syntax.ParamExp, format string, args ...any) error
 func (c *checker) describeRoots(roots map[string]bool) string {
 	var names []string
 	for r := range roots {
-		if n, ok := placeholderNum(r); ok {
-			for _, o := range c.occs {
-				if o.n == n {
-					names = append(names, "{{"+o.ph.Path+"}}")
-					break
-				}
-			}
+		if d, ok := c.rootNames[r]; ok {
+			names = append(names, d)
 		} else {
 			names = append(names, "env "+r)
 		}
@@ -721,8 +721,48 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		}
 	case *syntax.ParamExp:
 		return c.paramExp(n, stack)
+	case *syntax.CallExpr:
+		for _, script := range c.call(n).rules.scripts {
+			if err := c.nested(script); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// nested checks the script an inner shell runs (sh -c 'script', eval
+// 'code') with the variables that hold data in the outer one.
+func (c *checker) nested(script string) error {
+	opt, err := checkInnerScript(script, c.tainted, c.rootNames, c.depth+1)
+	for r, where := range opt {
+		if c.optionAt[r] == "" {
+			c.optionAt[r] = where
+		}
+	}
+	return err
+}
+
+// checkInnerScript checks script, run by an inner shell that sees the
+// variables in tainted, and returns where data may begin an argument.
+func checkInnerScript(script string, tainted map[string]map[string]bool, rootNames map[string]string, depth int) (map[string]string, error) {
+	if depth > 4 {
+		return nil, fmt.Errorf("shell scripts nested more than 4 deep")
+	}
+	_, file, err := joinContinuations(script, nil)
+	if err != nil {
+		return nil, fmt.Errorf("in the script of an inner shell: %w", err)
+	}
+	inner := newChecker(file, nil, nil)
+	inner.depth = depth
+	inner.rootNames = rootNames
+	for name, roots := range tainted {
+		inner.tainted[name] = roots
+	}
+	if err := inner.check(); err != nil {
+		return nil, fmt.Errorf("in the script of an inner shell: %w", err)
+	}
+	return inner.optionAt, nil
 }
 
 // paramExp checks a variable reference: where a placeholder stands, how

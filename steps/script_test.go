@@ -91,27 +91,29 @@ func TestParseShellScript(t *testing.T) {
 	}
 }
 
-// FuzzParseShellScript checks that the lexer never panics and that every
-// rewritten reference is well formed.
+// FuzzParseShellScript checks that the checker never panics or hangs,
+// that every placeholder is gone from a script it accepts, and that the
+// script it returns (quotes added, continuations joined) still parses.
 func FuzzParseShellScript(f *testing.F) {
 	for _, s := range []string{
 		`echo {{event.x}}`, `echo "{{a}}" '{{b}}'`, "cat <<E\n{{x}}\nE", `$(( {{x}} ))`,
 		"`{{x}}`", `${X:-{{y}}}`, `\{{x}}`, `$'{{x}}'`, "# {{x}}\n{{y}}", `case a in a) {{x}};; esac`,
+		"a={{x}}; echo $((a))", "sudo -u r sh -c 'eval \"$V\"'", "echo $\\\n(( {{x}} ))", "timeout 5 git log -- {{x}}",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		s, err := parseShellScript(in, nil)
+		s, err := parseShellScript(in, map[string]bool{"V": true})
 		if err != nil {
 			return
 		}
-		if strings.Contains(s.text, "{{") && len(s.paths) > 0 {
-			// Every placeholder is gone from the rewritten text.
-			for _, p := range s.paths {
-				if strings.Contains(s.text, "{{"+p+"}}") {
-					t.Fatalf("placeholder {{%s}} left in %q", p, s.text)
-				}
+		for _, p := range s.paths {
+			if strings.Contains(s.text, "{{"+p+"}}") {
+				t.Fatalf("placeholder {{%s}} left in %q", p, s.text)
 			}
+		}
+		if _, err := parseBash(s.text); err != nil {
+			t.Fatalf("%q became %q, which does not parse: %v", in, s.text, err)
 		}
 	})
 }
@@ -217,11 +219,30 @@ func TestShellRefusedTemplates(t *testing.T) {
 		{"LD_PRELOAD", `LD_PRELOAD={{event.v}} ls`, "", "LD_PRELOAD"},
 		{"BASH_ENV export", `export BASH_ENV="{{event.v}}"`, "", "BASH_ENV"},
 		{"heredoc delimiter", "cat <<{{event.v}}\nx\n{{event.v}}\n", "", "heredoc"},
+		// Inner shells' scripts, checked with the outer data.
+		{"inner shell eval", "export V={{event.v}}; sh -c 'eval \"$V\"'", "", "in the script of an inner shell: $V, which holds data from {{event.v}}, is an argument of eval"},
+		{"inner shell arithmetic", `bash -c 'echo $((V))'`, "V", "in the script of an inner shell: $V, which holds data from env V, is used inside $((...))"},
+		{"inner eval", "v={{event.v}}; eval 'eval \"$v\"'", "", "in the script of an inner shell"},
+		{"inner command position", `sudo sh -c '"$V" x'`, "V", "in command position"},
+		// The list form.
+		{"argv program", `list: ["{{event.cmd}}", x]`, "", "element 0"},
+		{"argv sh -c", `list: [sh, -c, "echo {{event.v}}"]`, "", "sh -c"},
+		{"argv bash -c positional", `list: [bash, -c, 'echo "$1"', bash, "{{event.v}}"]`, "", "bash -c"},
+		{"argv env command", `list: [env, "{{event.cmd}}"]`, "", "env"},
+		{"argv xargs sh -c", `list: [xargs, sh, -c, "echo {{event.v}}"]`, "", "sh -c"},
+		{"argv timeout command", `list: [timeout, "5", "{{event.cmd}}"]`, "", "in command position"},
+		{"argv eval", `list: [eval, "{{event.v}}"]`, "", "eval"},
+		{"argv python -c", `list: [python3, -c, "{{event.v}}"]`, "", "python3 -c"},
+		{"argv inner script eval", `list: [sh, -c, 'eval "$V"']`, "V", "in the script of an inner shell"},
+		{"argv inner script arithmetic", `list: [bash, -c, 'echo $((V + 1))']`, "V", "is used inside $((...))"},
 		{"unparsable", `echo "{{event.v}}`, "", "parse the command as bash"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := "command: " + yamlString(tt.cmd)
+			if list, ok := strings.CutPrefix(tt.cmd, "list: "); ok {
+				src = "command: " + list
+			}
 			if tt.env != "" {
 				src += "\nenv: {" + tt.env + ": '{{event.v}}'}"
 			}

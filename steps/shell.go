@@ -37,17 +37,18 @@ type shellConfig struct {
 // shellStep runs a command: a string through `sh -c`, or a list as argv
 // without a shell.
 type shellStep struct {
-	def       *engine.StepDef
-	written   string       // the command as written, for the result
-	script    *shellScript // string form
-	argv      []string     // list form: templates, one per argument
-	argvOpt   []string     // list form: argvOpt[i] says where argv[i]'s value would begin an argument ("" if not)
-	workdir   string       // relative to the hook's workdir; may hold placeholders
-	env       []envVar     // sorted by name
-	timeout   time.Duration
-	maxOutput int
-	allowOpts bool
-	detach    bool
+	def        *engine.StepDef
+	written    string            // the command as written, for the result
+	script     *shellScript      // string form
+	argv       []string          // list form: templates, one per argument
+	argvOpt    []string          // list form: argvOpt[i] says where argv[i]'s value would begin an argument ("" if not)
+	argvEnvOpt map[string]string // list form: the same for env variables an inner shell's script uses
+	workdir    string            // relative to the hook's workdir; may hold placeholders
+	env        []envVar          // sorted by name
+	timeout    time.Duration
+	maxOutput  int
+	allowOpts  bool
+	detach     bool
 }
 
 type envVar struct{ name, tmpl string }
@@ -120,11 +121,11 @@ func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shell
 		if strings.TrimSpace(s.argv[0]) == "" {
 			return nil, fieldErr(cfg, "command", "element 0 (the program) must not be empty")
 		}
-		opt, err := checkArgv(s.argv)
+		opt, envOpt, err := checkArgv(s.argv, taintedEnv)
 		if err != nil {
 			return nil, fieldErr(cfg, "command", "%v", err)
 		}
-		s.argvOpt = opt
+		s.argvOpt, s.argvEnvOpt = opt, envOpt
 		s.written = quoteArgv(s.argv)
 	default:
 		return nil, fieldErr(cfg, "command", "must be a string or a list of strings (got %s)", kindOf(cmd))
@@ -265,7 +266,7 @@ func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 // an argument in the string form's script ("" if nowhere).
 func (s *shellStep) envOptionAt(name string) string {
 	if s.script == nil {
-		return ""
+		return s.argvEnvOpt[name]
 	}
 	return s.script.envOptionAt[name]
 }
@@ -286,8 +287,9 @@ func dataTemplate(tmpl string) bool {
 // name the program, nor be an argument a program runs as code (sh -c,
 // eval, env/sudo/xargs/timeout... wrapping the command). It returns, per
 // element, where its value would begin an argument (so a leading '-' is
-// refused when the step runs).
-func checkArgv(argv []string) ([]string, error) {
+// refused when the step runs), and the same for the env variables in
+// taintedEnv that an inner shell's script (sh -c 'script') uses.
+func checkArgv(argv []string, taintedEnv map[string]bool) ([]string, map[string]string, error) {
 	args := make([]callArg, len(argv))
 	for i, a := range argv {
 		phs, _ := engine.ParsePlaceholders(a)
@@ -316,13 +318,29 @@ func checkArgv(argv []string) ([]string, error) {
 			continue
 		}
 		if why, bad := r.refuse[i]; bad {
-			return nil, fmt.Errorf("element %d (%s): data from a placeholder is %s", i, argv[i], why)
+			return nil, nil, fmt.Errorf("element %d (%s): data from a placeholder is %s", i, argv[i], why)
 		}
 		if a.lead && r.optionPosition(args, i) {
 			opt[i] = r.where(args, i)
 		}
 	}
-	return opt, nil
+	tainted := map[string]map[string]bool{}
+	for name := range taintedEnv {
+		tainted[name] = map[string]bool{name: true}
+	}
+	envOpt := map[string]string{}
+	for _, script := range r.scripts {
+		o, err := checkInnerScript(script, tainted, nil, 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		for name, where := range o {
+			if taintedEnv[name] && envOpt[name] == "" {
+				envOpt[name] = where
+			}
+		}
+	}
+	return opt, envOpt, nil
 }
 
 // dir resolves the step's working directory inside the hook's: the

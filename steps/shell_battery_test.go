@@ -61,7 +61,7 @@ func bracket(v string) string { return "[" + v + "]\n" }
 // childShell prints $E0 ... $E(n-1) from a child shell.
 func childShell(n int) string {
 	var b strings.Builder
-	b.WriteString(`sh -c 'printf "[%s]\n"`)
+	b.WriteString(`sh -c 'printf -- "[%s]\n"`)
 	for j := range n {
 		fmt.Fprintf(&b, ` "$E%d"`, j)
 	}

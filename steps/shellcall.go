@@ -20,6 +20,11 @@ type callArg struct {
 type callRules struct {
 	refuse map[int]string // argument index -> why data may not stand there
 	starts []int          // indexes where a command word starts: 0 and those of wrapped commands
+	// scripts holds the code the author wrote for an inner shell (sh -c
+	// 'script', eval 'code'): it is checked like the command itself, as
+	// it may use variables that hold data.
+	scripts []string
+	seen    map[int]bool // command starts already checked
 }
 
 // sinkCommands run an argument of theirs as code, or use it as the name of
@@ -89,7 +94,7 @@ var wrappers = map[string]wrapper{
 
 // analyzeCall applies the command rules to args.
 func analyzeCall(args []callArg) *callRules {
-	r := &callRules{refuse: map[int]string{}}
+	r := &callRules{refuse: map[int]string{}, seen: map[int]bool{}}
 	if len(args) > 0 {
 		r.command(args, 0, 0)
 	}
@@ -104,6 +109,10 @@ func (r *callRules) set(i int, why string) {
 
 // command applies the rules to the command starting at args[s].
 func (r *callRules) command(args []callArg, s, depth int) {
+	if r.seen[s] {
+		return
+	}
+	r.seen[s] = true
 	if depth > 8 {
 		for i := s; i < len(args); i++ {
 			r.set(i, "deep inside nested command wrappers")
@@ -140,6 +149,20 @@ func (r *callRules) command(args []callArg, s, depth int) {
 		return
 	case sinkCommands[name] != "":
 		all("an argument of " + name + ", which " + sinkCommands[name])
+		if name == "eval" || name == "trap" && len(rest) > 0 {
+			code := rest
+			if name == "trap" {
+				code = rest[:1]
+			}
+			var parts []string
+			for _, x := range code {
+				if !x.isLit {
+					return
+				}
+				parts = append(parts, x.lit)
+			}
+			r.scripts = append(r.scripts, strings.Join(parts, " "))
+		}
 		return
 	case shells[name]:
 		r.shell(args, s, name, depth)
@@ -257,6 +280,14 @@ func (r *callRules) shell(args []callArg, s int, name string, depth int) {
 		if matchOpt(x.lit, []string{"-c"}) || x.lit == "--command" {
 			for j := s + 1; j < len(args); j++ {
 				r.set(j, "an argument of "+name+" -c: the inner shell would parse it as code")
+			}
+			for j := i + 1; j < len(args); j++ {
+				if y := args[j]; !y.isLit || !strings.HasPrefix(y.lit, "-") && !strings.HasPrefix(y.lit, "+") {
+					if y.isLit {
+						r.scripts = append(r.scripts, y.lit)
+					}
+					break
+				}
 			}
 			return
 		}
