@@ -35,6 +35,9 @@ type Handler struct {
 	// FailClosed is on_error: fail_closed (the default is fail_open).
 	FailClosed bool
 	Plugin     string
+	// EnvPassthrough names variables of hookd's environment the command
+	// gets besides the allowlist (engine.ChildEnv).
+	EnvPassthrough []string
 }
 
 // Matches reports whether the handler is for a call with this hook and
@@ -50,7 +53,7 @@ func (h *Handler) Matches(hook, tool string) bool {
 
 var (
 	handlerKeys = []string{"on", "label", "description", "enabled", "match", "command", "priority",
-		"timeout", "on_error", "plugin"}
+		"timeout", "on_error", "plugin", "env_passthrough"}
 	matchKeys = []string{"hook", "tool"}
 )
 
@@ -140,6 +143,7 @@ func (s *state) handler(top *yaml.Node, opts Options) *Handler {
 	} else if f.get("command") == nil {
 		s.add(f.keyLine("command"), "command", "required: the program and its arguments, as a list")
 	}
+	s.envNames(f, "env_passthrough", &h.EnvPassthrough)
 	f.decode("priority", &h.Priority)
 	if n, ok := f.decode("timeout", &h.Timeout); ok {
 		positive(s, n, "timeout", h.Timeout)

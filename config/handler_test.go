@@ -38,6 +38,7 @@ func TestParseHandlerErrors(t *testing.T) {
 		"on: run:before\ncommand: [x]\nmatch: {tool: x}\n":           "h.yaml:3: match.tool: only tool:call:before and tool:call:after",
 		"on: tool:call:before\ncommand: [x]\nmatch: {tool: \"(\"}\n": "h.yaml:3: match.tool: bad regexp",
 		"on: run:before\ncommand: [x]\ntrigger: {every: 1m}\n":       "h.yaml:3: trigger: unknown field",
+		"on: run:before\ncommand: [x]\nenv_passthrough: [a-b]\n":     `h.yaml:3: env_passthrough[0]: "a-b" is not an environment variable name`,
 	} {
 		_, err := ParseHandler(strings.NewReader(src), "h.yaml", Options{DefaultName: "h"})
 		if err == nil || !strings.Contains(err.Error(), want) {

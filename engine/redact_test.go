@@ -245,3 +245,20 @@ func TestRedactorTrimCutStart(t *testing.T) {
 		t.Errorf("Span %d is shorter than the secret", red.Span())
 	}
 }
+
+// BenchmarkRedactorWriterTypical: a hook's token and hookd's two
+// credentials, plain ASCII values, over ordinary output.
+func BenchmarkRedactorWriterTypical(b *testing.B) {
+	red := engine.NewRedactor([]string{"GITHUB_TOKEN", "OPENAI_API_KEY", "HOOKD_TOKEN"}, []string{
+		"GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345",
+		"OPENAI_API_KEY=sk-proj-0123456789abcdefghijklmnopqrstuv",
+		"HOOKD_TOKEN=f3a9c1e07b2d4c8e9a1b3c5d7e9f1a2b",
+	})
+	chunk := bytes.Repeat([]byte("ordinary build output line without secrets 0123456789\n"), 80) // ~4 KiB
+	b.SetBytes(int64(len(chunk)))
+	w := red.Writer(io.Discard)
+	for b.Loop() {
+		_, _ = w.Write(chunk)
+	}
+	_ = w.Close()
+}

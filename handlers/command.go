@@ -92,13 +92,13 @@ func Options(h *config.Handler) engine.HandlerOptions {
 
 // Command returns the lifecycle handler that runs h's command. environ is
 // hookd's environment (nil: the process's own), of which the command gets
-// the allowlisted part (engine.ChildEnv); HOOKD_POINT, HOOKD_HOOK and
-// HOOKD_RUN_ID are added.
+// the allowlisted part and h's env_passthrough (engine.ChildEnv);
+// HOOKD_POINT, HOOKD_HOOK and HOOKD_RUN_ID are added.
 func Command(h *config.Handler, environ []string) engine.Handler {
 	if environ == nil {
 		environ = os.Environ()
 	}
-	environ = engine.ChildEnv(environ, nil, nil)
+	environ = engine.ChildEnv(environ, h.EnvPassthrough, nil)
 	return func(ctx context.Context, p *engine.Payload) (engine.Decision, error) {
 		hook := ""
 		if p.Hook != nil {

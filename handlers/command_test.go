@@ -96,6 +96,32 @@ func TestCommandHandlerPayload(t *testing.T) {
 	}
 }
 
+// TestCommandHandlerEnv: a handler's command gets the allowlist, its
+// env_passthrough and HOOKD_*, not hookd's credentials.
+func TestCommandHandlerEnv(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-daemon-0123456789")
+	t.Setenv("HOOKD_TOKEN", "daemon-token-0123456789")
+	t.Setenv("HANDLER_VAR", "wanted")
+	out := filepath.Join(t.TempDir(), "env.txt")
+	h := script(t, "cat >/dev/null; env > "+out, false)
+	h.EnvPassthrough = []string{"HANDLER_VAR"}
+	call(t, h)
+	env, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"sk-daemon", "daemon-token"} {
+		if strings.Contains(string(env), leak) {
+			t.Errorf("the handler saw %s:\n%s", leak, env)
+		}
+	}
+	for _, want := range []string{"HANDLER_VAR=wanted\n", "HOOKD_POINT=tool:call:before\n", "PATH="} {
+		if !strings.Contains(string(env), want) {
+			t.Errorf("the handler's env lacks %q:\n%s", want, env)
+		}
+	}
+}
+
 func TestCommandHandlerMatch(t *testing.T) {
 	h := script(t, "cat >/dev/null; echo no >&2; exit 2", false)
 	h.HookGlob = "deploy-*"
