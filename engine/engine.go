@@ -310,7 +310,8 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 			err = fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
 			return
 		}
-		res := s.trigger(ent, trig{reason: reason, data: opt.Event, force: opt.Force, manual: true, depth: opt.Depth})
+		data := withPeriodic(ent.hook, reason, opt.Event, s.cfg.Clock.Now(), ent.lastStart)
+		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, manual: true, depth: opt.Depth})
 		cp := *res.run // a snapshot: a started run belongs to its goroutine
 		run, err = &cp, res.err
 		if res.act != nil {

@@ -43,6 +43,8 @@ func (e *Engine) Preview(ctx context.Context, name string, event map[string]any)
 	if err != nil {
 		return nil, err
 	}
+	now := e.cfg.Clock.Now()
+	event = withPeriodic(h, "manual", event, now, prevStart)
 	var payload json.RawMessage
 	if event != nil {
 		b, err := json.Marshal(event)
@@ -51,7 +53,6 @@ func (e *Engine) Preview(ctx context.Context, name string, event map[string]any)
 		}
 		payload = b
 	}
-	now := e.cfg.Clock.Now()
 	run := &Run{
 		ID: NewID(), Hook: h.Name, Trigger: "manual", Status: StatusRunning,
 		Event: payload, QueuedAt: now, StartedAt: now,

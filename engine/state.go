@@ -315,10 +315,7 @@ func (s *state) fireDue(now time.Time) {
 }
 
 func (s *state) fireSlot(ent *entry, reason string, slot time.Time) {
-	data := map[string]any{"trigger": reason, "slot": slot.Format(time.RFC3339)}
-	if !ent.lastStart.IsZero() {
-		data["last_run_time"] = ent.lastStart.Format(time.RFC3339)
-	}
+	data := periodicPayload(reason, s.cfg.Clock.Now(), slot, ent.lastStart)
 	res := s.trigger(ent, trig{reason: reason, slot: slot, data: data})
 	ent.lastMissed = res.err != nil
 	if slot.After(ent.lastSlot) {

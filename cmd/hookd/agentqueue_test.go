@@ -107,3 +107,41 @@ func TestAgentQueueStepNumbering(t *testing.T) {
 		t.Errorf("validate:\n%s", r)
 	}
 }
+
+// TestAgentQueuePeriodicPayload: a periodic hook's {{event.*}} fields are
+// agent-queue's, in a preview (hookd render) and in a run fired by hand.
+func TestAgentQueuePeriodicPayload(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"tick.json": `{
+  "name": "tick",
+  "trigger": {"type": "periodic", "interval_seconds": 86400},
+  "context_steps": [{"type": "shell", "command": "echo at {{event.current_time_epoch}}"}],
+  "prompt_template": "Now {{event.current_time}}; {{step_0}}"
+}`,
+		"since.json": `{
+  "name": "since",
+  "trigger": {"type": "periodic", "interval_seconds": 86400},
+  "context_steps": [{"type": "shell", "command": "echo {{event.seconds_since_last_run}} {{event.last_run_time_epoch}}"}],
+  "prompt_template": "Last {{event.last_run_time}}"
+}`,
+	})
+	r := e.must(0, "render", "tick")
+	if !strings.Contains(r.stdout, "Now \"20") || !strings.Contains(r.stdout, "at 1") {
+		t.Errorf("current_time fields not rendered:\n%s", r)
+	}
+	// First run: the last_* fields are absent, so the placeholders fail.
+	e.must(1, "render", "since")
+
+	first := e.getRun(runID(t, e.must(1, "fire", "since", "--wait")))
+	if first.Status != engine.StatusFailed {
+		t.Errorf("first run of since: %s, want failed (no last_run_time yet)", first.Status)
+	}
+	var payload map[string]any
+	if err := json.Unmarshal(first.Event, &payload); err != nil || payload["trigger"] != "manual" || payload["current_time"] == nil {
+		t.Errorf("manual run payload %s (%v)", first.Event, err)
+	}
+	r = e.must(0, "render", "since")
+	if !strings.Contains(r.stdout, "Last \"20") {
+		t.Errorf("last_run_time not rendered after a run:\n%s", r)
+	}
+}
