@@ -29,7 +29,7 @@ type Config struct {
 	MaxEventDepth  int           // event chains deeper than this are cut (default 8)
 	Environ        []string      // the environment runs inherit (default os.Environ())
 	HooksDir       string        // the hooks directory; tools may not write inside it
-	Protected      []string      // more paths tools may not write (the settings file, token file, state directory)
+	Protected      []string      // more paths tools may not write or read (the settings file, token file, state directory, database files)
 	Database       string        // hookd's own database file, which steps may not open (db_query reads it through Records)
 	Credentials    []string      // variables holding hookd's own credentials: redacted from every run, like a hook's secrets
 

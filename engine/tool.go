@@ -34,8 +34,9 @@ type ToolEnv struct {
 	Depth    int    // the run's event chain depth
 	Workdir  string // absolute; file and command tools are confined here
 	HooksDir string // absolute, or "" when unknown; no tool may write inside it
-	// Protected lists more paths no tool may write, whether or not they
-	// exist: hookd's settings file, its token file and its state directory.
+	// Protected lists more paths no tool may write or read, whether or
+	// not they exist: hookd's settings file, its token file, its state
+	// directory and database files (tools/protect.go decides).
 	Protected []string
 	Environ   []string // KEY=VALUE: the environment of child processes (Hook.ChildEnv)
 

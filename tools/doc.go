@@ -18,6 +18,8 @@
 // No tool can create or edit hooks. read_file and list_files resolve
 // paths with steps.Roots, so ".." and symbolic links cannot lead outside
 // the workdir. write_file opens every directory through one os.Root at the
-// workdir without following a symbolic link, and asks one writeGuard
-// (protect.go) whether a path may be written.
+// workdir without following a symbolic link. One guard (protect.go)
+// decides what may be written and what may be read: reads are refused for
+// hookd's own files (token, settings, state, database) and credential
+// stores, a subset of what writes are refused for.
 package tools

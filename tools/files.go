@@ -82,13 +82,16 @@ func readFile(_ context.Context, env *engine.ToolEnv, a *readArgs) (string, erro
 	if err != nil {
 		return "", err
 	}
-	f, _, err := r.Open(a.Path)
+	f, real, err := r.Open(a.Path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
+		return "", err
+	}
+	if err := newGuard(env, r.Workdir()).checkRead(a.Path, real, fi); err != nil {
 		return "", err
 	}
 	if fi.IsDir() {
@@ -161,10 +164,15 @@ func listFiles(ctx context.Context, env *engine.ToolEnv, a *listArgs) (string, e
 	if err != nil {
 		return "", err
 	}
-	if fi, err := os.Stat(dir); err != nil {
+	fi, err := os.Stat(dir)
+	if err != nil {
 		return "", err
 	} else if !fi.IsDir() {
 		return "", fmt.Errorf("%s is not a directory; use read_file", a.Path)
+	}
+	g := newGuard(env, r.Workdir())
+	if err := g.checkRead(a.Path, dir, fi); err != nil {
+		return "", err
 	}
 	limit := a.MaxEntries
 	if limit <= 0 || limit > listMax {
@@ -192,14 +200,24 @@ func listFiles(ctx context.Context, env *engine.ToolEnv, a *listArgs) (string, e
 		if a.Pattern != "" {
 			match, _ = path.Match(a.Pattern, d.Name())
 		}
+		// A protected entry is named, never described or entered.
+		refused := g.checkRead(path.Join(filepath.ToSlash(a.Path), rel), p, nil) != nil
 		if match {
 			if len(lines) == limit {
 				more = true
 				return errStop
 			}
-			lines = append(lines, describeEntry(rel, d))
+			if refused {
+				name := rel
+				if d.IsDir() {
+					name += "/"
+				}
+				lines = append(lines, name+" (protected: tools cannot read it)")
+			} else {
+				lines = append(lines, describeEntry(rel, d))
+			}
 		}
-		if d.IsDir() && !a.Recursive {
+		if d.IsDir() && (!a.Recursive || refused) {
 			return fs.SkipDir
 		}
 		return nil
@@ -256,7 +274,7 @@ func writeFile(_ context.Context, env *engine.ToolEnv, a *writeArgs) (string, er
 	if err != nil {
 		return "", err
 	}
-	g := newWriteGuard(env, r.Workdir())
+	g := newGuard(env, r.Workdir())
 	if err := g.check(rel); err != nil {
 		return "", err
 	}
@@ -335,7 +353,7 @@ func writePath(given, real, p string) (string, error) {
 // between its check and its opening, is refused; so is one that is a
 // protected directory under another name. With create, missing
 // directories in the hook's write_roots, or on the way to one, are made.
-func openDirs(root *os.Root, g *writeGuard, rel string, create bool) (*os.Root, error) {
+func openDirs(root *os.Root, g *guard, rel string, create bool) (*os.Root, error) {
 	cur, err := root.OpenRoot(".")
 	if err != nil {
 		return nil, err
@@ -364,7 +382,7 @@ func openDirs(root *os.Root, g *writeGuard, rel string, create bool) (*os.Root, 
 	return cur, nil
 }
 
-func openDir(cur *os.Root, g *writeGuard, part, rel string, create bool) (*os.Root, error) {
+func openDir(cur *os.Root, g *guard, part, rel string, create bool) (*os.Root, error) {
 	fi, err := cur.Lstat(part)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !create {
@@ -407,7 +425,7 @@ func openDir(cur *os.Root, g *writeGuard, part, rel string, create bool) (*os.Ro
 
 // checkTarget refuses to replace anything but a regular file with one
 // link that is not a protected file under another name.
-func checkTarget(g *writeGuard, rel string, fi fs.FileInfo) error {
+func checkTarget(g *guard, rel string, fi fs.FileInfo) error {
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return fmt.Errorf("refused: %s is a symbolic link; write_file does not follow links", rel)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hookd/hookd/engine"
@@ -26,29 +27,35 @@ var toolFiles = []string{".profile", ".bash_profile", ".bash_login", ".bash_logo
 	".zshenv", ".zprofile", ".zlogin", ".zlogout", ".login", ".logout",
 	".gitconfig", ".netrc", ".pam_environment", ".pre-commit-config.yaml"}
 
+// Credential stores: read_file and list_files refuse a path with a
+// component of these names, and any name starting with ".env", in any
+// case. They are among the names write_file refuses too (protectedName
+// makes sure of it).
+var credentialDirs = []string{".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store"}
+
+var credentialFiles = []string{".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass", ".my.cnf"}
+
+// credentialName reports whether a path component names a credential
+// store.
+func credentialName(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasPrefix(n, ".env") || slices.Contains(credentialDirs, n) || slices.Contains(credentialFiles, n)
+}
+
 // toolConfigName reports whether a path component is one of the names
-// above.
+// above or a credential store.
 func toolConfigName(name string) bool {
 	n := strings.ToLower(name)
-	if strings.HasPrefix(n, ".env") || (strings.HasPrefix(n, ".") && strings.HasSuffix(n, "rc")) {
+	if credentialName(n) || (strings.HasPrefix(n, ".") && strings.HasSuffix(n, "rc")) {
 		return true
 	}
-	for _, d := range toolDirs {
-		if n == d {
-			return true
-		}
-	}
-	for _, f := range toolFiles {
-		if n == f {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(toolDirs, n) || slices.Contains(toolFiles, n)
 }
 
 // protectedPath is a path no tool may write: the hooks directory, the
 // settings file (whether or not it exists), the token file, the state
-// directory, and everything below them.
+// directory, the database files, and everything below them. All but the
+// hooks directory are also paths no tool may read.
 type protectedPath struct {
 	what  string      // how errors name it
 	hooks bool        // the hooks directory
@@ -56,19 +63,28 @@ type protectedPath struct {
 	info  fs.FileInfo // the file or directory, nil when it does not exist
 }
 
-// writeGuard decides what write_file may write in one call: it is the
-// one place that says yes or no. Paths it judges are clean, relative to
-// the real workdir and free of symbolic links (write_file opens every
-// component without following one), so comparing names is comparing
-// places; the identity checks catch the same places reached another way.
-type writeGuard struct {
+// guard decides, for one tool call, what write_file may write (check,
+// checkMkdir, checkSame) and what read_file and list_files may read
+// (checkRead): it is the one place that says yes or no. Paths it judges
+// for writing are clean, relative to the real workdir and free of
+// symbolic links (write_file opens every component without following
+// one), so comparing names is comparing places; paths it judges for
+// reading are real (links resolved) and the file opened is compared too;
+// the identity checks catch the same places reached another way.
+//
+// Reading is refused for a subset of what writing is: hookd's own files
+// (token, settings, state directory, database) and credential stores.
+// The hooks directory stays readable: hooks are written by their authors,
+// hold no secrets (those come from the environment through secrets:),
+// and a model reviewing or explaining hooks needs to see them.
+type guard struct {
 	workdir   string // real
 	roots     []string
 	protected []protectedPath
 }
 
-func newWriteGuard(env *engine.ToolEnv, workdir string) *writeGuard {
-	g := &writeGuard{workdir: workdir}
+func newGuard(env *engine.ToolEnv, workdir string) *guard {
+	g := &guard{workdir: workdir}
 	if env.Hook != nil {
 		g.roots = env.Hook.WriteRoots
 	}
@@ -120,7 +136,7 @@ func realish(abs string) string {
 
 // check decides whether rel (clean, relative to the workdir) may be
 // written.
-func (g *writeGuard) check(rel string) error {
+func (g *guard) check(rel string) error {
 	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
 		if toolConfigName(part) {
 			return fmt.Errorf("refused: %s: %s configures tools that run programs; write_file never writes there", rel, part)
@@ -136,7 +152,7 @@ func (g *writeGuard) check(rel string) error {
 }
 
 // inRoots checks that rel lies in one of the hook's write_roots.
-func (g *writeGuard) inRoots(rel string) error {
+func (g *guard) inRoots(rel string) error {
 	if len(g.roots) == 0 {
 		return errors.New("refused: this hook lists no write_roots, so write_file may write nowhere")
 	}
@@ -150,7 +166,7 @@ func (g *writeGuard) inRoots(rel string) error {
 
 // checkMkdir decides whether the missing directory rel may be made: it
 // must lie in one of the write_roots or on the way to one.
-func (g *writeGuard) checkMkdir(rel string) error {
+func (g *guard) checkMkdir(rel string) error {
 	for _, r := range g.roots {
 		if within(rel, filepath.Clean(r)) {
 			return nil
@@ -161,10 +177,39 @@ func (g *writeGuard) checkMkdir(rel string) error {
 
 // checkSame refuses a directory or file, opened or about to be
 // replaced, that is a protected place reached by another name.
-func (g *writeGuard) checkSame(rel string, fi fs.FileInfo) error {
+func (g *guard) checkSame(rel string, fi fs.FileInfo) error {
 	for _, p := range g.protected {
 		if p.info != nil && os.SameFile(p.info, fi) {
 			return p.refuse(rel)
+		}
+	}
+	return nil
+}
+
+// checkRead decides whether the real path target (symbolic links
+// resolved, inside the workdir) may be read or listed; given is the path
+// as the model wrote it, whose names are judged too. fi, when not nil, is
+// the file opened, compared with hookd's own files so a hard link to one
+// is refused as well.
+func (g *guard) checkRead(given, target string, fi fs.FileInfo) error {
+	names := strings.Split(filepath.ToSlash(filepath.Clean(given)), "/")
+	if rel, err := filepath.Rel(g.workdir, target); err == nil && filepath.IsLocal(rel) {
+		names = append(names, strings.Split(filepath.ToSlash(rel), "/")...)
+	}
+	for _, part := range names {
+		if credentialName(part) {
+			return fmt.Errorf("refused: %s: %s holds credentials; tools never read there", given, part)
+		}
+	}
+	for _, p := range g.protected {
+		// A protected directory that holds the workdir (db: hookd.db
+		// puts the state directory next to hookd.yaml) protects only
+		// the files listed on their own: the database and its siblings.
+		if p.hooks || within(p.real, g.workdir) {
+			continue
+		}
+		if within(p.real, target) || (fi != nil && p.info != nil && os.SameFile(p.info, fi)) {
+			return fmt.Errorf("refused: %s is %s; tools cannot read it", given, p.what)
 		}
 	}
 	return nil

@@ -45,17 +45,25 @@ func newModel(d *config.Daemon, log *slog.Logger) *model {
 	return m
 }
 
-// protectedPaths lists hookd's own paths, which no tool may write: the
-// settings file whether or not one was read (a model must not create
-// one), the file read if it has another name, the token file and the
+// protectedPaths lists hookd's own paths, which no tool may write or
+// read: the settings file whether or not one was read (a model must not
+// create one), the file read if it has another name, the token file, the
 // state directory (the database, its lock and socket: with db: hookd.db
-// that is the directory of hookd.yaml). The hooks directory is passed on
-// its own.
+// that is the directory of hookd.yaml) and the database's own files,
+// named so that they stay protected from reading when the state
+// directory is also a hook's workdir (tools/protect.go decides). The
+// hooks directory is passed on its own.
 func protectedPaths(d *config.Daemon) []string {
 	var out []string
 	for _, p := range []string{d.SettingsPath, d.File, d.TokenFile, filepath.Dir(d.DB)} {
 		if p != "" {
 			out = append(out, absPath(p))
+		}
+	}
+	if d.DB != "" {
+		db := absPath(d.DB)
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock"} {
+			out = append(out, db+suffix)
 		}
 	}
 	return out

@@ -93,8 +93,8 @@ func TestHostileModelCannotTakeOverHookd(t *testing.T) {
 }
 
 // TestProtectedPaths checks what cmd/hookd tells the tools they may not
-// write: the settings file even when none was read, the token file and
-// the state directory.
+// write or read: the settings file even when none was read, the token
+// file, the state directory and the database's files.
 func TestProtectedPaths(t *testing.T) {
 	dir := t.TempDir()
 	d, err := config.LoadDaemonFile(filepath.Join(dir, "hookd.yaml"))
@@ -103,8 +103,68 @@ func TestProtectedPaths(t *testing.T) {
 	}
 	d.TokenFile = filepath.Join(dir, "secrets", "token")
 	got := protectedPaths(d)
-	want := []string{filepath.Join(dir, "hookd.yaml"), filepath.Join(dir, "secrets", "token"), filepath.Join(dir, ".hookd")}
+	db := filepath.Join(dir, ".hookd", "hookd.db")
+	want := []string{filepath.Join(dir, "hookd.yaml"), filepath.Join(dir, "secrets", "token"), filepath.Join(dir, ".hookd"),
+		db, db + "-wal", db + "-shm", db + "-journal", db + ".lock"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("protected:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestHostileModelCannotReadSecrets performs the read attack of issue
+// 10 against the real binary: a scripted model with read_file and
+// list_files asks for hookd's API token file, its settings, its database
+// and the workdir's .env, directly and through a symbolic link. Every
+// read is refused; nothing of the token or the key is in the run record
+// or in what was sent back to the model.
+func TestHostileModelCannotReadSecrets(t *testing.T) {
+	const token, key = "hkd-e2e-7d1c0ffee", "sk-e2e-9a8b7c"
+	call := func(id, name, args string) llmtest.ToolCall {
+		return llmtest.ToolCall{ID: id, Name: name, Args: args}
+	}
+	model := llmtest.New(llmtest.Calls(
+		call("token", "read_file", `{"path":"secrets/token"}`),
+		call("link", "read_file", `{"path":"data/t"}`),
+		call("settings", "read_file", `{"path":"hookd.yaml"}`),
+		call("db", "read_file", `{"path":".hookd/hookd.db"}`),
+		call("env", "read_file", `{"path":".env"}`),
+		call("state", "list_files", `{"path":".hookd"}`),
+	), llmtest.Answer("done"))
+	defer model.Close()
+	e := newEnv(t, "listen: 127.0.0.1:0\ntoken_file: secrets/token\n", map[string]string{
+		"curious.yaml": "llm: {model: m, base_url: " + model.BaseURL() + "}\nprompt: look around\ntools: [read_file, list_files]\n",
+	})
+	for _, d := range []string{"secrets", "data"} {
+		if err := os.Mkdir(e.path(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.write("secrets/token", token+"\n")
+	e.write(".env", "OPENAI_API_KEY="+key+"\n")
+	if err := os.Symlink(e.path("secrets/token"), e.path("data/t")); err != nil {
+		t.Fatal(err)
+	}
+	run := e.getRun(runID(t, e.must(0, "fire", "curious", "--wait")))
+	if run.Status != engine.StatusCompleted {
+		t.Fatalf("%s %q", run.Status, run.Error)
+	}
+	tr, err := llm.DecodeTranscript(run)
+	if err != nil || tr == nil || len(tr.Rounds) == 0 {
+		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
+	}
+	for _, c := range tr.Rounds[0].ToolCalls {
+		if !strings.Contains(c.Error, "refused") {
+			t.Errorf("%s was not refused: result %q error %q", c.ID, c.Result, c.Error)
+		}
+	}
+	record := e.must(0, "run", run.ID, "--json").stdout
+	sent := ""
+	for _, r := range model.Requests() {
+		sent += string(r.Raw)
+	}
+	for _, s := range []string{token, "hkd-e2e", key, "sk-e2e"} {
+		if strings.Contains(record, s) || strings.Contains(sent, s) {
+			t.Errorf("%q leaked (record: %v, sent to the model: %v)", s, strings.Contains(record, s), strings.Contains(sent, s))
+		}
 	}
 }
