@@ -34,6 +34,8 @@ type Daemon struct {
 	Notify         []engine.NotifyTarget // notify: webhooks told about every hook's runs
 	LLM            engine.LLMConfig      // llm: defaults for every hook's model settings
 	MCPServers     []MCPServer           // mcp_servers: MCP servers whose tools hooks may list, in file order
+	Retention      engine.Retention      // retention: how long runs, skip records and events are kept
+	PruneEvery     time.Duration         // retention.every: how often the daemon prunes
 }
 
 // Default daemon settings.
@@ -56,7 +58,7 @@ const (
 
 var daemonKeys = []string{"hooks_dir", "db", "max_concurrent", "tick", "queue_size", "grace",
 	"default_timeout", "max_catchup", "log_format", "listen", "llm",
-	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers"}
+	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention"}
 
 // defaultDaemon returns the default settings, with paths in dir.
 func defaultDaemon(dir string) *Daemon {
@@ -74,6 +76,8 @@ func defaultDaemon(dir string) *Daemon {
 		OverdueGrace:   DefaultOverdueGrace,
 		PromptValueMax: DefaultPromptValueMax,
 		LLM:            engine.LLMConfig{APIKeyEnv: DefaultAPIKeyEnv, MaxRounds: DefaultMaxRounds},
+		Retention:      defaultRetention(),
+		PruneEvery:     DefaultPruneEvery,
 	}
 }
 
@@ -184,5 +188,8 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 	}
 	if n := f.get("mcp_servers"); n != nil {
 		d.MCPServers = s.mcpServers(n, "mcp_servers", dir)
+	}
+	if n := f.get("retention"); n != nil {
+		s.retention(n, "retention", &d.Retention, &d.PruneEvery)
 	}
 }

@@ -22,7 +22,9 @@ func TestLoadDaemonDefaults(t *testing.T) {
 			MaxConcurrent: 4, Tick: time.Second, QueueSize: 100, Grace: 30 * time.Second,
 			DefaultTimeout: 30 * time.Minute, MaxCatchup: 10, LogFormat: "text",
 			TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute, PromptValueMax: 16 << 10,
-			LLM: engine.LLMConfig{APIKeyEnv: "OPENAI_API_KEY", MaxRounds: 10},
+			LLM:        engine.LLMConfig{APIKeyEnv: "OPENAI_API_KEY", MaxRounds: 10},
+			Retention:  engine.Retention{Runs: 30 * 24 * time.Hour, KeepLast: 100, Events: 7 * 24 * time.Hour, Skipped: 3 * 24 * time.Hour},
+			PruneEvery: time.Hour,
 		}
 		if !reflect.DeepEqual(d, want) {
 			t.Errorf("%q:\n got %+v\nwant %+v", src, d, want)
@@ -47,6 +49,12 @@ llm:
   model: 4
   base_url: https://llm.example/v1
   api_key_env: LLM_KEY
+retention:
+  runs: 90d
+  keep_last: 0
+  events: 1d12h
+  skipped: 0
+  every: 10m
 `
 	d, err := LoadDaemon(strings.NewReader(src), "/srv/hookd.yaml")
 	if err != nil {
@@ -57,7 +65,9 @@ llm:
 		MaxConcurrent: 2, Tick: 250 * time.Millisecond, QueueSize: 5, Grace: 0,
 		DefaultTimeout: time.Hour, MaxCatchup: 1, LogFormat: "json", Listen: "127.0.0.1:8787",
 		TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute, PromptValueMax: 4096,
-		LLM: engine.LLMConfig{Model: "4", BaseURL: "https://llm.example/v1", APIKeyEnv: "LLM_KEY", MaxRounds: 10},
+		LLM:        engine.LLMConfig{Model: "4", BaseURL: "https://llm.example/v1", APIKeyEnv: "LLM_KEY", MaxRounds: 10},
+		Retention:  engine.Retention{Runs: 90 * 24 * time.Hour, KeepLast: 0, Events: 36 * time.Hour, Skipped: 0},
+		PruneEvery: 10 * time.Minute,
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("\n got %+v\nwant %+v", d, want)
@@ -76,6 +86,12 @@ max_catchup: 0
 log_format: xml
 listen: localhost
 llm: {model: [a], max_rounds: -2}
+retention:
+  runs: 30
+  keep_last: -1
+  events: 7days
+  skiped: 3d
+  every: 0s
 `
 	_, err := LoadDaemon(strings.NewReader(src), "hookd.yaml")
 	want := `hookd.yaml:1: hooks_dir: must not be empty
@@ -89,7 +105,12 @@ hookd.yaml:8: max_catchup: must be >= 1 (got 0)
 hookd.yaml:9: log_format: must be text or json (got "xml")
 hookd.yaml:10: listen: want host:port, like 127.0.0.1:8787 (got "localhost")
 hookd.yaml:11: llm.model: expected a string, got a list
-hookd.yaml:11: llm.max_rounds: must be >= 0 (got -2)`
+hookd.yaml:11: llm.max_rounds: must be >= 0 (got -2)
+hookd.yaml:13: retention.runs: an age needs a unit: write 30d or 30h, not 30
+hookd.yaml:14: retention.keep_last: must be >= 0 (got -1)
+hookd.yaml:15: retention.events: bad age "7days" (want a number with a unit: 30d, 12h, 90m; 0 keeps forever)
+hookd.yaml:16: retention.skiped: unknown field; did you mean skipped?
+hookd.yaml:17: retention.every: must be > 0 (got 0s)`
 	if err == nil || err.Error() != want {
 		t.Errorf("got\n%v\nwant\n%s", err, want)
 	}

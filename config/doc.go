@@ -113,4 +113,11 @@
 // cancelled; default [failed], never empty). In a hook file it replaces the
 // daemon-wide list for that hook (Hook.NotifySet); notify: [] silences it.
 // Errors about url never repeat it: a webhook URL may hold a secret.
+//
+// retention, in hookd.yaml, says how long history is kept: runs (default
+// 30d), keep_last (100: each hook's newest runs, kept whatever their age),
+// events (7d), skipped (3d: skip and drop records) and every (1h: how often
+// the daemon prunes). Ages are Go durations or whole days (30d, 1d12h); 0
+// keeps that kind forever. In a hook file, retention may set runs and
+// keep_last for that hook's runs (Hook.Retention).
 package config

@@ -29,7 +29,7 @@ type Options struct {
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap",
 		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
-		"tools", "plugins", "skip_llm", "notify", "write_roots"}
+		"tools", "plugins", "skip_llm", "notify", "retention", "write_roots"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
 		"prompt_template":    "prompt",
@@ -136,6 +136,9 @@ func parseHook(data []byte, file string, opts Options) (*engine.Hook, int, Error
 	s.tokenBudget(f, &h.Budget)
 	if n := f.get("notify"); n != nil {
 		h.Notify, h.NotifySet = s.notify(n, "notify"), true
+	}
+	if n := f.get("retention"); n != nil {
+		s.hookRetention(n, "retention", &h.Retention)
 	}
 	return h, nameLine, s.result()
 }

@@ -187,6 +187,16 @@ func dump(t *testing.T, h *engine.Hook) string {
 	if h.WriteRoots != nil {
 		view["WriteRoots"] = h.WriteRoots
 	}
+	if r := h.Retention; r.Runs != nil || r.KeepLast != nil {
+		ret := map[string]any{}
+		if r.Runs != nil {
+			ret["Runs"] = r.Runs.String()
+		}
+		if r.KeepLast != nil {
+			ret["KeepLast"] = *r.KeepLast
+		}
+		view["Retention"] = ret
+	}
 	b, err := json.MarshalIndent(view, "", "  ")
 	if err != nil {
 		t.Fatal(err)
