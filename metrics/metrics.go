@@ -40,6 +40,7 @@ type Metrics struct {
 	tools         *prometheus.CounterVec
 	events        *prometheus.CounterVec
 	notifications *prometheus.CounterVec
+	pruned        *prometheus.CounterVec
 }
 
 // New builds the registry. The gauges ask src, waiting at most timeout
@@ -83,11 +84,17 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 			Name: "hookd_notifications_total", Help: "Webhook notifications, by outcome (delivered, undeliverable, dropped).",
 		}, []string{"outcome"}),
 	}
+	m.pruned = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookd_pruned_rows_total", Help: "History rows deleted by retention, by kind (runs, skipped, events).",
+	}, []string{"kind"})
+	for _, k := range []string{"runs", "skipped", "events"} {
+		m.pruned.WithLabelValues(k)
+	}
 	for _, o := range []string{NotifyDelivered, NotifyUndeliverable, NotifyDropped} {
 		m.notifications.WithLabelValues(o)
 	}
 	m.reg.MustRegister(m.runs, m.skips, m.shortCircuits, m.drops, m.duration, m.lateness, m.tokens, m.tools, m.events,
-		m.notifications, &gauges{src: src, grace: grace, timeout: timeout},
+		m.notifications, m.pruned, &gauges{src: src, grace: grace, timeout: timeout},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -102,6 +109,10 @@ func (m *Metrics) Gather() ([]*dto.MetricFamily, error) { return m.reg.Gather() 
 
 // Notification counts one webhook notification's outcome.
 func (m *Metrics) Notification(outcome string) { m.notifications.WithLabelValues(outcome).Inc() }
+
+// Pruned counts history rows retention deleted, of kind runs, skipped or
+// events.
+func (m *Metrics) Pruned(kind string, n int64) { m.pruned.WithLabelValues(kind).Add(float64(n)) }
 
 // Observe counts an engine event. It is an engine.Subscribe callback: it
 // only updates counters, never blocks and never calls the engine. A run

@@ -34,7 +34,8 @@ import (
 //	POST /v1/events                 {"type":"...","data":{...},"id":"optional"} -> {"event_id","seq","runs","duplicate"}
 //	GET  /v1/events?after=&limit=&type=&hook=
 //	GET  /v1/stream                 Server-Sent Events, resumable with Last-Event-ID
-//	GET  /v1/status                 runs in flight, queue, overdue hooks, counters
+//	GET  /v1/status                 runs in flight, queue, overdue hooks, counters, database size, last prune
+//	POST /v1/prune                  {"dry_run":bool} -> what retention deleted (or would)
 
 // maxBody bounds request bodies.
 const maxBody = 1 << 20
@@ -49,6 +50,7 @@ type apiServer struct {
 	log     *slog.Logger
 	grace   time.Duration // overdue grace, for /v1/status
 	started time.Time
+	pruner  *pruner // retention; nil: no /v1/prune, no database in /v1/status
 
 	closing   chan struct{} // closed when the API shuts down: streams end
 	closeOnce sync.Once
@@ -89,6 +91,9 @@ func (a *apiServer) handler() http.Handler {
 	mux.HandleFunc("GET /v1/runs/{id}/wait", a.wait)
 	mux.HandleFunc("POST /v1/events", a.emit)
 	mux.HandleFunc("GET /v1/status", a.status)
+	if a.pruner != nil {
+		mux.HandleFunc("POST /v1/prune", a.prune)
+	}
 	return mux
 }
 

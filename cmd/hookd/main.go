@@ -44,6 +44,7 @@ var commands = []command{
 	{"pause", "NAME", "pause a hook (kept across restarts)", cmdPause},
 	{"resume", "NAME", "resume a paused hook", cmdResume},
 	{"status", "[--json]", "runs in flight, the queue, overdue hooks, counters since start", cmdStatus},
+	{"prune", "[--dry-run] [--json]", "delete the history retention lets go, through the daemon or in-process", cmdPrune},
 	{"watch", "[--since SEQ] [--hook NAME] [--type PATTERNS] [--json] [-n N]", "follow the live event stream, one line per event", cmdWatch},
 }
 

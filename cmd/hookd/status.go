@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -34,6 +35,14 @@ type statusReport struct {
 	ToolCalls      countsBy        `json:"tool_calls"`     // tool -> outcome -> count
 	Events         counts          `json:"events"`         // source -> count
 	Notifications  counts          `json:"notifications"`  // outcome -> count
+	Database       *dbReport       `json:"database,omitempty"`
+}
+
+// dbReport is the database's size and the last prune, in /v1/status.
+type dbReport struct {
+	Path string `json:"path"`
+	store.Size
+	LastPrune *pruneReport `json:"last_prune,omitempty"` // nil before the first since the start
 }
 
 type (
@@ -77,6 +86,13 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 		if *l == nil {
 			*l = []string{}
 		}
+	}
+	if a.pruner != nil {
+		size, err := a.pruner.db.Size(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rep.Database = &dbReport{Path: a.db, Size: size, LastPrune: a.pruner.Last()}
 	}
 	if a.metrics == nil {
 		return rep, nil
@@ -231,6 +247,18 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 				parts = append(parts, fmt.Sprintf("%s %d", o, int64(rep.ToolCalls[tool][o])))
 			}
 			fmt.Fprintf(w, "  %s: %s\n", tool, strings.Join(parts, ", "))
+		}
+	}
+	if db := rep.Database; db != nil {
+		fmt.Fprintf(w, "\ndatabase:  %s (WAL %s, free inside %s)\n", bytesText(db.Bytes), bytesText(db.WALBytes), bytesText(db.FreeBytes))
+		switch p := db.LastPrune; {
+		case p == nil:
+			fmt.Fprintln(w, "pruned:    not yet since hookd started")
+		case p.Error != "":
+			fmt.Fprintf(w, "pruned:    %s, failed: %s\n", p.At.Local().Format(time.DateTime), p.Error)
+		default:
+			fmt.Fprintf(w, "pruned:    %s: %d runs, %d skip/drop records, %d events; freed %s\n",
+				p.At.Local().Format(time.DateTime), p.Runs, p.Skipped, p.Events, bytesText(p.FreedBytes))
 		}
 	}
 	n := rep.Notifications
