@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,5 +157,43 @@ func TestPausedSkipsCollapse(t *testing.T) {
 	e.must(exitRefused, "fire", "p")
 	if runs := e.listRuns("p"); len(runs) != 3 || runs[0].Repeats != 0 {
 		t.Errorf("a refusal after a run must start a new record; got %d records, newest repeats %d", len(runs), runs[0].Repeats)
+	}
+}
+
+// TestOldDatabaseConvertedOnce: a database made without incremental
+// vacuum (as every hookd before retention made them) is converted by one
+// VACUUM when the daemon starts, and only the first time.
+func TestOldDatabaseConvertedOnce(t *testing.T) {
+	e := newEnv(t, "", map[string]string{"a.yaml": manualHook})
+	if err := os.MkdirAll(e.path(".hookd"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite3", e.path(".hookd/hookd.db")+"?_auto_vacuum=none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`CREATE TABLE made_before (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	d := e.serve()
+	d.waitLog("database converted to incremental vacuum (once)")
+	d.signal(syscall.SIGTERM)
+	d.wait()
+	d = e.serve()
+	d.signal(syscall.SIGTERM)
+	d.wait()
+	if n := strings.Count(d.log.String(), "converted to incremental vacuum"); n != 0 {
+		t.Errorf("the second start converted again:\n%s", d.log)
+	}
+	raw, err = sql.Open("sqlite3", e.path(".hookd/hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var mode int
+	if err := raw.QueryRow("PRAGMA auto_vacuum").Scan(&mode); err != nil || mode != 2 {
+		t.Errorf("auto_vacuum = %d (%v), want 2 (incremental)", mode, err)
 	}
 }
