@@ -59,7 +59,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	if lc := e.cfg.Lifecycle; lc.Active(PointRunBefore) {
 		if o := lc.Call(rctx, PointRunBefore, &Payload{Hook: h, RunID: run.ID, Run: run}); o.Cancelled {
 			run.Status, run.Cause, run.Reason = StatusCancelled, CauseHandler, "run:before: "+o.String()
-			log.Info("run cancelled by a lifecycle handler", "handler", o.By, "reason", o.Reason)
+			log.Info("run cancelled by a lifecycle handler", "handler", o.By, "reason", red.String(o.Reason))
 		}
 	}
 	if run.Status != StatusCancelled {

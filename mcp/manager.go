@@ -48,6 +48,9 @@ type Options struct {
 	// part (engine.ChildEnv) and its own env, nothing else.
 	Environ []string
 	Logger  *slog.Logger
+	// Redactor replaces hookd's credentials in what a server writes on
+	// stderr before it is logged or reported; nil redacts nothing.
+	Redactor *engine.Redactor
 	// HTTPClient is the base client of streamable-HTTP servers (default
 	// a client on http.DefaultTransport).
 	HTTPClient *http.Client

@@ -141,6 +141,22 @@ func TestServerEnvScrubbed(t *testing.T) {
 	}
 }
 
+// TestServerStderrRedacted: a server that prints hookd's credential on
+// stderr as it fails does not put it in the start error.
+func TestServerStderrRedacted(t *testing.T) {
+	environ := []string{"PATH=" + os.Getenv("PATH"), "GH_CRED=ghp-credential-0123456789"}
+	m, err := mcp.NewManager([]mcp.ServerConfig{stdio("bad", map[string]string{"MCP_TEST_FAIL_START": "token ${GH_CRED} refused"})},
+		mcp.Options{Environ: environ, Logger: quiet, RetryAfter: time.Millisecond, Redactor: engine.NewRedactor([]string{"GH_CRED"}, environ)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, err = m.Resolve(context.Background(), "bad.*")
+	if err == nil || strings.Contains(err.Error(), "ghp-credential") || !strings.Contains(err.Error(), "token [REDACTED:GH_CRED] refused") {
+		t.Errorf("start error: %v", err)
+	}
+}
+
 func TestReuseAndRestartAfterCrash(t *testing.T) {
 	m := newManager(t, os.Environ(), stdio("t", nil))
 	tools := resolve(t, m, "t.*")

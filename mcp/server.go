@@ -47,7 +47,7 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, []*Tool, erro
 	if s.sess != nil {
 		select {
 		case <-s.dead:
-			s.log.Warn("mcp server exited; starting it again", "stderr", s.stderr.String())
+			s.log.Warn("mcp server exited; starting it again", "stderr", s.m.opts.Redactor.String(s.stderr.String()))
 			s.sess.Close()
 			s.sess, s.tools = nil, nil
 		default:
@@ -107,7 +107,7 @@ func (s *server) failed(what string, err error) error {
 	if s.stderr != nil {
 		// The process may still be writing; give its last words a moment.
 		time.Sleep(50 * time.Millisecond)
-		if e := strings.TrimSpace(s.stderr.String()); e != "" {
+		if e := strings.TrimSpace(s.m.opts.Redactor.String(s.stderr.String())); e != "" {
 			msg += "; stderr: " + e
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -34,7 +35,8 @@ func newModel(d *config.Daemon, log *slog.Logger) *model {
 	m := &model{hooksDir: absPath(d.HooksDir), protected: protectedPaths(d)}
 	opts := llm.Options{Defaults: d.LLM, Logger: log}
 	if len(d.MCPServers) > 0 {
-		mgr, err := mcp.NewManager(mcpConfigs(d), mcp.Options{Logger: log})
+		mgr, err := mcp.NewManager(mcpConfigs(d), mcp.Options{Logger: log,
+			Redactor: engine.NewRedactor(credentialEnv(d), os.Environ())})
 		if err != nil {
 			log.Error("mcp servers not available", "err", err)
 		} else {
