@@ -2,6 +2,7 @@ package steps
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -420,6 +421,13 @@ func (c *checker) taint(name string, roots map[string]bool) bool {
 // learn finds, to a fixed point, the variables assigned from data and
 // the variables declared as integers.
 func (c *checker) learn() {
+	funcs := map[string]bool{}
+	syntax.Walk(c.file, func(n syntax.Node) bool {
+		if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil {
+			funcs[fd.Name.Value] = true
+		}
+		return true
+	})
 	for changed := true; changed; {
 		changed = false
 		syntax.Walk(c.file, func(n syntax.Node) bool {
@@ -459,6 +467,24 @@ func (c *checker) learn() {
 			case *syntax.CallExpr:
 				if len(n.Args) == 0 {
 					break
+				}
+				if name := n.Args[0].Lit(); name == "set" || funcs[name] {
+					// set -- data, or a function called with data: the
+					// positional parameters hold it.
+					var all map[string]bool
+					for _, w := range n.Args[1:] {
+						for r := range c.wordTaint(w) {
+							if all == nil {
+								all = map[string]bool{}
+							}
+							all[r] = true
+						}
+					}
+					if all != nil {
+						for _, p := range []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*"} {
+							changed = c.taint(p, all) || changed
+						}
+					}
 				}
 				switch n.Args[0].Lit() {
 				case "read", "mapfile", "readarray":
@@ -721,6 +747,40 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		}
 	case *syntax.ParamExp:
 		return c.paramExp(n, stack)
+	case *syntax.Stmt:
+		ce, ok := n.Cmd.(*syntax.CallExpr)
+		if !ok {
+			return nil
+		}
+		fed := map[string]bool{}
+		for _, r := range n.Redirs {
+			if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc || r.Op == syntax.RdrIn {
+				for x := range c.wordTaint(r.Word) {
+					fed[x] = true
+				}
+				for x := range c.wordTaint(r.Hdoc) {
+					fed[x] = true
+				}
+			}
+		}
+		if len(fed) > 0 {
+			if what := c.readsCode(ce); what != "" {
+				return fmt.Errorf("%s is fed to %s on its standard input, which it runs as code", c.describeRoots(fed), what)
+			}
+		}
+	case *syntax.BinaryCmd:
+		if n.Op != syntax.Pipe && n.Op != syntax.PipeAll {
+			return nil
+		}
+		ce, ok := n.Y.Cmd.(*syntax.CallExpr)
+		if !ok {
+			return nil
+		}
+		if fed := c.wordTaint(n.X); fed != nil {
+			if what := c.readsCode(ce); what != "" {
+				return fmt.Errorf("%s is piped into %s, which runs its standard input as code", c.describeRoots(fed), what)
+			}
+		}
 	case *syntax.CallExpr:
 		for _, script := range c.call(n).rules.scripts {
 			if err := c.nested(script); err != nil {
@@ -838,6 +898,70 @@ func (c *checker) paramExp(pe *syntax.ParamExp, stack []syntax.Node) error {
 	return nil
 }
 
+// readsCode names the command ce when it would run what it reads on its
+// standard input as code: a shell or an interpreter with no script named,
+// source /dev/stdin, or eval and sh -c with code built from $(...) (which
+// may read it).
+func (c *checker) readsCode(ce *syntax.CallExpr) string {
+	ci := c.call(ce)
+	s := 0
+	for _, st := range ci.rules.starts {
+		s = max(s, st)
+	}
+	if s >= len(ci.args) || !ci.args[s].isLit {
+		return ""
+	}
+	name := path.Base(ci.args[s].lit)
+	rest := ci.args[s+1:]
+	stdin := func(x callArg) bool {
+		return x.isLit && (x.lit == "-" || x.lit == "/dev/stdin" || x.lit == "/dev/fd/0")
+	}
+	operand := func(x callArg) bool {
+		return !x.isLit || !strings.HasPrefix(x.lit, "-") && !strings.HasPrefix(x.lit, "+")
+	}
+	switch {
+	case name == "eval":
+		for _, x := range rest {
+			if !x.isLit {
+				return "eval (its code is built from expansions)"
+			}
+		}
+	case name == "source" || name == ".":
+		if len(rest) > 0 && stdin(rest[0]) {
+			return name + " " + rest[0].lit
+		}
+	case shells[name] && name != "busybox" && name != "toybox":
+		for i, x := range rest {
+			if x.isLit && (matchOpt(x.lit, []string{"-c"}) || x.lit == "--command") {
+				for _, y := range rest[i+1:] {
+					if operand(y) {
+						if !y.isLit {
+							return name + " -c (its script is built from expansions)"
+						}
+						return ""
+					}
+				}
+				return ""
+			}
+			if operand(x) && !stdin(x) {
+				return ""
+			}
+		}
+		return name
+	case interpreters[name] != nil:
+		for _, x := range rest {
+			if x.isLit && matchOpt(strings.SplitN(x.lit, "=", 2)[0], interpreters[name]) {
+				return ""
+			}
+			if operand(x) && !stdin(x) {
+				return ""
+			}
+		}
+		return name
+	}
+	return ""
+}
+
 // call returns what the command rules say of ce.
 func (c *checker) call(ce *syntax.CallExpr) *callInfo {
 	if ci, ok := c.calls[ce]; ok {
@@ -847,6 +971,13 @@ func (c *checker) call(ce *syntax.CallExpr) *callInfo {
 	for i, w := range ce.Args {
 		a := &ci.args[i]
 		a.lit, a.isLit = wordLit(w)
+		for _, p := range w.Parts {
+			l, ok := p.(*syntax.Lit)
+			if !ok {
+				break
+			}
+			a.prefix += l.Value
+		}
 		if t := c.wordTaint(w); t != nil {
 			a.tainted = true
 			a.isLit = false

@@ -197,7 +197,9 @@ func TestShellRefusedTemplates(t *testing.T) {
 		{"sudo sh -c", `sudo -u root sh -c "echo {{event.v}}"`, "", "sh -c"},
 		{"sudo command", `sudo {{event.cmd}}`, "", "in command position"},
 		{"env sh -c", `env -i A=1 sh -c "echo {{event.v}}"`, "", "sh -c"},
-		{"env command", `env A=1 {{event.cmd}}`, "", "ahead of the command"},
+		{"env command", `env A=1 {{event.cmd}}`, "", "in command position"},
+		{"env data then command", `env A={{event.v}} {{event.cmd}}`, "", "in command position"},
+		{"env LD_PRELOAD", `env LD_PRELOAD={{event.v}} ls`, "", "assigned by env to LD_PRELOAD"},
 		{"xargs sh -c", `printf x | xargs sh -c "echo {{event.v}}"`, "", "sh -c"},
 		{"xargs command", `printf x | xargs {{event.cmd}}`, "", "in command position"},
 		{"find -exec sh -c", `find . -exec sh -c "echo {{event.v}}" \;`, "", "sh -c"},
@@ -224,11 +226,26 @@ func TestShellRefusedTemplates(t *testing.T) {
 		{"inner shell arithmetic", `bash -c 'echo $((V))'`, "V", "in the script of an inner shell: $V, which holds data from env V, is used inside $((...))"},
 		{"inner eval", "v={{event.v}}; eval 'eval \"$v\"'", "", "in the script of an inner shell"},
 		{"inner command position", `sudo sh -c '"$V" x'`, "V", "in command position"},
+		// Positional parameters.
+		{"set -- then command", "set -- {{event.cmd}}\n\"$1\" x", "", "$1, which holds data from {{event.cmd}}, is in command position"},
+		{"function argument as command", "f() { \"$@\"; }\nf {{event.cmd}}", "", "in command position"},
+		{"function argument in arithmetic", "f() { echo $(( $1 + 1 )); }\nf {{event.v}}", "", "inside $((...))"},
+		// Code read from standard input.
+		{"heredoc into sh", "sh <<EOF\necho {{event.v}}\nEOF", "", "is fed to sh on its standard input"},
+		{"heredoc into bash -s", "bash -s <<EOF\necho {{event.v}}\nEOF", "", "is fed to bash"},
+		{"here-string into python", `python3 <<< "print({{event.v}})"`, "", "is fed to python3"},
+		{"pipe into sh", `printf '%s\n' "{{event.v}}" | sh`, "", "is piped into sh"},
+		{"pipe into sudo bash", `echo "{{event.v}}" | sudo -u x bash`, "", "is piped into bash"},
+		{"pipe into eval of cat", `echo "{{event.v}}" | eval "$(cat)"`, "", "piped into eval"},
+		{"pipe into sh -c cat", `echo "{{event.v}}" | sh -c "$(cat)"`, "", "piped into sh -c"},
+		{"file from data into sh", `sh < "{{event.v}}"`, "", "is fed to sh"},
+		{"source stdin", `echo "{{event.v}}" | . /dev/stdin`, "", "piped into . /dev/stdin"},
 		// The list form.
 		{"argv program", `list: ["{{event.cmd}}", x]`, "", "element 0"},
 		{"argv sh -c", `list: [sh, -c, "echo {{event.v}}"]`, "", "sh -c"},
 		{"argv bash -c positional", `list: [bash, -c, 'echo "$1"', bash, "{{event.v}}"]`, "", "bash -c"},
-		{"argv env command", `list: [env, "{{event.cmd}}"]`, "", "env"},
+		{"argv env command", `list: [env, "{{event.cmd}}"]`, "", "in command position"},
+		{"argv env PATH", `list: [env, "PATH={{event.v}}", ls]`, "", "assigned by env to PATH"},
 		{"argv xargs sh -c", `list: [xargs, sh, -c, "echo {{event.v}}"]`, "", "sh -c"},
 		{"argv timeout command", `list: [timeout, "5", "{{event.cmd}}"]`, "", "in command position"},
 		{"argv eval", `list: [eval, "{{event.v}}"]`, "", "eval"},
@@ -254,5 +271,42 @@ func TestShellRefusedTemplates(t *testing.T) {
 				t.Errorf("err %q does not name the field", err)
 			}
 		})
+	}
+}
+
+// TestShellAcceptedTemplates keeps the rules from refusing the ordinary
+// ways of passing data to commands.
+func TestShellAcceptedTemplates(t *testing.T) {
+	for _, cmd := range []string{
+		`printf '%s\n' {{event.x}} | grep -- foo`,
+		"cat <<EOF\n{{event.x}}\nEOF",
+		`echo "{{event.x}}" | jq .`,
+		`sh script.sh {{event.x}}`,
+		`python3 script.py "{{event.x}}"`,
+		`bash -c 'echo hi'`,
+		`f() { printf '%s\n' "$1"; }; f {{event.x}}`,
+		`set -- {{event.x}}; printf '%s\n' "$@"`,
+		`timeout 5 grep -- {{event.x}} file`,
+		`sudo -u root grep -- {{event.x}} file`,
+		`env -i A="{{event.x}}" printenv A`,
+		`x={{event.x}}; [ "$x" = y ] && echo same`,
+		`n={{event.x}}; [ "$n" -eq 1 ] && echo one`,
+		`awk -v v={{event.x}} 'BEGIN { print v }'`,
+		`sed -e 's/a/b/' -- {{event.x}}`,
+		`find . -name {{event.x}}`,
+		`git log --format=%H -- {{event.path}}`,
+		`docker ps --format {{"{{.Names}}"}}`,
+		`case {{event.x}} in a*) echo a;; esac`,
+		`for f in {{event.x}}; do echo "$f"; done`,
+		`echo "${X:-{{event.x}}}" "${#X}" $((1 + 2))`,
+		`export V={{event.x}}; sh -c 'printf "%s\n" "$V"'`,
+		`printf '%s' "{{event.x}}" | sh -c 'cat'`,
+		`ls # {{event.x}}`,
+		"echo \\\n  {{event.x}}",
+		`printf '%s' {{event.x}} > out.txt`,
+	} {
+		if _, err := newShellStep(t, "command: "+yamlString(cmd), 0); err != nil {
+			t.Errorf("%s\nrefused: %v", cmd, err)
+		}
 	}
 }

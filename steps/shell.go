@@ -310,6 +310,9 @@ func checkArgv(argv []string, taintedEnv map[string]bool) ([]string, map[string]
 			lit = b.String()
 		}
 		args[i] = callArg{lit: lit, isLit: isLit, tainted: !isLit, lead: len(phs) > 0 && phs[0].Start == 0 && !phs[0].IsLiteral()}
+		if len(phs) > 0 {
+			args[i].prefix = a[:phs[0].Start]
+		}
 	}
 	r := analyzeCall(args)
 	opt := make([]string, len(argv))

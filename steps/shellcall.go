@@ -12,8 +12,9 @@ import (
 type callArg struct {
 	lit     string // the argument's text when it is fixed by the author (isLit)
 	isLit   bool
-	tainted bool // holds data from a placeholder (or from a variable set from one)
-	lead    bool // that data may begin the argument
+	tainted bool   // holds data from a placeholder (or from a variable set from one)
+	lead    bool   // that data may begin the argument
+	prefix  string // the author's text the argument begins with, before any data
 }
 
 // callRules is the verdict of the command rules on one simple command.
@@ -196,6 +197,14 @@ func (r *callRules) command(args []callArg, s, depth int) {
 	for ; i < len(args); i++ {
 		x := args[i]
 		if !x.isLit {
+			if name == "env" {
+				if v, ok := envAssign(x.prefix); ok {
+					if why := dangerousVar(v); why != "" {
+						r.set(i, "assigned by env to "+v+", which "+why)
+					}
+					continue
+				}
+			}
 			break
 		}
 		if x.lit == "--" {
@@ -203,7 +212,7 @@ func (r *callRules) command(args []callArg, s, depth int) {
 			break
 		}
 		if !strings.HasPrefix(x.lit, "-") || x.lit == "-" {
-			if name == "env" && strings.Contains(x.lit, "=") {
+			if _, ok := envAssign(x.lit); ok && name == "env" {
 				continue
 			}
 			break
@@ -221,10 +230,10 @@ func (r *callRules) command(args []callArg, s, depth int) {
 		i++
 	}
 	for j := s + 1; j < i && j < len(args); j++ {
+		if _, ok := envAssign(args[j].prefix); ok && name == "env" {
+			continue // NAME=data, checked above
+		}
 		r.set(j, "an option of "+name+", ahead of the command it runs")
-	}
-	if i < len(args) && !args[i].isLit && name == "env" {
-		r.set(i, "an argument of env ahead of the command it runs")
 	}
 	if i < len(args) {
 		r.command(args, i, depth+1)
@@ -236,6 +245,20 @@ func (r *callRules) command(args []callArg, s, depth int) {
 			r.command(args, j, depth+1)
 		}
 	}
+}
+
+// envAssign returns NAME when s begins with NAME=.
+func envAssign(s string) (string, bool) {
+	name, _, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return "", false
+	}
+	for i, c := range name {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return "", false
+		}
+	}
+	return name, true
 }
 
 // matchOpt reports whether opt is one of opts, or a cluster of short
