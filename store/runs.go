@@ -338,10 +338,8 @@ func (d *DB) queryRuns(ctx context.Context, q string, args ...any) ([]*engine.Ru
 // query gives them.
 func collectRuns(rows *sql.Rows) ([]*engine.Run, []int64, error) {
 	defer rows.Close()
-	var (
-		runs []*engine.Run
-		seqs []int64
-	)
+	runs := []*engine.Run{} // an empty list is [] in JSON, never null
+	var seqs []int64
 	for rows.Next() {
 		r, seq, err := scanRun(rows)
 		if err != nil {

@@ -145,3 +145,22 @@ prompt: "Summarise {{step_0}}"
 		t.Errorf("hookd run should count the step error:\n%s", out)
 	}
 }
+
+// TestRunsEmptyAndUnknown: a hook with no runs lists as [] (CLI and API),
+// never null; a name that is no hook and has no history is an error that
+// names the hooks.
+func TestRunsEmptyAndUnknown(t *testing.T) {
+	e := newEnv(t, "", map[string]string{"quiet.yaml": "steps:\n  - type: shell\n    command: \"true\"\nskip_llm: true\n"})
+	e.serve()
+	if r := e.must(0, "runs", "quiet", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("runs of a hook with none: %q, want []", r.stdout)
+	}
+	r := e.must(1, "runs", "quite")
+	if !strings.Contains(r.stderr, `no hook named "quite" (hooks: quiet)`) {
+		t.Errorf("want the typo named with the known hooks:\n%s", r)
+	}
+	code, body := e.socketClient().call("GET", "/v1/runs?hook=quiet", nil)
+	if code != 200 || strings.TrimSpace(string(body)) != "[]" {
+		t.Errorf("GET /v1/runs with nothing to list: %d %s", code, body)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -147,6 +148,13 @@ func cmdRuns(c *cli, args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
+	if len(runs) == 0 && f.Hook != "" {
+		// A hook with no runs is fine; a name that is neither a hook nor
+		// in the history is a typo.
+		if names, known := c.knownHook(d, f.Hook); !known {
+			return c.errorf("no hook named %q (hooks: %s)", f.Hook, orDash(strings.Join(names, ", ")))
+		}
+	}
 	if *asJSON {
 		return c.printJSON(runs)
 	}
@@ -179,6 +187,21 @@ func cmdRuns(c *cli, args []string) int {
 func repeatsText(r *engine.Run) string {
 	const layout = "01-02 15:04:05"
 	return fmt.Sprintf("%d× from %s to %s", r.Repeats, r.QueuedAt.Local().Format(layout), r.FinishedAt.Local().Format(layout))
+}
+
+// knownHook reports whether the hooks directory defines name, and lists
+// the names it defines.
+func (c *cli) knownHook(d *config.Daemon, name string) ([]string, bool) {
+	hooks, _, err := c.loadHooks(d)
+	if err != nil {
+		return nil, false
+	}
+	names := make([]string, len(hooks))
+	for i, h := range hooks {
+		names[i] = h.Name
+	}
+	sort.Strings(names)
+	return names, slices.Contains(names, name)
 }
 
 // runStatuses are the statuses `hookd runs --status` accepts.
