@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -93,4 +94,28 @@ func TestStepFailureSemantics(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStepTimingOnTheEngineClock: a step's start and duration are read on
+// the engine's clock, whatever the step says of them.
+func TestStepTimingOnTheEngineClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hs *harness
+		step := funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
+			hs.clock.Jump(time.Hour)
+			return &engine.StepResult{Output: "x", Started: time.Unix(0, 0), Duration: time.Nanosecond}, nil
+		})
+		hs = newHarness(t, []*engine.Hook{withSteps(newHook("timed"), step)})
+		defer hs.stop()
+		r := hs.mustFire("timed")
+		if _, err := hs.eng.Wait(context.Background(), r.ID); err != nil {
+			t.Fatal(err)
+		}
+		got := hs.run(r.ID)
+		// The clock jumped 1h during the step: the engine's clock says so,
+		// the step's own figures do not.
+		if s := got.Steps[0]; s.Started.Before(got.StartedAt) || s.Duration < time.Hour || s.Duration > 2*time.Hour {
+			t.Errorf("step started %v (run %v), took %v; want its start after the run's and 1h on the engine clock", s.Started, got.StartedAt, s.Duration)
+		}
+	})
 }

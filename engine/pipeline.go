@@ -337,13 +337,10 @@ func (e *Engine) runStep(ctx context.Context, h *Hook, run *Run, def *StepDef, e
 	if res == nil {
 		res = &StepResult{}
 	}
+	// The step's timing is the engine's, on its clock: what a step says
+	// of its own start and duration is not used.
 	res.Index, res.Name, res.Type = def.Index, def.Name, def.Type
-	if res.Started.IsZero() {
-		res.Started = start
-	}
-	if res.Duration == 0 {
-		res.Duration = e.cfg.Clock.Now().Sub(start)
-	}
+	res.Started, res.Duration = start, e.cfg.Clock.Now().Sub(start)
 	if err != nil && res.Error == "" {
 		res.Error = err.Error()
 	}

@@ -1,33 +1,29 @@
 package steps
 
 import (
-	"time"
-
 	"github.com/hookd/hookd/engine"
 )
 
 // newResult starts a step result with its fields' zero values, so that a
-// failed step still has every documented field.
+// failed step still has every documented field. The engine times the
+// step, on its clock.
 func newResult(def *engine.StepDef, fields map[string]any) *engine.StepResult {
 	return &engine.StepResult{
-		Index:   def.Index,
-		Name:    def.Name,
-		Type:    def.Type,
-		Started: time.Now(),
-		Fields:  fields,
+		Index:  def.Index,
+		Name:   def.Name,
+		Type:   def.Type,
+		Fields: fields,
 	}
 }
 
 // fail records err in res.
 func fail(res *engine.StepResult, err error) (*engine.StepResult, error) {
 	res.Error = err.Error()
-	res.Duration = time.Since(res.Started)
 	return res, err
 }
 
 // done finishes a successful result.
 func done(res *engine.StepResult) (*engine.StepResult, error) {
-	res.Duration = time.Since(res.Started)
 	return res, nil
 }
 
