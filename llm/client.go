@@ -273,7 +273,7 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 			}
 		}
 		creq.Messages = messages
-		resp, usage, err := c.call(ctx, api, creq, &rd.Call, set)
+		resp, usage, err := c.call(ctx, api, creq, &rd.Call, set, redact)
 		if err != nil {
 			return fmt.Errorf("model call %d: %w", round, err)
 		}
@@ -380,7 +380,9 @@ func stopReason(ctx context.Context) string {
 
 // call sends one chat-completions request, retrying what is worth
 // retrying, and records it in mc.
-func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatCompletionRequest, mc *ModelCall, set Settings) (openai.ChatCompletionResponse, *Usage, error) {
+// The body of an answer that failed is redacted before anything is taken
+// from it, so no cut or quoting can split a secret.
+func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatCompletionRequest, mc *ModelCall, set Settings, redact func(string) string) (openai.ChatCompletionResponse, *Usage, error) {
 	p := c.opts.Retry
 	mc.Started = time.Now()
 	for attempt := 1; ; attempt++ {
@@ -390,8 +392,13 @@ func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatC
 		resp, err := api.CreateChatCompletion(actx, creq)
 		mc.Latency = time.Since(start)
 		cancel()
+		if (err != nil || len(resp.Choices) == 0) && s.body.Len() > 0 {
+			red := redact(s.body.String())
+			s.body.Reset()
+			s.body.WriteString(red)
+		}
 		if err == nil && len(resp.Choices) == 0 {
-			err = &callError{status: s.status, msg: "the server answered with no choices: " + oneLine(s.body.String(), 300)}
+			err = answerError(s)
 		}
 		if err == nil {
 			mc.Model = resp.Model
@@ -403,9 +410,12 @@ func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatC
 		}
 		ce, ok := err.(*callError)
 		if !ok {
-			ce = classify(err, actx)
+			ce = classify(err, actx, s)
 		}
-		a := Attempt{Status: ce.status, Error: ce.msg, Latency: mc.Latency}
+		a := Attempt{Status: ce.status, Error: ce.msg, Body: ce.body, Latency: mc.Latency}
+		if ce.named > 0 {
+			a.Error = ce.Error()
+		}
 		fail := func(format string, args ...any) (openai.ChatCompletionResponse, *Usage, error) {
 			mc.Attempts = append(mc.Attempts, a)
 			extra := fmt.Sprintf(format, args...)

@@ -3,18 +3,19 @@ package llm
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // RetryPolicy says how a failed model call is retried: on 408, 429 and 5xx
@@ -55,28 +56,34 @@ func (p *RetryPolicy) backoff(n int) time.Duration {
 }
 
 // slot receives what the HTTP layer saw of one attempt: go-openai keeps
-// the headers of a failed response to itself, and does not say whether a
-// response carried usage at all.
+// the headers and status of a failed response to itself, loses the body
+// of an error not in OpenAI's shape, and does not say whether a response
+// carried usage at all.
 type slot struct {
 	status int
 	header http.Header
-	body   bytes.Buffer // a successful response's body, as read by the decoder
+	body   bytes.Buffer // the response body as read by go-openai: whole for a success, up to errorBodyMax for an error
 }
+
+// errorBodyMax is how much of an error response's body is kept.
+const errorBodyMax = 64 << 10
 
 type slotKey struct{}
 
 // doer is the HTTP client go-openai talks through. It copies each
-// response's status, headers and (for a success) body into the slot of
-// the request's context.
+// response's status, headers and body into the slot of the request's
+// context.
 type doer struct{ c *http.Client }
 
 func (d doer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.c.Do(req)
 	if s, ok := req.Context().Value(slotKey{}).(*slot); ok && resp != nil {
 		s.status, s.header = resp.StatusCode, resp.Header
-		if resp.StatusCode < 300 {
-			resp.Body = teeBody{io.TeeReader(resp.Body, &s.body), resp.Body}
+		var w io.Writer = &s.body
+		if resp.StatusCode >= 300 {
+			w = &capWriter{buf: &s.body, max: errorBodyMax}
 		}
+		resp.Body = teeBody{io.TeeReader(resp.Body, w), resp.Body}
 	}
 	return resp, err
 }
@@ -86,16 +93,36 @@ type teeBody struct {
 	io.Closer
 }
 
+// capWriter keeps the first max bytes written to it.
+type capWriter struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	if room := w.max - w.buf.Len(); room > 0 {
+		w.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
 // callError is a model call that failed, classified.
 type callError struct {
 	status int    // HTTP status, 0 for transport errors
+	named  int    // the status an error body of a 200 answer names (OpenRouter's error.code), 0 if none
 	msg    string // what the server said, or the transport error
+	body   string // the response body, trimmed, when there was one
 	retry  bool
 	err    error
 }
 
 func (e *callError) Error() string {
-	if e.status > 0 {
+	switch {
+	case e.status == http.StatusOK && e.named > 0:
+		return fmt.Sprintf("HTTP 200 with an error body (code %d): %s", e.named, e.msg)
+	case e.status == http.StatusOK:
+		return fmt.Sprintf("HTTP 200 with an error body: %s", e.msg)
+	case e.status > 0:
 		return fmt.Sprintf("HTTP %d: %s", e.status, e.msg)
 	}
 	return e.msg
@@ -103,24 +130,20 @@ func (e *callError) Error() string {
 
 func (e *callError) Unwrap() error { return e.err }
 
-// classify says whether err, from an attempt whose context was actx, is
-// worth retrying, and what to record of it.
-func classify(err error, actx context.Context) *callError {
-	var apiErr *openai.APIError
-	var reqErr *openai.RequestError
-	switch {
-	case errors.As(err, &apiErr):
-		return &callError{status: apiErr.HTTPStatusCode, msg: oneLine(apiErr.Message, 2000), retry: retryStatus(apiErr.HTTPStatusCode), err: err}
-	case errors.As(err, &reqErr):
-		msg := strings.TrimSpace(string(reqErr.Body))
-		if msg == "" && reqErr.Err != nil {
-			msg = reqErr.Err.Error()
-		}
+// classify says whether err, from an attempt whose context was actx and
+// whose response the slot s saw, is worth retrying, and what to record of
+// it. An HTTP error is judged by its status, whatever shape its body has;
+// the message is the one the body holds, or the body itself.
+func classify(err error, actx context.Context, s *slot) *callError {
+	if s.status >= 300 {
+		body := s.body.Bytes()
+		msg, _, _ := serverSaid(body)
 		if msg == "" {
-			msg = http.StatusText(reqErr.HTTPStatusCode)
+			msg = bodyText(body, s.header, s.status)
 		}
-		return &callError{status: reqErr.HTTPStatusCode, msg: oneLine(msg, 2000), retry: retryStatus(reqErr.HTTPStatusCode), err: err}
-	case actx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
+		return &callError{status: s.status, msg: oneLine(msg, 2000), body: trimBody(body), retry: retryStatus(s.status), err: err}
+	}
+	if actx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 		return &callError{msg: "no answer within the attempt timeout", retry: true, err: err}
 	}
 	var ne net.Error
@@ -128,7 +151,124 @@ func classify(err error, actx context.Context) *callError {
 		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		(errors.As(err, &ne) && ne.Timeout())
-	return &callError{msg: err.Error(), retry: retry, err: err}
+	ce := &callError{status: s.status, msg: err.Error(), retry: retry, err: err}
+	if s.status > 0 && s.body.Len() > 0 {
+		// Answered, but not with a chat completion go-openai could read.
+		ce.msg = "the answer is not a chat completion: " + err.Error()
+		ce.body = trimBody(s.body.Bytes())
+	}
+	return ce
+}
+
+// answerError classifies a 200 answer with no choices: an error body
+// (OpenRouter answers 200 with {"error":{"code":502,...}} when an upstream
+// provider fails) is retried like the status it names; anything else is
+// a failure that is not retried.
+func answerError(s *slot) *callError {
+	body := s.body.Bytes()
+	msg, code, isErr := serverSaid(body)
+	if !isErr {
+		return &callError{status: s.status, msg: "the server answered with no choices: " + oneLine(string(body), 300), body: trimBody(body)}
+	}
+	if msg == "" {
+		msg = oneLine(string(body), 300)
+	}
+	ce := &callError{status: s.status, msg: oneLine(msg, 2000), body: trimBody(body)}
+	if code >= 400 && code <= 599 {
+		ce.named, ce.retry = code, retryStatus(code)
+	}
+	return ce
+}
+
+// serverSaid decodes an error body in the shapes servers use:
+//
+//	{"error":{"message":M,"code":C}}   OpenAI, OpenRouter (C: the upstream status)
+//	{"object":"error","message":M}     vLLM
+//	{"error":M}                        Ollama, TGI, llama.cpp's older builds
+//	{"detail":M}                       FastAPI servers
+//	{"message":M}
+//
+// msg is "" when no message decodes (the body is then shown as it is);
+// code is a numeric code, 0 if none; isErr says the body is a JSON error
+// (it has a non-null "error", or object "error").
+func serverSaid(body []byte) (msg string, code int, isErr bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return "", 0, false
+	}
+	str := func(raw json.RawMessage) string {
+		var v string
+		if json.Unmarshal(raw, &v) == nil {
+			return strings.TrimSpace(v)
+		}
+		return ""
+	}
+	num := func(raw json.RawMessage) int {
+		var n int
+		if json.Unmarshal(raw, &n) == nil {
+			return n
+		}
+		if v, err := strconv.Atoi(str(raw)); err == nil {
+			return v
+		}
+		return 0
+	}
+	if raw, ok := top["error"]; ok && string(raw) != "null" {
+		isErr = true
+		var inner map[string]json.RawMessage
+		if json.Unmarshal(raw, &inner) == nil {
+			msg, code = str(inner["message"]), num(inner["code"])
+		} else {
+			msg = str(raw)
+		}
+	}
+	if str(top["object"]) == "error" {
+		isErr = true
+		if code == 0 {
+			code = num(top["code"])
+		}
+	}
+	if msg == "" {
+		msg = str(top["message"])
+	}
+	if msg == "" {
+		msg = str(top["detail"])
+	}
+	return msg, code, isErr
+}
+
+// htmlTag matches what bodyText leaves out of an HTML page: its head,
+// scripts, styles and tags.
+var htmlTag = regexp.MustCompile(`(?is)<(head|script|style)\b[^>]*>.*?</(head|script|style)>|<[^>]*>`)
+
+// bodyText is what to show of an error body no message decodes from: its
+// text (an HTML page's without the markup), or the status text when it is
+// empty.
+func bodyText(body []byte, h http.Header, status int) string {
+	text := strings.TrimSpace(string(body))
+	if strings.Contains(h.Get("Content-Type"), "html") || strings.HasPrefix(text, "<") {
+		page := text
+		text = strings.TrimSpace(html.UnescapeString(htmlTag.ReplaceAllString(page, " ")))
+		if text == "" { // all in the head: keep its title
+			text = html.UnescapeString(anyTag.ReplaceAllString(page, " "))
+		}
+	}
+	text = oneLine(text, 300)
+	if text == "" {
+		st := http.StatusText(status)
+		if st == "" {
+			st = "status " + strconv.Itoa(status)
+		}
+		return st + " (the body is empty)"
+	}
+	return text
+}
+
+var anyTag = regexp.MustCompile(`<[^>]*>`)
+
+// trimBody is what the transcript keeps of a response body.
+func trimBody(body []byte) string {
+	return oneLine(string(body), 1000)
 }
 
 func retryStatus(code int) bool {

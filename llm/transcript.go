@@ -58,7 +58,8 @@ type ModelCall struct {
 // Attempt is a request that failed and was retried (or not).
 type Attempt struct {
 	Status     int           `json:"status,omitempty"` // HTTP status; 0 for a network error or timeout
-	Error      string        `json:"error"`
+	Error      string        `json:"error"`            // the server's message, or its body's text when none decodes
+	Body       string        `json:"body,omitempty"`   // the response body, whitespace collapsed, up to 1000 bytes`
 	Latency    time.Duration `json:"latency_ns"`
 	Wait       time.Duration `json:"wait_ns,omitempty"` // pause before the next attempt
 	RetryAfter bool          `json:"retry_after,omitempty"`
@@ -127,6 +128,7 @@ func (t *Transcript) redact(f func(string) string) {
 		r.Call.Error = f(r.Call.Error)
 		for i := range r.Call.Attempts {
 			r.Call.Attempts[i].Error = f(r.Call.Attempts[i].Error)
+			r.Call.Attempts[i].Body = f(r.Call.Attempts[i].Body)
 		}
 		for _, tc := range r.ToolCalls {
 			tc.Arguments = f(tc.Arguments)

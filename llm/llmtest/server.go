@@ -22,7 +22,11 @@ type Reply struct {
 	Status int               // HTTP status; 0 means 200
 	Header map[string]string // response headers, e.g. Retry-After
 	Error  string            // with Status >= 400: the message, sent as an OpenAI error object
-	Body   string            // sent as is, instead of anything else
+	Body   string            // sent byte for byte, instead of anything else
+	// ContentType is the Content-Type of Body (default application/json).
+	ContentType string
+	// Empty sends Status with no body at all.
+	Empty bool
 
 	Model        string     // default "llmtest-model"
 	Content      string     //
@@ -194,8 +198,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(k, v)
 	}
 	switch {
+	case rep.Empty:
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(orOK(rep.Status))
 	case rep.Body != "":
-		w.Header().Set("Content-Type", "application/json")
+		ct := rep.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		w.Header().Set("Content-Type", ct)
 		w.WriteHeader(orOK(rep.Status))
 		io.WriteString(w, rep.Body)
 	case rep.Status >= 400:
