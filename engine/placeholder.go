@@ -143,6 +143,9 @@ func checkRef(path string, steps []*StepDef, before int) error {
 				if d.Index >= before {
 					return fmt.Errorf("step %q runs at or after this point", segs[1])
 				}
+				if len(segs) > 2 {
+					return checkStepField(d.Type, segs[2], fmt.Sprintf("step %q", d.Name))
+				}
 				return nil
 			}
 		}
@@ -160,6 +163,9 @@ func checkRef(path string, steps []*StepDef, before int) error {
 		}
 		if n >= before {
 			return fmt.Errorf("step_%d runs at or after this point", n)
+		}
+		if len(segs) > 1 {
+			return checkStepField(steps[n].Type, segs[1], root)
 		}
 		return nil
 	case scalarRoots[root]:

@@ -29,7 +29,8 @@ const (
 )
 
 func init() {
-	engine.RegisterStep("db_query", engine.StepKindFunc(newDBQuery))
+	engine.RegisterStep("db_query", engine.DeclaredKind{Build: newDBQuery,
+		Fields: []string{"rows", "columns", "count", "truncated"}})
 }
 
 type dbQueryConfig struct {

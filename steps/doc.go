@@ -4,6 +4,10 @@
 //
 // # Kinds
 //
+// Every kind declares its result fields (engine.DeclaredKind); besides
+// them every result has output, error, name and type. A placeholder
+// naming a field its step's kind does not have is refused at load.
+//
 // Every kind has the common step keys (name, timeout, required and the
 // skip_llm_if_* conditions). A step's result always has every field listed
 // for its kind, also when the step fails; the first field named is the
@@ -76,11 +80,13 @@
 //
 // git_diff shows what a branch changed since it left its base, the diff of
 // base_branch...head: diff (primary), files (changed paths, relative to
-// the repository's top), count, truncated, base, head. file_diff shows how one path in the working tree
+// the repository's top), count, truncated, base, head, exit_code (git's,
+// 0; -1 when the step failed). file_diff shows how one path in the working tree
 // differs from HEAD (staged or not; against the empty tree before the
 // first commit); untracked files are shown whole, as added: diff
 // (primary), path, files (relative to the workspace), count, truncated,
-// untracked (the diff includes untracked files). git_log lists the commits since the hook's last run,
+// untracked (the diff includes untracked files), exit_code (0; -1 when
+// the step failed). git_log lists the commits since the hook's last run,
 // newest first, without merges: log (primary: one line per commit with
 // the files it touched), commits (objects with hash, author, date,
 // subject, files), files (every path touched, once, relative to the
@@ -114,7 +120,8 @@
 //
 // list_files lists the files of a directory: files (objects with path,
 // size and mtime in RFC 3339), count, truncated, path; the primary output
-// is the paths, one per line. Paths are relative to the hook's workdir.
+// is the paths, one per line, also as content; directory is path
+// (agent-queue's names for both). Paths are relative to the hook's workdir.
 // Fields:
 //
 //	path:       the directory (default .); confined like read_file's
@@ -137,8 +144,9 @@
 // stdout, and reads the output as it arrives, so failures past max_output
 // are still found: output (primary), passed, failures (names, at most
 // max_failures), failure_count, test_count, passed_count, skipped_count,
-// framework, exit_code, timed_out, truncated, duration_ms, command. Fields
-// of its own:
+// framework, exit_code, timed_out, truncated, duration_ms, command, and
+// agent-queue's stdout (the output) and stderr (always empty: it is merged
+// into stdout). Fields of its own:
 //
 //	framework:    auto (default), go, pytest, jest (also vitest) or cargo
 //	max_failures: failure names kept (default 50)

@@ -11,7 +11,8 @@ import (
 )
 
 func init() {
-	engine.RegisterStep("emit", engine.StepKindFunc(newEmit))
+	engine.RegisterStep("emit", engine.DeclaredKind{Build: newEmit,
+		Fields: []string{"event_type", "runs", "count", "data"}})
 }
 
 type emitConfig struct {

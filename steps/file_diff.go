@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	engine.RegisterStep("file_diff", engine.StepKindFunc(newFileDiff))
+	engine.RegisterStep("file_diff", engine.DeclaredKind{Build: newFileDiff,
+		Fields: []string{"diff", "path", "files", "count", "truncated", "untracked", "exit_code"}})
 }
 
 type fileDiffConfig struct {
@@ -58,7 +59,7 @@ func (s *fileDiffStep) Templates() []string { return append(s.repo.templates(), 
 // one without changes gives an empty diff.
 func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.def, map[string]any{
-		"diff": "", "path": "", "files": []any{}, "count": 0, "truncated": false, "untracked": false,
+		"diff": "", "path": "", "files": []any{}, "count": 0, "truncated": false, "untracked": false, "exit_code": -1,
 	})
 	p, err := engine.Expand(s.path, scopeOf(env), nil)
 	if err != nil {
@@ -160,5 +161,6 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	res.Fields["files"] = files.names
 	res.Fields["count"] = files.total
 	res.Fields["truncated"] = truncated || cut || files.truncated()
+	res.Fields["exit_code"] = 0
 	return done(res)
 }

@@ -8,7 +8,8 @@ import (
 )
 
 func init() {
-	engine.RegisterStep("git_diff", engine.StepKindFunc(newGitDiff))
+	engine.RegisterStep("git_diff", engine.DeclaredKind{Build: newGitDiff,
+		Fields: []string{"diff", "files", "count", "truncated", "base", "head", "exit_code"}})
 }
 
 type gitDiffConfig struct {
@@ -60,7 +61,7 @@ func (s *gitDiffStep) Templates() []string {
 // that is not a git repository and a timeout are errors.
 func (s *gitDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.def, map[string]any{
-		"diff": "", "files": []any{}, "count": 0, "truncated": false, "base": "", "head": "",
+		"diff": "", "files": []any{}, "count": 0, "truncated": false, "base": "", "head": "", "exit_code": -1,
 	})
 	scope := scopeOf(env)
 	base, err := revField("base_branch", s.base, scope)
@@ -101,5 +102,6 @@ func (s *gitDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Ste
 	res.Fields["files"] = files.names
 	res.Fields["count"] = files.total
 	res.Fields["truncated"] = r.Truncated || files.truncated()
+	res.Fields["exit_code"] = r.ExitCode
 	return done(res)
 }

@@ -18,7 +18,8 @@ const DefaultMaxCommits = 50
 const maxFilesPerCommit = 50
 
 func init() {
-	engine.RegisterStep("git_log", engine.StepKindFunc(newGitLog))
+	engine.RegisterStep("git_log", engine.DeclaredKind{Build: newGitLog,
+		Fields: []string{"log", "commits", "files", "count", "truncated", "since"}})
 }
 
 type gitLogConfig struct {

@@ -21,7 +21,8 @@ const (
 )
 
 func init() {
-	engine.RegisterStep("http", engine.StepKindFunc(newHTTP))
+	engine.RegisterStep("http", engine.DeclaredKind{Build: newHTTP,
+		Fields: []string{"body", "status_code", "status", "headers", "url", "method", "truncated", "duration_ms"}})
 }
 
 type httpConfig struct {

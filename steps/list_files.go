@@ -18,7 +18,8 @@ import (
 const DefaultMaxListFiles = 1000
 
 func init() {
-	engine.RegisterStep("list_files", engine.StepKindFunc(newListFiles))
+	engine.RegisterStep("list_files", engine.DeclaredKind{Build: newListFiles,
+		Fields: []string{"files", "count", "truncated", "path", "content", "directory"}})
 }
 
 type listFilesConfig struct {
@@ -104,7 +105,8 @@ var errEnough = errors.New("enough files")
 // Run lists the files. A path that is missing, not a directory or outside
 // the roots is an error.
 func (s *listFilesStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-	res := newResult(s.def, map[string]any{"files": []any{}, "count": 0, "truncated": false, "path": ""})
+	res := newResult(s.def, map[string]any{"files": []any{}, "count": 0, "truncated": false, "path": "",
+		"content": "", "directory": ""})
 	p, err := engine.Expand(s.path, scopeOf(env), nil)
 	if err != nil {
 		return fail(res, fmt.Errorf("path: %w", err))
@@ -123,6 +125,7 @@ func (s *listFilesStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.S
 		return fail(res, fmt.Errorf("%q is not a directory", p))
 	}
 	res.Fields["path"] = roots.Rel(base)
+	res.Fields["directory"] = res.Fields["path"] // agent-queue's name
 
 	var (
 		files     []any
@@ -185,6 +188,7 @@ func (s *listFilesStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.S
 	if len(lines) > 0 {
 		res.Output = strings.Join(lines, "\n") + "\n"
 	}
+	res.Fields["content"] = res.Output // agent-queue's name of the listing
 	return done(res)
 }
 

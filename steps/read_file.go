@@ -16,7 +16,8 @@ import (
 const DefaultMaxFileBytes = 64 << 10
 
 func init() {
-	engine.RegisterStep("read_file", engine.StepKindFunc(newReadFile))
+	engine.RegisterStep("read_file", engine.DeclaredKind{Build: newReadFile,
+		Fields: []string{"content", "path", "size", "lines", "truncated", "binary"}})
 }
 
 type readFileConfig struct {

@@ -12,7 +12,9 @@ import (
 const DefaultTestTimeout = 10 * time.Minute
 
 func init() {
-	engine.RegisterStep("run_tests", engine.StepKindFunc(newRunTests))
+	engine.RegisterStep("run_tests", engine.DeclaredKind{Build: newRunTests, Fields: []string{
+		"passed", "failures", "failure_count", "test_count", "passed_count", "skipped_count", "framework",
+		"exit_code", "timed_out", "truncated", "duration_ms", "command", "stdout", "stderr"}})
 }
 
 type runTestsConfig struct {
@@ -71,6 +73,7 @@ func (s *runTestsStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 		"output": "", "passed": false, "failures": []any{}, "failure_count": 0, "test_count": 0,
 		"passed_count": 0, "skipped_count": 0, "framework": "", "exit_code": -1, "timed_out": false,
 		"truncated": false, "duration_ms": int64(0), "command": s.shell.written,
+		"stdout": "", "stderr": "", // agent-queue's names: stdout is output, stderr is merged into it
 	})
 	c, err := s.shell.command(env)
 	if err != nil {
@@ -90,6 +93,7 @@ func (s *runTestsStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	}
 	res.Output = r.Stdout
 	res.Fields["output"] = r.Stdout
+	res.Fields["stdout"] = r.Stdout
 	res.Fields["passed"] = r.Err == nil && r.ExitCode == 0 && rep.Failed == 0
 	res.Fields["failures"] = failures
 	res.Fields["failure_count"] = rep.Failed

@@ -17,7 +17,8 @@ import (
 const DefaultShellTimeout = 5 * time.Minute
 
 func init() {
-	engine.RegisterStep("shell", engine.StepKindFunc(newShell))
+	engine.RegisterStep("shell", engine.DeclaredKind{Build: newShell,
+		Fields: []string{"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms", "command"}})
 }
 
 // shellConfig is the kind-specific part of a shell step definition.

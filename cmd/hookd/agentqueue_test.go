@@ -145,3 +145,46 @@ func TestAgentQueuePeriodicPayload(t *testing.T) {
 		t.Errorf("last_run_time not rendered after a run:\n%s", r)
 	}
 }
+
+// TestAgentQueueStepFields: agent-queue's result field names resolve, and
+// a field a step kind does not have is a validate error at its line.
+func TestAgentQueueStepFields(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"fields.json": `{
+  "name": "fields",
+  "context_steps": [
+    {"type": "list_files", "path": "repo"},
+    {"type": "run_tests", "command": "echo ran; exit 3"},
+    {"type": "git_diff", "workspace": "repo", "base_branch": "main"},
+    {"type": "file_diff", "workspace": "repo", "path": "parse.go"}
+  ],
+  "prompt_template": "dir={{step_0.directory}}\nlist={{step_0.content}}\nout={{step_1.stdout}} err=[{{step_1.stderr}}] code={{step_1.exit_code}}\ndiff={{step_2.exit_code}} file={{step_3.exit_code}}"
+}`,
+	})
+	gitRepo(t, e.path("repo"))
+	r := e.must(0, "render", "fields")
+	for _, want := range []string{`dir="repo"`, "repo/parse.go", `out="ran"`, `err=[""]`, "code=3", "diff=0 file=0"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("rendered prompt lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	e.write("hooks.d/typo.yaml", `steps:
+  - name: diff
+    type: git_diff
+  - type: shell
+    command: echo {{steps.diff.dif}}
+prompt: |
+  {{step_0.diff}}
+  {{step_1.stdot}}
+`)
+	r = e.must(1, "validate")
+	for _, want := range []string{
+		`hooks.d/typo.yaml:5: steps[1].command: placeholder {{steps.diff.dif}}: step "diff" is a git_diff step: its results have no field "dif" (they have base, count, diff, error, exit_code, files, head, name, output, truncated, type)`,
+		`hooks.d/typo.yaml:8: prompt: placeholder {{step_1.stdot}}: step_1 is a shell step: its results have no field "stdot"`,
+	} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("validate lacks %q:\n%s", want, r)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// CommonFields are the fields every step result has, whatever its kind:
+// the primary output, the error, and the step's name and type.
+var CommonFields = []string{"output", "error", "name", "type"}
+
+// FieldDeclarer is implemented by a step kind that declares the fields of
+// its results. A placeholder naming another field of such a step
+// ({{step_N.field}}, {{steps.NAME.field}}) is refused when the hook loads.
+type FieldDeclarer interface {
+	ResultFields() []string
+}
+
+// DeclaredKind is a step kind built by Build whose results have the
+// Fields listed (besides CommonFields).
+type DeclaredKind struct {
+	Build  StepKindFunc
+	Fields []string
+}
+
+// New calls k.Build.
+func (k DeclaredKind) New(def *StepDef, cfg Decoder) (Step, error) { return k.Build(def, cfg) }
+
+// ResultFields returns the fields k's results have, CommonFields included.
+func (k DeclaredKind) ResultFields() []string {
+	return append(slices.Clone(CommonFields), k.Fields...)
+}
+
+// checkStepField checks that a step of type kind has a result field named
+// field; a kind that declares no fields accepts any. who names the step
+// in the error.
+func checkStepField(kind, field, who string) error {
+	k, ok := LookupStep(kind)
+	if !ok {
+		return nil
+	}
+	d, ok := k.(FieldDeclarer)
+	if !ok {
+		return nil
+	}
+	fields := d.ResultFields()
+	if slices.Contains(fields, field) {
+		return nil
+	}
+	return fmt.Errorf("%s is a %s step: its results have no field %q (they have %s)",
+		who, kind, field, strings.Join(slices.Sorted(slices.Values(fields)), ", "))
+}
