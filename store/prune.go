@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,9 +182,9 @@ func (d *DB) pruneRuns(ctx context.Context, now time.Time, p PrunePolicy, st *Pr
 			b := bounds[r.hook]
 			del, skip := false, false
 			switch {
-			case hasStatus(skipRecords, r.status):
+			case slices.Contains(skipRecords, engine.Status(r.status)):
 				del, skip = skipCutoff != 0 && r.finished < skipCutoff, true
-			case hasStatus(retainedRuns, r.status):
+			case slices.Contains(retainedRuns, engine.Status(r.status)):
 				del = b.runsCutoff != 0 && r.finished < b.runsCutoff && r.seq < b.keepSeq
 				if del && r.fingerprint {
 					// Keep the hook's latest fingerprint.
@@ -378,13 +379,4 @@ func statusArgs(ss []engine.Status) []string {
 		out[i] = string(s)
 	}
 	return out
-}
-
-func hasStatus(ss []engine.Status, s string) bool {
-	for _, x := range ss {
-		if string(x) == s {
-			return true
-		}
-	}
-	return false
 }

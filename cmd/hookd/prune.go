@@ -43,14 +43,14 @@ type pruner struct {
 	hooks map[string]engine.HookRetention
 	last  *pruneReport
 
-	stopOnce sync.Once
-	stop     chan struct{}
-	done     chan struct{}
+	ctx    context.Context // cancelled by Stop
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 func newPruner(db *store.DB, d *config.Daemon, hooks []*engine.Hook, log *slog.Logger, counted func(string, int64)) *pruner {
-	p := &pruner{db: db, ret: d.Retention, every: d.PruneEvery, log: log, counted: counted,
-		stop: make(chan struct{}), done: make(chan struct{})}
+	p := &pruner{db: db, ret: d.Retention, every: d.PruneEvery, log: log, counted: counted, done: make(chan struct{})}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.SetHooks(hooks)
 	return p
 }
@@ -75,20 +75,11 @@ func (p *pruner) Start() {
 		defer t.Stop()
 		for {
 			select {
-			case <-p.stop:
+			case <-p.ctx.Done():
 				return
 			case <-t.C:
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				select {
-				case <-p.stop:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
-			p.Prune(ctx, false)
-			cancel()
+			p.Prune(p.ctx, false)
 			t.Reset(p.every)
 		}
 	}()
@@ -97,7 +88,7 @@ func (p *pruner) Start() {
 // Stop ends the background pruning, cancelling a prune under way (what
 // it deleted stays deleted), and waits for it. Safe to call twice.
 func (p *pruner) Stop() {
-	p.stopOnce.Do(func() { close(p.stop) })
+	p.cancel()
 	<-p.done
 }
 
@@ -194,11 +185,9 @@ func cmdPrune(c *cli, args []string) int {
 
 // pruneLocal prunes the database of d in this process.
 func (c *cli) pruneLocal(ctx context.Context, d *config.Daemon, dryRun bool) (*pruneReport, error) {
-	db, err := openStore(d)
-	if err != nil {
-		return nil, err
+	if _, err := os.Stat(d.DB); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no database at %s: nothing to prune", d.DB)
 	}
-	db.Close()
 	lock, err := store.Lock(d.DB)
 	if err != nil {
 		if errors.Is(err, engine.ErrLocked) {
@@ -207,7 +196,8 @@ func (c *cli) pruneLocal(ctx context.Context, d *config.Daemon, dryRun bool) (*p
 		return nil, err
 	}
 	defer lock.Unlock()
-	if db, err = store.Open(d.DB); err != nil {
+	db, err := store.Open(d.DB)
+	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
