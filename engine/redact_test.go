@@ -262,3 +262,31 @@ func BenchmarkRedactorWriterTypical(b *testing.B) {
 	}
 	_ = w.Close()
 }
+
+// FuzzRedactorWriter: however a text is cut into writes, the writer
+// gives what String gives, and neither leaves a secret whole.
+func FuzzRedactorWriter(f *testing.F) {
+	f.Add("token=hunter2hunter2 and aHVudGVyMmh1bnRlcjI= end", uint8(3))
+	f.Add("hunter2hunter2hunter2hunter2", uint8(1))
+	f.Add(`"q\"uo\\te" hunt`, uint8(7))
+	f.Add("hunter2hunte", uint8(2))
+	red := engine.NewRedactor([]string{"A", "B", "C"}, []string{"A=hunter2hunter2", "B=hunter2", `C=q"uo\te`})
+	f.Fuzz(func(t *testing.T, text string, chunk uint8) {
+		want := red.String(text)
+		n := int(chunk%64) + 1
+		var out bytes.Buffer
+		w := red.Writer(&out)
+		for i := 0; i < len(text); i += n {
+			_, _ = w.Write([]byte(text[i:min(i+n, len(text))]))
+		}
+		_ = w.Close()
+		if out.String() != want {
+			t.Fatalf("chunks of %d: writer %q, String %q", n, out.String(), want)
+		}
+		for _, s := range []string{"hunter2hunter2", `q"uo\te`} {
+			if strings.Contains(want, s) {
+				t.Fatalf("String(%q) = %q keeps %q", text, want, s)
+			}
+		}
+	})
+}
