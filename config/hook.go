@@ -29,7 +29,7 @@ type Options struct {
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap",
 		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
-		"tools", "plugins", "skip_llm", "notify", "retention", "write_roots"}
+		"tools", "accept_from_tools", "plugins", "skip_llm", "notify", "retention", "write_roots"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
 		"prompt_template":    "prompt",
@@ -112,7 +112,9 @@ func parseHook(data []byte, file string, opts Options) (*engine.Hook, int, Error
 	h.Env = s.env(f.get("env"), "env")
 	s.envNames(f, "secrets", &h.Secrets)
 	s.envNames(f, "env_passthrough", &h.EnvPassthrough)
-	s.names(f, "tools", &h.Tools)
+	s.tools(f.get("tools"), h)
+	h.AcceptFromTools = !holdsPowerfulTools(h.Tools)
+	f.decode("accept_from_tools", &h.AcceptFromTools)
 	s.writeRoots(f, h)
 	if s.names(f, "plugins", &h.Plugins) {
 		h.PluginsSet = true

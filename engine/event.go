@@ -15,7 +15,7 @@ type Event struct {
 	ID     string         // unique id (client-supplied ids make publishing idempotent)
 	Type   string         // dot-separated: deploy.failed, hook.run.completed
 	Data   map[string]any // JSON object payload
-	Source string         // cli, api, engine, watch, hook:NAME
+	Source string         // cli, api, engine, watch, hook:NAME, tool:NAME (see FromTool)
 	Time   time.Time
 	Depth  int // how many runs led to this event (loop protection)
 

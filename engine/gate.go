@@ -15,6 +15,11 @@ const (
 	GateCooldown   = "cooldown"
 	GateQueueFull  = "queue_full"
 	GateEventDepth = "event_depth"
+	// GateFromTool refuses a trigger that a model's tool call made
+	// (fire_hook, emit_event, or an event a run started that way emitted;
+	// see FromTool) for a hook that does not accept one
+	// (Hook.AcceptFromTools).
+	GateFromTool = "from_tool"
 	// Not gates, but what else leaves a skipped record: slots that passed
 	// while hookd was down or suspended, and a slot that fired before.
 	GateMissed    = "missed"

@@ -56,9 +56,20 @@ type Hook struct {
 	LLM         LLMConfig
 	Budget      Budget
 	Tools       []string
-	Plugins     []string
-	PluginsSet  bool // Plugins was given (an empty list means built-in handlers only)
-	SkipLLM     bool
+	// FireHooks are the hooks the fire_hook tool may fire for this hook's
+	// model, and EmitTypes the event patterns emit_event may publish;
+	// none when empty (a glob in Tools may offer either tool, which then
+	// refuses every target).
+	FireHooks []string
+	EmitTypes []string
+	// AcceptFromTools lets a trigger that a model's tool call made run
+	// this hook (see FromTool); without it the trigger is recorded
+	// skipped by the from_tool gate. The loader defaults it to false for
+	// hooks that hold run_command, write_file or MCP tools.
+	AcceptFromTools bool
+	Plugins         []string
+	PluginsSet      bool // Plugins was given (an empty list means built-in handlers only)
+	SkipLLM         bool
 
 	// EnvPassthrough names more variables of hookd's environment that the
 	// hook's child processes inherit (see ChildEnv); they are not redacted.

@@ -256,12 +256,23 @@ func (e *Engine) runContext(ctx context.Context, h *Hook) (context.Context, cont
 		&cancelCause{StatusFailed, CauseTimeout, fmt.Sprintf("timeout: the run exceeded its %s timeout", timeout)})
 }
 
-// emitFrom returns a publisher of events raised by run: their source
-// names the hook, their depth is one more than the run's and the hook's
-// secrets are redacted from their data before it is stored or sent.
+// emitFrom returns a publisher of events raised by run's steps: their
+// source names the hook (or, for a run a model's tool call started, that
+// origin, so the mark carries down the chain), their depth is one more
+// than the run's and the hook's secrets are redacted from their data
+// before it is stored or sent.
 func (e *Engine) emitFrom(run *Run, red *Redactor) func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
+	source := "hook:" + run.Hook
+	if _, ok := FromTool(run.Trigger); ok {
+		source = run.Trigger
+	}
+	return e.emitAs(run, red, source)
+}
+
+// emitAs returns a publisher of events raised by run with this source.
+func (e *Engine) emitAs(run *Run, red *Redactor, source string) func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
 	return func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
-		return e.Emit(ctx, &Event{Type: typ, Data: red.Map(data), Source: "hook:" + run.Hook, Depth: run.Depth + 1})
+		return e.Emit(ctx, &Event{Type: typ, Data: red.Map(data), Source: source, Depth: run.Depth + 1})
 	}
 }
 

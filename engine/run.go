@@ -51,7 +51,7 @@ func (s Status) Final() bool { return s != StatusQueued && s != StatusRunning }
 type Run struct {
 	ID          string          `json:"id"`
 	Hook        string          `json:"hook"`
-	Trigger     string          `json:"trigger"`               // what fired it: schedule, catchup, event, manual
+	Trigger     string          `json:"trigger"`               // what fired it: schedule, catchup, event, manual, tool:HOOK (see FromTool)
 	Slot        time.Time       `json:"slot,omitzero"`         // the schedule slot it fires for (zero when not periodic)
 	Status      Status          `json:"status"`                //
 	Reason      string          `json:"reason,omitempty"`      // why it was skipped, dropped, cancelled or failed: "in_flight: ...", "cooldown: ..."

@@ -369,6 +369,11 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GatePaused, Hook: h.Name,
 			Detail: fmt.Sprintf("hook %s is paused; run `hookd resume %s` first", h.Name, h.Name)})
 	}
+	if from, ok := FromTool(t.reason); ok && !h.AcceptFromTools {
+		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateFromTool, Hook: h.Name,
+			Detail: fmt.Sprintf("the model of hook %s asked for this run with a tool call; hook %s does not accept that "+
+				"(it holds run_command, write_file or MCP tools); set accept_from_tools: true in %s to allow it", from, h.Name, h.Source.File)})
+	}
 	if ent.active != nil || ent.queued != nil {
 		occupant := ent.queued
 		if ent.active != nil {
@@ -412,6 +417,9 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 		}
 		if t.eventType != "" {
 			p.EventType = t.eventType
+		}
+		if _, ok := FromTool(t.reason); ok {
+			p.Trigger = t.reason // merged data from a model marks the whole run
 		}
 		p.Reason = fmt.Sprintf("pending: waits for run %s; %d later trigger(s) coalesced into it", occupant.ID, ent.coalesce)
 		// A slot merged here is the pending run's: stored with it, so a
@@ -617,7 +625,11 @@ func (s *state) dispatch(ev *Event) []*Run {
 			})
 			continue
 		}
-		res := s.trigger(ent, trig{reason: "event", data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth})
+		reason := "event"
+		if _, ok := FromTool(ev.Source); ok {
+			reason = ev.Source // the data is a model's: the run is marked, and gated, as such
+		}
+		res := s.trigger(ent, trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth})
 		if res.err == nil {
 			fired = append(fired, res.run)
 		}

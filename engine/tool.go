@@ -42,7 +42,8 @@ type ToolEnv struct {
 
 	// Records reads hookd's own runs and events.
 	Records RecordReader
-	// Emit publishes an event as this run, one level deeper in the chain.
+	// Emit publishes an event as this run's model, one level deeper in
+	// the chain; its source is ToolOrigin(hook).
 	Emit func(ctx context.Context, typ string, data map[string]any) ([]*Run, error)
 	// Fire triggers a hook through the gates as this run, one level
 	// deeper in the chain; a refusal is a *GateError.
@@ -126,7 +127,7 @@ func (e *Engine) toolEnv(h *Hook, run *Run, environ []string, red *Redactor) *To
 	return &ToolEnv{
 		Hook: h, RunID: run.ID, Depth: run.Depth, Workdir: h.Workdir, HooksDir: e.cfg.HooksDir,
 		Protected: e.cfg.Protected,
-		Environ:   environ, Records: e.cfg.Store, Emit: e.emitFrom(run, red), Redactor: red,
+		Environ:   environ, Records: e.cfg.Store, Emit: e.emitAs(run, red, ToolOrigin(run.Hook)), Redactor: red,
 		Lifecycle: e.cfg.Lifecycle,
 		Publish: func(typ string, data map[string]any) {
 			e.publish(&Event{ID: NewID(), Type: typ, Data: red.Map(data), Source: "engine", Depth: run.Depth + 1})
@@ -136,7 +137,7 @@ func (e *Engine) toolEnv(h *Hook, run *Run, environ []string, red *Redactor) *To
 				return nil, fmt.Errorf("%s: run %s is %d runs deep (limit %d); a hook chain loops",
 					GateEventDepth, run.ID, run.Depth+1, e.cfg.MaxEventDepth)
 			}
-			return e.Fire(ctx, hook, FireOptions{Event: red.Map(event), Trigger: "tool:" + run.Hook, Depth: run.Depth + 1})
+			return e.Fire(ctx, hook, FireOptions{Event: red.Map(event), Trigger: ToolOrigin(run.Hook), Depth: run.Depth + 1})
 		},
 	}
 }

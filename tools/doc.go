@@ -10,8 +10,10 @@
 //	             timeout and an output cap
 //	http_get     fetch a public http(s) URL (private, loopback and cloud
 //	             metadata addresses are refused)
-//	emit_event   publish an event, as the run
-//	fire_hook    fire a hook through the gates, as the run
+//	emit_event   publish an event of a type the hook lists (Hook.EmitTypes),
+//	             with the source tool:HOOK
+//	fire_hook    fire a hook the hook lists (Hook.FireHooks) through the
+//	             gates, with the trigger tool:HOOK (engine.FromTool)
 //	list_runs    list recent runs
 //	get_run      read one run record
 //

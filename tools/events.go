@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/triggers"
 )
 
 func init() {
 	register("emit_event",
-		"Publish an event on hookd's event bus. Hooks whose event trigger matches its type run. "+
+		"Publish an event on hookd's event bus, of a type this hook's file allows. Hooks whose event trigger matches its type, "+
+			"and that accept events from a model's tool call, run. "+
 			"Types are dot-separated words, like deploy.finished; hook.* is reserved for hookd.",
 		`{"type":"object","properties":{
 			"type":{"type":"string","maxLength":200,"description":"event type, e.g. report.ready"},
@@ -19,8 +22,9 @@ func init() {
 		},"required":["type"],"additionalProperties":false}`,
 		emitEvent)
 	register("fire_hook",
-		"Fire a hook by name, through the same gates as a manual fire (a hook already running, "+
-			"or in its cooldown, is refused with the reason). Returns the new run's id.",
+		"Fire a hook by name, one of those this hook's file allows, through the same gates as a manual fire "+
+			"(a hook already running, in its cooldown, or that does not accept runs asked for by a model, is refused with the reason). "+
+			"Returns the new run's id.",
 		`{"type":"object","properties":{
 			"hook":{"type":"string","description":"the hook's name"},
 			"event":{"type":"object","description":"payload the fired hook sees as {{event}}"}
@@ -42,6 +46,8 @@ func emitEvent(ctx context.Context, env *engine.ToolEnv, a *emitArgs) (string, e
 		return "", fmt.Errorf("type %q: hook.* events are hookd's own", a.Type)
 	case env.Emit == nil:
 		return "", errors.New("events cannot be published from this run")
+	case !mayEmit(env.Hook, a.Type):
+		return "", fmt.Errorf("type %q is not one this hook may publish (%s)", a.Type, targets(env.Hook, "emit_event"))
 	}
 	if a.Data == nil {
 		a.Data = map[string]any{}
@@ -73,6 +79,9 @@ func fireHook(ctx context.Context, env *engine.ToolEnv, a *fireArgs) (string, er
 	if env.Hook != nil && a.Hook == env.Hook.Name {
 		return "", fmt.Errorf("hook %s is this run's own hook; it cannot fire itself", a.Hook)
 	}
+	if env.Hook == nil || !slices.Contains(env.Hook.FireHooks, a.Hook) {
+		return "", fmt.Errorf("hook %q is not one this hook may fire (%s)", a.Hook, targets(env.Hook, "fire_hook"))
+	}
 	r, err := env.Fire(ctx, a.Hook, a.Event)
 	if err != nil {
 		var ge *engine.GateError
@@ -82,6 +91,31 @@ func fireHook(ctx context.Context, env *engine.ToolEnv, a *fireArgs) (string, er
 		return "", err
 	}
 	return fmt.Sprintf("fired %s: run %s, %s", a.Hook, r.ID, describeStatus(r)), nil
+}
+
+// mayEmit reports whether one of h's emit_event patterns matches typ.
+func mayEmit(h *engine.Hook, typ string) bool {
+	if h == nil {
+		return false
+	}
+	return slices.ContainsFunc(h.EmitTypes, func(p string) bool { return triggers.MatchPattern(p, typ) })
+}
+
+// targets describes what h lets tool reach, for the model and the record.
+func targets(h *engine.Hook, tool string) string {
+	var list []string
+	what := "hooks"
+	switch {
+	case h == nil:
+	case tool == "fire_hook":
+		list = h.FireHooks
+	default:
+		list, what = h.EmitTypes, "types"
+	}
+	if len(list) == 0 {
+		return fmt.Sprintf("it lists none: the hook file gives them as `- %s: {%s: [...]}` in tools", tool, what)
+	}
+	return "it may reach: " + strings.Join(list, ", ")
 }
 
 func describeStatus(r *engine.Run) string {

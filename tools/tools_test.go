@@ -265,6 +265,8 @@ func TestHTTPGet(t *testing.T) {
 
 func TestEmitAndFire(t *testing.T) {
 	env, _ := project(t)
+	env.Hook.FireHooks = []string{"triage", "busy"}
+	env.Hook.EmitTypes = []string{"report.*", "audit.**"}
 	var emitted []string
 	env.Emit = func(_ context.Context, typ string, data map[string]any) ([]*engine.Run, error) {
 		b, _ := json.Marshal(data)
@@ -290,6 +292,18 @@ func TestEmitAndFire(t *testing.T) {
 	}
 	wantErr(t, env, "fire_hook", `{"hook":"busy"}`, "refused: in flight: run R9")
 	wantErr(t, env, "fire_hook", `{"hook":"me"}`, "cannot fire itself")
+
+	// Only the targets the hook file lists.
+	wantErr(t, env, "fire_hook", `{"hook":"admin"}`, `hook "admin" is not one this hook may fire (it may reach: triage, busy)`)
+	wantErr(t, env, "emit_event", `{"type":"deploy.now"}`, `type "deploy.now" is not one this hook may publish (it may reach: report.*, audit.**)`)
+	wantErr(t, env, "emit_event", `{"type":"report.ready.x"}`, "not one this hook may publish")
+	mustCall(t, env, "emit_event", `{"type":"audit.a.b"}`)
+	env.Hook.FireHooks, env.Hook.EmitTypes = nil, nil
+	wantErr(t, env, "fire_hook", `{"hook":"triage"}`, "it lists none: the hook file gives them as `- fire_hook: {hooks: [...]}` in tools")
+	wantErr(t, env, "emit_event", `{"type":"report.ready"}`, "it lists none: the hook file gives them as `- emit_event: {types: [...]}` in tools")
+	if len(emitted) != 2 {
+		t.Errorf("emitted %v", emitted)
+	}
 }
 
 type fakeRecords struct{ runs []*engine.Run }

@@ -72,10 +72,16 @@ func TestMatchPattern(t *testing.T) {
 			if got := x.Match(nil, &engine.Event{Type: typ}); !slices.Equal(got, []string{"h"}) {
 				t.Errorf("pattern %q, event %q: matched %v, want [h]", tt.pattern, typ, got)
 			}
+			if !MatchPattern(tt.pattern, typ) {
+				t.Errorf("MatchPattern(%q, %q) = false", tt.pattern, typ)
+			}
 		}
 		for _, typ := range tt.nomatch {
 			if got := x.Match(nil, &engine.Event{Type: typ}); len(got) != 0 {
 				t.Errorf("pattern %q, event %q: matched %v, want none", tt.pattern, typ, got)
+			}
+			if MatchPattern(tt.pattern, typ) {
+				t.Errorf("MatchPattern(%q, %q) = true", tt.pattern, typ)
 			}
 		}
 	}

@@ -51,5 +51,25 @@ func literalRune(r rune) bool {
 		r == '_' || r == '-' || r == ':'
 }
 
+// MatchPattern reports whether the valid pattern p matches the event type
+// typ, as an event trigger does: "*" is exactly one segment, a final "**"
+// one or more.
+func MatchPattern(p, typ string) bool {
+	for {
+		seg, prest, pmore := strings.Cut(p, ".")
+		if seg == anySegments {
+			return typ != ""
+		}
+		tseg, trest, tmore := strings.Cut(typ, ".")
+		if seg != anySegment && seg != tseg {
+			return false
+		}
+		if !pmore || !tmore {
+			return pmore == tmore
+		}
+		p, typ = prest, trest
+	}
+}
+
 // wildcard reports whether the valid pattern p has a wildcard segment.
 func wildcard(p string) bool { return strings.Contains(p, "*") }

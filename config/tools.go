@@ -1,0 +1,152 @@
+package config
+
+import (
+	"path"
+	"strings"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/triggers"
+	"gopkg.in/yaml.v3"
+)
+
+// Tools that trigger other hooks, which a hook lists with their targets:
+//
+//	tools:
+//	  - read_file
+//	  - fire_hook: {hooks: [deploy-check, report]}
+//	  - emit_event: {types: [report.*]}
+const (
+	toolFireHook  = "fire_hook"
+	toolEmitEvent = "emit_event"
+)
+
+// powerfulTools are the built-in tools whose holder does not accept
+// triggers made by another model's tool call unless it says
+// accept_from_tools: true. Tools of MCP servers count too.
+var powerfulTools = []string{"run_command", "write_file"}
+
+// tools decodes the tools: list. An entry is a tool name (a glob, or an
+// MCP SERVER.TOOL), or a mapping of one tool that triggers other hooks
+// to its targets.
+func (s *state) tools(n *yaml.Node, h *engine.Hook) {
+	if n == nil {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		s.errorf(n, "tools", "expected a list, got %s", describe(n))
+		return
+	}
+	for i, item := range n.Content {
+		p := index("tools", i)
+		item = resolve(item)
+		switch {
+		case item.Kind == yaml.ScalarNode && !isNull(item):
+			name, ok := s.str(item, p)
+			if !ok {
+				continue
+			}
+			switch name {
+			case "":
+				s.errorf(item, p, "must not be empty")
+			case toolFireHook:
+				s.errorf(item, p, "fire_hook needs the hooks it may fire: write `- fire_hook: {hooks: [NAME, ...]}`")
+			case toolEmitEvent:
+				s.errorf(item, p, "emit_event needs the event types it may publish: write `- emit_event: {types: [PATTERN, ...]}`")
+			default:
+				h.Tools = append(h.Tools, name)
+			}
+		case item.Kind == yaml.MappingNode:
+			s.toolTargets(item, p, h)
+		default:
+			s.errorf(item, p, "expected a tool name, or a mapping like {fire_hook: {hooks: [NAME]}}, got %s", describe(item))
+		}
+	}
+}
+
+// toolTargets decodes `fire_hook: {hooks: [...]}` or
+// `emit_event: {types: [...]}`.
+func (s *state) toolTargets(n *yaml.Node, path string, h *engine.Hook) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value != toolFireHook && k.Value != toolEmitEvent {
+			s.errorf(k, join(path, k.Value), "only fire_hook and emit_event take settings; list %s as a plain name", k.Value)
+			return
+		}
+	}
+	f := s.fields(n, path, []string{toolFireHook, toolEmitEvent}, nil)
+	if len(f.keys) != 1 {
+		if len(f.keys) > 1 {
+			s.errorf(n, path, "one tool per list entry")
+		}
+		return
+	}
+	if v := f.get(toolFireHook); v != nil {
+		p := join(path, toolFireHook)
+		var hooks []string
+		if tf := s.fields(v, p, []string{"hooks"}, nil); s.targetList(tf, "hooks", &hooks) {
+			for i, name := range hooks {
+				if !hookName.MatchString(name) {
+					s.errorf(tf.get("hooks").Content[i], index(join(p, "hooks"), i), "%q is not a valid hook name", name)
+				}
+			}
+			h.FireHooks = append(h.FireHooks, hooks...)
+		}
+		h.Tools = append(h.Tools, toolFireHook)
+		return
+	}
+	if v := f.get(toolEmitEvent); v != nil {
+		p := join(path, toolEmitEvent)
+		var types []string
+		if tf := s.fields(v, p, []string{"types"}, nil); s.targetList(tf, "types", &types) {
+			for i, pat := range types {
+				if err := triggers.ValidatePattern(pat); err != nil {
+					s.errorf(tf.get("types").Content[i], index(join(p, "types"), i), "%s", err)
+				}
+			}
+			h.EmitTypes = append(h.EmitTypes, types...)
+		}
+		h.Tools = append(h.Tools, toolEmitEvent)
+		return
+	}
+	for k, pr := range f.keys {
+		s.errorf(pr.v, join(path, k), "expected the %s settings, got %s", k, describe(pr.v))
+	}
+}
+
+// targetList decodes the non-empty list of non-empty strings at key.
+func (s *state) targetList(f *fields, key string, dst *[]string) bool {
+	n, ok := f.decode(key, dst)
+	if n == nil {
+		s.add(f.keyLine(key), join(f.path, key), "required: a non-empty list")
+		return false
+	}
+	if !ok {
+		return false
+	}
+	if len(*dst) == 0 {
+		s.errorf(n, join(f.path, key), "must not be empty (leave the tool out instead)")
+		return false
+	}
+	for i, v := range *dst {
+		if v == "" {
+			s.errorf(n.Content[i], index(join(f.path, key), i), "must not be empty")
+			return false
+		}
+	}
+	return true
+}
+
+// holdsPowerfulTools reports whether tools lists run_command, write_file
+// (by name or glob) or a tool of an MCP server.
+func holdsPowerfulTools(tools []string) bool {
+	for _, t := range tools {
+		if strings.Contains(t, ".") {
+			return true
+		}
+		for _, p := range powerfulTools {
+			if ok, _ := path.Match(t, p); ok {
+				return true
+			}
+		}
+	}
+	return false
+}

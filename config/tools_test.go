@@ -1,0 +1,82 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestToolTargets: fire_hook and emit_event are listed with the hooks and
+// event types they may reach; accept_from_tools defaults to false for a
+// hook that holds run_command, write_file or MCP tools.
+func TestToolTargets(t *testing.T) {
+	src := `prompt: hi
+tools:
+  - read_file
+  - fire_hook: {hooks: [deploy-check, report]}
+  - emit_event:
+      types: [report.*, audit.done]
+`
+	h, err := ParseHook(strings.NewReader(src), "x.yaml", Options{DefaultName: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.Tools, []string{"read_file", "fire_hook", "emit_event"}) ||
+		!slices.Equal(h.FireHooks, []string{"deploy-check", "report"}) ||
+		!slices.Equal(h.EmitTypes, []string{"report.*", "audit.done"}) {
+		t.Errorf("tools %v, fire %v, emit %v", h.Tools, h.FireHooks, h.EmitTypes)
+	}
+	if !h.AcceptFromTools {
+		t.Error("a hook without run_command or write_file refuses tool triggers by default")
+	}
+
+	for _, tc := range []struct {
+		tools  string
+		extra  string
+		accept bool
+	}{
+		{"[run_command]", "", false},
+		{"[write_file, read_file]", "", false},
+		{"['*']", "", false},
+		{"['run_*']", "", false},
+		{"[github.search]", "", false},
+		{"[read_file, http_get]", "", true},
+		{"[run_command]", "accept_from_tools: true\n", true},
+		{"[read_file]", "accept_from_tools: false\n", false},
+	} {
+		h, err := ParseHook(strings.NewReader("prompt: hi\nwrite_roots: []\ntools: "+tc.tools+"\n"+tc.extra), "x.yaml", Options{DefaultName: "x"})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tools, err)
+		}
+		if h.AcceptFromTools != tc.accept {
+			t.Errorf("tools %s %s: accept_from_tools %v; want %v", tc.tools, tc.extra, h.AcceptFromTools, tc.accept)
+		}
+	}
+}
+
+func TestToolTargetErrors(t *testing.T) {
+	for _, tc := range []struct{ tools, want string }{
+		{"[fire_hook]", "x.yaml:2: tools[0]: fire_hook needs the hooks it may fire: write `- fire_hook: {hooks: [NAME, ...]}`"},
+		{"[read_file, emit_event]", "x.yaml:2: tools[1]: emit_event needs the event types it may publish"},
+		{"\n  - fire_hook: {}", "x.yaml:3: tools[0].fire_hook.hooks: required: a non-empty list"},
+		{"\n  - fire_hook: {hooks: []}", "x.yaml:3: tools[0].fire_hook.hooks: must not be empty"},
+		{"\n  - fire_hook: {hook: [a]}", "x.yaml:3: tools[0].fire_hook.hook: unknown field; did you mean hooks?"},
+		{"\n  - fire_hook: {hooks: [a b]}", `x.yaml:3: tools[0].fire_hook.hooks[0]: "a b" is not a valid hook name`},
+		{"\n  - emit_event: {types: [report.x*]}", "x.yaml:3: tools[0].emit_event.types[0]: event pattern"},
+		{"\n  - emit_event: {types: report.*}", "x.yaml:3: tools[0].emit_event.types: expected a list"},
+		{"\n  - emit_event:", "x.yaml:3: tools[0].emit_event: expected the emit_event settings"},
+		{"\n  - read_file: {x: 1}", "x.yaml:3: tools[0].read_file: only fire_hook and emit_event take settings; list read_file as a plain name"},
+		{"\n  - {fire_hook: {hooks: [a]}, emit_event: {types: [b]}}", "x.yaml:3: tools[0]: one tool per list entry"},
+		{"[[read_file]]", "x.yaml:2: tools[0]: expected a tool name, or a mapping"},
+		{"read_file", "x.yaml:2: tools: expected a list"},
+		{"['']", "x.yaml:2: tools[0]: must not be empty"},
+	} {
+		_, err := ParseHook(strings.NewReader("prompt: hi\ntools: "+tc.tools+"\naccept_from_tools: maybe\n"), "x.yaml", Options{DefaultName: "x"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("tools: %s\n got: %v\nwant: %s", tc.tools, err, tc.want)
+		}
+		if err == nil || !strings.Contains(err.Error(), "accept_from_tools") {
+			t.Errorf("tools: %s: a bad accept_from_tools is not reported: %v", tc.tools, err)
+		}
+	}
+}
