@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -76,6 +77,9 @@ func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 	if args == "" {
 		args = "{}"
 	}
+	if canon, ok := canonicalJSON([]byte(args)); ok {
+		args = string(canon)
+	}
 	if err := bt.schema.ValidateJSON([]byte(args)); err != nil {
 		return errResult(err.Error())
 	}
@@ -99,6 +103,9 @@ func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 			amended, err := jsonValue(v)
 			if err != nil {
 				return errResult(fmt.Sprintf("arguments amended by %s: %s", by, err))
+			}
+			if canon, ok := canonicalJSON(amended); ok {
+				amended = canon
 			}
 			if err := bt.schema.ValidateJSON(amended); err != nil {
 				return errResult(fmt.Sprintf("arguments amended by %s: %s", by, err))
@@ -135,6 +142,29 @@ func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 	rec.Truncated = cut
 	rec.Result, _ = capText(out, c.opts.RecordResult)
 	return rec, out
+}
+
+// canonicalJSON decodes a JSON value and encodes it again: escapes such
+// as \u0072 become the characters they stand for, a key given twice
+// keeps its last value (as the tool's decoder would), keys are sorted and
+// numbers kept as written. The tool:call:before handlers and the tool
+// see these same canonical arguments, so a handler cannot be fooled by
+// an encoding the tool reads differently. It reports false when raw is
+// not one valid JSON value.
+func canonicalJSON(raw []byte) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return nil, false
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, false
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), true
 }
 
 // jsonValue turns a handler's change into JSON: raw JSON stays as it is,

@@ -378,7 +378,7 @@ skip_llm: true
 		t.Fatalf("no shipped hooks in %s", shipped)
 	}
 	r = e.must(0, "validate", shipped)
-	// One of them is a lifecycle handler (guard-run-command.yaml).
+	// One of them is a lifecycle handler (allow-commands.yaml).
 	if !strings.HasPrefix(r.stdout, strconv.Itoa(len(files)-1)+" hook(s) valid") ||
 		!strings.Contains(r.stdout, ", 1 lifecycle handler(s)") || r.stderr != "" {
 		t.Errorf("validate %s (%d files):\n%s", shipped, len(files), r)

@@ -17,7 +17,7 @@ import (
 // to it as a tool error, the transcript records who denied it, and a
 // hook.tool.denied event is stored. `hookd handlers` lists the guard.
 func TestExampleGuardDeniesRunCommand(t *testing.T) {
-	guard, err := os.ReadFile("../../hooks.d/guard-run-command.yaml")
+	guard, err := os.ReadFile("../../hooks.d/allow-commands.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,12 +30,13 @@ func TestExampleGuardDeniesRunCommand(t *testing.T) {
 	)
 	defer model.Close()
 	e := newEnv(t, "llm: {model: test-model, base_url: "+model.BaseURL()+"}\n", map[string]string{
-		"guard-run-command.yaml": string(guard),
-		"cleanup.yaml":           "prompt: clean up\ntools: [run_command]\n",
+		"allow-commands.yaml": string(guard),
+		"cleanup.yaml":        "prompt: clean up\ntools: [run_command]\n",
 	})
+	e.environ = []string{withHookdOnPath()}
 
 	out := e.must(0, "handlers").stdout
-	if !strings.Contains(out, "tool:call:before") || !strings.Contains(out, "guard-run-command") || !strings.Contains(out, "fail_closed") {
+	if !strings.Contains(out, "tool:call:before") || !strings.Contains(out, "allow-commands") || !strings.Contains(out, "fail_closed") {
 		t.Errorf("`hookd handlers`:\n%s", out)
 	}
 
@@ -49,17 +50,17 @@ func TestExampleGuardDeniesRunCommand(t *testing.T) {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}
 	denied, allowed := tr.Rounds[0].ToolCalls[0], tr.Rounds[0].ToolCalls[1]
-	if denied.DeniedBy != "guard-run-command" || !strings.Contains(denied.Error, "denied by guard-run-command: dangerous command (rm -rf)") {
+	if denied.DeniedBy != "allow-commands" || !strings.Contains(denied.Error, "denied by allow-commands: command not allowed: rm -rf /; the allowed commands are: go build ./...;") {
 		t.Errorf("denied call %+v", denied)
 	}
 	if allowed.DeniedBy != "" || allowed.Error != "" || !strings.Contains(allowed.Result, "safe") {
 		t.Errorf("allowed call %+v", allowed)
 	}
-	if out := e.must(0, "run", run.ID).stdout; !strings.Contains(out, "denied by handler guard-run-command") {
+	if out := e.must(0, "run", run.ID).stdout; !strings.Contains(out, "denied by handler allow-commands") {
 		t.Errorf("hookd run does not say who denied the call:\n%s", out)
 	}
 	msgs := model.Requests()[1].Chat.Messages
-	if len(msgs) != 4 || !strings.HasPrefix(msgs[2].Content, "error: denied by guard-run-command") {
+	if len(msgs) != 4 || !strings.HasPrefix(msgs[2].Content, "error: denied by allow-commands") {
 		t.Errorf("the model did not get the denial as the tool's error: %+v", msgs)
 	}
 
@@ -73,8 +74,8 @@ func TestExampleGuardDeniesRunCommand(t *testing.T) {
 		t.Fatalf("%d hook.tool.denied events (err %v)", len(evs), err)
 	}
 	d := evs[0].Data
-	if d["hook"] != "cleanup" || d["run_id"] != run.ID || d["tool"] != "run_command" || d["handler"] != "guard-run-command" ||
-		!strings.Contains(d["reason"].(string), "rm -rf") {
+	if d["hook"] != "cleanup" || d["run_id"] != run.ID || d["tool"] != "run_command" || d["handler"] != "allow-commands" ||
+		!strings.Contains(d["reason"].(string), "command not allowed: rm -rf /") {
 		t.Errorf("event data %v", d)
 	}
 }

@@ -1,0 +1,73 @@
+package handlers
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAllowlist(t *testing.T) {
+	a, err := ParseAllowlist([]string{
+		"go test ./...",
+		"git log --oneline -n 20",
+		"ls *",
+		`echo 'hello world' "two words"`,
+		"cat '*'",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		argv []string
+		want bool
+	}{
+		{[]string{"go", "test", "./..."}, true},
+		{[]string{"go", "test", "./...", "-exec=sh"}, false},
+		{[]string{"go", "test"}, false},
+		{[]string{"go", "test", "-exec=sh -c 'touch X' sh", "./..."}, false},
+		{[]string{"git", "log", "--oneline", "-n", "20"}, true},
+		{[]string{"git", "log", "--oneline", "-n", "20", "--output=x"}, false},
+		{[]string{"ls", "docs"}, true},
+		{[]string{"ls", "-la"}, false},
+		{[]string{"ls", ""}, false},
+		{[]string{"ls"}, false},
+		{[]string{"echo", "hello world", "two words"}, true},
+		{[]string{"cat", "*"}, true},
+		{[]string{"cat", "notes.txt"}, false},
+		{[]string{"/bin/ls", "docs"}, false},
+		{[]string{"rm", "-rf", "victim"}, false},
+		{nil, false},
+	} {
+		if got := a.Allows(tc.argv); got != tc.want {
+			t.Errorf("Allows(%q) = %v; want %v", tc.argv, got, tc.want)
+		}
+	}
+	if got := strings.Join(a.Entries(), "|"); !strings.HasPrefix(got, "go test ./...|git log") {
+		t.Errorf("entries %s", got)
+	}
+}
+
+func TestAllowlistEntryErrors(t *testing.T) {
+	for entry, want := range map[string]string{
+		"go test; rm -rf x":    "give exactly one command",
+		"go test | sh":         "give one simple command",
+		"ls > out":             "give one simple command",
+		"X=1 ls":               "give one simple command",
+		"if true; then ls; fi": "give one simple command",
+		"ls $HOME":             "only literal text",
+		"ls $(pwd)":            "only literal text",
+		`ls "$HOME"`:           "only literal text may be quoted",
+		"ls *.go":              "globs and escapes are not patterns here",
+		`ls \*`:                "globs and escapes are not patterns here",
+		"* -rf":                "the program must be named",
+		"sh -c *":              "sh runs what its arguments say",
+		"python3 -c *":         "python3 runs what its arguments say",
+		"env *":                "env runs what its arguments say",
+		"ls 'unterminated":     "allowlist entry 1",
+		"":                     "give exactly one command",
+	} {
+		_, err := ParseAllowlist([]string{entry})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("entry %q: %v; want an error containing %q", entry, err, want)
+		}
+	}
+}
