@@ -99,7 +99,7 @@ skip_llm: true
 		t.Errorf("notes: %s trigger %q %q", notes.Status, notes.Trigger, notes.Error)
 	}
 
-	tr, err := llm.DecodeTranscript(e.getRun(intake.ID).ToolCalls)
+	tr, err := llm.DecodeTranscript(e.getRun(intake.ID))
 	if err != nil || tr == nil || len(tr.Rounds) == 0 {
 		t.Fatalf("intake transcript: %v", err)
 	}

@@ -67,7 +67,7 @@ func TestAllowlistGuardBypasses(t *testing.T) {
 	if b, err := os.ReadFile(e.path("victim/keep.txt")); err != nil || string(b) != "still here\n" {
 		t.Fatalf("the victim directory was touched: %q %v", b, err)
 	}
-	tr, err := llm.DecodeTranscript(run.ToolCalls)
+	tr, err := llm.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) != 2 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}
@@ -114,7 +114,7 @@ func TestToolInputCanonical(t *testing.T) {
 	if strings.Contains(seen, `\u00`) || strings.Contains(seen, `"true"`) {
 		t.Errorf("the handler saw the raw arguments:\n%s", seen)
 	}
-	tr, err := llm.DecodeTranscript(run.ToolCalls)
+	tr, err := llm.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) == 0 || len(tr.Rounds[0].ToolCalls) != 2 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}
