@@ -36,7 +36,14 @@ type Daemon struct {
 	MCPServers     []MCPServer           // mcp_servers: MCP servers whose tools hooks may list, in file order
 	Retention      engine.Retention      // retention: how long runs, skip records and events are kept
 	PruneEvery     time.Duration         // retention.every: how often the daemon prunes
+	// AllowInsecureHooks (allow_insecure_hooks) loads a hooks directory
+	// and hook files that are writable by every user or owned by another
+	// user, which are refused by default.
+	AllowInsecureHooks bool
 }
+
+// HookOptions are the options the hooks directory is loaded with.
+func (d *Daemon) HookOptions() Options { return Options{AllowInsecure: d.AllowInsecureHooks} }
 
 // Default daemon settings.
 const (
@@ -58,7 +65,7 @@ const (
 
 var daemonKeys = []string{"hooks_dir", "db", "max_concurrent", "tick", "queue_size", "grace",
 	"default_timeout", "max_catchup", "log_format", "listen", "llm",
-	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention"}
+	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks"}
 
 // defaultDaemon returns the default settings, with paths in dir.
 func defaultDaemon(dir string) *Daemon {
@@ -180,6 +187,7 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 	if n := f.get("notify"); n != nil {
 		d.Notify = s.notify(n, "notify")
 	}
+	f.decode("allow_insecure_hooks", &d.AllowInsecureHooks)
 	if n := f.get("llm"); n != nil {
 		s.llm(n, "llm", &d.LLM)
 		if d.LLM.MaxRounds == 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path"
 	"path/filepath"
 
@@ -23,13 +24,17 @@ type Options struct {
 	// DefaultName is the hook's name when the file gives none. LoadDir
 	// sets it to the file name without its extension.
 	DefaultName string
+	// AllowInsecure makes LoadDir load a hooks directory and hook files
+	// that another user could have written (hookd.yaml's
+	// allow_insecure_hooks); by default they are refused.
+	AllowInsecure bool
 }
 
 // Canonical hook keys, and the agent-queue names accepted for them.
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap",
 		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
-		"tools", "accept_from_tools", "plugins", "skip_llm", "notify", "retention", "write_roots"}
+		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
 		"prompt_template":    "prompt",
@@ -157,10 +162,38 @@ func (s *state) workdir(f *fields, root string) string {
 	if n, ok := f.decode("workdir", &dir); ok && dir == "" {
 		s.errorf(n, "workdir", "must not be empty (leave it out for the default)")
 	}
+	wd := filepath.Join(root, dir)
 	if filepath.IsAbs(dir) {
-		return filepath.Clean(dir)
+		wd = filepath.Clean(dir)
 	}
-	return filepath.Join(root, dir)
+	var allow bool
+	f.decode("allow_broad_workdir", &allow)
+	if what := broadDir(wd); what != "" && !allow {
+		s.add(f.keyLine("workdir"), "workdir", fmt.Sprintf("%s is %s: the hook's steps and file tools would reach "+
+			"everything under it; use a project directory, or set allow_broad_workdir: true to mean it", wd, what))
+	}
+	return wd
+}
+
+// broadDir says what dir is when it is the file system root or the home
+// directory of hookd's user (compared by file identity, so a link to it
+// counts), and "" otherwise.
+func broadDir(dir string) string {
+	fi, err := os.Stat(dir)
+	same := func(other string) bool {
+		if filepath.Clean(other) == dir {
+			return true
+		}
+		ofi, oerr := os.Stat(other)
+		return err == nil && oerr == nil && os.SameFile(fi, ofi)
+	}
+	if same("/") {
+		return "the file system root"
+	}
+	if home, herr := os.UserHomeDir(); herr == nil && home != "" && same(home) {
+		return "your home directory"
+	}
+	return ""
 }
 
 // writeRoots decodes write_roots: the directories, relative to the

@@ -260,7 +260,7 @@ func TestPluginsAbsentVsEmpty(t *testing.T) {
 		{"plugins: []\n", true, []string{}},
 		{"plugins: [safety]\n", true, []string{"safety"}},
 	} {
-		h, err := ParseHook(strings.NewReader(c.src), "p.yaml", Options{Root: "/", DefaultName: "p"})
+		h, err := ParseHook(strings.NewReader(c.src), "p.yaml", Options{Root: "/p", DefaultName: "p"})
 		if err != nil {
 			t.Fatalf("%q: %v", c.src, err)
 		}
@@ -272,7 +272,7 @@ func TestPluginsAbsentVsEmpty(t *testing.T) {
 
 func TestScheduleCompiled(t *testing.T) {
 	src := "trigger:\n  every: 2h\n  timezone: UTC\n"
-	h, err := ParseHook(strings.NewReader(src), "s.yaml", Options{Root: "/", DefaultName: "s"})
+	h, err := ParseHook(strings.NewReader(src), "s.yaml", Options{Root: "/p", DefaultName: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestScheduleCompiled(t *testing.T) {
 
 func TestKindErrorWrapped(t *testing.T) {
 	src := "steps:\n  - type: test_fail\n"
-	_, err := ParseHook(strings.NewReader(src), "f.yaml", Options{Root: "/", DefaultName: "f"})
+	_, err := ParseHook(strings.NewReader(src), "f.yaml", Options{Root: "/p", DefaultName: "f"})
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Line != 2 || ce.Field != "steps[0]" || ce.Err == nil {
 		t.Fatalf("got %#v", err)
@@ -315,7 +315,7 @@ func TestLimits(t *testing.T) {
 		fmt.Fprintf(&b, "a%d: &a%[1]d [*a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d]\n", i, i-1)
 	}
 	b.WriteString("steps:\n  - type: test_echo\n    command: *a8\n    args: *a8\n")
-	_, err := ParseHook(strings.NewReader(b.String()), "b.yaml", Options{Root: "/", DefaultName: "b"})
+	_, err := ParseHook(strings.NewReader(b.String()), "b.yaml", Options{Root: "/p", DefaultName: "b"})
 	var l Errors
 	if !errors.As(err, &l) {
 		t.Fatalf("got %v", err)

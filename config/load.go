@@ -23,6 +23,11 @@ var hookExts = []string{".yaml", ".yml", ".json"}
 // opts.Root defaults to the parent of dir: hooks.d lives in the project,
 // and a hook's workdir (default: the project root) resolves against it.
 //
+// The directory, and each file, must not be writable by every user nor
+// owned by another user than hookd's and root (as sshd checks its files):
+// such a directory loads nothing, such a file is an error, unless
+// opts.AllowInsecure is set.
+//
 // Files with an `on:` key declare command handlers; LoadDir checks them
 // and reports their errors but returns only the hooks (see LoadDirAll).
 func LoadDir(dir string, opts Options) (hooks []*engine.Hook, errs []error) {
@@ -44,6 +49,15 @@ func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Han
 	if err != nil {
 		return nil, nil, []error{&Error{File: dir, Msg: fmt.Sprintf("read hooks directory: %s", err), Err: err}}
 	}
+	if !opts.AllowInsecure {
+		fi, err := os.Stat(dir)
+		if err == nil {
+			err = checkOwnership(dir, fi)
+		}
+		if err != nil {
+			return nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
+		}
+	}
 	type seen struct {
 		file string
 		line int
@@ -56,9 +70,13 @@ func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Han
 			continue
 		}
 		file := filepath.Join(dir, name)
-		if !e.Type().IsRegular() {
-			// A symlink is followed; anything else is not a hook file.
-			if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
+		fi, err := os.Stat(file) // a symlink is followed
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // not a hook file
+		}
+		if !opts.AllowInsecure {
+			if err := checkOwnership(file, fi); err != nil {
+				errs = append(errs, &Error{File: file, Msg: err.Error(), Err: err})
 				continue
 			}
 		}

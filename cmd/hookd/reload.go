@@ -117,7 +117,7 @@ func (rl *reloader) reload(why string, attrs ...any) {
 		return
 	default:
 	}
-	hooks, hs, errs, kept, ok := loadForReload(rl.d.HooksDir, rl.hooks, rl.log)
+	hooks, hs, errs, kept, ok := loadForReload(rl.d.HooksDir, rl.d.HookOptions(), rl.hooks, rl.log)
 	if !ok {
 		return
 	}
@@ -162,12 +162,12 @@ func (rl *reloader) reload(why string, attrs ...any) {
 // the hooks it defined before (in current) stay, and the error is logged
 // with its file and line. ok is false when the directory cannot be read at
 // all; then nothing changes.
-func loadForReload(dir string, current []*engine.Hook, log *slog.Logger) (hooks []*engine.Hook, hs []*config.Handler, errs []error, kept []string, ok bool) {
+func loadForReload(dir string, opts config.Options, current []*engine.Hook, log *slog.Logger) (hooks []*engine.Hook, hs []*config.Handler, errs []error, kept []string, ok bool) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		log.Error("reload hooks: the hooks directory cannot be read; keeping every hook", "dir", dir, "err", err)
 		return nil, nil, nil, nil, false
 	}
-	hooks, hs, errs = config.LoadDirAll(dir, config.Options{})
+	hooks, hs, errs = config.LoadDirAll(dir, opts)
 	bad := map[string]bool{}
 	for _, e := range errs {
 		var ce *config.Error

@@ -75,7 +75,7 @@ func (c *cli) loadAll(d *config.Daemon) ([]*engine.Hook, []*config.Handler, []er
 	if fi, err := os.Stat(d.HooksDir); err != nil || !fi.IsDir() {
 		return nil, nil, nil, fmt.Errorf("hooks directory %s does not exist (use --hooks DIR)", d.HooksDir)
 	}
-	hooks, hs, errs := config.LoadDirAll(d.HooksDir, config.Options{})
+	hooks, hs, errs := config.LoadDirAll(d.HooksDir, d.HookOptions())
 	return hooks, hs, errs, nil
 }
 
