@@ -42,7 +42,7 @@ var (
 		"llm_config":         "llm",
 		"max_tokens_per_run": "budget.max_tokens_per_run",
 	}
-	llmKeys = []string{"model", "base_url", "api_key_env", "max_rounds", "tool_choice", "parallel_tool_calls", "on_truncated"}
+	llmKeys = []string{"model", "base_url", "api_key_env", "max_rounds", "tool_choice", "tool_choice_rounds", "parallel_tool_calls", "on_truncated"}
 )
 
 // ParseHook reads one hook file from r. file names it in errors and in
@@ -291,6 +291,9 @@ func (s *state) llm(n *yaml.Node, path string, c *engine.LLMConfig) {
 	}
 	if t, ok := f.decode("tool_choice", &c.ToolChoice); ok && !hookName.MatchString(c.ToolChoice) {
 		s.errorf(t, join(path, "tool_choice"), "must be auto, none, required or a tool name (got %q)", c.ToolChoice)
+	}
+	if t, ok := f.decode("tool_choice_rounds", &c.ToolChoiceRounds); ok && c.ToolChoiceRounds != engine.ToolChoiceFirst && c.ToolChoiceRounds != engine.ToolChoiceAll {
+		s.errorf(t, join(path, "tool_choice_rounds"), "must be %s or %s (got %q)", engine.ToolChoiceFirst, engine.ToolChoiceAll, c.ToolChoiceRounds)
 	}
 	var parallel bool
 	if _, ok := f.decode("parallel_tool_calls", &parallel); ok {

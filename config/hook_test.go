@@ -103,10 +103,12 @@ func TestInvalidHooks(t *testing.T) {
 	}
 }
 
-// llmView shows LLMConfig with on_truncated only when it is set.
+// llmView shows LLMConfig with on_truncated and tool_choice_rounds only
+// when they are set.
 type llmView struct {
 	engine.LLMConfig
-	OnTruncated string `json:",omitempty"`
+	OnTruncated      string `json:",omitempty"`
+	ToolChoiceRounds string `json:",omitempty"`
 }
 
 // dump renders a hook for golden files, with durations as text.
@@ -177,7 +179,7 @@ func dump(t *testing.T, h *engine.Hook) string {
 		"Name": h.Name, "Description": h.Description, "Enabled": h.Enabled,
 		"Trigger": trig, "Cooldown": dur(h.Cooldown), "Overlap": h.Overlap,
 		"Timeout": dur(h.Timeout), "Workdir": h.Workdir, "Env": h.Env, "Secrets": h.Secrets,
-		"Steps": steps, "System": h.System, "Prompt": h.Prompt, "LLM": llmView{h.LLM, h.LLM.OnTruncated},
+		"Steps": steps, "System": h.System, "Prompt": h.Prompt, "LLM": llmView{h.LLM, h.LLM.OnTruncated, h.LLM.ToolChoiceRounds},
 		"Budget": h.Budget, "Tools": h.Tools, "Plugins": h.Plugins, "PluginsSet": h.PluginsSet,
 		"SkipLLM": h.SkipLLM, "Source": h.Source,
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookd/hookd/engine"
 )
 
 func TestLoadDaemonMCPServers(t *testing.T) {
@@ -69,14 +71,14 @@ hookd.yaml:8: mcp_servers.typo: needs command (a stdio server) or url (a streama
 func TestParseHookLLMToolSettings(t *testing.T) {
 	src := `name: x
 prompt: hi
-llm: {model: 4, tool_choice: required, parallel_tool_calls: false}
+llm: {model: 4, tool_choice: required, tool_choice_rounds: all, parallel_tool_calls: false}
 tools: [read_file]
 `
 	h, err := ParseHook(strings.NewReader(src), "x.yaml", Options{Root: "/srv"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.LLM.Model != "4" || h.LLM.ToolChoice != "required" || h.LLM.ParallelToolCalls == nil || *h.LLM.ParallelToolCalls {
+	if h.LLM.Model != "4" || h.LLM.ToolChoice != "required" || h.LLM.ToolChoiceRounds != engine.ToolChoiceAll || h.LLM.ParallelToolCalls == nil || *h.LLM.ParallelToolCalls {
 		t.Errorf("got %+v", h.LLM)
 	}
 	h, err = ParseHook(strings.NewReader("name: x\nprompt: hi\n"), "x.yaml", Options{Root: "/srv"})
@@ -85,6 +87,10 @@ tools: [read_file]
 	}
 	if h.LLM.ToolChoice != "" || h.LLM.ParallelToolCalls != nil {
 		t.Errorf("unset fields must stay unset: %+v", h.LLM)
+	}
+	_, err = ParseHook(strings.NewReader("name: x\nprompt: hi\nllm: {tool_choice: required, tool_choice_rounds: every}\n"), "x.yaml", Options{})
+	if err == nil || !strings.Contains(err.Error(), `x.yaml:3: llm.tool_choice_rounds: must be first or all (got "every")`) {
+		t.Errorf("got %v", err)
 	}
 	_, err = ParseHook(strings.NewReader("name: x\nprompt: hi\nllm: {tool_choice: \"a b\"}\n"), "x.yaml", Options{})
 	if err == nil || !strings.Contains(err.Error(), `x.yaml:3: llm.tool_choice: must be auto, none, required or a tool name (got "a b")`) {

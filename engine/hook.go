@@ -166,6 +166,11 @@ type LLMConfig struct {
 	// ToolChoice is sent only when set: auto, none, required, or the name
 	// of one of the hook's tools.
 	ToolChoice string
+	// ToolChoiceRounds says which model calls a forcing ToolChoice
+	// (required or a tool's name) is sent with: ToolChoiceFirst (default:
+	// the first only, so the model can answer after its tools ran) or
+	// ToolChoiceAll.
+	ToolChoiceRounds string
 	// ParallelToolCalls is sent only when set.
 	ParallelToolCalls *bool
 	// OnTruncated is what an answer cut by the model's output limit
@@ -173,6 +178,12 @@ type LLMConfig struct {
 	// completed, with a note) or TruncatedFail.
 	OnTruncated string
 }
+
+// What llm.tool_choice_rounds may say.
+const (
+	ToolChoiceFirst = "first"
+	ToolChoiceAll   = "all"
+)
 
 // What llm.on_truncated may say.
 const (

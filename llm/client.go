@@ -111,7 +111,9 @@ type Settings struct {
 	KeySet     bool // the variable named by APIKeyEnv is set
 	MaxRounds  int
 	ToolChoice string
-	Parallel   *bool
+	// ToolChoiceRounds is engine.ToolChoiceFirst or engine.ToolChoiceAll.
+	ToolChoiceRounds string
+	Parallel         *bool
 	// OnTruncated is engine.TruncatedWarn or engine.TruncatedFail.
 	OnTruncated string
 
@@ -129,13 +131,14 @@ func (c *Client) Resolve(h *engine.Hook) (Settings, error) {
 	}
 	env := func(k string) string { v, _ := c.opts.LookupEnv(k); return v }
 	s := Settings{
-		Model:       first(l.Model, d.Model, env(EnvModel)),
-		BaseURL:     strings.TrimRight(first(l.BaseURL, d.BaseURL, env(EnvBaseURL), DefaultBaseURL), "/"),
-		APIKeyEnv:   first(l.APIKeyEnv, d.APIKeyEnv, DefaultAPIKeyEnv),
-		MaxRounds:   firstInt(l.MaxRounds, d.MaxRounds, DefaultMaxRounds),
-		ToolChoice:  first(l.ToolChoice, d.ToolChoice),
-		Parallel:    l.ParallelToolCalls,
-		OnTruncated: first(l.OnTruncated, d.OnTruncated, engine.TruncatedWarn),
+		Model:            first(l.Model, d.Model, env(EnvModel)),
+		BaseURL:          strings.TrimRight(first(l.BaseURL, d.BaseURL, env(EnvBaseURL), DefaultBaseURL), "/"),
+		APIKeyEnv:        first(l.APIKeyEnv, d.APIKeyEnv, DefaultAPIKeyEnv),
+		MaxRounds:        firstInt(l.MaxRounds, d.MaxRounds, DefaultMaxRounds),
+		ToolChoice:       first(l.ToolChoice, d.ToolChoice),
+		ToolChoiceRounds: first(l.ToolChoiceRounds, d.ToolChoiceRounds, engine.ToolChoiceFirst),
+		Parallel:         l.ParallelToolCalls,
+		OnTruncated:      first(l.OnTruncated, d.OnTruncated, engine.TruncatedWarn),
 	}
 	if s.Parallel == nil {
 		s.Parallel = d.ParallelToolCalls
@@ -273,6 +276,12 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 			}
 		}
 		creq.Messages = messages
+		if round > 1 && forcing(choice) && set.ToolChoiceRounds != engine.ToolChoiceAll {
+			creq.ToolChoice = nil // the model may answer now that its tools ran
+		}
+		if creq.ToolChoice != nil {
+			rd.Call.ToolChoice = tc
+		}
 		resp, usage, err := c.call(ctx, api, creq, &rd.Call, set, redact)
 		if err != nil {
 			return fmt.Errorf("model call %d: %w", round, err)
@@ -296,13 +305,15 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 		if lc := env.Lifecycle; lc.Active(engine.PointLLMCallAfter) {
 			lc.Call(ctx, engine.PointLLMCallAfter, &engine.Payload{Hook: h, RunID: run.ID, Prompt: run.Prompt, Round: round, Response: msg.Content})
 		}
-		if used := run.Tokens.Prompt + run.Tokens.Completion; budget > 0 && used > budget {
+		over := budget > 0 && run.Tokens.Prompt+run.Tokens.Completion > budget
+		overErr := func() error {
 			tr.Stop, run.Cause = "budget", engine.CauseBudget
-			if len(msg.ToolCalls) == 0 {
-				run.Response = msg.Content
-				tr.Answer = msg.Content
-			}
-			return fmt.Errorf("budget: the run used %d tokens, over its max_tokens_per_run of %d", used, budget)
+			return fmt.Errorf("budget: the run used %d tokens, over its max_tokens_per_run of %d", run.Tokens.Prompt+run.Tokens.Completion, budget)
+		}
+		if over && len(msg.ToolCalls) == 0 {
+			run.Response = msg.Content
+			tr.Answer = msg.Content
+			return overErr()
 		}
 		if len(msg.ToolCalls) == 0 {
 			run.Response = msg.Content
@@ -328,17 +339,25 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 			}
 			calls[i].Index = nil
 		}
-		if round >= set.MaxRounds {
+		// Calls that a limit leaves unrun are listed as not run.
+		notRun := func(why string) {
 			for i, tc := range calls {
 				rd.ToolCalls = append(rd.ToolCalls, &ToolCall{ID: tc.ID, IDGenerated: generated[i], Name: tc.Function.Name,
 					Tool: ts.qualified(tc.Function.Name), Arguments: tc.Function.Arguments, Outcome: engine.ToolNotRun,
-					Error: "not run: max_rounds reached"})
+					Error: "not run: " + why})
 			}
+		}
+		if over {
+			notRun("max_tokens_per_run reached")
+			return overErr()
+		}
+		if round >= set.MaxRounds {
+			notRun("max_rounds reached")
 			tr.Stop, run.Cause = "max_rounds", engine.CauseMaxRounds
 			return fmt.Errorf("max_rounds: the model was still calling tools after %d model calls (llm.max_rounds is %d)", round, set.MaxRounds)
 		}
 		messages = append(messages, openai.ChatCompletionMessage{
-			Role: openai.ChatMessageRoleAssistant, Content: msg.Content, ToolCalls: calls,
+			Role: openai.ChatMessageRoleAssistant, Content: msg.Content, ToolCalls: replayed(calls),
 		})
 		recs, replies := c.runTools(ctx, env, ts, calls, redact)
 		for i, r := range recs {
@@ -350,6 +369,25 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// replayed is the tool calls of an answer as they are sent back to the
+// server in the next request's history: arguments that are not a JSON
+// object (malformed, or missing) become {}, which strict servers accept
+// (llama.cpp answers 500 to "Failed to parse tool call arguments as JSON"
+// and to "key 'arguments' not found"). The transcript keeps what the
+// model sent; the tool message answering the call tells the model what
+// was wrong with it.
+func replayed(calls []openai.ToolCall) []openai.ToolCall {
+	out := make([]openai.ToolCall, len(calls))
+	copy(out, calls)
+	for i := range out {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(out[i].Function.Arguments), &obj) != nil || obj == nil {
+			out[i].Function.Arguments = "{}"
+		}
+	}
+	return out
 }
 
 // truncated records an answer the model's output limit cut
@@ -365,6 +403,12 @@ func truncated(run *engine.Run, tr *Transcript, set Settings, round int) error {
 		return fmt.Errorf("truncated: the model's answer was cut by its output limit (finish_reason length), and llm.on_truncated is fail")
 	}
 	return nil
+}
+
+// forcing reports whether a tool_choice makes the model call a tool:
+// required, or a named tool.
+func forcing(choice any) bool {
+	return choice != nil && choice != "auto" && choice != "none"
 }
 
 // stopReason names why a stage that failed stopped.

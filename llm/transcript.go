@@ -44,7 +44,8 @@ type ModelCall struct {
 	Latency      time.Duration `json:"latency_ns"`         // of the attempt that was answered (or the last)
 	Attempts     []Attempt     `json:"attempts,omitempty"` // attempts that failed before it, with the waits
 	FinishReason string        `json:"finish_reason,omitempty"`
-	Usage        *Usage        `json:"usage"` // null: the server reported none
+	ToolChoice   string        `json:"tool_choice,omitempty"` // the tool_choice sent with this call, as the hook names it`
+	Usage        *Usage        `json:"usage"`                 // null: the server reported none
 	Content      string        `json:"content,omitempty"`
 	Error        string        `json:"error,omitempty"`
 	// AnsweredBy names the llm:call:before handler that answered instead
