@@ -119,3 +119,45 @@ func TestStepTimingOnTheEngineClock(t *testing.T) {
 		}
 	})
 }
+
+// chainLLM fires, through the run's tools, the hook its prompt names.
+type chainLLM struct{ errs chan error }
+
+func (l *chainLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
+	_, err := req.Env.Fire(ctx, req.Hook.Prompt, nil)
+	l.errs <- err
+	req.Run.Response = "fired"
+	return nil
+}
+
+// TestToolFireTooDeepIsRecorded: a hook chain through the fire tool is
+// cut by the event_depth gate like an event chain: refused with a
+// GateError, and recorded as a skipped run that names the gate.
+func TestToolFireTooDeepIsRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mk := func(name, next string) *engine.Hook {
+			h := newHook(name)
+			h.SkipLLM, h.Prompt = false, next
+			return h
+		}
+		llm := &chainLLM{errs: make(chan error, 4)}
+		hs := newHarness(t, []*engine.Hook{mk("a", "b"), mk("b", "c"), newHook("c")}, func(c *engine.Config) {
+			c.LLM, c.MaxEventDepth = llm, 2
+		})
+		defer hs.stop()
+		hs.mustFire("a")
+		if err := <-llm.errs; err != nil {
+			t.Fatalf("a fires b at depth 1: %v", err)
+		}
+		err := <-llm.errs
+		if g, ok := errors.AsType[*engine.GateError](err); !ok || g.Gate != engine.GateEventDepth {
+			t.Fatalf("b fires c at depth 2: %v, want the event_depth gate", err)
+		}
+		hs.settle()
+		runs := hs.runs("c")
+		if len(runs) != 1 || runs[0].Status != engine.StatusSkipped || runs[0].Gate != engine.GateEventDepth ||
+			runs[0].Depth != 2 || runs[0].Trigger != "tool:b" {
+			t.Errorf("c's records: %+v", runs)
+		}
+	})
+}

@@ -361,6 +361,17 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	case t.data != nil:
 		run.Event, _ = json.Marshal(t.data)
 	}
+	if t.depth >= s.cfg.MaxEventDepth {
+		// A chain of hooks triggering each other (by events, or by the
+		// fire_hook tool) is cut here, for every way in.
+		what := "the fire"
+		if t.eventType != "" {
+			what = "event " + t.eventType
+		}
+		s.e.log.Warn("event chain cut", "hook", h.Name, "trigger", t.reason, "depth", t.depth)
+		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateEventDepth, Hook: h.Name,
+			Detail: fmt.Sprintf("%s is %d runs deep (limit %d); a hook chain loops", what, t.depth, s.cfg.MaxEventDepth)})
+	}
 	if !h.Enabled {
 		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateDisabled, Hook: h.Name,
 			Detail: fmt.Sprintf("hook %s has enabled: false in %s; set enabled: true to run it", h.Name, h.Source.File)})
@@ -615,14 +626,6 @@ func (s *state) dispatch(ev *Event) []*Run {
 	for _, name := range s.match {
 		ent := s.hooks[name]
 		if ent == nil {
-			continue
-		}
-		if ev.Depth >= s.cfg.MaxEventDepth {
-			s.e.log.Warn("event chain cut", "hook", name, "event", ev.Type, "depth", ev.Depth)
-			s.record(ent, &Run{
-				ID: NewID(), Hook: name, Trigger: "event", EventType: ev.Type, Status: StatusSkipped, Depth: ev.Depth, Gate: GateEventDepth,
-				Reason: fmt.Sprintf("%s: event %s is %d runs deep (limit %d); a hook chain loops", GateEventDepth, ev.Type, ev.Depth, s.cfg.MaxEventDepth),
-			})
 			continue
 		}
 		reason := "event"

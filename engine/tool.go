@@ -133,10 +133,7 @@ func (e *Engine) toolEnv(h *Hook, run *Run, environ []string, red *Redactor) *To
 			e.publish(&Event{ID: NewID(), Type: typ, Data: red.Map(data), Source: "engine", Depth: run.Depth + 1})
 		},
 		Fire: func(ctx context.Context, hook string, event map[string]any) (*Run, error) {
-			if run.Depth+1 >= e.cfg.MaxEventDepth {
-				return nil, fmt.Errorf("%s: run %s is %d runs deep (limit %d); a hook chain loops",
-					GateEventDepth, run.ID, run.Depth+1, e.cfg.MaxEventDepth)
-			}
+			// The event_depth gate refuses (and records) a chain too deep.
 			return e.Fire(ctx, hook, FireOptions{Event: red.Map(event), Trigger: ToolOrigin(run.Hook), Depth: run.Depth + 1})
 		},
 	}
