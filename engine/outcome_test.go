@@ -137,12 +137,14 @@ func TestToolFireTooDeepIsRecorded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mk := func(name, next string) *engine.Hook {
 			h := newHook(name)
-			h.SkipLLM, h.Prompt = false, next
+			h.SkipLLM, h.Prompt, h.AcceptFromTools = false, next, true
 			return h
 		}
 		llm := &chainLLM{errs: make(chan error, 4)}
-		hs := newHarness(t, []*engine.Hook{mk("a", "b"), mk("b", "c"), newHook("c")}, func(c *engine.Config) {
-			c.LLM, c.MaxEventDepth = llm, 2
+		c := newHook("c")
+		c.AcceptFromTools = true
+		hs := newHarness(t, []*engine.Hook{mk("a", "b"), mk("b", "c"), c}, func(cfg *engine.Config) {
+			cfg.LLM, cfg.MaxEventDepth = llm, 2
 		})
 		defer hs.stop()
 		hs.mustFire("a")
@@ -156,7 +158,7 @@ func TestToolFireTooDeepIsRecorded(t *testing.T) {
 		hs.settle()
 		runs := hs.runs("c")
 		if len(runs) != 1 || runs[0].Status != engine.StatusSkipped || runs[0].Gate != engine.GateEventDepth ||
-			runs[0].Depth != 2 || runs[0].Trigger != "tool:b" {
+			runs[0].Depth != 2 || runs[0].Trigger != engine.ToolOrigin("b") {
 			t.Errorf("c's records: %+v", runs)
 		}
 	})
