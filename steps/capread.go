@@ -7,12 +7,12 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
-// readHead reads the start of r: at most limit bytes of its text once red
+// ReadHead reads the start of r: at most limit bytes of its text once red
 // has replaced the secrets in it, cut on a character boundary, and
 // whether the text went on past that. It reads limit plus red's span, and
 // redacts before it cuts, so a secret across the cut is replaced whole
 // and no piece of it is kept.
-func readHead(r io.Reader, limit int, red *engine.Redactor) ([]byte, bool, error) {
+func ReadHead(r io.Reader, limit int, red *engine.Redactor) ([]byte, bool, error) {
 	read := int64(limit + red.Span())
 	var out bytes.Buffer
 	w := red.Writer(&out)

@@ -189,7 +189,7 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 		return fail(res, err)
 	}
 	defer resp.Body.Close()
-	data, cut, err := readHead(resp.Body, s.maxBody, env.Redactor)
+	data, cut, err := ReadHead(resp.Body, s.maxBody, env.Redactor)
 	res.Fields["duration_ms"] = time.Since(start).Milliseconds()
 	res.Fields["status_code"] = resp.StatusCode
 	res.Fields["status"] = resp.Status

@@ -145,7 +145,7 @@ func (s *readFileStep) read(f io.ReadSeeker, size int64, red *engine.Redactor) (
 	if s.tail {
 		return s.readTail(f, size, red)
 	}
-	data, cut, err := readHead(f, s.maxBytes, red)
+	data, cut, err := ReadHead(f, s.maxBytes, red)
 	if err != nil {
 		return nil, false, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -43,7 +42,7 @@ type httpArgs struct {
 	Headers map[string]string `json:"headers"`
 }
 
-func httpGet(ctx context.Context, _ *engine.ToolEnv, a *httpArgs) (string, error) {
+func httpGet(ctx context.Context, env *engine.ToolEnv, a *httpArgs) (string, error) {
 	u, err := url.Parse(a.URL)
 	if err != nil {
 		return "", fmt.Errorf("url: %w", err)
@@ -69,13 +68,11 @@ func httpGet(ctx context.Context, _ *engine.ToolEnv, a *httpArgs) (string, error
 		return "", fmt.Errorf("get %s: %w", u.Redacted(), err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, httpMaxBody+1))
+	// Redacted before it is cut, so that a secret across the cut is
+	// replaced whole.
+	body, truncated, err := steps.ReadHead(resp.Body, httpMaxBody, env.Redactor)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", u.Redacted(), err)
-	}
-	truncated := len(body) > httpMaxBody
-	if truncated {
-		body = body[:httpMaxBody]
 	}
 	ctype := resp.Header.Get("Content-Type")
 	var b strings.Builder
