@@ -148,9 +148,9 @@ func TestInvalidArguments(t *testing.T) {
 	wantStatus(t, run, engine.StatusCompleted, "")
 	want := []string{
 		"arguments are not valid JSON",
-		"argument text: required",
-		"argument n: want integer, got a number",
-		"arguments: want object, got a list",
+		`arguments do not match the tool's schema: unexpected additional properties ["txt"]`,
+		`arguments do not match the tool's schema: /properties/n: type: 1.5 has type "number", want "integer"`,
+		"arguments: want an object, got a list",
 		"tool test_fail panicked: boom",
 	}
 	calls := tr.Rounds[0].ToolCalls

@@ -23,23 +23,61 @@ func TestSchema(t *testing.T) {
 	for _, tc := range []struct{ args, err string }{
 		{`{"path":"a"}`, ""},
 		{`{"path":"a","argv":["x","y"],"mode":"b","n":10,"opt":null,"nested":{"x":true},"extra":{"k":1.5}}`, ""},
-		{`{}`, "argument path: required"},
-		{`{"path":""}`, "argument path: needs at least 1 character(s)"},
-		{`{"path":1}`, "argument path: want string, got an integer"},
-		{`{"path":"a","argv":[]}`, "argument argv: needs at least 1 item(s) (got 0)"},
-		{`{"path":"a","argv":["a","b","c","d"]}`, "argument argv: takes at most 3 item(s) (got 4)"},
-		{`{"path":"a","argv":["a",2]}`, "argument argv[1]: want string, got an integer"},
-		{`{"path":"a","mode":"c"}`, `argument mode: must be one of "a", "b" (got "c")`},
-		{`{"path":"a","n":0}`, "argument n: must be >= 1 (got 0)"},
-		{`{"path":"a","n":11}`, "argument n: must be <= 10 (got 11)"},
-		{`{"path":"a","n":2.5}`, "argument n: want integer, got a number"},
-		{`{"path":"a","opt":3}`, "argument opt: want string or null, got an integer"},
-		{`{"path":"a","nested":{}}`, "argument nested.x: required"},
-		{`{"path":"a","extra":{"k":"v"}}`, "argument extra.k: want number, got a string"},
-		{`{"path":"a","bogus":1}`, "argument bogus: unknown (known: argv, extra, mode, n, nested, opt, path)"},
-		{`[]`, "arguments: want object, got a list"},
+		{`{}`, `required: missing properties: ["path"]`},
+		{`{"path":""}`, "/properties/path: minLength"},
+		{`{"path":1}`, `/properties/path: type: 1 has type "integer", want "string"`},
+		{`{"path":"a","argv":[]}`, "/properties/argv: minItems"},
+		{`{"path":"a","argv":["a","b","c","d"]}`, "/properties/argv: maxItems"},
+		{`{"path":"a","argv":["a",2]}`, `type: 2 has type "integer", want "string"`},
+		{`{"path":"a","mode":"c"}`, "/properties/mode: enum: c does not equal any of: [a b]"},
+		{`{"path":"a","n":0}`, "/properties/n: minimum"},
+		{`{"path":"a","n":11}`, "/properties/n: maximum"},
+		{`{"path":"a","n":2.5}`, `/properties/n: type: 2.5 has type "number", want "integer"`},
+		{`{"path":"a","opt":3}`, "/properties/opt: type"},
+		{`{"path":"a","nested":{}}`, `/properties/nested: required: missing properties: ["x"]`},
+		{`{"path":"a","extra":{"k":"v"}}`, `type: v has type "string", want "number"`},
+		{`{"path":"a","bogus":1}`, `unexpected additional properties ["bogus"]`},
+		{`[]`, "arguments: want an object, got a list"},
 		{`{"path":`, "arguments are not valid JSON"},
 		{`{"path":"a"} {}`, "arguments are not valid JSON: more than one value"},
+	} {
+		err := s.ValidateJSON([]byte(tc.args))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.args, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: got %v, want %q", tc.args, err, tc.err)
+		case err != nil && strings.Contains(err.Error(), "\n"):
+			t.Errorf("%s: the message is not one line: %q", tc.args, err)
+		}
+	}
+}
+
+// TestSchemaMCPKeywords checks the keywords issue 14 found MCP servers
+// use and the old hand-written subset ignored: $ref with $defs, anyOf,
+// oneOf and pattern, in a schema as zod-to-json-schema writes it.
+func TestSchemaMCPKeywords(t *testing.T) {
+	const schema = `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{
+		"path":{"type":"string","pattern":"^[a-z/]+$"},
+		"edit":{"$ref":"#/definitions/edit"},
+		"target":{"anyOf":[{"type":"string"},{"type":"integer","minimum":0}]},
+		"mode":{"oneOf":[{"const":"fast"},{"type":"string","maxLength":3}]}
+	},"definitions":{"edit":{"type":"object","properties":{"oldText":{"type":"string"},"newText":{"type":"string"}},"required":["oldText","newText"],"additionalProperties":false}},
+	"required":["path"],"additionalProperties":false}`
+	s, err := CompileSchema([]byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ args, err string }{
+		{`{"path":"a/b","edit":{"oldText":"x","newText":"y"},"target":3,"mode":"abc"}`, ""},
+		{`{"path":"a/b","target":"x"}`, ""},
+		{`{"path":"A B"}`, `pattern: "A B" does not match regular expression`},
+		{`{"path":"a","edit":{"oldText":"x"}}`, `required: missing properties: ["newText"]`},
+		{`{"path":"a","edit":{"oldText":"x","newText":"y","extra":1}}`, `unexpected additional properties ["extra"]`},
+		{`{"path":"a","target":-1}`, "anyOf"},
+		{`{"path":"a","target":true}`, "anyOf"},
+		{`{"path":"a","mode":"slow"}`, "oneOf"},
+		{`{"path":"a","mode":"fast"}`, ""}, // matches the const only: maxLength 3 fails
 	} {
 		err := s.ValidateJSON([]byte(tc.args))
 		switch {
@@ -52,9 +90,12 @@ func TestSchema(t *testing.T) {
 }
 
 func TestSchemaLenient(t *testing.T) {
-	// Unknown keywords are ignored; an empty schema takes any object; a
-	// schema without additionalProperties takes extra keys.
-	for _, raw := range []string{``, `null`, `{"type":"object","$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"a":{"type":"string","format":"uri","pattern":"^x"}}}`} {
+	// Annotations and unknown keywords are ignored; an empty schema takes
+	// any object; a schema without additionalProperties takes extra keys;
+	// an older draft's $schema is read as 2020-12.
+	for _, raw := range []string{``, `null`, `true`, `{}`,
+		`{"type":"object","$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"a":{"type":"string","format":"uri","x-ui":"wide"}}}`,
+		`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"string"}}}`} {
 		s, err := CompileSchema([]byte(raw))
 		if err != nil {
 			t.Fatalf("%q: %v", raw, err)
@@ -63,8 +104,10 @@ func TestSchemaLenient(t *testing.T) {
 			t.Errorf("%q: %v", raw, err)
 		}
 	}
-	if _, err := CompileSchema([]byte(`{"type":7}`)); err == nil {
-		t.Error("a numeric type must not compile")
+	for _, raw := range []string{`{"type":7}`, `{"properties":{"a":{"$ref":"#/$defs/missing"}}}`} {
+		if _, err := CompileSchema([]byte(raw)); err == nil {
+			t.Errorf("%s compiled", raw)
+		}
 	}
 }
 

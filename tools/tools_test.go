@@ -126,7 +126,7 @@ func TestReadFile(t *testing.T) {
 	wantErr(t, env, "read_file", `{"path":"bin.dat"}`, "binary file")
 	wantErr(t, env, "read_file", `{"path":"docs"}`, "is a directory")
 	wantErr(t, env, "read_file", `{"path":"nope"}`, "no such file")
-	wantErr(t, env, "read_file", `{}`, "argument path: required")
+	wantErr(t, env, "read_file", `{}`, `required: missing properties: ["path"]`)
 }
 
 func TestListFiles(t *testing.T) {
@@ -217,9 +217,9 @@ func TestRunCommand(t *testing.T) {
 		t.Errorf("timeout: %q after %s", got, time.Since(start))
 	}
 	wantErr(t, env, "run_command", `{"argv":["pwd"],"dir":"../outside"}`, "leaves the hook's workdir")
-	wantErr(t, env, "run_command", `{"argv":[]}`, "needs at least 1 item")
+	wantErr(t, env, "run_command", `{"argv":[]}`, "minItems: array length 0 is less than 1")
 	wantErr(t, env, "run_command", `{"argv":["no-such-program-hookd"]}`, "no-such-program-hookd")
-	wantErr(t, env, "run_command", `{"argv":"ls"}`, "want array")
+	wantErr(t, env, "run_command", `{"argv":"ls"}`, `want "array"`)
 }
 
 func TestHTTPGetRefusesPrivateAddresses(t *testing.T) {
@@ -342,7 +342,7 @@ func TestRuns(t *testing.T) {
 	if got != "id\thook\tstatus\ttrigger\tstarted\tduration\twhy\nR1\ta\tfailed\tmanual\t2025-01-02T03:04:05Z\t1s\tboom" {
 		t.Errorf("got %q", got)
 	}
-	wantErr(t, env, "list_runs", `{"status":"weird"}`, "must be one of")
+	wantErr(t, env, "list_runs", `{"status":"weird"}`, "enum: weird does not equal any of")
 	if got := mustCall(t, env, "get_run", `{"id":"R0"}`); !strings.Contains(got, `"response": "fine"`) {
 		t.Errorf("got %q", got)
 	}
