@@ -75,15 +75,9 @@ func ParseHandler(r io.Reader, file string, opts Options) (*Handler, error) {
 	return h, nil
 }
 
-// isHandlerDoc reports whether data is a mapping with an `on` key: a
-// handler file rather than a hook file. Anything it cannot tell is
-// left to the hook parser, which reports it.
-func isHandlerDoc(data []byte, file string) bool {
-	s := newState(file)
-	top := s.parseDoc(data, true)
-	if top == nil {
-		return false
-	}
+// isHandlerDoc reports whether top, the top mapping of a file, has an
+// `on` key: a handler file rather than a hook file.
+func isHandlerDoc(top *yaml.Node) bool {
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		if k := top.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "on" {
 			return true

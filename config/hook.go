@@ -68,11 +68,16 @@ func parseHook(data []byte, file string, opts Options) (*engine.Hook, int, Error
 	if top == nil {
 		return nil, 0, s.result()
 	}
+	return s.hook(top, data, opts)
+}
+
+// hook decodes the top mapping of a hook file parsed from data.
+func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, int, Errors) {
 	sum := sha256.Sum256(data)
 	h := &engine.Hook{
 		Enabled: true,
 		Overlap: engine.OverlapSkip,
-		Source:  engine.Source{File: file, Line: top.Line, Version: hex.EncodeToString(sum[:])[:12]},
+		Source:  engine.Source{File: s.file, Line: top.Line, Version: hex.EncodeToString(sum[:])[:12]},
 	}
 	if len(top.Content) > 0 {
 		h.Source.Line = top.Content[0].Line

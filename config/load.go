@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -58,68 +61,96 @@ func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Han
 			return nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
 		}
 	}
+	var files []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !slices.Contains(hookExts, filepath.Ext(name)) || e.IsDir() {
+			continue
+		}
+		files = append(files, name)
+	}
+	// The files are read and parsed in parallel, one worker a CPU; the
+	// results are then taken in name order, so names, errors and the
+	// duplicate check come out as from a serial load.
+	results := make([]loaded, len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
+				results[i] = loadFile(dir, files[i], opts)
+			}
+		})
+	}
+	wg.Wait()
+
 	type seen struct {
 		file string
 		line int
 	}
 	byName := map[string]seen{}
-	for _, e := range entries {
-		name := e.Name()
-		ext := filepath.Ext(name)
-		if strings.HasPrefix(name, ".") || !slices.Contains(hookExts, ext) || e.IsDir() {
-			continue
-		}
-		file := filepath.Join(dir, name)
-		fi, err := os.Stat(file) // a symlink is followed
-		if err != nil || !fi.Mode().IsRegular() {
-			continue // not a hook file
-		}
-		if !opts.AllowInsecure {
-			if err := checkOwnership(file, fi); err != nil {
-				errs = append(errs, &Error{File: file, Msg: err.Error(), Err: err})
+	for _, r := range results {
+		switch {
+		case len(r.errs) > 0:
+			errs = append(errs, r.errs...)
+		case r.handler != nil:
+			handlers = append(handlers, r.handler)
+		case r.hook != nil:
+			h := r.hook
+			if first, dup := byName[h.Name]; dup {
+				errs = append(errs, &Error{File: h.Source.File, Line: r.line, Field: "name",
+					Msg: fmt.Sprintf("duplicate hook name %q (first in %s:%d)", h.Name, first.file, first.line)})
 				continue
 			}
+			byName[h.Name] = seen{h.Source.File, r.line}
+			hooks = append(hooks, h)
 		}
-		data, err := os.ReadFile(file)
-		if err == nil && len(data) > maxFileSize {
-			err = fmt.Errorf("file is larger than %d MiB", maxFileSize>>20)
-		}
-		if err != nil {
-			errs = append(errs, &Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err})
-			continue
-		}
-		o := opts
-		o.DefaultName = strings.TrimSuffix(name, ext)
-		if isHandlerDoc(data, file) {
-			s := newState(file)
-			if top := s.parseDoc(data, false); top != nil {
-				hd := s.handler(top, o)
-				if l := s.result(); len(l) > 0 {
-					for _, e := range l {
-						errs = append(errs, e)
-					}
-				} else {
-					handlers = append(handlers, hd)
-				}
-			}
-			continue
-		}
-		h, line, l := parseHook(data, file, o)
-		if len(l) == 0 {
-			if first, dup := byName[h.Name]; dup {
-				l = Errors{{File: file, Line: line, Field: "name",
-					Msg: fmt.Sprintf("duplicate hook name %q (first in %s:%d)", h.Name, first.file, first.line)}}
-			} else {
-				byName[h.Name] = seen{file, line}
-			}
-		}
-		if len(l) > 0 {
-			for _, e := range l {
-				errs = append(errs, e)
-			}
-			continue
-		}
-		hooks = append(hooks, h)
 	}
 	return hooks, handlers, errs
+}
+
+// loaded is what one file of a hooks directory gave: a hook (with the
+// line that names it), a handler, errors, or nothing (not a hook file).
+type loaded struct {
+	hook    *engine.Hook
+	line    int
+	handler *Handler
+	errs    []error
+}
+
+// loadFile checks, reads and parses the file name in dir, once: the
+// parsed document says whether it is a handler or a hook.
+func loadFile(dir, name string, opts Options) loaded {
+	file := filepath.Join(dir, name)
+	fi, err := os.Stat(file) // a symlink is followed
+	if err != nil || !fi.Mode().IsRegular() {
+		return loaded{} // not a hook file
+	}
+	if !opts.AllowInsecure {
+		if err := checkOwnership(file, fi); err != nil {
+			return loaded{errs: []error{&Error{File: file, Msg: err.Error(), Err: err}}}
+		}
+	}
+	data, err := os.ReadFile(file)
+	if err == nil && len(data) > maxFileSize {
+		err = fmt.Errorf("file is larger than %d MiB", maxFileSize>>20)
+	}
+	if err != nil {
+		return loaded{errs: []error{&Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err}}}
+	}
+	opts.DefaultName = strings.TrimSuffix(name, filepath.Ext(name))
+	s := newState(file)
+	top := s.parseDoc(data, false)
+	var r loaded
+	switch {
+	case top == nil:
+	case isHandlerDoc(top):
+		r.handler = s.handler(top, opts)
+	default:
+		r.hook, r.line, _ = s.hook(top, data, opts)
+	}
+	if l := s.result(); len(l) > 0 {
+		return loaded{errs: l.Unwrap()}
+	}
+	return r
 }
