@@ -32,7 +32,7 @@ type Options struct {
 
 // Canonical hook keys, and the agent-queue names accepted for them.
 var (
-	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap",
+	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap", "on_interrupted",
 		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
 		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots"}
 	hookAliases = map[string]string{
@@ -112,6 +112,13 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 		case engine.OverlapSkip, engine.OverlapQueue, engine.OverlapCancelPrevious:
 		default:
 			s.errorf(n, "overlap", "must be skip, queue or cancel_previous (got %q)", h.Overlap)
+		}
+	}
+	if n, ok := f.decode("on_interrupted", &h.OnInterrupted); ok {
+		switch h.OnInterrupted {
+		case engine.InterruptedLeave, engine.InterruptedRerun:
+		default:
+			s.errorf(n, "on_interrupted", "must be leave or rerun (got %q)", h.OnInterrupted)
 		}
 	}
 	if n, ok := f.decode("timeout", &h.Timeout); ok {

@@ -199,6 +199,9 @@ func dump(t *testing.T, h *engine.Hook) string {
 		}
 		view["Retention"] = ret
 	}
+	if h.OnInterrupted != "" {
+		view["OnInterrupted"] = h.OnInterrupted
+	}
 	b, err := json.MarshalIndent(view, "", "  ")
 	if err != nil {
 		t.Fatal(err)

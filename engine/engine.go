@@ -44,6 +44,12 @@ type Config struct {
 	// lock are still the files at their paths.
 	Guard func() error
 
+	// Reap, when set, kills what is left of a process group a step of a
+	// run interrupted by a crash started (recorded through a ProcStore),
+	// and returns the processes it killed ("4242 (sleep)"). The engine
+	// calls it at start, before anything runs.
+	Reap func(ProcGroup) (killed []string, err error)
+
 	// Manual makes an engine that only runs what is fired or emitted
 	// through it: no schedules, no catch-up, and queued runs are left for
 	// the daemon. `hookd fire` and `hookd emit` use it when no daemon runs.
@@ -243,10 +249,11 @@ func (e *Engine) halt() { e.haltOnce.Do(func() { close(e.stopping) }) }
 func (e *Engine) Failed() <-chan error { return e.failed }
 
 // Abort cancels every run in flight at once (recorded cancelled, their
-// commands' process groups killed), for a forced stop. A Shutdown under
-// way then finishes without waiting for the grace period.
+// commands' process groups killed with SIGKILL, no grace: the cause
+// matches ErrForcedStop), for a forced stop. A Shutdown under way then
+// finishes without waiting for the grace period.
 func (e *Engine) Abort() {
-	e.runCancel(&cancelCause{StatusCancelled, CauseShutdown, "shutdown: hookd was stopped by force"})
+	e.runCancel(forcedStop{&cancelCause{StatusCancelled, CauseShutdown, "shutdown: hookd was stopped by force"}})
 }
 
 // do runs f on the loop goroutine and waits for it.

@@ -66,6 +66,18 @@ type cancelCause struct {
 
 func (c *cancelCause) Error() string { return c.reason }
 
+// forcedStop is the cause Engine.Abort gives: a cancelCause that also
+// matches ErrForcedStop.
+type forcedStop struct{ *cancelCause }
+
+func (f forcedStop) Unwrap() error        { return f.cancelCause }
+func (f forcedStop) Is(target error) bool { return target == ErrForcedStop }
+
+// ErrForcedStop matches (errors.Is) the cause of a run context ended by
+// Engine.Abort: a command then kills its process group with SIGKILL at
+// once instead of SIGTERM and a grace period.
+var ErrForcedStop = errors.New("engine: forced stop")
+
 // StopCause says why a run's context ended (timeout, cancel_previous,
 // shutdown), or "" while it has not ended or when the engine did not end
 // it. The model stage uses it to record how it stopped.

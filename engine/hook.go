@@ -88,6 +88,10 @@ type Hook struct {
 	// Retention overrides the daemon's retention of this hook's runs.
 	Retention HookRetention
 
+	// OnInterrupted says whether a run interrupted by a crash is run
+	// again, once, at the next start ("" means leave).
+	OnInterrupted InterruptedPolicy
+
 	Source Source
 }
 

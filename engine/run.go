@@ -59,6 +59,7 @@ type Run struct {
 	Cause       Cause           `json:"cause,omitempty"`       // what ended the run, where its status alone does not say
 	Truncated   bool            `json:"truncated,omitempty"`   // the model's answer was cut by its output limit (finish_reason length)
 	Notes       []string        `json:"notes,omitempty"`       // what a person should know about the run that is not a failure
+	Procs       []ProcGroup     `json:"procs,omitempty"`       // process groups its steps started (filled when recovering an interrupted run)
 	Event       json.RawMessage `json:"event,omitempty"`       // event payload (JSON object), if any
 	EventType   string          `json:"event_type,omitempty"`  // type of the event that fired it, if any
 	Steps       []*StepResult   `json:"steps,omitempty"`       //

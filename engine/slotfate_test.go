@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -87,6 +88,33 @@ func TestMissedSlotsCountedOnce(t *testing.T) {
 		}
 		if len(missed) != 1 || missed[0] != "05:00 missed: 4 slot(s) passed while hookd was down, not fired (on_missed: skip)" {
 			t.Errorf("missed records = %q, want one for the 4 slots, holding 05:00", missed)
+		}
+	})
+}
+
+// TestRanRunReasonIsHowItEnded: a run that waited (queued for a
+// concurrency slot, or pending behind its hook's run) does not keep the
+// reason it waited for once it ran.
+func TestRanRunReasonIsHowItEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		block := newBlock()
+		q := withSteps(newHook("q"), block)
+		q.Overlap = engine.OverlapQueue
+		h := newHarness(t, []*engine.Hook{q, newHook("other")}, func(c *engine.Config) { c.MaxConcurrent = 1 })
+		defer h.stop()
+		h.mustFire("q")
+		h.settle()
+		pending := h.mustFire("q")    // pending behind q's run
+		queued := h.mustFire("other") // queued for the one slot
+		if !strings.HasPrefix(h.run(pending.ID).Reason, "pending:") || !strings.HasPrefix(h.run(queued.ID).Reason, "queued:") {
+			t.Fatalf("reasons while waiting: %q, %q", h.run(pending.ID).Reason, h.run(queued.ID).Reason)
+		}
+		close(block.release)
+		h.settle()
+		for _, id := range []string{pending.ID, queued.ID} {
+			if r := h.run(id); r.Status != engine.StatusCompleted || r.Reason != "" {
+				t.Errorf("run %s: %s with reason %q; a run that ran has no waiting reason left", id, r.Status, r.Reason)
+			}
 		}
 	})
 }

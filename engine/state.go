@@ -25,6 +25,7 @@ type state struct {
 	waiters map[string][]chan *Run
 	events  []*Event // engine events raised inside the loop, dispatched after the current message
 	match   []string // reused buffer for EventIndex.Match
+	reruns  []*Run   // interrupted runs to run again at start (on_interrupted: rerun)
 	lastNow time.Time
 
 	guardState // Config.Guard's bookkeeping (guard.go)
@@ -75,6 +76,7 @@ type trig struct {
 	depth     int
 	force     bool
 	manual    bool
+	note      string // a note for the run's record
 }
 
 type trigResult struct {
@@ -101,6 +103,7 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 	}
 	for _, r := range interrupted {
 		e.log.Warn("run interrupted by a previous stop", "hook", r.Hook, "run", r.ID)
+		s.reapInterrupted(r)
 	}
 	saved, err := s.cfg.Store.HookStates(ctx)
 	if err != nil {
@@ -122,8 +125,31 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		if err := s.restoreQueue(ctx, now); err != nil {
 			return nil, err
 		}
+		for _, r := range interrupted {
+			// A rerun is run once: a rerun interrupted in turn is left.
+			if ent := s.hooks[r.Hook]; ent != nil && ent.hook.OnInterrupted == InterruptedRerun && r.Trigger != TriggerRerun {
+				s.reruns = append(s.reruns, r)
+			}
+		}
 	}
 	return s, nil
+}
+
+// TriggerRerun is the trigger of a run that re-runs one interrupted by a
+// crash (on_interrupted: rerun).
+const TriggerRerun = "rerun"
+
+// startReruns fires, once, the runs of hooks with on_interrupted: rerun
+// that the previous hookd left interrupted, with the same event, through
+// the gates (bar the cooldown).
+func (s *state) startReruns() {
+	for _, r := range s.reruns {
+		ent := s.hooks[r.Hook]
+		res := s.trigger(ent, trig{reason: TriggerRerun, raw: r.Event, eventType: r.EventType, depth: r.Depth, force: true,
+			note: fmt.Sprintf("re-runs run %s, interrupted when hookd stopped (on_interrupted: rerun)", r.ID)})
+		s.e.log.Info("re-running an interrupted run", "hook", r.Hook, "interrupted", r.ID, "run", res.run.ID, "err", res.err)
+	}
+	s.reruns = nil
 }
 
 // newEntry is a hook's loop state, from what the store kept of it.
@@ -239,6 +265,7 @@ func (s *state) loop(ctx context.Context) {
 	timer := s.cfg.Clock.NewTimer(s.cfg.Tick)
 	defer timer.Stop()
 	if !s.cfg.Manual {
+		s.startReruns()
 		s.startCatchups()
 		s.drainQueue()
 	}
@@ -354,6 +381,9 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	run := &Run{
 		ID: NewID(), Hook: h.Name, Trigger: t.reason, Slot: t.slot,
 		EventType: t.eventType, Depth: t.depth, QueuedAt: now,
+	}
+	if t.note != "" {
+		run.Notes = []string{t.note}
 	}
 	switch {
 	case t.raw != nil:

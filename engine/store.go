@@ -71,3 +71,11 @@ type Store interface {
 	// ListEvents returns stored events, newest first.
 	ListEvents(ctx context.Context, typ string, limit int) ([]*Event, error)
 }
+
+// ProcStore is a Store that keeps the process groups a running run's
+// steps start, so that RecoverInterrupted returns them with the run and a
+// hookd started after a crash can kill what the dead one left running.
+type ProcStore interface {
+	// AddRunProc appends a process group to the record of run id.
+	AddRunProc(ctx context.Context, id string, g ProcGroup) error
+}

@@ -191,6 +191,12 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 			return
 		}
 		killed = true
+		if errors.Is(context.Cause(runCtx), engine.ErrForcedStop) {
+			// hookd is exiting at once: no grace for the group.
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			mu.Unlock()
+			return
+		}
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		mu.Unlock()
 		t := time.NewTimer(grace)

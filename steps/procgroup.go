@@ -180,12 +180,13 @@ func procGroupOf(pid int) engine.ProcGroup {
 
 // ReapGroup kills what is left of a process group a previous hookd
 // recorded for a run (it died without ending its steps), and returns the
-// processes it killed. A group from another boot, or whose leader's pid
-// now names another process (same pid, other start time), is left alone;
-// with the leader gone, the members must have started no earlier than it
-// did (an older member means the group is another one). Without /proc
-// nothing is killed: the group cannot be told from a reused one.
-func ReapGroup(g engine.ProcGroup) ([]Process, error) {
+// processes it killed ("4242 (sleep)"); it is the daemon's
+// engine.Config.Reap. A group from another boot, or whose leader's pid now
+// names another process (same pid, other start time), is left alone; with
+// the leader gone, the members must have started no earlier than it did
+// (an older member means the group is another one). Without /proc nothing
+// is killed: the group cannot be told from a reused one.
+func ReapGroup(g engine.ProcGroup) ([]string, error) {
 	if g.PGID <= 1 {
 		return nil, fmt.Errorf("reap process group %d: not a group a step leads", g.PGID)
 	}
@@ -199,14 +200,14 @@ func ReapGroup(g engine.ProcGroup) ([]Process, error) {
 	if !ok || len(members) == 0 {
 		return nil, nil
 	}
-	out := make([]Process, len(members))
+	out := make([]string, len(members))
 	for i, m := range members {
 		if m.start < g.Start {
 			// Older than the leader recorded: not its child, so not the
 			// group recorded. Leave it all alone.
 			return nil, nil
 		}
-		out[i] = Process{PID: m.pid, Name: m.name}
+		out[i] = Process{PID: m.pid, Name: m.name}.String()
 	}
 	if !signalUntilGone(g.PGID, syscall.SIGKILL, DefaultKillGrace) {
 		return out, fmt.Errorf("reap process group %d: still running %s after SIGKILL", g.PGID, DefaultKillGrace)

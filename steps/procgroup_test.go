@@ -179,7 +179,7 @@ func TestReapGroup(t *testing.T) {
 		}
 	}
 	killed, err := ReapGroup(g)
-	if err != nil || len(killed) != 1 || killed[0].PID != cmd.Process.Pid {
+	if err != nil || len(killed) != 1 || killed[0] != strconv.Itoa(cmd.Process.Pid)+" (sleep)" {
 		t.Fatalf("ReapGroup = %v, %v; want the leader killed", killed, err)
 	}
 	_ = cmd.Wait()

@@ -77,6 +77,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{3, "watch snapshots", sqlWatchSnapshots},     // snapshot.go
 	{4, "run outcome", sqlRunOutcome},             // outcome.go
 	{5, "retention", sqlRetention},                // prune.go
+	{6, "run process groups", sqlRunProcs},        // procs.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -285,11 +285,16 @@ func (d *DB) claimSlot(ctx context.Context, tx *sql.Tx, hook string, slot time.T
 }
 
 // RecoverInterrupted marks every run left running (by a hookd that died)
-// interrupted, finished at now, and returns them oldest first. Queued runs
+// interrupted, finished at now, and returns them oldest first, each with
+// the process groups its steps started (Run.Procs). Queued runs
 // are left for the queue. Only the holder of Lock should call it.
 func (d *DB) RecoverInterrupted(ctx context.Context, now time.Time) ([]*engine.Run, error) {
 	var runs []*engine.Run
 	err := d.tx(ctx, func(tx *sql.Tx) error {
+		procs, err := runningProcs(ctx, tx)
+		if err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, reason = ?, finished_at = ?
 			WHERE status = ? RETURNING `+runCols+`, seq`,
 			string(engine.StatusInterrupted), InterruptedReason, timeArg(now), string(engine.StatusRunning))
@@ -302,6 +307,9 @@ func (d *DB) RecoverInterrupted(ctx context.Context, now time.Time) ([]*engine.R
 			return err
 		}
 		sortBySeq(runs, seqs) // RETURNING promises no order
+		for _, r := range runs {
+			r.Procs = procs[r.ID]
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE hook_state SET last_status = ? WHERE last_status = ?`,
 			string(engine.StatusInterrupted), string(engine.StatusRunning))
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -75,17 +76,30 @@ func TestCrashRecovery(t *testing.T) {
 	if code := d.wait(); code != -1 {
 		t.Fatalf("hookd serve killed by SIGKILL: exit code %d", code)
 	}
-	e.killSteps() // the orphaned sleep
+	// The killed run's step outlives the daemon (its own process group).
+	orphan := pidIn(e, "first.pid")
+	if !processAlive(orphan) {
+		t.Fatalf("the step's process %d died with the daemon; the test cannot see it reaped", orphan)
+	}
 
 	// The killed run is still "running" in the store until a daemon starts.
 	if got := e.getRun(killed); got.Status != engine.StatusRunning {
 		t.Errorf("before restart: run %s is %s, want running", killed, got.Status)
 	}
 
+	// The next start kills what the dead daemon's steps left running
+	// before it runs anything, and says so in the interrupted run.
 	d2 := e.serve()
+	if processAlive(orphan) {
+		t.Errorf("the orphaned step process %d still runs after the restart", orphan)
+	}
 	got := e.getRun(killed)
 	if got.Status != engine.StatusInterrupted {
 		t.Errorf("after restart: run %s is %s (%s), want interrupted", killed, got.Status, got.Reason)
+	}
+	if want := "killed 2 process(es) its steps had left running: "; !strings.Contains(got.Reason, want) ||
+		!strings.Contains(got.Reason, strconv.Itoa(orphan)+" (sh)") || !strings.Contains(got.Reason, "(sleep)") {
+		t.Errorf("interrupted run's reason %q does not name the processes killed (%d (sh) and its sleep)", got.Reason, orphan)
 	}
 	if got.FinishedAt.IsZero() {
 		t.Errorf("interrupted run %s has no finish time", killed)
@@ -219,5 +233,62 @@ skip_llm: true
 		if len(runs) > 1 {
 			t.Errorf("slot %s fired %d times:\n  %s", slot, len(runs), strings.Join(runs, "\n  "))
 		}
+	}
+}
+
+// TestInterruptedRerun: a hook with on_interrupted: rerun whose run was
+// in flight when the daemon was killed runs again, once, at the next
+// start, with the same event; a hook without it is left interrupted.
+func TestInterruptedRerun(t *testing.T) {
+	const body = `trigger:
+  event: job.start
+steps:
+  - type: shell
+    command: 'echo "{{event.n}}" >> %[1]s.log; [ -f %[1]s.once ] || { touch %[1]s.once; echo $$ > %[1]s.pid; sleep 30; }'
+skip_llm: true
+`
+	e := newEnv(t, "", map[string]string{
+		"again.yaml": "on_interrupted: rerun\n" + fmt.Sprintf(body, "again"),
+		"left.yaml":  fmt.Sprintf(body, "left"),
+	})
+	d := e.serve()
+	e.must(0, "emit", "job.start", "n=7")
+	waitFor(t, "both steps asleep", func() bool { return pidIn(e, "again.pid") > 0 && pidIn(e, "left.pid") > 0 },
+		func() string { return d.log.String() })
+	first := e.listRuns("again")[0]
+	d.signal(syscall.SIGKILL)
+	d.wait()
+
+	d2 := e.serve()
+	var rerun *engine.Run
+	waitFor(t, "the rerun to complete", func() bool {
+		for _, r := range e.listRuns("again") {
+			if r.Trigger == "rerun" && r.Status == engine.StatusCompleted {
+				rerun = r
+			}
+		}
+		return rerun != nil
+	}, func() string { return d2.log.String() })
+	if got := e.getRun(first.ID); got.Status != engine.StatusInterrupted {
+		t.Errorf("the first run is %s, want interrupted", got.Status)
+	}
+	if string(rerun.Event) != string(first.Event) || rerun.EventType != "job.start" {
+		t.Errorf("rerun event %s %s, want the interrupted run's %s", rerun.EventType, rerun.Event, first.Event)
+	}
+	if len(rerun.Notes) != 1 || !strings.Contains(rerun.Notes[0], "re-runs run "+first.ID) {
+		t.Errorf("rerun notes %q, want one naming run %s", rerun.Notes, first.ID)
+	}
+	if b, _ := os.ReadFile(e.path("again.log")); string(b) != "7\n7\n" {
+		t.Errorf("again.log = %q, want the step run twice with n=7", b)
+	}
+	d2.signal(syscall.SIGTERM)
+	d2.wait()
+	for _, r := range e.listRuns("left") {
+		if r.Status != engine.StatusInterrupted {
+			t.Errorf("hook without on_interrupted: run %s is %s (%s), want only the interrupted run", r.ID, r.Status, r.Trigger)
+		}
+	}
+	if b, _ := os.ReadFile(e.path("left.log")); string(b) != "7\n" {
+		t.Errorf("left.log = %q, want the step run once", b)
 	}
 }

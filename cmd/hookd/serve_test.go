@@ -104,9 +104,11 @@ func TestSIGTERMGraceful(t *testing.T) {
 
 // TestSIGTERMTwice forces the stop with a second signal: the daemon exits
 // 1 without waiting for the grace period, the run in flight is cancelled
-// and its command killed.
+// and its command killed at once: SIGKILL, no SIGTERM and grace first (the
+// step would note a SIGTERM in got-term).
 func TestSIGTERMTwice(t *testing.T) {
-	e := newEnv(t, "grace: 2m\n", map[string]string{"busy.yaml": busyHook})
+	e := newEnv(t, "grace: 2m\n", map[string]string{"busy.yaml": strings.Replace(busyHook,
+		"echo $$ > busy.pid", "trap 'echo term >> got-term' TERM; echo $$ > busy.pid", 1)})
 	d := e.serve()
 	id := runID(t, e.must(0, "fire", "busy"))
 	waitFor(t, "the busy step to start", func() bool { return pidIn(e, "busy.pid") > 0 }, nil)
@@ -126,6 +128,9 @@ func TestSIGTERMTwice(t *testing.T) {
 	}
 	if processAlive(pid) {
 		t.Errorf("the step's process %d outlived a forced stop", pid)
+	}
+	if e.exists("got-term") {
+		t.Errorf("the step got SIGTERM and a grace period; a forced stop kills at once")
 	}
 	e.killSteps()
 

@@ -16,8 +16,8 @@ import (
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
 
-	_ "github.com/hookd/hookd/steps" // registers the step kinds
-	_ "time/tzdata"                  // time zones on machines without zone files
+	"github.com/hookd/hookd/steps" // also registers the step kinds
+	_ "time/tzdata"                // time zones on machines without zone files
 )
 
 // settings resolves hookd.yaml and the flags that override it.
@@ -145,6 +145,7 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		Database:       absPath(d.DB),
 		Credentials:    credentialEnv(d),
 		Store:          &feedStore{DB: l.db, feed: l.feed},
+		Reap:           steps.ReapGroup,
 		Events:         triggers.NewEventIndex(),
 		Prompt:         promptRenderer(d),
 		Logger:         log,
