@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -292,3 +295,193 @@ skip_llm: true
 		t.Errorf("left.log = %q, want the step run once", b)
 	}
 }
+
+// The hooks of TestCrashLoop. Each step first appends a line to side.log
+// (a file the daemon knows nothing of): the periodic ones "SLOT hook slot
+// run", the event one "EVENT run payload". The periodic steps outlast
+// their 1s interval, so slots meet a run in flight under every overlap
+// policy; tick-queue's outlasts two, so a slot merges into its pending run.
+var crashLoopHooks = map[string]string{
+	"tick-skip.yaml": `trigger: {every: 1s}
+overlap: skip
+steps:
+  - type: shell
+    command: 'echo "SLOT tick-skip {{event.slot}} {{run}}" >> side.log; sleep 1.3'
+skip_llm: true
+`,
+	"tick-queue.yaml": `trigger: {every: 1s}
+overlap: queue
+steps:
+  - type: shell
+    command: 'echo "SLOT tick-queue {{event.slot}} {{run}}" >> side.log; sleep 2.5'
+skip_llm: true
+`,
+	"tick-cancel.yaml": `trigger: {every: 1s}
+overlap: cancel_previous
+steps:
+  - type: shell
+    command: 'echo "SLOT tick-cancel {{event.slot}} {{run}}" >> side.log; sleep 1.3'
+skip_llm: true
+`,
+	"events.yaml": `trigger: {event: crash.ev}
+overlap: queue
+on_interrupted: rerun
+steps:
+  - type: shell
+    command: 'echo "EVENT {{run}} {{event}}" >> side.log; sleep 0.2'
+skip_llm: true
+`,
+}
+
+// TestCrashLoop SIGKILLs a real `hookd serve` at random moments, 20 times,
+// while periodic hooks of every overlap policy fire each second and events
+// are emitted, then lets a last daemon finish. From the steps' own side
+// log, not the database: no slot ran in two runs, and every event that
+// `hookd emit` accepted reached a run's step (an event whose run and its
+// one rerun were both interrupted before the step began is excused, as
+// documented, but only when the database shows exactly that).
+func TestCrashLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts the daemon 20 times")
+	}
+	const kills = 20
+	e := newEnv(t, "max_concurrent: 3\n", crashLoopHooks)
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	t.Logf("seed %d", seed)
+
+	// Events are emitted only while a daemon serves: with none, `hookd
+	// emit` runs the hooks in-process and holds the lock a starting
+	// daemon needs. mu orders emits with kills and restarts.
+	var (
+		mu       sync.Mutex
+		accepted []int
+		stop     = make(chan struct{})
+		emitted  = make(chan struct{})
+	)
+	go func() {
+		defer close(emitted)
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(20+rng2(n)%80) * time.Millisecond):
+			}
+			mu.Lock()
+			r, err := e.exec("emit", "crash.ev", fmt.Sprintf("e%d=1", n))
+			if err == nil && r.code == 0 {
+				accepted = append(accepted, n)
+			}
+			mu.Unlock()
+		}
+	}()
+
+	mu.Lock()
+	d := e.serve()
+	mu.Unlock()
+	for i := range kills {
+		time.Sleep(time.Duration(200+rng.IntN(1300)) * time.Millisecond)
+		mu.Lock()
+		d.signal(syscall.SIGKILL)
+		d.wait()
+		d = e.serve()
+		mu.Unlock()
+		t.Logf("kill %d done", i+1)
+	}
+	close(stop)
+	<-emitted
+
+	// The last daemon runs what is queued and what the event hook has to
+	// re-run, then stops cleanly once no event run waits or runs.
+	waitFor(t, "the event hook to be idle", func() bool {
+		for _, r := range e.listRuns("events", "--limit", "1000") {
+			if !r.Status.Final() {
+				return false
+			}
+		}
+		return true
+	}, func() string { return d.log.String() })
+	d.signal(syscall.SIGTERM)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("the last daemon exited %d after SIGTERM; log:\n%s", code, d.log)
+	}
+
+	side, err := os.ReadFile(e.path("side.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slotRuns := map[string]map[string]bool{} // "hook slot" -> run ids
+	seen := map[int]bool{}
+	eventKey := regexp.MustCompile(`\be(\d+)\b`)
+	var slotLines, eventLines int
+	for _, line := range strings.Split(strings.TrimSpace(string(side)), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 4 && f[0] == "SLOT":
+			slotLines++
+			if f[2] == "" || !strings.Contains(f[2], "T") {
+				t.Errorf("side log line without a slot: %q", line)
+			}
+			k := f[1] + " " + f[2]
+			if slotRuns[k] == nil {
+				slotRuns[k] = map[string]bool{}
+			}
+			slotRuns[k][f[3]] = true
+		case len(f) >= 2 && f[0] == "EVENT":
+			eventLines++
+			for _, m := range eventKey.FindAllStringSubmatch(line, -1) {
+				n, _ := strconv.Atoi(m[1])
+				seen[n] = true
+			}
+		default:
+			t.Errorf("unexpected side log line %q", line)
+		}
+	}
+	for k, runs := range slotRuns {
+		if len(runs) > 1 {
+			t.Errorf("slot %s ran in %d runs: %v", k, len(runs), runs)
+		}
+	}
+
+	// An accepted event missing from the side log must have had its run
+	// and that run's rerun interrupted.
+	runs := e.listRuns("events", "--limit", "10000")
+	interruptedRerun := func(n int) bool {
+		key := fmt.Sprintf(`"e%d"`, n)
+		for _, r := range runs {
+			if r.Status == engine.StatusInterrupted && r.Trigger == "rerun" && strings.Contains(string(r.Event), key) {
+				return true
+			}
+		}
+		return false
+	}
+	lost, excused := 0, 0
+	for _, n := range accepted {
+		switch {
+		case seen[n]:
+		case interruptedRerun(n):
+			excused++
+		default:
+			lost++
+			t.Errorf("event e%d was accepted but no step saw it", n)
+		}
+	}
+	var interrupted, reruns int
+	for _, r := range runs {
+		if r.Status == engine.StatusInterrupted {
+			interrupted++
+		}
+		if r.Trigger == "rerun" {
+			reruns++
+		}
+	}
+	t.Logf("%d kills: %d slot lines over %d slots, %d events accepted (%d lost, %d excused), %d event lines, %d event runs interrupted, %d reruns",
+		kills, slotLines, len(slotRuns), len(accepted), lost, excused, eventLines, interrupted, reruns)
+	if len(slotRuns) < 3*kills/2 || len(accepted) < kills {
+		t.Errorf("too little happened to tell: %d slots ran, %d events accepted", len(slotRuns), len(accepted))
+	}
+}
+
+// rng2 spreads the emitter's pauses without sharing the test's generator
+// across goroutines.
+func rng2(n int) int { return (n*7919 + 13) % 97 }
