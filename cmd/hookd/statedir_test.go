@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -64,8 +65,25 @@ func TestStateDirRemovedStopsDaemon(t *testing.T) {
 			t.Errorf("first daemon's log lacks %q:\n%s", want, log)
 		}
 	}
-	if i := strings.Index(log, "hookd must stop"); i >= 0 && strings.Contains(log[i:], "run started") {
-		t.Errorf("a run started after the daemon saw its state directory gone:\n%s", log)
+	// No slot after the one the daemon saw its state gone in was fired:
+	// a slot fires at or after its time, so a later slot in the steps'
+	// log would be a trigger after the stop.
+	m := regexp.MustCompile(`time=(\S+) level=ERROR msg="hookd must stop`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no time on the stop line:\n%s", log)
+	}
+	stopped, err := time.Parse(time.RFC3339Nano, m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for slot := range firedSlots(t, e) {
+		st, err := time.Parse(time.RFC3339, slot)
+		if err != nil {
+			t.Fatalf("fired.log: %v", err)
+		}
+		if st.After(stopped) {
+			t.Errorf("slot %s fired after the daemon stopped triggering at %s", slot, m[1])
+		}
 	}
 
 	// A second daemon on the new state directory fires on, alone.
