@@ -457,9 +457,6 @@ func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatC
 			ce = classify(err, actx, s)
 		}
 		a := Attempt{Status: ce.status, Error: ce.msg, Body: ce.body, Latency: mc.Latency}
-		if ce.named > 0 {
-			a.Error = ce.Error()
-		}
 		fail := func(format string, args ...any) (openai.ChatCompletionResponse, *Usage, error) {
 			mc.Attempts = append(mc.Attempts, a)
 			extra := fmt.Sprintf(format, args...)

@@ -117,14 +117,14 @@ func TestOK200WithErrorBody(t *testing.T) {
 		t.Fatalf("response %q, waits %v", run.Response, f.waits)
 	}
 	a := tr.Rounds[0].Call.Attempts
-	if len(a) != 1 || a[0].Status != 200 || a[0].Error != "HTTP 200 with an error body (code 502): Provider returned error" || a[0].Body != upstream {
+	if len(a) != 1 || a[0].Status != 200 || a[0].Error != "error body (code 502): Provider returned error" || a[0].Body != upstream {
 		t.Errorf("attempts %+v", a)
 	}
 
 	const refused = `{"error":{"message":"This endpoint's maximum context length is 8192 tokens","code":400}}`
 	srv = llmtest.New(llmtest.Reply{Body: refused}, llmtest.Answer("never"))
 	run, _, _ = fireOne(t, srv)
-	wantStatus(t, run, engine.StatusFailed, "model call 1: HTTP 200 with an error body (code 400): This endpoint's maximum context length is 8192 tokens")
+	wantStatus(t, run, engine.StatusFailed, "model call 1: HTTP 200: error body (code 400): This endpoint's maximum context length is 8192 tokens")
 	if len(srv.Requests()) != 1 {
 		t.Errorf("%d requests: a named 400 must not be retried", len(srv.Requests()))
 	}

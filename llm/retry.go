@@ -117,12 +117,7 @@ type callError struct {
 }
 
 func (e *callError) Error() string {
-	switch {
-	case e.status == http.StatusOK && e.named > 0:
-		return fmt.Sprintf("HTTP 200 with an error body (code %d): %s", e.named, e.msg)
-	case e.status == http.StatusOK:
-		return fmt.Sprintf("HTTP 200 with an error body: %s", e.msg)
-	case e.status > 0:
+	if e.status > 0 {
 		return fmt.Sprintf("HTTP %d: %s", e.status, e.msg)
 	}
 	return e.msg
@@ -173,9 +168,10 @@ func answerError(s *slot) *callError {
 	if msg == "" {
 		msg = oneLine(string(body), 300)
 	}
-	ce := &callError{status: s.status, msg: oneLine(msg, 2000), body: trimBody(body)}
+	ce := &callError{status: s.status, msg: "error body: " + oneLine(msg, 2000), body: trimBody(body)}
 	if code >= 400 && code <= 599 {
 		ce.named, ce.retry = code, retryStatus(code)
+		ce.msg = fmt.Sprintf("error body (code %d): %s", code, oneLine(msg, 2000))
 	}
 	return ce
 }

@@ -68,6 +68,9 @@ func printTranscript(w io.Writer, r *engine.Run) {
 				}
 			}
 			fmt.Fprintln(w)
+			if a.Body != "" && a.Body != a.Error {
+				fmt.Fprintf(w, "      body: %s\n", oneLine(a.Body, 300))
+			}
 		}
 		if c.Error != "" {
 			fmt.Fprintf(w, "    error: %s\n", c.Error)
