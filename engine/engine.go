@@ -463,14 +463,14 @@ func (e *Engine) Hooks(ctx context.Context) ([]HookStatus, error) {
 	return out, err
 }
 
-// Status is the engine-wide summary for `hookd status`.
+// Summary is the engine-wide summary for `hookd status`. Overdue hooks
+// are Overdue's to say.
 type Summary struct {
 	InFlight []string `json:"in_flight"` // run ids
 	Queued   []string `json:"queued"`    // run ids, in queue order
-	Overdue  []string `json:"overdue"`   // hooks past due by more than two ticks
 }
 
-// Summary reports runs in flight, the queue and overdue hooks.
+// Summary reports runs in flight and the queue.
 func (e *Engine) Summary(ctx context.Context) (Summary, error) {
 	var out Summary
 	err := e.do(ctx, func(s *state) { out = s.summary() })

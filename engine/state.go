@@ -724,16 +724,9 @@ func (s *state) statuses() []HookStatus {
 
 func (s *state) summary() Summary {
 	var sum Summary
-	now := s.cfg.Clock.Now()
 	for _, ent := range s.hooks {
 		if ent.active != nil {
 			sum.InFlight = append(sum.InFlight, ent.active.run.ID)
-		}
-		if !ent.hook.Enabled || ent.paused || !ent.hook.Trigger.Periodic() {
-			continue
-		}
-		if ent.lastMissed || (!ent.due.IsZero() && now.Sub(ent.due) > 2*s.cfg.Tick) {
-			sum.Overdue = append(sum.Overdue, ent.hook.Name)
 		}
 	}
 	for _, ent := range s.retired {
@@ -745,7 +738,6 @@ func (s *state) summary() Summary {
 		sum.Queued = append(sum.Queued, q.run.ID)
 	}
 	sort.Strings(sum.InFlight)
-	sort.Strings(sum.Overdue)
 	return sum
 }
 

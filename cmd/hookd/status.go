@@ -20,11 +20,11 @@ import (
 // prints: the engine's live state and a digest of the metrics since the
 // daemon started.
 type statusReport struct {
-	engine.Summary                 // in_flight, queued (run ids), overdue (hooks past due by two ticks)
+	engine.Summary                 // in_flight, queued (run ids)
 	PID            int             `json:"pid"`
 	Uptime         string          `json:"uptime"`
 	OverdueGrace   string          `json:"overdue_grace"`
-	OverdueHooks   []string        `json:"overdue_hooks"`  // past due by more than the grace (the hookd_hooks_overdue gauge)
+	Overdue        []string        `json:"overdue"`        // periodic hooks past due by more than the grace (the hookd_hooks_overdue gauge)
 	Runs           countsBy        `json:"runs"`           // hook -> status -> count
 	Skips          countsBy        `json:"skips"`          // hook -> reason -> count
 	ShortCircuits  counts          `json:"short_circuits"` // hook -> completed runs that needed no model
@@ -78,11 +78,11 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 	}
 	rep := &statusReport{
 		Summary: sum, PID: os.Getpid(), Uptime: time.Since(a.started).Round(time.Second).String(),
-		OverdueGrace: a.grace.String(), OverdueHooks: overdue,
+		OverdueGrace: a.grace.String(), Overdue: overdue,
 		Runs: countsBy{}, Skips: countsBy{}, Drops: countsBy{}, Tokens: countsBy{}, ToolCalls: countsBy{},
 		Durations: map[string]dist{}, Lateness: map[string]dist{}, Events: counts{}, Notifications: counts{}, ShortCircuits: counts{},
 	}
-	for _, l := range []*[]string{&rep.InFlight, &rep.Queued, &rep.Overdue, &rep.OverdueHooks} {
+	for _, l := range []*[]string{&rep.InFlight, &rep.Queued, &rep.Overdue} {
 		if *l == nil {
 			*l = []string{}
 		}
@@ -200,10 +200,7 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 	fmt.Fprintf(w, "hookd is running (pid %d, up %s, socket %s)\n", rep.PID, rep.Uptime, socket)
 	fmt.Fprintf(w, "in flight: %d %s\n", len(rep.InFlight), strings.Join(rep.InFlight, " "))
 	fmt.Fprintf(w, "queued:    %d %s\n", len(rep.Queued), strings.Join(rep.Queued, " "))
-	fmt.Fprintf(w, "overdue:   %d %s\n", len(rep.Overdue), strings.Join(rep.Overdue, " "))
-	if len(rep.OverdueHooks) > 0 {
-		fmt.Fprintf(w, "overdue past the %s grace: %s\n", rep.OverdueGrace, strings.Join(rep.OverdueHooks, " "))
-	}
+	fmt.Fprintf(w, "overdue:   %d %s (past due by more than %s)\n", len(rep.Overdue), strings.Join(rep.Overdue, " "), rep.OverdueGrace)
 
 	hooks := map[string]bool{}
 	for _, m := range []countsBy{rep.Runs, rep.Skips, rep.Drops, rep.Tokens} {
