@@ -120,12 +120,18 @@ func TestStepTimingOnTheEngineClock(t *testing.T) {
 	})
 }
 
-// chainLLM fires, through the run's tools, the hook its prompt names.
-type chainLLM struct{ errs chan error }
+// chainLLM fires, through the run's tools, the hook its prompt names, and
+// reports what the fire said, by the firing hook.
+type chainLLM struct{ errs chan fired }
+
+type fired struct {
+	by  string
+	err error
+}
 
 func (l *chainLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
 	_, err := req.Env.Fire(ctx, req.Hook.Prompt, nil)
-	l.errs <- err
+	l.errs <- fired{req.Hook.Name, err}
 	req.Run.Response = "fired"
 	return nil
 }
@@ -140,7 +146,7 @@ func TestToolFireTooDeepIsRecorded(t *testing.T) {
 			h.SkipLLM, h.Prompt, h.AcceptFromTools = false, next, true
 			return h
 		}
-		llm := &chainLLM{errs: make(chan error, 4)}
+		llm := &chainLLM{errs: make(chan fired, 4)}
 		c := newHook("c")
 		c.AcceptFromTools = true
 		hs := newHarness(t, []*engine.Hook{mk("a", "b"), mk("b", "c"), c}, func(cfg *engine.Config) {
@@ -148,12 +154,16 @@ func TestToolFireTooDeepIsRecorded(t *testing.T) {
 		})
 		defer hs.stop()
 		hs.mustFire("a")
-		if err := <-llm.errs; err != nil {
+		got := map[string]error{}
+		for range 2 {
+			f := <-llm.errs
+			got[f.by] = f.err
+		}
+		if err := got["a"]; err != nil {
 			t.Fatalf("a fires b at depth 1: %v", err)
 		}
-		err := <-llm.errs
-		if g, ok := errors.AsType[*engine.GateError](err); !ok || g.Gate != engine.GateEventDepth {
-			t.Fatalf("b fires c at depth 2: %v, want the event_depth gate", err)
+		if g, ok := errors.AsType[*engine.GateError](got["b"]); !ok || g.Gate != engine.GateEventDepth {
+			t.Fatalf("b fires c at depth 2: %v, want the event_depth gate", got["b"])
 		}
 		hs.settle()
 		runs := hs.runs("c")
