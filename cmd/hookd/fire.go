@@ -96,6 +96,7 @@ func (c *cli) fireRefused(err error) (int, bool) {
 
 func (c *cli) printFired(run *engine.Run) {
 	fmt.Fprintln(c.stdout, run.ID)
+	c.flush() // --wait waits after this
 	if run.Status == engine.StatusQueued {
 		fmt.Fprintf(c.stderr, "queued: %s\n", run.Reason)
 	}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -56,7 +57,20 @@ func main() {
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func runMain(args []string, stdout, stderr io.Writer) int {
+// runMain runs the command args name. Its stdout is buffered (a listing
+// of 10,000 hooks is a few writes, not one per table cell) and flushed
+// when the command returns, whatever its exit code; a write to stderr
+// flushes it first, so the two streams keep their order, and commands
+// that print as they go (watch, fire) flush after each line.
+func runMain(args []string, stdout, stderr io.Writer) (code int) {
+	out := newOutput(stdout)
+	defer func() {
+		if err := out.Flush(); err != nil && code == exitOK {
+			fmt.Fprintf(stderr, "hookd: write output: %v\n", err)
+			code = exitError
+		}
+	}()
+	stdout, stderr = out, &flushFirst{out: out, w: stderr}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -72,6 +86,28 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "hookd: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return exitUsage
+}
+
+// newOutput buffers a command's stdout.
+func newOutput(stdout io.Writer) *bufio.Writer { return bufio.NewWriterSize(stdout, 64<<10) }
+
+// flushFirst is a writer that flushes out before each write to w.
+type flushFirst struct {
+	out *bufio.Writer
+	w   io.Writer
+}
+
+func (f *flushFirst) Write(p []byte) (int, error) {
+	f.out.Flush() // an error shows again at the final flush
+	return f.w.Write(p)
+}
+
+// flush writes out what the command printed so far, for commands that
+// print as they go.
+func (c *cli) flush() {
+	if b, ok := c.stdout.(*bufio.Writer); ok {
+		b.Flush()
+	}
 }
 
 func usage(w io.Writer) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -44,9 +45,14 @@ func cmdList(c *cli, args []string) int {
 	if !running {
 		fmt.Fprintln(c.stderr, "hookd is not running: next due times are what it would use if started now")
 	}
-	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
+	writeHookTable(c.stdout, hooks, time.Now())
+	return exitOK
+}
+
+// writeHookTable writes list's table of hooks to w.
+func writeHookTable(w io.Writer, hooks []engine.HookStatus, now time.Time) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTRIGGER\tNEXT DUE\tLAST\tIN FLIGHT\tQUEUED\tFILE")
-	now := time.Now()
 	for _, h := range hooks {
 		next := "-"
 		switch {
@@ -71,7 +77,6 @@ func cmdList(c *cli, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s@%s\n", h.Name, h.Trigger, next, last, inflight, h.Queued, h.File, h.Version)
 	}
 	tw.Flush()
-	return exitOK
 }
 
 // offlineHooks describes the hooks from their files and the store when no

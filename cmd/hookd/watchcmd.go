@@ -175,6 +175,7 @@ func (w *watcher) print(id, data string) error {
 	} else {
 		fmt.Fprintln(w.c.stdout, eventLine(&ev))
 	}
+	w.c.flush()
 	if w.left > 0 {
 		w.left--
 		if w.left == 0 {
