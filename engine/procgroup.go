@@ -13,7 +13,7 @@ type ProcGroup struct {
 	PGID  int    `json:"pgid"`
 	Start uint64 `json:"start,omitempty"` // the leader's start time, in clock ticks after boot (/proc/PID/stat)
 	Boot  string `json:"boot,omitempty"`  // the boot it ran in (/proc/sys/kernel/random/boot_id)
-	Step  int    `json:"step,omitempty"`  // the index of the step that started it
+	Step  int    `json:"step"`            // the index of the step that started it; -1 for a tool of the model stage
 }
 
 // InterruptedPolicy is what hookd does at start with a hook's run that
@@ -26,15 +26,16 @@ const (
 	InterruptedRerun InterruptedPolicy = "rerun" // run it again once, with the same event, at start
 )
 
-// tracker returns how a step of run records the process groups it starts
-// (nil when the store keeps none, or for a preview).
-func (e *Engine) tracker(run *Run, def *StepDef, preview bool) func(ProcGroup) {
+// tracker returns how step (-1: a tool of the model stage) of run records
+// the process groups it starts (nil when the store keeps none, or for a
+// preview).
+func (e *Engine) tracker(run *Run, step int, preview bool) func(ProcGroup) {
 	ps, ok := e.cfg.Store.(ProcStore)
 	if !ok || preview {
 		return nil
 	}
 	return func(g ProcGroup) {
-		g.Step = def.Index
+		g.Step = step
 		if err := ps.AddRunProc(context.Background(), run.ID, g); err != nil {
 			e.log.Error("record a step's process group", "hook", run.Hook, "run", run.ID, "pgid", g.PGID, "err", err)
 		}

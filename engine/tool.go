@@ -52,6 +52,9 @@ type ToolEnv struct {
 	// nothing. Tool results go through it before the model sees them,
 	// command output as it streams (steps.Command.Redactor).
 	Redactor *Redactor
+	// TrackProcess, when set, records a process group a tool started in
+	// the run's record (steps.Command.Track), as StepEnv.TrackProcess.
+	TrackProcess func(ProcGroup)
 	// Lifecycle holds the handlers of the llm:call:* and tool:call:*
 	// points; nil means none.
 	Lifecycle *Registry
@@ -128,7 +131,7 @@ func (e *Engine) toolEnv(h *Hook, run *Run, environ []string, red *Redactor) *To
 		Hook: h, RunID: run.ID, Depth: run.Depth, Workdir: h.Workdir, HooksDir: e.cfg.HooksDir,
 		Protected: e.cfg.Protected,
 		Environ:   environ, Records: e.cfg.Store, Emit: e.emitAs(run, red, ToolOrigin(run.Hook)), Redactor: red,
-		Lifecycle: e.cfg.Lifecycle,
+		Lifecycle: e.cfg.Lifecycle, TrackProcess: e.tracker(run, -1, false),
 		Publish: func(typ string, data map[string]any) {
 			e.publish(&Event{ID: NewID(), Type: typ, Data: red.Map(data), Source: "engine", Depth: run.Depth + 1})
 		},

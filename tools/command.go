@@ -56,7 +56,8 @@ func runCommand(ctx context.Context, env *engine.ToolEnv, a *commandArgs) (strin
 	if a.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, commandMaxTimeout)
 	}
-	cmd := &steps.Command{Argv: a.Argv, Dir: dir, Env: env.Environ, Timeout: timeout, MaxOutput: commandMaxOutput, Redactor: env.Redactor}
+	cmd := &steps.Command{Argv: a.Argv, Dir: dir, Env: env.Environ, Timeout: timeout, MaxOutput: commandMaxOutput,
+		Redactor: env.Redactor, Track: env.TrackProcess}
 	if a.Stdin != "" {
 		cmd.Stdin = strings.NewReader(a.Stdin)
 	}

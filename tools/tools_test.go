@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,6 +221,23 @@ func TestRunCommand(t *testing.T) {
 	wantErr(t, env, "run_command", `{"argv":[]}`, "minItems: array length 0 is less than 1")
 	wantErr(t, env, "run_command", `{"argv":["no-such-program-hookd"]}`, "no-such-program-hookd")
 	wantErr(t, env, "run_command", `{"argv":"ls"}`, `want "array"`)
+
+	// The command's process group goes to the run's record, and nothing
+	// it left in the background outlives it.
+	var tracked []engine.ProcGroup
+	env.TrackProcess = func(g engine.ProcGroup) { tracked = append(tracked, g) }
+	got = mustCall(t, env, "run_command", `{"argv":["sh","-c","echo $$; sleep 100 >/dev/null 2>&1 & echo $!"]}`)
+	var pgid, bg int
+	if _, err := fmt.Sscanf(got[strings.Index(got, "stdout:\n")+len("stdout:\n"):], "%d\n%d", &pgid, &bg); err != nil {
+		t.Fatalf("pids in %q: %v", got, err)
+	}
+	if len(tracked) != 1 || tracked[0].PGID != pgid || tracked[0].Start == 0 {
+		t.Errorf("tracked %+v, want the group %d", tracked, pgid)
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", bg)); err == nil && !strings.Contains(string(b), ") Z") {
+		_ = syscall.Kill(bg, syscall.SIGKILL)
+		t.Errorf("run_command's background process %d outlived it", bg)
+	}
 }
 
 func TestHTTPGetRefusesPrivateAddresses(t *testing.T) {
