@@ -283,10 +283,11 @@ func (s *state) integer(n *yaml.Node, path string) (int64, bool) {
 }
 
 // duration decodes a Go duration string ("90s", "2h"). A bare number is
-// an error, except 0 and except in a field named *_seconds, which takes
-// whole seconds.
+// an error, except 0, except in a field named *_seconds, which takes
+// whole seconds, and except a hook's or step's timeout, where a whole
+// number is seconds as in agent-queue (timeout: 60 is one minute).
 func (s *state) duration(n *yaml.Node, path string) (time.Duration, bool) {
-	if strings.HasSuffix(path, "_seconds") {
+	if strings.HasSuffix(path, "_seconds") || isTimeout(path) && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int" {
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 			s.errorf(n, path, "expected whole seconds, got %s", describe(n))
 			return 0, false
@@ -323,3 +324,18 @@ func (s *state) duration(n *yaml.Node, path string) (time.Duration, bool) {
 }
 
 const maxDuration = time.Duration(1<<63 - 1)
+
+// isTimeout reports whether path is a hook's timeout or a step's
+// (steps[i].timeout), the fields agent-queue wrote in seconds.
+func isTimeout(path string) bool {
+	if path == "timeout" {
+		return true
+	}
+	rest, ok := strings.CutSuffix(path, "].timeout")
+	for _, list := range []string{"steps[", "context_steps["} {
+		if i, ok2 := strings.CutPrefix(rest, list); ok && ok2 && !strings.ContainsAny(i, ".[]") {
+			return true
+		}
+	}
+	return false
+}

@@ -34,7 +34,7 @@ type Options struct {
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap", "on_interrupted",
 		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
-		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots"}
+		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots", "id", "project_id"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
 		"prompt_template":    "prompt",
@@ -42,7 +42,7 @@ var (
 		"llm_config":         "llm",
 		"max_tokens_per_run": "budget.max_tokens_per_run",
 	}
-	llmKeys = []string{"model", "base_url", "api_key_env", "max_rounds", "tool_choice", "tool_choice_rounds", "parallel_tool_calls", "on_truncated"}
+	llmKeys = []string{"model", "provider", "base_url", "api_key_env", "max_rounds", "tool_choice", "tool_choice_rounds", "parallel_tool_calls", "on_truncated"}
 )
 
 // ParseHook reads one hook file from r. file names it in errors and in
@@ -85,10 +85,18 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	f := s.fields(top, "", hookKeys, hookAliases)
 
 	nameLine := h.Source.Line
-	if n := f.get("name"); n != nil {
+	// agent-queue's id is the name when the file has no name.
+	nameKey := "name"
+	if !f.has("name") && f.has("id") {
+		nameKey = "id"
+	} else if f.has("id") {
+		var id string
+		f.decode("id", &id) // checked as text, otherwise unused
+	}
+	if n := f.get(nameKey); n != nil {
 		nameLine = n.Line
-		if s.decodeAt(n, "name", &h.Name) && !hookName.MatchString(h.Name) {
-			s.errorf(n, "name", "%q is not a valid hook name (use letters, digits, '_', '.', '-')", h.Name)
+		if s.decodeAt(n, nameKey, &h.Name) && !hookName.MatchString(h.Name) {
+			s.errorf(n, nameKey, "%q is not a valid hook name (use letters, digits, '_', '.', '-')", h.Name)
 		}
 	} else {
 		h.Name = opts.DefaultName
@@ -103,6 +111,9 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	f.decode("enabled", &h.Enabled)
 	f.decode("system", &h.System)
 	f.decode("skip_llm", &h.SkipLLM)
+	if p := f.get("project_id"); p != nil {
+		h.Project, _ = s.text(p, "project_id")
+	}
 
 	if n, path := f.either("cooldown", "cooldown_seconds"); n != nil && s.decodeAt(n, path, &h.Cooldown) {
 		nonNegative(s, n, path, h.Cooldown)
@@ -142,6 +153,9 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 
 	if n := f.get("trigger"); n != nil {
 		s.trigger(n, "trigger", h)
+		if h.Trigger.Periodic() && isAgentQueuePeriodic(n) && !f.has("cooldown") && !f.has("cooldown_seconds") {
+			h.Cooldown = AgentQueueCooldown
+		}
 	}
 	if n, path := f.either("steps", "context_steps"); n != nil {
 		s.steps(n, path, h)
@@ -290,9 +304,17 @@ func (s *state) llm(n *yaml.Node, path string, c *engine.LLMConfig) {
 	if m := f.get("model"); m != nil {
 		c.Model, _ = s.text(m, join(path, "model"))
 	}
-	if u, ok := f.decode("base_url", &c.BaseURL); ok {
+	if u, ok := f.decode("base_url", &c.BaseURL); ok && c.BaseURL != "" { // empty: the default, as in agent-queue
 		if err := checkURL(c.BaseURL); err != nil {
 			s.errorf(u, join(path, "base_url"), "%s", err)
+		}
+	}
+	var provider string
+	if p, ok := f.decode("provider", &provider); ok {
+		if u, err := providerURL(provider); err != nil {
+			s.errorf(p, join(path, "provider"), "%s", err)
+		} else if c.BaseURL == "" {
+			c.BaseURL = u
 		}
 	}
 	if e, ok := f.decode("api_key_env", &c.APIKeyEnv); ok && !envName.MatchString(c.APIKeyEnv) {

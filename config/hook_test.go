@@ -183,6 +183,9 @@ func dump(t *testing.T, h *engine.Hook) string {
 		"Budget": h.Budget, "Tools": h.Tools, "Plugins": h.Plugins, "PluginsSet": h.PluginsSet,
 		"SkipLLM": h.SkipLLM, "Source": h.Source,
 	}
+	if h.Project != "" {
+		view["Project"] = h.Project
+	}
 	if h.EnvPassthrough != nil {
 		view["EnvPassthrough"] = h.EnvPassthrough
 	}

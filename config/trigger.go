@@ -14,7 +14,7 @@ import (
 
 var (
 	triggerKeys = []string{"every", "cron", "event", "watch", "timezone", "jitter",
-		"on_missed", "max_catchup", "where", "type"}
+		"on_missed", "max_catchup", "where", "type", "skip_llm"}
 	triggerAliases = map[string]string{"interval_seconds": "every", "event_type": "event"}
 	watchKeys      = []string{"paths", "recursive", "extensions", "include", "ignore",
 		"debounce", "max_wait", "poll", "scan_on_start"}
@@ -37,6 +37,12 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 	t := &h.Trigger
 	t.OnMissed = engine.MissedLatest
 	f := s.fields(n, path, triggerKeys, triggerAliases)
+	// agent-queue's trigger.skip_llm: the hook runs its steps only.
+	if sk := false; f.has("skip_llm") {
+		if _, ok := f.decode("skip_llm", &sk); ok && sk {
+			h.SkipLLM = true
+		}
+	}
 
 	// Which kinds are written, in file order.
 	type kindAt struct {

@@ -443,6 +443,7 @@ func (e *Engine) SetPaused(ctx context.Context, name string, paused bool) error 
 // HookStatus is a hook's live state, for `hookd list`.
 type HookStatus struct {
 	Name       string    `json:"name"`
+	Project    string    `json:"project_id,omitempty"` // agent-queue's project_id, a label
 	Trigger    string    `json:"trigger"`
 	Enabled    bool      `json:"enabled"`
 	Paused     bool      `json:"paused"`

@@ -41,6 +41,7 @@ const (
 // Hook is one validated hook definition, as loaded from a file in hooks.d.
 type Hook struct {
 	Name        string
+	Project     string // agent-queue's project_id, kept as a label
 	Description string
 	Enabled     bool
 	Trigger     Trigger

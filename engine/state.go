@@ -705,7 +705,7 @@ func (s *state) statuses() []HookStatus {
 		st := HookStatus{
 			Name: h.Name, Trigger: h.Trigger.String(), Enabled: h.Enabled, Paused: ent.paused,
 			NextDue: ent.due, LastRunID: ent.lastRunID, LastStatus: ent.lastStatus, LastStart: ent.lastStart,
-			File: h.Source.File, Version: h.Source.Version,
+			File: h.Source.File, Version: h.Source.Version, Project: h.Project,
 		}
 		if ent.active != nil {
 			st.InFlight = ent.active.run.ID

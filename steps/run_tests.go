@@ -21,6 +21,8 @@ type runTestsConfig struct {
 	Shell       shellConfig `yaml:",inline"`
 	Framework   string      `yaml:"framework"`
 	MaxFailures int         `yaml:"max_failures"`
+	// Workspace is agent-queue's name for workdir.
+	Workspace string `yaml:"workspace"`
 }
 
 // runTestsStep runs a test command like the shell step does and reads
@@ -35,6 +37,12 @@ func newRunTests(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 	var c runTestsConfig
 	if err := cfg.Decode(&c); err != nil {
 		return nil, err
+	}
+	if c.Workspace != "" {
+		if c.Shell.Workdir != "" {
+			return nil, fieldErr(cfg, "workspace", "give workdir or workspace (agent-queue's name for it), not both")
+		}
+		c.Shell.Workdir = c.Workspace
 	}
 	sh, err := buildShell(def, cfg, &c.Shell)
 	if err != nil {

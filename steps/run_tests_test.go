@@ -191,6 +191,7 @@ func TestRunTestsStep(t *testing.T) {
 		{name: "passing", src: "command: go test ./good/", wantPassed: true, wantFailures: []any{}, wantExit: 0},
 		{name: "capped failures", src: "command: go test ./...\nmax_failures: 1", wantFailures: []any{"example.com/fix/bad.TestFail"}, wantCount: 2, wantExit: 1},
 		{name: "workdir", src: "command: go test ./...\nworkdir: good", wantPassed: true, wantFailures: []any{}, wantExit: 0},
+		{name: "workspace (agent-queue)", src: "command: go test ./...\nworkspace: good", wantPassed: true, wantFailures: []any{}, wantExit: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,6 +287,8 @@ func TestRunTestsNewErrors(t *testing.T) {
 		{"unknown framework", "command: x\nframework: mocha", `framework: unknown framework "mocha"`},
 		{"negative max_failures", "command: x\nmax_failures: -1", "max_failures: must be > 0"},
 		{"single-quoted placeholder", `command: "go test -run '{{event.x}}'"`, "inside single quotes"},
+		{"workdir and workspace", "command: x\nworkdir: a\nworkspace: b", "workspace: give workdir or workspace"},
+		{"workspace out", "command: x\nworkspace: ../x", "../x"},
 	})
 }
 

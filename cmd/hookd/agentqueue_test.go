@@ -188,3 +188,41 @@ prompt: |
 		}
 	}
 }
+
+// TestAgentQueueHookKeys: id names the hook, project_id is shown by
+// hookd list, trigger.skip_llm runs the steps only, numeric timeouts are
+// seconds, run_tests takes workspace, and a periodic trigger in
+// agent-queue's shape keeps agent-queue's default cooldown of an hour.
+func TestAgentQueueHookKeys(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"aq.json": `{
+  "id": "nightly-tests",
+  "project_id": "webapp",
+  "trigger": {"type": "periodic", "interval_seconds": 86400, "skip_llm": true},
+  "timeout": 300,
+  "context_steps": [
+    {"type": "run_tests", "command": "pwd", "workspace": "repo", "timeout": 60}
+  ],
+  "prompt_template": "never sent: {{step_0}}",
+  "llm_config": {"provider": "openai", "model": "gpt-4o-mini", "base_url": ""}
+}`,
+	})
+	if err := os.MkdirAll(e.path("repo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.must(0, "validate")
+	r := e.must(0, "list")
+	if line := listLine(t, r, "nightly-tests"); !strings.Contains(line, "nightly-tests [webapp]") {
+		t.Errorf("list does not show the project: %q", line)
+	}
+	run := e.getRun(runID(t, e.must(0, "fire", "nightly-tests", "--wait")))
+	if run.Status != engine.StatusCompleted || run.Prompt != "" || len(run.Steps) != 1 ||
+		!strings.HasSuffix(strings.TrimSpace(run.Steps[0].Output), "/repo") {
+		t.Errorf("run: %s prompt %q steps %+v", run.Status, run.Prompt, run.Steps)
+	}
+	// agent-queue's default cooldown: a second fire within the hour is refused.
+	r = e.must(75, "fire", "nightly-tests")
+	if !strings.Contains(r.stderr, "cooldown") {
+		t.Errorf("second fire not refused by the cooldown:\n%s", r)
+	}
+}

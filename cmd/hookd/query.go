@@ -74,7 +74,11 @@ func writeHookTable(w io.Writer, hooks []engine.HookStatus, now time.Time) {
 		if h.InFlight != "" {
 			inflight = h.InFlight
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s@%s\n", h.Name, h.Trigger, next, last, inflight, h.Queued, h.File, h.Version)
+		name := h.Name
+		if h.Project != "" {
+			name += " [" + h.Project + "]"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s@%s\n", name, h.Trigger, next, last, inflight, h.Queued, h.File, h.Version)
 	}
 	tw.Flush()
 }
@@ -107,7 +111,7 @@ func (c *cli) offlineHooks(ctx context.Context, d *config.Daemon) ([]engine.Hook
 		hs := engine.HookStatus{
 			Name: h.Name, Trigger: h.Trigger.String(), Enabled: h.Enabled, Paused: st.Paused,
 			LastRunID: st.LastRunID, LastStatus: st.LastStatus, LastStart: st.LastStart,
-			File: h.Source.File, Version: h.Source.Version,
+			File: h.Source.File, Version: h.Source.Version, Project: h.Project,
 		}
 		if next := engine.FireTimes(h, now, 1); len(next) > 0 {
 			hs.NextDue = next[0]
