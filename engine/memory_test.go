@@ -84,10 +84,13 @@ func TestFinishedRunsReleaseMemory(t *testing.T) {
 	after, afterBytes := heapAfterGC()
 	grown := int64(after) - int64(before)
 	t.Logf("heap objects %d -> %d (%+d), bytes %d -> %d over %d runs", before, after, grown, beforeBytes, afterBytes, runs)
-	// A leak of one object a run shows as >= runs; the noise (pools,
-	// caches, map buckets) stays below 2,000 objects whatever the count.
-	if grown > runs/4 {
-		t.Fatalf("heap grew by %d objects over %d runs (bound %d): finished runs are retained", grown, runs, runs/4)
+	// A leak of one object a run shows as >= runs (the context leak this
+	// guards against was several a run); the noise (pools, caches, map
+	// buckets, the race detector's shadow state) was seen up to ~2,600
+	// objects on a loaded machine, whatever the count: half the runs
+	// separates the two.
+	if bound := int64(runs / 2); grown > bound {
+		t.Fatalf("heap grew by %d objects over %d runs (bound %d): finished runs are retained", grown, runs, bound)
 	}
 }
 
