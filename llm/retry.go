@@ -109,7 +109,6 @@ func (w *capWriter) Write(p []byte) (int, error) {
 // callError is a model call that failed, classified.
 type callError struct {
 	status int    // HTTP status, 0 for transport errors
-	named  int    // the status an error body of a 200 answer names (OpenRouter's error.code), 0 if none
 	msg    string // what the server said, or the transport error
 	body   string // the response body, trimmed, when there was one
 	retry  bool
@@ -170,7 +169,7 @@ func answerError(s *slot) *callError {
 	}
 	ce := &callError{status: s.status, msg: "error body: " + oneLine(msg, 2000), body: trimBody(body)}
 	if code >= 400 && code <= 599 {
-		ce.named, ce.retry = code, retryStatus(code)
+		ce.retry = retryStatus(code)
 		ce.msg = fmt.Sprintf("error body (code %d): %s", code, oneLine(msg, 2000))
 	}
 	return ce
