@@ -1,7 +1,11 @@
 package main
 
 import (
+	"flag"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -162,5 +166,46 @@ func TestRunsEmptyAndUnknown(t *testing.T) {
 	code, body := e.socketClient().call("GET", "/v1/runs?hook=quiet", nil)
 	if code != 200 || strings.TrimSpace(string(body)) != "[]" {
 		t.Errorf("GET /v1/runs with nothing to list: %d %s", code, body)
+	}
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// varying matches the values of a run record that differ from run to
+// run: ids, times and durations.
+var varying = regexp.MustCompile(`("(?:id|run_id|queued_at|started_at|finished_at|started|slot)": )"[^"]*"|("(?:duration_ns|duration_ms)": )[0-9]+`)
+
+// TestRunJSONShape pins the JSON of `hookd run --json` for a run that
+// failed on a command and one that short-circuited: the fields and the
+// words of the outcome (golden files in testdata/).
+func TestRunJSONShape(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"backup.yaml": "steps:\n  - name: backup\n    type: shell\n    command: exit 12\nskip_llm: true\n",
+		"tests.yaml": "steps:\n  - name: tests\n    type: shell\n    command: echo ok\n    skip_llm_if_exit_zero: true\n" +
+			"prompt: \"never sent: {{step_0}}\"\n",
+	})
+	for _, c := range []struct{ hook, golden string }{{"backup", "run-failed.json"}, {"tests", "run-short-circuit.json"}} {
+		r := e.run("fire", c.hook, "--wait")
+		out := e.must(0, "run", runID(t, r), "--json").stdout
+		out = varying.ReplaceAllStringFunc(out, func(m string) string {
+			k, _, _ := strings.Cut(m, ": ")
+			return k + `: "X"`
+		})
+		path := filepath.Join("testdata", c.golden)
+		if *updateGolden {
+			if err := os.MkdirAll("testdata", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (go test ./cmd/hookd -run TestRunJSONShape -update writes it)", err)
+		}
+		if out != string(want) {
+			t.Errorf("hookd run --json of %s differs from %s:\n%s", c.hook, path, out)
+		}
 	}
 }
