@@ -148,6 +148,9 @@ func (s *state) handler(top *yaml.Node, opts Options) *Handler {
 		case "fail_open":
 		case "fail_closed":
 			h.FailClosed = true
+			if h.On.Model() == engine.ModelVoid {
+				s.errorf(n, "on_error", "fail_closed has no effect at %s: handlers of a void point observe, and their errors are only logged (leave on_error out)", h.On)
+			}
 		default:
 			s.errorf(n, "on_error", "must be fail_open or fail_closed (got %q)", onError)
 		}

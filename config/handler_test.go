@@ -35,6 +35,7 @@ func TestParseHandlerErrors(t *testing.T) {
 		"on: run:before\ncommand: []\n":                              "h.yaml:2: command: must be a non-empty list",
 		"on: run:before\ncommand: [x]\ntimeout: -1s\n":               "h.yaml:3: timeout: must be > 0 (got -1s)",
 		"on: run:before\ncommand: [x]\non_error: ignore\n":           `h.yaml:3: on_error: must be fail_open or fail_closed (got "ignore")`,
+		"on: run:after\ncommand: [x]\non_error: fail_closed\n":       `h.yaml:3: on_error: fail_closed has no effect at run:after`,
 		"on: run:before\ncommand: [x]\nmatch: {tool: x}\n":           "h.yaml:3: match.tool: only tool:call:before and tool:call:after",
 		"on: tool:call:before\ncommand: [x]\nmatch: {tool: \"(\"}\n": "h.yaml:3: match.tool: bad regexp",
 		"on: run:before\ncommand: [x]\ntrigger: {every: 1m}\n":       "h.yaml:3: trigger: unknown field",

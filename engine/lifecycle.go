@@ -130,9 +130,12 @@ const DefaultPriority = 100
 
 // HandlerOptions describe a registration.
 type HandlerOptions struct {
-	// Priority orders handlers of a point: lower first. Zero means
-	// DefaultPriority; use a negative number to run before it.
+	// Priority orders handlers of a point: lower first. Unless
+	// PrioritySet, zero means DefaultPriority.
 	Priority int
+	// PrioritySet says Priority was given, so that 0 is a priority (it
+	// runs before the default 100); only an absent priority is 100.
+	PrioritySet bool
 	// Label names the handler in logs, records and cancel reasons.
 	// Default: "<point>#<n>".
 	Label string
@@ -236,7 +239,7 @@ func (r *Registry) On(point Point, h Handler, opts HandlerOptions) (unsubscribe 
 	if h == nil {
 		panic("engine: nil lifecycle handler")
 	}
-	if opts.Priority == 0 {
+	if opts.Priority == 0 && !opts.PrioritySet {
 		opts.Priority = DefaultPriority
 	}
 	r.mu.Lock()

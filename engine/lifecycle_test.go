@@ -32,12 +32,14 @@ func TestLifecyclePriorityOrderAndCancel(t *testing.T) {
 	var got []string
 	r.On(engine.PointToolCallBefore, record(&mu, &got, "c", engine.Decision{}), engine.HandlerOptions{Priority: 300, Label: "c"})
 	r.On(engine.PointToolCallBefore, record(&mu, &got, "a", engine.Decision{}), engine.HandlerOptions{Priority: 10, Label: "a"})
+	// 0 given is a priority (first), not the default.
+	r.On(engine.PointToolCallBefore, record(&mu, &got, "zero", engine.Decision{}), engine.HandlerOptions{Priority: 0, PrioritySet: true, Label: "zero"})
 	r.On(engine.PointToolCallBefore, record(&mu, &got, "b", engine.Decision{Cancel: true, Reason: "no"}), engine.HandlerOptions{Label: "b"})
 	r.On(engine.PointToolCallBefore, record(&mu, &got, "b2", engine.Decision{}), engine.HandlerOptions{Label: "b2"}) // same priority, later
 
 	o := r.Call(context.Background(), engine.PointToolCallBefore, &engine.Payload{ToolName: "x"})
-	if !slices.Equal(got, []string{"a", "b"}) {
-		t.Errorf("called %v, want [a b]: the cancel stops the chain", got)
+	if !slices.Equal(got, []string{"zero", "a", "b"}) {
+		t.Errorf("called %v, want [zero a b]: the cancel stops the chain", got)
 	}
 	if !o.Cancelled || o.By != "b" || o.Reason != "no" || o.String() != "b: no" {
 		t.Errorf("outcome %+v", o)
@@ -46,7 +48,7 @@ func TestLifecyclePriorityOrderAndCancel(t *testing.T) {
 	for _, reg := range r.List() {
 		labels = append(labels, reg.Label)
 	}
-	if !slices.Equal(labels, []string{"a", "b", "b2", "c"}) {
+	if !slices.Equal(labels, []string{"zero", "a", "b", "b2", "c"}) {
 		t.Errorf("List order %v", labels)
 	}
 }

@@ -85,7 +85,7 @@ type Output struct {
 // command's process group is killed.
 func Options(h *config.Handler) engine.HandlerOptions {
 	return engine.HandlerOptions{
-		Priority: h.Priority, Label: h.Label, Plugin: h.Plugin, FailClosed: h.FailClosed, Source: h.File,
+		Priority: h.Priority, PrioritySet: true, Label: h.Label, Plugin: h.Plugin, FailClosed: h.FailClosed, Source: h.File,
 		Timeout: h.Timeout,
 	}
 }
