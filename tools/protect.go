@@ -42,11 +42,19 @@ func credentialName(name string) bool {
 	return strings.HasPrefix(n, ".env") || slices.Contains(credentialDirs, n) || slices.Contains(credentialFiles, n)
 }
 
+// Python runs these at start-up from any directory on its path, as it
+// runs a line starting with "import" in any *.pth file there: refused
+// like toolDirs, wherever they are.
+var startupFiles = []string{"sitecustomize.py", "usercustomize.py"}
+
 // toolConfigName reports whether a path component is one of the names
 // above or a credential store.
 func toolConfigName(name string) bool {
 	n := strings.ToLower(name)
 	if credentialName(n) || (strings.HasPrefix(n, ".") && strings.HasSuffix(n, "rc")) {
+		return true
+	}
+	if strings.HasSuffix(n, ".pth") || slices.Contains(startupFiles, n) {
 		return true
 	}
 	return slices.Contains(toolDirs, n) || slices.Contains(toolFiles, n)
@@ -148,7 +156,30 @@ func (g *guard) check(rel string) error {
 			return p.refuse(rel)
 		}
 	}
-	return g.inRoots(rel)
+	if err := g.inRoots(rel); err != nil {
+		return err
+	}
+	return g.checkDotNames(rel)
+}
+
+// checkDotNames refuses a dot-named component of rel (.cargo, .mise.toml,
+// .github, .gitattributes...: most configure some tool, and no fixed list
+// knows them all) unless a write root that holds rel names it itself:
+// write_roots: [.cache] lets write_file write .cache/x, not .cache/.y.
+func (g *guard) checkDotNames(rel string) error {
+	named := 0 // components of rel that the deepest root holding it names
+	for _, r := range g.roots {
+		r = filepath.Clean(r)
+		if r != "." && within(r, rel) {
+			named = max(named, len(strings.Split(filepath.ToSlash(r), "/")))
+		}
+	}
+	for i, part := range strings.Split(filepath.ToSlash(rel), "/") {
+		if i >= named && strings.HasPrefix(part, ".") && part != "." {
+			return fmt.Errorf("refused: %s: %s is a dot-named path, which often configures tools that run programs; write_file writes there only when a write root names it", rel, part)
+		}
+	}
+	return nil
 }
 
 // inRoots checks that rel lies in one of the hook's write_roots.

@@ -136,6 +136,15 @@ func TestWriteFileToolConfig(t *testing.T) {
 		".bashrc", ".profile", ".bash_profile", ".zshrc", ".zshenv", ".envrc", ".env", ".env.local", ".npmrc",
 		".gitconfig", ".netrc", "data/.bashrc", ".husky/pre-commit", ".githooks/pre-push", ".vscode/tasks.json",
 		".pre-commit-config.yaml",
+		// Dot names no list knows, refused because no write root names
+		// them, and Python's start-up files, refused by name.
+		".cargo/config.toml", ".CARGO/config.toml", ".mise.toml", ".tool-versions", ".mvn/jvm.config",
+		".mvn/wrapper/maven-wrapper.properties", ".gitattributes", ".gitmodules", "data/.gitattributes",
+		".devcontainer/devcontainer.json", ".github/workflows/ci.yml", ".bashrc.d/x.sh", ".profile.d/x.sh",
+		".direnv/bin/x", ".vim/plugin/x.vim", ".emacs.d/init.el", ".idea/workspace.xml", ".yarnrc.yml",
+		".yarnrc", ".pnpmfile.cjs", ".pre-commit-hooks.yaml", ".Envrc",
+		"sitecustomize.py", "lib/python3/site-packages/usercustomize.py", "SiteCustomize.py", "evil.pth",
+		"data/lib/x.PTH",
 	} {
 		for _, extra := range []string{``, `,"append":true`, `,"create_dirs":true`} {
 			wantErr(t, env, "write_file", `{"path":"`+p+`","content":"[core]\n\tfsmonitor = \"touch /tmp/pwned\"\n"`+extra+`}`, "configures tools that run programs")
@@ -147,6 +156,27 @@ func TestWriteFileToolConfig(t *testing.T) {
 	// Names that only look alike are written.
 	mustCall(t, env, "write_file", `{"path":"data/git/config","content":"x","create_dirs":true}`)
 	mustCall(t, env, "write_file", `{"path":"data/environment.md","content":"x"}`)
+	mustCall(t, env, "write_file", `{"path":"data/site.py","content":"x"}`)
+}
+
+// TestWriteFileDotRoots checks that a dot-named directory is written when
+// a write root names it, and only below that name: a dot name deeper down
+// and a listed tool name stay refused.
+func TestWriteFileDotRoots(t *testing.T) {
+	env, work := daemonLayout(t, ".cache/reports", "data")
+	mustCall(t, env, "write_file", `{"path":".cache/reports/a.md","content":"a","create_dirs":true}`)
+	if b, _ := os.ReadFile(filepath.Join(work, ".cache/reports/a.md")); string(b) != "a" {
+		t.Errorf(".cache/reports/a.md holds %q", b)
+	}
+	before := tree(t, work)
+	for _, p := range []string{".cache/reports/.cargo/config.toml", "data/.github/workflows/ci.yml", ".cache/reports/sitecustomize.py"} {
+		wantErr(t, env, "write_file", `{"path":"`+p+`","content":"x","create_dirs":true}`, "configures tools that run programs")
+	}
+	git, _ := daemonLayout(t, ".git")
+	wantErr(t, git, "write_file", `{"path":".git/config","content":"x"}`, "configures tools that run programs")
+	if after := tree(t, work); after != before {
+		t.Errorf("refused writes changed the workdir:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
 }
 
 // TestWriteFileHardLink performs the hard-link attack: a link made
