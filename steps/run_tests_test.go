@@ -289,6 +289,8 @@ func TestRunTestsNewErrors(t *testing.T) {
 		{"single-quoted placeholder", `command: "go test -run '{{event.x}}'"`, "inside single quotes"},
 		{"workdir and workspace", "command: x\nworkdir: a\nworkspace: b", "workspace: give workdir or workspace"},
 		{"workspace out", "command: x\nworkspace: ../x", "../x"},
+		// GOFLAGS=-toolexec=evil runs a program of the event's choosing.
+		{"GOFLAGS from data", "command: go test ./...\nenv: {GOFLAGS: '{{event.goflags}}'}", "env.GOFLAGS: a value from a placeholder may not go in GOFLAGS"},
 	})
 }
 

@@ -1082,21 +1082,45 @@ func needsQuotes(pe *syntax.ParamExp, stack []syntax.Node) bool {
 	return true
 }
 
-// dangerousVar says why data must not be assigned to a variable that
-// changes what programs run or load.
+// dangerousVar says why data must not be assigned to a variable: the
+// name is one that programs read as configuration (what to run or load,
+// their options, where their settings live). A denylist of patterns, so
+// that whole families are covered (*FLAGS, *_OPTIONS, GIT_*, PYTHON*...);
+// it cannot name every program's variables, so a name it lets through is
+// not a promise that no program reads it.
 func dangerousVar(name string) string {
+	const why = "is a name programs read as configuration (what to run or load, or their options)"
 	switch name {
-	case "PATH", "BASH_ENV", "ENV", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "IFS", "SHELLOPTS",
-		"BASHOPTS", "GLOBIGNORE", "CDPATH", "HOME", "ZDOTDIR", "XDG_CONFIG_HOME", "INPUTRC",
-		"PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT",
-		"RUBYLIB", "NODE_OPTIONS", "NODE_PATH", "PAGER", "EDITOR", "VISUAL", "MANPAGER", "LESSOPEN",
-		"LESSCLOSE", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS", "BASH_XTRACEFD", "SHELL":
-		return "changes what programs run or load"
+	case "PATH", "ENV", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "IFS", "SHELLOPTS", "BASHOPTS",
+		"GLOBIGNORE", "HOME", "ZDOTDIR", "INPUTRC", "PAGER", "EDITOR", "VISUAL", "BROWSER", "SHELL",
+		"CC", "CXX", "CPP", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "OBJDUMP", "FC", "F77",
+		"YACC", "LEX", "GZIP", "BZIP", "BZIP2", "TMPDIR", "TMP", "TEMP", "KUBECONFIG", "MAILPATH",
+		"WGETRC", "CURL_HOME", "TERMINFO", "LOCPATH", "TZDIR", "HOSTALIASES", "VIMINIT", "EXINIT",
+		"MYVIMRC", "LUA_INIT", "PGSERVICEFILE", "PGPASSFILE", "CVS_RSH", "RSYNC_RSH", "VIRTUAL_ENV":
+		return why
 	}
-	for _, p := range []string{"LD_", "DYLD_", "GIT_", "BASH_FUNC_"} {
+	for _, p := range []string{"LD_", "DYLD_", "GIT_", "SSH_", "SUDO_", "BASH_", "PYTHON", "PERL", "RUBY",
+		"NODE_", "NPM_", "YARN_", "PNPM_", "DENO_", "BUN_", "CARGO_", "RUST", "GO", "CGO_", "JAVA", "_JAVA",
+		"JDK_", "MAVEN_", "GRADLE_", "SBT_", "MAKE", "XZ_", "ZSTD_", "LESS", "TAR_", "DOCKER_", "KUBE",
+		"HELM_", "AWS_", "XDG_", "GEM_", "BUNDLE_", "PIP_", "POETRY_", "CONDA_", "COMPOSER_", "PHP",
+		"CCACHE_", "DISTCC_", "GCC_", "GCONV_", "LUA_", "R_", "PG", "MYSQL", "GNUPG", "GPG_"} {
 		if strings.HasPrefix(name, p) {
-			return "changes what programs run or load"
+			return why
 		}
+	}
+	for _, p := range []string{"FLAGS", "OPTS", "OPT", "OPTIONS", "_WRAPPER", "PATH", "HOME", "INIT", "LIB",
+		"ASKPASS", "PAGER", "EDITOR", "SHELL", "_COMMAND", "_CMD", "_RSH"} {
+		if strings.HasSuffix(name, p) {
+			return why
+		}
+	}
+	if strings.Contains(name, "CONF") {
+		return why
+	}
+	// Read in lower case too: npm takes npm_config_*, curl and others http_proxy.
+	up := strings.ToUpper(name)
+	if strings.HasPrefix(up, "NPM_CONFIG_") || strings.HasSuffix(up, "_PROXY") || strings.Contains(up, "CONF") {
+		return why
 	}
 	return ""
 }

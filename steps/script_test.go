@@ -220,6 +220,10 @@ func TestShellRefusedTemplates(t *testing.T) {
 		{"PATH", `PATH={{event.v}} ls`, "", "PATH"},
 		{"LD_PRELOAD", `LD_PRELOAD={{event.v}} ls`, "", "LD_PRELOAD"},
 		{"BASH_ENV export", `export BASH_ENV="{{event.v}}"`, "", "BASH_ENV"},
+		{"TAR_OPTIONS inline", `TAR_OPTIONS={{event.v}} tar xf a.tar`, "", "TAR_OPTIONS, assigned data from {{event.v}}, is a name programs read as configuration"},
+		{"MAKEFLAGS export", `export MAKEFLAGS="{{event.flags}}"; make all`, "", "MAKEFLAGS"},
+		{"GIT_SSH_COMMAND inline", `GIT_SSH_COMMAND="{{event.v}}" git fetch`, "", "GIT_SSH_COMMAND"},
+		{"env NODE_OPTIONS", `env NODE_OPTIONS={{event.v}} node a.js`, "", "assigned by env to NODE_OPTIONS"},
 		{"heredoc delimiter", "cat <<{{event.v}}\nx\n{{event.v}}\n", "", "heredoc"},
 		// Inner shells' scripts, checked with the outer data.
 		{"inner shell eval", "export V={{event.v}}; sh -c 'eval \"$V\"'", "", "in the script of an inner shell: $V, which holds data from {{event.v}}, is an argument of eval"},

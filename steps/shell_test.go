@@ -79,6 +79,18 @@ func TestShellNewErrors(t *testing.T) {
 		{"workdir absolute", "command: x\nworkdir: /tmp", "workdir: must be relative"},
 		{"env reserved name", "command: x\nenv: {HOOKD_P1: x}", "reserved"},
 		{"env bad placeholder", "command: x\nenv: {A: '{{'}", "env.A: unclosed placeholder"},
+		// Data in a variable a program reads as its configuration: make
+		// --eval=$(shell ...), tar --checkpoint-action=exec=..., and kin.
+		{"env MAKEFLAGS from data", "command: make all\nenv: {MAKEFLAGS: '{{event.flags}}'}", "env.MAKEFLAGS: a value from a placeholder may not go in MAKEFLAGS"},
+		{"env TAR_OPTIONS from data", "command: tar xf a.tar\nenv: {TAR_OPTIONS: '{{event.v}}'}", "env.TAR_OPTIONS"},
+		{"env CFLAGS from data", "command: make\nenv: {CFLAGS: 'x {{event.v}}'}", "env.CFLAGS"},
+		{"env CC from data", "command: make\nenv: {CC: '{{event.v}}'}", "env.CC"},
+		{"env RUSTC_WRAPPER from data", "command: cargo build\nenv: {RUSTC_WRAPPER: '{{event.v}}'}", "env.RUSTC_WRAPPER"},
+		{"env JAVA_TOOL_OPTIONS from data", "command: java -jar a.jar\nenv: {JAVA_TOOL_OPTIONS: '{{event.v}}'}", "env.JAVA_TOOL_OPTIONS"},
+		{"env npm_config lower case from data", "command: npm ci\nenv: {npm_config_script_shell: '{{event.v}}'}", "env.npm_config_script_shell"},
+		{"env KUBECONFIG from data", "command: kubectl get pods\nenv: {KUBECONFIG: '{{event.v}}'}", "env.KUBECONFIG"},
+		{"env GCONV_PATH from data", "command: iconv -l\nenv: {GCONV_PATH: '{{event.v}}'}", "env.GCONV_PATH"},
+		{"env PYTHONSTARTUP from data", "command: python3 x.py\nenv: {PYTHONSTARTUP: '{{event.v}}'}", "env.PYTHONSTARTUP"},
 		{"negative max_output", "command: x\nmax_output: -1", "max_output: must be > 0 (got -1)"},
 	}
 	for _, tt := range tests {
