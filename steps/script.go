@@ -98,7 +98,9 @@ type occurrence struct {
 // and the arguments of eval, source, trap, `sh -c`, interpreters' code
 // flags, awk and sed programs, ssh, watch, and the command wrapped by
 // env, sudo, su -c, xargs, timeout, nice, nohup, find -exec and the like.
-// Line continuations are joined first.
+// A variable holding data is refused unquoted where bash splits words,
+// and transformed (${v#...}, ${v/...}, ...) where the result may begin
+// an argument. Line continuations are joined first.
 func parseShellScript(src string, taintedEnv map[string]bool) (*shellScript, error) {
 	phs, err := engine.ParsePlaceholders(src)
 	if err != nil {
@@ -681,6 +683,33 @@ func arithInner(n syntax.Node) bool {
 
 var identRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 
+// taintedName returns a name in w's literal text that is a variable
+// holding data, for where bash evaluates w as arithmetic; "" if none.
+func (c *checker) taintedName(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	var found string
+	syntax.Walk(w, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.CmdSubst, *syntax.ParamExp:
+			return false // checked where they stand
+		}
+		l, ok := n.(*syntax.Lit)
+		if !ok || found != "" {
+			return found == ""
+		}
+		for _, id := range identRE.FindAllString(l.Value, -1) {
+			if _, t := c.tainted[id]; t {
+				found = id
+				return false
+			}
+		}
+		return true
+	})
+	return found
+}
+
 // node checks one node with its ancestors.
 func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 	switch n := n.(type) {
@@ -703,16 +732,8 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 			why = "inside an arithmetic expression"
 		}
 		if why != "" {
-			for _, p := range n.Parts {
-				l, ok := p.(*syntax.Lit)
-				if !ok {
-					continue
-				}
-				for _, id := range identRE.FindAllString(l.Value, -1) {
-					if _, t := c.tainted[id]; t {
-						return fmt.Errorf("$%s, which holds %s, is used %s", id, c.describeRoots(c.tainted[id]), why)
-					}
-				}
+			if id := c.taintedName(n); id != "" {
+				return fmt.Errorf("$%s, which holds %s, is used %s", id, c.describeRoots(c.tainted[id]), why)
 			}
 		}
 	case *syntax.Assign:
@@ -725,6 +746,15 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 				if c.intVars[n.Name.Value] {
 					return fmt.Errorf("%s, assigned %s, is an integer variable (declare -i), whose value bash evaluates as arithmetic", n.Name.Value, c.describeRoots(t))
 				}
+			}
+			if c.intVars[n.Name.Value] && t == nil {
+				// A name in an integer variable's value is a variable
+				// bash evaluates: declare -i max=limit.
+				if id := c.taintedName(n.Value); id != "" {
+					return fmt.Errorf("%s is assigned the name %s, which holds %s; %s is an integer variable (declare -i), whose value bash evaluates as arithmetic", n.Name.Value, id, c.describeRoots(c.tainted[id]), n.Name.Value)
+				}
+			}
+			if t != nil {
 				if why := dangerousVar(n.Name.Value); why != "" {
 					return fmt.Errorf("%s, assigned %s, %s", n.Name.Value, c.describeRoots(t), why)
 				}
@@ -895,7 +925,90 @@ func (c *checker) paramExp(pe *syntax.ParamExp, stack []syntax.Node) error {
 			}
 		}
 	}
-	return nil
+	return c.splitOrTransform(pe, stack)
+}
+
+// splitOrTransform refuses data a variable holds where its expansion
+// escapes the run-time option check: unquoted in a word that bash splits
+// into fields and globs (an argument, a for list, an array element, so
+// "./... -exec=x" becomes two arguments), and transformed by a
+// stripping, replacing, slicing or case operator at the start of an
+// argument before "--" or of a value kept for later (so
+// "refs/heads/--output=F" becomes "--output=F" after the check).
+func (c *checker) splitOrTransform(pe *syntax.ParamExp, stack []syntax.Node) error {
+	if c.occurrenceOf(pe) >= 0 {
+		return nil // a placeholder: written "${HOOKD_Pn}" where unquoted
+	}
+	var w *syntax.Word
+	var parent syntax.Node
+	wi := -1
+	for i := len(stack) - 1; i >= 0 && parent == nil; i-- {
+		switch a := stack[i].(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.Stmt, *syntax.ArithmExp, *syntax.TestClause:
+			return nil
+		case *syntax.Word:
+			if i > 0 {
+				switch stack[i-1].(type) {
+				case *syntax.CallExpr, *syntax.WordIter, *syntax.ArrayElem, *syntax.Assign:
+					w, parent, wi = a, stack[i-1], i
+				}
+			}
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	_, isAssign := parent.(*syntax.Assign)
+	alternate := pe.Exp != nil && (pe.Exp.Op == syntax.AlternateUnset || pe.Exp.Op == syntax.AlternateUnsetOrNull)
+	quoted := false
+	for _, a := range stack[wi:] {
+		if _, ok := a.(*syntax.DblQuoted); ok {
+			quoted = true
+		}
+	}
+	if !isAssign && !quoted && !alternate && !pe.Length {
+		return c.dataErr(pe, "is expanded unquoted, where the shell splits it into several words and expands globs (so one value can become an option and more arguments); quote it: \"$%s\"", pe.Param.Value)
+	}
+	if !transformed(pe) || !leads(w, pe) {
+		return nil
+	}
+	if ce, ok := parent.(*syntax.CallExpr); ok {
+		ci := c.call(ce)
+		for j, a := range ce.Args {
+			if a == w && !ci.rules.optionPosition(ci.args, j) {
+				return nil
+			}
+		}
+	}
+	return c.dataErr(pe, "is transformed by ${%s%s...} where its result may begin an argument: the run-time check of a leading '-' sees only the value before the change; put the argument after \"--\" or literal text before it", pe.Param.Value, transformOp(pe))
+}
+
+// transformed reports whether pe changes the value it expands so that
+// a '-' inside it may come to lead: prefix or suffix removal,
+// replacement, a substring, or a case change.
+func transformed(pe *syntax.ParamExp) bool {
+	if pe.Repl != nil || pe.Slice != nil {
+		return true
+	}
+	if pe.Exp == nil {
+		return false
+	}
+	switch pe.Exp.Op {
+	case syntax.RemSmallPrefix, syntax.RemLargePrefix, syntax.RemSmallSuffix, syntax.RemLargeSuffix,
+		syntax.UpperFirst, syntax.UpperAll, syntax.LowerFirst, syntax.LowerAll:
+		return true
+	}
+	return false
+}
+
+func transformOp(pe *syntax.ParamExp) string {
+	switch {
+	case pe.Repl != nil:
+		return "/"
+	case pe.Slice != nil:
+		return ":"
+	}
+	return pe.Exp.Op.String()
 }
 
 // readsCode names the command ce when it would run what it reads on its

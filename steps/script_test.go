@@ -1,6 +1,9 @@
 package steps
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -257,6 +260,23 @@ func TestShellRefusedTemplates(t *testing.T) {
 		{"argv inner script eval", `list: [sh, -c, 'eval "$V"']`, "V", "in the script of an inner shell"},
 		{"argv inner script arithmetic", `list: [bash, -c, 'echo $((V + 1))']`, "V", "is used inside $((...))"},
 		{"unparsable", `echo "{{event.v}}`, "", "parse the command as bash"},
+		// Word splitting of data a variable holds.
+		{"unquoted variable argument", "pkgs={{event.v}}\ngo test $pkgs", "", "$pkgs, which holds data from {{event.v}}, is expanded unquoted"},
+		{"unquoted positional arguments", "set -- {{event.v}}; git log $1 $2", "", "quote it: \"$1\""},
+		{"unquoted variable in for list", "pkgs={{event.v}}; for p in $pkgs; do go test \"$p\"; done", "", "quote it: \"$pkgs\""},
+		{"unquoted variable in set --", "pkgs={{event.v}}; set -- $pkgs", "", "expanded unquoted"},
+		{"unquoted variable in array", "pkgs={{event.v}}; a=($pkgs)", "", "expanded unquoted"},
+		{"unquoted env variable", `ls ${V}`, "V", "expanded unquoted"},
+		// Transformed data that may begin an argument.
+		{"prefix strip as argument", "p={{event.v}}; git log \"${p#refs/heads/}\"", "", "is transformed by ${p#...}"},
+		{"replace as argument", "p={{event.v}}; git log \"${p//x/}\"", "", "is transformed by ${p/...}"},
+		{"substring as argument", "p={{event.v}}; git log \"${p:3}\"", "", "is transformed by ${p:...}"},
+		{"case change as argument", "p={{event.v}}; git log \"${p,,}\"", "", "is transformed by ${p,,...}"},
+		{"suffix strip kept in a variable", "p={{event.v}}; q=${p%x}; git log \"$q\"", "", "is transformed by ${p%...}"},
+		// Bare names in integer variables' values.
+		{"declare -i by name", "limit={{event.v}}; declare -i max=limit", "", "max is assigned the name limit"},
+		{"local -i by name", "f() { n={{event.v}}; local -i m=n; }; f", "", "m is assigned the name n"},
+		{"integer variable assigned a name", "n={{event.v}}; declare -i m; m=n+1", "", "m is assigned the name n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,9 +328,53 @@ func TestShellAcceptedTemplates(t *testing.T) {
 		`ls # {{event.x}}`,
 		"echo \\\n  {{event.x}}",
 		`printf '%s' {{event.x}} > out.txt`,
+		`pkgs={{event.x}}; go test "$pkgs"`,
+		`set -- {{event.x}}; git log "$1"`,
+		`p={{event.x}}; git log -- "${p#refs/heads/}"`,
+		`p={{event.x}}; git log "x${p#refs/heads/}" ${p:+--all} "${#p}"`,
+		`p={{event.x}}; case "${p#a}" in b) echo b;; esac`,
+		`declare -i n=5; n=n+1; echo "$n"`,
 	} {
 		if _, err := newShellStep(t, "command: "+yamlString(cmd), 0); err != nil {
 			t.Errorf("%s\nrefused: %v", cmd, err)
 		}
+	}
+}
+
+// TestShellSplitTransformAttacks performs, with real shells, the attacks
+// the word-splitting, transformation and integer-name rules stop: the
+// script the template would have run creates the marker file when run
+// with the hostile value as hookd passes it (HOOKD_P1), and the template
+// is refused when the hook loads, so it never runs.
+func TestShellSplitTransformAttacks(t *testing.T) {
+	bash, _ := exec.LookPath("bash")
+	tests := []struct {
+		name, tmpl, value, shell, want string
+	}{
+		{"word splitting", "v={{event.v}}\nfind . -maxdepth 0 $v", "-exec touch MARK ;", "/bin/sh", "expanded unquoted"},
+		{"prefix strip", "p={{event.v}}\nsort \"${p#refs/heads/}\" /dev/null", "refs/heads/-oMARK", "/bin/sh", "is transformed by ${p#...}"},
+		{"declare -i by name", "limit={{event.v}}\ndeclare -i max=limit", "a[$(touch MARK)]", bash, "max is assigned the name limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.shell == "" {
+				t.Skip("bash not installed")
+			}
+			_, err := newShellStep(t, "command: "+yamlString(tt.tmpl), 0)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v; want it to contain %q", err, tt.want)
+			}
+			// The attack is real: the same script, as the old checker
+			// accepted it, run with the value hookd would pass.
+			script := strings.Replace(tt.tmpl, "{{event.v}}", `"${HOOKD_P1}"`, 1)
+			dir := t.TempDir()
+			cmd := exec.Command(tt.shell, "-c", script)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "HOOKD_P1="+tt.value)
+			_ = cmd.Run()
+			if _, err := os.Stat(filepath.Join(dir, "MARK")); err != nil {
+				t.Fatalf("the attack did not work without the rule (%v): the test shows nothing", err)
+			}
+		})
 	}
 }
