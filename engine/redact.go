@@ -23,7 +23,8 @@ const minEncodedLen = 8
 // Redactor replaces the values of a hook's secrets with [REDACTED:NAME]:
 // the value as it is and the forms it takes when hookd or a program
 // quotes, escapes or encodes it — JSON and Go string escapes (also
-// ASCII-only ones), percent-encoding (query and path forms) and base64
+// ASCII-only ones), shell quoting (printf %q's backslashes, single quotes
+// as bash -x and shlex.quote write them), Python's repr, percent-encoding (query and path forms) and base64
 // (standard and URL alphabets, padded and raw, also when the value sits
 // inside a longer encoded text). A secret transformed in any other way
 // (reversed, split, hex-encoded, compressed) is not found.
@@ -121,6 +122,15 @@ func secretForms(v string) []string {
 	forms = append(forms, jsonASCII(v))
 	// Go's %q, as error messages and the prompt's inline values quote.
 	forms = append(forms, unquote(strconv.Quote(v)), unquote(strconv.QuoteToASCII(v)))
+	// Shell quoting: the backslash form of bash's printf %q (a leading ~
+	// or # is escaped only at the start of the quoted word), POSIX single
+	// quotes as bash -x writes them ('\'' for a quote) and as Python's
+	// shlex.quote writes them ('"'"').
+	forms = append(forms, shellBackslash(v, false), shellBackslash(v, true),
+		strings.ReplaceAll(v, "'", `'\''`), strings.ReplaceAll(v, "'", `'"'"'`))
+	// Python's repr: single-quoted with \' escapes, or double-quoted
+	// (a string with ' and no ") with only backslashes escaped.
+	forms = append(forms, pyRepr(v, '\''), pyRepr(v, '"'))
 	// Percent-encoding, in a query and in a path.
 	forms = append(forms, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(url.QueryEscape(v), "+", "%20"))
 	// base64: the whole value, padded and raw, and the part of its
@@ -135,6 +145,44 @@ func secretForms(v string) []string {
 		}
 	}
 	return forms
+}
+
+// shellBackslash escapes v as bash's printf %q does for a printable
+// string: a backslash before each character the shell treats specially,
+// and before a leading ~ or # when atStart.
+func shellBackslash(v string, atStart bool) string {
+	var b strings.Builder
+	for i, r := range v {
+		if strings.ContainsRune(" !\"$&'()*,;<>?[\\]^`{|}", r) || (atStart && i == 0 && (r == '~' || r == '#')) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// pyRepr escapes v as the body of Python's repr of a str quoted with q:
+// backslashes, the quote, \n \r \t and other ASCII control characters.
+func pyRepr(v string, q rune) string {
+	var b strings.Builder
+	for _, r := range v {
+		switch {
+		case r == '\\' || r == q:
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			b.WriteString(`\x` + hex4(r)[2:])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // unquote strips the quotes and the newline of an encoded string.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -330,5 +332,65 @@ func TestRunRedactsCredentials(t *testing.T) {
 	}
 	if live := h.eventsOf("creds.out"); len(live) != 1 || live[0].Data["v"] != want {
 		t.Errorf("live events %+v", live)
+	}
+}
+
+// TestRedactorShellAndPythonQuoting runs real bash and python3 on
+// secrets with quotes, backslashes and spaces and redacts what they
+// print: bash's printf %q, bash -x tracing, and Python's repr (single-
+// and double-quoted) and shlex.quote. No piece of a secret may remain.
+func TestRedactorShellAndPythonQuoting(t *testing.T) {
+	for _, bin := range []string{"bash", "python3"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed: %v", bin, err)
+		}
+	}
+	secrets := map[string]string{
+		"S":     `Sx\q"9'Zz it`,
+		"TILDE": `~Tq#Wv it's`,   // a leading ~, and ' without " (repr uses double quotes)
+		"TAB":   "Tb\tKq'Jw\\Yx", // repr escapes the tab
+	}
+	var names, environ []string
+	for k, v := range secrets {
+		names = append(names, k)
+		environ = append(environ, k+"="+v)
+	}
+	red := engine.NewRedactor(names, environ)
+	run := func(env, name string, args ...string) string {
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), "V="+env)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %q: %v\n%s", name, args, err, out)
+		}
+		return string(out)
+	}
+	for k, v := range secrets {
+		outputs := map[string]string{
+			"python-repr":  run(v, "python3", "-c", `import os; print(repr(os.environ["V"]), [os.environ["V"]])`),
+			"python-shlex": run(v, "python3", "-c", `import os, shlex; print("cmd", shlex.quote(os.environ["V"]))`),
+			"bash-xtrace":  run(v, "bash", "-xc", `: "$V"; echo done`),
+		}
+		if k != "TAB" { // printf %q writes $'...' for a control character: not found
+			outputs["bash-printf-q"] = run(v, "bash", "-c", `printf 'token=%q\n' "$V"; printf '%q\n' "x$V"`)
+		}
+		for how, out := range outputs {
+			got := red.String(out)
+			if !strings.Contains(got, "[REDACTED:"+k+"]") {
+				t.Errorf("%s as %s: %q became %q, with no [REDACTED:%s]", k, how, out, got, k)
+			}
+			for _, piece := range []string{v[:2], v[len(v)-2:]} {
+				if strings.Contains(got, piece) {
+					t.Errorf("%s as %s: %q became %q, which still holds %q", k, how, out, got, piece)
+				}
+			}
+		}
+	}
+	// The exact strings of issue 10.
+	one := engine.NewRedactor([]string{"S"}, []string{"S=" + secrets["S"]})
+	for _, in := range []string{`Sx\\q\"9\'Zz\ it`, `'Sx\q"9'\''Zz it'`, `'Sx\\q"9\'Zz it'`} {
+		if got := one.String("v=" + in + "."); got != "v=[REDACTED:S]." && got != "v='[REDACTED:S]'." {
+			t.Errorf("%s became %q", in, got)
+		}
 	}
 }
