@@ -997,6 +997,8 @@ func transformed(pe *syntax.ParamExp) bool {
 	case syntax.RemSmallPrefix, syntax.RemLargePrefix, syntax.RemSmallSuffix, syntax.RemLargeSuffix,
 		syntax.UpperFirst, syntax.UpperAll, syntax.LowerFirst, syntax.LowerAll:
 		return true
+	case syntax.OtherParamOps: // ${v@U}, ${v@u}, ${v@L}
+		return pe.Exp.Word != nil && strings.ContainsAny(pe.Exp.Word.Lit(), "UuL")
 	}
 	return false
 }

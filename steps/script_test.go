@@ -272,6 +272,7 @@ func TestShellRefusedTemplates(t *testing.T) {
 		{"replace as argument", "p={{event.v}}; git log \"${p//x/}\"", "", "is transformed by ${p/...}"},
 		{"substring as argument", "p={{event.v}}; git log \"${p:3}\"", "", "is transformed by ${p:...}"},
 		{"case change as argument", "p={{event.v}}; git log \"${p,,}\"", "", "is transformed by ${p,,...}"},
+		{"case change by @U as argument", "p={{event.v}}; git log \"${p@U}\"", "", "is transformed by ${p@...}"},
 		{"suffix strip kept in a variable", "p={{event.v}}; q=${p%x}; git log \"$q\"", "", "is transformed by ${p%...}"},
 		// Bare names in integer variables' values.
 		{"declare -i by name", "limit={{event.v}}; declare -i max=limit", "", "max is assigned the name limit"},
