@@ -24,9 +24,10 @@ const minEncodedLen = 8
 // the value as it is and the forms it takes when hookd or a program
 // quotes, escapes or encodes it — JSON and Go string escapes (also
 // ASCII-only ones), shell quoting (printf %q's backslashes, single quotes
-// as bash -x and shlex.quote write them), Python's repr, percent-encoding (query and path forms) and base64
-// (standard and URL alphabets, padded and raw, also when the value sits
-// inside a longer encoded text). A secret transformed in any other way
+// as bash -x and shlex.quote write them), Python's repr,
+// percent-encoding (query and path forms) and base64 (standard and URL
+// alphabets, padded and raw, also when the value sits inside a longer
+// encoded text). A secret transformed in any other way
 // (reversed, split, hex-encoded, compressed) is not found.
 //
 // The engine builds one Redactor per run and applies it at every sink:
