@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -18,9 +19,16 @@ import (
 type LockError struct {
 	Path string // the database path
 	PID  int    // the holder's pid, 0 if unknown
+	// Gone says that the process PID has exited: the lock is held by a
+	// process that inherited it (one that hookd started).
+	Gone bool
 }
 
 func (e *LockError) Error() string {
+	if e.Gone {
+		return fmt.Sprintf("database %s is still locked by a process that hookd (pid %d, which has exited) started; "+
+			"find it with `fuser %s.lock` and stop it, or use --db", e.Path, e.PID, e.Path)
+	}
 	pid := "pid unknown"
 	if e.PID > 0 {
 		pid = "pid " + strconv.Itoa(e.PID)
@@ -69,10 +77,12 @@ func Lock(dbPath string) (*DaemonLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock database %s: %w", dbPath, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockHeld(f); err != nil {
 		defer f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &LockError{Path: dbPath, PID: readPID(f)}
+		var le *LockError
+		if errors.As(err, &le) {
+			le.Path = dbPath
+			return nil, le
 		}
 		return nil, fmt.Errorf("lock database %s: flock %s: %w", dbPath, path, err)
 	}
@@ -144,6 +154,43 @@ func sameFile(path, what string, stat func() (os.FileInfo, error)) error {
 		return &GoneError{Path: path, What: what}
 	}
 	return nil
+}
+
+// orphanWait bounds how long Lock waits for a lock whose recorded holder
+// is no longer alive; a variable for tests.
+var orphanWait = 5 * time.Second
+
+// flockHeld takes the exclusive flock on f. When another open file
+// description holds it, flockHeld returns a *LockError at once if the pid
+// recorded in the file is a live process. If that process is gone (or no
+// pid is recorded) the flock is held by what it left behind: a child
+// forked by a daemon killed with SIGKILL keeps the inherited lock until it
+// execs (which closes it) or exits, and a holder that is unlocking has
+// truncated the file before closing it. A restart right after a kill -9
+// must not be refused for that, so flockHeld tries again for up to
+// orphanWait before it gives up.
+func flockHeld(f *os.File) error {
+	deadline := time.Now().Add(orphanWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return err
+		}
+		pid := readPID(f)
+		if pid > 0 && alive(pid) {
+			return &LockError{PID: pid}
+		}
+		if time.Now().After(deadline) {
+			return &LockError{PID: pid, Gone: pid > 0}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive reports whether a process with this pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func writePID(f *os.File) error {

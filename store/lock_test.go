@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -150,5 +152,64 @@ func TestLockFollowsFile(t *testing.T) {
 				mustRun(t, second.Unlock())
 			}
 		})
+	}
+}
+
+// TestLockLeftToAChild: a daemon killed with SIGKILL while a child it
+// forked has not yet exec'd leaves its flock to that child for a moment.
+// The next daemon waits for the child instead of refusing to start, and
+// names the situation when the child keeps the lock.
+func TestLockLeftToAChild(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hookd.db")
+	// A pid that no longer exists: a process that has been reaped.
+	dead := exec.Command("true")
+	mustRun(t, dead.Run())
+	deadPID := dead.ProcessState.Pid()
+
+	hold := func() (release func()) {
+		f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+		mustRun(t, err)
+		mustRun(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+		mustRun(t, f.Truncate(0))
+		_, err = f.WriteAt([]byte(fmt.Sprintf("%d\n", deadPID)), 0)
+		mustRun(t, err)
+		// The child inherits the locked file description; then the
+		// "daemon" (this test) lets go of its own copy.
+		child := exec.Command("cat")
+		child.ExtraFiles = []*os.File{f}
+		stdin, err := child.StdinPipe()
+		mustRun(t, err)
+		mustRun(t, child.Start())
+		mustRun(t, f.Close())
+		return func() { stdin.Close(); child.Wait() }
+	}
+
+	release := hold()
+	got := make(chan error, 1)
+	go func() {
+		lock, err := Lock(path)
+		if err == nil {
+			err = lock.Unlock()
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let Lock find the lock held
+	release()
+	if err := <-got; err != nil {
+		t.Fatalf("Lock after the child let go: %v", err)
+	}
+
+	// A child that keeps the lock: Lock gives up and says why.
+	defer func(d time.Duration) { orphanWait = d }(orphanWait)
+	orphanWait = 200 * time.Millisecond
+	release = hold()
+	defer release()
+	_, err := Lock(path)
+	var le *LockError
+	if !errors.As(err, &le) || !le.Gone || le.PID != deadPID {
+		t.Fatalf("Lock while a child holds it: %v (%+v), want a LockError naming the exited pid", err, le)
+	}
+	if !strings.Contains(err.Error(), "which has exited") {
+		t.Errorf("error %q does not say the holder exited", err)
 	}
 }
