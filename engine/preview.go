@@ -54,7 +54,7 @@ func (e *Engine) Preview(ctx context.Context, name string, event map[string]any)
 		payload = b
 	}
 	run := &Run{
-		ID: NewID(), Hook: h.Name, Trigger: "manual", Status: StatusRunning,
+		ID: NewID(), Hook: h.Name, Project: h.Project, Trigger: "manual", Status: StatusRunning,
 		Event: payload, QueuedAt: now, StartedAt: now,
 	}
 	rctx, cancel := e.runContext(ctx, h)

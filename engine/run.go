@@ -51,6 +51,7 @@ func (s Status) Final() bool { return s != StatusQueued && s != StatusRunning }
 type Run struct {
 	ID          string          `json:"id"`
 	Hook        string          `json:"hook"`
+	Project     string          `json:"project_id,omitempty"`  // the hook's project_id label (agent-queue), when it has one
 	Trigger     string          `json:"trigger"`               // what fired it: schedule, catchup, event, manual, tool:HOOK (see FromTool)
 	Slot        time.Time       `json:"slot,omitzero"`         // the schedule slot it fires for (zero when not periodic)
 	Status      Status          `json:"status"`                //

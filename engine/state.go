@@ -379,7 +379,7 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	h := ent.hook
 	now := s.cfg.Clock.Now()
 	run := &Run{
-		ID: NewID(), Hook: h.Name, Trigger: t.reason, Slot: t.slot,
+		ID: NewID(), Hook: h.Name, Project: h.Project, Trigger: t.reason, Slot: t.slot,
 		EventType: t.eventType, Depth: t.depth, QueuedAt: now,
 	}
 	if t.note != "" {
@@ -535,6 +535,7 @@ func (s *state) refuse(ent *entry, run *Run, status Status, g *GateError) trigRe
 // record stores a final record of a trigger that did not run and
 // announces it.
 func (s *state) record(ent *entry, run *Run) {
+	run.Project = ent.hook.Project
 	if run.FinishedAt.IsZero() {
 		run.FinishedAt = s.cfg.Clock.Now()
 	}

@@ -78,6 +78,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{4, "run outcome", sqlRunOutcome},             // outcome.go
 	{5, "retention", sqlRetention},                // prune.go
 	{6, "run process groups", sqlRunProcs},        // procs.go
+	{7, "run project label", sqlRunProject},       // runs.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

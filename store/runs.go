@@ -17,15 +17,19 @@ import (
 // marks interrupted.
 const InterruptedReason = "hookd stopped while the run was in flight"
 
+// sqlRunProject adds the run's project label: the project_id of its hook
+// (agent-queue's key), "" when the hook has none.
+const sqlRunProject = `ALTER TABLE runs ADD COLUMN project TEXT NOT NULL DEFAULT '';`
+
 // defaultLimit is the number of rows a list returns when no limit is given.
 const defaultLimit = 50
 
 const runCols = `id, hook, "trigger", slot, status, reason, event_type, event, steps,
 	prompt, response, tool_calls, prompt_tokens, completion_tokens, cached_tokens,
-	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats`
+	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project`
 
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // sqlUpsertRun inserts a run as running, or starts the queued run of the
 // same id (keeping its seq, hence its place in the history). A run already
@@ -378,7 +382,7 @@ func scanRun(row scanner) (*engine.Run, int64, error) {
 	)
 	dest := []any{&r.ID, &r.Hook, &r.Trigger, &slot, &status, &r.Reason, &r.EventType,
 		&event, &steps, &r.Prompt, &r.Response, &tools, &pt, &ct, &cached,
-		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &seq}
+		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &seq}
 	if err := row.Scan(dest...); err != nil {
 		return nil, 0, err
 	}
@@ -427,7 +431,7 @@ func runArgs(r *engine.Run, st engine.Status) ([]any, error) {
 	return []any{r.ID, r.Hook, r.Trigger, timeArg(r.Slot), string(st), r.Reason, r.EventType,
 		rawArg(r.Event), steps, r.Prompt, r.Response, rawArg(r.ToolCalls), pt, ct, cached,
 		r.Error, r.Fingerprint, r.Depth, timeArg(r.QueuedAt), timeArg(r.StartedAt),
-		timeArg(r.FinishedAt), out, max(r.Repeats, 1)}, nil
+		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project}, nil
 }
 
 func stepsJSON(steps []*engine.StepResult) (any, error) {

@@ -220,9 +220,27 @@ func TestAgentQueueHookKeys(t *testing.T) {
 		!strings.HasSuffix(strings.TrimSpace(run.Steps[0].Output), "/repo") {
 		t.Errorf("run: %s prompt %q steps %+v", run.Status, run.Prompt, run.Steps)
 	}
-	// agent-queue's default cooldown: a second fire within the hour is refused.
+	// The project label is stored with the run: hookd run shows it, its
+	// JSON (and the API's) has project_id.
+	if run.Project != "webapp" {
+		t.Errorf("run record project %q, want webapp", run.Project)
+	}
+	if r := e.must(0, "run", run.ID); !strings.Contains(r.stdout, "project:   webapp") {
+		t.Errorf("hookd run does not show the project:\n%s", r)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(e.must(0, "run", run.ID, "--json").stdout), &raw); err != nil || raw["project_id"] != "webapp" {
+		t.Errorf("hookd run --json project_id: %v (%v)", raw["project_id"], err)
+	}
+	// agent-queue's default cooldown: a second fire within the hour is
+	// refused, and the refusal's record carries the label too.
 	r = e.must(75, "fire", "nightly-tests")
 	if !strings.Contains(r.stderr, "cooldown") {
 		t.Errorf("second fire not refused by the cooldown:\n%s", r)
+	}
+	var list []*engine.Run
+	r = e.must(0, "runs", "nightly-tests", "--status", "skipped", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].Project != "webapp" {
+		t.Errorf("cooldown record (%v):\n%s", err, r.stdout)
 	}
 }

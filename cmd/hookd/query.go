@@ -271,6 +271,7 @@ func printRun(c *cli, r *engine.Run) {
 		}
 	}
 	field("hook", r.Hook)
+	field("project", r.Project)
 	field("status", r.Headline())
 	field("reason", r.Reason)
 	if r.Repeats > 1 {
