@@ -21,17 +21,20 @@ const DefaultHandlerTimeout = 5 * time.Second
 // the point's payload as JSON on stdin and answers by its exit code and
 // stdout (see the README, "Lifecycle handlers").
 type Handler struct {
-	File     string       // path as given to the loader
-	Line     int          // line of the file's first key
-	On       engine.Point //
-	Label    string       // default: the file name without its extension
-	Enabled  bool
-	HookGlob string         // match.hook: a path.Match glob on the hook's name; "" matches all
-	Tool     *regexp.Regexp // match.tool: on tool:call:* points, a regexp on the tool's name; nil matches all
-	Command  []string       // argv
-	Dir      string         // the command's working directory: the project root
-	Priority int
-	Timeout  time.Duration
+	File  string       // path as given to the loader
+	Line  int          // line of the file's first key
+	On    engine.Point //
+	Label string       // default: the file name without its extension; unique per point
+	// LabelLine is the line of the label key (the first key's line when
+	// the label is the file name).
+	LabelLine int
+	Enabled   bool
+	HookGlob  string         // match.hook: a path.Match glob on the hook's name; "" matches all
+	Tool      *regexp.Regexp // match.tool: on tool:call:* points, a regexp on the tool's name; nil matches all
+	Command   []string       // argv
+	Dir       string         // the command's working directory: the project root
+	Priority  int
+	Timeout   time.Duration
 	// FailClosed is on_error: fail_closed (the default is fail_open).
 	FailClosed bool
 	Plugin     string
@@ -111,6 +114,7 @@ func (s *state) handler(top *yaml.Node, opts Options) *Handler {
 	if h.Label == "" {
 		s.add(h.Line, "label", "required")
 	}
+	h.LabelLine = f.keyLine("label")
 	if n := f.get("match"); n != nil {
 		mf := s.fields(n, "match", matchKeys, nil)
 		if g, ok := mf.decode("hook", &h.HookGlob); ok {

@@ -64,3 +64,42 @@ func TestLoadDirAllHandlers(t *testing.T) {
 		t.Errorf("dir %s", hs[0].Dir)
 	}
 }
+
+// TestLoadDirAllDuplicateHandlerLabel: handler labels are ids, so two
+// handlers with one label at one point are a load error on the later
+// file, at its label line; the same label at another point is fine.
+func TestLoadDirAllDuplicateHandlerLabel(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.yaml", "on: tool:call:before\nlabel: audit\ncommand: [sh]\n")
+	write("b.yaml", "on: tool:call:before\ncommand: [sh]\nlabel: audit\n")
+	write("c.yaml", "on: run:after\nlabel: audit\ncommand: [sh]\n")
+	// The default label is the file name: guard.json and guard.yaml collide.
+	write("guard.json", `{"on": "run:before", "command": ["sh"]}`)
+	write("guard.yaml", "on: run:before\ncommand: [sh]\n")
+	_, hs, errs := LoadDirAll(dir, Options{})
+	var got []string
+	for _, h := range hs {
+		got = append(got, filepath.Base(h.File))
+	}
+	if strings.Join(got, " ") != "a.yaml c.yaml guard.json" {
+		t.Errorf("handlers loaded: %v", got)
+	}
+	want := []string{
+		filepath.Join(dir, "b.yaml") + `:3: label: duplicate handler label "audit" at tool:call:before (first in ` + filepath.Join(dir, "a.yaml") + ":2)",
+		filepath.Join(dir, "guard.yaml") + `:1: label: duplicate handler label "guard" at run:before (first in ` + filepath.Join(dir, "guard.json") + ":1)",
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("errs %v", errs)
+	}
+	for i, w := range want {
+		if !strings.Contains(errs[i].Error(), w) {
+			t.Errorf("err %d: %v\nwant %s", i, errs[i], w)
+		}
+	}
+}

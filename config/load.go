@@ -89,12 +89,29 @@ func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Han
 		line int
 	}
 	byName := map[string]seen{}
+	// A handler's label is its id at its point (as the Standard Agents
+	// spec's unique ids): logs, records and cancel reasons name it, so
+	// two handlers of one point may not share it.
+	type pointLabel struct {
+		point engine.Point
+		label string
+	}
+	byLabel := map[pointLabel]seen{}
 	for _, r := range results {
 		switch {
 		case len(r.errs) > 0:
 			errs = append(errs, r.errs...)
 		case r.handler != nil:
-			handlers = append(handlers, r.handler)
+			h := r.handler
+			k := pointLabel{h.On, h.Label}
+			if first, dup := byLabel[k]; dup {
+				errs = append(errs, &Error{File: h.File, Line: h.LabelLine, Field: "label",
+					Msg: fmt.Sprintf("duplicate handler label %q at %s (first in %s:%d); a label is the handler's id at its point: set label: to tell them apart",
+						h.Label, h.On, first.file, first.line)})
+				continue
+			}
+			byLabel[k] = seen{h.File, h.LabelLine}
+			handlers = append(handlers, h)
 		case r.hook != nil:
 			h := r.hook
 			if first, dup := byName[h.Name]; dup {
