@@ -1,0 +1,374 @@
+// Package pgtest runs a throwaway PostgreSQL server for tests: the real
+// server binaries (Debian's postgresql package), a cluster made with
+// initdb in a temporary directory, reached over a unix socket in that
+// directory, and stopped when the test binary ends.
+//
+// A test package uses it as
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+//
+//	func TestX(t *testing.T) {
+//		url := pgtest.NewDatabase(t) // an empty database of its own
+//		...
+//	}
+//
+// The server starts on the first NewDatabase call, once per test binary,
+// so packages whose tests do not ask for one pay nothing. Each
+// NewDatabase is a new database in that server, dropped when the test
+// ends.
+//
+// When the binaries are missing the test is skipped with a message that
+// names the package to install; with HOOKD_REQUIRE_POSTGRES=1 (set by CI)
+// it fails instead, so that a CI machine without PostgreSQL cannot pass
+// by skipping.
+//
+// PostgreSQL refuses to run as root. When the test runs as root (CI
+// does), the server runs as the unprivileged user "nobody", and the
+// cluster's directory belongs to it.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RequireEnv is the environment variable that turns a missing PostgreSQL
+// from a skip into a failure.
+const RequireEnv = "HOOKD_REQUIRE_POSTGRES"
+
+// Package is the Debian package that provides the server binaries.
+const Package = "postgresql"
+
+// startTimeout bounds how long the server may take to start; generous,
+// for a loaded CI machine.
+const startTimeout = 2 * time.Minute
+
+// Server is a running throwaway PostgreSQL server.
+type Server struct {
+	Dir  string // the cluster's directory: data in Dir/data, the socket in Dir
+	Port int    // the port number, which names the socket file
+	User string // the superuser role tests connect as
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	waitEr error
+	log    *os.File
+}
+
+var (
+	shared    *Server
+	sharedErr error
+	startOnce sync.Once
+	dbSeq     atomic.Int64
+)
+
+// Main runs the tests of m and then stops the server if one was started.
+// It returns the exit code for os.Exit.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+// Shared returns the test binary's server, starting it on first use. It
+// skips t when the binaries are missing (fails under
+// HOOKD_REQUIRE_POSTGRES=1), and fails t when the server did not start.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	startOnce.Do(func() {
+		var bin string
+		bin, sharedErr = FindBinaries()
+		if sharedErr != nil {
+			return
+		}
+		shared, sharedErr = Start(bin)
+	})
+	if sharedErr != nil {
+		unavailable(t, sharedErr)
+	}
+	return shared
+}
+
+// unavailable ends t for a server that could not be had: a skip when the
+// binaries are missing (unless HOOKD_REQUIRE_POSTGRES=1), else a failure.
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	var nf *NotFoundError
+	if errors.As(err, &nf) {
+		if required() {
+			t.Fatalf("%v (%s=1)", err, RequireEnv)
+			return
+		}
+		t.Skipf("%v; set %s=1 to make this a failure", err, RequireEnv)
+		return
+	}
+	t.Fatalf("start PostgreSQL: %v", err)
+}
+
+// NewDatabase creates an empty database in the shared server and returns
+// its connection URL. The database is dropped when t ends.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	s := Shared(t)
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := s.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		// FORCE ends the sessions a test left open (PostgreSQL 13+).
+		if err := s.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop test database: %v", err)
+		}
+	})
+	return s.URL(name)
+}
+
+func required() bool { return os.Getenv(RequireEnv) == "1" }
+
+// URL returns the connection URL of database db on s, over its socket.
+func (s *Server) URL(db string) string {
+	q := url.Values{"host": {s.Dir}, "port": {strconv.Itoa(s.Port)}, "sslmode": {"disable"}}
+	return (&url.URL{Scheme: "postgres", User: url.User(s.User), Path: "/" + db, RawQuery: q.Encode()}).String()
+}
+
+// Exec runs one statement as the superuser in the postgres database.
+func (s *Server) Exec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("connect to test server: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("run %q: %w", sql, err)
+	}
+	return nil
+}
+
+// NotFoundError says the PostgreSQL server binaries were not found.
+type NotFoundError struct {
+	Looked []string // where they were looked for
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("PostgreSQL server binaries (initdb, postgres) not found on PATH or in %s: "+
+		"install Debian's %s package (apt-get install %s)", strings.Join(e.Looked, ", "), Package, Package)
+}
+
+// FindBinaries returns the directory holding initdb and postgres: the
+// first on PATH that has both, else the newest /usr/lib/postgresql/N/bin
+// (Debian does not put the server binaries on PATH).
+func FindBinaries() (string, error) { return findBinaries("/usr/lib/postgresql/*/bin") }
+
+func findBinaries(glob string) (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		dir := filepath.Dir(p)
+		if isExec(filepath.Join(dir, "postgres")) {
+			return dir, nil
+		}
+	}
+	dirs, _ := filepath.Glob(glob)
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, dir := range dirs {
+		if isExec(filepath.Join(dir, "initdb")) && isExec(filepath.Join(dir, "postgres")) {
+			return dir, nil
+		}
+	}
+	return "", &NotFoundError{Looked: []string{glob}}
+}
+
+// version is N of /usr/lib/postgresql/N/bin.
+func version(dir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return n
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// Start makes a new cluster in a new temporary directory with the
+// binaries in bin and starts its server, listening only on a unix socket
+// in that directory (no TCP port, so parallel test binaries cannot
+// collide). It returns when the server accepts connections.
+func Start(bin string) (_ *Server, err error) {
+	cred, owner, err := serverUser()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "hookd-pg-")
+	if err != nil {
+		return nil, fmt.Errorf("create cluster directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	if owner != nil {
+		if err := os.Chown(dir, owner[0], owner[1]); err != nil {
+			return nil, fmt.Errorf("give cluster directory to the server user: %w", err)
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, Port: port, User: "hookd", exited: make(chan struct{})}
+	data := filepath.Join(dir, "data")
+
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", s.User, "-A", "trust",
+		"-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions")
+	initdb.Dir = dir
+	initdb.Env = serverEnv()
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+
+	s.log, err = os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		return nil, fmt.Errorf("create server log: %w", err)
+	}
+	if owner != nil {
+		_ = s.log.Chown(owner[0], owner[1])
+	}
+	// A throwaway cluster: durability settings off, for speed.
+	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data,
+		"-k", dir, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=",
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=200", "-c", "shared_buffers=16MB",
+		"-c", "log_min_messages=warning")
+	s.cmd.Dir = dir
+	s.cmd.Env = serverEnv()
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	// Pdeathsig: a test binary that dies (a panic, a timeout, SIGKILL)
+	// takes its server with it. SIGQUIT is PostgreSQL's immediate stop.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	if err := s.cmd.Start(); err != nil {
+		s.log.Close()
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
+	go func() { s.waitEr = s.cmd.Wait(); close(s.exited) }()
+	if err := s.waitReady(); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady polls until the server accepts a connection, it exits, or
+// startTimeout passes.
+func (s *Server) waitReady() error {
+	deadline := time.Now().Add(startTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		conn, err := pgx.Connect(ctx, s.URL("postgres"))
+		if err == nil {
+			conn.Close(ctx)
+			cancel()
+			return nil
+		}
+		cancel()
+		select {
+		case <-s.exited:
+			return fmt.Errorf("postgres exited while starting (%v): %s", s.waitEr, s.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres did not accept connections within %s: %w\n%s", startTimeout, err, s.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stop stops the server (a fast shutdown, then SIGKILL if it hangs) and
+// removes its directory. It is safe to call more than once.
+func (s *Server) Stop() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return os.RemoveAll(s.Dir)
+	}
+	// SIGINT is PostgreSQL's fast shutdown: sessions are ended.
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exited:
+	case <-time.After(startTimeout):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.log.Close()
+	return os.RemoveAll(s.Dir)
+}
+
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(s.log.Name())
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// serverUser returns the credential the server runs with: nil when this
+// process is not root, else that of "nobody", with its uid and gid for
+// chown.
+func serverUser() (*syscall.Credential, []int, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil, nil
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return nil, nil, fmt.Errorf("PostgreSQL refuses to run as root, and no unprivileged user to run it: %w", err)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, nil, fmt.Errorf("read the ids of user nobody: %w", err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, []int{uid, gid}, nil
+}
+
+// serverEnv is the environment of initdb and postgres: only what they
+// need, so that no PG* variable of the caller redirects them.
+func serverEnv() []string {
+	return []string{"PATH=/usr/bin:/bin", "LC_ALL=C", "TZ=UTC"}
+}
+
+// freePort returns a TCP port number nothing listens on now. The server
+// does not listen on it (only on the unix socket); it names the socket.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
