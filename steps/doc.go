@@ -242,8 +242,19 @@
 // read, unset, printf -v, test -v, ${!v}, declare -n) or with ${v@P},
 // and as an argument of eval, source, trap, sh/bash/dash/zsh/ksh -c,
 // busybox sh, su -c, ssh, watch, an interpreter's code flag (python -c,
-// perl -e, ...), an awk program or a sed script. analyzeCall holds the
-// command rules; the list form is checked with them too.
+// perl -e, ...), an awk program or a sed script. codePrograms lists the
+// other programs whose arguments or standard input are programs: make
+// (an argument with '=' is an assignment it expands, running $(shell
+// ...)), sqlite3, psql and mysql (client commands run a shell), ed, ex,
+// vi, vim, dc and m4 (their command languages run a shell), gdb, lldb,
+// at, crontab, tmux, screen and parallel (every argument); the
+// command-running options of git (-c, --config-env, git config, rebase
+// --exec, submodule foreach, bisect run, --upload-pack, ...), tar
+// (--to-command, --checkpoint-action, -I, ...), rsync -e, scp/sftp -o
+// and -S, zip -TT, man -P, wget -e and curl -K; and xargs -I splicing its
+// input into a shell's code. Data is refused there, and fed to the
+// standard input of those that run it. analyzeCall holds the command
+// rules; the list form is checked with them too.
 //
 // A value that begins with '-' where it would begin an argument of a
 // command (not after a "--" argument) is refused when the step runs,

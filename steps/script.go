@@ -96,7 +96,9 @@ type occurrence struct {
 // let, array indexes, substring offsets, declare -i variables), [[ ... ]],
 // variable names (declare, read, unset, printf -v, test -v, ${!v}, ${v@P}),
 // and the arguments of eval, source, trap, `sh -c`, interpreters' code
-// flags, awk and sed programs, ssh, watch, and the command wrapped by
+// flags, awk and sed programs, ssh, watch, the programs of codePrograms
+// (make, sqlite3, ed, vim, gdb, git -c, tar --to-command, ...), xargs -I
+// splicing its input into code, and the command wrapped by
 // env, sudo, su -c, xargs, timeout, nice, nohup, find -exec and the like.
 // A variable holding data is refused unquoted where bash splits words,
 // and transformed (${v#...}, ${v/...}, ...) where the result may begin
@@ -1023,6 +1025,9 @@ func (c *checker) readsCode(ce *syntax.CallExpr) string {
 	for _, st := range ci.rules.starts {
 		s = max(s, st)
 	}
+	if what := xargsSplice(ci.args, ci.rules); what != "" {
+		return what
+	}
 	if s >= len(ci.args) || !ci.args[s].isLit {
 		return ""
 	}
@@ -1072,6 +1077,8 @@ func (c *checker) readsCode(ce *syntax.CallExpr) string {
 				return ""
 			}
 		}
+		return name
+	case stdinCode(name, rest):
 		return name
 	}
 	return ""

@@ -89,7 +89,7 @@ var wrappers = map[string]wrapper{
 	"unbuffer": {}, "strace": {optValue: "-e -o -p -s -u -E -P -a -b -I -O -S -X"}, "ltrace": {optValue: "-e -o -p -s -u -n -a -A -D -F"},
 	"nsenter": {optValue: "-t -S -G --target --setuid --setgid -w --wd -r --root"}, "unshare": {optValue: "--map-user --map-group --propagation --setgroups"},
 	"firejail": {}, "systemd-run": {optValue: "-u -p -E --unit --property --setenv --uid --gid --working-directory"},
-	"script": {code: "-c --command"}, "parallel": {}, "caffeinate": {}, "torsocks": {}, "proxychains": {}, "proxychains4": {},
+	"script": {code: "-c --command"}, "caffeinate": {}, "torsocks": {}, "proxychains": {}, "proxychains4": {},
 	"fakeroot": {}, "catchsegv": {}, "valgrind": {}, "setpriv": {}, "numactl": {}, "cgexec": {optValue: "-g"},
 }
 
@@ -172,7 +172,7 @@ func (r *callRules) command(args []callArg, s, depth int) {
 		r.interpreter(args, s, name)
 		return
 	case name == "awk" || name == "gawk" || name == "mawk" || name == "nawk":
-		r.script(args, s, name, "-v -F", "-f --file", "-e --source", "the program "+name+" runs")
+		r.script(args, s, name, "-v -F", "-f --file -i --include -l --load -E --exec", "-e --source", "the program "+name+" runs")
 		return
 	case name == "sed" || name == "gsed":
 		r.script(args, s, name, "-l --line-length", "-f --file", "-e --expression", "the script "+name+" runs (GNU sed can execute commands)")
@@ -183,6 +183,9 @@ func (r *callRules) command(args []callArg, s, depth int) {
 				r.command(args, i+1, depth+1)
 			}
 		}
+		return
+	case codePrograms[name].why != "":
+		r.codeProgram(args, s, name, depth)
 		return
 	}
 	w, ok := wrappers[name]
