@@ -34,7 +34,7 @@ type Options struct {
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap", "on_interrupted",
 		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
-		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots", "id", "project_id"}
+		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots", "id", "project_id", "retry"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
 		"prompt_template":    "prompt",
@@ -172,6 +172,9 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	}
 	if n := f.get("retention"); n != nil {
 		s.hookRetention(n, "retention", &h.Retention)
+	}
+	if n := f.get("retry"); n != nil {
+		s.retry(n, "retry", &h.Retry)
 	}
 	return h, nameLine, s.result()
 }

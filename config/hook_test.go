@@ -205,6 +205,10 @@ func dump(t *testing.T, h *engine.Hook) string {
 	if h.OnInterrupted != "" {
 		view["OnInterrupted"] = h.OnInterrupted
 	}
+	if r := h.Retry; r.Attempts != 0 {
+		view["Retry"] = map[string]any{"Attempts": r.Attempts, "Backoff": dur(r.Backoff), "MaxBackoff": dur(r.MaxBackoff),
+			"On": r.On, "Notify": r.Notify}
+	}
 	b, err := json.MarshalIndent(view, "", "  ")
 	if err != nil {
 		t.Fatal(err)

@@ -469,6 +469,9 @@ func (e *Engine) Hooks(ctx context.Context) ([]HookStatus, error) {
 type Summary struct {
 	InFlight []string `json:"in_flight"` // run ids
 	Queued   []string `json:"queued"`    // run ids, in queue order
+	// Retries are the retries of failed runs waiting for their time,
+	// earliest first.
+	Retries []RetryInfo `json:"retries"`
 }
 
 // Summary reports runs in flight and the queue.

@@ -93,6 +93,9 @@ type Hook struct {
 	// again, once, at the next start ("" means leave).
 	OnInterrupted InterruptedPolicy
 
+	// Retry says which failed runs are run again, and when (retry.go).
+	Retry RetryPolicy
+
 	Source Source
 }
 

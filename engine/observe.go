@@ -31,6 +31,16 @@ func runEventExtras(run *Run, data map[string]any) {
 	if run.Truncated {
 		data["truncated"] = true
 	}
+	if run.Attempt > 0 {
+		data["attempt"], data["attempts"] = run.Attempt, run.Attempts
+	}
+	if run.RetryOf != "" {
+		data["retry_of"] = run.RetryOf
+	}
+	if run.Retry != nil {
+		data["retry"] = map[string]any{"run_id": run.Retry.RunID, "attempt": run.Retry.Attempt,
+			"at": run.Retry.At.UTC().Format(time.RFC3339Nano)}
+	}
 	if run.Tokens.Known {
 		data["tokens"] = map[string]any{
 			"prompt": run.Tokens.Prompt, "completion": run.Tokens.Completion, "cached": run.Tokens.Cached,

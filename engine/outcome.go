@@ -65,4 +65,8 @@ type RunOutcome struct {
 	// its jittered slot it started; Scheduled says it applies.
 	Lateness  time.Duration
 	Scheduled bool
+	// Intermediate is set on the final event of a run that a retry
+	// follows when the hook's retry.notify is final (the default):
+	// notifications wait for the last attempt.
+	Intermediate bool
 }

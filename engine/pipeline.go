@@ -42,7 +42,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 			run.Error = fmt.Sprintf("record run start: %v", err)
 			log.Error("cannot record the run's start; not running it", "err", err)
 		}
-		e.send(func(s *state) { s.finished(ent, act) })
+		e.send(func(s *state) { s.finished(ent, act, nil) })
 		return
 	}
 	close(act.started)
@@ -69,6 +69,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 
 	red.Run(run)
 	run.FinishedAt = e.cfg.Clock.Now()
+	retry := e.planRetry(bg, h, run, run.FinishedAt)
 	if err := e.cfg.Store.FinishRun(bg, run); err != nil {
 		log.Error("store run result", "err", err)
 	}
@@ -79,11 +80,12 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	log.Info("run finished", "status", run.Status, "reason", run.Reason, "duration", run.Duration())
 	ev := RunEvent(run)
 	ev.Time = run.FinishedAt
+	ev.Outcome.Intermediate = retry != nil && h.Retry.Notify != RetryNotifyEach
 	// One message: the run leaves the in-flight set before its outcome is
 	// dispatched, so a hook reacting to its own outcome is not refused as
 	// in flight.
 	e.send(func(s *state) {
-		s.finished(ent, act)
+		s.finished(ent, act, retry)
 		s.events = append(s.events, ev)
 	})
 }

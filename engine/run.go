@@ -80,6 +80,14 @@ type Run struct {
 	// QueuedAt, the latest at FinishedAt, and Event and Slot are the
 	// latest's.
 	Repeats int `json:"repeats,omitempty"`
+
+	// A run of a hook with retry: is attempt Attempt of Attempts (1 for
+	// the first); a retry names the first run of its chain in RetryOf.
+	// Retry is the retry scheduled after this run, if any.
+	Attempt  int        `json:"attempt,omitempty"`
+	Attempts int        `json:"attempts,omitempty"`
+	RetryOf  string     `json:"retry_of,omitempty"`
+	Retry    *RetryPlan `json:"retry,omitempty"`
 }
 
 // Tokens counts model usage as the server reported it. Known is false when
@@ -124,6 +132,12 @@ func (r *Run) Headline() string {
 			word = "step error"
 		}
 		more = append(more, fmt.Sprintf("%d %s", n, word))
+	}
+	if r.Attempts > 1 && r.Attempt > 0 {
+		more = append(more, fmt.Sprintf("attempt %d of %d", r.Attempt, r.Attempts))
+	}
+	if r.Retry != nil {
+		more = append(more, "retry scheduled")
 	}
 	for _, m := range more {
 		s += ", " + m

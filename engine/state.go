@@ -23,9 +23,10 @@ type state struct {
 	live    map[string]*entry // run id -> hook, for active, queued and pending runs
 	retired map[string]*entry // hooks removed by a reload whose run is still in flight
 	waiters map[string][]chan *Run
-	events  []*Event // engine events raised inside the loop, dispatched after the current message
-	match   []string // reused buffer for EventIndex.Match
-	reruns  []*Run   // interrupted runs to run again at start (on_interrupted: rerun)
+	events  []*Event   // engine events raised inside the loop, dispatched after the current message
+	match   []string   // reused buffer for EventIndex.Match
+	reruns  []*Run     // interrupted runs to run again at start (on_interrupted: rerun)
+	retries retryQueue // pending retries, earliest first (retry.go)
 	lastNow time.Time
 
 	guardState // Config.Guard's bookkeeping (guard.go)
@@ -76,7 +77,8 @@ type trig struct {
 	depth     int
 	force     bool
 	manual    bool
-	note      string // a note for the run's record
+	note      string        // a note for the run's record
+	retry     *PendingRetry // the retry this trigger is (TriggerRetry)
 }
 
 type trigResult struct {
@@ -125,9 +127,16 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		if err := s.restoreQueue(ctx, now); err != nil {
 			return nil, err
 		}
+		if err := s.restoreRetries(ctx); err != nil {
+			return nil, err
+		}
 		for _, r := range interrupted {
+			ent := s.hooks[r.Hook]
+			if ent != nil && s.retryInterrupted(ctx, ent, r, now) {
+				continue // retry.on names interrupted: the retry re-runs it
+			}
 			// A rerun is run once: a rerun interrupted in turn is left.
-			if ent := s.hooks[r.Hook]; ent != nil && ent.hook.OnInterrupted == InterruptedRerun && r.Trigger != TriggerRerun {
+			if ent != nil && ent.hook.OnInterrupted == InterruptedRerun && r.Trigger != TriggerRerun {
 				s.reruns = append(s.reruns, r)
 			}
 		}
@@ -273,12 +282,18 @@ func (s *state) loop(ctx context.Context) {
 		now := s.cfg.Clock.Now()
 		s.guard(now)
 		s.fireDue(now)
+		if !s.cfg.Manual {
+			s.fireRetries(now)
+		}
 		s.flushEvents()
 		wait := s.cfg.Tick
 		if len(s.due) > 0 && !s.stopping() { // stopping: fireDue fires nothing, so do not spin on a due slot
 			if d := s.due[0].due.Sub(now); d < wait {
 				wait = max(d, 0)
 			}
+		}
+		if at := s.nextRetry(); !at.IsZero() && !s.stopping() && !s.cfg.Manual {
+			wait = max(min(wait, at.Sub(now)), 0)
 		}
 		timer.Reset(wait)
 		select {
@@ -384,6 +399,9 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	}
 	if t.note != "" {
 		run.Notes = []string{t.note}
+	}
+	if p := t.retry; p != nil {
+		run.ID, run.Attempt, run.Attempts, run.RetryOf = p.RunID, p.Attempt, p.Attempts, p.RetryOf
 	}
 	switch {
 	case t.raw != nil:
@@ -585,6 +603,9 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	prevStart := ent.lastStart
 	run.Status = StatusRunning
 	run.Reason = "" // why it waited (queued:, pending:) no longer applies
+	if run.Attempt == 0 && ent.hook.Retry.Enabled() {
+		run.Attempt, run.Attempts = 1, ent.hook.Retry.Attempts
+	}
 	run.StartedAt = now
 	ent.active = act
 	ent.lastStart, ent.lastRunID, ent.lastStatus = now, run.ID, StatusRunning
@@ -599,10 +620,14 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 // errRunOver is the cause of a run context cancelled once its run ended.
 var errRunOver = errors.New("engine: run is over")
 
-// finished is called on the loop when a run's goroutine is done.
-func (s *state) finished(ent *entry, act *active) {
+// finished is called on the loop when a run's goroutine is done; retry
+// is the retry it planned, if any.
+func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 	run := act.run
 	s.running--
+	if retry != nil {
+		s.retries.add(retry)
+	}
 	if ent.active == act {
 		ent.active = nil
 	}
@@ -739,6 +764,7 @@ func (s *state) summary() Summary {
 		sum.Queued = append(sum.Queued, q.run.ID)
 	}
 	sort.Strings(sum.InFlight)
+	sum.Retries = s.retryInfos()
 	return sum
 }
 

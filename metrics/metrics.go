@@ -41,6 +41,7 @@ type Metrics struct {
 	events        *prometheus.CounterVec
 	notifications *prometheus.CounterVec
 	pruned        *prometheus.CounterVec
+	retries       *prometheus.CounterVec
 }
 
 // New builds the registry. The gauges ask src, waiting at most timeout
@@ -87,6 +88,9 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 	m.pruned = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hookd_pruned_rows_total", Help: "History rows deleted by retention, by kind (runs, skipped, events).",
 	}, []string{"kind"})
+	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookd_retries_total", Help: "Retries scheduled for failed or interrupted runs (retry:), by hook.",
+	}, []string{"hook"})
 	for _, k := range []string{"runs", "skipped", "events"} {
 		m.pruned.WithLabelValues(k)
 	}
@@ -94,7 +98,7 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 		m.notifications.WithLabelValues(o)
 	}
 	m.reg.MustRegister(m.runs, m.skips, m.shortCircuits, m.drops, m.duration, m.lateness, m.tokens, m.tools, m.events,
-		m.notifications, m.pruned, &gauges{src: src, grace: grace, timeout: timeout},
+		m.notifications, m.pruned, m.retries, &gauges{src: src, grace: grace, timeout: timeout},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -138,6 +142,9 @@ func (m *Metrics) Observe(ev *engine.Event) {
 	}
 	if run.Cause == engine.CauseShortCircuit {
 		m.shortCircuits.WithLabelValues(run.Hook).Inc()
+	}
+	if run.Retry != nil {
+		m.retries.WithLabelValues(run.Hook).Inc()
 	}
 	if !run.StartedAt.IsZero() {
 		m.duration.WithLabelValues(run.Hook).Observe(run.Duration().Seconds())
@@ -184,6 +191,7 @@ var (
 	descInFlight = prometheus.NewDesc("hookd_runs_in_flight", "Runs executing.", nil, nil)
 	descOverdue  = prometheus.NewDesc("hookd_hooks_overdue", "Periodic hooks past due by more than the grace period without a run.", nil, nil)
 	descHookOver = prometheus.NewDesc("hookd_hook_overdue", "1 for each overdue periodic hook.", []string{"hook"}, nil)
+	descRetries  = prometheus.NewDesc("hookd_retries_pending", "Retries of failed runs waiting for their time.", nil, nil)
 	descUp       = prometheus.NewDesc("hookd_engine_up", "1 when the engine answered the scrape.", nil, nil)
 )
 
@@ -192,6 +200,7 @@ func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descInFlight
 	ch <- descOverdue
 	ch <- descHookOver
+	ch <- descRetries
 	ch <- descUp
 }
 
@@ -210,6 +219,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(len(sum.Queued)))
 	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(len(sum.InFlight)))
+	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.GaugeValue, float64(len(sum.Retries)))
 	ch <- prometheus.MustNewConstMetric(descOverdue, prometheus.GaugeValue, float64(len(overdue)))
 	for _, h := range overdue {
 		ch <- prometheus.MustNewConstMetric(descHookOver, prometheus.GaugeValue, 1, h)

@@ -81,7 +81,8 @@ next:
 
 func TestObserveAndScrape(t *testing.T) {
 	src := &fakeSource{
-		sum:     engine.Summary{InFlight: []string{"a", "b"}, Queued: []string{"c"}},
+		sum: engine.Summary{InFlight: []string{"a", "b"}, Queued: []string{"c"},
+			Retries: []engine.RetryInfo{{Hook: "h", RunID: "r2", RetryOf: "r1", Attempt: 2, Attempts: 3}}},
 		overdue: []string{"late"},
 	}
 	m := New(src, time.Minute, 0)
@@ -100,7 +101,8 @@ func TestObserveAndScrape(t *testing.T) {
 				{Name: "read_file", Tool: "read_file", Outcome: engine.ToolError},
 				{Name: "write_file", Tool: "write_file", Outcome: engine.ToolDenied, DeniedBy: "guard"},
 				{Name: "rm_rf", Outcome: engine.ToolUnknown}}}, 1500*time.Millisecond)),
-		runEv(ran(&engine.Run{Hook: "h", Status: engine.StatusFailed, Cause: engine.CauseStepFailed}, 200*time.Millisecond)),
+		runEv(ran(&engine.Run{Hook: "h", Status: engine.StatusFailed, Cause: engine.CauseStepFailed,
+			Attempt: 1, Attempts: 3, Retry: &engine.RetryPlan{RunID: "r2", Attempt: 2, At: start}}, 200*time.Millisecond)),
 		runEv(&engine.Run{Hook: "h", Status: engine.StatusSkipped, Gate: engine.GateInFlight, Reason: "in_flight: run X was still running"}),
 		runEv(&engine.Run{Hook: "h", Status: engine.StatusSkipped, Gate: engine.GateCooldown, Reason: "cooldown: 3s left"}),
 		runEv(ran(&engine.Run{Hook: "h", Status: engine.StatusCompleted, Cause: engine.CauseShortCircuit,
@@ -148,6 +150,8 @@ func TestObserveAndScrape(t *testing.T) {
 		{"hookd_hooks_overdue", nil, 1},
 		{"hookd_hook_overdue", []string{"hook", "late"}, 1},
 		{"hookd_engine_up", nil, 1},
+		{"hookd_retries_total", []string{"hook", "h"}, 1},
+		{"hookd_retries_pending", nil, 1},
 	}
 	for _, c := range checks {
 		if got := value(t, fams, c.name, c.labels...); got != c.want {

@@ -23,6 +23,9 @@ type Message struct {
 	StepErrors int           `json:"step_errors,omitempty"`
 	Truncated  bool          `json:"truncated,omitempty"` // the model's answer was cut by its output limit
 	Reason     string        `json:"reason,omitempty"`
+	Attempt    int           `json:"attempt,omitempty"`  // of a hook with retry: this run's attempt (1 for the first)
+	Attempts   int           `json:"attempts,omitempty"` // and how many the policy allows
+	RetryOf    string        `json:"retry_of,omitempty"` // the first run of the chain, for a retry
 	Error      string        `json:"error,omitempty"`
 	Duration   time.Duration `json:"-"`
 	Tools      []toolLine    `json:"tools"`   // the tool chain of the model stage, in order
@@ -46,6 +49,7 @@ func messageFrom(ev *engine.Event) *Message {
 		Hook: run.Hook, RunID: run.ID, Trigger: run.Trigger, EventType: run.EventType, Outcome: engine.OutcomeOf(ev),
 		Status: string(run.Status), Headline: run.Headline(), Cause: run.Cause, Gate: run.Gate,
 		StepErrors: run.StepErrors(), Truncated: run.Truncated, Reason: run.Reason, Error: run.Error,
+		Attempt: run.Attempt, Attempts: run.Attempts, RetryOf: run.RetryOf,
 		Duration: run.Duration(), Tools: make([]toolLine, len(run.Tools)), Time: ev.Time,
 	}
 	for i := range run.Tools {

@@ -192,8 +192,8 @@ func (n *Notifier) Stop(ctx context.Context) {
 // notification (logged and counted).
 func (n *Notifier) Observe(ev *engine.Event) {
 	outcome := engine.OutcomeOf(ev)
-	if outcome == "" || ev.Source != "engine" || ev.Outcome == nil {
-		return
+	if outcome == "" || ev.Source != "engine" || ev.Outcome == nil || ev.Outcome.Intermediate {
+		return // an attempt a retry follows is reported by the last (retry.notify: final)
 	}
 	select {
 	case <-n.stopping:

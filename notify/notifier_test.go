@@ -378,3 +378,26 @@ func waitCount(t *testing.T, c *counter, outcome string, want int) {
 		t.Errorf("%s: %d, want %d", outcome, got, want)
 	}
 }
+
+// TestRetryAttempts: an attempt a retry follows (retry.notify: final) is
+// not reported; the last attempt is, saying which attempt it was.
+func TestRetryAttempts(t *testing.T) {
+	rcv := newReceiver(t)
+	n, c, _ := newTest(t, Options{Targets: []engine.NotifyTarget{{URL: rcv.srv.URL, On: []string{"failed", "completed"}}}})
+	first := runEvent(&engine.Run{ID: "r1", Hook: "flaky", Status: engine.StatusFailed, Attempt: 1, Attempts: 2,
+		Retry: &engine.RetryPlan{RunID: "r2", Attempt: 2}})
+	first.Outcome.Intermediate = true
+	n.Observe(first)
+	n.Observe(runEvent(&engine.Run{ID: "r2", Hook: "flaky", Status: engine.StatusCompleted, Attempt: 2, Attempts: 2, RetryOf: "r1"}))
+	var m Message
+	if err := json.Unmarshal(rcv.wait(t), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.RunID != "r2" || m.Attempt != 2 || m.Attempts != 2 || m.RetryOf != "r1" || m.Headline != "completed, attempt 2 of 2" {
+		t.Errorf("message: %+v", m)
+	}
+	waitCount(t, c, Delivered, 1)
+	if got := rcv.requests(); got != 1 {
+		t.Errorf("%d notifications, want 1 (the intermediate attempt is not reported)", got)
+	}
+}

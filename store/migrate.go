@@ -79,6 +79,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{5, "retention", sqlRetention},                // prune.go
 	{6, "run process groups", sqlRunProcs},        // procs.go
 	{7, "run project label", sqlRunProject},       // runs.go
+	{8, "pending retries", sqlRetries},            // retries.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -19,12 +19,18 @@ type outcome struct {
 	Truncated bool             `json:"truncated,omitempty"`
 	Notes     []string         `json:"notes,omitempty"`
 	Tools     []engine.ToolUse `json:"tools,omitempty"`
+	// A run of a hook with retry: (retries.go).
+	Attempt  int               `json:"attempt,omitempty"`
+	Attempts int               `json:"attempts,omitempty"`
+	RetryOf  string            `json:"retry_of,omitempty"`
+	Retry    *engine.RetryPlan `json:"retry,omitempty"`
 }
 
 // outcomeArg encodes r's outcome for the outcome column.
 func outcomeArg(r *engine.Run) (any, error) {
-	o := outcome{Gate: r.Gate, Cause: r.Cause, Truncated: r.Truncated, Notes: r.Notes, Tools: r.Tools}
-	if o.Gate == "" && o.Cause == "" && !o.Truncated && len(o.Notes) == 0 && len(o.Tools) == 0 {
+	o := outcome{Gate: r.Gate, Cause: r.Cause, Truncated: r.Truncated, Notes: r.Notes, Tools: r.Tools,
+		Attempt: r.Attempt, Attempts: r.Attempts, RetryOf: r.RetryOf, Retry: r.Retry}
+	if o.Gate == "" && o.Cause == "" && !o.Truncated && len(o.Notes) == 0 && len(o.Tools) == 0 && o.Attempt == 0 && o.Retry == nil {
 		return nil, nil
 	}
 	b, err := json.Marshal(o)
@@ -44,5 +50,6 @@ func decodeOutcome(r *engine.Run, col string) error {
 		return fmt.Errorf("decode outcome of run %s: %w", r.ID, err)
 	}
 	r.Gate, r.Cause, r.Truncated, r.Notes, r.Tools = o.Gate, o.Cause, o.Truncated, o.Notes, o.Tools
+	r.Attempt, r.Attempts, r.RetryOf, r.Retry = o.Attempt, o.Attempts, o.RetryOf, o.Retry
 	return nil
 }

@@ -185,6 +185,9 @@ func cmdRuns(c *cli, args []string) int {
 		if r.Error != "" {
 			why = strings.TrimSpace(strings.TrimPrefix(why+" "+r.Error, " "))
 		}
+		if r.Retry != nil {
+			why = fmt.Sprintf("retry %s at %s; %s", r.Retry.RunID, r.Retry.At.Local().Format("01-02 15:04:05"), why)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Hook, r.Headline(), r.Trigger, started, dur, oneLine(why, 80))
 	}
 	tw.Flush()
@@ -278,6 +281,16 @@ func printRun(c *cli, r *engine.Run) {
 		field("repeats", repeatsText(r)+" (one record for identical refusals in a row)")
 	}
 	field("trigger", r.Trigger)
+	if r.Attempt > 0 {
+		a := fmt.Sprintf("%d of %d", r.Attempt, r.Attempts)
+		if r.RetryOf != "" {
+			a += " (retry_of: " + r.RetryOf + ")"
+		}
+		field("attempt", a)
+	}
+	if r.Retry != nil {
+		field("retry", fmt.Sprintf("attempt %d as run %s at %s", r.Retry.Attempt, r.Retry.RunID, r.Retry.At.Local().Format(time.RFC3339)))
+	}
 	if !r.Slot.IsZero() {
 		field("slot", r.Slot.Local().Format(time.RFC3339))
 	}

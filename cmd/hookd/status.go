@@ -200,6 +200,13 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 	fmt.Fprintf(w, "hookd is running (pid %d, up %s, socket %s)\n", rep.PID, rep.Uptime, socket)
 	fmt.Fprintf(w, "in flight: %d %s\n", len(rep.InFlight), strings.Join(rep.InFlight, " "))
 	fmt.Fprintf(w, "queued:    %d %s\n", len(rep.Queued), strings.Join(rep.Queued, " "))
+	if len(rep.Retries) > 0 {
+		fmt.Fprintf(w, "retrying:  %d", len(rep.Retries))
+		for _, r := range rep.Retries {
+			fmt.Fprintf(w, " %s (%s attempt %d of %d at %s)", r.RunID, r.Hook, r.Attempt, r.Attempts, r.At.Local().Format("15:04:05"))
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "overdue:   %d %s (past due by more than %s)\n", len(rep.Overdue), strings.Join(rep.Overdue, " "), rep.OverdueGrace)
 
 	hooks := map[string]bool{}

@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+)
+
+// RetryPolicy is a hook's retry: what makes a run be run again, how many
+// times and after how long. The zero value retries nothing.
+type RetryPolicy struct {
+	// Attempts is the number of runs in all, the first included: 3 means
+	// the first run and at most two retries. 0 or 1 means no retry.
+	Attempts int
+	// Backoff is the delay before the first retry; it doubles before each
+	// later one, up to MaxBackoff, and then loses up to a fifth of itself
+	// to jitter (so retries of many hooks do not line up).
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// On lists the final statuses retried: StatusFailed and/or
+	// StatusInterrupted.
+	On []Status
+	// Notify says which attempts notifications report: RetryNotifyFinal
+	// (default: only the last, the one no retry follows) or
+	// RetryNotifyEach.
+	Notify string
+}
+
+// What retry.notify may say.
+const (
+	RetryNotifyFinal = "final"
+	RetryNotifyEach  = "each"
+)
+
+// Defaults of a retry: block that leaves them out.
+const (
+	DefaultRetryBackoff    = 30 * time.Second
+	DefaultRetryMaxBackoff = 10 * time.Minute
+)
+
+// RetryStatuses are the statuses retry.on may name.
+var RetryStatuses = []Status{StatusFailed, StatusInterrupted}
+
+// TriggerRetry is the trigger of a run that retries a failed one.
+const TriggerRetry = "retry"
+
+// Enabled reports whether the policy retries anything.
+func (p RetryPolicy) Enabled() bool { return p.Attempts > 1 && len(p.On) > 0 }
+
+// Delay is the backoff before attempt (2 for the first retry), with
+// jitter j in [0, 1): Backoff·2^(attempt-2), at most MaxBackoff, less up
+// to a fifth of it.
+func (p RetryPolicy) Delay(attempt int, j float64) time.Duration {
+	d, limit := p.Backoff, p.MaxBackoff
+	if d <= 0 {
+		d = DefaultRetryBackoff
+	}
+	if limit <= 0 {
+		limit = DefaultRetryMaxBackoff
+	}
+	for i := 2; i < attempt && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, limit)
+	return d - time.Duration(float64(d/5)*j)
+}
+
+// retries reports whether a run that ended with status is retried, as
+// attempt of the policy's Attempts.
+func (p RetryPolicy) retries(status Status, attempt int) bool {
+	return p.Enabled() && max(attempt, 1) < p.Attempts && slices.Contains(p.On, status)
+}
+
+// RetryPlan is the retry scheduled for a run that failed: the run it will
+// be (its id, its attempt) and when. It is stored with the failed run and,
+// until the retry fires, in the store's pending retries, so a restart keeps
+// it.
+type RetryPlan struct {
+	RunID   string    `json:"run_id"`  // the id the retry's run will have
+	Attempt int       `json:"attempt"` // its attempt number (2 for the first retry)
+	At      time.Time `json:"at"`      // when it is due
+}
+
+// PendingRetry is a retry waiting for its time, as the store keeps it.
+type PendingRetry struct {
+	RetryPlan
+	Hook      string
+	RetryOf   string // the first run of the chain
+	Attempts  int    // the policy's Attempts when it was planned
+	Event     json.RawMessage
+	EventType string
+	Depth     int
+}
+
+// RetryStore is a Store that keeps pending retries. Without one, a hook's
+// retry: is not applied (the engine logs it).
+type RetryStore interface {
+	// AddRetry records a pending retry.
+	AddRetry(ctx context.Context, r *PendingRetry) error
+	// PendingRetries returns the pending retries, earliest due first.
+	PendingRetries(ctx context.Context) ([]*PendingRetry, error)
+	// DeleteRetry forgets a pending retry (it fired, or its hook is gone).
+	DeleteRetry(ctx context.Context, runID string) error
+}
+
+// planRetry decides, on the run's goroutine before its final record is
+// stored, whether run is retried; if so it stores the pending retry and
+// sets run.Retry. It returns the pending retry for the loop, or nil.
+func (e *Engine) planRetry(ctx context.Context, h *Hook, run *Run, now time.Time) *PendingRetry {
+	if !h.Retry.retries(run.Status, run.Attempt) {
+		return nil
+	}
+	rs, ok := e.cfg.Store.(RetryStore)
+	if !ok {
+		e.log.Warn("the store keeps no retries; retry: not applied", "hook", h.Name, "run", run.ID)
+		return nil
+	}
+	attempt := max(run.Attempt, 1) + 1
+	p := &PendingRetry{
+		RetryPlan: RetryPlan{RunID: NewID(), Attempt: attempt, At: now.Add(h.Retry.Delay(attempt, rand.Float64()))},
+		Hook:      h.Name, RetryOf: run.ID, Attempts: h.Retry.Attempts,
+		Event: run.Event, EventType: run.EventType, Depth: run.Depth,
+	}
+	if run.RetryOf != "" {
+		p.RetryOf = run.RetryOf
+	}
+	if err := rs.AddRetry(ctx, p); err != nil {
+		e.log.Error("store pending retry; the run is not retried", "hook", h.Name, "run", run.ID, "err", err)
+		return nil
+	}
+	plan := p.RetryPlan
+	run.Retry = &plan
+	return p
+}
+
+// retryQueue holds the pending retries the loop fires when due, earliest
+// first.
+type retryQueue []*PendingRetry
+
+func (q *retryQueue) add(p *PendingRetry) {
+	i := sort.Search(len(*q), func(i int) bool { return (*q)[i].At.After(p.At) })
+	*q = slices.Insert(*q, i, p)
+}
+
+// restoreRetries loads the pending retries a previous hookd left. One
+// whose run exists already fired (hookd stopped before forgetting it).
+func (s *state) restoreRetries(ctx context.Context) error {
+	rs, ok := s.cfg.Store.(RetryStore)
+	if !ok {
+		return nil
+	}
+	pending, err := rs.PendingRetries(ctx)
+	if err != nil {
+		return fmt.Errorf("load pending retries: %w", err)
+	}
+	for _, p := range pending {
+		if _, err := s.cfg.Store.GetRun(ctx, p.RunID); err == nil {
+			s.forgetRetry(p)
+			continue
+		}
+		s.retries.add(p)
+	}
+	return nil
+}
+
+// retryInterrupted plans the retries of runs a crash interrupted, for
+// hooks whose retry.on names interrupted. It reports whether it did.
+func (s *state) retryInterrupted(ctx context.Context, ent *entry, r *Run, now time.Time) bool {
+	p := s.e.planRetry(ctx, ent.hook, r, now)
+	if p == nil {
+		return false
+	}
+	s.finishRecord(r) // the interrupted record now says when it is retried
+	s.retries.add(p)
+	return true
+}
+
+// fireRetries fires the retries that are due, through the gates but the
+// cooldown.
+func (s *state) fireRetries(now time.Time) {
+	if s.stopping() {
+		return
+	}
+	for len(s.retries) > 0 && !s.retries[0].At.After(now) {
+		p := s.retries[0]
+		s.retries = s.retries[1:]
+		ent := s.hooks[p.Hook]
+		if ent == nil {
+			s.e.log.Info("retry dropped: its hook no longer exists", "hook", p.Hook, "retry_of", p.RetryOf)
+			s.forgetRetry(p)
+			continue
+		}
+		res := s.trigger(ent, trig{reason: TriggerRetry, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
+			retry: p, note: fmt.Sprintf("attempt %d of %d: retries run %s", p.Attempt, p.Attempts, p.RetryOf)})
+		s.e.log.Info("retrying a failed run", "hook", p.Hook, "retry_of", p.RetryOf, "attempt", p.Attempt, "run", res.run.ID, "err", res.err)
+		s.forgetRetry(p)
+	}
+}
+
+func (s *state) forgetRetry(p *PendingRetry) {
+	if rs, ok := s.cfg.Store.(RetryStore); ok {
+		if err := rs.DeleteRetry(context.Background(), p.RunID); err != nil {
+			s.e.log.Error("forget pending retry", "hook", p.Hook, "run", p.RunID, "err", err)
+		}
+	}
+}
+
+// nextRetry is when the earliest pending retry is due, or zero.
+func (s *state) nextRetry() time.Time {
+	if len(s.retries) == 0 {
+		return time.Time{}
+	}
+	return s.retries[0].At
+}
+
+// retryInfos lists the pending retries, earliest first.
+func (s *state) retryInfos() []RetryInfo {
+	out := make([]RetryInfo, 0, len(s.retries))
+	for _, p := range s.retries {
+		out = append(out, RetryInfo{Hook: p.Hook, RunID: p.RunID, RetryOf: p.RetryOf, Attempt: p.Attempt, Attempts: p.Attempts, At: p.At})
+	}
+	return out
+}
+
+// RetryInfo is a pending retry as `hookd status` and the API show it.
+type RetryInfo struct {
+	Hook     string    `json:"hook"`
+	RunID    string    `json:"run_id"`
+	RetryOf  string    `json:"retry_of"`
+	Attempt  int       `json:"attempt"`
+	Attempts int       `json:"attempts"`
+	At       time.Time `json:"at"`
+}

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hookd/hookd/engine"
+)
+
+var _ engine.RetryStore = (*DB)(nil)
+
+// sqlRetries adds the table of pending retries: a failed run's retry
+// waiting for its time (retry: in a hook), kept so that a restart keeps
+// the schedule. A row is deleted once its retry fired; the retry's run
+// then has the row's id.
+const sqlRetries = `CREATE TABLE retries (
+	run_id     TEXT    PRIMARY KEY,
+	hook       TEXT    NOT NULL,
+	retry_of   TEXT    NOT NULL,
+	attempt    INTEGER NOT NULL,
+	attempts   INTEGER NOT NULL,
+	due_at     INTEGER NOT NULL,
+	event      TEXT,
+	event_type TEXT    NOT NULL DEFAULT '',
+	depth      INTEGER NOT NULL DEFAULT 0
+);`
+
+// AddRetry records a pending retry.
+func (d *DB) AddRetry(ctx context.Context, r *engine.PendingRetry) error {
+	_, err := d.w.ExecContext(ctx, `INSERT INTO retries
+		(run_id, hook, retry_of, attempt, attempts, due_at, event, event_type, depth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.RunID, r.Hook, r.RetryOf, r.Attempt, r.Attempts, timeInt(r.At), rawArg(r.Event), r.EventType, r.Depth)
+	if err != nil {
+		return fmt.Errorf("add retry of run %s: %w", r.RetryOf, err)
+	}
+	return nil
+}
+
+// PendingRetries returns the pending retries, earliest due first.
+func (d *DB) PendingRetries(ctx context.Context) ([]*engine.PendingRetry, error) {
+	rows, err := d.r.QueryContext(ctx, `SELECT run_id, hook, retry_of, attempt, attempts, due_at, event, event_type, depth
+		FROM retries ORDER BY due_at, run_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list pending retries: %w", err)
+	}
+	defer rows.Close()
+	var out []*engine.PendingRetry
+	for rows.Next() {
+		var (
+			r     engine.PendingRetry
+			due   int64
+			event *string
+		)
+		if err := rows.Scan(&r.RunID, &r.Hook, &r.RetryOf, &r.Attempt, &r.Attempts, &due, &event, &r.EventType, &r.Depth); err != nil {
+			return nil, fmt.Errorf("list pending retries: %w", err)
+		}
+		r.At = intTime(due)
+		if event != nil && *event != "" {
+			r.Event = json.RawMessage(*event)
+		}
+		out = append(out, &r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list pending retries: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteRetry forgets a pending retry.
+func (d *DB) DeleteRetry(ctx context.Context, runID string) error {
+	if _, err := d.w.ExecContext(ctx, `DELETE FROM retries WHERE run_id = ?`, runID); err != nil {
+		return fmt.Errorf("delete retry %s: %w", runID, err)
+	}
+	return nil
+}
