@@ -497,7 +497,9 @@ func TestRunOutcomes(t *testing.T) {
 		required.Steps[0].Required = true
 		optional := withSteps(newHook("optional"), fail, panicky, ok("after", nil))
 		optional.Steps[0].AllowFailure, optional.Steps[1].AllowFailure = true, true
-		exitZero := withSteps(newHook("exitzero"), ok("fine", map[string]any{"exit_code": 0}))
+		exitZero := withSteps(newHook("exitzero"), funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
+			return &engine.StepResult{Output: "fine", ExitCode: new(0)}, nil
+		}))
 		exitZero.Steps[0].Skip.IfExitZero = true
 		exitZero.SkipLLM = false
 		exitZero.Prompt = "never rendered"

@@ -26,7 +26,7 @@ func (l *countLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
 func TestStepFailureSemantics(t *testing.T) {
 	exit := func(code int) engine.Step {
 		return funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
-			return &engine.StepResult{Output: "out", Fields: map[string]any{"exit_code": code}}, nil
+			return &engine.StepResult{Output: "out", ExitCode: &code}, nil
 		})
 	}
 	broken := funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {

@@ -242,8 +242,8 @@ func stepFailure(h *Hook, def *StepDef, res *StepResult) (string, bool) {
 	if res.Error != "" {
 		return def.Label() + ": " + res.Error, true
 	}
-	if code, ok := res.ExitCode(); ok && code != 0 {
-		return fmt.Sprintf("%s: exit code %d", def.Label(), code), true
+	if res.ExitCode != nil && *res.ExitCode != 0 {
+		return fmt.Sprintf("%s: exit code %d", def.Label(), *res.ExitCode), true
 	}
 	return "", false
 }
@@ -404,7 +404,7 @@ func (e *Engine) shortCircuit(ctx context.Context, h *Hook, run *Run, scope *Sco
 		case sk.IfExitZero && res.Error == "" && exitZero(res):
 			why = "exit code 0"
 		case sk.IfStatusOK && res.Error == "" && status2xx(res):
-			why = fmt.Sprintf("status %v", res.Fields["status_code"])
+			why = fmt.Sprintf("status %d", res.StatusCode)
 		case sk.IfEmpty && res.Error == "" && isEmptyResult(res):
 			why = "output is empty"
 		case sk.IfUnchanged:
@@ -432,22 +432,16 @@ func (e *Engine) shortCircuit(ctx context.Context, h *Hook, run *Run, scope *Sco
 	return "", false
 }
 
-func exitZero(r *StepResult) bool {
-	code, ok := r.ExitCode()
-	return ok && code == 0
-}
+func exitZero(r *StepResult) bool { return r.ExitCode != nil && *r.ExitCode == 0 }
 
-func status2xx(r *StepResult) bool {
-	n, ok := r.Int("status_code")
-	return ok && n >= 200 && n < 300
-}
+func status2xx(r *StepResult) bool { return r.StatusCode >= 200 && r.StatusCode < 300 }
 
-// isEmptyResult reports whether a step gathered nothing: its primary
-// output is blank, or a count field it reports is zero.
+// isEmptyResult reports whether a step gathered nothing: the count it
+// reports is zero, or, for a kind that counts nothing, its primary output
+// is blank.
 func isEmptyResult(r *StepResult) bool {
-	if _, ok := r.Fields["count"]; ok {
-		n, isInt := r.Int("count")
-		return isInt && n == 0
+	if r.Count != nil {
+		return *r.Count == 0
 	}
 	return strings.TrimSpace(r.Output) == ""
 }

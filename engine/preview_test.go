@@ -35,7 +35,7 @@ func previewHook(name string, exitCode int, emitErr *error) *engine.Hook {
 	h.Prompt = "Check {{step_0}} for {{event.who}} (exit {{steps.check.exit_code}})."
 	withSteps(h,
 		funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-			return &engine.StepResult{Output: "token is " + previewSecret, Fields: map[string]any{"exit_code": exitCode}}, nil
+			return &engine.StepResult{Output: "token is " + previewSecret, ExitCode: &exitCode}, nil
 		}),
 		funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 			_, err := env.Emit(ctx, "preview.tried", map[string]any{"x": 1})

@@ -153,44 +153,26 @@ func (r *Run) Duration() time.Duration {
 	return r.FinishedAt.Sub(r.StartedAt)
 }
 
-// StepResult is what one step gathered.
+// StepResult is what one step gathered. The facts that decide a run and
+// that people read are typed fields; the rest of what a kind declares is
+// in Fields, data for placeholders. Its JSON (the store, the API) writes
+// both in one "fields" object (see MarshalJSON).
 type StepResult struct {
-	Index    int            `json:"index"`
-	Name     string         `json:"name,omitempty"`
-	Type     string         `json:"type"`
-	Output   string         `json:"output"`           // primary output ({{step_N}})
-	Fields   map[string]any `json:"fields,omitempty"` // kind-specific fields ({{step_N.field}})
-	Error    string         `json:"error,omitempty"`
-	Started  time.Time      `json:"started"`
-	Duration time.Duration  `json:"duration_ns"`
-}
+	Index  int
+	Name   string
+	Type   string
+	Output string // primary output ({{step_N}})
 
-// ExitCode returns the exit code of a step that ran a command (shell,
-// run_tests), or false for any other step.
-func (r *StepResult) ExitCode() (int, bool) { return r.Int("exit_code") }
+	ExitCode   *int // a command's exit code (shell, run_tests, git_diff, file_diff); nil for a step that runs none
+	StatusCode int  // the HTTP status of the response (http); 0 when there was none
+	Count      *int // how many items the step gathered (files, commits, rows, runs); nil for a kind that counts none
+	TimedOut   bool // the step's command was stopped by its timeout
+	Truncated  bool // what the step kept was cut at its limit
 
-// Int returns an integer field of a result as the step set it (steps set
-// counts, codes and statuses as int).
-func (r *StepResult) Int(name string) (int, bool) {
-	n, ok := r.Fields[name].(int)
-	return n, ok
-}
-
-// Field returns a named field of the result. "output" and "error" are
-// always present.
-func (r *StepResult) Field(name string) (any, bool) {
-	switch name {
-	case "output":
-		return r.Output, true
-	case "error":
-		return r.Error, true
-	case "name":
-		return r.Name, true
-	case "type":
-		return r.Type, true
-	}
-	v, ok := r.Fields[name]
-	return v, ok
+	Fields   map[string]any // the kind's other fields ({{step_N.field}}), never the typed ones above
+	Error    string
+	Started  time.Time     // on the engine's clock
+	Duration time.Duration // on the engine's clock; the duration_ms field of the kinds that declare one
 }
 
 // RunFilter selects run records. Zero fields select everything.

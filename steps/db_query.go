@@ -376,7 +376,8 @@ func (p *sqlParam) value(scope *engine.Scope) (any, error) {
 // Run runs the query. A query that fails, writes, or names a database
 // outside the roots is an error; no rows is an empty result (count 0).
 func (s *dbQueryStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-	res := newResult(s.def, map[string]any{"rows": []any{}, "columns": []any{}, "count": 0, "truncated": false})
+	res := newResult(s.def, map[string]any{"rows": []any{}, "columns": []any{}})
+	res.Count = new(0)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	scope := scopeOf(env)
@@ -415,8 +416,7 @@ func (s *dbQueryStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Ste
 	res.Output = string(out)
 	res.Fields["rows"] = list
 	res.Fields["columns"] = colList
-	res.Fields["count"] = len(list)
-	res.Fields["truncated"] = more
+	res.Count, res.Truncated = new(len(list)), more
 	return done(res)
 }
 

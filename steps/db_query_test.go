@@ -141,8 +141,8 @@ func TestDBQueryNamed(t *testing.T) {
 			for _, r := range rows {
 				ids = append(ids, r.(map[string]any)[tt.key].(string))
 			}
-			if strings.Join(ids, ",") != tt.wantIDs || res.Fields["count"] != len(rows) || res.Fields["truncated"] != tt.wantTrunc {
-				t.Errorf("rows %v count %v truncated %v; want %s", ids, res.Fields["count"], res.Fields["truncated"], tt.wantIDs)
+			if strings.Join(ids, ",") != tt.wantIDs || field(res, "count") != len(rows) || field(res, "truncated") != tt.wantTrunc {
+				t.Errorf("rows %v count %v truncated %v; want %s", ids, field(res, "count"), field(res, "truncated"), tt.wantIDs)
 			}
 			var decoded []any
 			if err := json.Unmarshal([]byte(res.Output), &decoded); err != nil || len(decoded) != len(rows) {
@@ -218,8 +218,8 @@ func TestDBQuerySQL(t *testing.T) {
 			if tt.want == "" {
 				return // ran; the rows do not matter
 			}
-			if res.Output != tt.want || res.Fields["truncated"] != tt.wantTrunc {
-				t.Errorf("rows %s truncated %v; want %s", res.Output, res.Fields["truncated"], tt.want)
+			if res.Output != tt.want || field(res, "truncated") != tt.wantTrunc {
+				t.Errorf("rows %s truncated %v; want %s", res.Output, field(res, "truncated"), tt.want)
 			}
 		})
 	}

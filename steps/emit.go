@@ -154,7 +154,8 @@ func expandData(v any, path string, scope *engine.Scope) (any, error) {
 // placeholder and a refusal by the engine are errors; no hook listening
 // is a result (count 0).
 func (s *emitStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-	res := newResult(s.def, map[string]any{"event_type": "", "runs": []any{}, "count": 0, "data": map[string]any{}})
+	res := newResult(s.def, map[string]any{"event_type": "", "runs": []any{}, "data": map[string]any{}})
+	res.Count = new(0)
 	scope := scopeOf(env)
 	typ, err := engine.Expand(s.typ, scope, nil)
 	if err != nil {
@@ -189,7 +190,7 @@ func (s *emitStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 		}
 	}
 	res.Fields["runs"] = ids
-	res.Fields["count"] = len(ids)
+	res.Count = new(len(ids))
 	res.Output = fmt.Sprintf("emitted %s; %d runs triggered", typ, len(ids))
 	if len(idText) > 0 {
 		res.Output += ": " + strings.Join(idText, ", ")

@@ -66,7 +66,7 @@ data:
 	if l := d["nested"].(map[string]any)["list"].([]any); l[0] != "first" || l[1] != 7 || l[2] != true {
 		t.Errorf("nested %v", l)
 	}
-	if res.Fields["event_type"] != "deploy.prod.checked" || res.Fields["count"] != 2 || !equalAny(res.Fields["runs"], []any{"run-a", "run-b"}) {
+	if res.Fields["event_type"] != "deploy.prod.checked" || field(res, "count") != 2 || !equalAny(res.Fields["runs"], []any{"run-a", "run-b"}) {
 		t.Errorf("fields %v", res.Fields)
 	}
 	if !strings.Contains(res.Output, "2 runs triggered: run-a, run-b") {
@@ -111,7 +111,7 @@ func TestEmitNoListeners(t *testing.T) {
 	var sink []emitted
 	s := mustStep(t, "emit", "event_type: nobody.listens", 0)
 	res, err := runStep(t, s, emitEnv(t, nil, &sink, nil, nil))
-	if err != nil || res.Fields["count"] != 0 || len(sink) != 1 || len(sink[0].data) != 0 {
+	if err != nil || field(res, "count") != 0 || len(sink) != 1 || len(sink[0].data) != 0 {
 		t.Errorf("err %v fields %v sink %+v", err, res.Fields, sink)
 	}
 }

@@ -59,8 +59,9 @@ func (s *fileDiffStep) Templates() []string { return append(s.repo.templates(), 
 // one without changes gives an empty diff.
 func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.def, map[string]any{
-		"diff": "", "path": "", "files": []any{}, "count": 0, "truncated": false, "untracked": false, "exit_code": -1,
+		"diff": "", "path": "", "files": []any{}, "untracked": false,
 	})
+	res.Count, res.ExitCode = new(0), new(-1)
 	p, err := engine.Expand(s.path, scopeOf(env), nil)
 	if err != nil {
 		return fail(res, fmt.Errorf("path: %w", err))
@@ -159,8 +160,6 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	res.Output = diff
 	res.Fields["diff"] = diff
 	res.Fields["files"] = files.names
-	res.Fields["count"] = files.total
-	res.Fields["truncated"] = truncated || cut || files.truncated()
-	res.Fields["exit_code"] = 0
+	res.Count, res.Truncated, res.ExitCode = new(files.total), truncated || cut || files.truncated(), new(0)
 	return done(res)
 }

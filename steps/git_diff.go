@@ -61,8 +61,9 @@ func (s *gitDiffStep) Templates() []string {
 // that is not a git repository and a timeout are errors.
 func (s *gitDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.def, map[string]any{
-		"diff": "", "files": []any{}, "count": 0, "truncated": false, "base": "", "head": "", "exit_code": -1,
+		"diff": "", "files": []any{}, "base": "", "head": "",
 	})
+	res.Count, res.ExitCode = new(0), new(-1)
 	scope := scopeOf(env)
 	base, err := revField("base_branch", s.base, scope)
 	if err != nil {
@@ -100,8 +101,6 @@ func (s *gitDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Ste
 	res.Output = r.Stdout
 	res.Fields["diff"] = r.Stdout
 	res.Fields["files"] = files.names
-	res.Fields["count"] = files.total
-	res.Fields["truncated"] = r.Truncated || files.truncated()
-	res.Fields["exit_code"] = r.ExitCode
+	res.Count, res.Truncated, res.ExitCode = new(files.total), r.Truncated || files.truncated(), new(r.ExitCode)
 	return done(res)
 }

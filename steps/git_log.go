@@ -122,8 +122,9 @@ type commitRecord struct {
 // and a timeout are errors.
 func (s *gitLogStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.def, map[string]any{
-		"log": "", "commits": []any{}, "files": []any{}, "count": 0, "truncated": false, "since": "",
+		"log": "", "commits": []any{}, "files": []any{}, "since": "",
 	})
+	res.Count = new(0)
 	scope := scopeOf(env)
 	now := env.Now
 	if now.IsZero() {
@@ -227,7 +228,6 @@ func (s *gitLogStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Step
 	res.Fields["log"] = log
 	res.Fields["commits"] = list
 	res.Fields["files"] = files.names
-	res.Fields["count"] = len(commits)
-	res.Fields["truncated"] = cut || files.truncated()
+	res.Count, res.Truncated = new(len(commits)), cut || files.truncated()
 	return done(res)
 }

@@ -111,16 +111,16 @@ func TestGitDiff(t *testing.T) {
 			if got := res.Fields["files"]; !equalAny(got, tt.wantFiles) {
 				t.Errorf("files %v; want %v", got, tt.wantFiles)
 			}
-			if res.Fields["count"] != len(tt.wantFiles) && !tt.wantTrunc {
-				t.Errorf("count %v", res.Fields["count"])
+			if field(res, "count") != len(tt.wantFiles) && !tt.wantTrunc {
+				t.Errorf("count %v", field(res, "count"))
 			}
 			for _, w := range tt.wantDiff {
 				if !strings.Contains(res.Output, w) {
 					t.Errorf("diff lacks %q:\n%s", w, res.Output)
 				}
 			}
-			if res.Output != res.Fields["diff"] || res.Fields["truncated"] != tt.wantTrunc {
-				t.Errorf("diff field differs or truncated %v", res.Fields["truncated"])
+			if res.Output != res.Fields["diff"] || field(res, "truncated") != tt.wantTrunc {
+				t.Errorf("diff field differs or truncated %v", field(res, "truncated"))
 			}
 		})
 	}
@@ -226,8 +226,8 @@ func TestFileDiff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalAny(res.Fields["files"], tt.wantFiles) || res.Fields["count"] != len(tt.wantFiles) {
-				t.Errorf("files %v count %v; want %v", res.Fields["files"], res.Fields["count"], tt.wantFiles)
+			if !equalAny(res.Fields["files"], tt.wantFiles) || field(res, "count") != len(tt.wantFiles) {
+				t.Errorf("files %v count %v; want %v", res.Fields["files"], field(res, "count"), tt.wantFiles)
 			}
 			for _, w := range tt.wantDiff {
 				if !strings.Contains(res.Output, w) {
@@ -274,8 +274,8 @@ func TestFileDiffNoCommits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(res.Output, want) || res.Fields["count"] != 1 {
-			t.Errorf("%s: diff %q count %v", path, res.Output, res.Fields["count"])
+		if !strings.Contains(res.Output, want) || field(res, "count") != 1 {
+			t.Errorf("%s: diff %q count %v", path, res.Output, field(res, "count"))
 		}
 	}
 }
@@ -335,8 +335,8 @@ func TestGitLog(t *testing.T) {
 			for _, c := range commits {
 				subjects = append(subjects, c.(map[string]any)["subject"].(string))
 			}
-			if strings.Join(subjects, "|") != strings.Join(tt.wantSubject, "|") || res.Fields["count"] != len(tt.wantSubject) {
-				t.Errorf("subjects %q count %v; want %q", subjects, res.Fields["count"], tt.wantSubject)
+			if strings.Join(subjects, "|") != strings.Join(tt.wantSubject, "|") || field(res, "count") != len(tt.wantSubject) {
+				t.Errorf("subjects %q count %v; want %q", subjects, field(res, "count"), tt.wantSubject)
 			}
 			if tt.wantFiles != nil && !equalAny(res.Fields["files"], tt.wantFiles) {
 				t.Errorf("files %v; want %v", res.Fields["files"], tt.wantFiles)
@@ -359,8 +359,8 @@ func TestGitLogNoCommits(t *testing.T) {
 	git(t, dir, env, "init", "-q")
 	s := mustStep(t, "git_log", "max_count: 3", 0)
 	res, err := runStep(t, s, gitStepEnv(t, dir, env, nil))
-	if err != nil || res.Fields["count"] != 0 || res.Output != "" {
-		t.Errorf("err %v count %v output %q", err, res.Fields["count"], res.Output)
+	if err != nil || field(res, "count") != 0 || res.Output != "" {
+		t.Errorf("err %v count %v output %q", err, field(res, "count"), res.Output)
 	}
 }
 

@@ -110,3 +110,9 @@ func git(t testing.TB, dir string, env []string, args ...string) string {
 	}
 	return string(out)
 }
+
+// field returns a result field as a placeholder reads it (nil when absent).
+func field(r *engine.StepResult, name string) any {
+	v, _ := r.Field(name)
+	return v
+}

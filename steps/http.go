@@ -133,8 +133,7 @@ func (s *httpStep) Templates() []string {
 // failed connection, a timeout and an unresolved placeholder are errors.
 func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.def, map[string]any{
-		"body": "", "status_code": 0, "status": "", "headers": map[string]any{},
-		"url": "", "method": s.method, "truncated": false, "duration_ms": int64(0),
+		"body": "", "status": "", "headers": map[string]any{}, "url": "", "method": s.method,
 	})
 	scope := scopeOf(env)
 	raw, err := engine.Expand(s.url, scope, nil)
@@ -177,11 +176,9 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 		req.Header.Set(h.name, v)
 	}
 
-	start := time.Now()
 	defer s.client.CloseIdleConnections() // runs are minutes apart: keep nothing open
 	resp, err := s.client.Do(req)
 	if err != nil {
-		res.Fields["duration_ms"] = time.Since(start).Milliseconds()
 		var ue *url.Error
 		if errors.As(err, &ue) && ue.Timeout() {
 			return fail(res, fmt.Errorf("%s %s: timed out: %w", s.method, u.Redacted(), err))
@@ -190,8 +187,7 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 	}
 	defer resp.Body.Close()
 	data, cut, err := ReadHead(resp.Body, s.maxBody, env.Redactor)
-	res.Fields["duration_ms"] = time.Since(start).Milliseconds()
-	res.Fields["status_code"] = resp.StatusCode
+	res.StatusCode = resp.StatusCode
 	res.Fields["status"] = resp.Status
 	res.Fields["url"] = resp.Request.URL.Redacted()
 	hdr := make(map[string]any, len(resp.Header))
@@ -209,7 +205,7 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 		} else {
 			text += fmt.Sprintf("\n[hookd: body truncated after %d bytes]", len(text))
 		}
-		res.Fields["truncated"] = true
+		res.Truncated = true
 	}
 	res.Output = text
 	res.Fields["body"] = text

@@ -105,14 +105,14 @@ func TestHTTPRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Fields["status_code"] != tt.wantStatus {
-				t.Errorf("status_code %v; want %d", res.Fields["status_code"], tt.wantStatus)
+			if field(res, "status_code") != tt.wantStatus {
+				t.Errorf("status_code %v; want %d", field(res, "status_code"), tt.wantStatus)
 			}
 			if tt.wantBody != "" && (res.Output != tt.wantBody || res.Fields["body"] != tt.wantBody) {
 				t.Errorf("body %q; want %q", res.Output, tt.wantBody)
 			}
-			if res.Fields["truncated"] != tt.wantTrunc {
-				t.Errorf("truncated %v", res.Fields["truncated"])
+			if field(res, "truncated") != tt.wantTrunc {
+				t.Errorf("truncated %v", field(res, "truncated"))
 			}
 			if tt.check != nil {
 				tt.check(t, res)
@@ -135,8 +135,8 @@ func TestHTTPTimeout(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %v", d)
 	}
-	if res.Fields["status_code"] != 0 {
-		t.Errorf("status_code %v", res.Fields["status_code"])
+	if field(res, "status_code") != 0 {
+		t.Errorf("status_code %v", field(res, "status_code"))
 	}
 }
 

@@ -105,8 +105,8 @@ var errEnough = errors.New("enough files")
 // Run lists the files. A path that is missing, not a directory or outside
 // the roots is an error.
 func (s *listFilesStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-	res := newResult(s.def, map[string]any{"files": []any{}, "count": 0, "truncated": false, "path": "",
-		"content": "", "directory": ""})
+	res := newResult(s.def, map[string]any{"files": []any{}, "path": "", "content": "", "directory": ""})
+	res.Count = new(0)
 	p, err := engine.Expand(s.path, scopeOf(env), nil)
 	if err != nil {
 		return fail(res, fmt.Errorf("path: %w", err))
@@ -183,8 +183,7 @@ func (s *listFilesStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.S
 		files = []any{}
 	}
 	res.Fields["files"] = files
-	res.Fields["count"] = len(files)
-	res.Fields["truncated"] = truncated
+	res.Count, res.Truncated = new(len(files)), truncated
 	if len(lines) > 0 {
 		res.Output = strings.Join(lines, "\n") + "\n"
 	}

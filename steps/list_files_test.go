@@ -147,8 +147,8 @@ func TestListFiles(t *testing.T) {
 			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
 				t.Errorf("files\n%q\nwant\n%q", got, tt.want)
 			}
-			if res.Fields["count"] != len(tt.want) || res.Fields["truncated"] != tt.wantTrunc {
-				t.Errorf("count %v truncated %v", res.Fields["count"], res.Fields["truncated"])
+			if field(res, "count") != len(tt.want) || field(res, "truncated") != tt.wantTrunc {
+				t.Errorf("count %v truncated %v", field(res, "count"), field(res, "truncated"))
 			}
 			wantOut := ""
 			if len(tt.want) > 0 {

@@ -45,8 +45,8 @@ func TestOptionInjection(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "allow_option_values") {
 				t.Errorf("err = %v; want it to contain %q", err, tt.want)
 			}
-			if res.Fields["exit_code"] != -1 {
-				t.Errorf("exit_code %v: the command ran", res.Fields["exit_code"])
+			if field(res, "exit_code") != -1 {
+				t.Errorf("exit_code %v: the command ran", field(res, "exit_code"))
 			}
 			if _, err := os.Stat(marker); err == nil {
 				os.Remove(marker)

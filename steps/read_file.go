@@ -72,7 +72,7 @@ func (s *readFileStep) Templates() []string { return []string{s.path} }
 // roots and an unresolved placeholder are errors.
 func (s *readFileStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.def, map[string]any{
-		"content": "", "path": "", "size": int64(0), "lines": 0, "truncated": false, "binary": false,
+		"content": "", "path": "", "size": int64(0), "lines": 0, "binary": false,
 	})
 	p, err := engine.Expand(s.path, scopeOf(env), nil)
 	if err != nil {
@@ -114,7 +114,7 @@ func (s *readFileStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 		res.Fields["binary"] = true
 		content = fmt.Sprintf("[hookd: %s is a binary file of %d bytes]", res.Fields["path"], size)
 	case cut:
-		res.Fields["truncated"] = true
+		res.Truncated = true
 		res.Fields["lines"] = countLines(data)
 		where := "first"
 		if s.tail {

@@ -76,8 +76,8 @@ func TestReadFile(t *testing.T) {
 			if res.Output != tt.want || res.Fields["content"] != tt.want {
 				t.Errorf("content %q; want %q", res.Output, tt.want)
 			}
-			if res.Fields["lines"] != tt.wantLines || res.Fields["truncated"] != tt.wantTrunc || res.Fields["binary"] != tt.wantBinary {
-				t.Errorf("lines %v truncated %v binary %v", res.Fields["lines"], res.Fields["truncated"], res.Fields["binary"])
+			if res.Fields["lines"] != tt.wantLines || field(res, "truncated") != tt.wantTrunc || res.Fields["binary"] != tt.wantBinary {
+				t.Errorf("lines %v truncated %v binary %v", res.Fields["lines"], field(res, "truncated"), res.Fields["binary"])
 			}
 			if res.Fields["path"] != tt.wantPath || res.Fields["size"] != tt.wantSize {
 				t.Errorf("path %v size %v; want %s %d", res.Fields["path"], res.Fields["size"], tt.wantPath, tt.wantSize)

@@ -54,7 +54,7 @@ max_output: 64`, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Fields["truncated"] != true {
+			if field(res, "truncated") != true {
 				t.Fatalf("secret at %d: output not truncated: %q", p, res.Output)
 			}
 			if f := fragment(res.Output, capSecret, 4); f != "" {
@@ -125,7 +125,7 @@ func TestReadFileSecretAcrossCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Fields["truncated"] != true {
+			if field(res, "truncated") != true {
 				t.Fatalf("tail %v, secret at %d: not truncated: %q", tail, p, res.Output)
 			}
 			if f := fragment(res.Output, capSecret, 4); f != "" {
@@ -155,8 +155,8 @@ func TestHTTPSecretAcrossMaxBody(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f := fragment(res.Output, capSecret, 4); f != "" || res.Fields["truncated"] != true {
-			t.Errorf("secret at %d: fragment %q in %q (truncated %v)", p, f, res.Output, res.Fields["truncated"])
+		if f := fragment(res.Output, capSecret, 4); f != "" || field(res, "truncated") != true {
+			t.Errorf("secret at %d: fragment %q in %q (truncated %v)", p, f, res.Output, field(res, "truncated"))
 		}
 	}
 }

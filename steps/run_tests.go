@@ -79,10 +79,10 @@ func (s *runTestsStep) Templates() []string { return s.shell.Templates() }
 func (s *runTestsStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.shell.def, map[string]any{
 		"output": "", "passed": false, "failures": []any{}, "failure_count": 0, "test_count": 0,
-		"passed_count": 0, "skipped_count": 0, "framework": "", "exit_code": -1, "timed_out": false,
-		"truncated": false, "duration_ms": int64(0), "command": s.shell.written,
+		"passed_count": 0, "skipped_count": 0, "framework": "", "command": s.shell.written,
 		"stdout": "", "stderr": "", // agent-queue's names: stdout is output, stderr is merged into it
 	})
+	res.ExitCode = new(-1)
 	c, err := s.shell.command(env)
 	if err != nil {
 		return fail(res, err)
@@ -112,10 +112,7 @@ func (s *runTestsStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	if rep.Framework == "" {
 		res.Fields["framework"] = "unknown"
 	}
-	res.Fields["exit_code"] = r.ExitCode
-	res.Fields["timed_out"] = r.TimedOut
-	res.Fields["truncated"] = r.Truncated
-	res.Fields["duration_ms"] = r.Duration.Milliseconds()
+	res.ExitCode, res.TimedOut, res.Truncated = new(r.ExitCode), r.TimedOut, r.Truncated
 	if r.Err != nil {
 		return fail(res, r.Err)
 	}

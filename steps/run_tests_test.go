@@ -203,8 +203,8 @@ func TestRunTestsStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := res.Fields
-			if f["passed"] != tt.wantPassed || f["exit_code"] != tt.wantExit || f["framework"] != "go" {
-				t.Errorf("passed %v exit %v framework %v\n%s", f["passed"], f["exit_code"], f["framework"], res.Output)
+			if f["passed"] != tt.wantPassed || field(res, "exit_code") != tt.wantExit || f["framework"] != "go" {
+				t.Errorf("passed %v exit %v framework %v\n%s", f["passed"], field(res, "exit_code"), f["framework"], res.Output)
 			}
 			if !equalAny(f["failures"], tt.wantFailures) || f["failure_count"] != tt.wantCount {
 				t.Errorf("failures %v count %v", f["failures"], f["failure_count"])
@@ -224,8 +224,8 @@ func TestRunTestsParsesPastTheCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalAny(res.Fields["failures"], []any{"example.com/m.TestLate"}) || res.Fields["truncated"] != true {
-		t.Errorf("failures %v truncated %v", res.Fields["failures"], res.Fields["truncated"])
+	if !equalAny(res.Fields["failures"], []any{"example.com/m.TestLate"}) || field(res, "truncated") != true {
+		t.Errorf("failures %v truncated %v", res.Fields["failures"], field(res, "truncated"))
 	}
 	if len(res.Output) > 300 || !strings.Contains(res.Output, "bytes truncated]") {
 		t.Errorf("output not capped: %d bytes", len(res.Output))
@@ -239,7 +239,7 @@ func TestRunTestsUnknownOutput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Fields["framework"] != "unknown" || res.Fields["passed"] != passed || res.Fields["exit_code"] != code {
+		if res.Fields["framework"] != "unknown" || res.Fields["passed"] != passed || field(res, "exit_code") != code {
 			t.Errorf("exit %d: framework %v passed %v", code, res.Fields["framework"], res.Fields["passed"])
 		}
 	}
@@ -254,8 +254,8 @@ func TestRunTestsUnknownOutput(t *testing.T) {
 func TestRunTestsTimeout(t *testing.T) {
 	s := mustStep(t, "run_tests", `command: "echo '--- FAIL: TestA (0.00s)'; sleep 30"`, 300*time.Millisecond)
 	res, err := runStep(t, s, stepEnv(t, nil))
-	if !errors.Is(err, ErrTimeout) || res.Fields["timed_out"] != true || res.Fields["passed"] != false {
-		t.Errorf("err %v timed_out %v passed %v", err, res.Fields["timed_out"], res.Fields["passed"])
+	if !errors.Is(err, ErrTimeout) || field(res, "timed_out") != true || res.Fields["passed"] != false {
+		t.Errorf("err %v timed_out %v passed %v", err, field(res, "timed_out"), res.Fields["passed"])
 	}
 	if !strings.Contains(res.Output, "--- FAIL: TestA") || !strings.Contains(res.Output, "hookd: command timed out") {
 		t.Errorf("output %q", res.Output)

@@ -169,15 +169,8 @@ func (s *shellStep) Templates() []string {
 // result, not an error; not starting, a placeholder that does not resolve,
 // a workdir outside the hook's and a timeout are errors.
 func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-	res := newResult(s.def, map[string]any{
-		"stdout":      "",
-		"stderr":      "",
-		"exit_code":   -1,
-		"timed_out":   false,
-		"truncated":   false,
-		"duration_ms": int64(0),
-		"command":     s.written,
-	})
+	res := newResult(s.def, map[string]any{"stdout": "", "stderr": "", "command": s.written})
+	res.ExitCode = new(-1)
 	c, err := s.command(env)
 	if err != nil {
 		return fail(res, err)
@@ -187,10 +180,7 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 	res.Output = r.Stdout
 	res.Fields["stdout"] = r.Stdout
 	res.Fields["stderr"] = r.Stderr
-	res.Fields["exit_code"] = r.ExitCode
-	res.Fields["timed_out"] = r.TimedOut
-	res.Fields["truncated"] = r.Truncated
-	res.Fields["duration_ms"] = r.Duration.Milliseconds()
+	res.ExitCode, res.TimedOut, res.Truncated = new(r.ExitCode), r.TimedOut, r.Truncated
 	if len(r.Killed) > 0 {
 		res.Fields["killed_pids"] = pids(r.Killed)
 	}

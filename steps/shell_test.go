@@ -140,8 +140,8 @@ func TestShellRun(t *testing.T) {
 			if res.Fields["stderr"] != tt.wantErrOut {
 				t.Errorf("stderr %q; want %q", res.Fields["stderr"], tt.wantErrOut)
 			}
-			if res.Fields["exit_code"] != tt.wantCode {
-				t.Errorf("exit_code %v; want %d", res.Fields["exit_code"], tt.wantCode)
+			if field(res, "exit_code") != tt.wantCode {
+				t.Errorf("exit_code %v; want %d", field(res, "exit_code"), tt.wantCode)
 			}
 			if res.Error != "" {
 				t.Errorf("Error %q; a non-zero exit is not an error", res.Error)
@@ -153,12 +153,12 @@ func TestShellRun(t *testing.T) {
 				t.Errorf("result header %+v", res)
 			}
 			for _, f := range []string{"timed_out", "truncated"} {
-				if res.Fields[f] != false {
-					t.Errorf("%s = %v", f, res.Fields[f])
+				if field(res, f) != false {
+					t.Errorf("%s = %v", f, field(res, f))
 				}
 			}
-			if _, ok := res.Fields["duration_ms"].(int64); !ok {
-				t.Errorf("duration_ms = %#v", res.Fields["duration_ms"])
+			if _, ok := field(res, "duration_ms").(int64); !ok {
+				t.Errorf("duration_ms = %#v", field(res, "duration_ms"))
 			}
 		})
 	}
@@ -244,7 +244,7 @@ func TestShellPlaceholderErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v; want it to contain %q", err, tt.wantErr)
 			}
-			if res == nil || res.Error != err.Error() || res.Fields["exit_code"] != -1 {
+			if res == nil || res.Error != err.Error() || field(res, "exit_code") != -1 {
 				t.Errorf("result %+v does not record the error", res)
 			}
 			if _, err := os.Stat(canary); err == nil {
@@ -266,8 +266,8 @@ func TestShellTimeout(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) || res.Error == "" {
 		t.Errorf("err %v, Error %q; want a timeout", err, res.Error)
 	}
-	if res.Fields["timed_out"] != true || res.Fields["exit_code"] != -1 {
-		t.Errorf("timed_out %v exit_code %v", res.Fields["timed_out"], res.Fields["exit_code"])
+	if field(res, "timed_out") != true || field(res, "exit_code") != -1 {
+		t.Errorf("timed_out %v exit_code %v", field(res, "timed_out"), field(res, "exit_code"))
 	}
 	if !strings.Contains(res.Fields["stderr"].(string), "hookd: command timed out after 300ms; process group killed") {
 		t.Errorf("stderr %q", res.Fields["stderr"])
@@ -290,8 +290,8 @@ func TestShellOutputCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "HEADxxxxxx\n[hookd: 988 bytes truncated]\nxxxxxxTAIL"
-	if res.Output != want || res.Fields["truncated"] != true {
-		t.Errorf("output %q truncated %v; want %q", res.Output, res.Fields["truncated"], want)
+	if res.Output != want || field(res, "truncated") != true {
+		t.Errorf("output %q truncated %v; want %q", res.Output, field(res, "truncated"), want)
 	}
 }
 
@@ -366,7 +366,7 @@ func TestShellWorkdir(t *testing.T) {
 func TestShellStartFailure(t *testing.T) {
 	s := mustShellStep(t, `command: [hookd-no-such-program]`, 0)
 	res, err := s.Run(context.Background(), stepEnv(t, nil))
-	if err == nil || res.Error == "" || res.Fields["exit_code"] != -1 {
+	if err == nil || res.Error == "" || field(res, "exit_code") != -1 {
 		t.Errorf("err %v, result %+v; want a start failure", err, res)
 	}
 }
@@ -391,7 +391,7 @@ func BenchmarkShellOverhead(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		t0 := time.Now()
-		if res, err := s.Run(ctx, env); err != nil || res.Fields["exit_code"] != 0 {
+		if res, err := s.Run(ctx, env); err != nil || field(res, "exit_code") != 0 {
 			b.Fatalf("step: %v", err)
 		}
 		t1 := time.Now()

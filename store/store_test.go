@@ -47,7 +47,7 @@ func fullRun(id string) *engine.Run {
 		EventType: "deploy.failed",
 		Steps: []*engine.StepResult{{
 			Index: 0, Name: "tests", Type: "run_tests", Output: "ok",
-			Fields:  map[string]any{"exit_code": float64(0), "failures": []any{"a", "b"}},
+			ExitCode: new(0), Fields: map[string]any{"failures": []any{"a", "b"}},
 			Started: t0, Duration: 1500 * time.Millisecond,
 		}},
 		Prompt:      "prompt",

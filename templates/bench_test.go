@@ -28,7 +28,7 @@ func BenchmarkRender50KB(b *testing.B) {
 		}
 		s := out.String()[:perStep]
 		scope.Steps = append(scope.Steps, &engine.StepResult{Index: i, Name: k, Type: "shell", Output: s,
-			Fields: map[string]any{"stdout": s, "exit_code": 1}})
+			ExitCode: new(1), Fields: map[string]any{"stdout": s}})
 		scope.StepNames[k] = i
 	}
 	h := &engine.Hook{Name: "bench", Description: "benchmark", Workdir: "/srv/project", Prompt: `Tests failed in {{event.repo.name}} ({{event.repo.ref}}, {{event.env}}) at {{now}}, exit {{steps.tests.exit_code}}:

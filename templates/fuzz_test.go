@@ -28,7 +28,7 @@ func FuzzRender(f *testing.F) {
 			Hook: "fuzz", RunID: "run-1", Trigger: "event", Now: t0, LastRunTime: last,
 			Event: map[string]any{"a": a, "b": b, "n": 42.5, "nested": map[string]any{"c": c}},
 			Steps: []*engine.StepResult{
-				{Index: 0, Name: "s1", Type: "shell", Output: a, Fields: map[string]any{"stderr": b, "exit_code": 1}},
+				{Index: 0, Name: "s1", Type: "shell", Output: a, ExitCode: new(1), Fields: map[string]any{"stderr": b}},
 				{Index: 1, Name: "s2", Type: "shell", Output: c},
 			},
 			StepNames: map[string]int{"s1": 0, "s2": 1},

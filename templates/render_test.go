@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	_ "github.com/hookd/hookd/steps" // the step kinds, so results have the fields their kinds declare
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -32,8 +33,8 @@ func testScope(stdout, diff string, event map[string]any) *engine.Scope {
 		Event: event,
 		Steps: []*engine.StepResult{
 			{Index: 0, Name: "tests", Type: "shell", Output: stdout,
-				Fields: map[string]any{"stdout": stdout, "stderr": "", "exit_code": 1, "timed_out": false}},
-			{Index: 1, Name: "diff", Type: "shell", Output: diff, Fields: map[string]any{"stdout": diff, "exit_code": 0}},
+				ExitCode: new(1), Fields: map[string]any{"stdout": stdout, "stderr": ""}},
+			{Index: 1, Name: "diff", Type: "shell", Output: diff, ExitCode: new(0), Fields: map[string]any{"stdout": diff}},
 		},
 		StepNames: map[string]int{"tests": 0, "diff": 1},
 	}

@@ -99,7 +99,7 @@ func TestFireThroughDaemon(t *testing.T) {
 		r := e.must(1, "fire", "exit3", "--wait")
 		run := e.getRun(runID(t, r))
 		if run.Status != engine.StatusFailed || run.Reason != "step_0: exit code 3" || len(run.Steps) != 1 ||
-			run.Steps[0].Fields["exit_code"] != float64(3) {
+			run.Steps[0].ExitCode == nil || *run.Steps[0].ExitCode != 3 {
 			t.Errorf("status %s reason %q, steps %+v", run.Status, run.Reason, run.Steps)
 		}
 	})

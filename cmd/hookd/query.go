@@ -320,8 +320,11 @@ func printRun(c *cli, r *engine.Run) {
 			label += " (" + s.Name + ")"
 		}
 		fmt.Fprintf(w, "\n%s %s, %s", label, s.Type, s.Duration.Round(time.Millisecond))
-		if ec, ok := s.Fields["exit_code"]; ok {
-			fmt.Fprintf(w, ", exit %v", ec)
+		if s.ExitCode != nil {
+			fmt.Fprintf(w, ", exit %d", *s.ExitCode)
+		}
+		if s.TimedOut {
+			fmt.Fprint(w, ", timed out")
 		}
 		fmt.Fprintln(w)
 		if s.Error != "" {

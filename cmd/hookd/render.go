@@ -148,8 +148,11 @@ func (c *cli) printPreview(run *engine.Run) {
 	fmt.Fprintf(w, "preview of %s (nothing recorded, no model called)\n", run.Hook)
 	for _, s := range run.Steps {
 		line := fmt.Sprintf("%s %s, %s", stepLabel(s), s.Type, s.Duration.Round(time.Millisecond))
-		if ec, ok := s.Fields["exit_code"]; ok {
-			line += fmt.Sprintf(", exit %v", ec)
+		if s.ExitCode != nil {
+			line += fmt.Sprintf(", exit %d", *s.ExitCode)
+		}
+		if s.TimedOut {
+			line += ", timed out"
 		}
 		if s.Error != "" {
 			line += ", error: " + oneLine(s.Error, 120)

@@ -256,8 +256,8 @@ skip_llm: true
 	}
 	run := e.getRun(runID(t, result{stdout: string(out), stderr: stderr.String()}))
 	st := run.Steps[0]
-	if strings.Contains(st.Output, "sk-daemon") || strings.Contains(st.Output, "PATH=") || st.Fields["exit_code"] == 0.0 {
-		t.Errorf("a step read hookd's environment: exit %v\n%s", st.Fields["exit_code"], st.Output)
+	if strings.Contains(st.Output, "sk-daemon") || strings.Contains(st.Output, "PATH=") || st.ExitCode == nil || *st.ExitCode == 0 {
+		t.Errorf("a step read hookd's environment: exit %v\n%s", st.ExitCode, st.Output)
 	}
 	if !strings.Contains(st.Fields["stderr"].(string), "Permission denied") {
 		t.Errorf("stderr %q, want Permission denied", st.Fields["stderr"])
