@@ -38,9 +38,13 @@ type DB struct {
 	stmtStartState *sql.Stmt
 	stmtFinishHook *sql.Stmt
 	stmtInsertEvt  *sql.Stmt
+	stmtMarkEvt    *sql.Stmt
+	stmtAddProc    *sql.Stmt
 
 	// Prepared on r.
 	stmtGetRun *sql.Stmt
+
+	gc committer // group commit of the frequent writes (group.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -110,6 +114,7 @@ func Open(path string) (*DB, error) {
 	}
 	d.r.SetMaxIdleConns(4)
 
+	d.gc.idle.L = &d.gc.mu
 	if err := d.prepare(); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
@@ -168,11 +173,12 @@ func (d *DB) Check() error {
 // calls return the result of the first.
 func (d *DB) Close() error {
 	d.closeOnce.Do(func() {
+		d.stopCommitter() // the queued writes are committed first
 		var errs []error
 		for _, s := range []*sql.Stmt{
 			d.stmtInsertRun, d.stmtUpsertRun, d.stmtFinishRun, d.stmtSlotOwner,
 			d.stmtClaimSlot, d.stmtBumpSlot, d.stmtStartState, d.stmtFinishHook,
-			d.stmtInsertEvt, d.stmtGetRun,
+			d.stmtInsertEvt, d.stmtMarkEvt, d.stmtAddProc, d.stmtGetRun,
 		} {
 			if s != nil {
 				errs = append(errs, s.Close())
@@ -216,6 +222,9 @@ func (d *DB) prepare() error {
 		{d.w, &d.stmtFinishHook, `UPDATE hook_state SET last_status = ? WHERE hook = ? AND last_run_id = ?`},
 		{d.w, &d.stmtInsertEvt, `INSERT INTO events (id, type, data, source, time, depth, dispatched)
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{d.w, &d.stmtMarkEvt, `UPDATE events SET dispatched = 1 WHERE seq = ? AND dispatched = 0`},
+		{d.w, &d.stmtAddProc, `UPDATE runs SET procs = json_insert(coalesce(procs, '[]'), '$[#]', json(?))
+			WHERE id = ?`},
 		{d.r, &d.stmtGetRun, `SELECT ` + runCols + `, seq FROM runs WHERE id = ?`},
 	} {
 		s, err := p.db.Prepare(p.text)
@@ -227,8 +236,9 @@ func (d *DB) prepare() error {
 	return nil
 }
 
-// tx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it when
-// fn returns nil.
+// tx runs fn in a write transaction of its own (BEGIN IMMEDIATE) and
+// commits it when fn returns nil. The frequent small writes use write
+// (group.go), which may share a commit; tx is for the rare and long ones.
 func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {

@@ -25,7 +25,7 @@ var _ engine.DispatchStore = (*DB)(nil)
 // Seq is set to the stored one and the error wraps
 // engine.ErrDuplicateEvent.
 func (d *DB) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
-	err := d.tx(ctx, func(tx *sql.Tx) error { return d.insertEvent(ctx, tx, ev, false) })
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.insertEvent(ctx, tx, ev, false) })
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.ID, err)
 	}
@@ -34,8 +34,8 @@ func (d *DB) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
 
 // MarkDispatched records that the event with this seq was dispatched.
 func (d *DB) MarkDispatched(ctx context.Context, seq int64) error {
-	err := d.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE events SET dispatched = 1 WHERE seq = ? AND dispatched = 0`, seq)
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.StmtContext(ctx, d.stmtMarkEvt).ExecContext(ctx, seq)
 		return err
 	})
 	if err != nil {

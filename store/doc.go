@@ -36,6 +36,15 @@
 // the same file (a CLI command beside the daemon) is serialized by SQLite's
 // file lock and waits up to busy_timeout.
 //
+// The frequent small writes (a run's start, end and process groups, events
+// stored and marked dispatched) are group-committed (group.go): a write
+// that finds the writer idle commits at once in its own transaction;
+// writes that arrive during a commit wait and are then committed together,
+// each in a savepoint of one transaction, so that a failing one is rolled
+// back alone. Every caller is answered after the commit that holds its
+// write returned, and a lost transaction fails every write in it: no
+// guarantee is weaker than with one transaction per write.
+//
 // Lock is separate from Open: it takes an exclusive flock on the file
 // dbPath+".lock", holding the owner's pid, so that two daemons cannot run
 // on one database, while commands that only read can still Open it.

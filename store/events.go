@@ -16,7 +16,7 @@ import (
 // engine.ErrDuplicateEvent, which makes publishing with a client-chosen ID
 // idempotent.
 func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
-	err := d.tx(ctx, func(tx *sql.Tx) error { return d.insertEvent(ctx, tx, ev, true) })
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.insertEvent(ctx, tx, ev, true) })
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.ID, err)
 	}
@@ -27,7 +27,7 @@ func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
 // one's Seq. Events whose ID was stored before are skipped (their Seq is
 // the stored one); any other error stores none of them.
 func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, ev := range evs {
 			if err := d.insertEvent(ctx, tx, ev, true); err != nil && !errors.Is(err, engine.ErrDuplicateEvent) {
 				return err

@@ -22,8 +22,10 @@ func (d *DB) AddRunProc(ctx context.Context, id string, g engine.ProcGroup) erro
 	if err != nil {
 		return fmt.Errorf("record process group of run %s: %w", id, err)
 	}
-	_, err = d.w.ExecContext(ctx, `UPDATE runs SET procs = json_insert(coalesce(procs, '[]'), '$[#]', json(?))
-		WHERE id = ?`, string(b), id)
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.StmtContext(ctx, d.stmtAddProc).ExecContext(ctx, string(b), id)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("record process group of run %s: %w", id, err)
 	}

@@ -71,7 +71,7 @@ func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
 	id, repeats, queued := r.ID, r.Repeats, r.QueuedAt
-	err = d.tx(ctx, func(tx *sql.Tx) error {
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := d.insertOrCollapse(ctx, tx, r, args); err != nil { // collapse.go
 			return err
 		}
@@ -95,7 +95,7 @@ func (d *DB) StartRun(ctx context.Context, r *engine.Run) error {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
 	slot := timeInt(r.Slot)
-	err = d.tx(ctx, func(tx *sql.Tx) error {
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if slot != 0 {
 			var owner string
 			err := tx.StmtContext(ctx, d.stmtSlotOwner).QueryRowContext(ctx, r.Hook, slot).Scan(&owner)
@@ -149,7 +149,7 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 		return fmt.Errorf("finish run %s: %w", r.ID, err)
 	}
 	pt, ct, cached := tokenArgs(r.Tokens)
-	err = d.tx(ctx, func(tx *sql.Tx) error {
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, d.stmtFinishRun).ExecContext(ctx,
 			string(r.Status), r.Reason, r.EventType, rawArg(r.Event), steps, r.Prompt,
 			r.Response, rawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
@@ -245,7 +245,7 @@ func (d *DB) QueuedRuns(ctx context.Context) ([]*engine.Run, error) {
 // advances to it, so a restart never fires it again. A run that is not
 // queued is engine.ErrNotFound.
 func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged time.Time) error {
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET event = ?, event_type = ?, "trigger" = ?,
 			reason = ?, depth = ? WHERE id = ? AND status = ?`,
 			rawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// BenchmarkEventToRun measures events becoming runs at the speed of
+// process spawn. It starts what `hookd serve` starts (the store, the
+// hooks, the engine with its shell steps) with one hook per publisher,
+// each a shell step running `true` with skip_llm. Each publisher emits
+// an event for its hook (Engine.Emit, what the API and the socket call:
+// stored, dispatched, the run's start recorded), waits for the run to
+// end, and emits again. In the same run, alternating in rounds with it,
+// as many spawners run the same command as the shell step does
+// (/bin/sh -c true in its own process group, output captured), with
+// nothing else. For 1 and 8 publishers it prints runs/s, spawns/s, the
+// ratio of the two (the target is >= 0.7) and the latency from Emit to
+// the run's start being recorded, p50 and p99 (the target for p99 is
+// <= 10 ms). -benchtime counts the runs of each side.
+//
+//	go test -run '^$' -bench 'BenchmarkEventToRun$' -benchtime 2000x ./cmd/hookd/
+func BenchmarkEventToRun(b *testing.B) {
+	for _, pubs := range []int{1, 8} {
+		b.Run(fmt.Sprintf("publishers=%d", pubs), func(b *testing.B) { benchEventToRun(b, pubs) })
+	}
+}
+
+func benchEventToRun(b *testing.B, pubs int) {
+	const rounds = 4
+	dir := b.TempDir()
+	hooks := filepath.Join(dir, "hooks.d")
+	if err := os.Mkdir(hooks, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range pubs {
+		hook := fmt.Sprintf("trigger: {event: bench.p%d}\nsteps:\n  - type: shell\n    command: \"true\"\nskip_llm: true\n", i)
+		if err := os.WriteFile(filepath.Join(hooks, fmt.Sprintf("p%d.yaml", i)), []byte(hook), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	settings := filepath.Join(dir, "hookd.yaml")
+	if err := os.WriteFile(settings, fmt.Appendf(nil, "max_concurrent: %d\n", pubs), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	c := &cli{name: "serve", stdout: io.Discard, stderr: io.Discard, configPath: settings,
+		hooksDir: hooks, dbPath: filepath.Join(dir, ".hookd", "hookd.db")}
+	d, err := c.settings()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	logs := &levelCounter{}
+	l, err := c.openLocal(d, slog.New(logs), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.close()
+	ctx := context.Background()
+
+	// One run of each hook and one spawn, so that neither side pays for
+	// a first time in the figures.
+	var lat []time.Duration
+	var latMu sync.Mutex
+	emitRuns := func(n int) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for p := range pubs {
+			typ := fmt.Sprintf("bench.p%d", p)
+			wg.Go(func() {
+				var mine []time.Duration
+				for next.Add(1) <= int64(n) {
+					t0 := time.Now()
+					runs, err := l.eng.Emit(ctx, &engine.Event{Type: typ, Source: "bench"})
+					started := time.Since(t0)
+					if err != nil || len(runs) != 1 {
+						b.Errorf("emit %s: %d runs, %v", typ, len(runs), err)
+						return
+					}
+					mine = append(mine, started)
+					final, err := l.eng.Wait(ctx, runs[0].ID)
+					if err != nil || final.Status != engine.StatusCompleted {
+						b.Errorf("run %s: %v %+v", runs[0].ID, err, final)
+						return
+					}
+				}
+				latMu.Lock()
+				lat = append(lat, mine...)
+				latMu.Unlock()
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	spawns := func(n int) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range pubs {
+			wg.Go(func() {
+				for next.Add(1) <= int64(n) {
+					if err := bareSpawn(); err != nil {
+						b.Errorf("spawn: %v", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	emitRuns(pubs)
+	spawns(pubs)
+	lat = lat[:0]
+
+	per := max(b.N/rounds, pubs)
+	var runT, spawnT, runCPU, spawnCPU time.Duration
+	b.ResetTimer()
+	for range rounds {
+		c0 := selfCPU(b)
+		spawnT += spawns(per)
+		c1 := selfCPU(b)
+		runT += emitRuns(per)
+		c2 := selfCPU(b)
+		spawnCPU += c1 - c0
+		runCPU += c2 - c1
+	}
+	b.StopTimer()
+	if b.Failed() {
+		return
+	}
+	slices.Sort(lat)
+	runRate := float64(per*rounds) / runT.Seconds()
+	spawnRate := float64(per*rounds) / spawnT.Seconds()
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(runRate, "runs/s")
+	b.ReportMetric(spawnRate, "spawns/s")
+	b.ReportMetric(runRate/spawnRate, "ratio")
+	b.ReportMetric(float64(runCPU.Microseconds())/float64(per*rounds), "cpu-µs/run")
+	b.ReportMetric(float64(spawnCPU.Microseconds())/float64(per*rounds), "cpu-µs/spawn")
+	b.ReportMetric(ms(quantileDur(lat, 0.50)), "start-p50-ms")
+	b.ReportMetric(ms(quantileDur(lat, 0.99)), "start-p99-ms")
+	if n := logs.n.Load(); n > 0 {
+		b.ReportMetric(float64(n), "warnings")
+	}
+	b.Logf("%d publishers: %d runs in %v (%.0f runs/s), %d bare spawns in %v (%.0f spawns/s): ratio %.2f; emit to start recorded p50 %v p99 %v max %v",
+		pubs, per*rounds, runT.Round(time.Millisecond), runRate, per*rounds, spawnT.Round(time.Millisecond), spawnRate,
+		runRate/spawnRate, quantileDur(lat, 0.5), quantileDur(lat, 0.99), lat[len(lat)-1])
+}
+
+// bareSpawn runs what a shell step with command `true` runs, the way it
+// runs it (its own process group, stdout and stderr captured), and
+// nothing else: the limit BenchmarkEventToRun compares with.
+func bareSpawn() error {
+	var out, errb bytes.Buffer
+	cmd := exec.Command("/bin/sh", "-c", "true")
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd.Run()
+}
+
+// selfCPU returns the user and system CPU time this process used so far
+// (not its children's).
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// quantileDur returns the q-quantile of sorted by the nearest rank.
+func quantileDur(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*q+0.999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// levelCounter is a slog handler that counts warnings and errors.
+type levelCounter struct{ n atomic.Int64 }
+
+func (h *levelCounter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h *levelCounter) Handle(context.Context, slog.Record) error    { h.n.Add(1); return nil }
+func (h *levelCounter) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h *levelCounter) WithGroup(string) slog.Handler                { return h }
