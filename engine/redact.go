@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -23,8 +24,10 @@ const minEncodedLen = 8
 // Redactor replaces the values of a hook's secrets with [REDACTED:NAME]:
 // the value as it is and the forms it takes when hookd or a program
 // quotes, escapes or encodes it — JSON and Go string escapes (also
-// ASCII-only ones), shell quoting (printf %q's backslashes, single quotes
-// as bash -x and shlex.quote write them), Python's repr,
+// ASCII-only ones), shell quoting (printf %q's backslashes, bash's $'...'
+// as printf %q and declare -p write a value with control characters,
+// single quotes as bash -x and shlex.quote write them), Python's repr
+// and ascii() (with \xhh, \uhhhh and \Uhhhhhhhh escapes),
 // percent-encoding (query and path forms) and base64 (standard and URL
 // alphabets, padded and raw, also when the value sits inside a longer
 // encoded text). A secret transformed in any other way
@@ -129,9 +132,14 @@ func secretForms(v string) []string {
 	// shlex.quote writes them ('"'"').
 	forms = append(forms, shellBackslash(v, false), shellBackslash(v, true),
 		strings.ReplaceAll(v, "'", `'\''`), strings.ReplaceAll(v, "'", `'"'"'`))
+	// bash's $'...' (ANSI-C quoting), which printf %q, declare -p and
+	// set write for a value with a control character (or, in the C
+	// locale, any non-ASCII byte): in a UTF-8 locale and in the C one.
+	forms = append(forms, ansiC(v, true), ansiC(v, false))
 	// Python's repr: single-quoted with \' escapes, or double-quoted
-	// (a string with ' and no ") with only backslashes escaped.
-	forms = append(forms, pyRepr(v, '\''), pyRepr(v, '"'))
+	// (a string with ' and no ") with only backslashes escaped; and
+	// ascii(), which escapes every non-ASCII character too.
+	forms = append(forms, pyRepr(v, '\'', false), pyRepr(v, '"', false), pyRepr(v, '\'', true), pyRepr(v, '"', true))
 	// Percent-encoding, in a query and in a path.
 	forms = append(forms, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(url.QueryEscape(v), "+", "%20"))
 	// base64: the whole value, padded and raw, and the part of its
@@ -162,9 +170,13 @@ func shellBackslash(v string, atStart bool) string {
 	return b.String()
 }
 
-// pyRepr escapes v as the body of Python's repr of a str quoted with q:
-// backslashes, the quote, \n \r \t and other ASCII control characters.
-func pyRepr(v string, q rune) string {
+// pyRepr escapes v as the body of Python's repr of a str quoted with q
+// (ascii() when asciiOnly): backslashes, the quote, \n \r \t, other
+// control characters as \xhh, and characters Python does not print
+// (str.isprintable: separators but the space, format and private-use
+// characters; every non-ASCII one for ascii()) as \xhh, \uhhhh or
+// \Uhhhhhhhh.
+func pyRepr(v string, q rune, asciiOnly bool) string {
 	var b strings.Builder
 	for _, r := range v {
 		switch {
@@ -179,11 +191,66 @@ func pyRepr(v string, q rune) string {
 			b.WriteString(`\t`)
 		case r < 0x20 || r == 0x7f:
 			b.WriteString(`\x` + hex4(r)[2:])
+		case r >= utf8.RuneSelf && (asciiOnly || !unicode.IsPrint(r)):
+			switch {
+			case r <= 0xff:
+				b.WriteString(`\x` + hex4(r)[2:])
+			case r <= 0xffff:
+				b.WriteString(`\u` + hex4(r))
+			default:
+				b.WriteString(`\U` + hex8(r))
+			}
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
+}
+
+// ansiC escapes v as the body of bash's $'...' quoting (ansic_quote):
+// backslash and single quote escaped, \a \b \t \n \v \f \r and \E for
+// ESC, other control bytes as three octal digits, and each byte of a
+// non-ASCII character as octal — unless utf8Locale and the C library
+// prints it (every character but C1 controls and the line and paragraph
+// separators).
+func ansiC(v string, utf8Locale bool) string {
+	var b strings.Builder
+	for i := 0; i < len(v); {
+		r, size := utf8.DecodeRuneInString(v[i:])
+		if r >= utf8.RuneSelf || r == utf8.RuneError && size <= 1 {
+			if utf8Locale && !(r == utf8.RuneError && size <= 1) && r >= 0xa0 && r != 0x2028 && r != 0x2029 {
+				b.WriteString(v[i : i+size])
+			} else {
+				for _, c := range []byte(v[i : i+size]) {
+					b.WriteString(`\` + octal3(c))
+				}
+			}
+			i += size
+			continue
+		}
+		if e := strings.IndexByte("\a\b\t\n\v\f\r", byte(r)); e >= 0 {
+			b.WriteString(`\` + string("abtnvfr"[e]))
+		} else if r == 0x1b {
+			b.WriteString(`\E`)
+		} else if r == '\\' || r == '\'' {
+			b.WriteString(`\` + string(r))
+		} else if r < 0x20 || r == 0x7f {
+			b.WriteString(`\` + octal3(byte(r)))
+		} else {
+			b.WriteByte(byte(r))
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func octal3(c byte) string {
+	return string([]byte{'0' + c>>6, '0' + c>>3&7, '0' + c&7})
+}
+
+func hex8(r rune) string {
+	s := strconv.FormatInt(int64(r), 16)
+	return strings.Repeat("0", 8-len(s)) + s
 }
 
 // unquote strips the quotes and the newline of an encoded string.

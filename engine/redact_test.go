@@ -337,8 +337,10 @@ func TestRunRedactsCredentials(t *testing.T) {
 
 // TestRedactorShellAndPythonQuoting runs real bash and python3 on
 // secrets with quotes, backslashes and spaces and redacts what they
-// print: bash's printf %q, bash -x tracing, and Python's repr (single-
-// and double-quoted) and shlex.quote. No piece of a secret may remain.
+// print: bash's printf %q and declare -p (also $'...' for control
+// characters and non-ASCII bytes, in a UTF-8 and the C locale), bash -x
+// tracing, and Python's repr (single- and double-quoted, with \x, \u and
+// \U escapes), ascii() and shlex.quote. No piece of a secret may remain.
 func TestRedactorShellAndPythonQuoting(t *testing.T) {
 	for _, bin := range []string{"bash", "python3"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -348,7 +350,12 @@ func TestRedactorShellAndPythonQuoting(t *testing.T) {
 	secrets := map[string]string{
 		"S":     `Sx\q"9'Zz it`,
 		"TILDE": `~Tq#Wv it's`,   // a leading ~, and ' without " (repr uses double quotes)
-		"TAB":   "Tb\tKq'Jw\\Yx", // repr escapes the tab
+		"TAB":   "Tb\tKq'Jw\\Yx", // repr escapes the tab; printf %q writes $'...'
+		// Control characters: bash's $'...' (\001, \E, \177), repr's \x01.
+		"CTRL": "Cq\x01Jw'Yx\\Zk\x1bRv\x7fPz\nQj",
+		// Non-ASCII: bash prints octal bytes in the C locale and for
+		// U+0085 and U+2028; repr escapes what Python does not print.
+		"UNI": "Uq\u2028Wv\u00a0Hk\u200bKz\U000e0001Xm\u0085Üy\u00e9Gp",
 	}
 	var names, environ []string
 	for k, v := range secrets {
@@ -356,9 +363,10 @@ func TestRedactorShellAndPythonQuoting(t *testing.T) {
 		environ = append(environ, k+"="+v)
 	}
 	red := engine.NewRedactor(names, environ)
+	locale := "LC_ALL=C"
 	run := func(env, name string, args ...string) string {
 		cmd := exec.Command(name, args...)
-		cmd.Env = append(os.Environ(), "V="+env)
+		cmd.Env = append(os.Environ(), "V="+env, locale, "PYTHONIOENCODING=utf-8")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %q: %v\n%s", name, args, err, out)
@@ -366,13 +374,15 @@ func TestRedactorShellAndPythonQuoting(t *testing.T) {
 		return string(out)
 	}
 	for k, v := range secrets {
-		outputs := map[string]string{
-			"python-repr":  run(v, "python3", "-c", `import os; print(repr(os.environ["V"]), [os.environ["V"]])`),
-			"python-shlex": run(v, "python3", "-c", `import os, shlex; print("cmd", shlex.quote(os.environ["V"]))`),
-			"bash-xtrace":  run(v, "bash", "-xc", `: "$V"; echo done`),
-		}
-		if k != "TAB" { // printf %q writes $'...' for a control character: not found
-			outputs["bash-printf-q"] = run(v, "bash", "-c", `printf 'token=%q\n' "$V"; printf '%q\n' "x$V"`)
+		outputs := map[string]string{}
+		// Python's output does not depend on the locale (one run: its
+		// start-up is slow on a loaded machine).
+		locale = "LC_ALL=C.UTF-8"
+		outputs["python-repr-ascii-shlex"] = run(v, "python3", "-c", `import os, shlex; v = os.environ["V"]; print(repr(v), [v], {"k": v}); print(ascii(v)); print("cmd", shlex.quote(v))`)
+		for _, locale = range []string{"LC_ALL=C.UTF-8", "LC_ALL=C"} {
+			outputs[locale+" bash-xtrace"] = run(v, "bash", "-xc", `: "$V"; echo done`)
+			outputs[locale+" bash-printf-q"] = run(v, "bash", "-c", `printf 'token=%q\n' "$V"; printf '%q\n' "x$V"`)
+			outputs[locale+" bash-declare-p"] = run(v, "bash", "-c", `declare -p V; s=$V; declare -p s`)
 		}
 		for how, out := range outputs {
 			got := red.String(out)
