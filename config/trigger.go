@@ -13,11 +13,11 @@ import (
 )
 
 var (
-	triggerKeys = []string{"every", "cron", "event", "watch", "timezone", "jitter",
+	triggerKeys = []string{"every", "cron", "schedule", "at", "event", "watch", "timezone", "jitter",
 		"on_missed", "max_catchup", "where", "type", "skip_llm"}
-	triggerAliases = map[string]string{"interval_seconds": "every", "event_type": "event"}
+	triggerAliases = map[string]string{"interval_seconds": "every", "event_type": "event", "fire_at": "at"}
 	watchKeys      = []string{"paths", "recursive", "extensions", "include", "ignore",
-		"debounce", "max_wait", "poll", "scan_on_start"}
+		"debounce", "max_wait", "poll", "scan_on_start", "base_dir", "project_id"}
 )
 
 // Defaults of a trigger.
@@ -51,13 +51,31 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 		written  string // the one written
 		line     int
 	}
+	// agent-queue's watch shape: {type: event, event_type: file.changed,
+	// watch: {...}}. The event type names what the watch publishes; the
+	// trigger is the watch.
+	watchEvent := f.has("watch") && (f.has("event") || f.has("event_type"))
+	if watchEvent {
+		en, ep := f.either("event", "event_type")
+		var et string
+		if en != nil && s.decodeAt(en, ep, &et) && et != engine.EventFileChanged && et != engine.EventFolderChanged {
+			s.errorf(en, ep, "with watch, the event type must be %s or %s (what a watch publishes; got %q)",
+				engine.EventFileChanged, engine.EventFolderChanged, et)
+			return
+		}
+	}
 	var kinds []kindAt
 	for _, k := range []kindAt{
 		{kind: engine.TriggerEvery, key: "every", alt: "interval_seconds"},
 		{kind: engine.TriggerCron, key: "cron"},
+		{kind: engine.TriggerCron, key: "schedule"},
+		{kind: engine.TriggerAt, key: "at", alt: "fire_at"},
 		{kind: engine.TriggerEvent, key: "event", alt: "event_type"},
 		{kind: engine.TriggerWatch, key: "watch"},
 	} {
+		if k.kind == engine.TriggerEvent && watchEvent {
+			continue
+		}
 		for _, key := range []string{k.key, k.alt} {
 			if key != "" && f.has(key) {
 				k.written, k.line = key, f.keyLine(key)
@@ -68,7 +86,7 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 	sort.SliceStable(kinds, func(i, j int) bool { return kinds[i].line < kinds[j].line })
 	if len(kinds) > 1 {
 		a, b := kinds[0], kinds[1]
-		if a.kind == b.kind {
+		if a.key == b.key {
 			f.either(a.key, a.alt) // reports the alias conflict
 		} else {
 			s.add(b.line, path, fmt.Sprintf("has both %s and %s; a hook has exactly one trigger kind", a.written, b.written))
@@ -78,8 +96,8 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 
 	var typ string
 	typeNode, typeOK := f.decode("type", &typ)
-	if typeOK && typ != "periodic" && typ != "event" {
-		s.errorf(typeNode, join(path, "type"), "must be periodic or event (got %q); or write every, cron, event or watch", typ)
+	if typeOK && typ != "periodic" && typ != "event" && typ != "scheduled" {
+		s.errorf(typeNode, join(path, "type"), "must be periodic, scheduled or event (got %q); or write every, cron, at, event or watch", typ)
 		return
 	}
 	if len(kinds) == 0 {
@@ -88,6 +106,8 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 			s.errorf(typeNode, join(path, "type"), "periodic needs interval_seconds (or write every: 1h)")
 		case "event":
 			s.errorf(typeNode, join(path, "type"), "event needs event_type (or write event: PATTERN)")
+		case "scheduled":
+			s.errorf(typeNode, join(path, "type"), "scheduled needs fire_at (or write at: TIME)")
 		case "":
 			if typeNode == nil {
 				s.errorf(n, path, "needs one of every, cron, event or watch (leave trigger out for a hook fired by hand)")
@@ -98,15 +118,18 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 	t.Kind = kinds[0].kind
 	if typeOK {
 		want := "periodic"
-		if t.Kind == engine.TriggerEvent || t.Kind == engine.TriggerWatch {
+		switch t.Kind {
+		case engine.TriggerEvent, engine.TriggerWatch:
 			want = "event"
+		case engine.TriggerAt:
+			want = "scheduled"
 		}
-		if t.Kind == engine.TriggerWatch || typ != want {
+		if typ != want {
 			s.errorf(typeNode, join(path, "type"), "%s does not match the %s trigger; leave type out", typ, kinds[0].written)
 		}
 	}
 
-	periodic := t.Kind == engine.TriggerEvery || t.Kind == engine.TriggerCron
+	periodic := t.Periodic()
 	onlyFor := func(key string, ok bool, which string) bool {
 		if f.has(key) && !ok {
 			s.add(f.keyLine(key), join(path, key), "only applies to "+which+" triggers")
@@ -126,6 +149,11 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 			s.errorf(kindNode, kindPath, "must be at least %s (got %s)", MinEvery, t.Every)
 		}
 	case engine.TriggerCron:
+		if kinds[0].key == "schedule" {
+			kindNode, kindPath = f.get("schedule"), join(path, "schedule")
+			s.schedule(kindNode, kindPath, t)
+			break
+		}
 		kindPath = join(path, "cron")
 		if kindNode = f.get("cron"); kindNode == nil {
 			s.add(kinds[0].line, kindPath, "must be a cron expression like \"0 3 * * *\"")
@@ -141,6 +169,11 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 				s.errorf(kindNode, kindPath, "%s", err)
 			}
 		}
+	case engine.TriggerAt:
+		kindNode, kindPath = f.either("at", "fire_at")
+		if kindNode == nil {
+			s.add(kinds[0].line, kindPath, "must be a time like 2026-12-01T09:00:00Z")
+		}
 	case engine.TriggerWatch:
 		if w := f.get("watch"); w != nil {
 			t.Watch = s.watch(w, join(path, "watch"), h.Workdir)
@@ -149,7 +182,7 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 		}
 	}
 
-	const sched = "every and cron"
+	const sched = "every, cron and at"
 	if onlyFor("timezone", periodic, sched) {
 		tz := f.get("timezone")
 		if s.decodeAt(tz, join(path, "timezone"), &t.Timezone) {
@@ -163,6 +196,9 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 	}
 	if periodic && t.Location == nil {
 		t.Location = time.Local
+	}
+	if t.Kind == engine.TriggerAt && kindNode != nil {
+		t.At = s.atTime(kindNode, kindPath, t.Location)
 	}
 	if onlyFor("jitter", periodic, sched) {
 		j := f.get("jitter")
@@ -223,6 +259,22 @@ func (s *state) watch(n *yaml.Node, path, workdir string) *engine.WatchSpec {
 		return w
 	}
 	f := s.fields(n, path, watchKeys, nil)
+	// agent-queue's base_dir: the directory relative paths are under
+	// (itself relative to the workdir). Its project_id has nothing to
+	// scope here: a watch fires only its own hook.
+	base := workdir
+	var baseDir, project string
+	if b, ok := f.decode("base_dir", &baseDir); ok {
+		switch {
+		case baseDir == "":
+			s.errorf(b, join(path, "base_dir"), "must not be empty (leave it out for the workdir)")
+		case filepath.IsAbs(baseDir):
+			base = filepath.Clean(baseDir)
+		default:
+			base = filepath.Join(workdir, baseDir)
+		}
+	}
+	f.decode("project_id", &project)
 	if p, ok := f.decode("paths", &w.Paths); ok {
 		if len(w.Paths) == 0 {
 			s.errorf(p, join(path, "paths"), "must list at least one path")
@@ -234,7 +286,7 @@ func (s *state) watch(n *yaml.Node, path, workdir string) *engine.WatchSpec {
 			case filepath.IsAbs(dir):
 				w.Paths[i] = filepath.Clean(dir)
 			default:
-				w.Paths[i] = filepath.Join(workdir, dir)
+				w.Paths[i] = filepath.Join(base, dir)
 			}
 		}
 	} else if f.get("paths") == nil {

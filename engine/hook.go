@@ -36,6 +36,7 @@ const (
 	TriggerCron   TriggerKind = "cron"
 	TriggerEvent  TriggerKind = "event"
 	TriggerWatch  TriggerKind = "watch"
+	TriggerAt     TriggerKind = "at" // one-shot: fires once, at Trigger.At
 )
 
 // Hook is one validated hook definition, as loaded from a file in hooks.d.
@@ -106,12 +107,17 @@ type Source struct {
 	Version string // short content hash of the file
 }
 
-// Trigger describes what fires a hook. Exactly one of Every, Cron, Event
-// or Watch is set, as Kind says.
+// Trigger describes what fires a hook. Exactly one of Every, Cron, At,
+// Event or Watch is set, as Kind says.
 type Trigger struct {
-	Kind       TriggerKind
-	Every      time.Duration
-	Cron       string
+	Kind  TriggerKind
+	Every time.Duration
+	Cron  string
+	// CronSet holds more cron expressions of a cron trigger (agent-queue's
+	// schedule with several times): the trigger fires at the slots of Cron
+	// and of each of these.
+	CronSet    []string
+	At         time.Time // the one time a one-shot (at) trigger fires
 	Timezone   string
 	Jitter     time.Duration
 	OnMissed   MissedPolicy
@@ -120,14 +126,17 @@ type Trigger struct {
 	Where      map[string]any // payload filters: dotted path -> value (or list of values)
 	Watch      *WatchSpec
 
-	// Schedule is compiled by the loader for every/cron triggers.
+	// Schedule is compiled by the loader for every/cron/at triggers.
 	Schedule Schedule
 	// Location is the time zone the schedule is evaluated in.
 	Location *time.Location
 }
 
-// Periodic reports whether the trigger fires on a schedule.
-func (t Trigger) Periodic() bool { return t.Kind == TriggerEvery || t.Kind == TriggerCron }
+// Periodic reports whether the trigger fires on a schedule (a one-shot
+// at trigger is a schedule of one slot).
+func (t Trigger) Periodic() bool {
+	return t.Kind == TriggerEvery || t.Kind == TriggerCron || t.Kind == TriggerAt
+}
 
 // String describes the trigger for people: "every 2h", "cron 0 3 * * *", "event deploy.*".
 func (t Trigger) String() string {
@@ -135,11 +144,13 @@ func (t Trigger) String() string {
 	case TriggerEvery:
 		return "every " + t.Every.String()
 	case TriggerCron:
-		s := "cron " + t.Cron
+		s := "cron " + strings.Join(append([]string{t.Cron}, t.CronSet...), "; ")
 		if t.Timezone != "" {
 			s += " (" + t.Timezone + ")"
 		}
 		return s
+	case TriggerAt:
+		return "at " + t.At.Format(time.RFC3339)
 	case TriggerEvent:
 		return "event " + t.Event
 	case TriggerWatch:

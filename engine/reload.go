@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -164,13 +165,16 @@ func (s *state) applyTrigger(ent *entry, old *Hook, now time.Time) error {
 	}
 	ent.catchup = nil
 	s.schedule(ent, now)
+	if s.missedOnce(ent, now) { // a one-shot whose time passed: it fires now
+		s.nextCatchup(ent)
+	}
 	return err
 }
 
 // sameSchedule reports whether two periodic triggers fire at the same times.
 func sameSchedule(a, b *Trigger) bool {
-	return a.Kind == b.Kind && a.Every == b.Every && a.Cron == b.Cron &&
-		a.Timezone == b.Timezone && a.Jitter == b.Jitter
+	return a.Kind == b.Kind && a.Every == b.Every && a.Cron == b.Cron && slices.Equal(a.CronSet, b.CronSet) &&
+		a.At.Equal(b.At) && a.Timezone == b.Timezone && a.Jitter == b.Jitter
 }
 
 // unschedule takes ent out of the due heap.

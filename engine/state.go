@@ -187,6 +187,11 @@ func (s *state) cancelPending(ent *entry, reason string, now time.Time) *Run {
 // passed since the last one recorded, then schedules the next slot.
 func (s *state) initSchedule(ent *entry, now time.Time) {
 	h := ent.hook
+	if h.Trigger.Kind == TriggerAt {
+		s.missedOnce(ent, now)
+		s.schedule(ent, now)
+		return
+	}
 	if !ent.lastSlot.IsZero() {
 		keep := 1
 		switch h.Trigger.OnMissed {

@@ -34,7 +34,36 @@ func compileCron(t *engine.Trigger) (engine.Schedule, error) {
 		return nil, err
 	}
 	t.Location = s.loc
-	return s, nil
+	if len(t.CronSet) == 0 {
+		return s, nil
+	}
+	u := cronUnion{s}
+	for _, expr := range t.CronSet {
+		c, err := parseCron(expr, t.Timezone)
+		if err != nil {
+			return nil, err
+		}
+		if c.loc.String() != s.loc.String() {
+			return nil, fmt.Errorf("cron expressions %q and %q are in different time zones", t.Cron, expr)
+		}
+		u = append(u, c)
+	}
+	return u, nil
+}
+
+// cronUnion fires at the slots of each of its schedules; a slot two of
+// them share fires once.
+type cronUnion []*cronSchedule
+
+// Next returns the earliest of the schedules' next slots after t.
+func (u cronUnion) Next(t time.Time) time.Time {
+	var next time.Time
+	for _, c := range u {
+		if n := c.Next(t); !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next
 }
 
 // parseCron compiles expr, which may start with CRON_TZ=Zone or TZ=Zone,

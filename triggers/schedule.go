@@ -9,6 +9,7 @@ import (
 func init() {
 	engine.RegisterSchedule(engine.TriggerEvery, compileInterval)
 	engine.RegisterSchedule(engine.TriggerCron, compileCron)
+	engine.RegisterSchedule(engine.TriggerAt, compileAt)
 }
 
 // searchLimit bounds how far ahead a schedule looks for its next slot; a

@@ -244,3 +244,60 @@ func TestAgentQueueHookKeys(t *testing.T) {
 		t.Errorf("cooldown record (%v):\n%s", err, r.stdout)
 	}
 }
+
+// TestAgentQueueTriggerShapes: agent-queue's watch, schedule and
+// one-shot shapes load; hookd list and hookd next show what they mean.
+func TestAgentQueueTriggerShapes(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"docs.json": `{
+  "id": "docs-watch",
+  "trigger": {"type": "event", "event_type": "folder.changed",
+    "watch": {"paths": ["docs/"], "recursive": true, "extensions": [".md"], "project_id": "site", "base_dir": "web"}},
+  "context_steps": [{"type": "shell", "command": "echo {{event.count}}"}],
+  "prompt_template": "{{step_0}}"
+}`,
+		"standup.json": `{
+  "id": "standup",
+  "trigger": {"type": "periodic", "schedule": {"times": ["09:00", "17:30"], "days": ["mon", "fri"]}, "timezone": "UTC"},
+  "context_steps": [{"type": "shell", "command": "echo hi"}],
+  "prompt_template": "{{step_0}} at {{event.current_time}}"
+}`,
+		"release.json": `{
+  "id": "release",
+  "trigger": {"type": "scheduled", "fire_at": "2099-06-01T12:00:00Z"},
+  "context_steps": [{"type": "shell", "command": "echo go"}],
+  "prompt_template": "{{step_0}}"
+}`,
+		"gone.yaml": "trigger: {at: \"2001-01-01T00:00:00Z\", on_missed: skip}\nsteps: [{type: shell, command: echo}]\nskip_llm: true\n",
+	})
+	e.must(0, "validate")
+	r := e.must(0, "list")
+	for hook, want := range map[string]string{
+		"docs-watch": "watch [" + e.path("web/docs") + "]",
+		"standup":    "cron 0 9 * * 1,5; 30 17 * * 1,5 (UTC)",
+		"release":    "at 2099-06-01T12:00:00Z",
+	} {
+		if line := listLine(t, r, hook); !strings.Contains(line, want) {
+			t.Errorf("list %s: %q lacks %q", hook, line, want)
+		}
+	}
+	r = e.must(0, "next", "standup", "-n", "3")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("next standup:\n%s", r)
+	}
+	for _, l := range lines {
+		if !(strings.Contains(l, "09:00:00") && strings.HasSuffix(l, "Mon") || strings.Contains(l, "17:30:00") && strings.HasSuffix(l, "Mon") ||
+			strings.Contains(l, "09:00:00") && strings.HasSuffix(l, "Fri") || strings.Contains(l, "17:30:00") && strings.HasSuffix(l, "Fri")) {
+			t.Errorf("next standup: %q is not 09:00 or 17:30 on a Monday or Friday", l)
+		}
+	}
+	r = e.must(0, "next", "release", "-n", "3")
+	if got := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(got) != 1 || !strings.HasPrefix(got[0], "2099-06-01") {
+		t.Errorf("next release: want the one time:\n%s", r)
+	}
+	r = e.must(0, "next", "gone")
+	if !strings.Contains(r.stdout, "gone fires once, at 2001-01-01") || !strings.Contains(r.stdout, "that time has passed") {
+		t.Errorf("next gone:\n%s", r)
+	}
+}

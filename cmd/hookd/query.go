@@ -414,13 +414,18 @@ func cmdNext(c *cli, args []string) int {
 			continue
 		}
 		times := engine.FireTimes(h, time.Now(), *n)
-		if len(times) == 0 {
-			fmt.Fprintf(c.stdout, "%s has no schedule (%s)\n", h.Name, h.Trigger.String())
-			return exitOK
-		}
 		loc := h.Trigger.Location
 		if loc == nil {
 			loc = time.Local
+		}
+		if len(times) == 0 && h.Trigger.Kind == engine.TriggerAt {
+			fmt.Fprintf(c.stdout, "%s fires once, at %s: that time has passed (it fired then, or once when hookd next started; see `hookd runs %s`)\n",
+				h.Name, h.Trigger.At.In(loc).Format("2006-01-02 15:04:05 MST Mon"), h.Name)
+			return exitOK
+		}
+		if len(times) == 0 {
+			fmt.Fprintf(c.stdout, "%s has no schedule (%s)\n", h.Name, h.Trigger.String())
+			return exitOK
 		}
 		for _, t := range times {
 			fmt.Fprintln(c.stdout, t.In(loc).Format("2006-01-02 15:04:05 MST Mon"))
