@@ -23,6 +23,13 @@ type Event struct {
 	// run and its outcome as typed values, for subscribers in the process.
 	// It is not stored: Data is the event's stored and published form.
 	Outcome *RunOutcome `json:"-"`
+
+	// Merge, when set, merges this event's payload into the payload of a
+	// pending run of its hook that it joins (overlap: queue), by the
+	// rules of whoever raised it: package triggers sets it on a file
+	// watch's events, to combine change lists as its watch window does.
+	// Without it, the later payload's keys win. It is not stored.
+	Merge func(pending json.RawMessage) (map[string]any, error) `json:"-"`
 }
 
 // Engine event types.

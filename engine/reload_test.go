@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -242,6 +243,11 @@ func TestFireWatchFiresOnlyItsHook(t *testing.T) {
 	})
 }
 
+// TestFireWatchMergesPendingChanges: a watch trigger that joins a pending
+// run (overlap: queue) merges its payload into the pending one with the
+// event's own Merge (package triggers' window rules), which gets the
+// pending payload; the engine applies no change-list rules itself. An
+// event without Merge merges by later keys winning.
 func TestFireWatchMergesPendingChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
@@ -253,25 +259,36 @@ func TestFireWatchMergesPendingChanges(t *testing.T) {
 		w.Overlap = engine.OverlapQueue
 		h := newHarness(t, []*engine.Hook{w})
 		defer h.stop()
-		fire := func(data map[string]any) *engine.Run {
-			r, err := h.eng.FireWatch(context.Background(), "w", &engine.Event{Type: engine.EventFolderChanged, Data: data})
+		var gotPending []string
+		fire := func(data map[string]any, merged map[string]any) *engine.Run {
+			ev := &engine.Event{Type: engine.EventFolderChanged, Data: data}
+			if merged != nil {
+				ev.Merge = func(pending json.RawMessage) (map[string]any, error) {
+					gotPending = append(gotPending, string(pending))
+					return merged, nil
+				}
+			}
+			r, err := h.eng.FireWatch(context.Background(), "w", ev)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return r
 		}
-		fire(changeList("/a", "modified"))
+		fire(changeList("/a", "modified"), nil)
 		h.settle()
-		pending := fire(changeList("/b", "created", "/c", "modified", "/d", "created"))
-		fire(changeList("/b", "modified", "/c", "deleted", "/d", "deleted", "/e", "created"))
+		pending := fire(changeList("/b", "created"), map[string]any{"never": "used: nothing pending yet"})
+		fire(changeList("/b", "deleted", "/c", "created"), map[string]any{"by": "merge", "count": 1})
+		fire(map[string]any{"count": 2, "extra": true}, nil)
 		close(block.release)
 		h.settle()
 		if r := h.run(pending.ID); r.Status != engine.StatusCompleted {
 			t.Fatalf("pending run: %s", r.Status)
 		}
+		if want := []string{`{"changes":[{"operation":"created","path":"/b"}],"count":1}`}; !reflect.DeepEqual(gotPending, want) {
+			t.Errorf("Merge got %q, want %q", gotPending, want)
+		}
 		got, _ := json.Marshal(seen[1])
-		want := `{"changes":[{"operation":"created","path":"/b"},{"operation":"deleted","path":"/c"},{"operation":"created","path":"/e"}],"count":3}`
-		if string(got) != want {
+		if want := `{"by":"merge","count":2,"extra":true}`; string(got) != want {
 			t.Errorf("merged payload:\n got %s\nwant %s", got, want)
 		}
 	})

@@ -77,8 +77,9 @@ type trig struct {
 	depth     int
 	force     bool
 	manual    bool
-	note      string        // a note for the run's record
-	retry     *PendingRetry // the retry this trigger is (TriggerRetry)
+	note      string                                                // a note for the run's record
+	retry     *PendingRetry                                         // the retry this trigger is (TriggerRetry)
+	merge     func(pending json.RawMessage) (map[string]any, error) // Event.Merge
 }
 
 type trigResult struct {
@@ -474,11 +475,7 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResult {
 	if p := ent.pending; p != nil {
 		ent.coalesce++
-		if t.reason == "watch" {
-			p.Event = mergeWatch(p.Event, t.data)
-		} else {
-			p.Event = mergeEvent(p.Event, t.data)
-		}
+		p.Event = s.mergePending(p, t)
 		if t.eventType != "" {
 			p.EventType = t.eventType
 		}
@@ -500,6 +497,24 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 	ent.pending = run
 	s.live[run.ID] = ent
 	return trigResult{run: run}
+}
+
+// mergePending merges a later trigger's payload into the pending run p's:
+// by the trigger's own rules when it has them (Event.Merge), else the
+// later keys win.
+func (s *state) mergePending(p *Run, t trig) json.RawMessage {
+	if t.merge != nil {
+		data, err := t.merge(p.Event)
+		if err == nil {
+			var b []byte
+			if b, err = json.Marshal(data); err == nil {
+				return b
+			}
+		}
+		s.e.log.Warn("merge a trigger into a pending run; its payload replaces the pending one's keys",
+			"hook", p.Hook, "run", p.ID, "err", err)
+	}
+	return mergeEvent(p.Event, t.data)
 }
 
 // mergeEvent merges data into a stored JSON object; later keys win.

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -82,140 +81,11 @@ func (e *Engine) FireWatch(ctx context.Context, hook string, ev *Event) (*Run, e
 		}
 		e.logEvent(ev)
 		e.notify(ev)
-		res := s.trigger(ent, trig{reason: "watch", data: ev.Data, eventType: ev.Type})
+		res := s.trigger(ent, trig{reason: "watch", data: ev.Data, eventType: ev.Type, merge: ev.Merge})
 		cp := *res.run
 		run, err = &cp, res.err
 	}); derr != nil {
 		return nil, derr
 	}
 	return run, err
-}
-
-// mergeWatch merges the payload of a later watch trigger into the one of
-// a pending run, so that a run queued behind another (overlap: queue)
-// sees every change: the change lists are combined per path with the
-// rules of the watch window (created then modified is created, created
-// then deleted is nothing, modified then deleted is deleted, deleted then
-// created is modified), and the other fields are the later trigger's.
-func mergeWatch(old json.RawMessage, data map[string]any) json.RawMessage {
-	var prev map[string]any
-	if len(old) == 0 || json.Unmarshal(old, &prev) != nil {
-		return mergeEvent(old, data)
-	}
-	oldChanges, ok1 := prev["changes"].([]any)
-	newChanges, ok2 := data["changes"].([]any)
-	if !ok2 {
-		if cs, ok := data["changes"].([]map[string]any); ok {
-			newChanges, ok2 = make([]any, len(cs)), true
-			for i, c := range cs {
-				newChanges[i] = c
-			}
-		}
-	}
-	if !ok1 || !ok2 {
-		return mergeEvent(old, data)
-	}
-	merged := mergeChanges(oldChanges, newChanges)
-	out := make(map[string]any, len(data))
-	for k, v := range data {
-		out[k] = v
-	}
-	out["changes"] = merged
-	out["count"] = len(merged)
-	b, err := json.Marshal(out)
-	if err != nil {
-		return old
-	}
-	return b
-}
-
-// mergeChanges combines two change lists, keeping the order in which
-// paths first appear.
-func mergeChanges(a, b []any) []any {
-	var order []string
-	byPath := map[string]map[string]any{}
-	put := func(c map[string]any) {
-		p, _ := c["path"].(string)
-		if _, ok := byPath[p]; !ok {
-			order = append(order, p)
-		}
-		byPath[p] = c
-	}
-	drop := func(p string) { delete(byPath, p) }
-	for _, x := range a {
-		if c, ok := x.(map[string]any); ok {
-			put(c)
-		}
-	}
-	for _, x := range b {
-		c, ok := x.(map[string]any)
-		if !ok {
-			continue
-		}
-		p, _ := c["path"].(string)
-		op, _ := c["operation"].(string)
-		prev := byPath[p]
-		prevOp, _ := prev["operation"].(string)
-		switch op {
-		case OpModified:
-			if prevOp == OpCreated || prevOp == OpRenamed {
-				continue // still created (or renamed), now with new content
-			}
-		case OpDeleted:
-			switch prevOp {
-			case OpCreated:
-				drop(p)
-				continue
-			case OpRenamed:
-				// It came from old_path and is gone now: old_path was deleted.
-				drop(p)
-				from, _ := prev["old_path"].(string)
-				d := map[string]any{"path": from, "operation": OpDeleted}
-				if rel, ok := prev["old_relative_path"]; ok {
-					d["relative_path"] = rel
-				}
-				put(d)
-				continue
-			}
-		case OpCreated:
-			if prevOp == OpDeleted || prevOp == OpModified {
-				c = withOp(c, OpModified)
-			}
-		case OpRenamed:
-			from, _ := c["old_path"].(string)
-			if fp := byPath[from]; fp != nil {
-				switch fp["operation"] {
-				case OpCreated:
-					drop(from)
-					c = withOp(c, OpCreated)
-					delete(c, "old_path")
-					delete(c, "old_relative_path")
-				case OpRenamed:
-					drop(from)
-					c = withOp(c, OpRenamed)
-					c["old_path"] = fp["old_path"]
-				default:
-					drop(from)
-				}
-			}
-		}
-		put(c)
-	}
-	out := make([]any, 0, len(byPath))
-	for _, p := range order {
-		if c, ok := byPath[p]; ok {
-			out = append(out, c)
-			delete(byPath, p) // a path re-put after a drop is listed once
-		}
-	}
-	return out
-}
-
-func withOp(c map[string]any, op string) map[string]any {
-	out := make(map[string]any, len(c))
-	for k, v := range c {
-		out[k] = v
-	}
-	out["operation"] = op
-	return out
 }

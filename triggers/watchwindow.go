@@ -200,6 +200,7 @@ func (w *Watcher) flush(wt *watch) {
 		}
 	}
 	ev := watchEvent(changes, fileWatch, wt.workdir)
+	ev.Merge = mergeInto(changes, fileWatch, wt.workdir, ev.Data)
 	name, scan, target := wt.name, wt.spec.ScanOnStart && w.opts.Snapshots != nil, w.opts.Target
 	log := w.log
 	w.fires.push(func(ctx context.Context, stopping bool) {
