@@ -181,4 +181,26 @@ type RunFilter struct {
 	Status Status
 	Limit  int // 0 means 50
 	Before string
+	Since  time.Time // only runs queued at or after it
+	Until  time.Time // only runs queued before it
+}
+
+// RunBrief is what a chart needs of a run: which hook, how it ended, and
+// when.
+type RunBrief struct {
+	ID         string
+	Hook       string
+	Status     Status
+	QueuedAt   time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// Duration is how long the run ran (0 when it did not start or has not
+// finished).
+func (b RunBrief) Duration() time.Duration {
+	if b.StartedAt.IsZero() || b.FinishedAt.IsZero() {
+		return 0
+	}
+	return b.FinishedAt.Sub(b.StartedAt)
 }

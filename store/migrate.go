@@ -80,6 +80,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{6, "run process groups", sqlRunProcs},        // procs.go
 	{7, "run project label", sqlRunProject},       // runs.go
 	{8, "pending retries", sqlRetries},            // retries.go
+	{9, "runs by time", sqlRunsByTime},            // brief.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -211,6 +211,13 @@ func (d *DB) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run, e
 		where = append(where, "seq < ?")
 		args = append(args, seq)
 	}
+	if !f.Since.IsZero() || !f.Until.IsZero() {
+		w, a, err := d.timeBounds(ctx, f.Since, f.Until)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		where, args = append(where, w...), append(args, a...)
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = defaultLimit

@@ -13,8 +13,10 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/hookd/hookd/dashboard"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/metrics"
 )
@@ -36,6 +38,9 @@ import (
 //	GET  /v1/stream                 Server-Sent Events, resumable with Last-Event-ID
 //	GET  /v1/status                 runs in flight, queue, overdue hooks, counters, database size, last prune
 //	POST /v1/prune                  {"dry_run":bool} -> what retention deleted (or would)
+//	POST /v1/ui/login               -> {"url"}: a one-time login link to the dashboard
+//
+// and the web dashboard's pages at / (dashboard.go).
 
 // maxBody bounds request bodies.
 const maxBody = 1 << 20
@@ -51,6 +56,10 @@ type apiServer struct {
 	grace   time.Duration // overdue grace, for /v1/status
 	started time.Time
 	pruner  *pruner // retention; nil: no /v1/prune, no database in /v1/status
+
+	dash    *dashboard.Server      // the dashboard of the unix socket (dashboard.go); nil: none
+	tcpDash *dashboard.Server      // the dashboard of the TCP listener, behind its login; nil: none
+	tcpAddr atomic.Pointer[string] // the TCP listener's address, once it listens
 
 	closing   chan struct{} // closed when the API shuts down: streams end
 	closeOnce sync.Once
@@ -71,8 +80,12 @@ type apiError struct {
 	RunID string `json:"run_id,omitempty"`
 }
 
-func (a *apiServer) handler() http.Handler {
+// handler is the API, with the dashboard's pages when dash is not nil.
+func (a *apiServer) handler(dash *dashboard.Server) http.Handler {
 	mux := http.NewServeMux()
+	if dash != nil {
+		dash.Register(mux)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, health{Status: "ok", DB: a.db, PID: os.Getpid(),
 			Uptime: time.Since(a.started).Round(time.Second).String()})
@@ -94,6 +107,7 @@ func (a *apiServer) handler() http.Handler {
 	if a.pruner != nil {
 		mux.HandleFunc("POST /v1/prune", a.prune)
 	}
+	mux.HandleFunc("POST /v1/ui/login", a.uiLogin)
 	return mux
 }
 
@@ -111,7 +125,7 @@ func (a *apiServer) serveUnix(path string) (*http.Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("restrict socket: %w", err)
 	}
-	srv := newHTTPServer(a.handler())
+	srv := newHTTPServer(a.handler(a.dash))
 	srv.RegisterOnShutdown(a.close)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

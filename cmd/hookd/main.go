@@ -46,6 +46,7 @@ var commands = []command{
 	{"resume", "NAME", "resume a paused hook", cmdResume},
 	{"status", "[--json]", "runs in flight, the queue, overdue hooks, counters since start", cmdStatus},
 	{"prune", "[--dry-run] [--json]", "delete the history retention lets go, through the daemon or in-process", cmdPrune},
+	{"ui", "", "print a one-time login link to the web dashboard of the running daemon", cmdUI},
 	{"watch", "[--since SEQ] [--hook NAME] [--type PATTERNS] [--json] [-n N]", "follow the live event stream, one line per event", cmdWatch},
 	{"guard", "--allow 'CMD ARGS' [--allow ...]", "the allowlist guard of run_command, run as a tool:call:before handler (hooks.d/allow-commands.yaml)", cmdGuard},
 }

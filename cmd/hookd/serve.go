@@ -107,6 +107,9 @@ func cmdServe(c *cli, args []string) int {
 		eng: l.eng, st: l.db, evlog: l.db, feed: l.feed, metrics: m, db: abs, log: log,
 		grace: d.OverdueGrace, started: time.Now(), closing: make(chan struct{}), pruner: pr,
 	}
+	if err := newDashboards(dashSource{eng: l.eng, db: l.db, grace: d.OverdueGrace}, token, api); err != nil {
+		return c.errorf("start: %v", err)
+	}
 	sock := socketPath(d.DB)
 	srv, err := api.serveUnix(sock)
 	if err != nil {

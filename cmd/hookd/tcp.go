@@ -119,7 +119,9 @@ func (a *apiServer) serveTCP(addr, token string) (*http.Server, net.Addr, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := newHTTPServer(requireToken(token, a.handler()))
+	s := ln.Addr().String()
+	a.tcpAddr.Store(&s)
+	srv := newHTTPServer(a.tcpHandler(token))
 	srv.RegisterOnShutdown(a.close)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,157 @@
+package dashboard
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/llm"
+)
+
+var t0 = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
+
+func TestStrip(t *testing.T) {
+	briefs := []engine.RunBrief{
+		{ID: "new", Hook: "h", Status: engine.StatusFailed, QueuedAt: t0, StartedAt: t0, FinishedAt: t0.Add(10 * time.Second)},
+		{ID: "mid", Hook: "h", Status: engine.StatusCompleted, QueuedAt: t0, StartedAt: t0, FinishedAt: t0.Add(time.Second)},
+		{ID: "old", Hook: "h", Status: engine.StatusSkipped, QueuedAt: t0},
+	}
+	svg := string(strip(briefs, stripRuns))
+	if n := strings.Count(svg, "<rect class=\"st-"); n != 3 {
+		t.Fatalf("%d run bars, want 3:\n%s", n, svg)
+	}
+	// The newest at the right, full height; the skipped one the minimum.
+	right := stripRuns*(stripBar+stripGap) - (stripBar + stripGap)
+	for _, want := range []string{
+		`<a href="/runs/new"><rect class="st-failed" x="` + itoa(right) + `" y="0.0" width="6" height="24.0">`,
+		`<a href="/runs/old"><rect class="st-skipped" x="` + itoa(right-2*(stripBar+stripGap)) + `" y="21.0" width="6" height="3.0">`,
+	} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("strip lacks %s:\n%s", want, svg)
+		}
+	}
+	if empty := string(strip(nil, stripRuns)); strings.Contains(empty, "st-") || !strings.HasPrefix(empty, "<svg") {
+		t.Errorf("strip of no runs: %s", empty)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestTimelineEscapes(t *testing.T) {
+	now := t0
+	briefs := []engine.RunBrief{
+		{ID: `a"><script>x</script>`, Hook: `<img src=x onerror=alert(1)>`, Status: engine.StatusRunning, QueuedAt: now.Add(-time.Hour), StartedAt: now.Add(-time.Hour)},
+		{ID: "b", Hook: "zeta", Status: engine.StatusCompleted, QueuedAt: now.Add(-2 * time.Hour), StartedAt: now.Add(-2 * time.Hour), FinishedAt: now.Add(-time.Hour)},
+	}
+	svg := string(timeline(briefs, now, 24*time.Hour))
+	if strings.Contains(svg, "<script") || strings.Contains(svg, "<img") {
+		t.Fatalf("timeline does not escape names:\n%s", svg)
+	}
+	if strings.Count(svg, `<rect class="st-`) != 2 || !strings.Contains(svg, ">zeta</text>") {
+		t.Errorf("timeline:\n%s", svg)
+	}
+	// The completed run: from 2h to 1h ago of 24h.
+	x0 := float64(tlLabel) + 22.0/24*tlWidth
+	if !strings.Contains(svg, fmt.Sprintf(`x="%.1f"`, x0)) {
+		t.Errorf("the completed run is not at x=%.1f:\n%s", x0, svg)
+	}
+	if none := string(timeline(nil, now, 24*time.Hour)); !strings.Contains(none, "no runs in the last") {
+		t.Errorf("empty timeline: %s", none)
+	}
+}
+
+func TestWaterfall(t *testing.T) {
+	run := &engine.Run{ID: "r", StartedAt: t0, FinishedAt: t0.Add(10 * time.Second), Status: engine.StatusCompleted,
+		Steps: []*engine.StepResult{{Index: 0, Name: "fetch", Type: "shell", Started: t0, Duration: 2 * time.Second}}}
+	tr := &llm.Transcript{Rounds: []*llm.Round{{
+		Call:      llm.ModelCall{Started: t0.Add(2 * time.Second), Latency: 3 * time.Second},
+		ToolCalls: []*llm.ToolCall{{Name: "read_file", Duration: time.Second}, {Name: "run_command", DeniedBy: "allow-commands"}},
+	}}}
+	svg := string(waterfall(run, tr, t0))
+	for _, want := range []string{">step 0 fetch</text>", ">model call 1</text>", "tool read_file", "tool run_command",
+		`<rect class="step" x="220.0" y="3" width="120.0"`, // 2s of 10s over 600px
+		`<rect class="model" x="340.0"`, `<rect class="tool" x="520.0"`, `<rect class="st-failed" x="580.0"`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("waterfall lacks %s:\n%s", want, svg)
+		}
+	}
+	if waterfall(&engine.Run{}, nil, t0) != "" {
+		t.Errorf("a run with no steps and no model calls has a waterfall")
+	}
+}
+
+// TestSessionsBounded: however many logins and login links, the memory
+// they hold is bounded; a login link works once and expires.
+func TestSessionsBounded(t *testing.T) {
+	now := t0
+	s := newSessions(func() time.Time { return now })
+	first, _ := s.open()
+	for range maxSessions + 50 {
+		s.open()
+		s.newCode()
+	}
+	if n, c := s.count(); n != maxSessions || c != maxCodes {
+		t.Errorf("%d sessions, %d codes; want at most %d and %d", n, c, maxSessions, maxCodes)
+	}
+	if s.get(first) != nil {
+		t.Errorf("the oldest session survived the cap")
+	}
+	code := s.newCode()
+	if !s.useCode(code) || s.useCode(code) {
+		t.Errorf("a login code is not good exactly once")
+	}
+	late := s.newCode()
+	id, _ := s.open()
+	now = now.Add(codeTTL + time.Second)
+	if s.useCode(late) {
+		t.Errorf("an expired login code worked")
+	}
+	if s.get(id) == nil {
+		t.Errorf("a session expired before its time")
+	}
+	now = now.Add(sessionTTL)
+	if s.get(id) != nil {
+		t.Errorf("a session outlived its time")
+	}
+	if s.useCode("") {
+		t.Errorf("an empty code worked")
+	}
+}
+
+func TestHostAllowed(t *testing.T) {
+	s := &Server{opts: Options{Hosts: []string{"hookd.lan"}}}
+	for host, want := range map[string]bool{
+		"127.0.0.1:8787": true, "localhost:8787": true, "[::1]:8787": true, "192.168.1.5": true,
+		"hookd.lan:8787": true, "HOOKD.LAN": true, "app.localhost:1": true,
+		"attacker.example:8787": false, "127.0.0.1.attacker.example": false, "": false, "localhost.attacker.example": false,
+	} {
+		if got := s.hostAllowed(host); got != want {
+			t.Errorf("hostAllowed(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+func TestLocalNext(t *testing.T) {
+	for next, want := range map[string]string{
+		"/runs?hook=a": "/runs?hook=a", "": "/", "//evil.example": "/", "https://evil.example/": "/",
+		"/\\evil.example": "/", "runs": "/", "/ok/path": "/ok/path",
+	} {
+		if got := localNext(next); got != want {
+			t.Errorf("localNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 850 * time.Millisecond: "850ms", 12300 * time.Millisecond: "12.3s",
+		4*time.Minute + 5*time.Second: "4m05s", 2*time.Hour + 10*time.Minute: "2h10m",
+	} {
+		if got := duration(d); got != want {
+			t.Errorf("duration(%s) = %q, want %q", d, got, want)
+		}
+	}
+}

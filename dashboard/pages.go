@@ -1,0 +1,488 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/llm"
+)
+
+// Sizes of what the pages show.
+const (
+	stripRuns     = 50   // runs in a hook's strip
+	pageRuns      = 50   // runs on a page of the run list
+	timelineRuns  = 5000 // runs the 24-hour timeline draws at most
+	timelineRange = 24 * time.Hour
+)
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+
+// overviewData is the overview page.
+type overviewData struct {
+	Now       time.Time
+	Hooks     int
+	InFlight  []inFlight
+	Queued    []string
+	Overdue   []string
+	DBBytes   int64
+	Timeline  template.HTML
+	Counts    []statusCount // runs of the last 24 hours by status
+	Truncated bool          // the timeline shows only the newest timelineRuns
+}
+
+type inFlight struct {
+	Hook  string
+	RunID string
+}
+
+type statusCount struct {
+	Status engine.Status
+	N      int
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request, req *request) {
+	ctx := r.Context()
+	src := s.opts.Source
+	now := s.opts.Now()
+	hooks, err := src.Hooks(ctx)
+	if err != nil {
+		s.failErr(w, r, req, err)
+		return
+	}
+	sum, err := src.Summary(ctx)
+	if err != nil {
+		s.failErr(w, r, req, err)
+		return
+	}
+	overdue, err := src.Overdue(ctx)
+	if err != nil {
+		s.failErr(w, r, req, err)
+		return
+	}
+	size, err := src.DatabaseBytes(ctx)
+	if err != nil {
+		s.failErr(w, r, req, err)
+		return
+	}
+	briefs, err := src.BriefsSince(ctx, now.Add(-timelineRange), timelineRuns)
+	if err != nil {
+		s.failErr(w, r, req, err)
+		return
+	}
+	d := overviewData{Now: now, Hooks: len(hooks), Queued: sum.Queued, Overdue: overdue, DBBytes: size,
+		Truncated: len(briefs) == timelineRuns}
+	for _, h := range hooks {
+		if h.InFlight != "" {
+			d.InFlight = append(d.InFlight, inFlight{Hook: h.Name, RunID: h.InFlight})
+		}
+	}
+	n := map[engine.Status]int{}
+	for _, b := range briefs {
+		n[b.Status]++
+	}
+	for _, st := range statuses {
+		if n[st] > 0 {
+			d.Counts = append(d.Counts, statusCount{st, n[st]})
+		}
+	}
+	d.Timeline = timeline(briefs, now, timelineRange)
+	s.render(w, r, req, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Live: "all", Data: d})
+}
+
+// statuses are the run statuses, in the order the pages list them.
+var statuses = []engine.Status{
+	engine.StatusQueued, engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed,
+	engine.StatusSkipped, engine.StatusDropped, engine.StatusCancelled, engine.StatusInterrupted,
+}
+
+// hooksData is the hooks page.
+type hooksData struct {
+	Now   time.Time
+	Hooks []hookRow
+	Flash string // what the last action did, or why it was refused
+	Error bool
+}
+
+type hookRow struct {
+	engine.HookStatus
+	Strip template.HTML
+}
+
+func (s *Server) hooks(w http.ResponseWriter, r *http.Request, req *request) {
+	s.hooksPage(w, r, req, http.StatusOK, "", false)
+}
+
+func (s *Server) hooksPage(w http.ResponseWriter, r *http.Request, req *request, code int, flash string, isErr bool) {
+	ctx := r.Context()
+	hooks, err := s.opts.Source.Hooks(ctx)
+	if err != nil {
+		s.failErr(w, r, req, err)
+		return
+	}
+	d := hooksData{Now: s.opts.Now(), Flash: flash, Error: isErr}
+	for _, h := range hooks {
+		briefs, err := s.opts.Source.LatestBriefs(ctx, h.Name, stripRuns)
+		if err != nil {
+			s.failErr(w, r, req, err)
+			return
+		}
+		d.Hooks = append(d.Hooks, hookRow{HookStatus: h, Strip: strip(briefs, stripRuns)})
+	}
+	s.render(w, r, req, code, "hooks", page{Title: "Hooks", Nav: "hooks", Live: "all", Data: d})
+}
+
+// fire fires a hook with the event given as a JSON object (optional).
+func (s *Server) fire(w http.ResponseWriter, r *http.Request, req *request) {
+	name := r.PathValue("name")
+	opt := engine.FireOptions{Force: r.PostForm.Get("force") != ""}
+	if ev := strings.TrimSpace(r.PostForm.Get("event")); ev != "" {
+		if err := json.Unmarshal([]byte(ev), &opt.Event); err != nil || opt.Event == nil {
+			msg := "the event must be a JSON object"
+			if err != nil {
+				msg += ": " + err.Error()
+			}
+			s.hooksPage(w, r, req, http.StatusBadRequest, fmt.Sprintf("%s not fired: %s", name, msg), true)
+			return
+		}
+	}
+	run, err := s.opts.Source.Fire(r.Context(), name, opt)
+	var gate *engine.GateError
+	switch {
+	case errors.As(err, &gate):
+		s.hooksPage(w, r, req, http.StatusConflict, fmt.Sprintf("%s not fired: %v", name, err), true)
+		return
+	case err != nil:
+		s.failErr(w, r, req, err)
+		return
+	}
+	http.Redirect(w, r, "/runs/"+url.PathEscape(run.ID), http.StatusSeeOther)
+}
+
+func (s *Server) pause(paused bool) handler {
+	return func(w http.ResponseWriter, r *http.Request, req *request) {
+		name := r.PathValue("name")
+		if err := s.opts.Source.SetPaused(r.Context(), name, paused); err != nil {
+			s.failErr(w, r, req, err)
+			return
+		}
+		http.Redirect(w, r, "/hooks", http.StatusSeeOther)
+	}
+}
+
+// runsData is the run list.
+type runsData struct {
+	Now      time.Time
+	Runs     []*engine.Run
+	Hooks    []string
+	Statuses []engine.Status
+	Spans    []span
+	Hook     string
+	Status   string
+	Since    string
+	Before   string
+	Older    string // the address of the next page, "" when this is the last
+}
+
+// span is a choice of the time filter.
+type span struct {
+	Value string
+	Label string
+	D     time.Duration
+}
+
+var spans = []span{
+	{"1h", "last hour", time.Hour},
+	{"24h", "last 24 hours", 24 * time.Hour},
+	{"7d", "last 7 days", 7 * 24 * time.Hour},
+	{"30d", "last 30 days", 30 * 24 * time.Hour},
+}
+
+func (s *Server) runs(w http.ResponseWriter, r *http.Request, req *request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	d := runsData{Now: s.opts.Now(), Statuses: statuses, Spans: spans,
+		Hook: q.Get("hook"), Status: q.Get("status"), Since: q.Get("since"), Before: q.Get("before")}
+	f := engine.RunFilter{Hook: d.Hook, Status: engine.Status(d.Status), Before: d.Before, Limit: pageRuns + 1}
+	if d.Status != "" && !slices.Contains(statuses, f.Status) {
+		s.fail(w, r, req, http.StatusBadRequest, fmt.Sprintf("status must be one of %v (got %q)", statuses, d.Status))
+		return
+	}
+	if d.Since != "" {
+		i := slices.IndexFunc(spans, func(sp span) bool { return sp.Value == d.Since })
+		if i < 0 {
+			s.fail(w, r, req, http.StatusBadRequest, fmt.Sprintf("since must be 1h, 24h, 7d or 30d (got %q)", d.Since))
+			return
+		}
+		f.Since = d.Now.Add(-spans[i].D)
+	}
+	runs, err := s.opts.Source.ListRuns(ctx, f)
+	if err != nil {
+		s.failErr(w, r, req, err)
+		return
+	}
+	if len(runs) > pageRuns {
+		runs = runs[:pageRuns]
+		next := url.Values{}
+		for k, v := range map[string]string{"hook": d.Hook, "status": d.Status, "since": d.Since} {
+			if v != "" {
+				next.Set(k, v)
+			}
+		}
+		next.Set("before", runs[len(runs)-1].ID)
+		d.Older = "/runs?" + next.Encode()
+	}
+	d.Runs = runs
+	hooks, err := s.opts.Source.Hooks(ctx)
+	if err != nil {
+		s.failErr(w, r, req, err)
+		return
+	}
+	for _, h := range hooks {
+		d.Hooks = append(d.Hooks, h.Name)
+	}
+	if d.Hook != "" && !slices.Contains(d.Hooks, d.Hook) {
+		d.Hooks = append(d.Hooks, d.Hook) // a hook removed since, still in the history
+	}
+	sort.Strings(d.Hooks)
+	live := ""
+	if d.Before == "" { // only the first page takes new runs
+		live = "all"
+		if d.Hook != "" {
+			live = "hook:" + d.Hook
+		}
+	}
+	s.render(w, r, req, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Live: live, Data: d})
+}
+
+// runData is the page of one run.
+type runData struct {
+	Now        time.Time
+	Run        *engine.Run
+	Event      string // the payload, indented
+	Steps      []stepView
+	Transcript *llm.Transcript
+	TransErr   string
+	Waterfall  template.HTML
+}
+
+// stepView is a step with its output split for the page.
+type stepView struct {
+	*engine.StepResult
+	Stderr string
+	Exit   string
+	Long   bool // collapsed: the output is long
+}
+
+// longOutput: outputs over this many bytes or lines start collapsed.
+const (
+	longBytes = 2000
+	longLines = 20
+)
+
+func isLong(s string) bool {
+	return len(s) > longBytes || strings.Count(s, "\n") > longLines
+}
+
+func (s *Server) run(w http.ResponseWriter, r *http.Request, req *request) {
+	run, err := s.opts.Source.GetRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.failErr(w, r, req, err)
+		return
+	}
+	d := runData{Now: s.opts.Now(), Run: run}
+	if len(run.Event) > 0 && string(run.Event) != "{}" && string(run.Event) != "null" {
+		var v any
+		if json.Unmarshal(run.Event, &v) == nil {
+			b, _ := json.MarshalIndent(v, "", "  ")
+			d.Event = string(b)
+		} else {
+			d.Event = string(run.Event)
+		}
+	}
+	for _, st := range run.Steps {
+		v := stepView{StepResult: st}
+		v.Stderr, _ = st.Fields["stderr"].(string)
+		if ec, ok := st.Fields["exit_code"]; ok {
+			v.Exit = fmt.Sprint(ec)
+		}
+		v.Long = isLong(st.Output) || isLong(v.Stderr)
+		d.Steps = append(d.Steps, v)
+	}
+	d.Transcript, err = llm.DecodeTranscript(run)
+	if err != nil {
+		d.TransErr = err.Error()
+	}
+	d.Waterfall = waterfall(run, d.Transcript, d.Now)
+	live := ""
+	if !run.Status.Final() {
+		live = "run:" + run.ID
+	}
+	s.render(w, r, req, http.StatusOK, "run", page{Title: "Run " + run.ID, Nav: "runs", Live: live, Data: d})
+}
+
+// loginData is the login page.
+type loginData struct {
+	Next  string
+	Error string
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, req *request) {
+	next := localNext(r.URL.Query().Get("next"))
+	if req.sess != nil {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, req, http.StatusOK, "login", page{Title: "Log in", Data: loginData{Next: next}})
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request, req *request) {
+	next := localNext(r.PostForm.Get("next"))
+	if !s.opts.Login {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	if !equal(strings.TrimSpace(r.PostForm.Get("token")), s.opts.Token) {
+		s.opts.Log.Warn("dashboard: login with a wrong token", "remote", r.RemoteAddr)
+		w.Header().Set("Connection", "close")
+		s.render(w, r, req, http.StatusUnauthorized, "login", page{Title: "Log in",
+			Data: loginData{Next: next, Error: "That is not the API token."}})
+		return
+	}
+	id, _ := s.sessions.open()
+	s.setSession(w, r, id)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// loginOnce logs in with a one-time code from `hookd ui`.
+func (s *Server) loginOnce(w http.ResponseWriter, r *http.Request, req *request) {
+	if !s.opts.Login {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if !s.sessions.useCode(r.URL.Query().Get("code")) {
+		w.Header().Set("Connection", "close")
+		s.render(w, r, req, http.StatusUnauthorized, "login", page{Title: "Log in",
+			Data: loginData{Next: "/", Error: "That login link was used already or has expired: run hookd ui again, or log in with the API token."}})
+		return
+	}
+	id, _ := s.sessions.open()
+	s.setSession(w, r, id)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, req *request) {
+	if s.opts.Login {
+		s.sessions.close(req.sid)
+		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+			HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	}
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"when": func(t, now time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Local().Format("2006-01-02 15:04:05 MST") + " (" + relTime(t.Sub(now)) + ")"
+	},
+	"clock": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Local().Format("01-02 15:04:05")
+	},
+	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"dur": duration,
+	"elapsed": func(r *engine.Run, now time.Time) string {
+		switch {
+		case r.Duration() > 0:
+			return duration(r.Duration())
+		case r.Status == engine.StatusRunning && !r.StartedAt.IsZero():
+			return duration(now.Sub(r.StartedAt)) + " so far"
+		}
+		return "-"
+	},
+	"bytes":    humanBytes,
+	"status":   func(s engine.Status) string { return "st-" + string(s) },
+	"long":     isLong,
+	"truncate": truncate,
+	"plus1":    func(i int) int { return i + 1 },
+	"str":      func(v any) string { return fmt.Sprint(v) },
+}
+
+// duration says d the way people read it: 850ms, 12.3s, 4m05s, 2h10m.
+func duration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	case d < time.Hour:
+		d = d.Round(time.Second)
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	d = d.Round(time.Minute)
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// relTime says an offset from now: "in 5m", "3h ago".
+func relTime(d time.Duration) string {
+	past := d < 0
+	if past {
+		d = -d
+	}
+	if d < time.Second {
+		return "now"
+	}
+	var s string
+	switch {
+	case d < time.Minute:
+		s = strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		s = strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		s = strconv.Itoa(int(d.Hours())) + "h"
+	default:
+		s = strconv.Itoa(int(d.Hours()/24)) + "d"
+	}
+	if past {
+		return s + " ago"
+	}
+	return "in " + s
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// truncate cuts s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}

@@ -1,0 +1,113 @@
+// hookd dashboard: keep the page live. A page whose <main> has data-live
+// follows the event stream (/v1/stream, Server-Sent Events) and, when an
+// event concerns it, fetches itself again and swaps in the new <main>.
+// data-live is "all" (any run event), "hook:NAME" or "run:ID".
+(function () {
+  "use strict";
+  var main = document.getElementById("main");
+  if (!main || !window.EventSource || !main.dataset.live) {
+    return;
+  }
+  var timer = null;
+  var busy = false;
+  var again = false;
+
+  function concerns(ev) {
+    var live = main.dataset.live || "";
+    if (!live) {
+      return false;
+    }
+    var data = ev.data || {};
+    if (live.indexOf("run:") === 0) {
+      return data.run_id === live.slice(4);
+    }
+    if (live.indexOf("hook:") === 0) {
+      return data.hook === live.slice(5);
+    }
+    return true;
+  }
+
+  // typing reports whether the user is filling in a form in <main>: the
+  // page waits for them to finish before it refreshes.
+  function typing() {
+    var a = document.activeElement;
+    return a && main.contains(a) && (a.tagName === "TEXTAREA" || a.tagName === "INPUT" || a.tagName === "SELECT");
+  }
+
+  function refresh() {
+    timer = null;
+    if (typing()) {
+      schedule(1000);
+      return;
+    }
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
+    fetch(window.location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (resp) {
+        return resp.ok ? resp.text() : null;
+      })
+      .then(function (text) {
+        if (text === null) {
+          return;
+        }
+        var doc = new DOMParser().parseFromString(text, "text/html");
+        var fresh = doc.getElementById("main");
+        if (!fresh) {
+          return;
+        }
+        // Keep what the reader opened or closed.
+        var open = {};
+        main.querySelectorAll("details[data-key]").forEach(function (d) {
+          open[d.dataset.key] = d.open;
+        });
+        fresh.querySelectorAll("details[data-key]").forEach(function (d) {
+          if (d.dataset.key in open) {
+            d.open = open[d.dataset.key];
+          }
+        });
+        main.replaceChildren.apply(main, Array.prototype.slice.call(fresh.childNodes));
+        if (fresh.dataset.live) {
+          main.dataset.live = fresh.dataset.live;
+        } else {
+          delete main.dataset.live;
+        }
+        main.dataset.refreshed = String(Date.now());
+      })
+      .catch(function () {})
+      .then(function () {
+        busy = false;
+        if (again) {
+          again = false;
+          schedule(200);
+        }
+      });
+  }
+
+  function schedule(ms) {
+    if (timer === null) {
+      timer = window.setTimeout(refresh, ms);
+    }
+  }
+
+  var stream = new EventSource("/v1/stream?type=hook.**");
+  stream.onopen = function () {
+    document.body.dataset.stream = "open";
+  };
+  stream.onerror = function () {
+    document.body.dataset.stream = "retrying";
+  };
+  stream.onmessage = function (msg) {
+    var ev;
+    try {
+      ev = JSON.parse(msg.data);
+    } catch (e) {
+      return;
+    }
+    if (concerns(ev)) {
+      schedule(150);
+    }
+  };
+})();

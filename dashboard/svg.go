@@ -1,0 +1,238 @@
+package dashboard
+
+import (
+	"fmt"
+	"html"
+	"html/template"
+	"math"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/llm"
+)
+
+// The charts are inline SVG built here from numbers and escaped text;
+// colours come from app.css by class (st-STATUS).
+
+// Sizes of the strip of a hook's latest runs.
+const (
+	stripBar    = 6 // width of one run's bar
+	stripGap    = 1
+	stripHeight = 24
+	stripMin    = 3 // height of a run that took no time (or did not run)
+)
+
+// strip draws a hook's latest runs (newest first in briefs) as bars, the
+// oldest on the left: the colour says how each ended, the height how long
+// it took (on a log scale, relative to the longest).
+func strip(briefs []engine.RunBrief, slots int) template.HTML {
+	width := slots * (stripBar + stripGap)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="strip" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="the latest %d runs">`,
+		width, stripHeight, width, stripHeight, len(briefs))
+	var longest time.Duration
+	for _, r := range briefs {
+		longest = max(longest, r.Duration())
+	}
+	fmt.Fprintf(&b, `<rect class="band" x="0" y="%d" width="%d" height="1"/>`, stripHeight-1, width)
+	for i, r := range briefs {
+		x := width - (i+1)*(stripBar+stripGap)
+		h := float64(stripMin)
+		if d := r.Duration(); d > 0 && longest > 0 {
+			h += (stripHeight - stripMin) * math.Log1p(d.Seconds()) / math.Log1p(longest.Seconds())
+		}
+		fmt.Fprintf(&b, `<a href="/runs/%s"><rect class="st-%s" x="%d" y="%.1f" width="%d" height="%.1f"><title>%s</title></rect></a>`,
+			html.EscapeString(url.PathEscape(r.ID)), html.EscapeString(string(r.Status)), x, stripHeight-h, stripBar, h,
+			html.EscapeString(briefTitle(r)))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func briefTitle(r engine.RunBrief) string {
+	s := r.Hook + " " + string(r.Status) + " " + r.QueuedAt.Local().Format("01-02 15:04:05")
+	if d := r.Duration(); d > 0 {
+		s += ", " + duration(d)
+	}
+	return s
+}
+
+// Sizes of the 24-hour timeline.
+const (
+	tlLabel  = 160 // the hook names' column
+	tlWidth  = 720 // the time axis
+	tlRow    = 16
+	tlAxis   = 20 // the hour labels under the rows
+	tlMinBar = 2
+	tlPad    = 30 // right of the axis: "now"
+)
+
+// timeline draws the runs queued in the span before now, one row per
+// hook, each run a bar from its start to its end.
+func timeline(briefs []engine.RunBrief, now time.Time, span time.Duration) template.HTML {
+	rows := map[string][]engine.RunBrief{}
+	for _, r := range briefs {
+		rows[r.Hook] = append(rows[r.Hook], r)
+	}
+	names := make([]string, 0, len(rows))
+	for n := range rows {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	height := len(names)*tlRow + tlAxis
+	width := tlLabel + tlWidth + tlPad
+	start := now.Add(-span)
+	x := func(t time.Time) float64 {
+		f := float64(t.Sub(start)) / float64(span)
+		return tlLabel + math.Max(0, math.Min(1, f))*tlWidth
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="timeline" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="runs of the last %s by hook">`,
+		width, height, width, height, span)
+	for i := range names {
+		if i%2 == 0 {
+			fmt.Fprintf(&b, `<rect class="band" x="%d" y="%d" width="%d" height="%d"/>`, tlLabel, i*tlRow, tlWidth, tlRow)
+		}
+	}
+	// Hour lines and labels, every 3 hours on the hour.
+	first := start.Truncate(time.Hour).Add(time.Hour)
+	for t := first; t.Before(now); t = t.Add(time.Hour) {
+		if t.Local().Hour()%3 != 0 {
+			continue
+		}
+		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="0" x2="%.1f" y2="%d"/>`, x(t), x(t), len(names)*tlRow)
+		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(t), height-6, t.Local().Format("15:04"))
+	}
+	fmt.Fprintf(&b, `<text class="axis" x="%d" y="%d" text-anchor="middle">now</text>`, tlLabel+tlWidth, height-6)
+	for i, n := range names {
+		y := i * tlRow
+		fmt.Fprintf(&b, `<text class="label" x="%d" y="%d">%s</text>`, tlLabel-8, y+tlRow-4, html.EscapeString(truncate(n, 22)))
+		for _, r := range rows[n] {
+			from := r.StartedAt
+			if from.IsZero() {
+				from = r.QueuedAt
+			}
+			to := r.FinishedAt
+			if to.IsZero() {
+				to = now // still running, or queued
+			}
+			x0, x1 := x(from), x(to)
+			fmt.Fprintf(&b, `<a href="/runs/%s"><rect class="st-%s" x="%.1f" y="%d" width="%.1f" height="%d"><title>%s</title></rect></a>`,
+				html.EscapeString(url.PathEscape(r.ID)), html.EscapeString(string(r.Status)), x0, y+2, math.Max(tlMinBar, x1-x0), tlRow-4,
+				html.EscapeString(briefTitle(r)))
+		}
+	}
+	if len(names) == 0 {
+		fmt.Fprintf(&b, `<text class="axis" x="%d" y="12">no runs in the last %s</text>`, tlLabel, span)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// bar is one row of a run's waterfall.
+type bar struct {
+	label string
+	class string // st-STATUS, or the kind: step, model, tool
+	from  time.Time
+	d     time.Duration
+	title string
+}
+
+// Sizes of the waterfall.
+const (
+	wfLabel = 220
+	wfWidth = 600
+	wfRow   = 18
+)
+
+// waterfall draws when each step, model call and tool call of a run ran,
+// against the run's time. A tool call's start is not recorded: it is
+// placed after its model call's answer and the calls before it in the
+// same round, which is how hookd runs them.
+func waterfall(r *engine.Run, tr *llm.Transcript, now time.Time) template.HTML {
+	var bars []bar
+	for _, s := range r.Steps {
+		label := fmt.Sprintf("step %d %s", s.Index, s.Type)
+		if s.Name != "" {
+			label = fmt.Sprintf("step %d %s", s.Index, s.Name)
+		}
+		class := "step"
+		if s.Error != "" {
+			class = "st-failed"
+		}
+		bars = append(bars, bar{label, class, s.Started, s.Duration, label + ", " + duration(s.Duration)})
+	}
+	if tr != nil {
+		for i, rd := range tr.Rounds {
+			c := rd.Call
+			label := fmt.Sprintf("model call %d", i+1)
+			if c.Started.IsZero() {
+				continue
+			}
+			// The call's retries are before the answered attempt.
+			total := c.Latency
+			for _, a := range c.Attempts {
+				total += a.Wait
+			}
+			bars = append(bars, bar{label, "model", c.Started, total, label + ", " + duration(total)})
+			at := c.Started.Add(total)
+			for _, tc := range rd.ToolCalls {
+				class := "tool"
+				if tc.DeniedBy != "" || tc.Error != "" {
+					class = "st-failed"
+				}
+				name := tc.Tool
+				if name == "" {
+					name = tc.Name
+				}
+				bars = append(bars, bar{"  tool " + name, class, at, tc.Duration, "tool " + name + ", " + duration(tc.Duration)})
+				at = at.Add(tc.Duration)
+			}
+		}
+	}
+	if len(bars) == 0 {
+		return ""
+	}
+	start := r.StartedAt
+	end := r.FinishedAt
+	if end.IsZero() {
+		end = now
+	}
+	for _, b := range bars {
+		if !b.from.IsZero() && (start.IsZero() || b.from.Before(start)) {
+			start = b.from
+		}
+		if e := b.from.Add(b.d); e.After(end) {
+			end = e
+		}
+	}
+	total := end.Sub(start)
+	if total <= 0 {
+		total = time.Millisecond
+	}
+	x := func(t time.Time) float64 { return wfLabel + float64(t.Sub(start))/float64(total)*wfWidth }
+	height := len(bars)*wfRow + wfRow
+	width := wfLabel + wfWidth + 60
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `<svg class="waterfall" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="timing of the run">`,
+		width, height, width, height)
+	for i, b := range bars {
+		y := i * wfRow
+		fmt.Fprintf(&sb, `<text class="label" x="%d" y="%d">%s</text>`, wfLabel-8, y+wfRow-5, html.EscapeString(truncate(b.label, 30)))
+		if b.from.IsZero() {
+			continue
+		}
+		x0 := x(b.from)
+		w := math.Max(1, x(b.from.Add(b.d))-x0)
+		fmt.Fprintf(&sb, `<rect class="%s" x="%.1f" y="%d" width="%.1f" height="%d"><title>%s</title></rect>`,
+			html.EscapeString(b.class), x0, y+3, w, wfRow-6, html.EscapeString(b.title))
+		fmt.Fprintf(&sb, `<text class="axis" x="%.1f" y="%d">%s</text>`, x0+w+4, y+wfRow-5, duration(b.d))
+	}
+	fmt.Fprintf(&sb, `<text class="axis" x="%d" y="%d">0</text><text class="axis" x="%d" y="%d" text-anchor="end">%s</text>`,
+		wfLabel, height-4, wfLabel+wfWidth, height-4, duration(total))
+	sb.WriteString(`</svg>`)
+	return template.HTML(sb.String())
+}
