@@ -1,0 +1,236 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+func testAppendEvent(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store()
+
+	ev := &engine.Event{ID: "client-1", Type: "deploy.failed", Data: map[string]any{"env": "prod", "n": float64(3),
+		"nested": map[string]any{"ok": false}}, Source: "cli", Time: t0, Depth: 1}
+	must(t, s.AppendEvent(ctx, ev))
+	if ev.Seq == 0 {
+		t.Fatal("AppendEvent did not set Seq")
+	}
+	first := ev.Seq
+
+	// Publishing the same id again is idempotent: same seq, nothing stored.
+	again := &engine.Event{ID: "client-1", Type: "deploy.failed", Data: map[string]any{"other": true}}
+	err := s.AppendEvent(ctx, again)
+	if !errors.Is(err, engine.ErrDuplicateEvent) {
+		t.Fatalf("second AppendEvent: %v, want ErrDuplicateEvent", err)
+	}
+	if again.Seq != first {
+		t.Errorf("duplicate Seq = %d, want %d", again.Seq, first)
+	}
+
+	// An event without an id gets one.
+	anon := &engine.Event{Type: "hook.run.completed", Source: "engine"}
+	must(t, s.AppendEvent(ctx, anon))
+	if len(anon.ID) != 26 || anon.Seq <= first {
+		t.Errorf("generated id %q seq %d", anon.ID, anon.Seq)
+	}
+	must(t, s.AppendEvent(ctx, &engine.Event{Type: "deploy.failed", Source: "api"}))
+
+	if err := s.AppendEvent(ctx, &engine.Event{ID: "x"}); err == nil {
+		t.Error("AppendEvent without a type succeeded")
+	}
+
+	all, err := s.ListEvents(ctx, "", 0)
+	must(t, err)
+	if len(all) != 3 || all[0].Source != "api" || all[2].ID != "client-1" {
+		t.Fatalf("ListEvents(all) = %+v", all)
+	}
+	if !reflect.DeepEqual(all[2], ev) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", all[2], ev)
+	}
+	if len(all[1].Data) != 0 || !all[1].Time.IsZero() {
+		t.Errorf("event without data or time read back as %+v", all[1])
+	}
+
+	cases := []struct {
+		typ   string
+		limit int
+		want  []string // sources, newest first
+	}{
+		{"deploy.failed", 0, []string{"api", "cli"}},
+		{"deploy.failed", 1, []string{"api"}},
+		{"hook.run.completed", 10, []string{"engine"}},
+		{"deploy", 10, nil},
+		{"", 2, []string{"api", "engine"}},
+	}
+	for _, tc := range cases {
+		evs, err := s.ListEvents(ctx, tc.typ, tc.limit)
+		must(t, err)
+		var got []string
+		for _, e := range evs {
+			got = append(got, e.Source)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ListEvents(%q, %d) = %v, want %v", tc.typ, tc.limit, got, tc.want)
+		}
+	}
+}
+
+func testAppendEventsBatch(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store()
+	seen := &engine.Event{ID: "seen", Type: "a"}
+	must(t, s.AppendEvent(ctx, seen))
+	evs := []*engine.Event{{Type: "b"}, {ID: "seen", Type: "a"}, {Type: "c", Data: map[string]any{"k": 1.0}}}
+	must(t, s.AppendEvents(ctx, evs))
+	if evs[0].Seq <= seen.Seq || evs[2].Seq <= evs[0].Seq || evs[1].Seq != seen.Seq {
+		t.Errorf("seqs = %d %d %d (the one seen before: %d)", evs[0].Seq, evs[1].Seq, evs[2].Seq, seen.Seq)
+	}
+	got, err := s.ListEvents(ctx, "", 10)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("stored %d events (%v), want 3", len(got), err)
+	}
+	if err := s.AppendEvents(ctx, []*engine.Event{{Type: "d"}, {Type: ""}}); err == nil {
+		t.Error("a batch with a bad event was stored")
+	}
+	if got, _ := s.ListEvents(ctx, "", 10); len(got) != 3 {
+		t.Errorf("a failed batch stored %d events", len(got)-3)
+	}
+}
+
+func testPendingEvents(t *testing.T, e *env) {
+	ctx := context.Background()
+	s, err := e.open()
+	must(t, err)
+	defer s.Close()
+
+	// Engine events (AppendEvents) and plain AppendEvent count as
+	// dispatched; AppendPendingEvent does not, until MarkDispatched.
+	must(t, s.AppendEvents(ctx, []*engine.Event{{Type: "hook.run.started", Source: "engine"}}))
+	must(t, s.AppendEvent(ctx, &engine.Event{Type: "plain"}))
+	a := &engine.Event{ID: "a", Type: "deploy.finished", Data: map[string]any{"env": "prod"}, Source: "api", Time: t0, Depth: 2}
+	b := &engine.Event{ID: "b", Type: "deploy.started", Source: "api"}
+	must(t, s.AppendPendingEvent(ctx, a))
+	must(t, s.AppendPendingEvent(ctx, b))
+	if a.Seq == 0 || b.Seq <= a.Seq {
+		t.Fatalf("seqs %d, %d", a.Seq, b.Seq)
+	}
+
+	// A duplicate id is refused and keeps the first one's seq and state.
+	dup := &engine.Event{ID: "a", Type: "deploy.finished"}
+	if err := s.AppendPendingEvent(ctx, dup); !errors.Is(err, engine.ErrDuplicateEvent) || dup.Seq != a.Seq {
+		t.Fatalf("duplicate: %v, seq %d (want %d)", err, dup.Seq, a.Seq)
+	}
+
+	pending, err := s.PendingEvents(ctx, 10)
+	must(t, err)
+	if len(pending) != 2 || pending[0].ID != "a" || pending[1].ID != "b" {
+		t.Fatalf("pending: %+v", pending)
+	}
+	if p := pending[0]; p.Seq != a.Seq || p.Data["env"] != "prod" || p.Source != "api" || !p.Time.Equal(t0) || p.Depth != 2 {
+		t.Errorf("pending event read back as %+v", p)
+	}
+	if one, _ := s.PendingEvents(ctx, 1); len(one) != 1 || one[0].ID != "a" {
+		t.Errorf("limit 1: %+v", one)
+	}
+
+	must(t, s.MarkDispatched(ctx, a.Seq))
+	must(t, s.MarkDispatched(ctx, a.Seq)) // again: nothing to do
+	pending, err = s.PendingEvents(ctx, 10)
+	must(t, err)
+	if len(pending) != 1 || pending[0].ID != "b" {
+		t.Fatalf("after marking a: %+v", pending)
+	}
+
+	// The state survives a reopen.
+	must(t, s.Close())
+	pending, err = e.store().PendingEvents(ctx, 10)
+	must(t, err)
+	if len(pending) != 1 || pending[0].ID != "b" {
+		t.Fatalf("after reopen: %+v", pending)
+	}
+}
+
+func testEventsAfter(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store()
+	if seq, err := s.LastEventSeq(ctx); err != nil || seq != 0 {
+		t.Fatalf("empty log: %d %v", seq, err)
+	}
+	var seqs []int64
+	for i := range 5 {
+		ev := &engine.Event{Type: "t", Data: map[string]any{"i": float64(i)}}
+		if i%2 == 0 {
+			must(t, s.AppendEvent(ctx, ev))
+		} else {
+			must(t, s.AppendPendingEvent(ctx, ev))
+		}
+		seqs = append(seqs, ev.Seq)
+	}
+	last, err := s.LastEventSeq(ctx)
+	must(t, err)
+	if last != seqs[4] {
+		t.Errorf("last seq %d, want %d", last, seqs[4])
+	}
+	evs, err := s.EventsAfter(ctx, seqs[1], 2)
+	must(t, err)
+	if len(evs) != 2 || evs[0].Seq != seqs[2] || evs[1].Seq != seqs[3] || evs[0].Data["i"] != float64(2) {
+		t.Errorf("after %d: %+v", seqs[1], evs)
+	}
+	if evs, _ := s.EventsAfter(ctx, last, 10); len(evs) != 0 {
+		t.Errorf("after the last: %+v", evs)
+	}
+	if evs, _ := s.EventsAfter(ctx, 0, 0); len(evs) != 5 {
+		t.Errorf("from the start: %d events", len(evs))
+	}
+}
+
+func testWatchSnapshots(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store()
+	if _, ok, err := s.LoadSnapshot(ctx, "h"); err != nil || ok {
+		t.Fatalf("no snapshot yet: ok=%v err=%v", ok, err)
+	}
+	// An empty tree is a snapshot too.
+	must(t, s.SaveSnapshot(ctx, "h", nil))
+	if files, ok, err := s.LoadSnapshot(ctx, "h"); err != nil || !ok || len(files) != 0 {
+		t.Fatalf("empty snapshot: %v %v %v", files, ok, err)
+	}
+	mt := time.Date(2026, 3, 1, 10, 0, 0, 123456789, time.UTC)
+	want := map[string]engine.FileStamp{"/a": {Size: 1, ModTime: mt}, "/b": {Size: 2, ModTime: mt.Add(time.Second)}}
+	must(t, s.SaveSnapshot(ctx, "h", want))
+	must(t, s.SaveSnapshot(ctx, "other", map[string]engine.FileStamp{"/x": {}}))
+	files, ok, err := s.LoadSnapshot(ctx, "h")
+	if err != nil || !ok || !maps.Equal(files, want) {
+		t.Fatalf("snapshot = %v %v %v, want %v", files, ok, err, want)
+	}
+
+	must(t, s.UpdateSnapshot(ctx, "h", map[string]engine.FileStamp{"/b": {Size: 3, ModTime: mt}, "/c": {Size: 4}}, []string{"/a"}))
+	files, _, _ = s.LoadSnapshot(ctx, "h")
+	want = map[string]engine.FileStamp{"/b": {Size: 3, ModTime: mt}, "/c": {Size: 4}}
+	if !maps.Equal(files, want) {
+		t.Fatalf("after update: %v, want %v", files, want)
+	}
+	// Replacing drops what is not given.
+	must(t, s.SaveSnapshot(ctx, "h", map[string]engine.FileStamp{"/d": {Size: 5}}))
+	if files, _, _ = s.LoadSnapshot(ctx, "h"); len(files) != 1 {
+		t.Fatalf("after save: %v", files)
+	}
+	// An update creates the snapshot when there is none.
+	must(t, s.UpdateSnapshot(ctx, "new", map[string]engine.FileStamp{"/n": {Size: 1}}, nil))
+	if files, ok, _ := s.LoadSnapshot(ctx, "new"); !ok || len(files) != 1 {
+		t.Fatalf("update without a snapshot: %v %v", files, ok)
+	}
+	must(t, s.DeleteSnapshot(ctx, "h"))
+	if _, ok, _ := s.LoadSnapshot(ctx, "h"); ok {
+		t.Error("deleted snapshot still there")
+	}
+	if files, ok, _ := s.LoadSnapshot(ctx, "other"); !ok || len(files) != 1 {
+		t.Errorf("another hook's snapshot: %v %v", files, ok)
+	}
+}
