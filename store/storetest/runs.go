@@ -25,7 +25,7 @@ func fullRun(id string) *engine.Run {
 		EventType: "deploy.failed",
 		Steps: []*engine.StepResult{{
 			Index: 0, Name: "tests", Type: "run_tests", Output: "ok",
-			Fields:  map[string]any{"exit_code": float64(0), "failures": []any{"a", "b"}},
+			ExitCode: new(0), Count: new(2), Fields: map[string]any{"failures": []any{"a", "b"}},
 			Started: t0, Duration: 1500 * time.Millisecond,
 		}},
 		Prompt:      "prompt",
@@ -41,6 +41,11 @@ func fullRun(id string) *engine.Run {
 		StartedAt:   t0.Add(-time.Second),
 		FinishedAt:  t0,
 		Depth:       2,
+		Project:     "proj",
+		Attempt:     2,
+		Attempts:    3,
+		RetryOf:     "first",
+		Retry:       &engine.RetryPlan{RunID: "next", Attempt: 3, At: t0.Add(time.Minute)},
 	}
 }
 

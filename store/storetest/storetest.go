@@ -29,6 +29,7 @@ type Store interface {
 	engine.DispatchStore
 	engine.ProcStore
 	engine.WatchSnapshots
+	engine.RetryStore
 	// EventsAfter returns up to limit events whose seq is greater than
 	// after, oldest first (0 or less means 50).
 	EventsAfter(ctx context.Context, after int64, limit int) ([]*engine.Event, error)
@@ -81,6 +82,7 @@ var tests = []struct {
 	{"PendingEvents", testPendingEvents},
 	{"EventsAfter", testEventsAfter},
 	{"WatchSnapshots", testWatchSnapshots},
+	{"PendingRetries", testPendingRetries},
 }
 
 // t0 is a fixed instant with nanoseconds, so round trips show truncation.
