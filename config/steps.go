@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -196,6 +197,10 @@ func (s *state) placeholdersIn(n *yaml.Node, path string, steps []*engine.StepDe
 // steps: only steps with an index below before may be named.
 func (s *state) placeholders(n *yaml.Node, path, text string, steps []*engine.StepDef, before int) {
 	phs, err := engine.ParsePlaceholders(text)
+	if pe, ok := errors.AsType[*engine.PlaceholderError](err); ok {
+		s.add(lineOf(n, text, pe.Offset), path, err.Error())
+		return
+	}
 	if err != nil {
 		s.errorf(n, path, "%s", err)
 		return

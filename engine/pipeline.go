@@ -134,6 +134,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 	scope := &Scope{
 		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
 		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
+		Redactor: red,
 	}
 	if len(run.Event) > 0 {
 		if err := json.Unmarshal(run.Event, &scope.Event); err != nil {

@@ -8,12 +8,25 @@ import (
 	"time"
 )
 
-// Placeholder is one {{path}} found in a template, or one literal
-// {{"text"}}.
+// Placeholder is one {{path}} or {{path | filter ...}} found in a
+// template, or one literal {{"text"}}.
 type Placeholder struct {
-	Path       string // trimmed text between the braces; for a literal, its quoted form
-	Start, End int    // byte offsets of "{{" and just past "}}"
-	Literal    string // for a literal placeholder, the text it stands for
+	// Path is what Scope.Lookup resolves: the trimmed text between the
+	// braces, with its filters normalised ("steps.x.body | json"); for a
+	// literal, its quoted form.
+	Path       string
+	Ref        string   // the path without its filters
+	Filters    []Filter // the filter chain, in order (filter.go)
+	Start, End int      // byte offsets of "{{" and just past "}}"
+	Literal    string   // for a literal placeholder, the text it stands for
+}
+
+// LastFilter names the placeholder's last filter, or "".
+func (p Placeholder) LastFilter() string {
+	if len(p.Filters) == 0 {
+		return ""
+	}
+	return p.Filters[len(p.Filters)-1].Name
 }
 
 // IsLiteral reports whether p is a literal {{"text"}} rather than a
@@ -58,11 +71,12 @@ func ParsePlaceholders(s string) ([]Placeholder, error) {
 			return nil, fmt.Errorf("unclosed placeholder at offset %d", start)
 		}
 		end := start + 2 + k + 2
-		path := strings.TrimSpace(s[start+2 : end-2])
-		if err := checkPath(path); err != nil {
-			return nil, fmt.Errorf("placeholder {{%s}}: %w", path, err)
+		ph, err := parseExpr(strings.TrimSpace(s[start+2 : end-2]))
+		if err != nil {
+			return nil, &PlaceholderError{Offset: start, Err: err}
 		}
-		out = append(out, Placeholder{Path: path, Start: start, End: end})
+		ph.Start, ph.End = start, end
+		out = append(out, ph)
 		i = end
 	}
 }
@@ -86,6 +100,43 @@ func parseLiteral(s string, start, q int) (Placeholder, error) {
 		return Placeholder{}, fmt.Errorf("literal placeholder at offset %d: want }} right after the string %s", start, quoted)
 	}
 	return Placeholder{Path: quoted, Start: start, End: end + 2, Literal: text}, nil
+}
+
+// PlaceholderError is a placeholder that does not parse, at byte Offset
+// of its template (so a loader can name the line).
+type PlaceholderError struct {
+	Offset int
+	Err    error
+}
+
+func (e *PlaceholderError) Error() string { return e.Err.Error() }
+func (e *PlaceholderError) Unwrap() error { return e.Err }
+
+// parseExpr parses the inside of a placeholder: a path, then optional
+// filters after '|'.
+func parseExpr(expr string) (Placeholder, error) {
+	ref, chain, piped := strings.Cut(expr, "|")
+	ref = strings.TrimSpace(ref)
+	if err := checkPath(ref); err != nil {
+		return Placeholder{}, fmt.Errorf("placeholder {{%s}}: %w", expr, err)
+	}
+	ph := Placeholder{Path: ref, Ref: ref}
+	if !piped {
+		return ph, nil
+	}
+	fs, err := parseFilters(chain)
+	if err != nil {
+		return Placeholder{}, fmt.Errorf("placeholder {{%s}}: %w", expr, err)
+	}
+	ph.Filters = fs
+	var b strings.Builder
+	b.WriteString(ref)
+	for _, f := range fs {
+		b.WriteString(" | ")
+		b.WriteString(f.String())
+	}
+	ph.Path = b.String()
+	return ph, nil
 }
 
 func checkPath(p string) error {
@@ -121,7 +172,7 @@ func CheckPlaceholders(tmpl string, steps []*StepDef, before int) error {
 		if ph.IsLiteral() {
 			continue
 		}
-		if err := checkRef(ph.Path, steps, before); err != nil {
+		if err := checkRef(ph.Ref, steps, before); err != nil {
 			return fmt.Errorf("placeholder {{%s}}: %w", ph.Path, err)
 		}
 	}
@@ -184,6 +235,10 @@ type Scope struct {
 	Event       map[string]any
 	Steps       []*StepResult // results so far, by position (nil for steps not run)
 	StepNames   map[string]int
+	// Redactor, when set, redacts a value before a filter sees it, so
+	// that no filter turns a secret into a form the redactor does not
+	// know (upper, truncate, tail ...).
+	Redactor *Redactor
 }
 
 // Lookup resolves a placeholder path to a value. A literal path, the
@@ -195,6 +250,20 @@ func (s *Scope) Lookup(path string) (any, error) {
 			return nil, fmt.Errorf("{{%s}}: %w", path, err)
 		}
 		return text, nil
+	}
+	if strings.Contains(path, "|") {
+		ph, err := parseExpr(path)
+		if err != nil {
+			return nil, err
+		}
+		v, err := s.Lookup(ph.Ref)
+		if err != nil {
+			if ph.Filters[0].Name != "default" {
+				return nil, err
+			}
+			v = nil // absent: what default is for
+		}
+		return applyFilters(s.Redactor.Value(v), ph.Filters), nil
 	}
 	segs := strings.Split(path, ".")
 	root := segs[0]
@@ -303,6 +372,18 @@ func Stringify(v any) string {
 // passed through quote (nil leaves values as they are). A placeholder
 // that does not resolve is an error naming it.
 func Expand(tmpl string, scope *Scope, quote func(string) string) (string, error) {
+	if quote == nil {
+		return ExpandEscaped(tmpl, scope, nil)
+	}
+	return ExpandEscaped(tmpl, scope, func(_ Placeholder, s string) string { return quote(s) })
+}
+
+// ExpandEscaped is Expand with escape applied to the text of each
+// placeholder but literals ({{"text"}}, written by the author); escape
+// sees the placeholder, so it can leave alone a value whose last filter
+// already encoded it for the context (a JSON body's | json, a URL's |
+// urlquery).
+func ExpandEscaped(tmpl string, scope *Scope, escape func(ph Placeholder, s string) string) (string, error) {
 	phs, err := ParsePlaceholders(tmpl)
 	if err != nil {
 		return "", err
@@ -319,8 +400,8 @@ func Expand(tmpl string, scope *Scope, quote func(string) string) (string, error
 			return "", err
 		}
 		s := Stringify(v)
-		if quote != nil {
-			s = quote(s)
+		if escape != nil && !ph.IsLiteral() {
+			s = escape(ph, s)
 		}
 		b.WriteString(tmpl[last:ph.Start])
 		b.WriteString(s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"sort"
@@ -37,13 +38,14 @@ type httpConfig struct {
 
 // httpStep makes one HTTP request through the network guard.
 type httpStep struct {
-	def     *engine.StepDef
-	method  string
-	url     string
-	headers []envVar // sorted by name; values may hold placeholders
-	body    string
-	maxBody int
-	client  *http.Client
+	def      *engine.StepDef
+	method   string
+	url      string
+	headers  []envVar // sorted by name; values may hold placeholders
+	body     string
+	jsonBody bool // the Content-Type header is JSON: placeholders in body are JSON-escaped
+	maxBody  int
+	client   *http.Client
 }
 
 func newHTTP(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
@@ -95,6 +97,9 @@ func newHTTP(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 			return nil, fieldErr(cfg, "headers."+name, "%v", err)
 		}
 		s.headers = append(s.headers, envVar{name, v})
+		if strings.EqualFold(name, "Content-Type") && isJSONMedia(v) {
+			s.jsonBody = true
+		}
 	}
 	if _, err := engine.ParsePlaceholders(c.Body); err != nil {
 		return nil, fieldErr(cfg, "body", "%v", err)
@@ -136,7 +141,7 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 		"body": "", "status": "", "headers": map[string]any{}, "url": "", "method": s.method,
 	})
 	scope := scopeOf(env)
-	raw, err := engine.Expand(s.url, scope, nil)
+	raw, err := expandURL(s.url, scope)
 	if err != nil {
 		return fail(res, fmt.Errorf("url: %w", err))
 	}
@@ -148,7 +153,11 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 		return fail(res, fmt.Errorf("url: %w", err))
 	}
 	res.Fields["url"] = u.Redacted()
-	body, err := engine.Expand(s.body, scope, nil)
+	var bodyEscape func(engine.Placeholder, string) string
+	if s.jsonBody {
+		bodyEscape = escapeJSON
+	}
+	body, err := engine.ExpandEscaped(s.body, scope, bodyEscape)
 	if err != nil {
 		return fail(res, fmt.Errorf("body: %w", err))
 	}
@@ -236,4 +245,45 @@ func validHeaderValue(s string) bool {
 		}
 	}
 	return true
+}
+
+// isJSONMedia reports whether a Content-Type value names JSON
+// (application/json, application/problem+json ...).
+func isJSONMedia(v string) bool {
+	mt, _, err := mime.ParseMediaType(v)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// escapeJSON escapes a placeholder's value for the inside of a JSON
+// string in a JSON body (the author writes the quotes: "text":
+// "{{x}}"), unless its last filter is json, which wrote a whole literal.
+func escapeJSON(ph engine.Placeholder, v string) string {
+	if ph.LastFilter() == "json" {
+		return v
+	}
+	return engine.JSONEscape(v)
+}
+
+// expandURL expands the placeholders of a URL template, each
+// percent-encoded for where it stands: a path segment or the fragment
+// (url.PathEscape: a value cannot add a segment), the query
+// (url.QueryEscape: a value cannot add a parameter); one whose last
+// filter is urlquery is left as that filter wrote it. The authority
+// (host and port) is left as it is: CheckURL judges the result.
+func expandURL(tmpl string, scope *engine.Scope) (string, error) {
+	auth := strings.Index(tmpl, "://") + 3
+	pathAt := len(tmpl)
+	if i := strings.IndexAny(tmpl[auth:], "/?#"); i >= 0 {
+		pathAt = auth + i
+	}
+	query, frag := strings.IndexByte(tmpl, '?'), strings.IndexByte(tmpl, '#')
+	return engine.ExpandEscaped(tmpl, scope, func(ph engine.Placeholder, v string) string {
+		switch {
+		case ph.LastFilter() == "urlquery" || ph.Start < pathAt:
+			return v
+		case query >= 0 && ph.Start > query && (frag < 0 || ph.Start < frag):
+			return url.QueryEscape(v)
+		}
+		return url.PathEscape(v)
+	})
 }

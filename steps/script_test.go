@@ -278,6 +278,14 @@ func TestShellRefusedTemplates(t *testing.T) {
 		{"declare -i by name", "limit={{event.v}}; declare -i max=limit", "", "max is assigned the name limit"},
 		{"local -i by name", "f() { n={{event.v}}; local -i m=n; }; f", "", "m is assigned the name n"},
 		{"integer variable assigned a name", "n={{event.v}}; declare -i m; m=n+1", "", "m is assigned the name n"},
+		// A filter changes the value, never where it stands: filtered
+		// data is still data (base64 of code is not code to trust).
+		{"filtered command position", `{{event.cmd | base64}} args`, "", "in command position"},
+		{"filtered eval", `eval {{event.v | trim | base64}}`, "", "eval"},
+		{"filtered single quotes", `echo '{{event.v | json}}'`, "", "inside single quotes"},
+		{"filtered arithmetic", `echo $(( {{event.v | default "1"}} + 1 ))`, "", "inside $((...))"},
+		{"filtered sh -c", `sh -c {{event.v | urlquery}}`, "", "sh -c"},
+		{"filtered via variable", "c={{event.cmd | lower}}\n$c arg", "", "in command position"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -335,6 +343,7 @@ func TestShellAcceptedTemplates(t *testing.T) {
 		`p={{event.x}}; git log "x${p#refs/heads/}" ${p:+--all} "${#p}"`,
 		`p={{event.x}}; case "${p#a}" in b) echo b;; esac`,
 		`declare -i n=5; n=n+1; echo "$n"`,
+		`printf '%s\n' {{event.x | base64}} "{{event.x | json}}" {{event.x | tail 3 | trim}}`,
 	} {
 		if _, err := newShellStep(t, "command: "+yamlString(cmd), 0); err != nil {
 			t.Errorf("%s\nrefused: %v", cmd, err)

@@ -95,11 +95,11 @@ func (r *Renderer) RenderPrompt(h *engine.Hook, scope *engine.Scope) (string, er
 		if err != nil {
 			return "", err
 		}
-		if !isData(ph.Path) {
+		if !isData(ph.Ref) {
 			w.text(engine.Stringify(v))
 			continue
 		}
-		r.value(w, ph.Path, v)
+		r.value(w, ph.Ref, v)
 	}
 	w.text(h.Prompt[last:])
 	return string(w.buf), nil
