@@ -61,7 +61,7 @@ func TestHTTPContextEscaping(t *testing.T) {
 		`body: '{"text": "{{event.text}}", "quoted": {{event.text | json}}, "n": {{event.count | json}}, "up": "{{event.q | upper}}"}'` +
 		"\nallow_private: true"
 	res, err := runStep(t, mustStep(t, "http", src, 0), stepEnv(t, event))
-	if err != nil || res.Fields["status_code"] != 200 {
+	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("%v %v", err, res.Fields)
 	}
 	if gotPath != "/items/../admin?x=1#f" || !strings.Contains(gotRaw, "%2F") {
