@@ -70,7 +70,7 @@ func (expandRenderer) RenderPrompt(h *Hook, scope *Scope) (string, error) {
 
 func (c *Config) setDefaults() {
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = WallClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -275,10 +275,24 @@ func (s *state) schedule(ent *entry, after time.Time) {
 	}
 }
 
+// alarmTick is the longest the loop sleeps when it has a wall-clock
+// Alarm (unless Tick is longer): it wakes then only for Config.Guard.
+const alarmTick = 30 * time.Second
+
 // loop is the engine's one scheduling goroutine.
 func (s *state) loop(ctx context.Context) {
 	timer := s.cfg.Clock.NewTimer(s.cfg.Tick)
 	defer timer.Stop()
+	alarm := s.newAlarm()
+	var alarmC <-chan struct{}
+	if alarm != nil {
+		alarmC = alarm.C()
+	}
+	defer func() {
+		if alarm != nil {
+			alarm.Close()
+		}
+	}()
 	if !s.cfg.Manual {
 		s.startReruns()
 		s.startCatchups()
@@ -292,21 +306,30 @@ func (s *state) loop(ctx context.Context) {
 			s.fireRetries(now)
 		}
 		s.flushEvents()
+		next := s.nextWake()
 		wait := s.cfg.Tick
-		if len(s.due) > 0 && !s.stopping() { // stopping: fireDue fires nothing, so do not spin on a due slot
-			if d := s.due[0].due.Sub(now); d < wait {
-				wait = max(d, 0)
+		if alarm != nil {
+			if err := alarm.Set(next); err != nil {
+				s.e.log.Warn("wall-clock alarm failed; the loop re-reads the clock every tick from now on", "err", err)
+				alarm.Close()
+				alarm, alarmC = nil, nil
+			} else {
+				wait = max(s.cfg.Tick, alarmTick)
 			}
 		}
-		if at := s.nextRetry(); !at.IsZero() && !s.stopping() && !s.cfg.Manual {
-			wait = max(min(wait, at.Sub(now)), 0)
+		if alarm == nil && !next.IsZero() {
+			wait = max(min(wait, next.Sub(now)), 0)
 		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C():
+		case <-alarmC:
 		case f := <-s.e.msgs:
+			// The guard looks first: after a long sleep, nothing is
+			// triggered before it did.
+			s.guard(s.cfg.Clock.Now())
 			f(s)
 			// Take what else is waiting before looking at the clock again.
 			for n := 0; n < 64; n++ {
@@ -321,6 +344,38 @@ func (s *state) loop(ctx context.Context) {
 			s.flushEvents()
 		}
 	}
+}
+
+// newAlarm returns a wall-clock alarm when the clock has them and the
+// engine schedules (a Manual engine has nothing due), or nil.
+func (s *state) newAlarm() Alarm {
+	ac, ok := s.cfg.Clock.(AlarmClock)
+	if !ok || s.cfg.Manual {
+		return nil
+	}
+	a, err := ac.NewAlarm()
+	if err != nil {
+		s.e.log.Info("no wall-clock alarm; the loop re-reads the clock every tick", "tick", s.cfg.Tick, "err", err)
+		return nil
+	}
+	return a
+}
+
+// nextWake returns the earliest wall time the loop has something to do
+// at: the next due slot or retry; zero when none, or while stopping
+// (fireDue fires nothing then, so the loop must not spin on a due slot).
+func (s *state) nextWake() time.Time {
+	if s.stopping() {
+		return time.Time{}
+	}
+	var next time.Time
+	if len(s.due) > 0 {
+		next = s.due[0].due
+	}
+	if at := s.nextRetry(); !at.IsZero() && !s.cfg.Manual && (next.IsZero() || at.Before(next)) {
+		next = at
+	}
+	return next
 }
 
 func (s *state) stopping() bool {
