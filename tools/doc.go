@@ -17,10 +17,12 @@
 //	list_runs    list recent runs
 //	get_run      read one run record
 //
-// No tool can create or edit hooks. read_file and list_files resolve
-// paths with steps.Roots, so ".." and symbolic links cannot lead outside
-// the workdir. write_file opens every directory through one os.Root at the
-// workdir without following a symbolic link. One guard (protect.go)
+// No tool can create or edit hooks. read_file and write_file open every
+// directory through one os.Root at the workdir without following a
+// symbolic link (openDirs), check that the file opened is the one
+// checked (openChecked), and refuse a link and a file with more than one
+// hard link. list_files resolves paths with steps.Roots, so ".." and
+// symbolic links cannot lead outside the workdir. One guard (protect.go)
 // decides what may be written and what may be read: reads are refused for
 // hookd's own files (token, settings, state, database) and credential
 // stores, a subset of what writes are refused for.

@@ -77,28 +77,57 @@ func roots(env *engine.ToolEnv) (*steps.Roots, error) {
 	return steps.NewRoots(env.Workdir, nil)
 }
 
+// readFile opens the file as write_file does (openDirs, openChecked):
+// through one os.Root at the real workdir, one component at a time,
+// following no symbolic link, so a directory swapped for a link while it
+// reads cannot lead to a file the checks did not see. It refuses a file
+// with more than one hard link, as write_file does.
 func readFile(_ context.Context, env *engine.ToolEnv, a *readArgs) (string, error) {
 	r, err := roots(env)
 	if err != nil {
 		return "", err
 	}
-	f, real, err := r.Open(a.Path)
+	rel, err := workdirPath(env.Workdir, r.Workdir(), a.Path)
+	if err != nil {
+		return "", err
+	}
+	root, err := os.OpenRoot(r.Workdir())
+	if err != nil {
+		return "", fmt.Errorf("open workdir: %w", err)
+	}
+	defer root.Close()
+	// Directories are not checked against the guard on the way (the
+	// hooks directory is readable); the file is, by its path and by what
+	// was opened.
+	dir, err := openDirs(root, nil, rel, false, "read_file")
+	if err != nil {
+		return "", err
+	}
+	defer dir.Close()
+	name := filepath.Base(rel)
+	checked, err := dir.Lstat(name)
+	if err != nil {
+		return "", fmt.Errorf("stat %s: %w", a.Path, err)
+	}
+	if checked.Mode()&fs.ModeSymlink != 0 {
+		return "", fmt.Errorf("refused: %s is a symbolic link; read_file does not follow links", a.Path)
+	}
+	if err := newGuard(env, r.Workdir()).checkRead(a.Path, filepath.Join(r.Workdir(), rel), checked); err != nil {
+		return "", err
+	}
+	if checked.IsDir() {
+		return "", fmt.Errorf("%s is a directory; use list_files", a.Path)
+	}
+	if !checked.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", a.Path)
+	}
+	f, fi, err := openChecked(dir, name, a.Path, checked)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if err := newGuard(env, r.Workdir()).checkRead(a.Path, real, fi); err != nil {
-		return "", err
-	}
-	if fi.IsDir() {
-		return "", fmt.Errorf("%s is a directory; use list_files", a.Path)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", a.Path)
+	if links(fi) > 1 {
+		return "", fmt.Errorf("refused: %s has %d hard links; read_file reads only files with one", a.Path, links(fi))
 	}
 	size := fi.Size()
 	if a.Offset > size {
@@ -270,7 +299,7 @@ func writeFile(_ context.Context, env *engine.ToolEnv, a *writeArgs) (string, er
 	if err != nil {
 		return "", err
 	}
-	rel, err := writePath(env.Workdir, r.Workdir(), a.Path)
+	rel, err := workdirPath(env.Workdir, r.Workdir(), a.Path)
 	if err != nil {
 		return "", err
 	}
@@ -283,7 +312,7 @@ func writeFile(_ context.Context, env *engine.ToolEnv, a *writeArgs) (string, er
 		return "", fmt.Errorf("open workdir: %w", err)
 	}
 	defer root.Close()
-	dir, err := openDirs(root, g, rel, a.CreateDirs)
+	dir, err := openDirs(root, g, rel, a.CreateDirs, "write_file")
 	if err != nil {
 		return "", err
 	}
@@ -319,10 +348,10 @@ func writeFile(_ context.Context, env *engine.ToolEnv, a *writeArgs) (string, er
 	return fmt.Sprintf("%s %d bytes to %s", verb, len(a.Content), filepath.ToSlash(rel)), nil
 }
 
-// writePath makes p, as the model gave it, a clean path relative to the
-// workdir: relative, or absolute inside the workdir as configured or as
-// resolved, and never the workdir itself or above it.
-func writePath(given, real, p string) (string, error) {
+// workdirPath makes p, as the model gave it, a clean path relative to
+// the workdir: relative, or absolute inside the workdir as configured or
+// as resolved, and never the workdir itself or above it.
+func workdirPath(given, real, p string) (string, error) {
 	if p == "" {
 		return "", errors.New("empty path")
 	}
@@ -351,9 +380,10 @@ func writePath(given, real, p string) (string, error) {
 // openDirs opens the directory that holds rel, one component at a time
 // below root. A component that is a symbolic link, or that changed
 // between its check and its opening, is refused; so is one that is a
-// protected directory under another name. With create, missing
-// directories in the hook's write_roots, or on the way to one, are made.
-func openDirs(root *os.Root, g *guard, rel string, create bool) (*os.Root, error) {
+// protected directory under another name (unless g is nil). With create,
+// missing directories in the hook's write_roots, or on the way to one,
+// are made. tool names the caller in errors.
+func openDirs(root *os.Root, g *guard, rel string, create bool, tool string) (*os.Root, error) {
 	cur, err := root.OpenRoot(".")
 	if err != nil {
 		return nil, err
@@ -372,7 +402,7 @@ func openDirs(root *os.Root, g *guard, rel string, create bool) (*os.Root, error
 	sofar := ""
 	for _, part := range strings.Split(parent, string(filepath.Separator)) {
 		sofar = filepath.Join(sofar, part)
-		next, err := openDir(cur, g, part, sofar, create)
+		next, err := openDir(cur, g, part, sofar, create, tool)
 		cur.Close()
 		if err != nil {
 			return nil, err
@@ -382,11 +412,14 @@ func openDirs(root *os.Root, g *guard, rel string, create bool) (*os.Root, error
 	return cur, nil
 }
 
-func openDir(cur *os.Root, g *guard, part, rel string, create bool) (*os.Root, error) {
+func openDir(cur *os.Root, g *guard, part, rel string, create bool, tool string) (*os.Root, error) {
 	fi, err := cur.Lstat(part)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !create {
-			return nil, fmt.Errorf("directory %s does not exist (pass create_dirs)", rel)
+			if tool == "write_file" {
+				return nil, fmt.Errorf("directory %s does not exist (pass create_dirs)", rel)
+			}
+			return nil, fmt.Errorf("directory %s does not exist", rel)
 		}
 		if err := g.checkMkdir(rel); err != nil {
 			return nil, fmt.Errorf("create %s: %w", rel, err)
@@ -400,7 +433,7 @@ func openDir(cur *os.Root, g *guard, part, rel string, create bool) (*os.Root, e
 		return nil, fmt.Errorf("stat %s: %w", rel, err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, fmt.Errorf("refused: %s is a symbolic link; write_file does not follow links", rel)
+		return nil, fmt.Errorf("refused: %s is a symbolic link; %s does not follow links", rel, tool)
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", rel)
@@ -451,16 +484,12 @@ func readExisting(dir *os.Root, name, rel string, checked fs.FileInfo) ([]byte, 
 	if checked.Size() > appendMax {
 		return nil, fmt.Errorf("%s is %d bytes; write_file appends only to files up to %d", rel, checked.Size(), appendMax)
 	}
-	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := openChecked(dir, name, rel, checked)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", rel, err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", rel, err)
-	}
-	if !os.SameFile(fi, checked) || links(fi) > 1 {
+	if links(fi) > 1 {
 		return nil, fmt.Errorf("refused: %s changed while it was opened", rel)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, appendMax+1))
@@ -471,6 +500,28 @@ func readExisting(dir *os.Root, name, rel string, checked fs.FileInfo) ([]byte, 
 		return nil, fmt.Errorf("%s grew past %d bytes; write_file appends only to files up to that", rel, appendMax)
 	}
 	return b, nil
+}
+
+// openChecked opens name in dir for reading, without blocking on a FIFO,
+// and refuses what it opened unless it is the file checked (the Lstat of
+// name): a link or another file swapped in between is not read. The open
+// cannot leave dir, an os.Root.
+func openChecked(dir *os.Root, name, rel string, checked fs.FileInfo) (*os.File, fs.FileInfo, error) {
+	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", rel, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !os.SameFile(fi, checked) {
+		err = fmt.Errorf("refused: %s changed while it was opened", rel)
+	} else if err != nil {
+		err = fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 // replaceFile writes prefix and content to a new temporary file in dir

@@ -123,7 +123,7 @@ func TestReadFile(t *testing.T) {
 	}
 	wantErr(t, env, "read_file", `{"path":"../outside/secret.txt"}`, "leaves the hook's workdir")
 	wantErr(t, env, "read_file", `{"path":"/etc/passwd"}`, "outside the hook's workdir")
-	wantErr(t, env, "read_file", `{"path":"escape"}`, "outside the hook's workdir")
+	wantErr(t, env, "read_file", `{"path":"escape"}`, "is a symbolic link")
 	wantErr(t, env, "read_file", `{"path":"bin.dat"}`, "binary file")
 	wantErr(t, env, "read_file", `{"path":"docs"}`, "is a directory")
 	wantErr(t, env, "read_file", `{"path":"nope"}`, "no such file")
