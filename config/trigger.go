@@ -167,6 +167,9 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 		} else if s.decodeAt(kindNode, kindPath, &t.Event) {
 			if err := triggers.ValidatePattern(t.Event); err != nil {
 				s.errorf(kindNode, kindPath, "%s", err)
+			} else if triggers.ProgressOnly(t.Event) {
+				s.errorf(kindNode, kindPath, "%q matches only progress events (hook.step.*, hook.llm.round, hook.tool.called), "+
+					"which are streamed to watchers (hookd watch) but never start runs; react to a run's outcome with hook.run.* instead", t.Event)
 			}
 		}
 	case engine.TriggerAt:

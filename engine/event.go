@@ -30,6 +30,10 @@ type Event struct {
 	// watch's events, to combine change lists as its watch window does.
 	// Without it, the later payload's keys win. It is not stored.
 	Merge func(pending json.RawMessage) (map[string]any, error) `json:"-"`
+
+	// Step is set on the hook.step.* progress events: the step as a typed
+	// value (see progress.go). Like Outcome, it is not stored.
+	Step *StepProgress `json:"-"`
 }
 
 // Engine event types.

@@ -160,6 +160,9 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		if stopped(ctx, run) {
 			return environ, false
 		}
+		if !preview {
+			e.stepStarted(run, def, e.cfg.Clock.Now())
+		}
 		res := e.lifecycleStep(ctx, h, run, def, &StepEnv{
 			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: environ, Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
 			Records: e.cfg.Store, Emit: emit, Redactor: red, Database: e.cfg.Database,
@@ -171,7 +174,11 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 			// Redacted: a step's error may quote a secret (a URL, a command).
 			e.log.Warn("step failed", "hook", h.Name, "run", run.ID, "step", def.Label(), "err", res.Error)
 		}
-		if why, fails := stepFailure(h, def, res); fails {
+		why, fails := stepFailure(h, def, res)
+		if !preview {
+			e.stepFinished(run, def, res, fails)
+		}
+		if fails {
 			if stopped(ctx, run) {
 				return environ, false
 			}

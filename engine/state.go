@@ -64,7 +64,8 @@ type active struct {
 	cancel  context.CancelCauseFunc
 	started chan struct{} // closed once the start is recorded
 
-	wasQueued bool // the run has a queued record already
+	wasQueued bool         // the run has a queued record already
+	progress  *RunProgress // what it has done so far, from its progress events
 }
 
 // trig is one trigger of a hook.
@@ -682,6 +683,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 		run.Attempt, run.Attempts = 1, ent.hook.Retry.Attempts
 	}
 	run.StartedAt = now
+	act.progress = &RunProgress{RunID: run.ID, Hook: run.Hook, Trigger: run.Trigger, StartedAt: now, Since: now, Steps: []StepProgress{}}
 	ent.active = act
 	ent.lastStart, ent.lastRunID, ent.lastStatus = now, run.ID, StatusRunning
 	s.running++
@@ -742,7 +744,8 @@ func (s *state) drainQueue() {
 
 // dispatch fires the hooks whose event trigger matches ev.
 func (s *state) dispatch(ev *Event) []*Run {
-	if s.cfg.Events == nil || s.stopping() {
+	// Progress events are for watchers, never for hooks (progress.go).
+	if s.cfg.Events == nil || s.stopping() || ProgressEventType(ev.Type) {
 		return nil
 	}
 	s.match = s.cfg.Events.Match(s.match[:0], ev)
@@ -777,6 +780,9 @@ func (s *state) flushEvents() {
 		ev := s.events[0]
 		s.events = s.events[1:]
 		s.e.logEvent(ev)
+		if ProgressEventType(ev.Type) {
+			s.track(ev)
+		}
 		s.e.notify(ev)
 		s.dispatch(ev)
 	}

@@ -257,6 +257,7 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 					time.Now(), o.ChangedBy[engine.ChangeAnswer], answer, "handler"
 				run.Tokens.Known = known
 				run.Response, tr.Answer, tr.Stop = answer, answer, "answer"
+				publishRound(env, round, rd, 0)
 				return nil
 			}
 			if v, ok := o.Changes[engine.ChangeMessages]; ok {
@@ -284,6 +285,7 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 		}
 		resp, usage, err := c.call(ctx, api, creq, &rd.Call, set, redact)
 		if err != nil {
+			publishRound(env, round, rd, 0)
 			return fmt.Errorf("model call %d: %w", round, err)
 		}
 		rd.Call.Usage = usage
@@ -302,6 +304,7 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 		msg := resp.Choices[0].Message
 		rd.Call.FinishReason = string(resp.Choices[0].FinishReason)
 		rd.Call.Content = msg.Content
+		publishRound(env, round, rd, len(msg.ToolCalls))
 		if lc := env.Lifecycle; lc.Active(engine.PointLLMCallAfter) {
 			lc.Call(ctx, engine.PointLLMCallAfter, &engine.Payload{Hook: h, RunID: run.ID, Prompt: run.Prompt, Round: round, Response: msg.Content})
 		}
@@ -359,7 +362,7 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 		messages = append(messages, openai.ChatCompletionMessage{
 			Role: openai.ChatMessageRoleAssistant, Content: msg.Content, ToolCalls: replayed(calls),
 		})
-		recs, replies := c.runTools(ctx, env, ts, calls, redact)
+		recs, replies := c.runTools(ctx, env, ts, calls, redact, round)
 		for i, r := range recs {
 			r.IDGenerated = generated[i]
 		}

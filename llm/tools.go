@@ -17,7 +17,7 @@ import (
 // runTools runs the tool calls of one answer, up to ToolParallelism at
 // once, and returns their records and the tool messages answering them, in
 // the order of the calls.
-func (c *Client) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset, calls []openai.ToolCall, redact func(string) string) ([]*ToolCall, []openai.ChatCompletionMessage) {
+func (c *Client) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset, calls []openai.ToolCall, redact func(string) string, round int) ([]*ToolCall, []openai.ChatCompletionMessage) {
 	recs := make([]*ToolCall, len(calls))
 	replies := make([]openai.ChatCompletionMessage, len(calls))
 	one := func(i int) {
@@ -31,6 +31,7 @@ func (c *Client) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset,
 			recs[i], content = c.runTool(ctx, env, ts, tc, redact)
 		}
 		replies[i] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Content: content}
+		publishTool(env, round, recs[i])
 	}
 	if len(calls) == 1 {
 		one(0)

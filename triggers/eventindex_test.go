@@ -448,3 +448,25 @@ func FuzzPattern(f *testing.F) {
 		}
 	})
 }
+
+func TestProgressOnly(t *testing.T) {
+	for p, want := range map[string]bool{
+		"hook.step.started": true, "hook.step.*": true, "hook.step.**": true, "hook.llm.round": true,
+		"hook.llm.*": true, "hook.tool.called": true,
+		"hook.tool.denied": false, "hook.tool.*": false, "hook.**": false, "hook.*.*": false, "**": false,
+		"hook.run.failed": false, "hookstep.x": false, "deploy.*": false,
+	} {
+		if got := ProgressOnly(p); got != want {
+			t.Errorf("ProgressOnly(%q) = %v, want %v", p, got, want)
+		}
+		// Whatever ProgressOnly says of a pattern, it matches no other
+		// engine event.
+		if ProgressOnly(p) {
+			for _, typ := range []string{"hook.run.started", "hook.run.completed", "hook.tool.denied"} {
+				if MatchPattern(p, typ) {
+					t.Errorf("%q is progress-only but matches %s", p, typ)
+				}
+			}
+		}
+	}
+}

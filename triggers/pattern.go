@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/hookd/hookd/engine"
 )
 
 // Pattern segments with a meaning of their own.
@@ -73,3 +75,14 @@ func MatchPattern(p, typ string) bool {
 
 // wildcard reports whether the valid pattern p has a wildcard segment.
 func wildcard(p string) bool { return strings.Contains(p, "*") }
+
+// ProgressOnly reports whether the valid pattern p can only match the
+// engine's progress events (hook.step.*, hook.llm.*, hook.tool.called),
+// which are never dispatched to hooks (engine.ProgressEventType): an
+// event trigger with such a pattern would never fire.
+func ProgressOnly(p string) bool {
+	if p == engine.EventToolCalled {
+		return true
+	}
+	return strings.HasPrefix(p, "hook.step.") || strings.HasPrefix(p, "hook.llm.") || p == "hook.step" || p == "hook.llm"
+}

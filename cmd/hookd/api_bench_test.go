@@ -59,8 +59,8 @@ func BenchmarkPublishTCP(b *testing.B) {
 }
 
 // benchDaemon starts `hookd serve` with the TCP API on a free loopback
-// port and returns its address.
-func benchDaemon(b *testing.B) (string, func()) {
+// port and returns its address. hooks are more hook files: name, body, ...
+func benchDaemon(b *testing.B, hooks ...string) (string, func()) {
 	b.Helper()
 	dir, err := os.MkdirTemp("", "hkb")
 	if err != nil {
@@ -76,6 +76,9 @@ func benchDaemon(b *testing.B) (string, func()) {
 	}
 	write("hookd.yaml", "listen: 127.0.0.1:0\n")
 	write("hooks.d/hooked.yaml", "trigger:\n  event: bench.hooked\nsteps:\n  - type: shell\n    command: \"true\"\nskip_llm: true\n")
+	for i := 0; i+1 < len(hooks); i += 2 {
+		write(filepath.Join("hooks.d", hooks[i]), hooks[i+1])
+	}
 	cmd := exec.Command(hookdBin, "serve")
 	cmd.Dir = dir
 	cmd.Env = append(childEnv(), "HOOKD_TOKEN="+testToken)

@@ -230,7 +230,7 @@ func TestWatch(t *testing.T) {
 	var fired runAnswer
 	c.json("POST", "/v1/hooks/hello/fire", map[string]any{"event": map[string]any{"who": "w"}}, 200, &fired)
 	c.json("GET", "/v1/runs/"+fired.Run.ID+"/wait", nil, 200, nil)
-	r := e.must(0, "watch", "--since", "0", "--hook", "hello", "-n", "2")
+	r := e.must(0, "watch", "--since", "0", "--hook", "hello", "--type", "hook.run.*", "-n", "2")
 	if !strings.Contains(r.stdout, "started   hello run "+fired.Run.ID+" (manual)") ||
 		!regexp.MustCompile(`completed hello run `+fired.Run.ID+` in \d+`).MatchString(r.stdout) {
 		t.Errorf("watch of a run:\n%s", r)

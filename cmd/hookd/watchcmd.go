@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hookd/hookd/engine"
 )
 
 // cmdWatch follows the daemon's live event stream and prints one line per
@@ -189,10 +191,14 @@ func (w *watcher) print(id, data string) error {
 //
 //	15:04:05.123 #12 started   backup run 01J… (schedule, 3ms late)
 //	15:04:06.456 #13 failed    backup run 01J… in 1.333s: step_0 failed: …
+//	15:04:05.200 #13 step      backup run 01J… step_0 (dump) shell: ok in 1.2s
 //	15:04:07.000 #14 event     deploy.finished env=prod service=api (api)
 func eventLine(ev *eventJSON) string {
 	ts := ev.Time.Local().Format("15:04:05.000")
 	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
+	if ev.Source == "engine" && engine.ProgressEventType(ev.Type) {
+		return fmt.Sprintf("%s #%d %-9s %s run %s %s", ts, ev.Seq, progressWord(ev.Type), str("hook"), str("run_id"), progressText(ev.Type, ev.Data))
+	}
 	if strings.HasPrefix(ev.Type, "hook.run.") && ev.Source == "engine" {
 		what := strings.TrimPrefix(ev.Type, "hook.run.")
 		line := fmt.Sprintf("%s #%d %-9s %s run %s", ts, ev.Seq, what, str("hook"), str("run_id"))
@@ -228,4 +234,82 @@ func eventLine(ev *eventJSON) string {
 		line += " " + oneLine(strings.Join(parts, " "), 200)
 	}
 	return line + " (" + ev.Source + ")"
+}
+
+// progressWord is the word a progress event's line starts with.
+func progressWord(typ string) string {
+	switch typ {
+	case engine.EventLLMRound:
+		return "model"
+	case engine.EventToolCalled:
+		return "tool"
+	}
+	return "step"
+}
+
+// progressText says what a progress event reports, from its payload (as
+// the stream carries it, numbers are float64):
+//
+//	step_0 (dump) shell: started
+//	step_0 (dump) shell: exit 2 in 1.2s (fails the run)
+//	call 2: 3 tool calls in 2.1s
+//	read_file: ok in 3ms
+func progressText(typ string, data map[string]any) string {
+	str := func(k string) string { s, _ := data[k].(string); return s }
+	num := func(k string) (int64, bool) {
+		switch v := data[k].(type) {
+		case float64:
+			return int64(v), true
+		case int64:
+			return v, true
+		case int:
+			return int64(v), true
+		}
+		return 0, false
+	}
+	took := ""
+	if ms, ok := num("duration_ms"); ok {
+		took = " in " + engine.ElapsedText(time.Duration(ms)*time.Millisecond)
+	}
+	switch typ {
+	case engine.EventStepStarted, engine.EventStepFinished:
+		idx, _ := num("index")
+		p := engine.StepProgress{Index: int(idx), Name: str("name")}
+		head := p.Label() + " " + str("kind") + ": "
+		if typ == engine.EventStepStarted {
+			return head + "started"
+		}
+		out := str("outcome")
+		if code, ok := num("exit_code"); ok && out == string(engine.StepExit) {
+			out = fmt.Sprintf("exit %d", code)
+		}
+		line := head + out + took
+		if e := str("error"); e != "" {
+			line += ": " + oneLine(e, 120)
+		}
+		if b, _ := data["fails_run"].(bool); b {
+			line += " (fails the run)"
+		}
+		return line
+	case engine.EventLLMRound:
+		round, _ := num("round")
+		calls, _ := num("tool_calls")
+		line := fmt.Sprintf("call %d: ", round)
+		switch {
+		case str("error") != "":
+			line += "failed" + took + ": " + oneLine(str("error"), 120)
+		case str("answered_by") != "":
+			line += "answered by " + str("answered_by")
+		case calls > 0:
+			line += fmt.Sprintf("%d %s%s", calls, plural(int(calls), "tool call", "tool calls"), took)
+		default:
+			line += "answered" + took
+		}
+		return line
+	}
+	line := str("tool") + ": " + str("outcome") + took
+	if e := str("error"); e != "" {
+		line += ": " + oneLine(e, 120)
+	}
+	return line
 }
