@@ -17,7 +17,7 @@ var (
 		"on_missed", "max_catchup", "where", "type", "skip_llm"}
 	triggerAliases = map[string]string{"interval_seconds": "every", "event_type": "event", "fire_at": "at"}
 	watchKeys      = []string{"paths", "recursive", "extensions", "include", "ignore",
-		"debounce", "max_wait", "poll", "scan_on_start", "base_dir", "project_id"}
+		"debounce", "max_wait", "poll", "scan_on_start", "base_dir", "project_id", "include_hidden"}
 )
 
 // Defaults of a trigger.
@@ -329,5 +329,6 @@ func (s *state) watch(n *yaml.Node, path, workdir string) *engine.WatchSpec {
 	}
 	f.decode("poll", &w.Poll)
 	f.decode("scan_on_start", &w.ScanOnStart)
+	f.decode("include_hidden", &w.IncludeHidden)
 	return w
 }

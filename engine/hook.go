@@ -173,6 +173,9 @@ type WatchSpec struct {
 	MaxWait     time.Duration
 	Poll        bool
 	ScanOnStart bool
+	// IncludeHidden reports hidden files and folders (a name starting
+	// with "."), which a watch leaves out by default, as agent-queue did.
+	IncludeHidden bool
 }
 
 // LLMConfig is a hook's model settings; empty fields fall back to hookd.yaml

@@ -19,14 +19,16 @@ import (
 // it combines them with the changes in a pending run's payload, and
 // builds the payload the merged list makes, as watchEvent does. Keys of
 // the pending payload that the watch does not set are kept.
-func mergeInto(later []Change, fileWatch bool, workdir string, laterData map[string]any) func(json.RawMessage) (map[string]any, error) {
+func mergeInto(hook string, later []Change, fileWatch bool, workdir, base string, laterData map[string]any) func(json.RawMessage) (map[string]any, error) {
 	return func(pending json.RawMessage) (map[string]any, error) {
 		out := map[string]any{}
 		var prev struct {
 			Changes []struct {
-				Path    string `json:"path"`
-				OldPath string `json:"old_path"`
-				Op      string `json:"operation"`
+				Path       string `json:"path"`
+				OldPath    string `json:"old_path"`
+				AbsPath    string `json:"absolute_path"` // path is relative to the folder in folder.changed
+				OldAbsPath string `json:"old_absolute_path"`
+				Op         string `json:"operation"`
 			} `json:"changes"`
 		}
 		if len(pending) > 0 {
@@ -39,15 +41,22 @@ func mergeInto(later []Change, fileWatch bool, workdir string, laterData map[str
 		}
 		earlier := make([]Change, 0, len(prev.Changes))
 		for _, c := range prev.Changes {
-			earlier = append(earlier, Change{Path: c.Path, OldPath: c.OldPath, Op: c.Op})
+			p, o := c.Path, c.OldPath
+			if c.AbsPath != "" {
+				p = c.AbsPath
+			}
+			if c.OldAbsPath != "" {
+				o = c.OldAbsPath
+			}
+			earlier = append(earlier, Change{Path: p, OldPath: o, Op: c.Op})
 		}
 		merged := coalesce(earlier, later)
 		if len(merged) == 0 {
 			maps.Copy(out, laterData)
-			out["changes"], out["count"] = []any{}, 0
+			out["changes"], out["count"], out["paths"] = []any{}, 0, ""
 			return out, nil
 		}
-		maps.Copy(out, watchEvent(merged, fileWatch, workdir).Data)
+		maps.Copy(out, watchEvent(hook, merged, fileWatch, workdir, base).Data)
 		return out, nil
 	}
 }

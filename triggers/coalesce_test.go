@@ -53,8 +53,8 @@ func TestMergeIntoPayload(t *testing.T) {
 		{Path: "/w/b.md", Op: engine.OpModified, Size: 7, ModTime: mtime, seq: 2},
 		{Path: "/w/c.md", Op: engine.OpDeleted, seq: 1},
 	}
-	ev := watchEvent(later, true, "/w")
-	merge := mergeInto(later, true, "/w", ev.Data)
+	ev := watchEvent("h", later, true, "/w", "/w")
+	merge := mergeInto("h", later, true, "/w", "/w", ev.Data)
 
 	pending, _ := json.Marshal(map[string]any{"note": "kept", "count": 2, "changes": []any{
 		map[string]any{"path": "/w/a.md", "operation": "created"},
@@ -65,26 +65,49 @@ func TestMergeIntoPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(got)
-	want := `{"changes":[{"operation":"created","path":"/w/a.md","relative_path":"a.md"},` +
-		`{"operation":"modified","path":"/w/b.md","relative_path":"b.md"}],"count":2,"mtime":"2026-01-02T03:04:05Z",` +
-		`"note":"kept","operation":"modified","path":"/w/b.md","relative_path":"b.md","size":7}`
+	want := `{"changes":[{"absolute_path":"/w/a.md","operation":"created","path":"/w/a.md","relative_path":"a.md"},` +
+		`{"absolute_path":"/w/b.md","operation":"modified","path":"/w/b.md","relative_path":"b.md"}],"count":2,"mtime":"2026-01-02T03:04:05Z",` +
+		`"new_mtime":1767323045,"note":"kept","operation":"modified","path":"/w/b.md","paths":"a.md\nb.md","relative_path":"b.md","size":7,"watch_id":"h"}`
 	if string(b) != want {
 		t.Errorf("merged payload\n got %s\nwant %s", b, want)
 	}
 
 	// Everything the pending run held was undone: an empty list.
 	undo := []Change{{Path: "/w/a.md", Op: engine.OpDeleted, seq: 1}}
-	ev = watchEvent(undo, false, "/w")
+	ev = watchEvent("h", undo, false, "/w", "/w")
 	pending, _ = json.Marshal(map[string]any{"changes": []any{map[string]any{"path": "/w/a.md", "operation": "created"}}, "count": 1})
-	got, err = mergeInto(undo, false, "/w", ev.Data)(pending)
+	got, err = mergeInto("h", undo, false, "/w", "/w", ev.Data)(pending)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := json.Marshal(got); string(b) != `{"changes":[],"count":0}` {
+	if b, _ := json.Marshal(got); string(b) != `{"changes":[],"count":0,"path":"/w","paths":"","watch_id":"h"}` {
 		t.Errorf("undone: %s", b)
 	}
 
 	if _, err := merge(json.RawMessage(`{"changes":"not a list"}`)); err == nil {
 		t.Error("a pending payload whose changes are no list merged")
+	}
+}
+
+// TestMergeIntoFolderPayload: a pending folder.changed payload, whose
+// change paths are relative to the folder, merges by the absolute paths
+// beside them: a file created then renamed is created under its new
+// name, and paths lists the merged changes.
+func TestMergeIntoFolderPayload(t *testing.T) {
+	first := watchEvent("docs", []Change{{Path: "/w/docs/a.md", Op: engine.OpCreated, seq: 1},
+		{Path: "/w/docs/sub/b.md", Op: engine.OpModified, seq: 2}}, false, "/w", "/w/docs")
+	pending, _ := json.Marshal(first.Data)
+	later := []Change{{Path: "/w/docs/c.md", OldPath: "/w/docs/a.md", Op: engine.OpRenamed, seq: 1}}
+	ev := watchEvent("docs", later, false, "/w", "/w/docs")
+	got, err := mergeInto("docs", later, false, "/w", "/w/docs", ev.Data)(pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(got)
+	want := `{"changes":[{"absolute_path":"/w/docs/c.md","operation":"created","path":"c.md","relative_path":"docs/c.md"},` +
+		`{"absolute_path":"/w/docs/sub/b.md","operation":"modified","path":"sub/b.md","relative_path":"docs/sub/b.md"}],` +
+		`"count":2,"path":"/w/docs","paths":"c.md\nsub/b.md","watch_id":"docs"}`
+	if string(b) != want {
+		t.Errorf("merged payload\n got %s\nwant %s", b, want)
 	}
 }

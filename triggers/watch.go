@@ -49,6 +49,9 @@ type Change struct {
 	Op      string    // engine.OpCreated, OpModified, OpDeleted or OpRenamed
 	Size    int64     // of the file now; 0 when deleted
 	ModTime time.Time // of the file now; zero when deleted
+	// OldModTime is the file's modification time before the change; zero
+	// when it did not exist (created).
+	OldModTime time.Time
 
 	seq int // order of the latest change in the window
 }

@@ -170,8 +170,10 @@ func changesIn(t *testing.T, ev *engine.Event) []change {
 	var out []change
 	for _, x := range list {
 		m := x.(map[string]any)
-		c := change{path: m["path"].(string), op: m["operation"].(string)}
-		if o, ok := m["old_path"].(string); ok {
+		// Compared by absolute path: a folder.changed path is relative
+		// to the folder (TestWatchEventPayloads checks the forms).
+		c := change{path: m["absolute_path"].(string), op: m["operation"].(string)}
+		if o, ok := m["old_absolute_path"].(string); ok {
 			c.old = o
 		}
 		out = append(out, c)

@@ -7,21 +7,24 @@ import (
 )
 
 // defaultIgnore is ignored by every watch in addition to its own ignore
-// list: a .git directory at any depth.
+// list: a .git directory at any depth (include_hidden does not bring it
+// back).
 var defaultIgnore = []string{".git/"}
 
 // pathFilter decides which paths under a watched folder count: the
-// extensions, include and ignore lists of a watch. Paths are given
-// relative to the watched folder, with forward slashes.
+// extensions, include and ignore lists of a watch, and hidden names.
+// Paths are given relative to the watched folder, with forward slashes.
 type pathFilter struct {
 	exts    []string // lower case, with the dot
 	include []glob
 	ignore  []glob
+	hidden  bool // report hidden files and folders (include_hidden)
 }
 
-// newPathFilter compiles a watch's filters.
-func newPathFilter(exts, include, ignore []string) (*pathFilter, error) {
-	f := &pathFilter{}
+// newPathFilter compiles a watch's filters; hidden says whether hidden
+// files and folders (a name starting with ".") are reported.
+func newPathFilter(exts, include, ignore []string, hidden bool) (*pathFilter, error) {
+	f := &pathFilter{hidden: hidden}
 	for _, e := range exts {
 		f.exts = append(f.exts, strings.ToLower(e))
 	}
@@ -64,6 +67,9 @@ func (f *pathFilter) file(rel string) bool {
 		}
 	}
 	comps := strings.Split(rel, "/") // once for every pattern
+	if !f.hidden && isHidden(comps) {
+		return false
+	}
 	for _, g := range f.ignore {
 		if g.match(comps, false) {
 			return false
@@ -84,12 +90,26 @@ func (f *pathFilter) file(rel string) bool {
 // ignored). Include patterns and extensions apply to files only.
 func (f *pathFilter) dir(rel string) bool {
 	comps := strings.Split(rel, "/")
+	if !f.hidden && isHidden(comps) {
+		return false
+	}
 	for _, g := range f.ignore {
 		if g.match(comps, true) {
 			return false
 		}
 	}
 	return true
+}
+
+// isHidden reports whether a path (its components below the watched
+// folder) is or is inside a hidden file or folder.
+func isHidden(comps []string) bool {
+	for _, c := range comps {
+		if len(c) > 1 && c[0] == '.' && c != ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // glob is one gitignore-style pattern:

@@ -55,7 +55,7 @@ func TestGlobErrors(t *testing.T) {
 }
 
 func TestPathFilter(t *testing.T) {
-	f, err := newPathFilter([]string{".md", ".MDX"}, []string{"docs/**"}, []string{"drafts/"})
+	f, err := newPathFilter([]string{".md", ".MDX"}, []string{"docs/**"}, []string{"drafts/"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,5 +76,28 @@ func TestPathFilter(t *testing.T) {
 	}
 	if f.dir("docs/drafts") || f.dir(".git") || !f.dir("docs/sub") {
 		t.Error("dir: ignored folders are descended, or others are not")
+	}
+}
+
+// TestPathFilterHidden: hidden files and folders are left out unless the
+// watch says include_hidden; .git stays ignored either way.
+func TestPathFilterHidden(t *testing.T) {
+	def, _ := newPathFilter(nil, nil, nil, false)
+	all, _ := newPathFilter(nil, nil, nil, true)
+	for rel, want := range map[string][2]bool{ // default, include_hidden
+		"a.md":            {true, true},
+		".env":            {false, true},
+		"docs/.draft.md":  {false, true},
+		".cache/x":        {false, true},
+		"a/.b/c":          {false, true},
+		".git/config":     {false, false},
+		"docs/..weird.md": {false, true},
+	} {
+		if got := [2]bool{def.file(rel), all.file(rel)}; got != want {
+			t.Errorf("file(%q) = %v, want %v", rel, got, want)
+		}
+	}
+	if def.dir(".cache") || !all.dir(".cache") || all.dir(".git") || !def.dir("docs") {
+		t.Error("dir: hidden folders")
 	}
 }

@@ -88,7 +88,7 @@ func isDir(p string) bool {
 }
 
 func newWatch(key, name string, spec engine.WatchSpec, workdir string) (*watch, error) {
-	f, err := newPathFilter(spec.Extensions, spec.Include, spec.Ignore)
+	f, err := newPathFilter(spec.Extensions, spec.Include, spec.Ignore, spec.IncludeHidden)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hookd/hookd/engine"
@@ -126,7 +127,8 @@ func changesOf(win *window, stat func(string) fileState) []Change {
 		}
 		tf, ff := final(to), final(from)
 		if fe.base.file() && !ff.exists && !te.base.exists && tf.file() {
-			out = append(out, Change{Path: to, OldPath: from, Op: engine.OpRenamed, Size: tf.size, ModTime: mtimeOf(tf), seq: te.seq})
+			out = append(out, Change{Path: to, OldPath: from, Op: engine.OpRenamed, Size: tf.size, ModTime: mtimeOf(tf),
+				OldModTime: mtimeOf(fe.base), seq: te.seq})
 			done[to], done[from] = true, true
 		}
 	}
@@ -140,6 +142,9 @@ func changesOf(win *window, stat func(string) fileState) []Change {
 			continue
 		}
 		c := Change{Path: p, Op: op, seq: e.seq}
+		if e.base.file() {
+			c.OldModTime = mtimeOf(e.base)
+		}
 		if st.file() {
 			c.Size, c.ModTime = st.size, mtimeOf(st)
 		}
@@ -199,8 +204,13 @@ func (w *Watcher) flush(wt *watch) {
 			fileWatch = false
 		}
 	}
-	ev := watchEvent(changes, fileWatch, wt.workdir)
-	ev.Merge = mergeInto(changes, fileWatch, wt.workdir, ev.Data)
+	roots := make([]string, len(wt.roots))
+	for i, r := range wt.roots {
+		roots[i] = r.path
+	}
+	base := commonDir(roots)
+	ev := watchEvent(wt.name, changes, fileWatch, wt.workdir, base)
+	ev.Merge = mergeInto(wt.name, changes, fileWatch, wt.workdir, base, ev.Data)
 	name, scan, target := wt.name, wt.spec.ScanOnStart && w.opts.Snapshots != nil, w.opts.Target
 	log := w.log
 	w.fires.push(func(ctx context.Context, stopping bool) {
@@ -252,22 +262,38 @@ func snapshotDelta(changes []Change) (map[string]engine.FileStamp, []string) {
 	return set, del
 }
 
-// watchEvent builds the event a window fires. A watch whose paths are
-// all files fires file.changed with the latest change's fields at the top
-// level; a watch of folders fires folder.changed. Both carry the full
-// list as changes and its length as count.
-func watchEvent(changes []Change, fileWatch bool, workdir string) *engine.Event {
+// watchEvent builds the event a window of hook's watch fires. A watch
+// whose paths are all files fires file.changed with the latest change's
+// fields at the top level; a watch of folders fires folder.changed, with
+// the folder (base: the watched folder, or the common parent of the
+// watched paths) as path and each change's path relative to it, as
+// agent-queue did. Both carry the full list as changes (each with its
+// absolute_path, and relative_path to the workdir), its length as count,
+// the list's relative paths one a line as paths, and the hook's name as
+// watch_id.
+func watchEvent(hook string, changes []Change, fileWatch bool, workdir, base string) *engine.Event {
 	list := make([]any, len(changes))
+	paths := make([]string, len(changes))
 	for i, c := range changes {
-		m := map[string]any{"path": c.Path, "relative_path": relPath(workdir, c.Path), "operation": c.Op}
+		m := map[string]any{"path": c.Path, "absolute_path": c.Path, "relative_path": relPath(workdir, c.Path), "operation": c.Op}
+		paths[i] = relPath(workdir, c.Path)
+		if !fileWatch {
+			m["path"] = relPath(base, c.Path)
+			paths[i] = m["path"].(string)
+		}
 		if c.OldPath != "" {
 			m["old_path"] = c.OldPath
+			m["old_absolute_path"] = c.OldPath
 			m["old_relative_path"] = relPath(workdir, c.OldPath)
+			if !fileWatch {
+				m["old_path"] = relPath(base, c.OldPath)
+			}
 		}
 		list[i] = m
 	}
-	data := map[string]any{"changes": list, "count": len(changes)}
+	data := map[string]any{"changes": list, "count": len(changes), "paths": strings.Join(paths, "\n"), "watch_id": hook}
 	if !fileWatch {
+		data["path"] = base
 		return &engine.Event{Type: engine.EventFolderChanged, Data: data}
 	}
 	c := changes[0]
@@ -282,11 +308,40 @@ func watchEvent(changes []Change, fileWatch bool, workdir string) *engine.Event 
 	data["size"] = c.Size
 	if !c.ModTime.IsZero() {
 		data["mtime"] = c.ModTime.Format(time.RFC3339Nano)
+		data["new_mtime"] = unixSeconds(c.ModTime)
+	}
+	if !c.OldModTime.IsZero() {
+		data["old_mtime"] = unixSeconds(c.OldModTime)
 	}
 	if c.OldPath != "" {
 		data["old_path"] = c.OldPath
 	}
 	return &engine.Event{Type: engine.EventFileChanged, Data: data}
+}
+
+// unixSeconds is t as Unix seconds with a fraction, as agent-queue gave
+// modification times (Python's st_mtime).
+func unixSeconds(t time.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
+}
+
+// commonDir returns the deepest folder that holds every one of paths
+// (absolute, clean): the path itself when there is one.
+func commonDir(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	dir := paths[0]
+	for _, p := range paths[1:] {
+		for dir != p && !strings.HasPrefix(p, dir+string(filepath.Separator)) && !(dir == string(filepath.Separator)) {
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return dir
 }
 
 // relPath is p relative to workdir, or p when it is outside it.

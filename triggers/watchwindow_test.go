@@ -83,19 +83,53 @@ func TestChangesOfPairsRenames(t *testing.T) {
 
 func TestWatchEventPayloads(t *testing.T) {
 	mt := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	old := mt.Add(-90 * time.Second)
 	changes := []Change{
-		{Path: "/w/a", Op: engine.OpModified, Size: 7, ModTime: mt, seq: 2},
-		{Path: "/w/b", Op: engine.OpDeleted, seq: 1},
+		{Path: "/w/a", Op: engine.OpModified, Size: 7, ModTime: mt, OldModTime: old, seq: 2},
+		{Path: "/w/b", Op: engine.OpDeleted, OldModTime: old, seq: 1},
 	}
-	ev := watchEvent(changes, true, "/w")
+	ev := watchEvent("h", changes, true, "/w", "/w")
 	if ev.Type != engine.EventFileChanged || ev.Data["path"] != "/w/a" || ev.Data["relative_path"] != "a" ||
 		ev.Data["operation"] != engine.OpModified || ev.Data["size"] != int64(7) || ev.Data["mtime"] != "2026-05-01T12:00:00Z" ||
-		ev.Data["count"] != 2 {
+		ev.Data["count"] != 2 || ev.Data["watch_id"] != "h" || ev.Data["paths"] != "a\nb" ||
+		ev.Data["new_mtime"] != float64(mt.Unix()) || ev.Data["old_mtime"] != float64(old.Unix()) {
 		t.Errorf("file.changed: %v", ev.Data)
 	}
-	ev = watchEvent(changes, false, "/elsewhere")
+	if c := ev.Data["changes"].([]any)[1].(map[string]any); c["path"] != "/w/b" || c["absolute_path"] != "/w/b" {
+		t.Errorf("file.changed change: %v", c)
+	}
+	// A created file has no old_mtime.
+	ev = watchEvent("h", []Change{{Path: "/w/n", Op: engine.OpCreated, ModTime: mt}}, true, "/w", "/w")
+	if _, ok := ev.Data["old_mtime"]; ok || ev.Data["new_mtime"] != float64(mt.Unix()) {
+		t.Errorf("created file.changed: %v", ev.Data)
+	}
+
+	// folder.changed: path is the folder; change paths are relative to it
+	// (agent-queue's form), absolute_path and relative_path (to the
+	// workdir) are there too.
+	changes = []Change{{Path: "/w/docs/a.md", Op: engine.OpCreated, seq: 1}, {Path: "/w/docs/sub/b.md", Op: engine.OpDeleted, seq: 2}}
+	ev = watchEvent("h", changes, false, "/elsewhere", "/w/docs")
 	c := ev.Data["changes"].([]any)[1].(map[string]any)
-	if ev.Type != engine.EventFolderChanged || ev.Data["path"] != nil || c["relative_path"] != "/w/b" || c["operation"] != engine.OpDeleted {
+	if ev.Type != engine.EventFolderChanged || ev.Data["path"] != "/w/docs" || ev.Data["paths"] != "a.md\nsub/b.md" ||
+		c["path"] != "sub/b.md" || c["absolute_path"] != "/w/docs/sub/b.md" || c["relative_path"] != "/w/docs/sub/b.md" ||
+		c["operation"] != engine.OpDeleted || ev.Data["watch_id"] != "h" {
 		t.Errorf("folder.changed: %v", ev.Data)
+	}
+}
+
+func TestCommonDir(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"/w/docs"}, "/w/docs"},
+		{[]string{"/w/docs", "/w/specs"}, "/w"},
+		{[]string{"/w/docs", "/w/docs/sub"}, "/w/docs"},
+		{[]string{"/w/doc", "/w/docs"}, "/w"},
+		{[]string{"/a", "/b"}, "/"},
+	} {
+		if got := commonDir(tc.in); got != tc.want {
+			t.Errorf("commonDir(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -299,5 +302,101 @@ func TestAgentQueueTriggerShapes(t *testing.T) {
 	r = e.must(0, "next", "gone")
 	if !strings.Contains(r.stdout, "gone fires once, at 2001-01-01") || !strings.Contains(r.stdout, "that time has passed") {
 		t.Errorf("next gone:\n%s", r)
+	}
+}
+
+// TestAgentQueueWatchPayloads: hooks in agent-queue's watch shape fire on
+// real file changes with agent-queue's payload: folder.changed has the
+// folder as path and change paths relative to it, file.changed has
+// old_mtime and new_mtime, both have watch_id; {{event.paths}} lists the
+// relative paths one a line; hidden files are left out unless the watch
+// says include_hidden.
+func TestAgentQueueWatchPayloads(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"docs.json": `{
+  "id": "docs",
+  "trigger": {"type": "event", "event_type": "folder.changed",
+    "watch": {"paths": ["docs/"], "recursive": true, "extensions": [".md"]}, "skip_llm": true},
+  "context_steps": [{"type": "shell", "command": "printf '%s' {{event.paths}}"}]
+}`,
+		"dots.json": `{
+  "id": "dots",
+  "trigger": {"type": "event", "event_type": "folder.changed",
+    "watch": {"paths": ["dots/"], "include_hidden": true}, "skip_llm": true},
+  "context_steps": [{"type": "shell", "command": "printf '%s' {{event.paths}}"}]
+}`,
+		"conf.json": `{
+  "id": "conf",
+  "trigger": {"type": "event", "event_type": "file.changed", "watch": {"paths": ["app.conf"]}, "skip_llm": true},
+  "context_steps": [{"type": "shell", "command": "echo {{event.old_mtime}} {{event.new_mtime}}"}]
+}`,
+	})
+	for _, d := range []string{"docs/sub", "docs/.cache", "dots"} {
+		if err := os.MkdirAll(e.path(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.write("app.conf", "a=1")
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(e.path("app.conf"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	e.serve()
+
+	// The docs watch leaves hidden files and folders out: its runs list
+	// only the two visible files (in one run, or more on a slow machine).
+	e.write("docs/.draft.md", "hidden")
+	e.write("docs/.cache/x.md", "hidden folder")
+	e.write("dots/.env", "shown")
+	e.write("docs/guide.md", "# guide")
+	e.write("docs/sub/api.md", "# api")
+	var seen []string
+	waitFor(t, "the docs watch to report guide.md and sub/api.md", func() bool {
+		seen = nil
+		for _, r := range e.watchRuns("docs") {
+			p := payload(t, r)
+			if r.EventType != engine.EventFolderChanged || p["path"] != e.path("docs") || p["watch_id"] != "docs" {
+				t.Fatalf("folder.changed payload: %s %v", r.EventType, p)
+			}
+			seen = append(seen, strings.Split(p["paths"].(string), "\n")...)
+		}
+		return len(seen) >= 2
+	}, func() string { return fmt.Sprintf("seen %q", seen) })
+	if strings.Join(seen, " ") != "guide.md sub/api.md" {
+		t.Errorf("docs watch reported %q, want guide.md and sub/api.md only", seen)
+	}
+	runs := e.watchRuns("docs")
+	r := e.waitRun(runs[len(runs)-1].ID, engine.StatusCompleted)
+	p := payload(t, r)
+	list := p["changes"].([]any)
+	c := list[len(list)-1].(map[string]any)
+	if c["path"] != "sub/api.md" || c["absolute_path"] != e.path("docs/sub/api.md") || c["relative_path"] != "docs/sub/api.md" ||
+		c["operation"] != engine.OpCreated {
+		t.Errorf("change: %v", c)
+	}
+	if out := r.Steps[0].Output; out != p["paths"] {
+		t.Errorf("{{event.paths}} in a step: %q, payload %q", out, p["paths"])
+	}
+	runs = e.waitWatchRuns("dots", 1)
+	if p := payload(t, e.waitRun(runs[0].ID, engine.StatusCompleted)); p["paths"] != ".env" {
+		t.Errorf("include_hidden: %v", p)
+	}
+
+	e.write("app.conf", "a=22")
+	runs = e.waitWatchRuns("conf", 1)
+	r = e.waitRun(runs[0].ID, engine.StatusCompleted)
+	p = payload(t, r)
+	fi, err := os.Stat(e.path("app.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldM, _ := p["old_mtime"].(float64)
+	newM, _ := p["new_mtime"].(float64)
+	if r.EventType != engine.EventFileChanged || p["watch_id"] != "conf" || p["operation"] != engine.OpModified ||
+		int64(oldM) != old.Unix() || int64(newM) != fi.ModTime().Unix() {
+		t.Errorf("file.changed payload: %v (old %d, new %d)", p, old.Unix(), fi.ModTime().Unix())
+	}
+	if f := strings.Fields(r.Steps[0].Output); len(f) != 2 || !strings.HasPrefix(f[0], strconv.FormatInt(old.Unix(), 10)) {
+		t.Errorf("step saw %q", r.Steps[0].Output)
 	}
 }
