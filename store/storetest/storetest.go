@@ -70,6 +70,7 @@ var tests = []struct {
 	{"ConcurrentSlotClaim", testConcurrentSlotClaim},
 	{"ListRuns", testListRuns},
 	{"ListRunsDefaultLimit", testListRunsDefaultLimit},
+	{"ListRunsByTime", testListRunsByTime},
 	{"QueuedRunsSurviveReopen", testQueuedRunsSurviveReopen},
 	{"UpdateQueuedRecordsMergedSlot", testUpdateQueuedRecordsMergedSlot},
 	{"UpdateQueuedRefusesOthers", testUpdateQueuedRefusesOthers},

@@ -1,0 +1,172 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var (
+	_ engine.Store          = (*DB)(nil)
+	_ engine.DispatchStore  = (*DB)(nil)
+	_ engine.ProcStore      = (*DB)(nil)
+	_ engine.WatchSnapshots = (*DB)(nil)
+	_ engine.RetryStore     = (*DB)(nil)
+)
+
+// IsURL reports whether a database setting names a PostgreSQL database
+// (postgres:// or postgresql://) rather than a SQLite file.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// DB is the PostgreSQL store. It is safe for concurrent use, and several
+// processes may use one database at once.
+type DB struct {
+	pool *pgxpool.Pool
+	desc string // the URL without its password, for messages
+
+	closeOnce sync.Once
+}
+
+// Open connects to the database at url (postgres://user@host/db?...) and
+// brings its schema up to date. It refuses a database written by a newer
+// hookd.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open store: parse database URL: %w", err)
+	}
+	d := &DB{desc: Describe(url)}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	if d.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", d.desc, err)
+	}
+	if err := d.pool.Ping(ctx); err != nil {
+		d.pool.Close()
+		return nil, fmt.Errorf("open store %s: %w", d.desc, err)
+	}
+	if err := migrate(ctx, d.pool, migrations); err != nil {
+		d.pool.Close()
+		return nil, fmt.Errorf("open store %s: %w", d.desc, err)
+	}
+	return d, nil
+}
+
+// Describe returns url without its password, for messages and logs.
+func Describe(url string) string {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil || cfg.Password == "" {
+		return url
+	}
+	return strings.Replace(url, ":"+cfg.Password+"@", ":xxxxx@", 1)
+}
+
+// String names the database (without its password).
+func (d *DB) String() string { return d.desc }
+
+// Close closes the connections. It is safe to call more than once.
+func (d *DB) Close() error {
+	d.closeOnce.Do(d.pool.Close)
+	return nil
+}
+
+// tx runs fn in a transaction and commits it when fn returns nil.
+func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, d.pool, fn)
+}
+
+// DaemonLock is the lock that lets one daemon at a time use a database:
+// a session advisory lock, held by a connection of its own for as long
+// as the lock is held. PostgreSQL releases it when that connection ends,
+// so a daemon killed with SIGKILL does not leave it behind.
+type DaemonLock struct {
+	conn *pgx.Conn
+	once sync.Once
+}
+
+// Lock takes the daemon lock of the database at url, or fails with an
+// error wrapping engine.ErrLocked when another daemon holds it.
+func Lock(ctx context.Context, url string) (*DaemonLock, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("lock database %s: %w", Describe(url), err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockDaemon).Scan(&ok); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("lock database %s: %w", Describe(url), err)
+	}
+	if !ok {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("lock database %s: %w", Describe(url), engine.ErrLocked)
+	}
+	return &DaemonLock{conn: conn}, nil
+}
+
+// Check reports whether the lock is still held: its connection must be
+// alive (a database restart ends the session, and with it the lock).
+func (l *DaemonLock) Check() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("check database lock: the session holding it is gone: %w", err)
+	}
+	return nil
+}
+
+// Unlock releases the lock. It is safe to call more than once.
+func (l *DaemonLock) Unlock() {
+	l.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = l.conn.Close(ctx) // ending the session releases the lock
+	})
+}
+
+// errNoRows reports whether err is pgx's "no rows".
+func errNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// defaultLimit is the number of rows a list returns when no limit is given.
+const defaultLimit = 50
+
+// Times are BIGINT unix nanoseconds: NULL (nullable columns) or 0 for the
+// zero time; everything reads back in UTC.
+
+func timeArg(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
+}
+
+func timeInt(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func intTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+func nullTime(ns *int64) time.Time {
+	if ns == nil {
+		return time.Time{}
+	}
+	return intTime(*ns)
+}

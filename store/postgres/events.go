@@ -1,0 +1,189 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/jackc/pgx/v5"
+)
+
+// AppendEvent stores an event and sets ev.Seq. An event without an ID
+// gets a new ULID; an ID stored before is not stored again: its Seq is
+// set to the stored one and the error wraps engine.ErrDuplicateEvent.
+func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
+	err := d.eventTx(ctx, func(tx pgx.Tx) error { return insertEvent(ctx, tx, ev, true) })
+	if err != nil {
+		return fmt.Errorf("append event %s: %w", ev.ID, err)
+	}
+	return nil
+}
+
+// AppendEvents stores events in one transaction, in order, setting each
+// one's Seq. IDs stored before are skipped; any other error stores none.
+func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
+	err := d.eventTx(ctx, func(tx pgx.Tx) error {
+		for _, ev := range evs {
+			if err := insertEvent(ctx, tx, ev, true); err != nil && !errors.Is(err, engine.ErrDuplicateEvent) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("append %d events: %w", len(evs), err)
+	}
+	return nil
+}
+
+// AppendPendingEvent stores an event marked not yet dispatched and sets
+// ev.Seq. A duplicate ID gives engine.ErrDuplicateEvent and the stored
+// Seq.
+func (d *DB) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
+	err := d.eventTx(ctx, func(tx pgx.Tx) error { return insertEvent(ctx, tx, ev, false) })
+	if err != nil {
+		return fmt.Errorf("append event %s: %w", ev.ID, err)
+	}
+	return nil
+}
+
+// eventTx runs fn in a transaction that holds the events lock, so that
+// events commit in the order of their seqs (see the package doc).
+func (d *DB) eventTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockEvents); err != nil {
+			return fmt.Errorf("lock the event log: %w", err)
+		}
+		return fn(tx)
+	})
+}
+
+// insertEvent inserts one event within tx and sets its Seq, returning
+// engine.ErrDuplicateEvent for an ID stored before.
+func insertEvent(ctx context.Context, tx pgx.Tx, ev *engine.Event, dispatched bool) error {
+	if ev.Type == "" {
+		return fmt.Errorf("event %s: empty type", ev.ID)
+	}
+	data := "{}"
+	if ev.Data != nil {
+		b, err := json.Marshal(ev.Data)
+		if err != nil {
+			return fmt.Errorf("event %s: encode data: %w", ev.ID, err)
+		}
+		data = string(b)
+	}
+	if ev.ID == "" {
+		ev.ID = engine.NewID()
+	}
+	err := tx.QueryRow(ctx, `INSERT INTO events (id, type, data, source, time, depth, dispatched)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING seq`,
+		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth, dispatched).Scan(&ev.Seq)
+	if err == nil {
+		return nil
+	}
+	if !errNoRows(err) {
+		return err
+	}
+	if err := tx.QueryRow(ctx, `SELECT seq FROM events WHERE id = $1`, ev.ID).Scan(&ev.Seq); err != nil {
+		return err
+	}
+	return engine.ErrDuplicateEvent
+}
+
+const eventCols = `seq, id, type, data, source, time, depth`
+
+// ListEvents returns stored events of type typ ("" for all), newest
+// first. A limit of 0 or less means 50.
+func (d *DB) ListEvents(ctx context.Context, typ string, limit int) ([]*engine.Event, error) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	var (
+		evs []*engine.Event
+		err error
+	)
+	if typ == "" {
+		evs, err = d.queryEvents(ctx, `SELECT `+eventCols+` FROM events ORDER BY seq DESC LIMIT $1`, limit)
+	} else {
+		evs, err = d.queryEvents(ctx, `SELECT `+eventCols+` FROM events WHERE type = $1
+			ORDER BY seq DESC LIMIT $2`, typ, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return evs, nil
+}
+
+// MarkDispatched records that the event with this seq was dispatched.
+func (d *DB) MarkDispatched(ctx context.Context, seq int64) error {
+	if _, err := d.pool.Exec(ctx, `UPDATE events SET dispatched = true WHERE seq = $1 AND NOT dispatched`, seq); err != nil {
+		return fmt.Errorf("mark event %d dispatched: %w", seq, err)
+	}
+	return nil
+}
+
+// PendingEvents returns up to limit events not yet dispatched, oldest
+// first. A limit of 0 or less means 50.
+func (d *DB) PendingEvents(ctx context.Context, limit int) ([]*engine.Event, error) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	evs, err := d.queryEvents(ctx, `SELECT `+eventCols+` FROM events
+		WHERE NOT dispatched ORDER BY seq LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read pending events: %w", err)
+	}
+	return evs, nil
+}
+
+// EventsAfter returns up to limit events whose seq is greater than after,
+// oldest first. Events commit in seq order (the events lock), so a reader
+// that sees seq N has seen every event before it. A limit of 0 or less
+// means 50.
+func (d *DB) EventsAfter(ctx context.Context, after int64, limit int) ([]*engine.Event, error) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	evs, err := d.queryEvents(ctx, `SELECT `+eventCols+` FROM events
+		WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read events after %d: %w", after, err)
+	}
+	return evs, nil
+}
+
+// LastEventSeq returns the seq of the latest stored event, 0 when none.
+func (d *DB) LastEventSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	if err := d.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM events`).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("read last event seq: %w", err)
+	}
+	return seq, nil
+}
+
+func (d *DB) queryEvents(ctx context.Context, q string, args ...any) ([]*engine.Event, error) {
+	rows, err := d.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var evs []*engine.Event
+	for rows.Next() {
+		var (
+			ev   engine.Event
+			data string
+			t    *int64
+		)
+		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Type, &data, &ev.Source, &t, &ev.Depth); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(data), &ev.Data); err != nil {
+			return nil, fmt.Errorf("decode data of %s: %w", ev.ID, err)
+		}
+		ev.Time = nullTime(t)
+		evs = append(evs, &ev)
+	}
+	return evs, rows.Err()
+}
