@@ -185,7 +185,7 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 		positive(s, n, "prompt_value_max", d.PromptValueMax)
 	}
 	if n := f.get("notify"); n != nil {
-		d.Notify = s.notify(n, "notify")
+		d.Notify = s.notify(n, "notify", nil)
 	}
 	f.decode("allow_insecure_hooks", &d.AllowInsecureHooks)
 	if n := f.get("llm"); n != nil {

@@ -168,7 +168,7 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	}
 	s.tokenBudget(f, &h.Budget)
 	if n := f.get("notify"); n != nil {
-		h.Notify, h.NotifySet = s.notify(n, "notify"), true
+		h.Notify, h.NotifySet = s.notify(n, "notify", append([]*engine.StepDef{}, h.Steps...)), true
 	}
 	if n := f.get("retention"); n != nil {
 		s.hookRetention(n, "retention", &h.Retention)

@@ -10,12 +10,12 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var notifyKeys = []string{"name", "url", "url_env", "format", "on"}
+var notifyKeys = []string{"name", "url", "url_env", "format", "on", "template"}
 
 // notify decodes a notify: list of webhook targets, in hookd.yaml or a
 // hook file. It never returns nil for a list, so an empty list is told
 // apart from none.
-func (s *state) notify(n *yaml.Node, path string) []engine.NotifyTarget {
+func (s *state) notify(n *yaml.Node, path string, steps []*engine.StepDef) []engine.NotifyTarget {
 	if n.Kind != yaml.SequenceNode {
 		s.errorf(n, path, "expected a list of webhook targets like [{format: slack, url_env: SLACK_URL}], got %s", describe(n))
 		return nil
@@ -31,6 +31,11 @@ func (s *state) notify(n *yaml.Node, path string) []engine.NotifyTarget {
 		f := s.fields(item, p, notifyKeys, nil)
 		t := engine.NotifyTarget{Format: engine.NotifyGeneric, On: []string{engine.OutcomeFailed}}
 		f.decode("name", &t.Name)
+		if tn, ok := f.decode("template", &t.Template); ok {
+			if err := engine.CheckNotifyTemplate(t.Template, steps); err != nil {
+				s.errorf(tn, join(p, "template"), "%s", err)
+			}
+		}
 		if fn, ok := f.decode("format", &t.Format); ok && !slices.Contains(engine.NotifyFormats, t.Format) {
 			s.errorf(fn, join(p, "format"), "must be %s (got %q)", orList(engine.NotifyFormats), t.Format)
 		}

@@ -1,5 +1,11 @@
 package engine
 
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
 // NotifyTarget is a webhook told about a hook's runs: `notify:` in
 // hookd.yaml (every hook) or in a hook file (that hook). Package notify
 // delivers the messages; the engine only carries the settings.
@@ -9,6 +15,53 @@ type NotifyTarget struct {
 	URLEnv string   // or the environment variable that holds the URL
 	Format string   // NotifySlack, NotifyDiscord or NotifyGeneric
 	On     []string // outcomes reported (Notify* outcomes); default failed
+	// Template, when set, is the message's text, with placeholders over
+	// the run (NotifyRoots, steps) and filters.
+	Template string
+}
+
+// NotifyRoots are the placeholder roots of a notification template, with
+// what they hold; step results are steps.NAME.field and step_N.field.
+var NotifyRoots = map[string]string{
+	"hook": "the hook's name", "run": "the run id", "trigger": "what fired it",
+	"status": "the run's status", "outcome": "started, completed, failed, skipped or cancelled",
+	"headline": "the status as hookd runs shows it", "reason": "why it was skipped, cancelled or failed",
+	"error": "the run's error", "answer": "the model's answer", "cause": "what ended the run",
+	"attempt": "the attempt (a hook with retry:)", "duration": "how long it ran",
+}
+
+// CheckNotifyTemplate checks a notification template's placeholders.
+// steps are the hook's (nil for a daemon-wide target, where a step
+// reference is checked when the message is rendered).
+func CheckNotifyTemplate(tmpl string, steps []*StepDef) error {
+	phs, err := ParsePlaceholders(tmpl)
+	if err != nil {
+		return err
+	}
+	for _, ph := range phs {
+		if ph.IsLiteral() {
+			continue
+		}
+		root, _, _ := strings.Cut(ph.Ref, ".")
+		switch {
+		case NotifyRoots[root] != "":
+		case root == "steps" || strings.HasPrefix(root, "step_"):
+			if steps != nil {
+				if err := checkRef(ph.Ref, steps, len(steps)); err != nil {
+					return fmt.Errorf("placeholder {{%s}}: %w", ph.Path, err)
+				}
+			}
+		default:
+			names := make([]string, 0, len(NotifyRoots))
+			for n := range NotifyRoots {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return fmt.Errorf("placeholder {{%s}}: unknown root %q in a notification (want %s, steps.NAME or step_N)",
+				ph.Path, root, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }
 
 // Notification formats.

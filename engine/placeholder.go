@@ -235,6 +235,9 @@ type Scope struct {
 	Event       map[string]any
 	Steps       []*StepResult // results so far, by position (nil for steps not run)
 	StepNames   map[string]int
+	// Values are more roots, for a context that has them: a
+	// notification's template has status, reason, answer ...
+	Values map[string]any
 	// Redactor, when set, redacts a value before a filter sees it, so
 	// that no filter turns a secret into a form the redactor does not
 	// know (upper, truncate, tail ...).
@@ -304,6 +307,12 @@ func (s *Scope) Lookup(path string) (any, error) {
 			return nil, fmt.Errorf("{{%s}}: bad step reference", path)
 		}
 		return s.stepValue(n, segs[1:], path)
+	}
+	if v, ok := s.Values[root]; ok {
+		if len(segs) == 1 {
+			return v, nil
+		}
+		return walk(v, segs[1:], path)
 	}
 	return nil, fmt.Errorf("{{%s}}: unknown placeholder", path)
 }

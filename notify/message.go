@@ -31,6 +31,11 @@ type Message struct {
 	Tools      []toolLine    `json:"tools"`   // the tool chain of the model stage, in order
 	Summary    string        `json:"summary"` // a short summary of the model's answer, or of the error or reason
 	Time       time.Time     `json:"time"`
+	// Custom is the target's template rendered (template:), the text of
+	// the message instead of the default; "" without one.
+	Custom string `json:"-"`
+
+	run *engine.Run // what templates render from (redacted, like the rest)
 }
 
 // toolLine is one tool call of the chain a message shows.
@@ -50,7 +55,7 @@ func messageFrom(ev *engine.Event) *Message {
 		Status: string(run.Status), Headline: run.Headline(), Cause: run.Cause, Gate: run.Gate,
 		StepErrors: run.StepErrors(), Truncated: run.Truncated, Reason: run.Reason, Error: run.Error,
 		Attempt: run.Attempt, Attempts: run.Attempts, RetryOf: run.RetryOf,
-		Duration: run.Duration(), Tools: make([]toolLine, len(run.Tools)), Time: ev.Time,
+		Duration: run.Duration(), Tools: make([]toolLine, len(run.Tools)), Time: ev.Time, run: run,
 	}
 	for i := range run.Tools {
 		m.Tools[i] = toolLine{Tool: run.Tools[i].Label(), Outcome: run.Tools[i].Outcome}
@@ -69,7 +74,11 @@ func messageFrom(ev *engine.Event) *Message {
 
 // shorten folds whitespace and cuts s to n bytes at a rune boundary.
 func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	return cutText(strings.Join(strings.Fields(s), " "), n)
+}
+
+// cutText cuts s to n bytes at a rune boundary, "…" marking the cut.
+func cutText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -125,8 +134,38 @@ func (m *Message) generic() genericBody {
 	return genericBody{Message: m, DurationMS: m.Duration.Milliseconds(), Text: m.text()}
 }
 
-// text is the plain-text rendering shared by the chat formats.
+// render expands a notification template over the run: the
+// engine.NotifyRoots and its steps' results, with filters.
+func (m *Message) render(tmpl string) (string, error) {
+	scope := &engine.Scope{Hook: m.Hook, RunID: m.RunID, Trigger: m.Trigger, StepNames: map[string]int{}}
+	if m.run != nil {
+		for _, st := range m.run.Steps {
+			if st.Index >= len(scope.Steps) {
+				scope.Steps = append(scope.Steps, make([]*engine.StepResult, st.Index+1-len(scope.Steps))...)
+			}
+			scope.Steps[st.Index] = st
+			if st.Name != "" {
+				scope.StepNames[st.Name] = st.Index
+			}
+		}
+	}
+	answer := ""
+	if m.run != nil {
+		answer = m.run.Response
+	}
+	scope.Values = map[string]any{
+		"status": m.Status, "outcome": m.Outcome, "headline": m.Headline, "reason": m.Reason, "error": m.Error,
+		"answer": answer, "cause": string(m.Cause), "attempt": m.Attempt, "duration": m.Duration.Round(time.Millisecond).String(),
+	}
+	return engine.Expand(tmpl, scope, nil)
+}
+
+// text is the plain-text rendering shared by the chat formats: the
+// template's, or the default.
 func (m *Message) text() string {
+	if m.Custom != "" {
+		return m.Custom
+	}
 	var b strings.Builder
 	b.WriteString(m.title())
 	fmt.Fprintf(&b, "\nrun %s", m.RunID)
@@ -173,7 +212,9 @@ func (m *Message) slack() slackBody {
 		{Type: "section", Text: md("*" + slackEscape(m.title()) + "*")},
 		{Type: "section", Fields: fields},
 	}
-	if m.Summary != "" {
+	if m.Custom != "" {
+		blocks = append(blocks, slackBlock{Type: "section", Text: md(slackEscape(cutText(m.Custom, 2900)))})
+	} else if m.Summary != "" {
 		blocks = append(blocks, slackBlock{Type: "section", Text: md(slackEscape(m.Summary))})
 	}
 	return slackBody{Text: m.text(), Blocks: blocks}
@@ -221,7 +262,11 @@ func (m *Message) discord() discordBody {
 	if c := m.chain(); c != "" {
 		fields = append(fields, discordField{Name: "Tools", Value: shorten(c, 1000)})
 	}
-	e := discordEmbed{Title: shorten(m.title(), 250), Description: m.Summary, Color: discordColors[m.Outcome], Fields: fields}
+	desc := m.Summary
+	if m.Custom != "" {
+		desc = cutText(m.Custom, 4000)
+	}
+	e := discordEmbed{Title: shorten(m.title(), 250), Description: desc, Color: discordColors[m.Outcome], Fields: fields}
 	if !m.Time.IsZero() {
 		e.Timestamp = m.Time.UTC().Format(time.RFC3339)
 	}

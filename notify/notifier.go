@@ -64,6 +64,7 @@ type target struct {
 	env    string
 	format string
 	on     []string
+	tmpl   string // template: the message's text ("" for the default)
 }
 
 type job struct {
@@ -125,7 +126,7 @@ func (n *Notifier) SetHooks(hooks []*engine.Hook) {
 func (n *Notifier) resolve(hook string, ts []engine.NotifyTarget) []*target {
 	out := make([]*target, 0, len(ts))
 	for i, t := range ts {
-		rt := &target{label: t.Name, url: t.URL, env: t.URLEnv, format: t.Format, on: t.On}
+		rt := &target{label: t.Name, url: t.URL, env: t.URLEnv, format: t.Format, on: t.On, tmpl: t.Template}
 		if rt.format == "" {
 			rt.format = engine.NotifyGeneric
 		}
@@ -253,7 +254,21 @@ func (n *Notifier) deliver(j *job) {
 		n.fail(j, 0, fmt.Errorf("no URL: environment variable %s is empty", j.t.env))
 		return
 	}
-	body, err := j.msg.body(j.t.format)
+	msg := j.msg
+	if j.t.tmpl != "" {
+		text, err := msg.render(j.t.tmpl)
+		if err != nil {
+			// The default text says what happened; the log says why the
+			// template did not.
+			n.log.Warn("notification template did not render; sending the default text", "target", j.t.label,
+				"hook", msg.Hook, "run", msg.RunID, "err", err)
+		} else {
+			cp := *msg
+			cp.Custom = text
+			msg = &cp
+		}
+	}
+	body, err := msg.body(j.t.format)
 	if err != nil {
 		n.fail(j, 0, fmt.Errorf("encode message: %w", err))
 		return

@@ -401,3 +401,33 @@ func TestRetryAttempts(t *testing.T) {
 		t.Errorf("%d notifications, want 1 (the intermediate attempt is not reported)", got)
 	}
 }
+
+// TestTemplate: a target's template is the message's text, over the
+// run's fields and its steps' results, with filters; a template that does
+// not render leaves the default text.
+func TestTemplate(t *testing.T) {
+	rcv := newReceiver(t)
+	n, c, logs := newTest(t, Options{Targets: []engine.NotifyTarget{{URL: rcv.srv.URL, On: []string{"failed"},
+		Template: "{{hook | upper}} {{status}}: {{steps.health.output | tail 1 | trim | json}} ({{reason | default \"no reason\"}}; {{answer | truncate 5}})"}}})
+	run := &engine.Run{ID: "r1", Hook: "deploy", Status: engine.StatusFailed, Response: "The deploy broke",
+		Steps: []*engine.StepResult{{Index: 0, Name: "health", Type: "http", Output: "line 1\n\"down\" since 3\n"}}}
+	n.Observe(runEvent(run))
+	var body struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(rcv.wait(t), &body); err != nil {
+		t.Fatal(err)
+	}
+	if want := `DEPLOY failed: "\"down\" since 3" (no reason; The d…)`; body.Text != want {
+		t.Errorf("text %q\nwant %q", body.Text, want)
+	}
+	// A run without the step: the default text, and a warning.
+	n.Observe(runEvent(&engine.Run{ID: "r2", Hook: "deploy", Status: engine.StatusFailed, Error: "boom"}))
+	if err := json.Unmarshal(rcv.wait(t), &body); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(body.Text, "hookd: deploy failed") || !strings.Contains(logs.String(), "notification template did not render") {
+		t.Errorf("fallback text %q; logs:\n%s", body.Text, logs)
+	}
+	waitCount(t, c, Delivered, 2)
+}
