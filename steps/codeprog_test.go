@@ -37,6 +37,8 @@ func TestCodeProgramAttacks(t *testing.T) {
 		{"git -c alias", "git init -q . && git -c {{event.v}} x", "alias.x=!touch MARK", "git", "argument of git"},
 		{"git config value", "git init -q . && git config alias.y {{event.v}} && git y", "!touch MARK", "git", "argument of git config"},
 		{"xargs -I into sh -c", "printf '%s\\n' {{event.v}} | xargs -I{} sh -c 'echo {}'", "$(touch MARK)", "xargs", "xargs -I {}"},
+		{"LESSOPEN", "LESSOPEN={{event.v}} less Makefile | cat", "|touch MARK; cat %s", "less", "LESSOPEN, assigned data from {{event.v}}"},
+		{"node -e", "node -e {{event.v}}", `require("fs").writeFileSync("MARK", "")`, "node", "argument of node -e"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +130,16 @@ func TestCodeProgramsRefused(t *testing.T) {
 		{"gawk -i", `awk -i {{event.v}} 'BEGIN{}'`, "the file of the script awk runs"},
 		{"gawk --load", `awk --load={{event.v}} 'BEGIN{}'`, "the program awk runs"},
 		{"sudo make", `sudo -u build make {{event.v}}`, "argument of make"},
+		{"find -exec make", `find . -name Makefile -execdir make {{event.v}} \;`, "argument of make"},
+		{"make by path", `/usr/bin/make -C sub "{{event.v}}"`, "argument of make"},
+		{"vim -c", `vim -es -c "{{event.v}}" file`, "argument of vim"},
+		{"ruby -e", `ruby -e "puts {{event.v}}"`, "ruby -e"},
+		{"php -r", `php -r "echo {{event.v}};"`, "php -r"},
+		{"lua -e", `lua -e "print({{event.v}})"`, "lua -e"},
+		{"Rscript -e", `Rscript -e "print({{event.v}})"`, "Rscript -e"},
+		{"node --eval=", `node --eval="{{event.v}}"`, "node"},
+		{"ssh remote command", `ssh host ls "{{event.v}}"`, "remote shell"},
+		{"LESSOPEN export", `export LESSOPEN="{{event.v}}"; less f`, "LESSOPEN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
