@@ -102,6 +102,7 @@ func (a *apiServer) handler(dash *dashboard.Server) http.Handler {
 	mux.HandleFunc("GET /v1/runs", a.runs)
 	mux.HandleFunc("GET /v1/runs/{id}", a.run)
 	mux.HandleFunc("GET /v1/runs/{id}/wait", a.wait)
+	mux.HandleFunc("GET /v1/runs/{id}/progress", a.progress)
 	mux.HandleFunc("POST /v1/events", a.emit)
 	mux.HandleFunc("GET /v1/status", a.status)
 	if a.pruner != nil {
@@ -278,6 +279,22 @@ func (a *apiServer) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, run)
+}
+
+// progress serves GET /v1/runs/{id}/progress: what a run in flight has
+// done so far (404 when it is not in flight).
+func (a *apiServer) progress(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	p, ok, err := a.eng.Progress(r.Context(), id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if !ok {
+		writeJSON(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("run %s is not in flight", id)})
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
 }
 
 func (a *apiServer) wait(w http.ResponseWriter, r *http.Request) {

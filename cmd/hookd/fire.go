@@ -32,6 +32,16 @@ func cmdFire(c *cli, args []string) int {
 	defer stop()
 
 	if cl := dial(d.DB); cl != nil {
+		var pp *progressPrinter
+		if *wait {
+			// Follow the stream before firing, so no step is missed.
+			pp = c.progress()
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if err := followStream(sctx, cl, name, pp); err != nil {
+				fmt.Fprintf(c.stderr, "hookd fire: no progress shown: %v\n", err)
+			}
+		}
 		var ans runAnswer
 		err := cl.do(ctx, "POST", "/v1/hooks/"+name+"/fire", fireRequest{Event: event, Force: *force}, &ans)
 		if code, done := c.fireRefused(err); done {
@@ -41,11 +51,14 @@ func cmdFire(c *cli, args []string) int {
 		if !*wait {
 			return exitOK
 		}
+		pp.setRun(ans.Run.ID)
 		var final engine.Run
 		if err := cl.do(ctx, "GET", "/v1/runs/"+ans.Run.ID+"/wait", nil, &final); err != nil {
+			pp.close(0)
 			return c.errorf("wait for run %s: %v", ans.Run.ID, err)
 		}
-		return c.printOutcome(&final)
+		pp.close(progressGrace)
+		return c.printFinal(&final)
 	}
 
 	// No daemon: run it here, holding the database lock.
@@ -57,20 +70,27 @@ func cmdFire(c *cli, args []string) int {
 		return c.errorf("%v", err)
 	}
 	defer l.close()
+	pp := c.progress()
+	unsubscribe := subscribeProgress(l.eng, name, pp)
+	defer unsubscribe()
 	run, err := l.eng.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force})
 	if code, done := c.fireRefused(err); done {
+		pp.close(0)
 		return code
 	}
 	c.printFired(run)
+	pp.setRun(run.ID)
 	final, err := l.eng.Wait(ctx, run.ID)
 	if err != nil {
+		pp.close(0)
 		// Interrupted: cancel the run and record it so.
 		sctx, cancel := context.WithTimeout(context.Background(), 0)
 		defer cancel()
 		l.eng.Shutdown(sctx)
 		return c.errorf("run %s cancelled: %v", run.ID, err)
 	}
-	code = c.printOutcome(final)
+	pp.close(progressGrace)
+	code = c.printFinal(final)
 	if !*wait {
 		return exitOK
 	}
@@ -102,10 +122,55 @@ func (c *cli) printFired(run *engine.Run) {
 	}
 }
 
+// progressGrace is how long fire --wait waits, once the run is over, for
+// the stream to deliver the run's last events.
+const progressGrace = 3 * time.Second
+
+// progress returns a printer of a run's progress on stderr, with a live
+// line when stderr is a terminal.
+func (c *cli) progress() *progressPrinter { return newProgressPrinter(c.stderr, c.flush, c.term) }
+
+// subscribeProgress feeds hook's events on eng's bus to p, off the bus's
+// goroutine (a subscriber must not block).
+func subscribeProgress(eng *engine.Engine, hook string, p *progressPrinter) func() {
+	ch := make(chan *engine.Event, 1024)
+	done := make(chan struct{})
+	cancel := eng.Subscribe(func(ev *engine.Event) {
+		if h, _ := ev.Data["hook"].(string); h != hook || !strings.HasPrefix(ev.Type, "hook.") {
+			return
+		}
+		select {
+		case ch <- ev:
+		default: // a slow terminal loses progress lines, never the run
+		}
+	})
+	go func() {
+		defer close(done)
+		for ev := range ch {
+			p.event(ev.Type, ev.Time, ev.Data)
+		}
+	}()
+	return func() {
+		cancel()
+		close(ch)
+		<-done
+	}
+}
+
+// printFinal prints a final run's outcome on stderr and the model's
+// answer on stdout, and returns the exit code of --wait.
+func (c *cli) printFinal(run *engine.Run) int {
+	code := c.printOutcome(run)
+	if answer := strings.TrimRight(run.Response, "\n"); answer != "" {
+		fmt.Fprintln(c.stdout, answer)
+	}
+	return code
+}
+
 // printOutcome prints a final run's status line and returns the exit code
 // --wait uses: 0 for completed or skipped, 1 otherwise.
 func (c *cli) printOutcome(run *engine.Run) int {
-	line := fmt.Sprintf("%s %s in %s", run.Hook, run.Headline(), run.Duration().Round(time.Millisecond))
+	line := fmt.Sprintf("%s %s in %s", run.Hook, run.Headline(), engine.ElapsedText(run.Duration()))
 	if run.Reason != "" {
 		line += ": " + run.Reason
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -336,7 +337,7 @@ skip_llm: true
 		t.Errorf("list line of a disabled hook: %q", line)
 	}
 	st := e.must(0, "status")
-	if !strings.Contains(st.stdout, "in flight: 1 "+busy) || !strings.Contains(st.stdout, "queued:    1 "+second) {
+	if !regexp.MustCompile(`in flight: 1\n  busy +`+busy).MatchString(st.stdout) || !strings.Contains(st.stdout, "queued:    1 "+second) {
 		t.Errorf("status:\n%s", st)
 	}
 

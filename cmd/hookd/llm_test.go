@@ -51,6 +51,16 @@ tools: [read_file, t.echo]
 
 	r := e.must(0, "fire", "ask", "--wait")
 	id := runID(t, r)
+	// fire --wait shows the model stage as it goes, then the answer.
+	for _, want := range []string{"step_0 shell: ok in", "model call 1: 2 tool calls in", "tool read_file: ok in",
+		"tool t.echo: ok in", "model call 2: answered in"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("fire --wait's progress lacks %q:\n%s", want, r)
+		}
+	}
+	if !strings.HasSuffix(r.stdout, "\nNotes read; all is well.\n") {
+		t.Errorf("fire --wait does not print the answer last on stdout:\n%s", r)
+	}
 	run := e.getRun(id)
 	if run.Status != engine.StatusCompleted || run.Response != "Notes read; all is well." {
 		t.Fatalf("run %s: %s %q %q\n%s", id, run.Status, run.Error, run.Response, d.log.String())

@@ -71,6 +71,7 @@ func runMain(args []string, stdout, stderr io.Writer) (code int) {
 			code = exitError
 		}
 	}()
+	term := isTerminal(stderr)
 	stdout, stderr = out, &flushFirst{out: out, w: stderr}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
@@ -81,7 +82,7 @@ func runMain(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			return c.run(&cli{name: c.name, argsHelp: c.args, stdout: stdout, stderr: stderr}, args[1:])
+			return c.run(&cli{name: c.name, argsHelp: c.args, stdout: stdout, stderr: stderr, term: term}, args[1:])
 		}
 	}
 	fmt.Fprintf(stderr, "hookd: unknown command %q\n\n", args[0])
@@ -127,6 +128,7 @@ type cli struct {
 	argsHelp string
 	stdout   io.Writer
 	stderr   io.Writer
+	term     bool // stderr is a terminal: commands may show a live line there
 
 	configPath string
 	dbPath     string

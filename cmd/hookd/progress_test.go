@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -62,6 +64,108 @@ func TestStreamProgress(t *testing.T) {
 	} {
 		if !regexp.MustCompile(re).MatchString(lines[i]) {
 			t.Errorf("watch line %d: %q, want %s", i, lines[i], re)
+		}
+	}
+}
+
+// gateHooks has a hook whose second step waits for a file.
+var gateHooks = map[string]string{
+	"gate.yaml": `steps:
+  - name: first
+    type: shell
+    command: echo one
+  - name: wait
+    type: shell
+    command: |
+      i=0
+      while [ ! -f release ] && [ "$i" -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+      echo released
+  - name: last
+    type: shell
+    command: exit 2
+skip_llm: true
+`,
+}
+
+// TestFireWaitProgress: fire --wait prints each step as it finishes,
+// while the run goes on; meanwhile hookd run, status and runs show the
+// run in flight with its finished steps, its current one and elapsed
+// times.
+func TestFireWaitProgress(t *testing.T) {
+	e := newEnv(t, "", gateHooks)
+	e.serve()
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	cmd := e.command(ctx, "fire", "gate", "--wait")
+	var out, errOut logBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "fire --wait to print the first step", func() bool {
+		return strings.Contains(errOut.String(), "step_0 (first) shell: ok in")
+	}, func() string { return out.String() + errOut.String() })
+	id := strings.TrimSpace(out.String())
+	if strings.Contains(errOut.String(), "gate failed") {
+		t.Fatalf("the outcome came before the run ended:\n%s", errOut.String())
+	}
+
+	// The run is in flight at step 1.
+	waitFor(t, "hookd run to show step 1 running", func() bool {
+		return strings.Contains(e.must(0, "run", id).stdout, "now: step_1 (wait) shell for")
+	}, func() string { return e.must(0, "run", id).stdout })
+	r := e.must(0, "run", id)
+	if !regexp.MustCompile(`running for \d+s:\n  step_0 \(first\) shell: ok in \d`).MatchString(r.stdout) {
+		t.Errorf("hookd run of a running run:\n%s", r)
+	}
+	r = e.must(0, "status")
+	if !regexp.MustCompile(`in flight: 1\n  gate +` + id + ` +\d+s +step_1 \(wait\) shell for \d+s`).MatchString(r.stdout) {
+		t.Errorf("hookd status:\n%s", r)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(e.must(0, "status", "--json").stdout), &rep); err != nil || len(rep.Running) != 1 ||
+		rep.Running[0].Hook != "gate" || rep.Running[0].Current == nil || rep.Running[0].Current.Name != "wait" || len(rep.Running[0].Steps) != 1 {
+		t.Errorf("status --json running: %+v %v", rep.Running, err)
+	}
+	if r = e.must(0, "runs", "gate"); !regexp.MustCompile(id + ` +gate +running +manual +\S+ \S+ +\d+s so far`).MatchString(r.stdout) {
+		t.Errorf("hookd runs:\n%s", r)
+	}
+
+	e.write("release", "")
+	if err := cmd.Wait(); err == nil || cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("fire --wait: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	lines := strings.Split(strings.TrimRight(errOut.String(), "\n"), "\n")
+	want := []string{
+		`^  step_0 \(first\) shell: ok in \S+$`,
+		`^  step_1 \(wait\) shell: ok in \S+$`,
+		`^  step_2 \(last\) shell: exit 2 in \S+ \(fails the run\)$`,
+		`^gate failed .* in \S+: step_2 \(last\): exit code 2$`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("fire --wait printed on stderr:\n%s", errOut.String())
+	}
+	for i, re := range want {
+		if !regexp.MustCompile(re).MatchString(lines[i]) {
+			t.Errorf("line %d: %q, want %s", i, lines[i], re)
+		}
+	}
+	if r := e.must(0, "run", id); strings.Contains(r.stdout, "running for") {
+		t.Errorf("a finished run shows progress:\n%s", r)
+	}
+}
+
+// TestFireInProcessProgress: with no daemon, fire runs the hook here and
+// prints its steps from the engine's bus the same way.
+func TestFireInProcessProgress(t *testing.T) {
+	e := newEnv(t, "", progressHooks)
+	r := e.must(1, "fire", "two", "--wait")
+	for _, re := range []string{
+		`(?m)^  step_0 \(first\) shell: ok in \S+\n  step_1 \(second\) shell: exit 3 in \S+ \(fails the run\)\ntwo failed`,
+	} {
+		if !regexp.MustCompile(re).MatchString(r.stderr) {
+			t.Errorf("in-process fire --wait:\n%s", r)
 		}
 	}
 }

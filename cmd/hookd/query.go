@@ -167,6 +167,7 @@ func cmdRuns(c *cli, args []string) int {
 	if *asJSON {
 		return c.printJSON(runs)
 	}
+	now := time.Now()
 	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tHOOK\tSTATUS\tTRIGGER\tSTARTED\tDURATION\tREASON")
 	for _, r := range runs {
@@ -176,7 +177,9 @@ func cmdRuns(c *cli, args []string) int {
 		}
 		dur := "-"
 		if d := r.Duration(); d > 0 {
-			dur = d.Round(time.Millisecond).String()
+			dur = engine.ElapsedText(d)
+		} else if r.Status == engine.StatusRunning && !r.StartedAt.IsZero() {
+			dur = engine.ElapsedText(now.Sub(r.StartedAt).Truncate(time.Second)) + " so far"
 		}
 		why := r.Reason
 		if r.Repeats > 1 {
@@ -262,7 +265,41 @@ func cmdRun(c *cli, args []string) int {
 		return c.printJSON(r)
 	}
 	printRun(c, r)
+	if r.Status == engine.StatusRunning {
+		c.printProgress(d, r.ID)
+	}
 	return exitOK
+}
+
+// printProgress prints what a run in flight has done so far, as the
+// daemon running it says: each finished step, and the current one with
+// how long it has run. A run record says nothing of its steps until the
+// run is over.
+func (c *cli) printProgress(d *config.Daemon, id string) {
+	cl := dial(d.DB)
+	if cl == nil {
+		fmt.Fprintf(c.stdout, "\nhookd is not running: the record says running, but no daemon runs it (it becomes interrupted at the next start)\n")
+		return
+	}
+	var p engine.RunProgress
+	if err := cl.do(context.Background(), "GET", "/v1/runs/"+id+"/progress", nil, &p); err != nil {
+		fmt.Fprintf(c.stdout, "\nno progress: %v\n", err)
+		return
+	}
+	now := time.Now()
+	w := c.stdout
+	fmt.Fprintf(w, "\nrunning for %s:\n", engine.ElapsedText(p.Elapsed(now).Truncate(time.Second)))
+	for _, s := range p.Steps {
+		line := fmt.Sprintf("  %s %s: %s in %s", s.Label(), s.Kind, s.Outcome, engine.ElapsedText(s.Duration))
+		if s.Outcome == engine.StepExit && s.ExitCode != nil {
+			line = fmt.Sprintf("  %s %s: exit %d in %s", s.Label(), s.Kind, *s.ExitCode, engine.ElapsedText(s.Duration))
+		}
+		if s.Error != "" {
+			line += ": " + oneLine(s.Error, 120)
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "  now: %s\n", doingText(&p, now))
 }
 
 func printRun(c *cli, r *engine.Run) {

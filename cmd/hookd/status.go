@@ -20,22 +20,23 @@ import (
 // prints: the engine's live state and a digest of the metrics since the
 // daemon started.
 type statusReport struct {
-	engine.Summary                 // in_flight, queued (run ids)
-	PID            int             `json:"pid"`
-	Uptime         string          `json:"uptime"`
-	OverdueGrace   string          `json:"overdue_grace"`
-	Overdue        []string        `json:"overdue"`        // periodic hooks past due by more than the grace (the hookd_hooks_overdue gauge)
-	Runs           countsBy        `json:"runs"`           // hook -> status -> count
-	Skips          countsBy        `json:"skips"`          // hook -> reason -> count
-	ShortCircuits  counts          `json:"short_circuits"` // hook -> completed runs that needed no model
-	Drops          countsBy        `json:"drops"`          // hook -> reason -> count
-	Durations      map[string]dist `json:"durations"`      // hook -> run duration
-	Lateness       map[string]dist `json:"lateness"`       // hook -> fire lateness
-	Tokens         countsBy        `json:"tokens"`         // hook -> kind -> count
-	ToolCalls      countsBy        `json:"tool_calls"`     // tool -> outcome -> count
-	Events         counts          `json:"events"`         // source -> count
-	Notifications  counts          `json:"notifications"`  // outcome -> count
-	Database       *dbReport       `json:"database,omitempty"`
+	engine.Summary                      // in_flight, queued (run ids)
+	Running        []engine.RunProgress `json:"running"` // the runs in flight: hook, start, steps done, the current one
+	PID            int                  `json:"pid"`
+	Uptime         string               `json:"uptime"`
+	OverdueGrace   string               `json:"overdue_grace"`
+	Overdue        []string             `json:"overdue"`        // periodic hooks past due by more than the grace (the hookd_hooks_overdue gauge)
+	Runs           countsBy             `json:"runs"`           // hook -> status -> count
+	Skips          countsBy             `json:"skips"`          // hook -> reason -> count
+	ShortCircuits  counts               `json:"short_circuits"` // hook -> completed runs that needed no model
+	Drops          countsBy             `json:"drops"`          // hook -> reason -> count
+	Durations      map[string]dist      `json:"durations"`      // hook -> run duration
+	Lateness       map[string]dist      `json:"lateness"`       // hook -> fire lateness
+	Tokens         countsBy             `json:"tokens"`         // hook -> kind -> count
+	ToolCalls      countsBy             `json:"tool_calls"`     // tool -> outcome -> count
+	Events         counts               `json:"events"`         // source -> count
+	Notifications  counts               `json:"notifications"`  // outcome -> count
+	Database       *dbReport            `json:"database,omitempty"`
 }
 
 // dbReport is the database's size and the last prune, in /v1/status.
@@ -76,8 +77,12 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	running, err := a.eng.InFlight(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rep := &statusReport{
-		Summary: sum, PID: os.Getpid(), Uptime: time.Since(a.started).Round(time.Second).String(),
+		Summary: sum, Running: running, PID: os.Getpid(), Uptime: time.Since(a.started).Round(time.Second).String(),
 		OverdueGrace: a.grace.String(), Overdue: overdue,
 		Runs: countsBy{}, Skips: countsBy{}, Drops: countsBy{}, Tokens: countsBy{}, ToolCalls: countsBy{},
 		Durations: map[string]dist{}, Lateness: map[string]dist{}, Events: counts{}, Notifications: counts{}, ShortCircuits: counts{},
@@ -198,7 +203,8 @@ func cmdStatus(c *cli, args []string) int {
 // printStatus prints the terminal summary of `hookd status`.
 func printStatus(w io.Writer, socket string, rep *statusReport) {
 	fmt.Fprintf(w, "hookd is running (pid %d, up %s, socket %s)\n", rep.PID, rep.Uptime, socket)
-	fmt.Fprintf(w, "in flight: %d %s\n", len(rep.InFlight), strings.Join(rep.InFlight, " "))
+	fmt.Fprintf(w, "in flight: %d\n", len(rep.InFlight))
+	writeInFlight(w, rep.Running, time.Now())
 	fmt.Fprintf(w, "queued:    %d %s\n", len(rep.Queued), strings.Join(rep.Queued, " "))
 	if len(rep.Retries) > 0 {
 		fmt.Fprintf(w, "retrying:  %d", len(rep.Retries))
@@ -299,4 +305,30 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeInFlight writes one line per run in flight: its hook, id, how long
+// it has run, and what it is doing.
+func writeInFlight(w io.Writer, runs []engine.RunProgress, now time.Time) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, p := range runs {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Hook, p.RunID, engine.ElapsedText(p.Elapsed(now).Truncate(time.Second)), doingText(&p, now))
+	}
+	tw.Flush()
+}
+
+// doingText says what a run in flight is doing: "step_1 (build) shell
+// for 35s", "model stage: 2 calls, 3 tool calls".
+func doingText(p *engine.RunProgress, now time.Time) string {
+	since := engine.ElapsedText(max(now.Sub(p.Since), 0).Truncate(time.Second))
+	switch {
+	case p.Current != nil:
+		return fmt.Sprintf("%s %s for %s", p.Current.Label(), p.Current.Kind, since)
+	case p.Rounds > 0 || p.ToolCalls > 0:
+		return fmt.Sprintf("model stage: %d %s, %d %s (last %s ago)", p.Rounds, plural(p.Rounds, "call", "calls"),
+			p.ToolCalls, plural(p.ToolCalls, "tool call", "tool calls"), since)
+	case len(p.Steps) > 0:
+		return fmt.Sprintf("%d %s done (%s since the last)", len(p.Steps), plural(len(p.Steps), "step", "steps"), since)
+	}
+	return "starting"
 }

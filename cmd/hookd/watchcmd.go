@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -130,34 +129,16 @@ func (w *watcher) follow(ctx context.Context, httpc *http.Client, streamURL, tok
 		}
 		return errors.New(ae.Error)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	var id, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if data != "" {
-				if err := w.print(id, data); err != nil {
-					return err
-				}
-			}
-			id, data = "", ""
-		case strings.HasPrefix(line, ":"):
-			// The first comment says where the stream starts: remember
-			// it, so a reconnection before any event resumes there.
-			var after int64
-			if _, err := fmt.Sscanf(line, ": hookd event stream after seq %d", &after); err == nil && w.last < 0 {
-				w.last = after
-			}
-		case strings.HasPrefix(line, "id:"):
-			id = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
-		case strings.HasPrefix(line, "data:"):
-			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+	err = scanSSE(resp.Body, func(line string) {
+		// The first comment says where the stream starts: remember it,
+		// so a reconnection before any event resumes there.
+		var after int64
+		if _, err := fmt.Sscanf(line, ": hookd event stream after seq %d", &after); err == nil && w.last < 0 {
+			w.last = after
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("stream: %w", err)
+	}, w.print)
+	if err != nil {
+		return err
 	}
 	return errors.New("the stream ended")
 }

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"golang.org/x/sys/unix"
+)
+
+// isTerminal reports whether w is a terminal that can show a live line
+// (not TERM=dumb).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// progressTypes are the events a run's progress is printed from.
+const progressTypes = "hook.step.*,hook.llm.round,hook.tool.called,hook.run.*"
+
+// progressPrinter prints the progress of one run as its events arrive:
+// a line for each step, model call and tool call as it ends and, on a
+// terminal, a live last line with what runs now and for how long.
+type progressPrinter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	flush   func()
+	live    bool
+	runID   string
+	start   time.Time // when the run started, as far as we know
+	current string    // what runs now: "step_1 (build) shell", "model call 2"
+	since   time.Time
+	shown   bool // the live line is on screen
+	ended   chan struct{}
+	endOnce sync.Once
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// newProgressPrinter starts printing run's progress to w; live shows the
+// live line (refreshed every 200 ms).
+func newProgressPrinter(w io.Writer, flush func(), live bool) *progressPrinter {
+	p := &progressPrinter{w: w, flush: flush, live: live, start: time.Now(), since: time.Now(),
+		ended: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	if !live {
+		close(p.done)
+		return p
+	}
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.mu.Lock()
+				p.draw()
+				p.mu.Unlock()
+			case <-p.stop:
+				return
+			}
+		}
+	}()
+	return p
+}
+
+// setRun says which run to print; events of others are ignored.
+func (p *progressPrinter) setRun(id string) {
+	p.mu.Lock()
+	p.runID = id
+	p.mu.Unlock()
+}
+
+// event takes one event of the stream or the bus.
+func (p *progressPrinter) event(typ string, t time.Time, data map[string]any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id, _ := data["run_id"].(string); id == "" || id != p.runID {
+		return
+	}
+	switch {
+	case typ == engine.EventRunStarted:
+		p.start, p.since = t, t
+		p.current = "starting"
+	case typ == engine.EventStepStarted:
+		p.current = strings.TrimSuffix(progressText(typ, data), ": started")
+		p.since = t
+	case engine.ProgressEventType(typ):
+		p.clear()
+		switch typ {
+		case engine.EventLLMRound:
+			fmt.Fprintf(p.w, "  model %s\n", progressText(typ, data))
+		case engine.EventToolCalled:
+			fmt.Fprintf(p.w, "    tool %s\n", progressText(typ, data))
+		default:
+			fmt.Fprintf(p.w, "  %s\n", progressText(typ, data))
+		}
+		if typ != engine.EventToolCalled {
+			p.current, p.since = "waiting for the model", t
+			if typ == engine.EventStepFinished {
+				p.current = "next step"
+			}
+		}
+	case strings.HasPrefix(typ, "hook.run."):
+		p.clear()
+		p.endOnce.Do(func() { close(p.ended) })
+		return
+	}
+	p.draw()
+}
+
+// clear removes the live line; p.mu is held.
+func (p *progressPrinter) clear() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.shown = false
+	}
+}
+
+// draw shows the live line; p.mu is held.
+func (p *progressPrinter) draw() {
+	if !p.live || p.runID == "" || p.current == "" {
+		p.flush()
+		return
+	}
+	now := time.Now()
+	line := fmt.Sprintf("  … %s %s (run %s)", p.current, engine.ElapsedText(now.Sub(p.since).Truncate(100*time.Millisecond)),
+		engine.ElapsedText(now.Sub(p.start).Truncate(100*time.Millisecond)))
+	fmt.Fprint(p.w, "\r\x1b[K"+oneLine(line, 120))
+	p.shown = true
+	p.flush()
+}
+
+// close waits up to grace for the run's final event (the stream may lag
+// the run's end a little), then removes the live line.
+func (p *progressPrinter) close(grace time.Duration) {
+	select {
+	case <-p.ended:
+	case <-time.After(grace):
+	}
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	p.clear()
+	p.runID = "" // nothing more is printed
+	p.flush()
+	p.mu.Unlock()
+}
+
+// followStream follows the daemon's stream of hook's events into p until
+// ctx ends. It returns once the stream is open, so that nothing fired
+// after it is missed.
+func followStream(ctx context.Context, cl *client, hook string, p *progressPrinter) error {
+	q := url.Values{"hook": {hook}, "type": {progressTypes}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://hookd/v1/stream?"+q.Encode(), nil)
+	if err != nil {
+		return fmt.Errorf("open the event stream: %w", err)
+	}
+	resp, err := cl.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("open the event stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return fmt.Errorf("open the event stream: %s", resp.Status)
+	}
+	go func() {
+		defer resp.Body.Close()
+		_ = scanSSE(resp.Body, nil, func(_, data string) error {
+			var ev eventJSON
+			if json.Unmarshal([]byte(data), &ev) == nil {
+				p.event(ev.Type, ev.Time, ev.Data)
+			}
+			return nil
+		})
+	}()
+	return nil
+}
+
+// scanSSE reads Server-Sent Events from r: onComment gets each comment
+// line (nil: ignored), onEvent each event's id and data; an error from
+// onEvent ends the scan with it.
+func scanSSE(r io.Reader, onComment func(string), onEvent func(id, data string) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var id, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data != "" {
+				if err := onEvent(id, data); err != nil {
+					return err
+				}
+			}
+			id, data = "", ""
+		case strings.HasPrefix(line, ":"):
+			if onComment != nil {
+				onComment(line)
+			}
+		case strings.HasPrefix(line, "id:"):
+			id = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+		case strings.HasPrefix(line, "data:"):
+			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	return nil
+}
