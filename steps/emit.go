@@ -173,6 +173,16 @@ func (s *emitStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 		}
 		data = v.(map[string]any)
 	}
+	if _, err := publish(ctx, env, res, typ, data); err != nil {
+		return res, err
+	}
+	return done(res)
+}
+
+// publish emits typ with data as the step's run and fills res's emit
+// fields (event_type, data, runs, count, output).
+func publish(ctx context.Context, env *engine.StepEnv, res *engine.StepResult, typ string, data map[string]any) (*engine.StepResult, error) {
+	res.Fields["event_type"] = typ
 	res.Fields["data"] = data
 	if env.Emit == nil {
 		return fail(res, errors.New("publishing events is not available to this step"))
@@ -195,5 +205,5 @@ func (s *emitStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 	if len(idText) > 0 {
 		res.Output += ": " + strings.Join(idText, ", ")
 	}
-	return done(res)
+	return res, nil
 }

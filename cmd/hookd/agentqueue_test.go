@@ -400,3 +400,44 @@ func TestAgentQueueWatchPayloads(t *testing.T) {
 		t.Errorf("step saw %q", r.Steps[0].Output)
 	}
 }
+
+// TestAgentQueueCreateTask: agent-queue's create_task step publishes
+// task.create with the task's fields; a hook on task.create gets them.
+func TestAgentQueueCreateTask(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"triage.json": `{
+  "id": "triage",
+  "project_id": "webapp",
+  "trigger": {"type": "event", "event_type": "task.failed", "skip_llm": true},
+  "context_steps": [
+    {"type": "shell", "command": "echo stack trace"},
+    {"type": "create_task", "title_template": "Fix {{event.title}}", "description_template": "{{step_0}}", "priority": 50}
+  ]
+}`,
+		"tasks.yaml": "trigger: {event: task.create}\nsteps:\n  - type: shell\n    command: [echo, \"{{event.title}}|{{event.project_id}}|{{event.priority}}|{{event.task_id}}\"]\nskip_llm: true\n",
+	})
+	r := e.must(0, "emit", "task.failed", "title=TestParse", "--wait")
+	runs := e.listRuns("triage")
+	if len(runs) != 1 {
+		t.Fatalf("triage runs %d:\n%s", len(runs), r)
+	}
+	parent := e.waitRun(runs[0].ID, engine.StatusCompleted)
+	task := parent.Steps[1]
+	id, _ := task.Fields["task_id"].(string)
+	if task.Type != "create_task" || task.Fields["created"] != true || id == "" || task.Fields["event_type"] != "task.create" {
+		t.Fatalf("create_task result: %+v", task)
+	}
+	var got string
+	waitFor(t, "the task.create hook to run", func() bool {
+		for _, run := range e.listRuns("tasks") {
+			if run.Status == engine.StatusCompleted && len(run.Steps) == 1 {
+				got = strings.TrimSpace(run.Steps[0].Output)
+				return true
+			}
+		}
+		return false
+	}, func() string { return got })
+	if want := "Fix TestParse|webapp|50|" + id; got != want {
+		t.Errorf("task.create hook saw %q, want %q", got, want)
+	}
+}
