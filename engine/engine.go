@@ -376,16 +376,18 @@ func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 // Dispatch matches ev against the event triggers in memory and fires the
 // hooks it matches, without storing it. It returns once the loop decided.
 func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
-	fired, _, _, _, err := e.dispatchOnLoop(ctx, ev)
+	fired, _, _, _, err := e.dispatchOnLoop(ctx, ev, false)
 	return fired, err
 }
 
 // dispatchOnLoop streams ev to subscribers, offers it to the event:claim
 // handlers and, unless one claims it or the engine is stopping, has the
 // loop fire the hooks it matches. It returns copies of the runs it
-// started or queued and, for those that started, the channels closed
-// once their start is recorded.
-func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event) (fired []*Run, starts []chan struct{}, claimed, stopping bool, err error) {
+// started or queued and the active runs of those that started (whose
+// started channels are closed once their start is recorded). With mark,
+// a run that is the only one ev starts marks it dispatched with its
+// start (active.marked).
+func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool) (fired []*Run, starts []*active, claimed, stopping bool, err error) {
 	e.notify(ev)
 	if e.claimed(ctx, ev) {
 		return nil, nil, true, false, nil
@@ -394,11 +396,11 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event) (fired []*Run, s
 		if stopping = s.stopping(); stopping {
 			return
 		}
-		for _, r := range s.dispatch(ev) {
+		for _, r := range s.dispatch(ev, mark) {
 			cp := *r
 			fired = append(fired, &cp)
 			if ent := s.hooks[r.Hook]; ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
-				starts = append(starts, ent.active.started)
+				starts = append(starts, ent.active)
 			}
 		}
 	})

@@ -4,12 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/triggers"
 )
 
 // TestEmitIsDurable: an emitted event is stored pending, dispatched, and
@@ -240,5 +246,79 @@ func TestOverdue(t *testing.T) {
 		if o := overdue(5 * time.Minute); len(o) != 0 {
 			t.Errorf("overdue after a run: %v", o)
 		}
+	})
+}
+
+// markCounter counts the store's MarkDispatched calls.
+type markCounter struct {
+	*store.DB
+	marks atomic.Int64
+}
+
+func (m *markCounter) MarkDispatched(ctx context.Context, seq int64) error {
+	m.marks.Add(1)
+	return m.DB.MarkDispatched(ctx, seq)
+}
+
+// TestEmitMarksWithTheStart: an event that starts one run is marked
+// dispatched in the transaction of that run's start (one write less); an
+// event that starts two is marked once both starts are recorded. Either
+// way nothing is left pending.
+func TestEmitMarksWithTheStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		mc := &markCounter{DB: db}
+		one := newHook("one")
+		one.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "one.*"}
+		a, b := newHook("a"), newHook("b")
+		a.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "two.*"}
+		b.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "two.*"}
+		eng, err := engine.New(engine.Config{Store: mc, Events: triggers.NewEventIndex(), Clock: &jumpClock{},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Tick: time.Second}, []*engine.Hook{one, a, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eng.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Stop()
+		ctx := context.Background()
+		pending := func() int {
+			p, err := db.PendingEvents(ctx, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(p)
+		}
+
+		runs, err := eng.Emit(ctx, &engine.Event{Type: "one.go"})
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("emit one.go: %v %v", runs, err)
+		}
+		if n := mc.marks.Load(); n != 0 {
+			t.Errorf("one run: MarkDispatched called %d times, want 0 (marked with the start)", n)
+		}
+		if n := pending(); n != 0 {
+			t.Errorf("one run: %d events pending, want 0", n)
+		}
+		if r, err := db.GetRun(ctx, runs[0].ID); err != nil || (r.Status != engine.StatusRunning && !r.Status.Final()) {
+			t.Errorf("one run: the start is not recorded when Emit returned: %+v %v", r, err)
+		}
+
+		runs, err = eng.Emit(ctx, &engine.Event{Type: "two.go"})
+		if err != nil || len(runs) != 2 {
+			t.Fatalf("emit two.go: %v %v", runs, err)
+		}
+		if n := mc.marks.Load(); n != 1 {
+			t.Errorf("two runs: MarkDispatched called %d times, want 1", n)
+		}
+		if n := pending(); n != 0 {
+			t.Errorf("two runs: %d events pending, want 0", n)
+		}
+		synctest.Wait()
 	})
 }

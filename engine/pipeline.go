@@ -21,7 +21,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	log := e.log.With("hook", h.Name, "run", run.ID)
 	bg := context.WithoutCancel(ctx)
 
-	if err := e.cfg.Store.StartRun(bg, run); err != nil {
+	if err := e.startRecord(bg, act); err != nil {
 		close(act.started)
 		if errors.Is(err, ErrSlotTaken) {
 			// The slot fired before (the clock moved back, or a restart
@@ -88,6 +88,19 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 		s.finished(ent, act, retry)
 		s.events = append(s.events, ev)
 	})
+}
+
+// startRecord records the start of act's run and, when the run is the
+// one its stored event started, marks the event dispatched with it.
+func (e *Engine) startRecord(ctx context.Context, act *active) error {
+	if ds, ok := e.cfg.Store.(DispatchStarter); ok && act.markSeq != 0 {
+		if err := ds.StartRunDispatched(ctx, act.run, act.markSeq); err != nil {
+			return err
+		}
+		act.marked = true
+		return nil
+	}
+	return e.cfg.Store.StartRun(ctx, act.run)
 }
 
 // pipeline executes the steps, the short-circuits and the model stage,

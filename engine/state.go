@@ -27,9 +27,17 @@ type state struct {
 	match   []string   // reused buffer for EventIndex.Match
 	reruns  []*Run     // interrupted runs to run again at start (on_interrupted: rerun)
 	retries retryQueue // pending retries, earliest first (retry.go)
+	marking marking    // the event the next start of its hook marks dispatched (dispatch)
 	lastNow time.Time
 
 	guardState // Config.Guard's bookkeeping (guard.go)
+}
+
+// marking names the stored event that the run of hook started while it
+// is dispatched marks dispatched with its start (see DispatchStarter).
+type marking struct {
+	hook string
+	seq  int64
 }
 
 type queuedRun struct {
@@ -66,6 +74,12 @@ type active struct {
 
 	wasQueued bool         // the run has a queued record already
 	progress  *RunProgress // what it has done so far, from its progress events
+
+	// markSeq is the stored event this run's start marks dispatched in
+	// the same transaction (0: none); marked says, once started is
+	// closed, that it did.
+	markSeq int64
+	marked  bool
 }
 
 // trig is one trigger of a hook.
@@ -676,6 +690,9 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	now := s.cfg.Clock.Now()
 	ctx, cancel := context.WithCancelCause(s.e.runCtx)
 	act := &active{run: run, cancel: cancel, started: make(chan struct{}), wasQueued: run.Status == StatusQueued}
+	if s.marking.seq != 0 && s.marking.hook == run.Hook {
+		act.markSeq, s.marking = s.marking.seq, marking{}
+	}
 	prevStart := ent.lastStart
 	run.Status = StatusRunning
 	run.Reason = "" // why it waited (queued:, pending:) no longer applies
@@ -742,8 +759,10 @@ func (s *state) drainQueue() {
 	}
 }
 
-// dispatch fires the hooks whose event trigger matches ev.
-func (s *state) dispatch(ev *Event) []*Run {
+// dispatch fires the hooks whose event trigger matches ev. When mark is
+// set (ev is stored pending), ev matches one hook and the store can, the
+// start of the run ev starts marks ev dispatched in the same transaction.
+func (s *state) dispatch(ev *Event, mark bool) []*Run {
 	// Progress events are for watchers, never for hooks (progress.go).
 	if s.cfg.Events == nil || s.stopping() || ProgressEventType(ev.Type) {
 		return nil
@@ -766,7 +785,11 @@ func (s *state) dispatch(ev *Event) []*Run {
 		if _, ok := FromTool(ev.Source); ok {
 			reason = ev.Source // the data is a model's: the run is marked, and gated, as such
 		}
+		if _, ok := s.cfg.Store.(DispatchStarter); ok && mark && ev.Seq != 0 && len(s.match) == 1 {
+			s.marking = marking{hook: name, seq: ev.Seq}
+		}
 		res := s.trigger(ent, trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth})
+		s.marking = marking{} // unused when the run did not start now
 		if res.err == nil {
 			fired = append(fired, res.run)
 		}
@@ -784,7 +807,7 @@ func (s *state) flushEvents() {
 			s.track(ev)
 		}
 		s.e.notify(ev)
-		s.dispatch(ev)
+		s.dispatch(ev, false)
 	}
 	s.events = s.events[:0]
 }

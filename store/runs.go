@@ -90,6 +90,17 @@ func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
 // engine.ErrSlotTaken and changes nothing. Starting a run that is already
 // final is an error.
 func (d *DB) StartRun(ctx context.Context, r *engine.Run) error {
+	return d.startRun(ctx, r, 0)
+}
+
+// StartRunDispatched is StartRun that also marks the event with this seq
+// dispatched, in the same transaction (engine.DispatchStarter).
+func (d *DB) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
+	return d.startRun(ctx, r, seq)
+}
+
+// startRun starts r and, when seq is not 0, marks that event dispatched.
+func (d *DB) startRun(ctx context.Context, r *engine.Run, seq int64) error {
 	args, err := runArgs(r, engine.StatusRunning)
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
@@ -122,6 +133,11 @@ func (d *DB) StartRun(ctx context.Context, r *engine.Run) error {
 		}
 		if slot != 0 {
 			if _, err := tx.StmtContext(ctx, d.stmtClaimSlot).ExecContext(ctx, r.Hook, slot, r.ID); err != nil {
+				return err
+			}
+		}
+		if seq != 0 {
+			if _, err := tx.StmtContext(ctx, d.stmtMarkEvt).ExecContext(ctx, seq); err != nil {
 				return err
 			}
 		}
