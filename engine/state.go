@@ -299,7 +299,11 @@ func (s *state) loop(ctx context.Context) {
 	timer := s.cfg.Clock.NewTimer(s.cfg.Tick)
 	defer timer.Stop()
 	alarm := s.newAlarm()
-	var alarmC <-chan struct{}
+	var (
+		alarmC <-chan struct{}
+		armed  time.Time // what alarm is set for
+		rearm  = true    // set it even if next is armed
+	)
 	if alarm != nil {
 		alarmC = alarm.C()
 	}
@@ -324,11 +328,17 @@ func (s *state) loop(ctx context.Context) {
 		next := s.nextWake()
 		wait := s.cfg.Tick
 		if alarm != nil {
-			if err := alarm.Set(next); err != nil {
-				s.e.log.Warn("wall-clock alarm failed; the loop re-reads the clock every tick from now on", "err", err)
-				alarm.Close()
-				alarm, alarmC = nil, nil
-			} else {
+			// Armed for next already and not fired since: no syscall (a
+			// busy loop wakes for every message).
+			if rearm || !next.Equal(armed) {
+				if err := alarm.Set(next); err != nil {
+					s.e.log.Warn("wall-clock alarm failed; the loop re-reads the clock every tick from now on", "err", err)
+					alarm.Close()
+					alarm, alarmC = nil, nil
+				}
+				armed, rearm = next, false
+			}
+			if alarm != nil {
 				wait = max(s.cfg.Tick, alarmTick)
 			}
 		}
@@ -341,6 +351,7 @@ func (s *state) loop(ctx context.Context) {
 			return
 		case <-timer.C():
 		case <-alarmC:
+			rearm = true // expired, or cancelled by a clock step
 		case f := <-s.e.msgs:
 			// The guard looks first: after a long sleep, nothing is
 			// triggered before it did.
