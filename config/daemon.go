@@ -18,7 +18,8 @@ type Daemon struct {
 	File           string                // the settings file read, "" when none was
 	SettingsPath   string                // the settings file looked for, absolute, whether or not it exists
 	HooksDir       string                // hooks_dir: absolute
-	DB             string                // db: absolute path of the SQLite file
+	DB             string                // db: absolute path of the SQLite file; with database set, names the node's state (socket) only
+	Database       string                // database: a postgres:// URL (database.go); "" keeps the store in the SQLite file db
 	MaxConcurrent  int                   // max_concurrent: runs at once, >= 1
 	Tick           time.Duration         // tick: longest sleep of the loop, > 0
 	QueueSize      int                   // queue_size: runs waiting for a slot, >= 1
@@ -63,7 +64,7 @@ const (
 	DefaultMaxRounds      = 10
 )
 
-var daemonKeys = []string{"hooks_dir", "db", "max_concurrent", "tick", "queue_size", "grace",
+var daemonKeys = []string{"hooks_dir", "db", "database", "max_concurrent", "tick", "queue_size", "grace",
 	"default_timeout", "max_catchup", "log_format", "listen", "llm",
 	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks"}
 
@@ -150,6 +151,11 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 			default:
 				*p.dst = filepath.Join(dir, v)
 			}
+		}
+	}
+	if n, ok := f.decode("database", &d.Database); ok {
+		if err := CheckDatabaseURL(d.Database); err != nil {
+			s.errorf(n, "database", "%v", err)
 		}
 	}
 	for _, p := range []struct {

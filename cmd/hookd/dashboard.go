@@ -11,6 +11,7 @@ import (
 	"github.com/hookd/hookd/dashboard"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/store/postgres"
 )
 
 // The web dashboard (package dashboard) is served at / on the TCP
@@ -21,7 +22,7 @@ import (
 // dashSource is what the dashboard reads and does.
 type dashSource struct {
 	eng   *engine.Engine
-	db    *store.DB
+	db    daemonStore
 	grace time.Duration
 }
 
@@ -49,8 +50,14 @@ func (s dashSource) BriefsSince(ctx context.Context, since time.Time, limit int)
 	return s.db.BriefsSince(ctx, since, limit)
 }
 func (s dashSource) DatabaseBytes(ctx context.Context) (int64, error) {
-	size, err := s.db.Size(ctx)
-	return size.Bytes + size.WALBytes, err
+	switch db := s.db.(type) {
+	case *store.DB:
+		size, err := db.Size(ctx)
+		return size.Bytes + size.WALBytes, err
+	case *postgres.DB:
+		return db.Bytes(ctx)
+	}
+	return 0, fmt.Errorf("database size: unknown store %T", s.db)
 }
 
 // newDashboards returns the dashboard of the unix socket and, when the

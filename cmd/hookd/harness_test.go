@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store/pgtest"
 )
 
 // hookdBin is the binary under test, built by TestMain.
@@ -60,7 +61,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build hookd: %v\n%s", err, out)
 		return 1
 	}
-	return m.Run()
+	return pgtest.Main(m) // m.Run, then stop the PostgreSQL server if a test started one
 }
 
 // env is one test's hookd installation: a directory with hookd.yaml,

@@ -140,7 +140,7 @@ func (c *cli) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("hookd "+c.name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	fs.StringVar(&c.configPath, "config", "", "daemon settings file (default hookd.yaml if present)")
-	fs.StringVar(&c.dbPath, "db", "", "SQLite database path (default .hookd/hookd.db)")
+	fs.StringVar(&c.dbPath, "db", "", "SQLite database path (default .hookd/hookd.db), or a postgres:// URL")
 	fs.StringVar(&c.hooksDir, "hooks", "", "hooks directory (default hooks.d)")
 	fs.Usage = func() {
 		fmt.Fprintf(c.stderr, "Usage: hookd %s %s\n", c.name, c.argsHelp)

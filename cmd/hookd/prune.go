@@ -185,6 +185,9 @@ func cmdPrune(c *cli, args []string) int {
 
 // pruneLocal prunes the database of d in this process.
 func (c *cli) pruneLocal(ctx context.Context, d *config.Daemon, dryRun bool) (*pruneReport, error) {
+	if err := sqliteOnly(d, "hookd prune"); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(d.DB); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no database at %s: nothing to prune", d.DB)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store"
 )
 
 func cmdList(c *cli, args []string) int {
@@ -504,15 +503,11 @@ func setPaused(c *cli, args []string, paused bool) int {
 	if !found {
 		return c.errorf("no hook named %q", name)
 	}
-	lock, err := store.Lock(d.DB)
+	db, _, lock, err := lockAndOpen(d)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
 	defer lock.Unlock()
-	db, err := store.Open(d.DB)
-	if err != nil {
-		return c.errorf("%v", err)
-	}
 	defer db.Close()
 	if err := db.SetPaused(ctx, name, paused); err != nil {
 		return c.errorf("%v", err)

@@ -60,7 +60,7 @@ func startReloader(d *config.Daemon, l *local, log *slog.Logger, onHooks ...func
 			exclude = append(exclude, sock)
 		}
 	}
-	rl.watcher = triggers.NewWatcher(triggers.WatcherOptions{Target: l.eng, Snapshots: l.db, Logger: log, Exclude: exclude})
+	rl.watcher = triggers.NewWatcher(triggers.WatcherOptions{Target: l.eng, Snapshots: l.st, Logger: log, Exclude: exclude})
 	if err := rl.watcher.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -60,7 +60,9 @@ func cmdServe(c *cli, args []string) int {
 	// The database frees the pages pruning empties; one VACUUM converts a
 	// database made before, before anything runs.
 	vstart := time.Now()
-	if ran, err := l.db.EnableIncrementalVacuum(context.Background()); err != nil {
+	if l.db == nil {
+		// PostgreSQL: the server vacuums; retention is not applied yet.
+	} else if ran, err := l.db.EnableIncrementalVacuum(context.Background()); err != nil {
 		return c.errorf("start: %v", err)
 	} else if ran {
 		log.Info("database converted to incremental vacuum (once)", "took", time.Since(vstart).Round(time.Millisecond))
@@ -90,10 +92,17 @@ func cmdServe(c *cli, args []string) int {
 	}
 	// File watches, and live reload of the hooks directory (reload.go).
 	// History is pruned in the background (prune.go).
-	pr := newPruner(l.db, d, l.hooks, log, m.Pruned)
-	pr.Start()
-	defer pr.Stop()
-	rl, err := startReloader(d, l, log, notifier.SetHooks, pr.SetHooks)
+	onHooks := []func([]*engine.Hook){notifier.SetHooks}
+	var pr *pruner // nil on PostgreSQL: retention is not applied there yet
+	if l.db != nil {
+		pr = newPruner(l.db, d, l.hooks, log, m.Pruned)
+		pr.Start()
+		defer pr.Stop()
+		onHooks = append(onHooks, pr.SetHooks)
+	} else {
+		log.Warn("retention is not applied on PostgreSQL yet: runs and events are kept until deleted")
+	}
+	rl, err := startReloader(d, l, log, onHooks...)
 	if err != nil {
 		return c.errorf("start: %v", err)
 	}
@@ -104,10 +113,10 @@ func cmdServe(c *cli, args []string) int {
 		return c.errorf("%v", err)
 	}
 	api := &apiServer{
-		eng: l.eng, st: l.db, evlog: l.db, feed: l.feed, metrics: m, db: abs, log: log,
+		eng: l.eng, st: l.st, evlog: l.st, feed: l.feed, metrics: m, db: abs, log: log,
 		grace: d.OverdueGrace, started: time.Now(), closing: make(chan struct{}), pruner: pr,
 	}
-	if err := newDashboards(dashSource{eng: l.eng, db: l.db, grace: d.OverdueGrace}, token, api); err != nil {
+	if err := newDashboards(dashSource{eng: l.eng, db: l.st, grace: d.OverdueGrace}, token, api); err != nil {
 		return c.errorf("start: %v", err)
 	}
 	sock := socketPath(d.DB)
@@ -124,7 +133,7 @@ func cmdServe(c *cli, args []string) int {
 		}
 		os.Remove(sock)
 	}()
-	attrs := []any{"hooks", len(l.hooks), "dir", d.HooksDir, "db", d.DB, "socket", sock, "max_concurrent", d.MaxConcurrent}
+	attrs := []any{"hooks", len(l.hooks), "dir", d.HooksDir, "db", databaseName(d), "socket", sock, "max_concurrent", d.MaxConcurrent}
 	if d.Listen != "" {
 		tsrv, addr, err := api.serveTCP(d.Listen, token)
 		if err != nil {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,8 +33,11 @@ func (c *cli) settings() (*config.Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	if v := os.Getenv(config.DatabaseEnv); v != "" {
+		d.SetDatabase(v)
+	}
 	if c.dbPath != "" {
-		d.DB = c.dbPath
+		d.SetDatabase(c.dbPath)
 	}
 	if c.hooksDir != "" {
 		d.HooksDir = c.hooksDir
@@ -81,13 +84,14 @@ func (c *cli) loadAll(d *config.Daemon) ([]*engine.Hook, []*config.Handler, []er
 
 // local is an engine on this process, holding the database lock.
 type local struct {
-	db    *store.DB
+	st    daemonStore // the store, SQLite or PostgreSQL (database.go)
+	db    *store.DB   // the same store when it is SQLite, else nil
 	eng   *engine.Engine
 	hooks []*engine.Hook
 	feed  *eventFeed    // told whenever events are stored
 	hs    *handlers.Set // the command handlers of hooks.d
 	model *model        // the LLM client and MCP servers
-	lock  *store.DaemonLock
+	lock  daemonLock
 }
 
 // openLocal takes the database lock, opens the store, loads the hooks and
@@ -108,15 +112,11 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 // newLocal is openLocal without starting the engine, so that observers
 // can subscribe before the first event.
 func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
-	lock, err := store.Lock(d.DB)
+	st, sqlite, lock, err := lockAndOpen(d)
 	if err != nil {
 		return nil, err
 	}
-	l := &local{lock: lock, feed: newEventFeed()}
-	if l.db, err = store.Open(d.DB); err != nil {
-		l.close()
-		return nil, err
-	}
+	l := &local{st: st, db: sqlite, lock: lock, feed: newEventFeed()}
 	hooks, hs, errs, err := c.loadAll(d)
 	if err != nil {
 		l.close()
@@ -144,7 +144,7 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		Protected:      l.model.protected,
 		Database:       absPath(d.DB),
 		Credentials:    credentialEnv(d),
-		Store:          &feedStore{DB: l.db, feed: l.feed},
+		Store:          &feedStore{daemonStore: l.st, feed: l.feed},
 		Reap:           steps.ReapGroup,
 		Events:         triggers.NewEventIndex(),
 		Prompt:         promptRenderer(d),
@@ -171,6 +171,9 @@ func (l *local) guard() error {
 	if err := l.lock.Check(); err != nil {
 		return err
 	}
+	if l.db == nil {
+		return nil
+	}
 	return l.db.Check()
 }
 
@@ -179,21 +182,12 @@ func (l *local) close() {
 		l.eng.Stop()
 	}
 	l.model.close()
-	if l.db != nil {
-		l.db.Close()
+	if l.st != nil {
+		l.st.Close()
 	}
 	if l.lock != nil {
 		l.lock.Unlock()
 	}
-}
-
-// openStore opens the database for reading, without the lock: WAL lets
-// the CLI read while the daemon writes.
-func openStore(d *config.Daemon) (*store.DB, error) {
-	if _, err := os.Stat(d.DB); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no database at %s yet: start hookd with `hookd serve` or fire a hook first", d.DB)
-	}
-	return store.Open(d.DB)
 }
 
 // newLogger makes the process logger in the configured format.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store"
 )
 
 // The live stream (GET /v1/stream) is driven by the event log in the
@@ -50,24 +49,24 @@ func (f *eventFeed) wake() {
 // feedStore is the store the engine writes through: it wakes the feed
 // after every event write.
 type feedStore struct {
-	*store.DB
+	daemonStore
 	feed *eventFeed
 }
 
 func (s *feedStore) AppendEvent(ctx context.Context, ev *engine.Event) error {
-	err := s.DB.AppendEvent(ctx, ev)
+	err := s.daemonStore.AppendEvent(ctx, ev)
 	s.feed.wake()
 	return err
 }
 
 func (s *feedStore) AppendEvents(ctx context.Context, evs []*engine.Event) error {
-	err := s.DB.AppendEvents(ctx, evs)
+	err := s.daemonStore.AppendEvents(ctx, evs)
 	s.feed.wake()
 	return err
 }
 
 func (s *feedStore) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
-	err := s.DB.AppendPendingEvent(ctx, ev)
+	err := s.daemonStore.AppendPendingEvent(ctx, ev)
 	s.feed.wake()
 	return err
 }

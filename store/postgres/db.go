@@ -21,12 +21,6 @@ var (
 	_ engine.RetryStore     = (*DB)(nil)
 )
 
-// IsURL reports whether a database setting names a PostgreSQL database
-// (postgres:// or postgresql://) rather than a SQLite file.
-func IsURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
-}
-
 // DB is the PostgreSQL store. It is safe for concurrent use, and several
 // processes may use one database at once.
 type DB struct {
@@ -92,6 +86,7 @@ func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 type DaemonLock struct {
 	conn *pgx.Conn
 	once sync.Once
+	err  error
 }
 
 // Lock takes the daemon lock of the database at url, or fails with an
@@ -124,13 +119,17 @@ func (l *DaemonLock) Check() error {
 	return nil
 }
 
-// Unlock releases the lock. It is safe to call more than once.
-func (l *DaemonLock) Unlock() {
+// Unlock releases the lock by ending its session. It is safe to call
+// more than once; later calls return the result of the first.
+func (l *DaemonLock) Unlock() error {
 	l.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = l.conn.Close(ctx) // ending the session releases the lock
+		if err := l.conn.Close(ctx); err != nil {
+			l.err = fmt.Errorf("unlock database: %w", err)
+		}
 	})
+	return l.err
 }
 
 // errNoRows reports whether err is pgx's "no rows".

@@ -627,31 +627,3 @@ func testSkipRecordsCollapse(t *testing.T, e *env) {
 		t.Errorf("in_flight records: %d, want 2", len(runs))
 	}
 }
-
-// testListRunsByTime: Since and Until select by the time a run was
-// queued, Since inclusive, Until exclusive.
-func testListRunsByTime(t *testing.T, e *env) {
-	ctx := context.Background()
-	s := e.store()
-	for i := range 5 {
-		at := t0.Add(time.Duration(i) * time.Minute)
-		must(t, s.InsertRun(ctx, &engine.Run{ID: fmt.Sprintf("r%d", i), Hook: "h", Status: engine.StatusSkipped,
-			Reason: fmt.Sprint(i), QueuedAt: at, FinishedAt: at}))
-	}
-	cases := []struct {
-		f    engine.RunFilter
-		want []string
-	}{
-		{engine.RunFilter{Since: t0.Add(3 * time.Minute)}, []string{"r4", "r3"}},
-		{engine.RunFilter{Until: t0.Add(2 * time.Minute)}, []string{"r1", "r0"}},
-		{engine.RunFilter{Since: t0.Add(time.Minute), Until: t0.Add(3 * time.Minute)}, []string{"r2", "r1"}},
-		{engine.RunFilter{Since: t0.Add(time.Hour)}, nil},
-	}
-	for _, tc := range cases {
-		runs, err := s.ListRuns(ctx, tc.f)
-		must(t, err)
-		if got := runIDs(runs); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("ListRuns(since %v, until %v) = %v, want %v", tc.f.Since, tc.f.Until, got, tc.want)
-		}
-	}
-}

@@ -30,6 +30,12 @@ type Store interface {
 	engine.ProcStore
 	engine.WatchSnapshots
 	engine.RetryStore
+	// LatestBriefs returns the latest n runs of hook, newest first, with
+	// only what a chart needs.
+	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
+	// BriefsSince returns up to limit runs queued at or after since,
+	// newest first.
+	BriefsSince(ctx context.Context, since time.Time, limit int) ([]engine.RunBrief, error)
 	// EventsAfter returns up to limit events whose seq is greater than
 	// after, oldest first (0 or less means 50).
 	EventsAfter(ctx context.Context, after int64, limit int) ([]*engine.Event, error)
@@ -71,6 +77,7 @@ var tests = []struct {
 	{"ListRuns", testListRuns},
 	{"ListRunsDefaultLimit", testListRunsDefaultLimit},
 	{"ListRunsByTime", testListRunsByTime},
+	{"Briefs", testBriefs},
 	{"QueuedRunsSurviveReopen", testQueuedRunsSurviveReopen},
 	{"UpdateQueuedRecordsMergedSlot", testUpdateQueuedRecordsMergedSlot},
 	{"UpdateQueuedRefusesOthers", testUpdateQueuedRefusesOthers},

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/store/postgres"
+)
+
+// daemonStore is the daemon's store: the SQLite file (store.DB) or a
+// PostgreSQL database (postgres.DB, with database: postgres://... in
+// hookd.yaml, HOOKD_DATABASE or --db). Both pass the contract suite in
+// store/storetest.
+type daemonStore interface {
+	engine.Store
+	engine.DispatchStore
+	engine.ProcStore
+	engine.WatchSnapshots
+	engine.RetryStore
+	eventLog
+	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
+	BriefsSince(ctx context.Context, since time.Time, limit int) ([]engine.RunBrief, error)
+	Close() error
+}
+
+var (
+	_ daemonStore = (*store.DB)(nil)
+	_ daemonStore = (*postgres.DB)(nil)
+)
+
+// daemonLock lets one daemon at a time use a database.
+type daemonLock interface {
+	Check() error
+	Unlock() error
+}
+
+// dbTimeout bounds connecting to PostgreSQL and taking its lock.
+const dbTimeout = 30 * time.Second
+
+// lockAndOpen takes the database's daemon lock and opens the store. sqlite
+// is the SQLite store when that is the store (its own features: vacuum,
+// retention, file checks), nil on PostgreSQL.
+func lockAndOpen(d *config.Daemon) (st daemonStore, sqlite *store.DB, lock daemonLock, err error) {
+	if d.Database != "" {
+		// The node's own state (its socket) stays in the directory of db.
+		if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
+			return nil, nil, nil, fmt.Errorf("create state directory: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
+		defer cancel()
+		pl, err := postgres.Lock(ctx, d.Database)
+		if err != nil {
+			return nil, nil, nil, lockError(err, d)
+		}
+		db, err := postgres.Open(ctx, d.Database)
+		if err != nil {
+			pl.Unlock()
+			return nil, nil, nil, err
+		}
+		return db, nil, pl, nil
+	}
+	sl, err := store.Lock(d.DB)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	db, err := store.Open(d.DB)
+	if err != nil {
+		sl.Unlock()
+		return nil, nil, nil, err
+	}
+	return db, db, sl, nil
+}
+
+// lockError says who holds a PostgreSQL database's lock.
+func lockError(err error, d *config.Daemon) error {
+	if errors.Is(err, engine.ErrLocked) {
+		return fmt.Errorf("%w: another hookd uses %s (one node per database for now; see docs/cluster.md)",
+			engine.ErrLocked, postgres.Describe(d.Database))
+	}
+	return err
+}
+
+// openStore opens the database for reading, without the lock: WAL lets
+// the CLI read while the daemon writes, and PostgreSQL serves any number
+// of readers.
+func openStore(d *config.Daemon) (daemonStore, error) {
+	if d.Database != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
+		defer cancel()
+		return postgres.Open(ctx, d.Database)
+	}
+	if _, err := os.Stat(d.DB); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no database at %s yet: start hookd with `hookd serve` or fire a hook first", d.DB)
+	}
+	return store.Open(d.DB)
+}
+
+// databaseName names the database in messages and logs (a URL without
+// its password).
+func databaseName(d *config.Daemon) string {
+	if d.Database != "" {
+		return postgres.Describe(d.Database)
+	}
+	return d.DB
+}
+
+// sqliteOnly refuses what works on the SQLite file only.
+func sqliteOnly(d *config.Daemon, what string) error {
+	if d.Database != "" {
+		return fmt.Errorf("%s works on the SQLite database only, not yet on PostgreSQL (%s)", what, postgres.Describe(d.Database))
+	}
+	return nil
+}
