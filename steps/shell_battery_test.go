@@ -233,7 +233,12 @@ func runBattery(t *testing.T, bc batteryContext, values []string, shell, dir str
 	if err != nil {
 		return CommandResult{}, err
 	}
-	if c.Argv[0] == "/bin/sh" {
+	if !bc.argv {
+		// The string form runs as /bin/sh -c SCRIPT, as documented;
+		// the battery swaps in the shell under test.
+		if len(c.Argv) != 3 || c.Argv[0] != "/bin/sh" || c.Argv[1] != "-c" {
+			t.Fatalf("%s: the string form runs %q, not /bin/sh -c SCRIPT", bc.name, c.Argv)
+		}
 		c.Argv[0] = shell
 	}
 	r := c.Run(context.Background())
