@@ -172,25 +172,42 @@ func TestRunsEmptyAndUnknown(t *testing.T) {
 var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // varying matches the values of a run record that differ from run to
-// run: ids, times and durations.
-var varying = regexp.MustCompile(`("(?:id|run_id|queued_at|started_at|finished_at|started|slot)": )"[^"]*"|("(?:duration_ns|duration_ms)": )[0-9]+`)
+// run: ids, times, durations, the model server's address and the
+// fingerprint (of step errors that name the temporary workdir).
+var varying = regexp.MustCompile(`("(?:id|run_id|queued_at|started_at|finished_at|started|slot|base_url|fingerprint)": )"[^"]*"|` +
+	`("(?:duration_ns|duration_ms|latency_ns)": )[0-9]+|(- Time: )[0-9TZ:.+-]+`)
 
 // TestRunJSONShape pins the JSON of `hookd run --json` for a run that
-// failed on a command and one that short-circuited: the fields and the
-// words of the outcome (golden files in testdata/).
+// failed on a command, one that short-circuited, and one whose model
+// stage ran after a step error, called a tool and was cut by its output
+// limit: the fields and the words of the outcome (golden files in
+// testdata/).
 func TestRunJSONShape(t *testing.T) {
-	e := newEnv(t, "", map[string]string{
+	model := llmtest.New(
+		llmtest.Calls(llmtest.ToolCall{ID: "c1", Name: "read_file", Args: `{"path":"README.md"}`}),
+		llmtest.Reply{Content: "The readme says", FinishReason: "length"},
+	)
+	defer model.Close()
+	e := newEnv(t, "llm:\n  model: test-model\n  base_url: "+model.BaseURL()+"\n", map[string]string{
 		"backup.yaml": "steps:\n  - name: backup\n    type: shell\n    command: exit 12\nskip_llm: true\n",
 		"tests.yaml": "steps:\n  - name: tests\n    type: shell\n    command: echo ok\n    skip_llm_if_exit_zero: true\n" +
 			"prompt: \"never sent: {{step_0}}\"\n",
+		"triage.yaml": "steps:\n  - name: notes\n    type: read_file\n    path: notes.txt\n" +
+			"prompt: \"Notes: {{step_0}}. Read README.md.\"\ntools: [read_file]\n",
 	})
-	for _, c := range []struct{ hook, golden string }{{"backup", "run-failed.json"}, {"tests", "run-short-circuit.json"}} {
+	e.write("README.md", "hello\n")
+	for _, c := range []struct{ hook, golden string }{{"backup", "run-failed.json"}, {"tests", "run-short-circuit.json"},
+		{"triage", "run-model.json"}} {
 		r := e.run("fire", c.hook, "--wait")
 		out := e.must(0, "run", runID(t, r), "--json").stdout
 		out = varying.ReplaceAllStringFunc(out, func(m string) string {
 			k, _, _ := strings.Cut(m, ": ")
+			if k == "- Time" {
+				return "- Time: X"
+			}
 			return k + `: "X"`
 		})
+		out = strings.ReplaceAll(out, e.dir, "DIR")
 		path := filepath.Join("testdata", c.golden)
 		if *updateGolden {
 			if err := os.MkdirAll("testdata", 0o755); err != nil {
@@ -205,7 +222,8 @@ func TestRunJSONShape(t *testing.T) {
 			t.Fatalf("%v (go test ./cmd/hookd -run TestRunJSONShape -update writes it)", err)
 		}
 		if out != string(want) {
-			t.Errorf("hookd run --json of %s differs from %s:\n%s", c.hook, path, out)
+			t.Errorf("hookd run --json of %s differs from %s (if the change is meant, rewrite it: "+
+				"go test ./cmd/hookd -run TestRunJSONShape -update):\n%s", c.hook, path, out)
 		}
 	}
 }
