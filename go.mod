@@ -3,6 +3,7 @@ module github.com/hookd/hookd
 go 1.26.8
 
 require (
+	github.com/expr-lang/expr v1.17.8
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/jsonschema-go v0.4.3
 	github.com/jackc/pgx/v5 v5.12.0
