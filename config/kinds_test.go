@@ -48,6 +48,12 @@ func init() {
 		}
 		return nil, errors.New("test_fail: refused")
 	}))
+	// test_cmd declares the fields of its results, like shell.
+	engine.RegisterStep("test_cmd", engine.DeclaredKind{Fields: []string{"stdout", "exit_code", "used_pct"},
+		Build: func(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
+			s := &echoStep{}
+			return s, cfg.Decode(&s.cfg)
+		}})
 	// test_lazy never decodes its fields.
 	engine.RegisterStep("test_lazy", engine.StepKindFunc(func(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 		return &echoStep{}, nil

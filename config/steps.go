@@ -12,7 +12,7 @@ import (
 
 // stepKeys are the keys every step has; the others belong to its kind.
 var stepKeys = []string{"name", "type", "timeout", "required", "allow_failure", "skip_llm_if_exit_zero",
-	"skip_llm_if_status_ok", "skip_llm_if_empty", "skip_llm_if_unchanged", "skip_llm_if"}
+	"skip_llm_if_status_ok", "skip_llm_if_empty", "skip_llm_if_unchanged", "skip_llm_if", "if"}
 
 // steps decodes a hook's steps. The common keys fill the StepDef; the
 // rest go to the step kind through a Decoder. Placeholders in a step may
@@ -29,6 +29,9 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		rest    *yaml.Node // mapping of the kind-specific keys
 		ifNode  *yaml.Node
 		ifValue string
+		// if: the condition under which the step runs
+		runIfNode *yaml.Node
+		runIf     string
 	}
 	var todo []pending
 	names := map[string]int{} // step name -> line
@@ -45,7 +48,8 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 			return
 		}
 		rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: item.Line, Column: item.Column}
-		var typeNode, ifNode, allowNode *yaml.Node
+		var typeNode, ifNode, allowNode, runIfNode *yaml.Node
+		var runIf string
 		for _, kv := range s.pairs(item, p) {
 			fp := join(p, kv.key)
 			v := resolve(kv.v)
@@ -84,6 +88,10 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 				s.decodeAt(v, fp, &def.Skip.IfEmpty)
 			case "skip_llm_if_unchanged":
 				s.decodeAt(v, fp, &def.Skip.IfUnchanged)
+			case "if":
+				if s.decodeAt(v, fp, &runIf) {
+					runIfNode = v
+				}
 			case "skip_llm_if":
 				if s.decodeAt(v, fp, &def.Skip.If) {
 					if strings.TrimSpace(def.Skip.If) == "" {
@@ -101,14 +109,32 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 			s.errorf(allowNode, join(p, "allow_failure"), "contradicts required: true (a required step always fails the run when it fails)")
 		}
 		kind := s.stepKind(typeNode, item, p, def)
-		todo = append(todo, pending{def: def, path: p, kind: kind, rest: rest, ifNode: ifNode, ifValue: def.Skip.If})
+		todo = append(todo, pending{def: def, path: p, kind: kind, rest: rest, ifNode: ifNode, ifValue: def.Skip.If,
+			runIfNode: runIfNode, runIf: runIf})
 	}
 
 	for _, t := range todo {
 		s.placeholdersIn(t.rest, t.path, h.Steps, t.def.Index)
 		if t.ifNode != nil {
 			// The condition is tested after its own step ran.
-			s.placeholders(t.ifNode, join(t.path, "skip_llm_if"), t.ifValue, h.Steps, t.def.Index+1)
+			if lonePlaceholder(t.ifValue) {
+				s.placeholders(t.ifNode, join(t.path, "skip_llm_if"), t.ifValue, h.Steps, t.def.Index+1)
+			} else {
+				t.def.Skip.If = ""
+				c, err := engine.CompileCondition(t.ifValue, h.Steps, t.def.Index+1)
+				if err != nil {
+					s.errorf(t.ifNode, join(t.path, "skip_llm_if"), "%s", err)
+				}
+				t.def.Skip.Cond = c
+			}
+		}
+		if t.runIfNode != nil {
+			// Tested before the step runs: earlier steps only.
+			c, err := engine.CompileCondition(t.runIf, h.Steps, t.def.Index)
+			if err != nil {
+				s.errorf(t.runIfNode, join(t.path, "if"), "%s", err)
+			}
+			t.def.If = c
 		}
 		if t.kind == nil {
 			continue
@@ -223,4 +249,13 @@ func lineOf(n *yaml.Node, text string, off int) int {
 		return n.Line
 	}
 	return n.Line + 1 + strings.Count(text[:off], "\n")
+}
+
+// lonePlaceholder reports whether a skip_llm_if is agent-queue's form: one
+// placeholder alone, true when its value is true, yes or 1. Anything else
+// is a condition.
+func lonePlaceholder(v string) bool {
+	v = strings.TrimSpace(v)
+	phs, err := engine.ParsePlaceholders(v)
+	return err == nil && len(phs) == 1 && phs[0].Start == 0 && phs[0].End == len(v)
 }

@@ -233,8 +233,15 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 	}
 	if onlyFor("where", t.Kind == engine.TriggerEvent, "event") {
 		w := f.get("where")
-		if w.Kind != yaml.MappingNode {
-			s.errorf(w, join(path, "where"), "expected a mapping of payload field: value, got %s", describe(w))
+		if w.Kind == yaml.ScalarNode && w.Tag == "!!str" {
+			// A condition over the event: event.env == "prod" && ...
+			c, err := engine.CompileCondition(w.Value, nil, 0)
+			if err != nil {
+				s.errorf(w, join(path, "where"), "%s", err)
+			}
+			t.WhereIf = c
+		} else if w.Kind != yaml.MappingNode {
+			s.errorf(w, join(path, "where"), "expected a mapping of payload field: value, or a condition like event.env == \"prod\", got %s", describe(w))
 		} else if m, _ := s.anyValue(w, join(path, "where")).(map[string]any); m != nil {
 			if err := triggers.ValidateWhere(m); err != nil {
 				s.errorf(w, join(path, "where"), "%s", err)

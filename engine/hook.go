@@ -124,6 +124,7 @@ type Trigger struct {
 	MaxCatchup int
 	Event      string         // pattern: dot-separated segments, "*" one segment, "**" the rest
 	Where      map[string]any // payload filters: dotted path -> value (or list of values)
+	WhereIf    *Condition     // or a condition over the event (where: as an expression)
 	Watch      *WatchSpec
 
 	// Schedule is compiled by the loader for every/cron/at triggers.
@@ -246,6 +247,9 @@ type StepDef struct {
 	// non-zero or error without failing the run.
 	AllowFailure bool
 	Skip         ShortCircuit
+	// If, when set, is the condition under which the step runs (if:);
+	// when it is false the step is skipped (StepResult.Skipped).
+	If *Condition
 
 	// Step is built by the step kind from the kind-specific fields.
 	Step Step
@@ -262,9 +266,10 @@ func (d *StepDef) Label() string {
 // ShortCircuit lists the conditions under which a step's result makes the
 // model unnecessary.
 type ShortCircuit struct {
-	IfExitZero  bool   // shell-like steps exited 0
-	IfStatusOK  bool   // http-like steps answered 2xx
-	IfEmpty     bool   // the primary output is empty
-	IfUnchanged bool   // the gathered context equals the last run's
-	If          string // a placeholder expression that evaluates to true
+	IfExitZero  bool       // shell-like steps exited 0
+	IfStatusOK  bool       // http-like steps answered 2xx
+	IfEmpty     bool       // the primary output is empty
+	IfUnchanged bool       // the gathered context equals the last run's
+	If          string     // a lone placeholder whose value is true, yes or 1 (agent-queue's form)
+	Cond        *Condition // a condition that holds (skip_llm_if: steps.tests.exit_code == 0)
 }

@@ -173,6 +173,22 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		if stopped(ctx, run) {
 			return environ, false
 		}
+		if def.If != nil {
+			ok, err := def.If.Eval(scope)
+			if err != nil || !ok {
+				res := &StepResult{Index: def.Index, Name: def.Name, Type: def.Type, Started: e.cfg.Clock.Now(), Skipped: err == nil}
+				if err != nil {
+					res.Error = "if: " + err.Error()
+				}
+				scope.Steps[i] = res
+				run.Steps = append(run.Steps, res)
+				if why, fails := stepFailure(h, def, res); fails {
+					run.Status, run.Cause, run.Reason, run.Error = StatusFailed, CauseStepFailed, why, def.Label()+": "+res.Error
+					return environ, false
+				}
+				continue
+			}
+		}
 		if !preview {
 			e.stepStarted(run, def, e.cfg.Clock.Now())
 		}
@@ -419,6 +435,9 @@ func (e *Engine) shortCircuit(ctx context.Context, h *Hook, run *Run, scope *Sco
 	var prevPrint *string
 	for i, def := range h.Steps {
 		res := run.Steps[i]
+		if res.Skipped {
+			continue // its if: was false: nothing it gathered can decide
+		}
 		sk := def.Skip
 		why := ""
 		switch {
@@ -444,6 +463,15 @@ func (e *Engine) shortCircuit(ctx context.Context, h *Hook, run *Run, scope *Sco
 			v, err := Expand(sk.If, scope, nil)
 			if err == nil && truthy(v) {
 				why = "skip_llm_if " + sk.If + " is true"
+			}
+		}
+		if why == "" && sk.Cond != nil && !res.Skipped {
+			ok, err := sk.Cond.Eval(scope)
+			switch {
+			case err != nil:
+				run.Notes = append(run.Notes, def.Label()+": skip_llm_if not evaluated, so the model runs: "+err.Error())
+			case ok:
+				why = "skip_llm_if " + sk.Cond.Source + " holds"
 			}
 		}
 		if why != "" {

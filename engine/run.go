@@ -168,6 +168,7 @@ type StepResult struct {
 	Count      *int // how many items the step gathered (files, commits, rows, runs); nil for a kind that counts none
 	TimedOut   bool // the step's command was stopped by its timeout
 	Truncated  bool // what the step kept was cut at its limit
+	Skipped    bool // the step's if: condition was false: it did not run
 
 	Fields   map[string]any // the kind's other fields ({{step_N.field}}), never the typed ones above
 	Error    string

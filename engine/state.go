@@ -792,6 +792,15 @@ func (s *state) dispatch(ev *Event, mark bool) []*Run {
 		if ent == nil {
 			continue
 		}
+		if c := ent.hook.Trigger.WhereIf; c != nil {
+			ok, err := c.Eval(&Scope{Hook: name, Event: ev.Data})
+			if err != nil {
+				s.e.log.Warn("where: not evaluated; the event does not fire the hook", "hook", name, "event", ev.ID, "err", err)
+			}
+			if !ok {
+				continue
+			}
+		}
 		reason := "event"
 		if _, ok := FromTool(ev.Source); ok {
 			reason = ev.Source // the data is a model's: the run is marked, and gated, as such

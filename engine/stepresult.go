@@ -77,6 +77,7 @@ type stepJSON struct {
 	Error    string         `json:"error,omitempty"`
 	Started  time.Time      `json:"started"`
 	Duration time.Duration  `json:"duration_ns"`
+	Skipped  bool           `json:"skipped,omitempty"`
 }
 
 // stepFacts reads the typed fields out of a JSON "fields" object.
@@ -102,7 +103,7 @@ func (r *StepResult) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(stepJSON{Index: r.Index, Name: r.Name, Type: r.Type, Output: r.Output, Fields: fields,
-		Error: r.Error, Started: r.Started, Duration: r.Duration})
+		Error: r.Error, Started: r.Started, Duration: r.Duration, Skipped: r.Skipped})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote: the typed fields into their
@@ -116,7 +117,7 @@ func (r *StepResult) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("decode step result: %w", err)
 	}
 	*r = StepResult{Index: in.Index, Name: in.Name, Type: in.Type, Output: in.Output, Error: in.Error,
-		Started: in.Started, Duration: in.Duration}
+		Started: in.Started, Duration: in.Duration, Skipped: in.Skipped}
 	if len(in.Fields) == 0 || string(in.Fields) == "null" {
 		return nil
 	}

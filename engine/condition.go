@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Condition is a boolean expression over a run's context, in the
+// expr-lang/expr language: `steps.tests.exit_code == 0`,
+// `event.env == "prod" && event.service in ["api", "web"]`. Its names are
+// the placeholders' paths, bare: event.x, steps.NAME.field, step_N.field,
+// hook, run, trigger, now, last_run_time. It is type-checked when the hook
+// loads and evaluated within a cost bound (no loops; at most MaxCondNodes
+// nodes; the expr VM's memory budget).
+type Condition struct {
+	Source string
+	prog   *vm.Program
+}
+
+// Bounds of a condition.
+const (
+	MaxCondLen   = 4096 // bytes of source
+	MaxCondNodes = 256  // nodes of its syntax tree
+)
+
+// typed fields of step results, with their types in conditions; other
+// fields of a declaring kind are of any type.
+var condFieldTypes = map[string]reflect.Type{
+	"output": reflect.TypeFor[string](), "error": reflect.TypeFor[string](), "name": reflect.TypeFor[string](),
+	"type": reflect.TypeFor[string](), "exit_code": reflect.TypeFor[int](), "status_code": reflect.TypeFor[int](),
+	"count": reflect.TypeFor[int](), "timed_out": reflect.TypeFor[bool](), "truncated": reflect.TypeFor[bool](),
+	"duration_ms": reflect.TypeFor[int64](), "stdout": reflect.TypeFor[string](), "stderr": reflect.TypeFor[string](),
+	"body": reflect.TypeFor[string](),
+}
+
+var (
+	anyType    = reflect.TypeFor[any]()
+	mapAnyType = reflect.TypeFor[map[string]any]()
+)
+
+// CompileCondition type-checks src against a hook's steps: the steps whose
+// index is below before may be named (with the fields their kind
+// declares); event is an object of unknown shape. An unknown name or
+// field, a type error (`steps.tests.exit_code == "0"`) or a result that is
+// not a boolean is an error.
+func CompileCondition(src string, steps []*StepDef, before int) (*Condition, error) {
+	src = strings.TrimSpace(src)
+	switch {
+	case src == "":
+		return nil, fmt.Errorf("empty condition")
+	case len(src) > MaxCondLen:
+		return nil, fmt.Errorf("condition is %d bytes long (limit %d)", len(src), MaxCondLen)
+	case strings.Contains(src, "{{"):
+		return nil, fmt.Errorf("a condition names values bare, without {{ }}: write steps.check.exit_code == 0, not {{steps.check.exit_code}} == 0")
+	}
+	if err := checkCondNames(src, steps, before); err != nil {
+		return nil, fmt.Errorf("condition %q: %w", src, err)
+	}
+	opts := []expr.Option{expr.AsBool(), expr.MaxNodes(MaxCondNodes), expr.DisableBuiltin("repeat")}
+	if _, err := expr.Compile(src, append(opts, expr.Env(reflect.New(condEnvType(steps, before)).Elem().Interface()))...); err != nil {
+		return nil, fmt.Errorf("condition %q: %s", src, condError(err))
+	}
+	prog, err := expr.Compile(src, append(opts, expr.Env(map[string]any{}), expr.AllowUndefinedVariables())...)
+	if err != nil {
+		return nil, fmt.Errorf("condition %q: %s", src, condError(err))
+	}
+	return &Condition{Source: src, prog: prog}, nil
+}
+
+// checkCondNames checks the paths a condition names (event.x,
+// steps.NAME.field, step_N.field) as placeholders are checked, so that
+// their errors read the same: no step named ..., its results have no
+// field ... (they have ...).
+func checkCondNames(src string, steps []*StepDef, before int) error {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return nil // Compile reports it
+	}
+	v := &condNames{steps: steps, before: before}
+	ast.Walk(&tree.Node, v)
+	return v.err
+}
+
+type condNames struct {
+	steps  []*StepDef
+	before int
+	err    error
+}
+
+func (c *condNames) Visit(n *ast.Node) {
+	m, ok := (*n).(*ast.MemberNode)
+	if !ok || c.err != nil {
+		return
+	}
+	path, ok := memberPath(m)
+	if !ok {
+		return
+	}
+	root, _, _ := strings.Cut(path, ".")
+	if root == "steps" || strings.HasPrefix(root, "step_") || root == "event" {
+		if err := checkRef(path, c.steps, c.before); err != nil {
+			c.err = err
+		}
+	}
+}
+
+// memberPath is a chain a.b.c of constant members on a name, dotted.
+func memberPath(n ast.Node) (string, bool) {
+	switch x := n.(type) {
+	case *ast.IdentifierNode:
+		return x.Value, true
+	case *ast.MemberNode:
+		prop, ok := x.Property.(*ast.StringNode)
+		if !ok {
+			return "", false
+		}
+		base, ok := memberPath(x.Node)
+		return base + "." + prop.Value, ok
+	}
+	return "", false
+}
+
+// condError is expr's error on one line (it draws the source and a caret
+// below).
+func condError(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
+}
+
+// condEnvType is the type conditions are checked against: a struct
+// whose fields carry the names of the placeholder roots.
+func condEnvType(steps []*StepDef, before int) reflect.Type {
+	str := reflect.TypeFor[string]()
+	fields := []reflect.StructField{
+		condField(0, "event", mapAnyType), condField(1, "hook", str), condField(2, "run", str),
+		condField(3, "trigger", str), condField(4, "now", str), condField(5, "last_run_time", str),
+	}
+	var named []reflect.StructField
+	for _, d := range steps {
+		if d.Index >= before {
+			continue
+		}
+		t := stepType(d.Type)
+		fields = append(fields, condField(len(fields), "step_"+strconv.Itoa(d.Index), t))
+		if d.Name != "" {
+			named = append(named, condField(len(named), d.Name, t))
+		}
+	}
+	fields = append(fields, condField(len(fields), "steps", reflect.StructOf(named)))
+	return reflect.StructOf(fields)
+}
+
+func condField(i int, name string, t reflect.Type) reflect.StructField {
+	return reflect.StructField{Name: "F" + strconv.Itoa(i), Type: t, Tag: reflect.StructTag(`expr:"` + name + `"`)}
+}
+
+// stepType is the type of a step's result in conditions: a struct of the
+// fields its kind declares, or an object of unknown shape for a kind that
+// declares none.
+func stepType(kind string) reflect.Type {
+	k, ok := LookupStep(kind)
+	if !ok {
+		return mapAnyType
+	}
+	d, ok := k.(FieldDeclarer)
+	if !ok {
+		return mapAnyType
+	}
+	names := d.ResultFields()
+	slices.Sort(names)
+	names = slices.Compact(names)
+	fields := make([]reflect.StructField, len(names))
+	for i, n := range names {
+		t := condFieldTypes[n]
+		if t == nil {
+			t = anyType
+		}
+		fields[i] = condField(i, n, t)
+	}
+	return reflect.StructOf(fields)
+}
+
+// Eval evaluates the condition against scope. A value missing at run time
+// (an event field that is not there, a step that did not run) is nil,
+// which compares unequal to everything; an evaluation error (a nil
+// compared with <) is returned.
+func (c *Condition) Eval(scope *Scope) (bool, error) {
+	out, err := expr.Run(c.prog, condEnv(scope))
+	if err != nil {
+		return false, fmt.Errorf("condition %q: %s", c.Source, condError(err))
+	}
+	b, _ := out.(bool)
+	return b, nil
+}
+
+// condEnv is scope as the values a condition reads.
+func condEnv(scope *Scope) map[string]any {
+	ev := scope.Event
+	if ev == nil {
+		ev = map[string]any{}
+	}
+	env := map[string]any{
+		"event": ev, "hook": scope.Hook, "run": scope.RunID, "trigger": scope.Trigger,
+	}
+	if !scope.Now.IsZero() {
+		env["now"] = scope.Now.Format("2006-01-02T15:04:05Z07:00")
+	}
+	if !scope.LastRunTime.IsZero() {
+		env["last_run_time"] = scope.LastRunTime.Format("2006-01-02T15:04:05Z07:00")
+	}
+	named := map[string]any{}
+	for name, i := range scope.StepNames {
+		if i < len(scope.Steps) && scope.Steps[i] != nil {
+			named[name] = stepValues(scope.Steps[i])
+		}
+	}
+	for i, r := range scope.Steps {
+		if r != nil {
+			env["step_"+strconv.Itoa(i)] = stepValues(r)
+		}
+	}
+	env["steps"] = named
+	return env
+}
+
+// stepValues is a step result's fields by name, as placeholders see them.
+func stepValues(r *StepResult) map[string]any {
+	m := make(map[string]any, len(r.Fields)+8)
+	for k, v := range r.Fields {
+		m[k] = v
+	}
+	for _, n := range append(slices.Clone(CommonFields), typedFields...) {
+		if v, ok := r.Field(n); ok {
+			m[n] = v
+		}
+	}
+	return m
+}

@@ -1,0 +1,137 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/hookd/hookd/engine"
+)
+
+func TestConditionEval(t *testing.T) {
+	zero, two := 0, 2
+	scope := &engine.Scope{Hook: "h", Trigger: "event",
+		Event: map[string]any{"env": "prod", "service": "api", "n": float64(3), "tags": []any{"a", "b"}},
+		Steps: []*engine.StepResult{
+			{Index: 0, Name: "tests", Type: "shell", Output: "ok\n", ExitCode: &zero, Fields: map[string]any{"stdout": "ok\n"}},
+			{Index: 1, Name: "disk", Type: "shell", ExitCode: &two, Fields: map[string]any{"used_pct": 91}},
+		},
+		StepNames: map[string]int{"tests": 0, "disk": 1},
+	}
+	steps := []*engine.StepDef{{Index: 0, Name: "tests", Type: "shell"}, {Index: 1, Name: "disk", Type: "shell"}}
+	for _, c := range []struct {
+		src  string
+		want bool
+	}{
+		{`steps.tests.exit_code == 0`, true},
+		{`step_1.exit_code == 0`, false},
+		{`steps.disk.used_pct < 80`, false},
+		{`steps.disk.used_pct >= 90 && steps.tests.output == "ok\n"`, true},
+		{`event.env == "prod" && event.service in ["api", "web"]`, true},
+		{`event.env == "staging" || event.n > 2`, true},
+		{`event.missing == "x"`, false},
+		{`"b" in event.tags`, true},
+		{`hook == "h" && trigger == "event"`, true},
+		{`trim(steps.tests.output) == "ok"`, true},
+	} {
+		cond, err := engine.CompileCondition(c.src, steps, 2)
+		if err != nil {
+			t.Errorf("%s: %v", c.src, err)
+			continue
+		}
+		got, err := cond.Eval(scope)
+		if err != nil || got != c.want {
+			t.Errorf("%s = %v (%v), want %v", c.src, got, err, c.want)
+		}
+	}
+	// A value missing at run time compared with < is an error, not true.
+	cond, err := engine.CompileCondition(`event.missing < 5`, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cond.Eval(scope); err == nil || got {
+		t.Errorf("nil < 5: %v %v", got, err)
+	}
+}
+
+// TestConditionCost: a condition's size is bounded at load, and the VM's
+// memory budget stops one that would build a huge value at run time.
+func TestConditionCost(t *testing.T) {
+	long := strings.Repeat("event.a == 1 || ", 300) + "true"
+	if _, err := engine.CompileCondition(long, nil, 0); err == nil {
+		t.Errorf("a condition of %d nodes compiled", 300*3)
+	}
+	if _, err := engine.CompileCondition(strings.Repeat("x", engine.MaxCondLen+1), nil, 0); err == nil {
+		t.Error("an over-long condition compiled")
+	}
+	if _, err := engine.CompileCondition(`len(repeat("x", 1000000000)) > 0`, nil, 0); err == nil {
+		t.Error("repeat is available")
+	}
+	cond, err := engine.CompileCondition(`len(map(1..100000000, # * 2)) > 0`, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cond.Eval(&engine.Scope{}); err == nil || !strings.Contains(err.Error(), "memory budget") {
+		t.Errorf("a huge range evaluated: %v", err)
+	}
+}
+
+// TestStepIfAndSkipCondition: a step whose if: is false does not run and
+// is recorded skipped; a skip_llm_if condition over an earlier step's
+// exit code short-circuits the model; where: as a condition selects the
+// events that fire a hook.
+func TestStepIfAndSkipCondition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ran := 0
+		count := funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+			ran++
+			code := 0
+			return &engine.StepResult{Output: "x", ExitCode: &code}, nil
+		})
+		h := withSteps(newHook("cond"), count, count)
+		h.Steps[0].Name, h.Steps[1].Name = "first", "second"
+		h.SkipLLM, h.Prompt = false, "explain {{steps.first.output}}"
+		var err error
+		if h.Steps[1].If, err = engine.CompileCondition(`event.deep == true`, h.Steps, 1); err != nil {
+			t.Fatal(err)
+		}
+		if h.Steps[0].Skip.Cond, err = engine.CompileCondition(`steps.first.exit_code == 0`, h.Steps, 1); err != nil {
+			t.Fatal(err)
+		}
+		ev := newHook("ev")
+		ev.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+		if ev.Trigger.WhereIf, err = engine.CompileCondition(`event.env == "prod" && event.service in ["api", "web"]`, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		hs := newHarness(t, []*engine.Hook{h, ev})
+		defer hs.stop()
+
+		run := hs.mustFire("cond")
+		hs.settle()
+		r := hs.run(run.ID)
+		if r.Status != engine.StatusCompleted || r.Cause != engine.CauseShortCircuit || ran != 1 ||
+			!r.Steps[1].Skipped || r.Steps[0].Skipped || !strings.Contains(r.Reason, "steps.first.exit_code == 0 holds") {
+			t.Fatalf("run: %s %s %q, %d step runs, skipped %v/%v", r.Status, r.Cause, r.Reason, ran, r.Steps[0].Skipped, r.Steps[1].Skipped)
+		}
+		if _, err := hs.fire("cond", engine.FireOptions{Event: map[string]any{"deep": true}, Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		hs.settle()
+		if ran != 3 {
+			t.Errorf("if: true: %d step runs, want 3", ran)
+		}
+
+		for _, data := range []map[string]any{
+			{"env": "prod", "service": "api"}, {"env": "prod", "service": "db"}, {"env": "dev", "service": "web"}, {"service": "web"},
+		} {
+			if _, err := hs.eng.Emit(context.Background(), &engine.Event{Type: "deploy.done", Data: data}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hs.settle()
+		if runs := hs.runs("ev"); len(runs) != 1 {
+			t.Errorf("where: condition fired %d runs, want 1", len(runs))
+		}
+	})
+}
