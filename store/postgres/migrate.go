@@ -108,6 +108,7 @@ CREATE TABLE retries (
 	depth      INTEGER NOT NULL DEFAULT 0
 );
 `},
+	{2, "cluster: nodes, leases, run owners", sqlCluster}, // cluster.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

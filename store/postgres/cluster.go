@@ -1,0 +1,350 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// The cluster's building blocks: the nodes that share the database, the
+// scheduler lease with its fencing token, the run queue that nodes claim
+// from with FOR UPDATE SKIP LOCKED, heartbeats that let a dead node's runs
+// be declared interrupted, and LISTEN/NOTIFY wake-ups. Every time here is
+// the database server's clock (now()), never a node's, so clock skew
+// between nodes does not move a lease or a heartbeat timeout.
+
+// sqlCluster is migration 2.
+const sqlCluster = `
+CREATE TABLE nodes (
+	name           TEXT        PRIMARY KEY,
+	started_at     TIMESTAMPTZ NOT NULL DEFAULT now(),
+	heartbeat_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+	max_concurrent INTEGER     NOT NULL DEFAULT 0,
+	hooks_version  TEXT        NOT NULL DEFAULT ''
+);
+
+CREATE TABLE leases (
+	name       TEXT        PRIMARY KEY,
+	holder     TEXT        NOT NULL,
+	token      BIGINT      NOT NULL,
+	expires_at TIMESTAMPTZ NOT NULL
+);
+
+ALTER TABLE runs ADD COLUMN node TEXT;
+CREATE INDEX runs_node_running ON runs (node) WHERE status = 'running';
+`
+
+// SchedulerLease is the name of the lease whose holder schedules.
+const SchedulerLease = "scheduler"
+
+// ChannelWork is the LISTEN/NOTIFY channel told when runs are queued.
+const ChannelWork = "hookd_work"
+
+// ErrLeaseLost is returned by a fenced write whose token is no longer
+// the lease's: another node took the lease over, or it expired.
+var ErrLeaseLost = errors.New("postgres: lease lost")
+
+// Lease is a held lease: Token grows by one each time the lease changes
+// holder, so a write fenced with an older token is refused.
+type Lease struct {
+	Name    string
+	Holder  string
+	Token   int64
+	Expires time.Time // on the database's clock
+}
+
+// AcquireLease takes the lease name for holder for ttl, or renews it when
+// holder holds it already (same token). It returns ok false, and the
+// current holder, when another holder's lease has not expired. A lease
+// changing hands gets the next token.
+func (d *DB) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (l Lease, ok bool, err error) {
+	l.Name = name
+	err = d.pool.QueryRow(ctx, `INSERT INTO leases (name, holder, token, expires_at)
+		VALUES ($1, $2, 1, now() + $3 * interval '1 microsecond')
+		ON CONFLICT (name) DO UPDATE SET
+			token = CASE WHEN leases.holder = excluded.holder THEN leases.token ELSE leases.token + 1 END,
+			holder = excluded.holder,
+			expires_at = excluded.expires_at
+		WHERE leases.holder = excluded.holder OR leases.expires_at < now()
+		RETURNING holder, token, expires_at`, name, holder, ttl.Microseconds()).Scan(&l.Holder, &l.Token, &l.Expires)
+	if errNoRows(err) {
+		err = d.pool.QueryRow(ctx, `SELECT holder, token, expires_at FROM leases WHERE name = $1`, name).
+			Scan(&l.Holder, &l.Token, &l.Expires)
+		if err != nil {
+			return l, false, fmt.Errorf("read lease %s: %w", name, err)
+		}
+		return l, false, nil
+	}
+	if err != nil {
+		return l, false, fmt.Errorf("acquire lease %s: %w", name, err)
+	}
+	return l, true, nil
+}
+
+// ReleaseLease gives up a lease held with token, so another node may take
+// it at once instead of after it expires.
+func (d *DB) ReleaseLease(ctx context.Context, l Lease) error {
+	if _, err := d.pool.Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 microsecond'
+		WHERE name = $1 AND holder = $2 AND token = $3`, l.Name, l.Holder, l.Token); err != nil {
+		return fmt.Errorf("release lease %s: %w", l.Name, err)
+	}
+	return nil
+}
+
+// fence checks, in tx, that l is still the lease (same holder and token,
+// not expired) and holds its row locked until tx ends, so that no other
+// node can take the lease over between the check and the commit.
+func fence(ctx context.Context, tx pgx.Tx, l Lease) error {
+	var ok bool
+	err := tx.QueryRow(ctx, `SELECT expires_at > now() FROM leases
+		WHERE name = $1 AND holder = $2 AND token = $3 FOR SHARE`, l.Name, l.Holder, l.Token).Scan(&ok)
+	if errNoRows(err) || err == nil && !ok {
+		return fmt.Errorf("lease %s token %d of %s: %w", l.Name, l.Token, l.Holder, ErrLeaseLost)
+	}
+	return err
+}
+
+// EnqueueFenced records a queued run for the lease holder: the lease is
+// checked in the same transaction as the run and its slot claim, so a
+// scheduler that lost the lease cannot fire another slot. Waiting nodes
+// are woken (NOTIFY ChannelWork, delivered at commit).
+func (d *DB) EnqueueFenced(ctx context.Context, l Lease, r *engine.Run) error {
+	if r.Status != engine.StatusQueued {
+		return fmt.Errorf("enqueue run %s: status %q, want queued", r.ID, r.Status)
+	}
+	args, err := runArgs(r, r.Status)
+	if err != nil {
+		return fmt.Errorf("enqueue run %s: %w", r.ID, err)
+	}
+	err = d.tx(ctx, func(tx pgx.Tx) error {
+		if err := fence(ctx, tx, l); err != nil {
+			return err
+		}
+		if !r.Slot.IsZero() {
+			if err := slotFree(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, sqlInsertRun, args...); err != nil {
+			return err
+		}
+		if !r.Slot.IsZero() {
+			tag, err := tx.Exec(ctx, `INSERT INTO slots (hook, slot, run_id) VALUES ($1, $2, $3)
+				ON CONFLICT (hook, slot) DO NOTHING`, r.Hook, timeInt(r.Slot), r.ID)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return slotFree(ctx, tx, r.Hook, r.Slot, r.ID)
+			}
+			if err := claimSlot(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelWork, r.Hook)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("enqueue run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// ClaimRuns starts up to n queued runs on node, oldest first, and returns
+// them running. Queued rows other nodes are claiming at the same moment
+// are skipped (FOR UPDATE SKIP LOCKED), so nodes claim in parallel and
+// each run is claimed once.
+func (d *DB) ClaimRuns(ctx context.Context, node string, n int) ([]*engine.Run, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	var runs []*engine.Run
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE runs SET status = 'running', node = $1,
+				started_at = (extract(epoch FROM clock_timestamp()) * 1e9)::bigint
+			WHERE seq IN (SELECT seq FROM runs WHERE status = 'queued'
+				ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
+			RETURNING `+runCols+`, seq`, node, n)
+		if err != nil {
+			return err
+		}
+		var seqs []int64
+		if runs, seqs, err = collectRuns(rows); err != nil {
+			return err
+		}
+		sortBySeq(runs, seqs)
+		for _, r := range runs {
+			if _, err := tx.Exec(ctx, `INSERT INTO hook_state (hook, last_start, last_run_id, last_status)
+				VALUES ($1, $2, $3, 'running')
+				ON CONFLICT (hook) DO UPDATE SET last_start = excluded.last_start,
+					last_run_id = excluded.last_run_id, last_status = excluded.last_status`,
+				r.Hook, timeInt(r.StartedAt), r.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs for %s: %w", node, err)
+	}
+	return runs, nil
+}
+
+// Node is a hookd process sharing the database.
+type Node struct {
+	Name          string
+	Started       time.Time
+	Heartbeat     time.Time // the latest, on the database's clock
+	MaxConcurrent int
+	HooksVersion  string
+	Running       int  // runs it holds running
+	Alive         bool // its heartbeat is within the timeout Nodes was given
+}
+
+// Heartbeat registers node (or refreshes it): it is alive as long as its
+// heartbeats come more often than the timeout ExpireNodes is given.
+func (d *DB) Heartbeat(ctx context.Context, node string, maxConcurrent int, hooksVersion string) error {
+	_, err := d.pool.Exec(ctx, `INSERT INTO nodes (name, max_concurrent, hooks_version) VALUES ($1, $2, $3)
+		ON CONFLICT (name) DO UPDATE SET heartbeat_at = now(),
+			max_concurrent = excluded.max_concurrent, hooks_version = excluded.hooks_version`,
+		node, maxConcurrent, hooksVersion)
+	if err != nil {
+		return fmt.Errorf("heartbeat of node %s: %w", node, err)
+	}
+	return nil
+}
+
+// Nodes lists the nodes, by name, alive when their latest heartbeat is
+// within timeout.
+func (d *DB) Nodes(ctx context.Context, timeout time.Duration) ([]Node, error) {
+	rows, err := d.pool.Query(ctx, `SELECT n.name, n.started_at, n.heartbeat_at, n.max_concurrent, n.hooks_version,
+			(SELECT count(*) FROM runs r WHERE r.status = 'running' AND r.node = n.name),
+			n.heartbeat_at >= now() - $1 * interval '1 microsecond'
+		FROM nodes n ORDER BY n.name`, timeout.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []Node
+	for rows.Next() {
+		var n Node
+		if err := rows.Scan(&n.Name, &n.Started, &n.Heartbeat, &n.MaxConcurrent, &n.HooksVersion, &n.Running, &n.Alive); err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		n.Started, n.Heartbeat = n.Started.UTC(), n.Heartbeat.UTC()
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// InterruptedByTimeout is the reason of a run whose node stopped
+// heartbeating.
+const InterruptedByTimeout = "its node stopped heartbeating"
+
+// ExpireNodes marks interrupted, finished at now, the runs held running
+// by nodes whose latest heartbeat is older than timeout, and returns
+// them oldest first. A node that comes back finds them final: its
+// FinishRunOn leaves them as they are.
+func (d *DB) ExpireNodes(ctx context.Context, timeout time.Duration, now time.Time) ([]*engine.Run, error) {
+	runs, err := d.interrupt(ctx, now, InterruptedByTimeout, `node IN (SELECT name FROM nodes
+		WHERE heartbeat_at < now() - $4 * interval '1 microsecond')`, timeout.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("expire silent nodes: %w", err)
+	}
+	return runs, nil
+}
+
+// RecoverNode marks interrupted the runs that an earlier process of node
+// (a node restarted under the same name) left running, and returns them
+// oldest first with their process groups, which are on this machine.
+func (d *DB) RecoverNode(ctx context.Context, node string, now time.Time) ([]*engine.Run, error) {
+	runs, err := d.interrupt(ctx, now, store.InterruptedReason, `node = $4`, node)
+	if err != nil {
+		return nil, fmt.Errorf("recover runs of node %s: %w", node, err)
+	}
+	return runs, nil
+}
+
+// interrupt marks interrupted the running runs that cond ($4 is arg)
+// selects, and the hooks' last status with them.
+func (d *DB) interrupt(ctx context.Context, now time.Time, reason, cond string, arg any) ([]*engine.Run, error) {
+	var runs []*engine.Run
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		procs, err := runningProcs(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `UPDATE runs SET status = 'interrupted', reason = $1, finished_at = $2
+			WHERE status = $3 AND `+cond+` RETURNING `+runCols+`, seq`,
+			reason, timeArg(now), string(engine.StatusRunning), arg)
+		if err != nil {
+			return err
+		}
+		var seqs []int64
+		if runs, seqs, err = collectRuns(rows); err != nil {
+			return err
+		}
+		sortBySeq(runs, seqs)
+		for _, r := range runs {
+			r.Procs = procs[r.ID]
+			if _, err := tx.Exec(ctx, `UPDATE hook_state SET last_status = 'interrupted'
+				WHERE hook = $1 AND last_run_id = $2`, r.Hook, r.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return runs, err
+}
+
+// FinishRunOn stores the final record of a run node holds. A run no
+// longer running on node (declared interrupted after its node went
+// silent) is left as it is: the error wraps engine.ErrNotFound.
+func (d *DB) FinishRunOn(ctx context.Context, node string, r *engine.Run) error {
+	var held bool
+	if err := d.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1 AND node = $2 AND status = 'running')`,
+		r.ID, node).Scan(&held); err != nil {
+		return fmt.Errorf("finish run %s: %w", r.ID, err)
+	}
+	if !held {
+		return fmt.Errorf("finish run %s: not running on node %s: %w", r.ID, node, engine.ErrNotFound)
+	}
+	return d.FinishRun(ctx, r)
+}
+
+// Listen returns a channel that receives a value (the payload) each time
+// channel is notified, on a connection of its own, until ctx ends. It
+// returns once LISTEN is in effect, so a NOTIFY committed after it returns
+// is delivered.
+func (d *DB) Listen(ctx context.Context, channel string) (<-chan string, error) {
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", channel, err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("listen on %s: %w", channel, err)
+	}
+	c := conn.Hijack() // a LISTENing connection never goes back to the pool
+	out := make(chan string, 1)
+	go func() {
+		defer close(out)
+		defer c.Close(context.Background())
+		for {
+			n, err := c.WaitForNotification(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case out <- n.Payload:
+			default: // a wake-up is pending already; the table is the truth
+			}
+		}
+	}()
+	return out, nil
+}
