@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -186,6 +188,45 @@ func TestAlarmNoticesClockJumpAtOnce(t *testing.T) {
 			if n > 1 {
 				t.Errorf("slot %v fired %d times", s, n)
 			}
+		}
+	})
+}
+
+// Sleeping on the alarm, the loop does not wake every tick to run the
+// guard; a message that would trigger something after a long sleep finds
+// the guard run first, so a failed guard lets nothing through.
+func TestAlarmGuardRunsBeforeAMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ac *alarmClock
+		var gone atomic.Bool
+		hk := newHook("deploy")
+		hk.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+		h := newHarness(t, []*engine.Hook{hk}, withAlarms(&ac), func(c *engine.Config) {
+			c.Guard = func() error {
+				if gone.Load() {
+					return errors.New("the database was removed")
+				}
+				return nil
+			}
+		})
+		defer h.stop()
+		h.advance(10 * time.Second) // asleep: no wakeup, no guard
+		gone.Store(true)
+		runs, err := h.eng.Emit(context.Background(), &engine.Event{Type: "deploy.finished"})
+		if len(runs) != 0 || !errors.Is(err, engine.ErrStopped) {
+			t.Errorf("emit after the guard failed: %d runs, %v; want none, ErrStopped", len(runs), err)
+		}
+		select {
+		case err := <-h.eng.Failed():
+			if err == nil {
+				t.Error("Failed: nil error")
+			}
+		default:
+			t.Error("the guard's failure is not reported on Failed")
+		}
+		h.settle()
+		if n := len(h.runs("deploy")); n != 0 {
+			t.Errorf("%d runs of deploy after the guard failed, want 0", n)
 		}
 	})
 }

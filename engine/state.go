@@ -353,9 +353,13 @@ func (s *state) loop(ctx context.Context) {
 		case <-alarmC:
 			rearm = true // expired, or cancelled by a clock step
 		case f := <-s.e.msgs:
-			// The guard looks first: after a long sleep, nothing is
-			// triggered before it did.
-			s.guard(s.cfg.Clock.Now())
+			// Sleeping on the alarm, the loop may not have looked for
+			// alarmTick: the guard looks first, so that nothing is
+			// triggered before it did. (On the tick it looked at most a
+			// Tick ago, at the top of the loop.)
+			if alarm != nil {
+				s.guard(s.cfg.Clock.Now())
+			}
 			f(s)
 			// Take what else is waiting before looking at the clock again.
 			for n := 0; n < 64; n++ {
