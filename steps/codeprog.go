@@ -271,3 +271,22 @@ func xargsSplice(args []callArg, r *callRules) string {
 	}
 	return ""
 }
+
+// xargsAppend names an xargs that appends what it reads to the arguments
+// of the command it runs where data may not stand: `… | xargs make`
+// (an assignment make expands), `… | xargs sh -c 'eval "$1"' sh` (an
+// argument of sh -c), `… | xargs -0 python3 -c CODE`. It checks the
+// command with one more argument, holding data, at its end.
+func xargsAppend(args []callArg, r *callRules) string {
+	for _, s := range r.starts {
+		if !args[s].isLit || path.Base(args[s].lit) != "xargs" {
+			continue
+		}
+		more := append(append([]callArg(nil), args...), callArg{tainted: true, lead: true})
+		r2 := analyzeCall(more)
+		if why, bad := r2.refuse[len(args)]; bad {
+			return "xargs (it appends what it reads to the arguments of the command it runs, where data is " + why + ")"
+		}
+	}
+	return ""
+}

@@ -37,6 +37,9 @@ func TestCodeProgramAttacks(t *testing.T) {
 		{"git -c alias", "git init -q . && git -c {{event.v}} x", "alias.x=!touch MARK", "git", "argument of git"},
 		{"git config value", "git init -q . && git config alias.y {{event.v}} && git y", "!touch MARK", "git", "argument of git config"},
 		{"xargs -I into sh -c", "printf '%s\\n' {{event.v}} | xargs -I{} sh -c 'echo {}'", "$(touch MARK)", "xargs", "xargs -I {}"},
+		{"xargs make", "printf '%s' {{event.v}} | xargs -0 make", "X:=$(shell touch MARK)", "make", "is piped into xargs (it appends"},
+		{"xargs sh -c positional", "printf '%s' {{event.v}} | xargs -0 sh -c 'eval \"$1\"' sh", "touch MARK", "xargs", "is piped into xargs (it appends"},
+		{"xargs python3 -c", "printf '%s' {{event.v}} | xargs -0 python3 -c 'import sys; exec(sys.argv[1])'", "open('MARK', 'w')", "python3", "is piped into xargs (it appends"},
 		{"LESSOPEN", "LESSOPEN={{event.v}} less Makefile | cat", "|touch MARK; cat %s", "less", "LESSOPEN, assigned data from {{event.v}}"},
 		{"node -e", "node -e {{event.v}}", `require("fs").writeFileSync("MARK", "")`, "node", "argument of node -e"},
 	}
@@ -174,6 +177,8 @@ func TestCodeProgramsAccepted(t *testing.T) {
 		`curl -sS --max-time 5 -- "{{event.url}}"`,
 		`man -- {{event.page}}`,
 		`printf '%s\n' {{event.x}} | xargs -I{} printf '[%s]\n' {}`,
+		`printf '%s\n' {{event.x}} | xargs -0 grep -l -- foo`,
+		`printf '%s\n' {{event.x}} | xargs -d '\n' wc -l --`,
 	} {
 		if _, err := newShellStep(t, "command: "+yamlString(cmd), 0); err != nil {
 			t.Errorf("%s\nrefused: %v", cmd, err)

@@ -251,8 +251,9 @@
 // command-running options of git (-c, --config-env, git config, rebase
 // --exec, submodule foreach, bisect run, --upload-pack, ...), tar
 // (--to-command, --checkpoint-action, -I, ...), rsync -e, scp/sftp -o
-// and -S, zip -TT, man -P, wget -e and curl -K; and xargs -I splicing its
-// input into a shell's code. Data is refused there, and fed to the
+// and -S, zip -TT, man -P, wget -e and curl -K; xargs -I splicing its
+// input into a shell's code; and xargs appending its input to a command
+// that would take it as code (xargs make, xargs sh -c '...' sh). Data is refused there, and fed to the
 // standard input of those that run it. analyzeCall holds the command
 // rules; the list form is checked with them too.
 //

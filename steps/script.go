@@ -1028,6 +1028,9 @@ func (c *checker) readsCode(ce *syntax.CallExpr) string {
 	if what := xargsSplice(ci.args, ci.rules); what != "" {
 		return what
 	}
+	if what := xargsAppend(ci.args, ci.rules); what != "" {
+		return what
+	}
 	if s >= len(ci.args) || !ci.args[s].isLit {
 		return ""
 	}
