@@ -312,8 +312,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *request) {
 	for _, st := range run.Steps {
 		v := stepView{StepResult: st}
 		v.Stderr, _ = st.Fields["stderr"].(string)
-		if ec, ok := st.Fields["exit_code"]; ok {
-			v.Exit = fmt.Sprint(ec)
+		if st.ExitCode != nil {
+			v.Exit = strconv.Itoa(*st.ExitCode)
 		}
 		v.Long = isLong(st.Output) || isLong(v.Stderr)
 		d.Steps = append(d.Steps, v)

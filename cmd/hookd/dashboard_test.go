@@ -220,7 +220,7 @@ func TestDashboard(t *testing.T) {
 	id := strings.TrimPrefix(p.hdr.Get("Location"), "/runs/")
 	e.waitRun(id, engine.StatusCompleted)
 	run := b.must(200, "/runs/"+id).body
-	for _, want := range []string{"hello from the dashboard", `id="outcome"`, "completed", "step 0 greet", `class="waterfall"`, "the dashboard"} {
+	for _, want := range []string{"hello from the dashboard", `id="outcome"`, "completed", "step 0 greet", ", exit 0", `class="waterfall"`, "the dashboard"} {
 		if !strings.Contains(run, want) {
 			t.Errorf("the run page does not show %q:\n%s", want, run)
 		}
