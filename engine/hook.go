@@ -143,7 +143,7 @@ func (t Trigger) Periodic() bool {
 func (t Trigger) String() string {
 	switch t.Kind {
 	case TriggerEvery:
-		return "every " + t.Every.String()
+		return "every " + DurationText(t.Every)
 	case TriggerCron:
 		s := "cron " + strings.Join(append([]string{t.Cron}, t.CronSet...), "; ")
 		if t.Timezone != "" {

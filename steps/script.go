@@ -65,12 +65,7 @@ func checkOptionValue(val, where string) error {
 	return nil
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+func clip(s string, n int) string { return engine.Clip(s, n) }
 
 // occurrence is one placeholder in the script being checked.
 type occurrence struct {

@@ -58,10 +58,7 @@ func listRuns(ctx context.Context, env *engine.ToolEnv, a *listRunsArgs) (string
 		if d := r.Duration(); d > 0 {
 			dur = d.Round(time.Millisecond).String()
 		}
-		why := strings.TrimSpace(r.Reason + " " + r.Error)
-		if len(why) > 200 {
-			why = why[:200] + "…"
-		}
+		why := engine.Clip(strings.TrimSpace(r.Reason+" "+r.Error), 200)
 		fmt.Fprintf(&b, "\n%s\t%s\t%s\t%s\t%s\t%s\t%s", r.ID, r.Hook, r.Status, r.Trigger, started, dur,
 			strings.Join(strings.Fields(why), " "))
 	}

@@ -88,7 +88,7 @@ func (a *apiServer) handler(dash *dashboard.Server) http.Handler {
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, health{Status: "ok", DB: a.db, PID: os.Getpid(),
-			Uptime: time.Since(a.started).Round(time.Second).String()})
+			Uptime: engine.DurationText(time.Since(a.started).Round(time.Second))})
 	})
 	if a.metrics != nil {
 		mux.Handle("GET /metrics", a.metrics.Handler())

@@ -209,7 +209,7 @@ func listLine(t *testing.T, r result, hook string) string {
 	return ""
 }
 
-var dueRE = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \((in |now)`)
+var dueRE = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z0-9+-]+ \((in |now)`)
 
 // checkList checks `hookd list` shows every hook with its trigger and its
 // next due time; paused hooks say so.

@@ -26,6 +26,7 @@ type daemonStore interface {
 	engine.RetryStore
 	eventLog
 	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
+	RunIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
 	BriefsSince(ctx context.Context, since time.Time, limit int) ([]engine.RunBrief, error)
 	Close() error
 }

@@ -56,7 +56,7 @@ func cmdHandlers(c *cli, args []string) int {
 				src = "builtin"
 			}
 			if r.Timeout > 0 {
-				timeout = r.Timeout.String()
+				timeout = engine.DurationText(r.Timeout)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Point, r.Model, r.Priority, r.Label, plugin, policy, timeout, src)
 		}

@@ -108,7 +108,7 @@ tools: [read_file, t.echo]
 		"model call 2",
 		"stopped:   answer after 2 model call(s)",
 		"tokens:    50 prompt + 12 completion = 62 (8 cached)",
-		"response:\n    Notes read; all is well.",
+		"answer:\n    Notes read; all is well.",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("`hookd run %s` lacks %q:\n%s", id, want, out)

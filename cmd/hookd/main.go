@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/engine"
 	"io"
 	"os"
 	"sort"
@@ -51,6 +52,16 @@ var commands = []command{
 	{"guard", "--allow 'CMD ARGS' [--allow ...]", "the allowlist guard of run_command, run as a tool:call:before handler (hooks.d/allow-commands.yaml)", cmdGuard},
 }
 
+// The commands about the commands are added at init: they read the
+// table.
+func init() {
+	commands = append(commands,
+		command{"version", "[--json]", "the module version and VCS revision hookd was built from", cmdVersion},
+		command{"completion", "bash|zsh|fish", "print a shell completion script", cmdCompletion},
+		command{"help", "[COMMAND]", "what a command does, its arguments and flags", cmdHelp},
+	)
+}
+
 func main() {
 	if err := hideEnviron(); err != nil {
 		fmt.Fprintf(os.Stderr, "hookd: warning: cannot hide the process environment from child processes: %v\n", err)
@@ -73,7 +84,7 @@ func runMain(args []string, stdout, stderr io.Writer) (code int) {
 	}()
 	term := isTerminal(stderr)
 	stdout, stderr = out, &flushFirst{out: out, w: stderr}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {
 			return exitUsage
@@ -220,10 +231,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// oneLine puts s on one line of at most max characters (never cutting
+// one in two).
 func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > max {
-		return s[:max-1] + "…"
-	}
-	return s
+	return engine.Clip(strings.Join(strings.Fields(s), " "), max)
 }

@@ -143,7 +143,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rep.Runs["fails"]["failed"] != 1 || rep.Skips["cool"]["cooldown"] != 1 || rep.Durations["tick"].Count < 2 ||
-		rep.Lateness["tick"].Count < 2 || rep.OverdueGrace != "1m0s" || rep.Overdue == nil {
+		rep.Lateness["tick"].Count < 2 || rep.OverdueGrace != "1m" || rep.Overdue == nil {
 		t.Errorf("status --json: %+v", rep)
 	}
 }

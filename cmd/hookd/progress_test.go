@@ -128,7 +128,7 @@ func TestFireWaitProgress(t *testing.T) {
 		rep.Running[0].Hook != "gate" || rep.Running[0].Current == nil || rep.Running[0].Current.Name != "wait" || len(rep.Running[0].Steps) != 1 {
 		t.Errorf("status --json running: %+v %v", rep.Running, err)
 	}
-	if r = e.must(0, "runs", "gate"); !regexp.MustCompile(id + ` +gate +running +manual +\S+ \S+ +\d+s so far`).MatchString(r.stdout) {
+	if r = e.must(0, "runs", "gate"); !regexp.MustCompile(id + ` +gate +running +manual +\S+ \S+ \S+ +\d+s so far`).MatchString(r.stdout) {
 		t.Errorf("hookd runs:\n%s", r)
 	}
 

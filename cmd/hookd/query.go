@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -20,9 +19,25 @@ import (
 func cmdList(c *cli, args []string) int {
 	fs := c.flags()
 	asJSON := fs.Bool("json", false, "print JSON")
+	names := fs.Bool("names", false, "print only the hooks' names, one a line, from their files (for shell completion)")
 	_, d, code, ok := c.setup(fs, args, 0, 0)
 	if !ok {
 		return code
+	}
+	if *names {
+		hooks, _, err := c.loadHooks(d)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		list := make([]string, len(hooks))
+		for i, h := range hooks {
+			list[i] = h.Name
+		}
+		sort.Strings(list)
+		for _, n := range list {
+			fmt.Fprintln(c.stdout, n)
+		}
+		return exitOK
 	}
 	ctx := context.Background()
 	var hooks []engine.HookStatus
@@ -60,7 +75,7 @@ func writeHookTable(w io.Writer, hooks []engine.HookStatus, now time.Time) {
 		case h.Paused:
 			next = "paused"
 		case !h.NextDue.IsZero():
-			next = h.NextDue.Local().Format("2006-01-02 15:04:05") + " (" + relTime(h.NextDue.Sub(now)) + ")"
+			next = timeText(h.NextDue) + " (" + relTime(h.NextDue.Sub(now)) + ")"
 		}
 		last := "-"
 		if h.LastStatus != "" {
@@ -172,7 +187,7 @@ func cmdRuns(c *cli, args []string) int {
 	for _, r := range runs {
 		started := "-"
 		if t := firstNonZero(r.StartedAt, r.QueuedAt, r.FinishedAt); !t.IsZero() {
-			started = t.Local().Format("01-02 15:04:05")
+			started = timeText(t)
 		}
 		dur := "-"
 		if d := r.Duration(); d > 0 {
@@ -188,7 +203,7 @@ func cmdRuns(c *cli, args []string) int {
 			why = strings.TrimSpace(strings.TrimPrefix(why+" "+r.Error, " "))
 		}
 		if r.Retry != nil {
-			why = fmt.Sprintf("retry %s at %s; %s", r.Retry.RunID, r.Retry.At.Local().Format("01-02 15:04:05"), why)
+			why = fmt.Sprintf("retry %s at %s; %s", r.Retry.RunID, timeText(r.Retry.At), why)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Hook, r.Headline(), r.Trigger, started, dur, oneLine(why, 80))
 	}
@@ -199,8 +214,7 @@ func cmdRuns(c *cli, args []string) int {
 // repeatsText says what a collapsed record stands for: "12× from 03-01
 // 10:00:00 to 03-01 10:11:00".
 func repeatsText(r *engine.Run) string {
-	const layout = "01-02 15:04:05"
-	return fmt.Sprintf("%d× from %s to %s", r.Repeats, r.QueuedAt.Local().Format(layout), r.FinishedAt.Local().Format(layout))
+	return fmt.Sprintf("%d× from %s to %s", r.Repeats, timeText(r.QueuedAt), timeText(r.FinishedAt))
 }
 
 // knownHook reports whether the hooks directory defines name, and lists
@@ -244,6 +258,7 @@ func firstNonZero(ts ...time.Time) time.Time {
 func cmdRun(c *cli, args []string) int {
 	fs := c.flags()
 	asJSON := fs.Bool("json", false, "print JSON")
+	brief := fs.Bool("brief", false, "only the outcome: status, reason, error and the model's answer")
 	pos, d, code, ok := c.setup(fs, args, 1, 1)
 	if !ok {
 		return code
@@ -253,17 +268,14 @@ func cmdRun(c *cli, args []string) int {
 		return c.errorf("%v", err)
 	}
 	defer db.Close()
-	r, err := db.GetRun(context.Background(), pos[0])
+	r, err := c.resolveRun(context.Background(), d, db, pos[0])
 	if err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
-			return c.errorf("no run %s", pos[0])
-		}
 		return c.errorf("%v", err)
 	}
 	if *asJSON {
 		return c.printJSON(r)
 	}
-	printRun(c, r)
+	printRun(c, r, *brief)
 	if r.Status == engine.StatusRunning {
 		c.printProgress(d, r.ID)
 	}
@@ -301,7 +313,10 @@ func (c *cli) printProgress(d *config.Daemon, id string) {
 	fmt.Fprintf(w, "  now: %s\n", doingText(&p, now))
 }
 
-func printRun(c *cli, r *engine.Run) {
+// printRun prints a run: its outcome and the model's answer first, then
+// the details (trigger, times, tokens, steps, prompt, transcript); brief
+// stops after the outcome.
+func printRun(c *cli, r *engine.Run, brief bool) {
 	w := c.stdout
 	fmt.Fprintf(w, "run %s\n", r.ID)
 	field := func(k, v string) {
@@ -313,6 +328,17 @@ func printRun(c *cli, r *engine.Run) {
 	field("project", r.Project)
 	field("status", r.Headline())
 	field("reason", r.Reason)
+	field("error", r.Error)
+	if !r.FinishedAt.IsZero() {
+		field("finished", timeText(r.FinishedAt)+" (took "+engine.ElapsedText(r.Duration())+")")
+	}
+	if r.Response != "" {
+		printBlock(w, "answer", r.Response)
+	}
+	if brief {
+		return
+	}
+	fmt.Fprintln(w)
 	if r.Repeats > 1 {
 		field("repeats", repeatsText(r)+" (one record for identical refusals in a row)")
 	}
@@ -325,28 +351,24 @@ func printRun(c *cli, r *engine.Run) {
 		field("attempt", a)
 	}
 	if r.Retry != nil {
-		field("retry", fmt.Sprintf("attempt %d as run %s at %s", r.Retry.Attempt, r.Retry.RunID, r.Retry.At.Local().Format(time.RFC3339)))
+		field("retry", fmt.Sprintf("attempt %d as run %s at %s", r.Retry.Attempt, r.Retry.RunID, timeText(r.Retry.At)))
 	}
 	if !r.Slot.IsZero() {
-		field("slot", r.Slot.Local().Format(time.RFC3339))
+		field("slot", timeText(r.Slot))
 	}
 	field("event", r.EventType)
 	if len(r.Event) > 0 && string(r.Event) != "{}" && string(r.Event) != "null" {
 		field("payload", string(r.Event))
 	}
 	if !r.QueuedAt.IsZero() && (r.StartedAt.IsZero() || r.StartedAt.Sub(r.QueuedAt) > 10*time.Millisecond) {
-		field("queued", r.QueuedAt.Local().Format(time.RFC3339))
+		field("queued", timeText(r.QueuedAt))
 	}
 	if !r.StartedAt.IsZero() {
-		field("started", r.StartedAt.Local().Format(time.RFC3339))
-	}
-	if !r.FinishedAt.IsZero() {
-		field("finished", r.FinishedAt.Local().Format(time.RFC3339)+" ("+r.Duration().Round(time.Millisecond).String()+")")
+		field("started", timeText(r.StartedAt))
 	}
 	if r.Tokens.Known {
 		field("tokens", fmt.Sprintf("prompt %d, completion %d, cached %d", r.Tokens.Prompt, r.Tokens.Completion, r.Tokens.Cached))
 	}
-	field("error", r.Error)
 	for _, n := range r.Notes {
 		field("note", n)
 	}
@@ -355,7 +377,7 @@ func printRun(c *cli, r *engine.Run) {
 		if s.Name != "" {
 			label += " (" + s.Name + ")"
 		}
-		fmt.Fprintf(w, "\n%s %s, %s", label, s.Type, s.Duration.Round(time.Millisecond))
+		fmt.Fprintf(w, "\n%s %s, %s", label, s.Type, engine.ElapsedText(s.Duration))
 		if s.ExitCode != nil {
 			fmt.Fprintf(w, ", exit %d", *s.ExitCode)
 		}
@@ -376,10 +398,6 @@ func printRun(c *cli, r *engine.Run) {
 		printBlock(w, "prompt", r.Prompt)
 	}
 	printTranscript(w, r)
-	if r.Response != "" {
-		fmt.Fprintln(w)
-		printBlock(w, "response", r.Response)
-	}
 }
 
 func printBlock(w interface{ Write([]byte) (int, error) }, title, text string) {
@@ -456,7 +474,7 @@ func cmdNext(c *cli, args []string) int {
 		}
 		if len(times) == 0 && h.Trigger.Kind == engine.TriggerAt {
 			fmt.Fprintf(c.stdout, "%s fires once, at %s: that time has passed (it fired then, or once when hookd next started; see `hookd runs %s`)\n",
-				h.Name, h.Trigger.At.In(loc).Format("2006-01-02 15:04:05 MST Mon"), h.Name)
+				h.Name, h.Trigger.At.In(loc).Format(timeLayout+" Mon"), h.Name)
 			return exitOK
 		}
 		if len(times) == 0 {
@@ -464,7 +482,7 @@ func cmdNext(c *cli, args []string) int {
 			return exitOK
 		}
 		for _, t := range times {
-			fmt.Fprintln(c.stdout, t.In(loc).Format("2006-01-02 15:04:05 MST Mon"))
+			fmt.Fprintln(c.stdout, t.In(loc).Format(timeLayout+" Mon")) // the weekday helps read a schedule
 		}
 		return exitOK
 	}
@@ -527,9 +545,9 @@ func relTime(d time.Duration) string {
 	case d < time.Second:
 		return "now"
 	case d < time.Minute:
-		s = d.Round(time.Second).String()
+		s = engine.ElapsedText(d.Round(time.Second))
 	default:
-		s = strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+		s = engine.ElapsedText(d.Round(time.Minute))
 	}
 	if past {
 		return s + " ago"

@@ -148,7 +148,7 @@ func TestReloadHooksDirectory(t *testing.T) {
 	// An edited file replaces its hook and keeps its state.
 	e.write("hooks.d/a.yaml", "description: second\ntrigger: {every: 2h}\nskip_llm: true\n")
 	after := e.waitList("a's new version", func(m map[string]engine.HookStatus) bool { return m["a"].Version != before.Version })["a"]
-	if after.LastRunID != id || after.Trigger != "every 2h0m0s" || after.File != "hooks.d/a.yaml" {
+	if after.LastRunID != id || after.Trigger != "every 2h" || after.File != "hooks.d/a.yaml" {
 		t.Errorf("a after the edit: %+v", after)
 	}
 

@@ -82,8 +82,8 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 		return nil, err
 	}
 	rep := &statusReport{
-		Summary: sum, Running: running, PID: os.Getpid(), Uptime: time.Since(a.started).Round(time.Second).String(),
-		OverdueGrace: a.grace.String(), Overdue: overdue,
+		Summary: sum, Running: running, PID: os.Getpid(), Uptime: engine.DurationText(time.Since(a.started).Round(time.Second)),
+		OverdueGrace: engine.DurationText(a.grace), Overdue: overdue,
 		Runs: countsBy{}, Skips: countsBy{}, Drops: countsBy{}, Tokens: countsBy{}, ToolCalls: countsBy{},
 		Durations: map[string]dist{}, Lateness: map[string]dist{}, Events: counts{}, Notifications: counts{}, ShortCircuits: counts{},
 	}
@@ -209,7 +209,7 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 	if len(rep.Retries) > 0 {
 		fmt.Fprintf(w, "retrying:  %d", len(rep.Retries))
 		for _, r := range rep.Retries {
-			fmt.Fprintf(w, " %s (%s attempt %d of %d at %s)", r.RunID, r.Hook, r.Attempt, r.Attempts, r.At.Local().Format("15:04:05"))
+			fmt.Fprintf(w, " %s (%s attempt %d of %d at %s)", r.RunID, r.Hook, r.Attempt, r.Attempts, timeText(r.At))
 		}
 		fmt.Fprintln(w)
 	}
@@ -265,10 +265,10 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 		case p == nil:
 			fmt.Fprintln(w, "pruned:    not yet since hookd started")
 		case p.Error != "":
-			fmt.Fprintf(w, "pruned:    %s, failed: %s\n", p.At.Local().Format(time.DateTime), p.Error)
+			fmt.Fprintf(w, "pruned:    %s, failed: %s\n", timeText(p.At), p.Error)
 		default:
 			fmt.Fprintf(w, "pruned:    %s: %d runs, %d skip/drop records, %d events; freed %s\n",
-				p.At.Local().Format(time.DateTime), p.Runs, p.Skipped, p.Events, bytesText(p.FreedBytes))
+				timeText(p.At), p.Runs, p.Skipped, p.Events, bytesText(p.FreedBytes))
 		}
 	}
 	n := rep.Notifications
@@ -297,7 +297,7 @@ func distText(d dist) string {
 }
 
 func secs(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+	return engine.ElapsedText(time.Duration(s * float64(time.Second)))
 }
 
 func orDash(s string) string {

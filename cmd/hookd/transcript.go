@@ -149,11 +149,11 @@ func indentBlock(w io.Writer, indent, title, text string) {
 	}
 }
 
-// roundDur shows a duration to the millisecond, or to the microsecond
-// when shorter than one.
+// roundDur shows a duration in words (engine.ElapsedText), or to the
+// microsecond when shorter than a millisecond.
 func roundDur(d time.Duration) string {
 	if d < time.Millisecond {
 		return d.Round(time.Microsecond).String()
 	}
-	return d.Round(time.Millisecond).String()
+	return engine.ElapsedText(d)
 }

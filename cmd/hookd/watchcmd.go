@@ -186,12 +186,12 @@ func eventLine(ev *eventJSON) string {
 		if what == "started" {
 			extra := str("trigger")
 			if ms, ok := ev.Data["lateness_ms"].(float64); ok {
-				extra += ", " + time.Duration(ms*float64(time.Millisecond)).Round(time.Millisecond).String() + " late"
+				extra += ", " + engine.ElapsedText(time.Duration(ms*float64(time.Millisecond))) + " late"
 			}
 			return line + " (" + extra + ")"
 		}
 		if ms, ok := ev.Data["duration_ms"].(float64); ok && ms > 0 {
-			line += " in " + time.Duration(ms*float64(time.Millisecond)).Round(time.Millisecond).String()
+			line += " in " + engine.ElapsedText(time.Duration(ms*float64(time.Millisecond)))
 		} else if t := str("trigger"); t != "" {
 			line += " (" + t + ")"
 		}

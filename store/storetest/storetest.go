@@ -36,6 +36,9 @@ type Store interface {
 	// BriefsSince returns up to limit runs queued at or after since,
 	// newest first.
 	BriefsSince(ctx context.Context, since time.Time, limit int) ([]engine.RunBrief, error)
+	// RunIDsWithPrefix returns up to limit run ids beginning with
+	// prefix, in id order (hookd run takes a unique prefix).
+	RunIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
 	// EventsAfter returns up to limit events whose seq is greater than
 	// after, oldest first (0 or less means 50).
 	EventsAfter(ctx context.Context, after int64, limit int) ([]*engine.Event, error)
@@ -91,6 +94,7 @@ var tests = []struct {
 	{"EventsAfter", testEventsAfter},
 	{"WatchSnapshots", testWatchSnapshots},
 	{"PendingRetries", testPendingRetries},
+	{"RunIDsWithPrefix", testRunIDsWithPrefix},
 }
 
 // t0 is a fixed instant with nanoseconds, so round trips show truncation.

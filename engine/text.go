@@ -1,0 +1,23 @@
+package engine
+
+import "unicode/utf8"
+
+// Clip shortens s for display to at most n characters, the last of them
+// "…" when it cut: it counts and cuts whole characters (runes), never
+// bytes, so a cut never splits a UTF-8 character.
+func Clip(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	k := 0
+	for i := range s {
+		if k == n-1 {
+			return s[:i] + "…"
+		}
+		k++
+	}
+	return s
+}
