@@ -273,6 +273,7 @@ type runData struct {
 	Transcript *llm.Transcript
 	TransErr   string
 	Waterfall  template.HTML
+	Progress   *engine.RunProgress // the run in flight's steps so far; nil when it is not in flight
 }
 
 // stepView is a step with its output split for the page.
@@ -300,6 +301,16 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *request) {
 		return
 	}
 	d := runData{Now: s.opts.Now(), Run: run}
+	if run.Status == engine.StatusRunning {
+		p, ok, err := s.opts.Source.Progress(r.Context(), run.ID)
+		if err != nil {
+			s.failErr(w, r, req, err)
+			return
+		}
+		if ok {
+			d.Progress = &p
+		}
+	}
 	if len(run.Event) > 0 && string(run.Event) != "{}" && string(run.Event) != "null" {
 		var v any
 		if json.Unmarshal(run.Event, &v) == nil {
@@ -403,8 +414,9 @@ var funcs = template.FuncMap{
 		}
 		return t.Local().Format("01-02 15:04:05")
 	},
-	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"dur": duration,
+	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"dur":   duration,
+	"since": func(t, now time.Time) string { return duration(now.Sub(t)) },
 	"elapsed": func(r *engine.Run, now time.Time) string {
 		switch {
 		case r.Duration() > 0:

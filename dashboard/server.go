@@ -33,6 +33,9 @@ type Source interface {
 	SetPaused(ctx context.Context, hook string, paused bool) error
 	ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run, error)
 	GetRun(ctx context.Context, id string) (*engine.Run, error)
+	// Progress is what a run in flight has done so far (false: it is not
+	// in flight).
+	Progress(ctx context.Context, runID string) (engine.RunProgress, bool, error)
 	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
 	BriefsSince(ctx context.Context, since time.Time, limit int) ([]engine.RunBrief, error)
 	// DatabaseBytes is the size of the database on disk.

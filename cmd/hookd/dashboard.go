@@ -43,6 +43,9 @@ func (s dashSource) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine
 func (s dashSource) GetRun(ctx context.Context, id string) (*engine.Run, error) {
 	return s.db.GetRun(ctx, id)
 }
+func (s dashSource) Progress(ctx context.Context, runID string) (engine.RunProgress, bool, error) {
+	return s.eng.Progress(ctx, runID)
+}
 func (s dashSource) LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error) {
 	return s.db.LatestBriefs(ctx, hook, n)
 }

@@ -27,16 +27,20 @@
     return true;
   }
 
-  // typing reports whether the user is filling in a form in <main>: the
-  // page waits for them to finish before it refreshes.
-  function typing() {
+  // held reports whether the reader is busy with a form in <main> (typing
+  // in it, or a fire form is open): the page waits for them to finish
+  // before it refreshes.
+  function held() {
     var a = document.activeElement;
-    return a && main.contains(a) && (a.tagName === "TEXTAREA" || a.tagName === "INPUT" || a.tagName === "SELECT");
+    if (a && main.contains(a) && (a.tagName === "TEXTAREA" || a.tagName === "INPUT" || a.tagName === "SELECT")) {
+      return true;
+    }
+    return main.querySelector("details.fire[open]") !== null;
   }
 
   function refresh() {
     timer = null;
-    if (typing()) {
+    if (held()) {
       schedule(1000);
       return;
     }
@@ -56,6 +60,10 @@
         var doc = new DOMParser().parseFromString(text, "text/html");
         var fresh = doc.getElementById("main");
         if (!fresh) {
+          return;
+        }
+        if (held()) {
+          again = true;
           return;
         }
         // Keep what the reader opened or closed.
@@ -81,7 +89,7 @@
         busy = false;
         if (again) {
           again = false;
-          schedule(200);
+          schedule(held() ? 1000 : 200);
         }
       });
   }
@@ -95,6 +103,9 @@
   var stream = new EventSource("/v1/stream?type=hook.**");
   stream.onopen = function () {
     document.body.dataset.stream = "open";
+    // The stream starts now: what happened since the page was rendered
+    // (or while the stream was down) is caught up by one refresh.
+    schedule(0);
   };
   stream.onerror = function () {
     document.body.dataset.stream = "retrying";
