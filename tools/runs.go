@@ -25,6 +25,42 @@ func init() {
 			"tokens and error, as JSON.",
 		`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"],"additionalProperties":false}`,
 		getRun)
+	register("search_runs",
+		"Search what earlier runs recorded (their event, step outputs, prompt and answer) for words: the best "+
+			"matching runs, with id, hook, status, time, a snippet and a score. Read one in full with get_run.",
+		`{"type":"object","properties":{
+			"query":{"type":"string","description":"words to look for"},
+			"hook":{"type":"string","description":"only this hook's runs (default: every hook)"},
+			"limit":{"type":"integer","minimum":1,"maximum":20,"description":"default 5"}
+		},"required":["query"],"additionalProperties":false}`,
+		searchRuns)
+}
+
+type searchRunsArgs struct {
+	Query string `json:"query"`
+	Hook  string `json:"hook"`
+	Limit int    `json:"limit"`
+}
+
+func searchRuns(ctx context.Context, env *engine.ToolEnv, a *searchRunsArgs) (string, error) {
+	s, ok := env.Records.(engine.RunSearcher)
+	if !ok {
+		return "", errors.New("hookd's run history has no search index here")
+	}
+	hits, err := s.SearchRuns(ctx, engine.SearchQuery{Text: a.Query, Hook: a.Hook, Limit: min(max(a.Limit, 0), 20)})
+	if err != nil {
+		return "", err
+	}
+	if len(hits) == 0 {
+		return "(no runs match)", nil
+	}
+	var b strings.Builder
+	b.WriteString("id\thook\tstatus\tfinished\tscore\tsnippet")
+	for _, h := range hits {
+		fmt.Fprintf(&b, "\n%s\t%s\t%s\t%s\t%.2f\t%s", h.RunID, h.Hook, h.Status, h.Time.UTC().Format(time.RFC3339),
+			h.Score, strings.Join(strings.Fields(h.Snippet), " "))
+	}
+	return b.String(), nil
 }
 
 type listRunsArgs struct {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/store"
 )
 
 // call runs a registered tool the way the model stage does: the
@@ -96,7 +97,7 @@ func project(t *testing.T) (*engine.ToolEnv, string) {
 }
 
 func TestRegistered(t *testing.T) {
-	want := []string{"emit_event", "fire_hook", "get_run", "http_get", "list_files", "list_runs", "read_file", "run_command", "write_file"}
+	want := []string{"emit_event", "fire_hook", "get_run", "http_get", "list_files", "list_runs", "read_file", "run_command", "search_runs", "write_file"}
 	names := strings.Join(engine.ToolNames(), " ")
 	for _, n := range want {
 		tool, ok := engine.LookupTool(n)
@@ -365,4 +366,36 @@ func TestRuns(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 	wantErr(t, env, "get_run", `{"id":"R7"}`, "no run R7")
+}
+
+// TestSearchRunsTool: search_runs reads the store's full-text index of
+// finished runs.
+func TestSearchRunsTool(t *testing.T) {
+	env, _ := project(t)
+	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := &engine.Run{ID: engine.NewID(), Hook: "triage", Trigger: "manual", Status: engine.StatusRunning, StartedAt: t0}
+	if err := db.StartRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	r.Status, r.FinishedAt, r.Response = engine.StatusCompleted, t0, "TestLogin is flaky since the upgrade"
+	if err := db.FinishRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	env.Records = db
+	got := mustCall(t, env, "search_runs", `{"query":"flaky login TestLogin"}`)
+	if !strings.HasPrefix(got, "id\thook\tstatus\tfinished\tscore\tsnippet\n"+r.ID+"\ttriage\tcompleted\t2025-01-02T03:04:05Z\t") ||
+		!strings.Contains(got, "[flaky]") {
+		t.Errorf("got %q", got)
+	}
+	if got := mustCall(t, env, "search_runs", `{"query":"nothing-like-it"}`); got != "(no runs match)" {
+		t.Errorf("got %q", got)
+	}
+	env.Records = fakeRecords{}
+	wantErr(t, env, "search_runs", `{"query":"x"}`, "no search index")
 }

@@ -36,6 +36,7 @@ import (
 //	POST /v1/events                 {"type":"...","data":{...},"id":"optional"} -> {"event_id","seq","runs","duplicate"}
 //	GET  /v1/events?after=&limit=&type=&hook=
 //	GET  /v1/stream                 Server-Sent Events, resumable with Last-Event-ID
+//	GET  /v1/search?q=WORDS           finished runs whose records best match (hook, limit, since)
 //	GET  /v1/status                 runs in flight, queue, overdue hooks, counters, database size, last prune
 //	POST /v1/prune                  {"dry_run":bool} -> what retention deleted (or would)
 //	POST /v1/ui/login               -> {"url"}: a one-time login link to the dashboard
@@ -101,6 +102,7 @@ func (a *apiServer) handler(dash *dashboard.Server) http.Handler {
 	mux.HandleFunc("POST /v1/hooks/{name}/resume", a.pause(false))
 	mux.HandleFunc("GET /v1/runs", a.runs)
 	mux.HandleFunc("GET /v1/runs/{id}", a.run)
+	mux.HandleFunc("GET /v1/search", a.search)
 	mux.HandleFunc("GET /v1/runs/{id}/wait", a.wait)
 	mux.HandleFunc("GET /v1/runs/{id}/progress", a.progress)
 	mux.HandleFunc("POST /v1/events", a.emit)

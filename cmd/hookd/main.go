@@ -38,6 +38,7 @@ var commands = []command{
 	{"list", "", "hooks, trigger, next due, last status", cmdList},
 	{"runs", "[NAME] [--status S] [--limit N] [--json]", "recent runs, newest first", cmdRuns},
 	{"run", "ID [--json]", "one run: steps, prompt, response, tool calls, tokens", cmdRun},
+	{"search", "QUERY [--hook H] [--limit N] [--json]", "finished runs whose records best match the words", cmdSearch},
 	{"validate", "[DIR]", "check hook files; exit 1 on error", cmdValidate},
 	{"next", "NAME [-n 5]", "next fire times", cmdNext},
 	{"render", "NAME [--event JSON] [--json]", "run a hook's steps and print the prompt it would send, without a model", cmdRender},

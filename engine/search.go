@@ -1,0 +1,31 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// SearchQuery asks for the finished runs whose records best match Text.
+type SearchQuery struct {
+	Text  string    // words; a run matches all of them, or else any
+	Hook  string    // only this hook's runs ("" every hook)
+	Limit int       // at most this many (0: 5)
+	Since time.Time // only runs finished since (zero: any time)
+}
+
+// SearchHit is one run a search found, best first.
+type SearchHit struct {
+	RunID   string    `json:"run_id"`
+	Hook    string    `json:"hook"`
+	Status  Status    `json:"status"`
+	Time    time.Time `json:"time"`    // when it finished
+	Snippet string    `json:"snippet"` // the matching text, the words in [brackets]
+	Score   float64   `json:"score"`   // BM25: higher is better
+}
+
+// RunSearcher is a store that keeps a full-text index of finished runs:
+// the memory_search step, the search_runs tool, `hookd search` and GET
+// /v1/search read it.
+type RunSearcher interface {
+	SearchRuns(ctx context.Context, q SearchQuery) ([]SearchHit, error)
+}
