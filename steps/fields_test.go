@@ -14,17 +14,18 @@ import (
 // resolves at run time.
 func TestDeclaredFields(t *testing.T) {
 	srcs := map[string]string{
-		"shell":       "command: 'true'",
-		"run_tests":   "command: 'true'",
-		"read_file":   "path: missing.txt",
-		"list_files":  "path: .",
-		"http":        "url: http://127.0.0.1:1/",
-		"git_diff":    "{}",
-		"file_diff":   "path: a.txt",
-		"git_log":     "{}",
-		"db_query":    "query: recent_runs",
-		"emit":        "event_type: a",
-		"create_task": "{}",
+		"shell":         "command: 'true'",
+		"run_tests":     "command: 'true'",
+		"read_file":     "path: missing.txt",
+		"list_files":    "path: .",
+		"http":          "url: http://127.0.0.1:1/",
+		"git_diff":      "{}",
+		"file_diff":     "path: a.txt",
+		"git_log":       "{}",
+		"db_query":      "query: recent_runs",
+		"emit":          "event_type: a",
+		"create_task":   "{}",
+		"memory_search": "query: flaky",
 	}
 	for _, kind := range engine.StepKinds() {
 		t.Run(kind, func(t *testing.T) {
