@@ -243,7 +243,7 @@ func (s *Server) sessionOf(r *http.Request) (string, *session) {
 // dashboard, from this site: the check the event stream makes of a
 // request without the bearer token.
 func (s *Server) Authorized(r *http.Request) bool {
-	if !s.hostAllowed(r.Host) && s.opts.Login {
+	if !s.hostAllowed(r.Host) {
 		return false
 	}
 	if bad, _ := crossSite(r, false); bad {

@@ -45,11 +45,11 @@ type Source interface {
 // Options configure a Server.
 type Options struct {
 	Source Source
-	// Login: browsers log in with Token and keep a session cookie, and
-	// the Host of every request must be an address, localhost or one of
-	// Hosts. Without it (the unix socket, whose permissions are the
-	// login) every request is the one local session; the CSRF token is
-	// still required.
+	// Login: browsers log in with Token and keep a session cookie.
+	// Without it (the unix socket, whose permissions are the login)
+	// every request is the one local session; the CSRF token, the Host
+	// check (an address, localhost or one of Hosts) and the refusal of
+	// requests from another site still hold.
 	Login bool
 	Token string
 	Hosts []string // host names accepted besides IP addresses and localhost
@@ -152,17 +152,21 @@ func (s *Server) guard(public bool, h handler) http.HandlerFunc {
 		hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 		hd.Set("Cross-Origin-Resource-Policy", "same-origin")
 		changes := r.Method != http.MethodGet && r.Method != http.MethodHead
-		if s.opts.Login {
-			if !s.hostAllowed(r.Host) {
-				s.fail(w, r, req, http.StatusMisdirectedRequest, fmt.Sprintf(
-					"this dashboard does not answer to the host name %q: open it by IP address or localhost "+
-						"(a name another site controls could point at this machine: DNS rebinding)", r.Host))
-				return
-			}
-			if bad, why := crossSite(r, changes); bad {
-				s.fail(w, r, req, http.StatusForbidden, "refused "+why)
-				return
-			}
+		// The Host and site checks hold on the unix socket too: a browser
+		// reaches it through a forward (ssh -L PORT:SOCKET, socat), and
+		// there a rebound name would read the pages and their CSRF token
+		// with no login in the way. Only the demand that a state-changing
+		// request name its origin is the TCP listener's: tools on the
+		// socket send none.
+		if !s.hostAllowed(r.Host) {
+			s.fail(w, r, req, http.StatusMisdirectedRequest, fmt.Sprintf(
+				"this dashboard does not answer to the host name %q: open it by IP address or localhost "+
+					"(a name another site controls could point at this machine: DNS rebinding)", r.Host))
+			return
+		}
+		if bad, why := crossSite(r, changes && s.opts.Login); bad {
+			s.fail(w, r, req, http.StatusForbidden, "refused "+why)
+			return
 		}
 		req.sid, req.sess = s.sessionOf(r)
 		if req.sess == nil && !public {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -448,6 +449,7 @@ func TestDashboardSocket(t *testing.T) {
 	e := newEnv(t, "", dashHooks)
 	e.serve()
 	c := e.socketClient()
+	c.base = "http://localhost" // the Host check holds on the socket too
 	code, body := c.call("GET", "/hooks", nil)
 	if code != 200 || !strings.Contains(string(body), "hello") {
 		t.Fatalf("GET /hooks on the socket: %d", code)
@@ -465,6 +467,79 @@ func TestDashboardSocket(t *testing.T) {
 	}
 	if l := e.must(0, "list"); !strings.Contains(l.stdout, "paused") {
 		t.Errorf("hookd list after the pause:\n%s", l.stdout)
+	}
+}
+
+// forwardSocket forwards a loopback TCP port to the daemon's unix
+// socket, as `ssh -L PORT:SOCKET` or socat does, and returns its address.
+func forwardSocket(t *testing.T, sock string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("unix", sock)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestDashboardSocketForwarded: a browser that reaches the socket's
+// dashboard through a forward (no login there) gets the same Host and
+// site checks as on TCP: a page on a rebound name (DNS rebinding) can
+// neither read the pages and their CSRF token nor fire or pause a hook,
+// and a cross-site request is refused even with the token.
+func TestDashboardSocketForwarded(t *testing.T) {
+	e := newEnv(t, "", dashHooks)
+	e.serve()
+	addr := forwardSocket(t, e.path(".hookd/hookd.sock"))
+	rebind := "attacker.example:" + addr[strings.LastIndex(addr, ":")+1:]
+	b := newBrowser(t, addr)
+
+	// The rebound page reads nothing.
+	if p := b.get("/hooks", "Host", rebind); p.code != 421 || csrfRE.MatchString(p.body) {
+		t.Errorf("GET /hooks through %s: %d\n%s", rebind, p.code, p.body)
+	}
+	// Even with the token (read here through the genuine address), a
+	// rebound or cross-site POST does nothing.
+	csrf := b.csrf()
+	attacks := []struct {
+		name string
+		path string
+		hdr  []string
+		code int
+	}{
+		{"DNS rebinding, fire", "/hooks/hello/fire", []string{"Host", rebind, "Origin", "http://" + rebind}, 421},
+		{"DNS rebinding, pause", "/hooks/hello/pause", []string{"Host", rebind, "Origin", "http://" + rebind}, 421},
+		{"cross-site fire", "/hooks/hello/fire", []string{"Origin", "http://attacker.example", "Sec-Fetch-Site", "cross-site"}, 403},
+		{"foreign Origin, pause", "/hooks/hello/pause", []string{"Origin", "http://attacker.example"}, 403},
+	}
+	for _, a := range attacks {
+		if p := b.do("POST", a.path, url.Values{"csrf": {csrf}}, a.hdr...); p.code != a.code {
+			t.Errorf("%s: POST %s: %d, want %d\n%s", a.name, a.path, p.code, a.code, p.body)
+		}
+	}
+	if runs := e.listRuns(); len(runs) != 0 {
+		t.Errorf("the attacks made %d runs: %+v", len(runs), runs)
+	}
+	if l := e.must(0, "list"); strings.Contains(l.stdout, "paused") {
+		t.Errorf("an attack paused a hook:\n%s", l.stdout)
+	}
+	// The genuine address works, a tool's POST without Origin too.
+	if p := b.do("POST", "/hooks/hello/pause", url.Values{"csrf": {csrf}}, "Origin", "-"); p.code != 303 {
+		t.Errorf("the genuine pause through the forward: %d\n%s", p.code, p.body)
 	}
 }
 
