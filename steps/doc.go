@@ -7,6 +7,12 @@
 // Every kind declares its result fields (engine.DeclaredKind); besides
 // them every result has output, error, name and type. A placeholder
 // naming a field its step's kind does not have is refused at load.
+// exit_code, status_code, count, timed_out and truncated are typed fields
+// of engine.StepResult (ExitCode, StatusCode, Count, TimedOut, Truncated),
+// which the engine decides on (failures, skip_llm_if_*) and the CLI shows;
+// a kind sets those there and its other fields in StepResult.Fields.
+// duration_ms is the engine's timing of the step (StepResult.Duration), on
+// its clock: a kind does not measure it.
 //
 // Every kind has the common step keys (name, timeout, required and the
 // skip_llm_if_* conditions). A step's result always has every field listed
