@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -19,11 +20,13 @@ func cmdFire(c *cli, args []string) int {
 	wait := fs.Bool("wait", false, "wait for the run to end; exit 0 if it completed or was skipped, 1 otherwise")
 	force := fs.Bool("force", false, "skip the cooldown (never the in-flight gate)")
 	eventJSON := fs.String("event", "", "event payload as a JSON object, visible as {{event}}")
+	asJSON := fs.Bool("json", false, "print the run as JSON (with --wait, the final run) instead of its id, progress and outcome")
 	pos, d, code, ok := c.setup(fs, args, 1, 1)
 	if !ok {
 		return code
 	}
 	name := pos[0]
+	c.quiet = *asJSON
 	event, ok := c.jsonObject("event", *eventJSON)
 	if !ok {
 		return exitUsage
@@ -49,6 +52,9 @@ func cmdFire(c *cli, args []string) int {
 		}
 		c.printFired(ans.Run)
 		if !*wait {
+			if c.quiet {
+				return c.printJSON(ans.Run)
+			}
 			return exitOK
 		}
 		pp.setRun(ans.Run.ID)
@@ -115,6 +121,9 @@ func (c *cli) fireRefused(err error) (int, bool) {
 }
 
 func (c *cli) printFired(run *engine.Run) {
+	if c.quiet {
+		return
+	}
 	fmt.Fprintln(c.stdout, run.ID)
 	c.flush() // --wait waits after this
 	if run.Status == engine.StatusQueued {
@@ -128,7 +137,12 @@ const progressGrace = 3 * time.Second
 
 // progress returns a printer of a run's progress on stderr, with a live
 // line when stderr is a terminal.
-func (c *cli) progress() *progressPrinter { return newProgressPrinter(c.stderr, c.flush, c.term) }
+func (c *cli) progress() *progressPrinter {
+	if c.quiet {
+		return newProgressPrinter(io.Discard, func() {}, false)
+	}
+	return newProgressPrinter(c.stderr, c.flush, c.term)
+}
 
 // subscribeProgress feeds hook's events on eng's bus to p, off the bus's
 // goroutine (a subscriber must not block).
@@ -161,6 +175,12 @@ func subscribeProgress(eng *engine.Engine, hook string, p *progressPrinter) func
 // answer on stdout, and returns the exit code of --wait.
 func (c *cli) printFinal(run *engine.Run) int {
 	code := c.printOutcome(run)
+	if c.quiet {
+		if jc := c.printJSON(run); jc != exitOK {
+			return jc
+		}
+		return code
+	}
 	if answer := strings.TrimRight(run.Response, "\n"); answer != "" {
 		fmt.Fprintln(c.stdout, answer)
 	}
@@ -177,7 +197,9 @@ func (c *cli) printOutcome(run *engine.Run) int {
 	if run.Error != "" {
 		line += ": " + run.Error
 	}
-	fmt.Fprintln(c.stderr, line)
+	if !c.quiet {
+		fmt.Fprintln(c.stderr, line)
+	}
 	switch run.Status {
 	case engine.StatusCompleted, engine.StatusSkipped:
 		return exitOK
@@ -190,6 +212,7 @@ func cmdEmit(c *cli, args []string) int {
 	dataJSON := fs.String("data", "", "payload as a JSON object (key=value arguments are merged into it)")
 	id := fs.String("id", "", "event id; an id seen before is not dispatched again")
 	wait := fs.Bool("wait", false, "wait for the runs it started; exit 1 if one did not complete or skip")
+	asJSON := fs.Bool("json", false, "print the answer as JSON: event_id, seq and the runs (with --wait, as they ended)")
 	pos, d, code, ok := c.setup(fs, args, 1, -1)
 	if !ok {
 		return code
@@ -212,6 +235,7 @@ func cmdEmit(c *cli, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	req := emitRequest{ID: *id, Type: pos[0], Data: data}
+	c.quiet = *asJSON
 
 	if cl := dial(d.DB); cl != nil {
 		var ans emitAnswer
@@ -221,16 +245,17 @@ func cmdEmit(c *cli, args []string) int {
 		c.printEmitted(ans)
 		if *wait {
 			worst := exitOK
-			for _, r := range ans.Runs {
+			for i, r := range ans.Runs {
 				var final engine.Run
 				if err := cl.do(ctx, "GET", "/v1/runs/"+r.ID+"/wait", nil, &final); err != nil {
 					return c.errorf("wait for run %s: %v", r.ID, err)
 				}
 				worst = max(worst, c.printOutcome(&final))
+				ans.Runs[i] = &final
 			}
-			return worst
+			return c.emitted(ans, worst)
 		}
-		return exitOK
+		return c.emitted(ans, exitOK)
 	}
 
 	l, err := c.openLocal(d, newLogger(d.LogFormat, os.Stderr, slog.LevelWarn), true)
@@ -241,28 +266,47 @@ func cmdEmit(c *cli, args []string) int {
 	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "cli"}
 	runs, err := l.eng.Emit(ctx, ev)
 	if errors.Is(err, engine.ErrDuplicateEvent) {
-		c.printEmitted(emitAnswer{EventID: ev.ID, Seq: ev.Seq, Duplicate: true})
-		return exitOK
+		ans := emitAnswer{EventID: ev.ID, Seq: ev.Seq, Duplicate: true, Runs: []*engine.Run{}}
+		c.printEmitted(ans)
+		return c.emitted(ans, exitOK)
 	}
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	c.printEmitted(emitAnswer{EventID: ev.ID, Seq: ev.Seq, Runs: runs})
+	ans := emitAnswer{EventID: ev.ID, Seq: ev.Seq, Runs: append([]*engine.Run{}, runs...)}
+	c.printEmitted(ans)
 	worst := exitOK
+	finals := make([]*engine.Run, 0, len(runs))
 	for _, r := range runs {
 		final, err := l.eng.Wait(ctx, r.ID)
 		if err != nil {
 			return c.errorf("wait for run %s: %v", r.ID, err)
 		}
 		worst = max(worst, c.printOutcome(final))
+		finals = append(finals, final)
 	}
 	if !*wait {
-		return exitOK
+		return c.emitted(ans, exitOK)
 	}
-	return worst
+	ans.Runs = finals
+	return c.emitted(ans, worst)
+}
+
+// emitted ends emit: with --json it prints the answer, and code is the
+// exit code.
+func (c *cli) emitted(ans emitAnswer, code int) int {
+	if c.quiet {
+		if jc := c.printJSON(ans); jc != exitOK {
+			return jc
+		}
+	}
+	return code
 }
 
 func (c *cli) printEmitted(ans emitAnswer) {
+	if c.quiet {
+		return
+	}
 	switch {
 	case ans.Duplicate:
 		// Idempotent: a retry of a published event is not an error.

@@ -33,14 +33,14 @@ type command struct {
 
 var commands = []command{
 	{"serve", "[--hooks DIR] [--db PATH] [--config FILE]", "run the daemon", cmdServe},
-	{"fire", "NAME [--wait] [--force] [--event JSON]", "fire a hook through the running daemon, or in-process if none runs", cmdFire},
-	{"emit", "TYPE [key=value ...] [--data JSON]", "publish an event", cmdEmit},
-	{"list", "", "hooks, trigger, next due, last status", cmdList},
+	{"fire", "NAME [--wait] [--force] [--event JSON] [--json]", "fire a hook through the running daemon, or in-process if none runs", cmdFire},
+	{"emit", "TYPE [key=value ...] [--data JSON] [--json]", "publish an event", cmdEmit},
+	{"list", "[--json] [--names]", "hooks, trigger, next due, last status", cmdList},
 	{"runs", "[NAME] [--status S] [--limit N] [--json]", "recent runs, newest first", cmdRuns},
-	{"run", "ID [--json]", "one run: steps, prompt, response, tool calls, tokens", cmdRun},
+	{"run", "ID|PREFIX|HOOK|last [--brief] [--json]", "one run: outcome and answer, then steps, prompt, tool calls, tokens", cmdRun},
 	{"search", "QUERY [--hook H] [--limit N] [--json]", "finished runs whose records best match the words", cmdSearch},
-	{"validate", "[DIR]", "check hook files; exit 1 on error", cmdValidate},
-	{"next", "NAME [-n 5]", "next fire times", cmdNext},
+	{"validate", "[DIR] [--json]", "check hook files; exit 1 on error", cmdValidate},
+	{"next", "NAME [-n 5] [--json]", "next fire times", cmdNext},
 	{"render", "NAME [--event JSON] [--json]", "run a hook's steps and print the prompt it would send, without a model", cmdRender},
 	{"handlers", "[--json]", "lifecycle handlers: point, priority, label, plugin, source file", cmdHandlers},
 	{"tools", "[--json] [--builtin]", "the tools hooks may give the model: built-in and MCP, with their schemas", cmdTools},
@@ -141,6 +141,7 @@ type cli struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	term     bool // stderr is a terminal: commands may show a live line there
+	quiet    bool // --json: stdout gets JSON only, stderr errors only
 
 	configPath string
 	dbPath     string

@@ -422,6 +422,7 @@ func (c *cli) printJSON(v any) int {
 
 func cmdValidate(c *cli, args []string) int {
 	fs := c.flags()
+	asJSON := fs.Bool("json", false, "print JSON: the hooks that loaded and each error with its file, line and field")
 	pos, d, code, ok := c.setup(fs, args, 0, 1)
 	if !ok {
 		return code
@@ -432,6 +433,19 @@ func cmdValidate(c *cli, args []string) int {
 	hooks, hs, errs, err := c.loadAll(d)
 	if err != nil {
 		return c.errorf("%v", err)
+	}
+	if *asJSON {
+		out := validateJSON{Dir: d.HooksDir, Valid: len(errs) == 0, Hooks: []string{}, Handlers: len(hs), Errors: []loadErrorJSON{}}
+		for _, h := range hooks {
+			out.Hooks = append(out.Hooks, h.Name)
+		}
+		for _, e := range errs {
+			out.Errors = append(out.Errors, loadErrorOf(e))
+		}
+		if code := c.printJSON(out); code != exitOK || len(errs) == 0 {
+			return code
+		}
+		return exitError
 	}
 	for _, e := range errs {
 		fmt.Fprintln(c.stderr, e)
@@ -451,6 +465,7 @@ func cmdValidate(c *cli, args []string) int {
 func cmdNext(c *cli, args []string) int {
 	fs := c.flags()
 	n := fs.Int("n", 5, "how many fire times")
+	asJSON := fs.Bool("json", false, "print JSON: the hook, its trigger, the schedule's time zone and the times")
 	pos, d, code, ok := c.setup(fs, args, 1, 1)
 	if !ok {
 		return code
@@ -471,6 +486,9 @@ func cmdNext(c *cli, args []string) int {
 		loc := h.Trigger.Location
 		if loc == nil {
 			loc = time.Local
+		}
+		if *asJSON {
+			return c.printJSON(nextOf(h, times, loc))
 		}
 		if len(times) == 0 && h.Trigger.Kind == engine.TriggerAt {
 			fmt.Fprintf(c.stdout, "%s fires once, at %s: that time has passed (it fired then, or once when hookd next started; see `hookd runs %s`)\n",
