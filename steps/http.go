@@ -277,7 +277,7 @@ func expandURL(tmpl string, scope *engine.Scope) (string, error) {
 		pathAt = auth + i
 	}
 	query, frag := strings.IndexByte(tmpl, '?'), strings.IndexByte(tmpl, '#')
-	return engine.ExpandEscaped(tmpl, scope, func(ph engine.Placeholder, v string) string {
+	raw, err := engine.ExpandEscaped(tmpl, scope, func(ph engine.Placeholder, v string) string {
 		switch {
 		case ph.LastFilter() == "urlquery" || ph.Start < pathAt:
 			return v
@@ -286,4 +286,42 @@ func expandURL(tmpl string, scope *engine.Scope) (string, error) {
 		}
 		return url.PathEscape(v)
 	})
+	if err != nil {
+		return "", err
+	}
+	// url.PathEscape leaves "." and "..", and a server that decodes %2F
+	// or %5C before it cleans the path reads "../x" as a climb: a value
+	// may add no dot segment to the path the hook wrote.
+	written, err := engine.ExpandEscaped(tmpl, scope, func(engine.Placeholder, string) string { return "x" })
+	if err != nil {
+		return "", err
+	}
+	if dotSegments(raw) > dotSegments(written) {
+		return "", errors.New(`a value makes a "." or ".." segment of the path: it would climb out of the path the hook wrote (path traversal)`)
+	}
+	return raw, nil
+}
+
+// dotSegments counts the "." and ".." segments of a URL's path, and
+// those a segment holds once percent-decoded again (..%2F.. sent as
+// ..%252F..), with \ read as / as some servers do.
+func dotSegments(raw string) int {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0 // the caller refuses the URL
+	}
+	sep := func(r rune) bool { return r == '/' || r == '\\' }
+	n := 0
+	for _, seg := range strings.FieldsFunc(u.Path, sep) {
+		parts := []string{seg}
+		if d, err := url.PathUnescape(seg); err == nil && d != seg {
+			parts = append(parts, strings.FieldsFunc(d, sep)...)
+		}
+		for _, p := range parts {
+			if p == "." || p == ".." {
+				n++
+			}
+		}
+	}
+	return n
 }
