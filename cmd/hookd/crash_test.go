@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store/pgtest"
 )
 
 // The periodic hook's first run outlives the daemon (sleep 30); every
@@ -37,8 +38,16 @@ skip_llm: true
 // in flight and a fired run waits in the queue, then restarts it on the
 // same database: the killed run is recorded interrupted, the queued run
 // is not lost, and no schedule slot fires twice.
-func TestCrashRecovery(t *testing.T) {
-	e := newEnv(t, "max_concurrent: 1\n", map[string]string{
+func TestCrashRecovery(t *testing.T) { testCrashRecovery(t, "") }
+
+// TestCrashRecoveryOnPostgres is TestCrashRecovery with the store in
+// PostgreSQL (database: in hookd.yaml).
+func TestCrashRecoveryOnPostgres(t *testing.T) {
+	testCrashRecovery(t, "database: "+pgtest.NewDatabase(t)+"\n")
+}
+
+func testCrashRecovery(t *testing.T, settings string) {
+	e := newEnv(t, settings+"max_concurrent: 1\n", map[string]string{
 		"tick.yaml":  crashTick,
 		"other.yaml": crashOther,
 	})
@@ -92,6 +101,9 @@ func TestCrashRecovery(t *testing.T) {
 
 	// The next start kills what the dead daemon's steps left running
 	// before it runs anything, and says so in the interrupted run.
+	if url, ok := strings.CutPrefix(strings.SplitN(settings, "\n", 2)[0], "database: "); ok {
+		waitUnlocked(t, url) // the server ends the killed daemon's session a moment later
+	}
 	d2 := e.serve()
 	if processAlive(orphan) {
 		t.Errorf("the orphaned step process %d still runs after the restart", orphan)

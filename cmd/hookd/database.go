@@ -56,7 +56,7 @@ func lockAndOpen(d *config.Daemon) (st daemonStore, sqlite *store.DB, lock daemo
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
 		defer cancel()
-		pl, err := postgres.Lock(ctx, d.Database)
+		pl, err := lockWaiting(ctx, d.Database)
 		if err != nil {
 			return nil, nil, nil, lockError(err, d)
 		}
@@ -118,4 +118,26 @@ func sqliteOnly(d *config.Daemon, what string) error {
 		return fmt.Errorf("%s works on the SQLite database only, not yet on PostgreSQL (%s)", what, postgres.Describe(d.Database))
 	}
 	return nil
+}
+
+// lockWait is how long a daemon waits for a PostgreSQL database's lock
+// before it refuses: the server ends the session of a daemon killed a
+// moment ago (a restart right after a crash) shortly after the kill.
+const lockWait = 3 * time.Second
+
+// lockWaiting takes the daemon lock, trying again for up to lockWait
+// while another session holds it.
+func lockWaiting(ctx context.Context, url string) (*postgres.DaemonLock, error) {
+	deadline := time.Now().Add(lockWait)
+	for {
+		l, err := postgres.Lock(ctx, url)
+		if err == nil || !errors.Is(err, engine.ErrLocked) || time.Now().After(deadline) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
