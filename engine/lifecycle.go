@@ -17,8 +17,10 @@ import (
 // handlers are called.
 type Point string
 
-// Lifecycle points, in the order a run meets them.
+// Lifecycle points, in the order a run meets them; the daemon's own
+// points come first (daemon:start) and last (daemon:stop).
 const (
+	PointDaemonStart       Point = "daemon:start"        // void: the daemon loaded its hooks and is about to trigger the first
 	PointEventClaim        Point = "event:claim"         // claiming: an inbound event, before it is dispatched to hooks
 	PointRunBefore         Point = "run:before"          // waterfall: cancel the run
 	PointStepBefore        Point = "step:before"         // waterfall: skip the step, amend its env
@@ -28,12 +30,16 @@ const (
 	PointLLMCallAfter      Point = "llm:call:after"      // void: the model's answer
 	PointToolCallBefore    Point = "tool:call:before"    // waterfall: amend the arguments or deny the call
 	PointToolCallAfter     Point = "tool:call:after"     // waterfall: amend the result
+	PointRecordBefore      Point = "record:before"       // waterfall: drop fields of the final run record before it is stored
 	PointRunAfter          Point = "run:after"           // void: the final run record
+	PointNotifyBefore      Point = "notify:before"       // waterfall: amend a notification's summary, or cancel it
+	PointDaemonStop        Point = "daemon:stop"         // void: the daemon stops triggering and is about to drain its runs
 )
 
 // points lists every point in the order List sorts them.
-var points = [...]Point{PointEventClaim, PointRunBefore, PointStepBefore, PointStepAfter, PointPromptRenderAfter,
-	PointLLMCallBefore, PointLLMCallAfter, PointToolCallBefore, PointToolCallAfter, PointRunAfter}
+var points = [...]Point{PointDaemonStart, PointEventClaim, PointRunBefore, PointStepBefore, PointStepAfter, PointPromptRenderAfter,
+	PointLLMCallBefore, PointLLMCallAfter, PointToolCallBefore, PointToolCallAfter, PointRecordBefore, PointRunAfter,
+	PointNotifyBefore, PointDaemonStop}
 
 // Points lists the lifecycle points in the order a run meets them.
 func Points() []Point { return points[:] }
@@ -67,11 +73,12 @@ const (
 // Model returns the execution model of p; "" for an unknown point.
 func (p Point) Model() Model {
 	switch p {
-	case PointRunAfter, PointStepAfter, PointLLMCallAfter:
+	case PointRunAfter, PointStepAfter, PointLLMCallAfter, PointDaemonStart, PointDaemonStop:
 		return ModelVoid
 	case PointEventClaim:
 		return ModelClaiming
-	case PointRunBefore, PointStepBefore, PointPromptRenderAfter, PointLLMCallBefore, PointToolCallBefore, PointToolCallAfter:
+	case PointRunBefore, PointStepBefore, PointPromptRenderAfter, PointLLMCallBefore, PointToolCallBefore, PointToolCallAfter,
+		PointRecordBefore, PointNotifyBefore:
 		return ModelWaterfall
 	}
 	return ""
@@ -85,6 +92,8 @@ const (
 	ChangeAnswer     = "answer"      // llm:call:before: an answer given instead of calling the model (string)
 	ChangeToolInput  = "tool_input"  // tool:call:before: the tool's arguments (a JSON object)
 	ChangeToolResult = "tool_result" // tool:call:after: what the model gets back (string)
+	ChangeDropFields = "drop_fields" // record:before: the record's fields to store empty ([]string of RecordFields)
+	ChangeSummary    = "summary"     // notify:before: the notification's summary (string)
 )
 
 // Payload is what a handler sees. Which fields are set depends on the
@@ -110,7 +119,28 @@ type Payload struct {
 	ToolResult string // tool:call:after
 	ToolError  string // tool:call:after: the tool's error, if it failed
 	Event      *Event // event:claim
+	// Notification is the message notify:before guards (JSON, the generic
+	// webhook form), and NotifyTarget the name of the target it goes to.
+	Notification json.RawMessage
+	NotifyTarget string
+	// Daemon describes the daemon at daemon:start and daemon:stop.
+	Daemon *DaemonInfo
 }
+
+// DaemonInfo is what daemon:start and daemon:stop handlers (and the
+// hookd.started and hookd.stopping events) are told.
+type DaemonInfo struct {
+	PID    int    `json:"pid"`
+	Hooks  int    `json:"hooks"`            // hooks loaded
+	Signal string `json:"signal,omitempty"` // daemon:stop: the signal that stops it
+}
+
+// Events the daemon publishes about itself, which hooks can react to
+// (trigger: {event: hookd.started}).
+const (
+	EventDaemonStarted  = "hookd.started"  // after daemon:start, once the engine runs
+	EventDaemonStopping = "hookd.stopping" // after daemon:stop, before the engine stops triggering
+)
 
 // Decision is a handler's answer. Void handlers' decisions are ignored.
 type Decision struct {

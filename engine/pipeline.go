@@ -70,6 +70,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	red.Run(run)
 	run.FinishedAt = e.cfg.Clock.Now()
 	retry := e.planRetry(bg, h, run, run.FinishedAt)
+	e.beforeRecord(bg, h, run)
 	if err := e.cfg.Store.FinishRun(bg, run); err != nil {
 		log.Error("store run result", "err", err)
 	}

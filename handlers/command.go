@@ -40,6 +40,14 @@ type Input struct {
 	Step          *StepInput      `json:"step,omitempty"`
 	Run           *RunInput       `json:"run,omitempty"`
 	Event         *EventInput     `json:"event,omitempty"`
+	// Record is the run record record:before guards, as `hookd run
+	// --json` shows it.
+	Record json.RawMessage `json:"record,omitempty"`
+	// Notification is the message notify:before guards (the generic
+	// webhook form), NotifyTarget the name of its target.
+	Notification json.RawMessage    `json:"notification,omitempty"`
+	NotifyTarget string             `json:"notify_target,omitempty"`
+	Daemon       *engine.DaemonInfo `json:"daemon,omitempty"` // daemon:start, daemon:stop
 }
 
 // StepInput describes the step at step:before and step:after.
@@ -78,6 +86,8 @@ type Output struct {
 	UpdatedMessages json.RawMessage   `json:"updated_messages,omitempty"` // llm:call:before
 	Answer          *string           `json:"answer,omitempty"`           // llm:call:before
 	UpdatedEnv      map[string]string `json:"updated_env,omitempty"`      // step:before
+	DropFields      []string          `json:"drop_fields,omitempty"`      // record:before
+	UpdatedSummary  *string           `json:"updated_summary,omitempty"`  // notify:before
 }
 
 // Options are the registration options of h. The registry enforces the
@@ -195,6 +205,12 @@ func decide(point engine.Point, res steps.CommandResult) (engine.Decision, error
 	if o.UpdatedEnv != nil {
 		set(engine.ChangeEnv, o.UpdatedEnv)
 	}
+	if len(o.DropFields) > 0 {
+		set(engine.ChangeDropFields, o.DropFields)
+	}
+	if o.UpdatedSummary != nil {
+		set(engine.ChangeSummary, *o.UpdatedSummary)
+	}
 	return d, nil
 }
 
@@ -219,7 +235,11 @@ func input(p *engine.Payload) *Input {
 	}
 	if r := p.Run; r != nil {
 		in.Run = &RunInput{Trigger: r.Trigger, Status: string(r.Status), Reason: r.Reason, Error: r.Error}
+		if p.Point == engine.PointRecordBefore {
+			in.Record, _ = json.Marshal(r)
+		}
 	}
+	in.Notification, in.NotifyTarget, in.Daemon = p.Notification, p.NotifyTarget, p.Daemon
 	if ev := p.Event; ev != nil {
 		in.Event = &EventInput{ID: ev.ID, Type: ev.Type, Source: ev.Source, Data: ev.Data}
 		if in.Event.Data == nil {

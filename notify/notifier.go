@@ -3,6 +3,7 @@ package notify
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +24,8 @@ import (
 const (
 	Delivered     = "delivered"
 	Undeliverable = "undeliverable"
-	Dropped       = "dropped" // the queue was full
+	Dropped       = "dropped"   // the queue was full
+	Cancelled     = "cancelled" // a notify:before handler cancelled it
 )
 
 // Options configure a Notifier. Zero fields take the defaults.
@@ -38,6 +40,9 @@ type Options struct {
 	Backoff    time.Duration         // wait before the first retry, doubled each time (default 1s)
 	MaxBackoff time.Duration         // longest wait between tries (default 1m)
 	Count      func(outcome string)  // told the outcome of every notification (metrics)
+	// Lifecycle holds the notify:before handlers, called before each
+	// delivery: they may amend the summary or cancel the notification.
+	Lifecycle *engine.Registry
 }
 
 // Notifier delivers notifications in the background. Start it, feed it
@@ -45,8 +50,9 @@ type Options struct {
 type Notifier struct {
 	o      Options
 	log    *slog.Logger
-	daemon []*target
-	hooks  atomic.Pointer[map[string][]*target] // hooks that set notify:
+	daemon atomic.Pointer[[]*target]               // hookd.yaml's targets, for hooks that set none
+	hooks  atomic.Pointer[map[string][]*target]    // hooks that set notify:
+	byName atomic.Pointer[map[string]*engine.Hook] // every hook, for notify:before's payload
 
 	queue    chan *job
 	ctx      context.Context
@@ -103,22 +109,34 @@ func New(o Options) *Notifier {
 	}
 	n := &Notifier{o: o, log: o.Logger, queue: make(chan *job, o.QueueSize), stopping: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.daemon = n.resolve("", o.Targets)
+	n.SetTargets(o.Targets)
 	empty := map[string][]*target{}
 	n.hooks.Store(&empty)
+	none := map[string]*engine.Hook{}
+	n.byName.Store(&none)
 	return n
+}
+
+// SetTargets replaces the daemon-wide targets (hookd.yaml's notify:,
+// reloaded); notifications already queued go where they were going.
+func (n *Notifier) SetTargets(ts []engine.NotifyTarget) {
+	t := n.resolve("", ts)
+	n.daemon.Store(&t)
 }
 
 // SetHooks takes the per-hook targets of hooks (those with NotifySet); the
 // others use the daemon-wide ones. Call it again when the hooks change.
 func (n *Notifier) SetHooks(hooks []*engine.Hook) {
 	m := map[string][]*target{}
+	all := make(map[string]*engine.Hook, len(hooks))
 	for _, h := range hooks {
+		all[h.Name] = h
 		if h.NotifySet {
 			m[h.Name] = n.resolve(h.Name, h.Notify)
 		}
 	}
 	n.hooks.Store(&m)
+	n.byName.Store(&all)
 }
 
 // resolve reads the targets' URLs, warning (without the URL) about those
@@ -202,7 +220,7 @@ func (n *Notifier) Observe(ev *engine.Event) {
 	default:
 	}
 	run := ev.Outcome.Run
-	targets := n.daemon
+	targets := *n.daemon.Load()
 	if ts, ok := (*n.hooks.Load())[run.Hook]; ok {
 		targets = ts
 	}
@@ -254,6 +272,9 @@ func (n *Notifier) deliver(j *job) {
 		n.fail(j, 0, fmt.Errorf("no URL: environment variable %s is empty", j.t.env))
 		return
 	}
+	if !n.before(j) {
+		return
+	}
 	msg := j.msg
 	if j.t.tmpl != "" {
 		text, err := msg.render(j.t.tmpl)
@@ -299,6 +320,38 @@ func (n *Notifier) deliver(j *job) {
 			return
 		}
 	}
+}
+
+// before calls the notify:before handlers for j: a cancel drops the
+// notification (logged, counted Cancelled), a summary change replaces the
+// message's summary for this target. It reports whether to deliver.
+func (n *Notifier) before(j *job) bool {
+	lc := n.o.Lifecycle
+	if !lc.Active(engine.PointNotifyBefore) {
+		return true
+	}
+	raw, err := json.Marshal(j.msg)
+	if err != nil {
+		n.fail(j, 0, fmt.Errorf("encode message: %w", err))
+		return false
+	}
+	h := (*n.byName.Load())[j.msg.Hook]
+	if h == nil {
+		h = &engine.Hook{Name: j.msg.Hook}
+	}
+	o := lc.Call(n.ctx, engine.PointNotifyBefore, &engine.Payload{Hook: h, RunID: j.msg.RunID, Notification: raw, NotifyTarget: j.t.label})
+	if o.Cancelled {
+		n.o.Count(Cancelled)
+		n.log.Info("notification cancelled by a lifecycle handler", "target", j.t.label, "hook", j.msg.Hook,
+			"run", j.msg.RunID, "handler", o.By, "reason", o.Reason)
+		return false
+	}
+	if s, ok := o.Changes[engine.ChangeSummary].(string); ok {
+		m := *j.msg // shared by the event's other targets
+		m.Summary = s
+		j.msg = &m
+	}
+	return true
 }
 
 // post sends body once. It says whether a failure is worth retrying and

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hookd/hookd/engine"
@@ -77,5 +80,62 @@ func TestExampleGuardDeniesRunCommand(t *testing.T) {
 	if d["hook"] != "cleanup" || d["run_id"] != run.ID || d["tool"] != "run_command" || d["handler"] != "allow-commands" ||
 		!strings.Contains(d["reason"].(string), "command not allowed: rm -rf /") {
 		t.Errorf("event data %v", d)
+	}
+}
+
+// TestDaemonLifecyclePoints: daemon:start handlers run before the first
+// trigger, hookd.started fires a hook that listens for it, a record:before
+// command handler drops the prompt of a run record before it is stored,
+// and on SIGTERM daemon:stop runs and a hook on hookd.stopping runs
+// before the daemon stops.
+func TestDaemonLifecyclePoints(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"start.yaml":   "on: daemon:start\ncommand: [sh, -c, \"cat > daemon-start.json\"]\n",
+		"stop.yaml":    "on: daemon:stop\ncommand: [sh, -c, \"cat > daemon-stop.json\"]\n",
+		"privacy.yaml": "on: record:before\ncommand: [sh, -c, \"cat > record.json; echo '{\\\"drop_fields\\\": [\\\"steps\\\"]}'\"]\n",
+		"hello.yaml":   "trigger: {event: hookd.started}\nsteps: [{type: shell, command: [echo, \"started {{event.pid}}\"]}]\nskip_llm: true\n",
+		"bye.yaml":     "trigger: {event: hookd.stopping}\nsteps: [{type: shell, command: [sh, -c, \"echo bye > bye.txt\"]}]\nskip_llm: true\n",
+	})
+	d := e.serve()
+	var in map[string]any
+	waitFor(t, "the daemon:start handler's input", func() bool {
+		b, err := os.ReadFile(e.path("daemon-start.json"))
+		return err == nil && json.Unmarshal(b, &in) == nil
+	}, func() string { return fmt.Sprint(in) })
+	if in["hook_event_name"] != "daemon:start" || in["daemon"].(map[string]any)["pid"] != float64(d.pid()) ||
+		in["daemon"].(map[string]any)["hooks"] != 2.0 {
+		t.Errorf("daemon:start input: %v", in)
+	}
+	var runs []*engine.Run
+	waitFor(t, "the hookd.started hook to run", func() bool {
+		runs = e.listRuns("hello")
+		return len(runs) > 0
+	}, func() string { return fmt.Sprint(len(runs)) })
+	r := e.waitRun(runs[0].ID, engine.StatusCompleted)
+	if r.EventType != engine.EventDaemonStarted || r.Steps[0].Output != "" {
+		t.Errorf("hello run: %s, step output %q (record:before dropped steps)", r.EventType, r.Steps[0].Output)
+	}
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[len(r.Notes)-1], "record:before: privacy dropped steps") {
+		t.Errorf("notes: %q", r.Notes)
+	}
+	var rec map[string]any
+	if b, err := os.ReadFile(e.path("record.json")); err != nil || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("record:before input: %v %s", err, b)
+	}
+	if steps, _ := rec["record"].(map[string]any)["steps"].([]any); len(steps) != 1 ||
+		!strings.HasPrefix(steps[0].(map[string]any)["output"].(string), "started ") {
+		t.Errorf("record:before saw %v", rec["record"])
+	}
+
+	d.signal(syscall.SIGTERM)
+	if code := d.wait(); code != 0 {
+		t.Errorf("exit %d\n%s", code, d.log)
+	}
+	b, err := os.ReadFile(e.path("daemon-stop.json"))
+	if err != nil || !strings.Contains(string(b), `"signal":"terminated"`) {
+		t.Errorf("daemon:stop input: %v %s", err, b)
+	}
+	if b, err := os.ReadFile(e.path("bye.txt")); err != nil || string(b) != "bye\n" {
+		t.Errorf("the hookd.stopping hook did not run before the stop: %v %q", err, b)
 	}
 }

@@ -72,7 +72,7 @@ func cmdServe(c *cli, args []string) int {
 	// events (catch-up runs).
 	m := metrics.New(l.eng, d.OverdueGrace, 0)
 	l.eng.Subscribe(m.Observe)
-	notifier := notify.New(notify.Options{Targets: d.Notify, Logger: log, Count: m.Notification})
+	notifier := notify.New(notify.Options{Targets: d.Notify, Logger: log, Count: m.Notification, Lifecycle: l.eng.Lifecycle()})
 	notifier.SetHooks(l.hooks)
 	notifier.Start()
 	l.eng.Subscribe(notifier.Observe)
@@ -82,6 +82,9 @@ func cmdServe(c *cli, args []string) int {
 		notifier.Stop(ctx)
 	}()
 
+	// daemon:start: the hooks are loaded, nothing has been triggered yet.
+	daemon := &engine.DaemonInfo{PID: os.Getpid(), Hooks: len(l.hooks)}
+	l.eng.Lifecycle().Call(context.Background(), engine.PointDaemonStart, &engine.Payload{Daemon: daemon})
 	if err := l.eng.Start(context.Background()); err != nil {
 		return c.errorf("start: %v", err)
 	}
@@ -107,6 +110,11 @@ func cmdServe(c *cli, args []string) int {
 		return c.errorf("start: %v", err)
 	}
 	defer rl.stop()
+	sr := &settingsReloader{load: c.settings, llm: l.llm, targets: notifier.SetTargets, log: log,
+		creds: credentialEnv(d), cur: d}
+	if err := rl.watchSettings(d.SettingsPath, sr); err != nil {
+		return c.errorf("start: watch %s: %v", d.SettingsPath, err)
+	}
 
 	abs, err := filepath.Abs(d.DB)
 	if err != nil {
@@ -143,6 +151,7 @@ func cmdServe(c *cli, args []string) int {
 		attrs = append(attrs, "listen", addr.String())
 	}
 	log.Info("hookd serving", attrs...)
+	daemonEvent(l.eng, log, engine.EventDaemonStarted, daemon)
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -153,6 +162,14 @@ func cmdServe(c *cli, args []string) int {
 	case err := <-l.eng.Failed():
 		abandon(l, log, err)
 	}
+	// daemon:stop and hookd.stopping come before the engine stops
+	// triggering: a hook on hookd.stopping runs, within the grace.
+	stopInfo := &engine.DaemonInfo{PID: os.Getpid(), Hooks: len(l.hooks)}
+	if sig != nil {
+		stopInfo.Signal = sig.String()
+	}
+	l.eng.Lifecycle().Call(context.Background(), engine.PointDaemonStop, &engine.Payload{Daemon: stopInfo})
+	daemonEvent(l.eng, log, engine.EventDaemonStopping, stopInfo)
 	log.Info("stopping: no new runs; waiting for runs in flight (signal again to force)", "signal", sig.String(), "grace", d.Grace)
 	go rl.stop() // no more reloads or file-change fires (not in the way of the engine's stop)
 	api.close()  // end the live streams
@@ -203,4 +220,18 @@ func abandon(l *local, log *slog.Logger, err error) {
 		log.Warn("runs still in flight are abandoned")
 	}
 	os.Exit(exitError)
+}
+
+// daemonEvent publishes one of the daemon's own events (hookd.started,
+// hookd.stopping), which hooks can react to like any event.
+func daemonEvent(eng *engine.Engine, log *slog.Logger, typ string, info *engine.DaemonInfo) {
+	data := map[string]any{"pid": info.PID, "hooks": info.Hooks}
+	if info.Signal != "" {
+		data["signal"] = info.Signal
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := eng.Emit(ctx, &engine.Event{Type: typ, Source: "hookd", Data: data}); err != nil {
+		log.Error("publish daemon event", "event", typ, "err", err)
+	}
 }
