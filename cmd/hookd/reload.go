@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,8 @@ type reloader struct {
 
 	mu    sync.Mutex     // one reload at a time
 	hooks []*engine.Hook // the hooks the engine has
+
+	settings atomic.Pointer[settingsReloader] // hookd.yaml, re-read on SIGHUP (watchSettings)
 
 	sigs     chan os.Signal
 	done     chan struct{}
@@ -88,6 +91,9 @@ func startReloader(d *config.Daemon, l *local, log *slog.Logger, onHooks ...func
 		for {
 			select {
 			case <-rl.sigs:
+				if sr := rl.settings.Load(); sr != nil {
+					sr.reload("SIGHUP")
+				}
 				rl.reload("SIGHUP")
 			case <-rl.done:
 				return

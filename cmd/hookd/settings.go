@@ -90,7 +90,8 @@ type local struct {
 	hooks []*engine.Hook
 	feed  *eventFeed    // told whenever events are stored
 	hs    *handlers.Set // the command handlers of hooks.d
-	model *model        // the LLM client and MCP servers
+	model *model        // the LLM client and MCP servers hookd started with
+	llm   *swapLLM      // the engine's client: model, or what a reloaded hookd.yaml replaced it with
 	lock  daemonLock
 }
 
@@ -137,8 +138,9 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		grace = time.Nanosecond
 	}
 	l.model = newModel(d, log)
+	l.llm = newSwapLLM(l.model)
 	l.eng, err = engine.New(engine.Config{
-		LLM:            l.model.llm,
+		LLM:            l.llm,
 		Lifecycle:      lifecycle,
 		HooksDir:       l.model.hooksDir,
 		Protected:      l.model.protected,
@@ -181,7 +183,11 @@ func (l *local) close() {
 	if l.eng != nil {
 		l.eng.Stop()
 	}
-	l.model.close()
+	if l.llm != nil {
+		l.llm.close()
+	} else {
+		l.model.close()
+	}
 	if l.st != nil {
 		l.st.Close()
 	}

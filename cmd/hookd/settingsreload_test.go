@@ -1,0 +1,58 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/llm/llmtest"
+)
+
+// TestSettingsReload: a running daemon takes hookd.yaml's llm: again when
+// the file changes (the next run talks to the new server), says which
+// settings need a restart, and keeps the settings in use when the new file
+// is invalid or names a credential variable it did not start with.
+func TestSettingsReload(t *testing.T) {
+	a := llmtest.New(llmtest.Reply{Content: "from A"})
+	defer a.Close()
+	b := llmtest.New(llmtest.Reply{Content: "from B"}, llmtest.Reply{Content: "from B again"})
+	defer b.Close()
+	e := newEnv(t, "llm: {model: m, base_url: "+a.BaseURL()+"}\n", map[string]string{"ask.yaml": "prompt: hi\n"})
+	d := e.serve()
+	answer := func() string {
+		t.Helper()
+		run := e.getRun(runID(t, e.must(0, "fire", "ask", "--wait")))
+		if run.Status != engine.StatusCompleted {
+			t.Fatalf("run %s: %s\n%s", run.Status, run.Error, d.log)
+		}
+		return run.Response
+	}
+	if got := answer(); got != "from A" {
+		t.Fatalf("first answer %q", got)
+	}
+
+	e.write("hookd.yaml", "llm: {model: m, base_url: "+b.BaseURL()+"}\nmax_concurrent: 2\n")
+	d.waitLog("hookd.yaml reloaded")
+	if got := answer(); got != "from B" {
+		t.Errorf("after the reload: %q", got)
+	}
+	log := d.log.String()
+	if !strings.Contains(log, "changed=[llm]") || !strings.Contains(log, "settings that take effect at the next start changed") ||
+		!strings.Contains(log, "settings=[max_concurrent]") {
+		t.Errorf("reload log:\n%s", log)
+	}
+
+	e.write("hookd.yaml", "llm: {model: m, base_url: "+a.BaseURL()+", temprature: 1}\n")
+	d.waitLog("hookd.yaml not reloaded; keeping the settings in use")
+	e.write("hookd.yaml", "llm: {model: m, base_url: "+a.BaseURL()+", api_key_env: SOME_NEW_KEY}\nmax_concurrent: 2\n")
+	d.waitLog("names credential variables hookd did not start with")
+	if got := answer(); got != "from B again" {
+		t.Errorf("after refused reloads: %q", got)
+	}
+	if n := a.Served(); n != 1 {
+		t.Errorf("server A served %d requests after it was replaced", n-1)
+	}
+	if !strings.Contains(d.log.String(), "temprature") || !strings.Contains(d.log.String(), "SOME_NEW_KEY") {
+		t.Errorf("refusals do not say why:\n%s", d.log)
+	}
+}
