@@ -9,15 +9,16 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// AgentQueueCooldown is the cooldown of a periodic hook whose trigger is
-// written in agent-queue's shape ({type: periodic, interval_seconds: N})
-// and that sets none: agent-queue's default, so the file keeps its
-// meaning. A hook written with every: or cron: has no default cooldown.
+// AgentQueueCooldown is the cooldown of a hook whose trigger is written in
+// agent-queue's shape ({type: periodic, ...}, {type: event, ...},
+// interval_seconds) and that sets none: agent-queue's default for every
+// hook, so the file keeps its meaning. A hook written with every:, cron:,
+// event: or watch: has no default cooldown, nor has a one-shot.
 const AgentQueueCooldown = time.Hour
 
-// isAgentQueuePeriodic reports whether the trigger mapping n is written
+// isAgentQueueTrigger reports whether the trigger mapping n is written
 // in agent-queue's shape: with type or interval_seconds.
-func isAgentQueuePeriodic(n *yaml.Node) bool {
+func isAgentQueueTrigger(n *yaml.Node) bool {
 	n = resolve(n)
 	if n == nil || n.Kind != yaml.MappingNode {
 		return false

@@ -153,7 +153,8 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 
 	if n := f.get("trigger"); n != nil {
 		s.trigger(n, "trigger", h)
-		if h.Trigger.Periodic() && h.Trigger.Kind != engine.TriggerAt && isAgentQueuePeriodic(n) && !f.has("cooldown") && !f.has("cooldown_seconds") {
+		if h.Trigger.Kind != engine.TriggerManual && h.Trigger.Kind != engine.TriggerAt && isAgentQueueTrigger(n) &&
+			!f.has("cooldown") && !f.has("cooldown_seconds") {
 			h.Cooldown = AgentQueueCooldown
 		}
 	}

@@ -793,7 +793,7 @@ func (s *state) dispatch(ev *Event, mark bool) []*Run {
 	}
 	for _, name := range s.match {
 		ent := s.hooks[name]
-		if ent == nil {
+		if ent == nil || !inProject(ent.hook, ev.Data) {
 			continue
 		}
 		if c := ent.hook.Trigger.WhereIf; c != nil {

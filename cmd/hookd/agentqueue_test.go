@@ -315,6 +315,7 @@ func TestAgentQueueWatchPayloads(t *testing.T) {
 	e := newEnv(t, "", map[string]string{
 		"docs.json": `{
   "id": "docs",
+  "cooldown_seconds": 0,
   "trigger": {"type": "event", "event_type": "folder.changed",
     "watch": {"paths": ["docs/"], "recursive": true, "extensions": [".md"]}, "skip_llm": true},
   "context_steps": [{"type": "shell", "command": "printf '%s' {{event.paths}}"}]
