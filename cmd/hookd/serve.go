@@ -223,7 +223,9 @@ func abandon(l *local, log *slog.Logger, err error) {
 }
 
 // daemonEvent publishes one of the daemon's own events (hookd.started,
-// hookd.stopping), which hooks can react to like any event.
+// hookd.stopping) to the hooks whose event trigger matches it and to the
+// live stream. It is not stored in the event log: it says what this
+// process did, and is not dispatched again after a crash.
 func daemonEvent(eng *engine.Engine, log *slog.Logger, typ string, info *engine.DaemonInfo) {
 	data := map[string]any{"pid": info.PID, "hooks": info.Hooks}
 	if info.Signal != "" {
@@ -231,7 +233,8 @@ func daemonEvent(eng *engine.Engine, log *slog.Logger, typ string, info *engine.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := eng.Emit(ctx, &engine.Event{Type: typ, Source: "hookd", Data: data}); err != nil {
+	ev := &engine.Event{ID: engine.NewID(), Type: typ, Source: "hookd", Data: data, Time: time.Now()}
+	if _, err := eng.Dispatch(ctx, ev); err != nil {
 		log.Error("publish daemon event", "event", typ, "err", err)
 	}
 }
