@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -30,8 +31,17 @@ func TestSettingsReload(t *testing.T) {
 	if got := answer(); got != "from A" {
 		t.Fatalf("first answer %q", got)
 	}
+	// Each new hookd.yaml is written whole and renamed into place, so the
+	// daemon never reads half a file however slow the machine is.
+	settings := func(body string) {
+		t.Helper()
+		e.write("hookd.yaml.new", body)
+		if err := os.Rename(e.path("hookd.yaml.new"), e.path("hookd.yaml")); err != nil {
+			t.Fatal(err)
+		}
+	}
 
-	e.write("hookd.yaml", "llm: {model: m, base_url: "+b.BaseURL()+"}\nmax_concurrent: 2\n")
+	settings("llm: {model: m, base_url: "+b.BaseURL()+"}\nmax_concurrent: 2\n")
 	d.waitLog("hookd.yaml reloaded")
 	if got := answer(); got != "from B" {
 		t.Errorf("after the reload: %q", got)
@@ -42,9 +52,9 @@ func TestSettingsReload(t *testing.T) {
 		t.Errorf("reload log:\n%s", log)
 	}
 
-	e.write("hookd.yaml", "llm: {model: m, base_url: "+a.BaseURL()+", temprature: 1}\n")
+	settings("llm: {model: m, base_url: "+a.BaseURL()+", temprature: 1}\n")
 	d.waitLog("hookd.yaml not reloaded; keeping the settings in use")
-	e.write("hookd.yaml", "llm: {model: m, base_url: "+a.BaseURL()+", api_key_env: SOME_NEW_KEY}\nmax_concurrent: 2\n")
+	settings("llm: {model: m, base_url: "+a.BaseURL()+", api_key_env: SOME_NEW_KEY}\nmax_concurrent: 2\n")
 	d.waitLog("names credential variables hookd did not start with")
 	if got := answer(); got != "from B again" {
 		t.Errorf("after refused reloads: %q", got)
