@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookd/hookd/engine"
@@ -23,6 +26,7 @@ const (
 	pageRuns      = 50   // runs on a page of the run list
 	timelineRuns  = 5000 // runs the 24-hour timeline draws at most
 	timelineRange = 24 * time.Hour
+	stripWorkers  = 4 // the hooks page's queries at once (the store reads on up to 4 connections)
 )
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
@@ -129,14 +133,34 @@ func (s *Server) hooksPage(w http.ResponseWriter, r *http.Request, req *request,
 		s.failErr(w, r, req, err)
 		return
 	}
-	d := hooksData{Now: s.opts.Now(), Flash: flash, Error: isErr}
-	for _, h := range hooks {
-		briefs, err := s.opts.Source.LatestBriefs(ctx, h.Name, stripRuns)
-		if err != nil {
-			s.failErr(w, r, req, err)
-			return
-		}
-		d.Hooks = append(d.Hooks, hookRow{HookStatus: h, Strip: strip(briefs, stripRuns)})
+	d := hooksData{Now: s.opts.Now(), Flash: flash, Error: isErr, Hooks: make([]hookRow, len(hooks))}
+	// One query a hook, each served by an index; a few at once.
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		errMu sync.Mutex
+		first error
+	)
+	for range min(stripWorkers, len(hooks)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(hooks); i = int(next.Add(1) - 1) {
+				briefs, err := s.opts.Source.LatestBriefs(ctx, hooks[i].Name, stripRuns)
+				if err != nil {
+					errMu.Lock()
+					first = cmp.Or(first, err)
+					errMu.Unlock()
+					return
+				}
+				d.Hooks[i] = hookRow{HookStatus: hooks[i], Strip: strip(briefs, stripRuns)}
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		s.failErr(w, r, req, first)
+		return
 	}
 	s.render(w, r, req, code, "hooks", page{Title: "Hooks", Nav: "hooks", Live: "all", Data: d})
 }

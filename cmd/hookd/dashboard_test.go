@@ -147,7 +147,7 @@ func dashEnv(t *testing.T) (*env, *daemon, string) {
 
 // inlineScript finds what the Content-Security-Policy forbids in a page:
 // a script element with a body, or an inline event handler attribute.
-var inlineScript = regexp.MustCompile(`(?i)<script(\s[^>]*)?>\s*[^<\s]|\son[a-z]+\s*=|javascript:`)
+var inlineScript = regexp.MustCompile(`(?i)<script(\s[^>]*)?>\s*[^<\s]|\son[a-z]+\s*=|javascript:|\sstyle\s*=|<style`)
 
 // TestDashboard logs in with the token, looks at every page, fires a hook
 // with an event, sees its run and its step's output (its secret
@@ -195,7 +195,7 @@ func TestDashboard(t *testing.T) {
 			t.Fatalf("GET %s: %d\n%s", path, p.code, p.body)
 		}
 		csp := p.hdr.Get("Content-Security-Policy")
-		if script := cspDirective(csp, "script-src"); script != "script-src 'self'" {
+		if script, style := cspDirective(csp, "script-src"), cspDirective(csp, "style-src"); script != "script-src 'self'" || style != "style-src 'self'" {
 			t.Errorf("GET %s: CSP %q", path, csp)
 		}
 		if m := inlineScript.FindString(p.body); m != "" {
