@@ -40,8 +40,9 @@ type progressPrinter struct {
 	flush   func()
 	live    bool
 	runID   string
-	start   time.Time // when the run started, as far as we know
-	current string    // what runs now: "step_1 (build) shell", "model call 2"
+	early   []earlyEvent // events that came before setRun, for its replay
+	start   time.Time    // when the run started, as far as we know
+	current string       // what runs now: "step_1 (build) shell", "model call 2"
 	since   time.Time
 	shown   bool // the live line is on screen
 	ended   chan struct{}
@@ -77,17 +78,45 @@ func newProgressPrinter(w io.Writer, flush func(), live bool) *progressPrinter {
 	return p
 }
 
-// setRun says which run to print; events of others are ignored.
+// earlyEvent is an event held until the printer knows its run.
+type earlyEvent struct {
+	typ  string
+	t    time.Time
+	data map[string]any
+}
+
+// maxEarly bounds the events held before setRun.
+const maxEarly = 1024
+
+// setRun says which run to print; events of others are ignored. Events of
+// the run that arrived before setRun (the stream is followed before the
+// fire, and a fast step ends before the fire's answer) are printed now.
 func (p *progressPrinter) setRun(id string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.runID = id
-	p.mu.Unlock()
+	early := p.early
+	p.early = nil
+	for _, ev := range early {
+		p.eventLocked(ev.typ, ev.t, ev.data)
+	}
 }
 
 // event takes one event of the stream or the bus.
 func (p *progressPrinter) event(typ string, t time.Time, data map[string]any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.runID == "" {
+		if len(p.early) < maxEarly {
+			p.early = append(p.early, earlyEvent{typ, t, data})
+		}
+		return
+	}
+	p.eventLocked(typ, t, data)
+}
+
+// eventLocked is event with p.mu held.
+func (p *progressPrinter) eventLocked(typ string, t time.Time, data map[string]any) {
 	if id, _ := data["run_id"].(string); id == "" || id != p.runID {
 		return
 	}

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
 )
 
 // progressHooks has a hook whose second step fails the run.
@@ -167,5 +171,27 @@ func TestFireInProcessProgress(t *testing.T) {
 		if !regexp.MustCompile(re).MatchString(r.stderr) {
 			t.Errorf("in-process fire --wait:\n%s", r)
 		}
+	}
+}
+
+// TestProgressBeforeFireAnswer: fire --wait follows the stream before it
+// fires, so a fast step's events can arrive before the fire's answer names
+// the run; they are printed once the run is known, not dropped.
+func TestProgressBeforeFireAnswer(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgressPrinter(&out, func() {}, false)
+	now := time.Now()
+	step := map[string]any{"hook": "h", "run_id": "R1", "index": 0, "name": "first", "kind": "shell",
+		"started_at": now.Format(time.RFC3339Nano), "duration_ms": 3, "outcome": "ok"}
+	other := map[string]any{"hook": "h", "run_id": "R0", "index": 0, "name": "other", "kind": "shell",
+		"started_at": now.Format(time.RFC3339Nano), "duration_ms": 3, "outcome": "ok"}
+	p.event(engine.EventStepFinished, now, other)
+	p.event(engine.EventStepFinished, now, step)
+	if out.Len() != 0 {
+		t.Fatalf("printed before the run was known: %q", out.String())
+	}
+	p.setRun("R1")
+	if !strings.Contains(out.String(), "step_0 (first) shell: ok in") || strings.Contains(out.String(), "other") {
+		t.Errorf("after setRun: %q", out.String())
 	}
 }
