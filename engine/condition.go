@@ -64,6 +64,9 @@ func CompileCondition(src string, steps []*StepDef, before int) (*Condition, err
 	if err := checkCondNames(src, steps, before); err != nil {
 		return nil, fmt.Errorf("condition %q: %w", src, err)
 	}
+	if err := checkCondCost(src); err != nil {
+		return nil, fmt.Errorf("condition %q: %w", src, err)
+	}
 	opts := []expr.Option{expr.AsBool(), expr.MaxNodes(MaxCondNodes), expr.DisableBuiltin("repeat")}
 	if _, err := expr.Compile(src, append(opts, expr.Env(reflect.New(condEnvType(steps, before)).Elem().Interface()))...); err != nil {
 		return nil, fmt.Errorf("condition %q: %s", src, condError(err))
@@ -88,6 +91,68 @@ func checkCondNames(src string, steps []*StepDef, before int) error {
 	ast.Walk(&tree.Node, v)
 	return v.err
 }
+
+// checkCondCost refuses a condition whose cost grows with a power of the
+// event's size: an iterating builtin (all, any, filter, map, count ...)
+// inside another one's predicate must iterate something built from the
+// element (#, .field): iterating event.x there makes an event of N items
+// cost N×N steps (N×N×N a level deeper), and expr has no step bound.
+// A where: runs in the engine's loop, so one such event of a few
+// kilobytes stopped every hook for a minute.
+func checkCondCost(src string) error {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return nil // Compile reports it
+	}
+	var bad *ast.BuiltinNode
+	ast.Walk(&tree.Node, condVisitor(func(n ast.Node) {
+		for _, p := range predicates(n) {
+			ast.Walk(&p.Node, condVisitor(func(in ast.Node) {
+				b, ok := in.(*ast.BuiltinNode)
+				if ok && bad == nil && len(predicates(b)) > 0 && len(b.Arguments) > 0 && !hasPointer(b.Arguments[0]) {
+					bad = b
+				}
+			}))
+		}
+	}))
+	if bad != nil {
+		return fmt.Errorf("%s(...) inside another builtin's predicate iterates something not built from its element "+
+			"(#, .field): the cost would grow with the square of the event's size; iterate the element's own items "+
+			"(any(event.commits, {any(.files, {...})})), or test the lists one after the other", bad.Name)
+	}
+	return nil
+}
+
+// predicates are the closures of an iterating builtin, none for another node.
+func predicates(n ast.Node) []*ast.PredicateNode {
+	b, ok := n.(*ast.BuiltinNode)
+	if !ok {
+		return nil
+	}
+	var ps []*ast.PredicateNode
+	for _, a := range b.Arguments {
+		if p, ok := a.(*ast.PredicateNode); ok {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// hasPointer reports whether n reads a predicate's element (#, #acc ...).
+func hasPointer(n ast.Node) bool {
+	found := false
+	ast.Walk(&n, condVisitor(func(x ast.Node) {
+		if _, ok := x.(*ast.PointerNode); ok {
+			found = true
+		}
+	}))
+	return found
+}
+
+// condVisitor calls a function on every node of a walk.
+type condVisitor func(ast.Node)
+
+func (f condVisitor) Visit(n *ast.Node) { f(*n) }
 
 type condNames struct {
 	steps  []*StepDef

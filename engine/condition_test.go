@@ -135,3 +135,38 @@ func TestStepIfAndSkipCondition(t *testing.T) {
 		}
 	})
 }
+
+// TestConditionNestedIteration: a condition that iterates the event
+// inside another iteration over it costs N×N steps for N items (one
+// where: over a 4 KB event of 1000 items held the engine's loop for 43 s)
+// and is refused at load, pipe form and let included; iterating an
+// element's own items stays linear in the event and is allowed, and is
+// evaluated on a hostile event of many items.
+func TestConditionNestedIteration(t *testing.T) {
+	for _, src := range []string{
+		`all(event.a, {all(event.a, {# == 1})})`,
+		`all(event.a, {all(event.a, {all(event.a, {# == 1})})})`,
+		`event.a | any(event.a | filter(# > 0) | len() > 0)`,
+		`any(event.commits, {any(.files, {count(event.commits, true) > 1})})`,
+		`all(event.a, {let x = #; one(event.a, {# == x})})`,
+		`len(map(event.a, filter(1..1000, # > 0))) > 0`,
+	} {
+		_, err := engine.CompileCondition(src, nil, 0)
+		if err == nil || !strings.Contains(err.Error(), "square of the event's size") {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+	cond, err := engine.CompileCondition(`any(event.commits, {any(.files, {hasPrefix(#, "src/")})})`, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := make([]any, 20000)
+	for i := range commits {
+		commits[i] = map[string]any{"files": []any{"doc/a", "doc/b"}}
+	}
+	commits[len(commits)-1] = map[string]any{"files": []any{"doc/c", "src/x.go"}}
+	ok, err := cond.Eval(&engine.Scope{Event: map[string]any{"commits": commits}})
+	if err != nil || !ok {
+		t.Errorf("nested over the element's own items: %v %v", ok, err)
+	}
+}
