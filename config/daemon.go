@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hookd/hookd/engine"
@@ -28,6 +29,7 @@ type Daemon struct {
 	MaxCatchup     int                   // max_catchup: missed slots fired with on_missed: all, >= 1
 	LogFormat      string                // log_format: text or json
 	Listen         string                // listen: optional host:port for the TCP API
+	DashboardHosts []string              // dashboard_hosts: host names the dashboard answers to besides addresses and localhost
 	TokenEnv       string                // token_env: the variable holding the TCP API's bearer token
 	TokenFile      string                // token_file: or a file holding it (absolute)
 	OverdueGrace   time.Duration         // overdue_grace: how late a periodic hook may be before it counts as overdue
@@ -65,7 +67,7 @@ const (
 )
 
 var daemonKeys = []string{"hooks_dir", "db", "database", "max_concurrent", "tick", "queue_size", "grace",
-	"default_timeout", "max_catchup", "log_format", "listen", "llm",
+	"default_timeout", "max_catchup", "log_format", "listen", "dashboard_hosts", "llm",
 	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks"}
 
 // defaultDaemon returns the default settings, with paths in dir.
@@ -181,6 +183,13 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 	if n, ok := f.decode("listen", &d.Listen); ok {
 		if _, _, err := net.SplitHostPort(d.Listen); err != nil {
 			s.errorf(n, "listen", "want host:port, like 127.0.0.1:8787 (got %q)", d.Listen)
+		}
+	}
+	if n, ok := f.decode("dashboard_hosts", &d.DashboardHosts); ok {
+		for _, h := range d.DashboardHosts {
+			if h == "" || strings.ContainsAny(h, ":/ \t") {
+				s.errorf(n, "dashboard_hosts", "want host names without port or scheme, like hookd.lan (got %q)", h)
+			}
 		}
 	}
 	s.apiSettings(f, d, dir)

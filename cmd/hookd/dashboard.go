@@ -65,13 +65,13 @@ func (s dashSource) DatabaseBytes(ctx context.Context) (int64, error) {
 
 // newDashboards returns the dashboard of the unix socket and, when the
 // daemon listens on TCP (token set), the one of the TCP listener.
-func newDashboards(src dashboard.Source, token string, a *apiServer) error {
+func newDashboards(src dashboard.Source, token string, hosts []string, a *apiServer) error {
 	var err error
 	if a.dash, err = dashboard.New(dashboard.Options{Source: src, Log: a.log}); err != nil {
 		return err
 	}
 	if token != "" {
-		if a.tcpDash, err = dashboard.New(dashboard.Options{Source: src, Login: true, Token: token, Log: a.log}); err != nil {
+		if a.tcpDash, err = dashboard.New(dashboard.Options{Source: src, Login: true, Token: token, Hosts: hosts, Log: a.log}); err != nil {
 			return err
 		}
 	}

@@ -552,3 +552,24 @@ func cspDirective(csp, name string) string {
 	}
 	return ""
 }
+
+// TestDashboardHosts: a name given in dashboard_hosts is answered; any
+// other is still refused; a malformed entry is a settings error.
+func TestDashboardHosts(t *testing.T) {
+	e := newEnv(t, "listen: 127.0.0.1:0\ndashboard_hosts: [hookd.lan]\n", dashHooks)
+	e.environ = []string{"HOOKD_TOKEN=" + testToken}
+	d := e.serve()
+	addr := d.tcpAddr()
+	port := addr[strings.LastIndex(addr, ":")+1:]
+	b := newBrowser(t, addr)
+	if p := b.get("/login", "Host", "hookd.lan:"+port); p.code != 200 {
+		t.Errorf("GET /login through hookd.lan: %d", p.code)
+	}
+	if p := b.get("/login", "Host", "other.lan:"+port); p.code != 421 {
+		t.Errorf("GET /login through other.lan: %d", p.code)
+	}
+	bad := newEnv(t, "listen: 127.0.0.1:0\ndashboard_hosts: [\"hookd.lan:8787\"]\n", dashHooks)
+	if r := bad.must(1, "validate"); !strings.Contains(r.stdout+r.stderr, "dashboard_hosts: want host names without port") {
+		t.Errorf("a port in dashboard_hosts:\n%s", r)
+	}
+}

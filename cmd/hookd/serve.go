@@ -124,7 +124,7 @@ func cmdServe(c *cli, args []string) int {
 		eng: l.eng, st: l.st, evlog: l.st, feed: l.feed, metrics: m, db: abs, log: log,
 		grace: d.OverdueGrace, started: time.Now(), closing: make(chan struct{}), pruner: pr,
 	}
-	if err := newDashboards(dashSource{eng: l.eng, db: l.st, grace: d.OverdueGrace}, token, api); err != nil {
+	if err := newDashboards(dashSource{eng: l.eng, db: l.st, grace: d.OverdueGrace}, token, d.DashboardHosts, api); err != nil {
 		return c.errorf("start: %v", err)
 	}
 	sock := socketPath(d.DB)
