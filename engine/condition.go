@@ -104,6 +104,21 @@ func checkCondCost(src string) error {
 	if err != nil {
 		return nil // Compile reports it
 	}
+	var grows string
+	ast.Walk(&tree.Node, condVisitor(func(n ast.Node) {
+		switch x := n.(type) {
+		case *ast.VariableDeclaratorNode:
+			grows = "let"
+		case *ast.BuiltinNode:
+			if x.Name == "reduce" {
+				grows = "reduce"
+			}
+		}
+	}))
+	if grows != "" {
+		return fmt.Errorf("%s is not available in a condition: a value built from itself (let b = a + a; reduce with #acc + #acc) "+
+			"doubles at each step, past any bound (16 lets made 64 MB of a 1 KB event)", grows)
+	}
 	var bad *ast.BuiltinNode
 	ast.Walk(&tree.Node, condVisitor(func(n ast.Node) {
 		for _, p := range predicates(n) {
