@@ -34,7 +34,7 @@ type Options struct {
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap", "on_interrupted",
 		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
-		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots", "id", "project_id", "retry"}
+		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots", "id", "project_id", "retry", "rate"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
 		"prompt_template":    "prompt",
@@ -176,6 +176,9 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	}
 	if n := f.get("retry"); n != nil {
 		s.retry(n, "retry", &h.Retry)
+	}
+	if n := f.get("rate"); n != nil {
+		s.rate(n, "rate", &h.Rate)
 	}
 	return h, nameLine, s.result()
 }

@@ -96,6 +96,8 @@ type Hook struct {
 
 	// Retry says which failed runs are run again, and when (retry.go).
 	Retry RetryPolicy
+	// Rate caps the hook's starts in a window (rate.go); zero: no cap.
+	Rate Rate
 
 	Source Source
 }

@@ -109,6 +109,8 @@ func (s *state) reload(hooks []*Hook, saved map[string]HookState) (ReloadReport,
 				if ent.lastStatus == StatusRunning && ent.lastRunID != "" && s.live[ent.lastRunID] == nil {
 					ent.lastStatus = StatusInterrupted
 				}
+				ent.hook = h
+				errs = append(errs, s.loadStarts(context.Background(), ent, now))
 			}
 			old := ent.hook
 			if old == h {
@@ -123,6 +125,9 @@ func (s *state) reload(hooks []*Hook, saved map[string]HookState) (ReloadReport,
 		default:
 			old := ent.hook
 			ent.hook = h
+			if h.Rate != old.Rate {
+				errs = append(errs, s.loadStarts(context.Background(), ent, now))
+			}
 			errs = append(errs, s.applyTrigger(ent, old, now))
 			rep.Changed = append(rep.Changed, h.Name)
 		}

@@ -61,6 +61,7 @@ type entry struct {
 	coalesce int  // triggers merged into pending
 
 	lastStart  time.Time
+	starts     []time.Time // admitted starts within the hook's rate window (rate.go)
 	lastRunID  string
 	lastStatus Status
 	lastMissed bool // the latest slot did not start a run
@@ -130,6 +131,9 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 	for _, h := range e.hooks {
 		ent := newEntry(h, saved[h.Name])
 		s.hooks[h.Name] = ent
+		if err := s.loadStarts(ctx, ent, now); err != nil {
+			return nil, err
+		}
 		if h.Trigger.Kind == TriggerEvent {
 			if err := s.cfg.Events.Add(h.Name, h.Trigger.Event, h.Trigger.Where); err != nil {
 				return nil, fmt.Errorf("hook %s: event trigger: %w", h.Name, err)
@@ -551,6 +555,12 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 			return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateCooldown, Hook: h.Name, Remaining: left,
 				Detail: fmt.Sprintf("cooldown is %s; use --force to skip the cooldown", h.Cooldown)})
 		}
+	}
+	if g := s.rateGate(ent, now); g != nil {
+		return s.refuse(ent, run, StatusSkipped, g)
+	}
+	if ent.hook.Rate.N > 0 {
+		ent.starts = append(ent.starts, now)
 	}
 	return s.admit(ent, run)
 }

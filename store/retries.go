@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -73,4 +74,26 @@ func (d *DB) DeleteRetry(ctx context.Context, runID string) error {
 		return fmt.Errorf("delete retry %s: %w", runID, err)
 	}
 	return nil
+}
+
+var _ engine.RateStore = (*DB)(nil)
+
+// StartsSince returns when hook's runs that started at or after since
+// started, oldest first (rate: windows).
+func (d *DB) StartsSince(ctx context.Context, hook string, since time.Time) ([]time.Time, error) {
+	rows, err := d.r.QueryContext(ctx, `SELECT started_at FROM runs WHERE hook = ? AND started_at >= ? ORDER BY started_at`,
+		hook, timeInt(since))
+	if err != nil {
+		return nil, fmt.Errorf("list starts of %s: %w", hook, err)
+	}
+	defer rows.Close()
+	var out []time.Time
+	for rows.Next() {
+		var ns int64
+		if err := rows.Scan(&ns); err != nil {
+			return nil, fmt.Errorf("list starts of %s: %w", hook, err)
+		}
+		out = append(out, intTime(ns))
+	}
+	return out, rows.Err()
 }

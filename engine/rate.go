@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Rate caps a hook's starts: at most N in any Window (rate: 10/1h).
+type Rate struct {
+	N      int
+	Window time.Duration
+}
+
+// GateRate refuses a trigger of a hook that started Rate.N runs in the
+// last Rate.Window.
+const GateRate = "rate"
+
+// RateStore is a Store that tells when a hook's runs started, so that a
+// restart keeps counting a rate window.
+type RateStore interface {
+	// StartsSince returns the start times of hook's runs that started at
+	// or after since, oldest first.
+	StartsSince(ctx context.Context, hook string, since time.Time) ([]time.Time, error)
+}
+
+// loadStarts fills ent's rate window from the store.
+func (s *state) loadStarts(ctx context.Context, ent *entry, now time.Time) error {
+	r := ent.hook.Rate
+	rs, ok := s.cfg.Store.(RateStore)
+	if r.N <= 0 || !ok {
+		return nil
+	}
+	starts, err := rs.StartsSince(ctx, ent.hook.Name, now.Add(-r.Window))
+	if err != nil {
+		return fmt.Errorf("hook %s: load rate window: %w", ent.hook.Name, err)
+	}
+	ent.starts = starts
+	return nil
+}
+
+// rateGate refuses run when its hook's rate is spent, or returns nil.
+func (s *state) rateGate(ent *entry, now time.Time) *GateError {
+	r := ent.hook.Rate
+	if r.N <= 0 {
+		return nil
+	}
+	from := now.Add(-r.Window)
+	i := 0
+	for i < len(ent.starts) && ent.starts[i].Before(from) {
+		i++
+	}
+	ent.starts = ent.starts[i:]
+	if len(ent.starts) < r.N {
+		return nil
+	}
+	next := ent.starts[0].Add(r.Window).Sub(now)
+	return &GateError{Gate: GateRate, Hook: ent.hook.Name, Remaining: next,
+		Detail: fmt.Sprintf("%d starts in the last %s (rate: %d/%s); the next is allowed in %s",
+			len(ent.starts), r.Window, r.N, r.Window, next.Round(time.Second))}
+}
