@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,65 +22,6 @@ func briefRuns(t *testing.T, d *DB) {
 			r.Status, r.StartedAt = engine.StatusSkipped, time.Time{}
 		}
 		mustRun(t, d.InsertRun(context.Background(), r))
-	}
-}
-
-func TestListRunsByTime(t *testing.T) {
-	ctx := context.Background()
-	d, _ := openTest(t)
-	briefRuns(t, d)
-	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
-	tests := []struct {
-		name string
-		f    engine.RunFilter
-		want []string
-	}{
-		{"since", engine.RunFilter{Since: at(7)}, []string{"r09", "r08", "r07"}},
-		{"until", engine.RunFilter{Until: at(2)}, []string{"r01", "r00"}},
-		{"between", engine.RunFilter{Since: at(3), Until: at(6)}, []string{"r05", "r04", "r03"}},
-		{"between, hook, limit", engine.RunFilter{Hook: "a", Since: at(1), Until: at(9), Limit: 2}, []string{"r08", "r06"}},
-		{"between, before", engine.RunFilter{Since: at(3), Until: at(6), Before: "r05"}, []string{"r04", "r03"}},
-		{"since after the last", engine.RunFilter{Since: at(11)}, nil},
-		{"until before the first", engine.RunFilter{Until: at(0)}, nil},
-		{"status and since", engine.RunFilter{Status: engine.StatusSkipped, Since: at(4)}, []string{"r09", "r07", "r05"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			runs, err := d.ListRuns(ctx, tt.f)
-			mustRun(t, err)
-			if got := runIDs(runs); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("ListRuns(%+v) = %v, want %v", tt.f, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestBriefs(t *testing.T) {
-	ctx := context.Background()
-	d, _ := openTest(t)
-	briefRuns(t, d)
-	latest, err := d.LatestBriefs(ctx, "a", 3)
-	mustRun(t, err)
-	var ids []string
-	for _, b := range latest {
-		ids = append(ids, b.ID)
-	}
-	if !reflect.DeepEqual(ids, []string{"r08", "r06", "r04"}) {
-		t.Errorf("LatestBriefs(a, 3) = %v, want r08 r06 r04", ids)
-	}
-	if b := latest[0]; b.Hook != "a" || b.Status != engine.StatusCompleted || b.Duration() != 8*time.Second ||
-		!b.QueuedAt.Equal(t0.Add(8*time.Minute)) {
-		t.Errorf("LatestBriefs: first is %+v", b)
-	}
-	since, err := d.BriefsSince(ctx, t0.Add(8*time.Minute), 100)
-	mustRun(t, err)
-	if len(since) != 2 || since[0].ID != "r09" || since[1].ID != "r08" || since[0].Status != engine.StatusSkipped {
-		t.Errorf("BriefsSince = %+v, want r09 (skipped), r08", since)
-	}
-	capped, err := d.BriefsSince(ctx, t0, 4)
-	mustRun(t, err)
-	if len(capped) != 4 || capped[0].ID != "r09" {
-		t.Errorf("BriefsSince with limit 4 = %+v, want the 4 newest", capped)
 	}
 }
 

@@ -112,27 +112,6 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 }
 
-func TestTimesReadBackInUTC(t *testing.T) {
-	ctx := context.Background()
-	d, _ := openTest(t)
-	loc := time.FixedZone("X", 5*3600)
-	r := &engine.Run{ID: "r1", Hook: "h", Status: engine.StatusSkipped, QueuedAt: t0.In(loc), Slot: t0.In(loc)}
-	mustRun(t, d.InsertRun(ctx, r))
-	got, err := d.GetRun(ctx, "r1")
-	mustRun(t, err)
-	if !got.QueuedAt.Equal(t0) || got.QueuedAt.Location() != time.UTC || !got.Slot.Equal(t0) {
-		t.Errorf("QueuedAt %v, Slot %v; want %v in UTC", got.QueuedAt, got.Slot, t0)
-	}
-}
-
-func TestGetRunNotFound(t *testing.T) {
-	d, _ := openTest(t)
-	_, err := d.GetRun(context.Background(), "nope")
-	if !errors.Is(err, engine.ErrNotFound) {
-		t.Fatalf("GetRun of a missing run: %v, want ErrNotFound", err)
-	}
-}
-
 func TestInsertRun(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
@@ -181,94 +160,6 @@ func TestInsertRun(t *testing.T) {
 				t.Error("InsertRun of the same id twice succeeded")
 			}
 		})
-	}
-}
-
-func TestStartRunQueued(t *testing.T) {
-	ctx := context.Background()
-	d, _ := openTest(t)
-	q := &engine.Run{ID: "q", Hook: "h", Trigger: "event", Status: engine.StatusQueued, QueuedAt: t0,
-		Reason: "max_concurrent", Event: json.RawMessage(`{"a":1}`), EventType: "x"}
-	mustRun(t, d.InsertRun(ctx, q))
-	mustRun(t, d.InsertRun(ctx, &engine.Run{ID: "later", Hook: "h", Status: engine.StatusSkipped, Reason: "in_flight"}))
-
-	r := *q
-	r.Status, r.Reason, r.StartedAt = engine.StatusRunning, "", t0.Add(time.Second)
-	r.QueuedAt = time.Time{} // not given again: the stored one stays
-	mustRun(t, d.StartRun(ctx, &r))
-
-	got, err := d.GetRun(ctx, "q")
-	mustRun(t, err)
-	if got.Status != engine.StatusRunning || !got.StartedAt.Equal(r.StartedAt) || !got.QueuedAt.Equal(t0) || got.Reason != "" {
-		t.Errorf("started queued run: %+v", got)
-	}
-	// Starting keeps the run's place in the history (its seq).
-	runs, err := d.ListRuns(ctx, engine.RunFilter{})
-	mustRun(t, err)
-	if ids := runIDs(runs); !reflect.DeepEqual(ids, []string{"later", "q"}) {
-		t.Errorf("ListRuns = %v, want [later q]", ids)
-	}
-	if qs, _ := d.QueuedRuns(ctx); len(qs) != 0 {
-		t.Errorf("QueuedRuns after start = %v", runIDs(qs))
-	}
-
-	// A retried StartRun is harmless; starting a final run is not.
-	mustRun(t, d.StartRun(ctx, &r))
-	fin := r
-	fin.Status, fin.FinishedAt = engine.StatusCompleted, t0.Add(2*time.Second)
-	mustRun(t, d.FinishRun(ctx, &fin))
-	if err := d.StartRun(ctx, &r); err == nil {
-		t.Error("StartRun of a completed run succeeded")
-	}
-	got, _ = d.GetRun(ctx, "q")
-	if got.Status != engine.StatusCompleted {
-		t.Errorf("refused StartRun changed the run: %+v", got)
-	}
-}
-
-func TestStartFinishHookState(t *testing.T) {
-	ctx := context.Background()
-	d, _ := openTest(t)
-	s1, s2 := t0, t0.Add(time.Hour)
-
-	r1 := &engine.Run{ID: "r1", Hook: "h", Slot: s2, StartedAt: t0.Add(time.Minute)}
-	mustRun(t, d.StartRun(ctx, r1))
-	checkState(t, d, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r1.StartedAt, LastRunID: "r1", LastStatus: engine.StatusRunning})
-
-	// An older slot (catch-up of an earlier slot) does not move last_slot back.
-	r2 := &engine.Run{ID: "r2", Hook: "h", Slot: s1, StartedAt: t0.Add(2 * time.Minute)}
-	mustRun(t, d.StartRun(ctx, r2))
-	checkState(t, d, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusRunning})
-
-	// Finishing a run that is no longer the latest start leaves last_status.
-	r1.Status, r1.FinishedAt = engine.StatusCompleted, t0.Add(3*time.Minute)
-	mustRun(t, d.FinishRun(ctx, r1))
-	checkState(t, d, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusRunning})
-
-	r2.Status, r2.FinishedAt = engine.StatusFailed, t0.Add(4*time.Minute)
-	mustRun(t, d.FinishRun(ctx, r2))
-	checkState(t, d, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusFailed})
-
-	mustRun(t, d.SetPaused(ctx, "h", true))
-	checkState(t, d, engine.HookState{Hook: "h", Paused: true, LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusFailed})
-
-	err := d.FinishRun(ctx, &engine.Run{ID: "ghost", Hook: "h", Status: engine.StatusCompleted})
-	if !errors.Is(err, engine.ErrNotFound) {
-		t.Errorf("FinishRun of an unknown run: %v, want ErrNotFound", err)
-	}
-}
-
-func TestSetPaused(t *testing.T) {
-	ctx := context.Background()
-	d, _ := openTest(t)
-	for _, p := range []bool{true, false, true} {
-		mustRun(t, d.SetPaused(ctx, "h", p))
-		checkState(t, d, engine.HookState{Hook: "h", Paused: p})
-	}
-	states, err := d.HookStates(ctx)
-	mustRun(t, err)
-	if len(states) != 1 {
-		t.Errorf("HookStates = %v", states)
 	}
 }
 
@@ -377,94 +268,12 @@ func TestListRuns(t *testing.T) {
 	}
 }
 
-func TestListRunsDefaultLimit(t *testing.T) {
-	ctx := context.Background()
-	d, _ := openTest(t)
-	for i := range 60 {
-		mustRun(t, d.InsertRun(ctx, &engine.Run{ID: fmt.Sprint(i), Hook: "h", Status: engine.StatusSkipped}))
-	}
-	runs, err := d.ListRuns(ctx, engine.RunFilter{})
-	mustRun(t, err)
-	if len(runs) != 50 || runs[0].ID != "59" {
-		t.Errorf("ListRuns with no limit: %d runs, first %s; want 50, first 59", len(runs), runs[0].ID)
-	}
-}
-
 func runIDs(runs []*engine.Run) []string {
 	var ids []string
 	for _, r := range runs {
 		ids = append(ids, r.ID)
 	}
 	return ids
-}
-
-func TestQueuedRunsSurviveReopen(t *testing.T) {
-	ctx := context.Background()
-	d, path := openTest(t)
-	for i, id := range []string{"q1", "x", "q2", "q3"} {
-		st := engine.StatusQueued
-		if id == "x" {
-			st = engine.StatusDropped
-		}
-		mustRun(t, d.InsertRun(ctx, &engine.Run{ID: id, Hook: "h" + id, Status: st, QueuedAt: t0.Add(time.Duration(i) * time.Second),
-			Event: json.RawMessage(`{"i":1}`), EventType: "e"}))
-	}
-	mustRun(t, d.UpdateQueued(ctx, &engine.Run{ID: "q2", Trigger: "event", Reason: "coalesced",
-		Event: json.RawMessage(`{"i":2}`), EventType: "e2", Depth: 1}, time.Time{}))
-	mustRun(t, d.Close())
-	mustRun(t, d.Close()) // safe twice
-
-	d2, err := Open(path)
-	mustRun(t, err)
-	defer d2.Close()
-	qs, err := d2.QueuedRuns(ctx)
-	mustRun(t, err)
-	if got := runIDs(qs); !reflect.DeepEqual(got, []string{"q1", "q2", "q3"}) {
-		t.Fatalf("QueuedRuns after reopen = %v, want oldest first [q1 q2 q3]", got)
-	}
-	q2 := qs[1]
-	if string(q2.Event) != `{"i":2}` || q2.EventType != "e2" || q2.Trigger != "event" || q2.Reason != "coalesced" ||
-		q2.Depth != 1 || !q2.QueuedAt.Equal(t0.Add(2*time.Second)) {
-		t.Errorf("updated queued run: %+v", q2)
-	}
-}
-
-// TestUpdateQueuedRecordsMergedSlot: a slot merged into a queued run is
-// that run's, and the hook's last slot, in the same write; a later claim
-// of it is refused.
-func TestUpdateQueuedRecordsMergedSlot(t *testing.T) {
-	ctx := context.Background()
-	d, _ := openTest(t)
-	s1, s2 := t0.Add(10*time.Second), t0.Add(20*time.Second)
-	mustRun(t, d.InsertRun(ctx, &engine.Run{ID: "p", Hook: "h", Status: engine.StatusQueued, Slot: s1, QueuedAt: s1}))
-	mustRun(t, d.UpdateQueued(ctx, &engine.Run{ID: "p", Hook: "h", Reason: "coalesced"}, s2))
-	st, err := d.HookStates(ctx)
-	mustRun(t, err)
-	if !st["h"].LastSlot.Equal(s2) {
-		t.Errorf("last slot = %v, want the merged slot %v", st["h"].LastSlot, s2)
-	}
-	err = d.StartRun(ctx, &engine.Run{ID: "again", Hook: "h", Slot: s2, StartedAt: s2})
-	if !isSlotTaken(err) {
-		t.Errorf("starting a run for the merged slot: %v, want ErrSlotTaken", err)
-	}
-	// The queued run itself still starts for its own slot.
-	mustRun(t, d.StartRun(ctx, &engine.Run{ID: "p", Hook: "h", Slot: s1, StartedAt: s2}))
-}
-
-func TestUpdateQueuedRefusesOthers(t *testing.T) {
-	ctx := context.Background()
-	d, _ := openTest(t)
-	mustRun(t, d.InsertRun(ctx, &engine.Run{ID: "s", Hook: "h", Status: engine.StatusSkipped, Event: json.RawMessage(`{}`)}))
-	for _, id := range []string{"s", "missing"} {
-		err := d.UpdateQueued(ctx, &engine.Run{ID: id, Hook: "h", Event: json.RawMessage(`{"x":1}`)}, t0)
-		if !errors.Is(err, engine.ErrNotFound) {
-			t.Errorf("UpdateQueued(%s): %v, want ErrNotFound", id, err)
-		}
-	}
-	r, _ := d.GetRun(ctx, "s")
-	if string(r.Event) != `{}` {
-		t.Errorf("UpdateQueued changed a skipped run: %s", r.Event)
-	}
 }
 
 func TestRecoverInterrupted(t *testing.T) {
@@ -504,27 +313,6 @@ func TestRecoverInterrupted(t *testing.T) {
 	runs, err = d.RecoverInterrupted(ctx, now)
 	if err != nil || len(runs) != 0 {
 		t.Errorf("second RecoverInterrupted = %v, %v; want none", runIDs(runs), err)
-	}
-}
-
-func TestLastFingerprint(t *testing.T) {
-	ctx := context.Background()
-	d, _ := openTest(t)
-	fp, err := d.LastFingerprint(ctx, "h")
-	if err != nil || fp != "" {
-		t.Fatalf("LastFingerprint of a new hook = %q, %v", fp, err)
-	}
-	for _, r := range []engine.Run{
-		{ID: "1", Hook: "h", Status: engine.StatusCompleted, Fingerprint: "one"},
-		{ID: "2", Hook: "h", Status: engine.StatusSkipped, Fingerprint: "two"},
-		{ID: "3", Hook: "h", Status: engine.StatusSkipped, Reason: "cooldown"},
-		{ID: "4", Hook: "other", Status: engine.StatusCompleted, Fingerprint: "four"},
-	} {
-		mustRun(t, d.InsertRun(ctx, &r))
-	}
-	fp, err = d.LastFingerprint(ctx, "h")
-	if err != nil || fp != "two" {
-		t.Errorf("LastFingerprint = %q, %v; want two", fp, err)
 	}
 }
 
