@@ -70,7 +70,10 @@ func TestCodeProgramAttacks(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "HOOKD_P1="+tt.value, "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1")
+			// SHELL is set because make evaluates a command-line
+			// X:=$(shell …) before its own default SHELL exists, with
+			// the environment's: unset (as under CI), it runs "-c".
+			cmd.Env = append(os.Environ(), "HOOKD_P1="+tt.value, "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "SHELL=/bin/sh")
 			out, _ := cmd.CombinedOutput()
 			if _, err := os.Stat(filepath.Join(dir, "MARK")); err != nil {
 				t.Fatalf("the attack did not work without the rule (%v; output %q): the test shows nothing", err, out)
