@@ -53,6 +53,21 @@ type committer struct {
 	closed bool
 	busy   bool // a commit is in progress
 	queue  []*writeReq
+
+	commits, writes atomic.Int64 // WriteStats
+}
+
+// WriteStats counts the transactions the store's frequent writes were
+// committed in, and the writes they held, since Open.
+type WriteStats struct {
+	Commits int64 // transactions
+	Writes  int64 // pieces of work (calls of the write methods)
+}
+
+// WriteStats returns how many transactions the frequent writes took so
+// far: a figure for benchmarks (writes per commit, commits per run).
+func (d *DB) WriteStats() WriteStats {
+	return WriteStats{Commits: d.gc.commits.Load(), Writes: d.gc.writes.Load()}
 }
 
 // stopCommitter waits for the queued writes to be committed and makes
@@ -152,6 +167,8 @@ func (d *DB) commitGroup(batch []*writeReq) {
 	if len(live) == 0 {
 		return
 	}
+	d.gc.commits.Add(1)
+	d.gc.writes.Add(int64(len(live)))
 	errs := make([]error, len(live))
 	answer := func(all error) {
 		for i, r := range live {

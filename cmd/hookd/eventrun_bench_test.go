@@ -31,7 +31,9 @@ import (
 // nothing else. For 1 and 8 publishers it prints runs/s, spawns/s, the
 // ratio of the two (the target is >= 0.7) and the latency from Emit to
 // the run's start being recorded, p50 and p99 (the target for p99 is
-// <= 10 ms). -benchtime counts the runs of each side.
+// <= 10 ms), hookd's own CPU time a run and a spawn's, and the store's
+// commits (transactions) and writes a run. -benchtime counts the runs of
+// each side.
 //
 //	go test -run '^$' -bench 'BenchmarkEventToRun$' -benchtime 2000x ./cmd/hookd/
 func BenchmarkEventToRun(b *testing.B) {
@@ -133,14 +135,19 @@ func benchEventToRun(b *testing.B, pubs int) {
 	per := max(b.N/rounds, pubs)
 	var runT, spawnT, runCPU, spawnCPU time.Duration
 	b.ResetTimer()
+	var commits, writes int64
 	for range rounds {
 		c0 := selfCPU(b)
 		spawnT += spawns(per)
 		c1 := selfCPU(b)
+		w0 := l.db.WriteStats()
 		runT += emitRuns(per)
+		w1 := l.db.WriteStats()
 		c2 := selfCPU(b)
 		spawnCPU += c1 - c0
 		runCPU += c2 - c1
+		commits += w1.Commits - w0.Commits
+		writes += w1.Writes - w0.Writes
 	}
 	b.StopTimer()
 	if b.Failed() {
@@ -156,6 +163,8 @@ func benchEventToRun(b *testing.B, pubs int) {
 	b.ReportMetric(runRate/spawnRate, "ratio")
 	b.ReportMetric(float64(runCPU.Microseconds())/float64(per*rounds), "cpu-µs/run")
 	b.ReportMetric(float64(spawnCPU.Microseconds())/float64(per*rounds), "cpu-µs/spawn")
+	b.ReportMetric(float64(commits)/float64(per*rounds), "commits/run")
+	b.ReportMetric(float64(writes)/float64(per*rounds), "writes/run")
 	b.ReportMetric(ms(quantileDur(lat, 0.50)), "start-p50-ms")
 	b.ReportMetric(ms(quantileDur(lat, 0.99)), "start-p99-ms")
 	if n := logs.n.Load(); n > 0 {

@@ -53,6 +53,28 @@ type feedStore struct {
 	feed *eventFeed
 }
 
+// newFeedStore wraps st for the engine. A store that marks an event
+// dispatched in the transaction of the run it started (SQLite) keeps
+// that method through the wrapper, so the engine's check for
+// engine.DispatchStarter sees it.
+func newFeedStore(st daemonStore, feed *eventFeed) engine.Store {
+	fs := &feedStore{daemonStore: st, feed: feed}
+	if ds, ok := st.(engine.DispatchStarter); ok {
+		return &feedStarter{feedStore: fs, ds: ds}
+	}
+	return fs
+}
+
+// feedStarter is a feedStore over an engine.DispatchStarter.
+type feedStarter struct {
+	*feedStore
+	ds engine.DispatchStarter
+}
+
+func (s *feedStarter) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
+	return s.ds.StartRunDispatched(ctx, r, seq)
+}
+
 func (s *feedStore) AppendEvent(ctx context.Context, ev *engine.Event) error {
 	err := s.daemonStore.AppendEvent(ctx, ev)
 	s.feed.wake()

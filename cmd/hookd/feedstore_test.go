@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
+)
+
+// TestFeedStoreStartsDispatched: the store the daemon gives its engine
+// keeps SQLite's StartRunDispatched, so an event that starts one run is
+// marked dispatched in the transaction of that run's start (through a
+// wrapper that only embedded daemonStore, the engine did not see it and
+// marked every event in a write of its own).
+func TestFeedStoreStartsDispatched(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	st := newFeedStore(db, newEventFeed())
+	ds, ok := st.(engine.DispatchStarter)
+	if !ok {
+		t.Fatalf("the engine's store %T is not an engine.DispatchStarter", st)
+	}
+	ev := &engine.Event{Type: "deploy", Source: "test", Time: time.Now()}
+	if err := ds.AppendPendingEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	run := &engine.Run{ID: engine.NewID(), Hook: "h", Trigger: "event", Status: engine.StatusRunning, QueuedAt: now, StartedAt: now}
+	if err := ds.StartRunDispatched(ctx, run, ev.Seq); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ds.PendingEvents(ctx, 10); err != nil || len(p) != 0 {
+		t.Errorf("pending after the start: %d events, %v; want none", len(p), err)
+	}
+	got, err := db.GetRun(ctx, run.ID)
+	if err != nil || got.Status != engine.StatusRunning {
+		t.Errorf("run after the start: %+v, %v", got, err)
+	}
+}
