@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -142,6 +143,30 @@ type field struct {
 	index []int
 }
 
+// structFieldCache holds structFields' answer for each struct type (a
+// loader decodes the same few types in every file).
+var structFieldCache sync.Map // reflect.Type -> structInfo
+
+// structInfo is a struct type's fields and their names, in order.
+type structInfo struct {
+	fields []field
+	names  []string
+}
+
+// fieldsOf returns the fields of struct type t, computed once a type.
+func fieldsOf(t reflect.Type) structInfo {
+	if v, ok := structFieldCache.Load(t); ok {
+		return v.(structInfo)
+	}
+	info := structInfo{fields: structFields(t)}
+	info.names = make([]string, len(info.fields))
+	for i, f := range info.fields {
+		info.names[i] = f.name
+	}
+	structFieldCache.Store(t, info)
+	return info
+}
+
 // structFields lists the keys of struct type t: the yaml tag's name, or
 // the lower-cased field name; ",inline" embeds a struct's keys.
 func structFields(t reflect.Type) []field {
@@ -176,11 +201,8 @@ func (s *state) decodeStruct(n *yaml.Node, path string, rv reflect.Value) {
 		s.errorf(n, path, "expected a mapping, got %s", describe(n))
 		return
 	}
-	fields := structFields(rv.Type())
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.name
-	}
+	info := fieldsOf(rv.Type())
+	fields, names := info.fields, info.names
 	for _, p := range s.pairs(n, path) {
 		var f *field
 		for i := range fields {

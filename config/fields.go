@@ -17,35 +17,43 @@ type fields struct {
 	s    *state
 	path string
 	node *yaml.Node
-	keys map[string]pair
+	keys []pair // the accepted keys, in file order; few, so searched in turn
 }
 
 // fields indexes mapping n. Keys other than known and the aliases'
 // names are reported with a suggestion; aliases maps alias -> canonical.
 func (s *state) fields(n *yaml.Node, path string, known []string, aliases map[string]string) *fields {
-	f := &fields{s: s, path: path, node: n, keys: map[string]pair{}}
+	f := &fields{s: s, path: path, node: n}
 	if n.Kind != yaml.MappingNode {
 		s.errorf(n, path, "expected a mapping, got %s", describe(n))
 		return f
 	}
-	all := append(slices.Clone(known), slices.Sorted(maps.Keys(aliases))...)
-	ok := make(map[string]bool, len(all))
-	for _, k := range all {
-		ok[k] = true
-	}
-	for _, p := range s.pairs(n, path) {
-		if !ok[p.key] {
+	ps := s.pairs(n, path)
+	f.keys = ps[:0] // filtered in place: pairs returns a fresh slice
+	for _, p := range ps {
+		if _, alias := aliases[p.key]; !alias && !slices.Contains(known, p.key) {
+			all := append(slices.Clone(known), slices.Sorted(maps.Keys(aliases))...)
 			s.add(p.k.Line, join(path, p.key), unknownField(p.key, all, known))
 			continue
 		}
-		f.keys[p.key] = p
+		f.keys = append(f.keys, p)
 	}
 	return f
 }
 
+// lookup returns the pair of key.
+func (f *fields) lookup(key string) (pair, bool) {
+	for _, p := range f.keys {
+		if p.key == key {
+			return p, true
+		}
+	}
+	return pair{}, false
+}
+
 // get returns the value of key, or nil when it is absent or null.
 func (f *fields) get(key string) *yaml.Node {
-	p, ok := f.keys[key]
+	p, ok := f.lookup(key)
 	if !ok || isNull(p.v) {
 		return nil
 	}
@@ -54,13 +62,13 @@ func (f *fields) get(key string) *yaml.Node {
 
 // has reports whether key is written, even with a null value.
 func (f *fields) has(key string) bool {
-	_, ok := f.keys[key]
+	_, ok := f.lookup(key)
 	return ok
 }
 
 // keyLine returns the line of key, or of the mapping when it is absent.
 func (f *fields) keyLine(key string) int {
-	if p, ok := f.keys[key]; ok {
+	if p, ok := f.lookup(key); ok {
 		return p.k.Line
 	}
 	return f.node.Line
@@ -71,7 +79,8 @@ func (f *fields) keyLine(key string) int {
 func (f *fields) either(key, alias string) (*yaml.Node, string) {
 	n, a := f.get(key), f.get(alias)
 	if n != nil && a != nil {
-		f.s.add(f.keys[alias].k.Line, join(f.path, alias),
+		p, _ := f.lookup(alias)
+		f.s.add(p.k.Line, join(f.path, alias),
 			fmt.Sprintf("%s is an alias of %s, which is also given; keep one", alias, key))
 	}
 	if n == nil && a != nil {

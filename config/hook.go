@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 
 	"github.com/hookd/hookd/engine"
 	"gopkg.in/yaml.v3"
@@ -28,6 +29,10 @@ type Options struct {
 	// that another user could have written (hookd.yaml's
 	// allow_insecure_hooks); by default they are refused.
 	AllowInsecure bool
+
+	// broad remembers broadDir's answers during one LoadDir: its hooks
+	// mostly share a workdir (the project root). Nil: not remembered.
+	broad *sync.Map // dir -> string
 }
 
 // Canonical hook keys, and the agent-queue names accepted for them.
@@ -136,7 +141,7 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 		positive(s, n, "timeout", h.Timeout)
 	}
 
-	h.Workdir = s.workdir(f, opts.Root)
+	h.Workdir = s.workdir(f, opts.Root, opts.broad)
 	h.Env = s.env(f.get("env"), "env")
 	s.envNames(f, "secrets", &h.Secrets)
 	s.envNames(f, "env_passthrough", &h.EnvPassthrough)
@@ -184,7 +189,7 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 }
 
 // workdir resolves the hook's workdir against root.
-func (s *state) workdir(f *fields, root string) string {
+func (s *state) workdir(f *fields, root string, broad *sync.Map) string {
 	if root == "" {
 		root = "."
 	}
@@ -201,11 +206,24 @@ func (s *state) workdir(f *fields, root string) string {
 	}
 	var allow bool
 	f.decode("allow_broad_workdir", &allow)
-	if what := broadDir(wd); what != "" && !allow {
+	if what := broadDirIn(broad, wd); what != "" && !allow {
 		s.add(f.keyLine("workdir"), "workdir", fmt.Sprintf("%s is %s: the hook's steps and file tools would reach "+
 			"everything under it; use a project directory, or set allow_broad_workdir: true to mean it", wd, what))
 	}
 	return wd
+}
+
+// broadDirIn is broadDir, remembered in memo when it is not nil.
+func broadDirIn(memo *sync.Map, dir string) string {
+	if memo == nil {
+		return broadDir(dir)
+	}
+	if what, ok := memo.Load(dir); ok {
+		return what.(string)
+	}
+	what := broadDir(dir)
+	memo.Store(dir, what)
+	return what
 }
 
 // broadDir says what dir is when it is the file system root or the home

@@ -61,6 +61,7 @@ func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Han
 			return nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
 		}
 	}
+	opts.broad = new(sync.Map)
 	var files []string
 	for _, e := range entries {
 		name := e.Name()

@@ -176,9 +176,35 @@ type pair struct {
 // explicit keys win over merged ones, earlier merges over later ones. A
 // key given twice or a key that is not a scalar is reported.
 func (s *state) pairs(n *yaml.Node, path string) []pair {
-	var out []pair
-	seen := map[string]*yaml.Node{}
+	out := make([]pair, 0, len(n.Content)/2)
 	var merges []pair
+	// seen finds a key already taken: by a search of out while it is
+	// short (most mappings are), by a map past that.
+	var index map[string]*yaml.Node
+	seen := func(key string) (*yaml.Node, bool) {
+		if index == nil && len(out) > 16 {
+			index = make(map[string]*yaml.Node, 2*len(out))
+			for _, p := range out {
+				index[p.key] = p.k
+			}
+		}
+		if index != nil {
+			k, ok := index[key]
+			return k, ok
+		}
+		for _, p := range out {
+			if p.key == key {
+				return p.k, true
+			}
+		}
+		return nil, false
+	}
+	take := func(p pair) {
+		out = append(out, p)
+		if index != nil {
+			index[p.key] = p.k
+		}
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := resolve(n.Content[i]), n.Content[i+1]
 		if k == nil || k.Kind != yaml.ScalarNode {
@@ -189,12 +215,11 @@ func (s *state) pairs(n *yaml.Node, path string) []pair {
 			merges = append(merges, pair{"<<", k, v})
 			continue
 		}
-		if first, dup := seen[k.Value]; dup {
+		if first, dup := seen(k.Value); dup {
 			s.errorf(k, join(path, k.Value), "duplicate key (first at line %d)", first.Line)
 			continue
 		}
-		seen[k.Value] = k
-		out = append(out, pair{k.Value, k, v})
+		take(pair{k.Value, k, v})
 	}
 	for _, mp := range merges {
 		m := resolve(mp.v)
@@ -215,9 +240,8 @@ func (s *state) pairs(n *yaml.Node, path string) []pair {
 				continue
 			}
 			for _, p := range s.pairs(src, path) {
-				if _, dup := seen[p.key]; !dup {
-					seen[p.key] = p.k
-					out = append(out, p)
+				if _, dup := seen(p.key); !dup {
+					take(p)
 				}
 			}
 			s.leave(src)

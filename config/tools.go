@@ -107,8 +107,8 @@ func (s *state) toolTargets(n *yaml.Node, path string, h *engine.Hook) {
 		h.Tools = append(h.Tools, toolEmitEvent)
 		return
 	}
-	for k, pr := range f.keys {
-		s.errorf(pr.v, join(path, k), "expected the %s settings, got %s", k, describe(pr.v))
+	for _, pr := range f.keys {
+		s.errorf(pr.v, join(path, pr.key), "expected the %s settings, got %s", pr.key, describe(pr.v))
 	}
 }
 

@@ -189,7 +189,7 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 	if onlyFor("timezone", periodic, sched) {
 		tz := f.get("timezone")
 		if s.decodeAt(tz, join(path, "timezone"), &t.Timezone) {
-			loc, err := time.LoadLocation(t.Timezone)
+			loc, err := triggers.LoadLocation(t.Timezone)
 			if err != nil || t.Timezone == "" {
 				s.errorf(tz, join(path, "timezone"), "unknown time zone %q (want an IANA name like Europe/Berlin, or UTC)", t.Timezone)
 			} else {

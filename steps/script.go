@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hookd/hookd/engine"
 	"mvdan.cc/sh/v3/syntax"
@@ -172,8 +173,18 @@ func placeholderNum(name string) (int, bool) {
 	return n, err == nil && n > 0
 }
 
+// bashParsers holds idle bash parsers: a parser resets itself at each
+// Parse, and the nodes it returns are its own allocations, never reused,
+// so one may parse many scripts (loading thousands of hooks makes as many
+// parsers otherwise).
+var bashParsers = sync.Pool{New: func() any {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true))
+}}
+
 func parseBash(text string) (*syntax.File, error) {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(text), "")
+	p := bashParsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(text), "")
+	bashParsers.Put(p)
 	if err != nil {
 		return nil, fmt.Errorf("parse the command as bash: %w", err)
 	}

@@ -100,7 +100,7 @@ func parseCron(expr, tz string) (*cronSchedule, error) {
 	loc := time.Local
 	if zone != "" {
 		var err error
-		if loc, err = time.LoadLocation(zone); err != nil {
+		if loc, err = LoadLocation(zone); err != nil {
 			return nil, fmt.Errorf("time zone %q: %w", zone, err)
 		}
 	}
