@@ -95,7 +95,7 @@ func (s *createTask) Run(ctx context.Context, env *engine.StepEnv) (*engine.Step
 	res := newResult(s.def, map[string]any{"event_type": TaskCreateEvent, "runs": []any{}, "data": map[string]any{},
 		"task_id": "", "created": false})
 	res.Count = new(0)
-	v, err := expandData(s.data, "data", scopeOf(env))
+	v, err := expandData(s.data, "data", scopeOf(env), true)
 	if err != nil {
 		return fail(res, err)
 	}

@@ -104,17 +104,18 @@ func (s *emitStep) Templates() []string {
 	return out
 }
 
-// expandData expands every string inside v. A string that is exactly one
-// placeholder takes the value with its type (a number, an object, ...);
-// other strings are expanded as text.
-func expandData(v any, path string, scope *engine.Scope) (any, error) {
+// expandData expands every string inside v. With typed, a string that is
+// exactly one placeholder takes the value with its type (a number, an
+// object, ...); other strings, and every string without typed, are
+// expanded as text.
+func expandData(v any, path string, scope *engine.Scope, typed bool) (any, error) {
 	switch x := v.(type) {
 	case string:
 		phs, err := engine.ParsePlaceholders(x)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if len(phs) == 1 && phs[0].Start == 0 && phs[0].End == len(x) {
+		if typed && len(phs) == 1 && phs[0].Start == 0 && phs[0].End == len(x) {
 			val, err := scope.Lookup(phs[0].Path)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
@@ -129,7 +130,7 @@ func expandData(v any, path string, scope *engine.Scope) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			v, err := expandData(e, path+"."+k, scope)
+			v, err := expandData(e, path+"."+k, scope, typed)
 			if err != nil {
 				return nil, err
 			}
@@ -139,7 +140,7 @@ func expandData(v any, path string, scope *engine.Scope) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			v, err := expandData(e, fmt.Sprintf("%s[%d]", path, i), scope)
+			v, err := expandData(e, fmt.Sprintf("%s[%d]", path, i), scope, typed)
 			if err != nil {
 				return nil, err
 			}
@@ -167,7 +168,7 @@ func (s *emitStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 	res.Fields["event_type"] = typ
 	data := map[string]any{}
 	if s.data != nil {
-		v, err := expandData(s.data, "data", scope)
+		v, err := expandData(s.data, "data", scope, true)
 		if err != nil {
 			return fail(res, err)
 		}

@@ -31,6 +31,7 @@ type httpConfig struct {
 	URL          string            `yaml:"url"`
 	Headers      map[string]string `yaml:"headers"`
 	Body         string            `yaml:"body"`
+	JSON         any               `yaml:"json"`
 	MaxBody      int               `yaml:"max_body"`
 	AllowPrivate bool              `yaml:"allow_private"`
 	MaxRedirects *int              `yaml:"max_redirects"`
@@ -44,6 +45,9 @@ type httpStep struct {
 	headers  []envVar // sorted by name; values may hold placeholders
 	body     string
 	jsonBody bool // the Content-Type header is JSON: placeholders in body are JSON-escaped
+	// json is the json: field, a structure hookd encodes as the body (its
+	// string leaves may hold placeholders); nil without one.
+	json any
 	maxBody  int
 	client   *http.Client
 }
@@ -104,6 +108,11 @@ func newHTTP(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 	if _, err := engine.ParsePlaceholders(c.Body); err != nil {
 		return nil, fieldErr(cfg, "body", "%v", err)
 	}
+	if c.JSON != nil {
+		if err := s.setJSON(cfg, c); err != nil {
+			return nil, err
+		}
+	}
 	if c.MaxBody < 0 {
 		return nil, fieldErr(cfg, "max_body", "must be > 0 (got %d)", c.MaxBody)
 	}
@@ -131,7 +140,9 @@ func (s *httpStep) Templates() []string {
 	for _, h := range s.headers {
 		out = append(out, h.tmpl)
 	}
-	return append(out, s.body)
+	out = append(out, s.body)
+	walkStrings(s.json, "json", func(_, str string) { out = append(out, str) })
+	return out
 }
 
 // Run sends the request. Any status is a result; a refused address, a
@@ -160,6 +171,11 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 	body, err := engine.ExpandEscaped(s.body, scope, bodyEscape)
 	if err != nil {
 		return fail(res, fmt.Errorf("body: %w", err))
+	}
+	if s.json != nil {
+		if body, err = encodeJSONBody(s.json, scope); err != nil {
+			return fail(res, err)
+		}
 	}
 	var rd io.Reader
 	if body != "" {
