@@ -64,7 +64,11 @@
 //	method:        default GET
 //	headers:       name: value; values may hold placeholders and must not
 //	               contain control characters once expanded
-//	body:          the request body
+//	body:          the request body (text; with a JSON Content-Type, bare
+//	               placeholders are JSON-escaped)
+//	json:          instead of body, a YAML structure encoded as the JSON
+//	               body (Content-Type application/json unless given);
+//	               string leaves are rendered and sent as JSON strings
 //	max_body:      bytes of the response kept (default 256 KiB); past it a
 //	               "[hookd: body truncated ...]" line ends the body
 //	allow_private: allow loopback and private addresses (never link-local)
