@@ -47,9 +47,9 @@ type httpStep struct {
 	jsonBody bool // the Content-Type header is JSON: placeholders in body are JSON-escaped
 	// json is the json: field, a structure hookd encodes as the body (its
 	// string leaves may hold placeholders); nil without one.
-	json any
-	maxBody  int
-	client   *http.Client
+	json    any
+	maxBody int
+	client  *http.Client
 }
 
 func newHTTP(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
