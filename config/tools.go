@@ -2,6 +2,7 @@ package config
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/hookd/hookd/engine"
@@ -15,10 +16,20 @@ import (
 //	  - read_file
 //	  - fire_hook: {hooks: [deploy-check, report]}
 //	  - emit_event: {types: [report.*]}
+//
+// and the tools that read run records, with the other hooks whose runs
+// they may read (without it, the hook's own only):
+//
+//	tools:
+//	  - search_runs: {hooks: [ci-triage]}   # or ["*"]: every hook
 const (
 	toolFireHook  = "fire_hook"
 	toolEmitEvent = "emit_event"
 )
+
+// runTools read hookd's run records; the hooks listed with any of them
+// (Hook.RunHooks) apply to all three, which read the same records.
+var runTools = []string{"list_runs", "get_run", "search_runs"}
 
 // powerfulTools are the built-in tools whose holder does not accept
 // triggers made by another model's tool call unless it says
@@ -66,13 +77,14 @@ func (s *state) tools(n *yaml.Node, h *engine.Hook) {
 // toolTargets decodes `fire_hook: {hooks: [...]}` or
 // `emit_event: {types: [...]}`.
 func (s *state) toolTargets(n *yaml.Node, path string, h *engine.Hook) {
+	keys := append([]string{toolFireHook, toolEmitEvent}, runTools...)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value != toolFireHook && k.Value != toolEmitEvent {
-			s.errorf(k, join(path, k.Value), "only fire_hook and emit_event take settings; list %s as a plain name", k.Value)
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && !slices.Contains(keys, k.Value) {
+			s.errorf(k, join(path, k.Value), "only fire_hook, emit_event, list_runs, get_run and search_runs take settings; list %s as a plain name", k.Value)
 			return
 		}
 	}
-	f := s.fields(n, path, []string{toolFireHook, toolEmitEvent}, nil)
+	f := s.fields(n, path, keys, nil)
 	if len(f.keys) != 1 {
 		if len(f.keys) > 1 {
 			s.errorf(n, path, "one tool per list entry")
@@ -105,6 +117,24 @@ func (s *state) toolTargets(n *yaml.Node, path string, h *engine.Hook) {
 			h.EmitTypes = append(h.EmitTypes, types...)
 		}
 		h.Tools = append(h.Tools, toolEmitEvent)
+		return
+	}
+	for _, tool := range runTools {
+		v := f.get(tool)
+		if v == nil {
+			continue
+		}
+		p := join(path, tool)
+		var hooks []string
+		if tf := s.fields(v, p, []string{"hooks"}, nil); s.targetList(tf, "hooks", &hooks) {
+			for i, name := range hooks {
+				if name != engine.AllRunHooks && !hookName.MatchString(name) {
+					s.errorf(tf.get("hooks").Content[i], index(join(p, "hooks"), i), "%q is not a valid hook name (or \"*\" for every hook)", name)
+				}
+			}
+			h.RunHooks = append(h.RunHooks, hooks...)
+		}
+		h.Tools = append(h.Tools, tool)
 		return
 	}
 	for _, pr := range f.keys {

@@ -30,6 +30,16 @@ tools:
 		t.Error("a hook without run_command or write_file refuses tool triggers by default")
 	}
 
+	// The run-record tools read the hook's own runs, and those of the
+	// hooks listed with any of them.
+	h, err = ParseHook(strings.NewReader("prompt: hi\ntools:\n  - get_run\n  - search_runs: {hooks: [ci, '*']}\n  - list_runs: {hooks: [b]}\n"), "x.yaml", Options{DefaultName: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.Tools, []string{"get_run", "search_runs", "list_runs"}) || !slices.Equal(h.RunHooks, []string{"ci", "*", "b"}) {
+		t.Errorf("tools %v, run hooks %v", h.Tools, h.RunHooks)
+	}
+
 	for _, tc := range []struct {
 		tools  string
 		extra  string
@@ -65,7 +75,10 @@ func TestToolTargetErrors(t *testing.T) {
 		{"\n  - emit_event: {types: [report.x*]}", "x.yaml:3: tools[0].emit_event.types[0]: event pattern"},
 		{"\n  - emit_event: {types: report.*}", "x.yaml:3: tools[0].emit_event.types: expected a list"},
 		{"\n  - emit_event:", "x.yaml:3: tools[0].emit_event: expected the emit_event settings"},
-		{"\n  - read_file: {x: 1}", "x.yaml:3: tools[0].read_file: only fire_hook and emit_event take settings; list read_file as a plain name"},
+		{"\n  - read_file: {x: 1}", "x.yaml:3: tools[0].read_file: only fire_hook, emit_event, list_runs, get_run and search_runs take settings; list read_file as a plain name"},
+		{"\n  - search_runs: {hooks: [a b]}", `x.yaml:3: tools[0].search_runs.hooks[0]: "a b" is not a valid hook name (or "*" for every hook)`},
+		{"\n  - get_run: {hooks: []}", "x.yaml:3: tools[0].get_run.hooks: must not be empty"},
+		{"\n  - list_runs:", "x.yaml:3: tools[0].list_runs: expected the list_runs settings"},
 		{"\n  - {fire_hook: {hooks: [a]}, emit_event: {types: [b]}}", "x.yaml:3: tools[0]: one tool per list entry"},
 		{"[[read_file]]", "x.yaml:2: tools[0]: expected a tool name, or a mapping"},
 		{"read_file", "x.yaml:2: tools: expected a list"},

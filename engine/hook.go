@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -64,6 +65,10 @@ type Hook struct {
 	// refuses every target).
 	FireHooks []string
 	EmitTypes []string
+	// RunHooks are the other hooks whose run records the list_runs,
+	// get_run and search_runs tools read for this hook's model ("*": every
+	// hook); they always read the hook's own (see MayReadRunsOf).
+	RunHooks []string
 	// AcceptFromTools lets a trigger that a model's tool call made run
 	// this hook (see FromTool); without it the trigger is recorded
 	// skipped by the from_tool gate. The loader defaults it to false for
@@ -274,4 +279,14 @@ type ShortCircuit struct {
 	IfUnchanged bool       // the gathered context equals the last run's
 	If          string     // a lone placeholder whose value is true, yes or 1 (agent-queue's form)
 	Cond        *Condition // a condition that holds (skip_llm_if: steps.tests.exit_code == 0)
+}
+
+// AllRunHooks in RunHooks lets the run-record tools read every hook's runs.
+const AllRunHooks = "*"
+
+// MayReadRunsOf reports whether the run-record tools (list_runs, get_run,
+// search_runs) may show this hook's model the runs of hook: its own, and
+// those of the hooks its file names for them.
+func (h *Hook) MayReadRunsOf(hook string) bool {
+	return hook == h.Name || slices.Contains(h.RunHooks, AllRunHooks) || slices.Contains(h.RunHooks, hook)
 }

@@ -14,8 +14,9 @@
 //	             with the source tool:HOOK
 //	fire_hook    fire a hook the hook lists (Hook.FireHooks) through the
 //	             gates, with the trigger tool:HOOK (engine.FromTool)
-//	list_runs    list recent runs
-//	get_run      read one run record
+//	list_runs    list recent runs      } the hook's own, and those of the
+//	get_run      read one run record   } hooks its file names (Hook.RunHooks,
+//	search_runs  search finished runs  } Hook.MayReadRunsOf)
 //
 // No tool can create or edit hooks. read_file and write_file open every
 // directory through one os.Root at the workdir without following a

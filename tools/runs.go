@@ -15,7 +15,7 @@ func init() {
 	register("list_runs",
 		"List hookd's recent runs, newest first: id, hook, status, trigger, start time, duration and why it ended.",
 		`{"type":"object","properties":{
-			"hook":{"type":"string","description":"only this hook's runs"},
+			"hook":{"type":"string","description":"whose runs: this hook's by default, or another one this hook's file lets it read"},
 			"status":{"enum":["queued","running","completed","failed","skipped","dropped","cancelled","interrupted"]},
 			"limit":{"type":"integer","minimum":1,"maximum":100,"description":"default 20"}
 		},"additionalProperties":false}`,
@@ -30,7 +30,7 @@ func init() {
 			"matching runs, with id, hook, status, time, a snippet and a score. Read one in full with get_run.",
 		`{"type":"object","properties":{
 			"query":{"type":"string","description":"words to look for"},
-			"hook":{"type":"string","description":"only this hook's runs (default: every hook)"},
+			"hook":{"type":"string","description":"whose runs: this hook's by default (every hook's when its file allows all), or another one this hook's file lets it read"},
 			"limit":{"type":"integer","minimum":1,"maximum":20,"description":"default 5"}
 		},"required":["query"],"additionalProperties":false}`,
 		searchRuns)
@@ -47,7 +47,11 @@ func searchRuns(ctx context.Context, env *engine.ToolEnv, a *searchRunsArgs) (st
 	if !ok {
 		return "", errors.New("hookd's run history has no search index here")
 	}
-	hits, err := s.SearchRuns(ctx, engine.SearchQuery{Text: a.Query, Hook: a.Hook, Limit: min(max(a.Limit, 0), 20)})
+	hook, err := runsOf(env, a.Hook)
+	if err != nil {
+		return "", err
+	}
+	hits, err := s.SearchRuns(ctx, engine.SearchQuery{Text: a.Query, Hook: hook, Limit: min(max(a.Limit, 0), 20)})
 	if err != nil {
 		return "", err
 	}
@@ -76,7 +80,11 @@ func listRuns(ctx context.Context, env *engine.ToolEnv, a *listRunsArgs) (string
 	if a.Limit <= 0 {
 		a.Limit = 20
 	}
-	runs, err := env.Records.ListRuns(ctx, engine.RunFilter{Hook: a.Hook, Status: engine.Status(a.Status), Limit: a.Limit})
+	hook, err := runsOf(env, a.Hook)
+	if err != nil {
+		return "", err
+	}
+	runs, err := env.Records.ListRuns(ctx, engine.RunFilter{Hook: hook, Status: engine.Status(a.Status), Limit: a.Limit})
 	if err != nil {
 		return "", err
 	}
@@ -110,6 +118,9 @@ func getRun(ctx context.Context, env *engine.ToolEnv, a *getRunArgs) (string, er
 		return "", errors.New("hookd's records are not readable from this run")
 	}
 	r, err := env.Records.GetRun(ctx, a.ID)
+	if err == nil && (env.Hook == nil || !env.Hook.MayReadRunsOf(r.Hook)) {
+		err = engine.ErrNotFound // a run this hook may not read is one it cannot tell exists
+	}
 	if errors.Is(err, engine.ErrNotFound) {
 		return "", fmt.Errorf("no run %s (list_runs shows the ids)", a.ID)
 	}
@@ -121,4 +132,31 @@ func getRun(ctx context.Context, env *engine.ToolEnv, a *getRunArgs) (string, er
 		return "", err
 	}
 	return string(b), nil
+}
+
+// runsOf is the hook whose runs a run-record tool reads when the model
+// asks for hook's: the calling hook's own when it names none (every hook's
+// when its file allows all, ""), and another only when the file names it
+// (Hook.MayReadRunsOf). The model cannot widen what the file grants.
+func runsOf(env *engine.ToolEnv, hook string) (string, error) {
+	h := env.Hook
+	switch {
+	case h == nil:
+		return "", errors.New("hookd's records are not readable from this run")
+	case hook == "" && h.MayReadRunsOf(engine.AllRunHooks):
+		return "", nil
+	case hook == "":
+		return h.Name, nil
+	case !h.MayReadRunsOf(hook):
+		return "", fmt.Errorf("hook %q is not one whose runs this hook may read (%s)", hook, runTargets(h))
+	}
+	return hook, nil
+}
+
+// runTargets says which hooks' runs h may read.
+func runTargets(h *engine.Hook) string {
+	if len(h.RunHooks) == 0 {
+		return "its own only; its file may name others: `- search_runs: {hooks: [NAME]}`"
+	}
+	return "it may read: " + strings.Join(append([]string{h.Name}, h.RunHooks...), ", ")
 }

@@ -357,15 +357,33 @@ func TestRuns(t *testing.T) {
 		{ID: "R1", Hook: "a", Status: engine.StatusFailed, Trigger: "manual", StartedAt: t0, FinishedAt: t0.Add(time.Second), Error: "boom"},
 		{ID: "R0", Hook: "b", Status: engine.StatusCompleted, Trigger: "schedule", Response: "fine"},
 	}}
+	// The hook's own runs only, whatever the model asks.
+	env.Hook = &engine.Hook{Name: "a"}
 	got := mustCall(t, env, "list_runs", `{"status":"failed"}`)
 	if got != "id\thook\tstatus\ttrigger\tstarted\tduration\twhy\nR1\ta\tfailed\tmanual\t2025-01-02T03:04:05Z\t1s\tboom" {
 		t.Errorf("got %q", got)
 	}
+	if got := mustCall(t, env, "list_runs", `{}`); strings.Contains(got, "R0") {
+		t.Errorf("list_runs showed another hook's run: %q", got)
+	}
+	wantErr(t, env, "list_runs", `{"hook":"b"}`, `hook "b" is not one whose runs this hook may read (its own only`)
+	wantErr(t, env, "get_run", `{"id":"R0"}`, "no run R0")
 	wantErr(t, env, "list_runs", `{"status":"weird"}`, "enum: weird does not equal any of")
+	// Its file names b: b's runs are readable when asked for; others are not.
+	env.Hook = &engine.Hook{Name: "a", RunHooks: []string{"b"}}
+	if got := mustCall(t, env, "list_runs", `{"hook":"b"}`); !strings.Contains(got, "R0\tb\t") {
+		t.Errorf("got %q", got)
+	}
 	if got := mustCall(t, env, "get_run", `{"id":"R0"}`); !strings.Contains(got, `"response": "fine"`) {
 		t.Errorf("got %q", got)
 	}
+	wantErr(t, env, "list_runs", `{"hook":"c"}`, "(it may read: a, b)")
 	wantErr(t, env, "get_run", `{"id":"R7"}`, "no run R7")
+	// "*": every hook's, and by default.
+	env.Hook = &engine.Hook{Name: "c", RunHooks: []string{"*"}}
+	if got := mustCall(t, env, "list_runs", `{}`); !strings.Contains(got, "R0\tb\t") || !strings.Contains(got, "R1\ta\t") {
+		t.Errorf("got %q", got)
+	}
 }
 
 // TestSearchRunsTool: search_runs reads the store's full-text index of
@@ -388,12 +406,23 @@ func TestSearchRunsTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Records = db
+	env.Hook = &engine.Hook{Name: "triage"}
 	got := mustCall(t, env, "search_runs", `{"query":"flaky login TestLogin"}`)
 	if !strings.HasPrefix(got, "id\thook\tstatus\tfinished\tscore\tsnippet\n"+r.ID+"\ttriage\tcompleted\t2025-01-02T03:04:05Z\t") ||
 		!strings.Contains(got, "[flaky]") {
 		t.Errorf("got %q", got)
 	}
 	if got := mustCall(t, env, "search_runs", `{"query":"nothing-like-it"}`); got != "(no runs match)" {
+		t.Errorf("got %q", got)
+	}
+	// Another hook's model finds nothing of triage's, even naming it.
+	env.Hook = &engine.Hook{Name: "other"}
+	if got := mustCall(t, env, "search_runs", `{"query":"flaky login TestLogin"}`); got != "(no runs match)" {
+		t.Errorf("another hook's model found triage's run: %q", got)
+	}
+	wantErr(t, env, "search_runs", `{"query":"flaky","hook":"triage"}`, `hook "triage" is not one whose runs this hook may read`)
+	env.Hook = &engine.Hook{Name: "other", RunHooks: []string{"triage"}}
+	if got := mustCall(t, env, "search_runs", `{"query":"flaky","hook":"triage"}`); !strings.Contains(got, r.ID) {
 		t.Errorf("got %q", got)
 	}
 	env.Records = fakeRecords{}
