@@ -81,6 +81,11 @@ type Run struct {
 	// latest's.
 	Repeats int `json:"repeats,omitempty"`
 
+	// HookVersion is the hook's Source.Version when the run was triggered.
+	// A cluster's nodes claim only runs of the version of the hook they
+	// loaded (store/postgres); single-node stores need not keep it.
+	HookVersion string `json:"-"`
+
 	// A run of a hook with retry: is attempt Attempt of Attempts (1 for
 	// the first); a retry names the first run of its chain in RetryOf.
 	// Retry is the retry scheduled after this run, if any.

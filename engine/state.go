@@ -490,7 +490,7 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	now := s.cfg.Clock.Now()
 	run := &Run{
 		ID: NewID(), Hook: h.Name, Project: h.Project, Trigger: t.reason, Slot: t.slot,
-		EventType: t.eventType, Depth: t.depth, QueuedAt: now,
+		EventType: t.eventType, Depth: t.depth, QueuedAt: now, HookVersion: h.Source.Version,
 	}
 	if t.note != "" {
 		run.Notes = []string{t.note}

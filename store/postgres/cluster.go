@@ -160,16 +160,24 @@ func (d *DB) EnqueueFenced(ctx context.Context, l Lease, r *engine.Run) error {
 // are skipped (FOR UPDATE SKIP LOCKED), so nodes claim in parallel and
 // each run is claimed once.
 func (d *DB) ClaimRuns(ctx context.Context, node string, n int) ([]*engine.Run, error) {
+	return d.claimRuns(ctx, node, n, nil)
+}
+
+// claimRuns is ClaimRuns, of the runs of the hooks in versions only (all
+// when versions is nil): see ClaimRunsVersions.
+func (d *DB) claimRuns(ctx context.Context, node string, n int, versions map[string]string) ([]*engine.Run, error) {
 	if n <= 0 {
 		return nil, nil
 	}
+	hooks, vers := versionArrays(versions)
 	var runs []*engine.Run
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE runs SET status = 'running', node = $1,
 				started_at = (extract(epoch FROM clock_timestamp()) * 1e9)::bigint
 			WHERE seq IN (SELECT seq FROM runs WHERE status = 'queued'
+				AND `+sqlVersionMatch+`
 				ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
-			RETURNING `+runCols+`, seq`, node, n)
+			RETURNING `+runCols+`, seq`, node, n, hooks, vers)
 		if err != nil {
 			return err
 		}
@@ -204,6 +212,10 @@ type Node struct {
 	HooksVersion  string
 	Running       int  // runs it holds running
 	Alive         bool // its heartbeat is within the timeout Nodes was given
+	Scheduler     bool // it holds the scheduler lease, unexpired
+	// Hooks are the hooks it loaded, name to version, as it last reported
+	// them (ReportHookVersions); nil when it never did.
+	Hooks map[string]string
 }
 
 // Heartbeat registers node (or refreshes it): it is alive as long as its
@@ -220,24 +232,58 @@ func (d *DB) Heartbeat(ctx context.Context, node string, maxConcurrent int, hook
 }
 
 // Nodes lists the nodes, by name, alive when their latest heartbeat is
-// within timeout.
+// within timeout, with the hooks each reported and which one holds the
+// scheduler lease (the lease's holder is the node's name, or the name
+// followed by "/" and a process's instance).
 func (d *DB) Nodes(ctx context.Context, timeout time.Duration) ([]Node, error) {
 	rows, err := d.pool.Query(ctx, `SELECT n.name, n.started_at, n.heartbeat_at, n.max_concurrent, n.hooks_version,
 			(SELECT count(*) FROM runs r WHERE r.status = 'running' AND r.node = n.name),
-			n.heartbeat_at >= now() - $1 * interval '1 microsecond'
-		FROM nodes n ORDER BY n.name`, timeout.Microseconds())
+			n.heartbeat_at >= now() - $1 * interval '1 microsecond',
+			EXISTS (SELECT 1 FROM leases l WHERE l.name = $2 AND l.expires_at > now()
+				AND split_part(l.holder, '/', 1) = n.name),
+			n.hooks_reported_at IS NOT NULL
+		FROM nodes n ORDER BY n.name`, timeout.Microseconds(), SchedulerLease)
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	defer rows.Close()
 	var out []Node
+	byName := map[string]*Node{}
 	for rows.Next() {
-		var n Node
-		if err := rows.Scan(&n.Name, &n.Started, &n.Heartbeat, &n.MaxConcurrent, &n.HooksVersion, &n.Running, &n.Alive); err != nil {
+		var (
+			n        Node
+			reported bool
+		)
+		if err := rows.Scan(&n.Name, &n.Started, &n.Heartbeat, &n.MaxConcurrent, &n.HooksVersion, &n.Running, &n.Alive,
+			&n.Scheduler, &reported); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
 		n.Started, n.Heartbeat = n.Started.UTC(), n.Heartbeat.UTC()
+		if reported {
+			n.Hooks = map[string]string{}
+		}
 		out = append(out, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	for i := range out {
+		byName[out[i].Name] = &out[i]
+	}
+	rows, err = d.pool.Query(ctx, `SELECT node, hook, version FROM node_hooks`)
+	if err != nil {
+		return nil, fmt.Errorf("list hooks of nodes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var node, hook, version string
+		if err := rows.Scan(&node, &hook, &version); err != nil {
+			return nil, fmt.Errorf("list hooks of nodes: %w", err)
+		}
+		if n := byName[node]; n != nil && n.Hooks != nil {
+			n.Hooks[hook] = version
+		}
 	}
 	return out, rows.Err()
 }

@@ -108,7 +108,8 @@ CREATE TABLE retries (
 	depth      INTEGER NOT NULL DEFAULT 0
 );
 `},
-	{2, "cluster: nodes, leases, run owners", sqlCluster}, // cluster.go
+	{2, "cluster: nodes, leases, run owners", sqlCluster},            // cluster.go
+	{3, "cluster: hook versions of nodes and runs", sqlHookVersions}, // hookversions.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

@@ -17,10 +17,10 @@ import (
 
 const runCols = `id, hook, "trigger", slot, status, reason, event_type, event, steps,
 	prompt, response, tool_calls, prompt_tokens, completion_tokens, cached_tokens,
-	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project`
+	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project, hook_version`
 
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`
 
 // sqlUpsertRun inserts a run as running, or starts the queued run of the
 // same id (keeping its seq). A run already running is left as is apart
@@ -423,7 +423,7 @@ func scanRun(row pgx.Row) (*engine.Run, int64, error) {
 	)
 	if err := row.Scan(&r.ID, &r.Hook, &r.Trigger, &slot, &status, &r.Reason, &r.EventType,
 		&event, &steps, &r.Prompt, &r.Response, &tools, &pt, &ct, &cached,
-		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &seq); err != nil {
+		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &r.HookVersion, &seq); err != nil {
 		return nil, 0, err
 	}
 	r.Status = engine.Status(status)
@@ -477,7 +477,7 @@ func runArgs(r *engine.Run, st engine.Status) ([]any, error) {
 	return []any{r.ID, r.Hook, r.Trigger, timeArg(r.Slot), string(st), r.Reason, r.EventType,
 		rawArg(r.Event), steps, r.Prompt, r.Response, rawArg(r.ToolCalls), pt, ct, cached,
 		r.Error, r.Fingerprint, r.Depth, timeArg(r.QueuedAt), timeArg(r.StartedAt),
-		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project}, nil
+		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project, r.HookVersion}, nil
 }
 
 func outcomeArg(r *engine.Run) (*string, error) {
