@@ -392,19 +392,30 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool) (fire
 	if e.claimed(ctx, ev) {
 		return nil, nil, true, false, nil
 	}
+	// The results live in one value the closure points to: a closure
+	// that assigns the named results moves each of them to the heap, an
+	// allocation apiece on every event.
+	out := &dispatched{}
 	err = e.do(ctx, func(s *state) {
-		if stopping = s.stopping(); stopping {
+		if out.stopping = s.stopping(); out.stopping {
 			return
 		}
 		for _, r := range s.dispatch(ev, mark) {
 			cp := *r
-			fired = append(fired, &cp)
+			out.fired = append(out.fired, &cp)
 			if ent := s.hooks[r.Hook]; ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
-				starts = append(starts, ent.active)
+				out.starts = append(out.starts, ent.active)
 			}
 		}
 	})
-	return fired, starts, false, stopping, err
+	return out.fired, out.starts, false, out.stopping, err
+}
+
+// dispatched is what the loop decided for one event (dispatchOnLoop).
+type dispatched struct {
+	fired    []*Run
+	starts   []*active
+	stopping bool
 }
 
 // claimed calls the event:claim handlers for an inbound event and reports
