@@ -113,12 +113,29 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 // newLocal is openLocal without starting the engine, so that observers
 // can subscribe before the first event.
 func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
+	// The hooks directory loads (reading files only) while the lock is
+	// taken and the database opened (migrated, on a first start): start-up
+	// waits for the longer of the two, not their sum. A lock held by
+	// another hookd is reported at once; the load's result is dropped.
+	type loadResult struct {
+		hooks []*engine.Hook
+		hs    []*config.Handler
+		errs  []error
+		err   error
+	}
+	loadDone := make(chan loadResult, 1)
+	go func() {
+		var r loadResult
+		r.hooks, r.hs, r.errs, r.err = c.loadAll(d)
+		loadDone <- r
+	}()
 	st, sqlite, lock, err := lockAndOpen(d)
 	if err != nil {
 		return nil, err
 	}
 	l := &local{st: st, db: sqlite, lock: lock, feed: newEventFeed()}
-	hooks, hs, errs, err := c.loadAll(d)
+	r := <-loadDone
+	hooks, hs, errs, err := r.hooks, r.hs, r.errs, r.err
 	if err != nil {
 		l.close()
 		return nil, err
