@@ -575,9 +575,15 @@ func (e *Engine) logEvent(ev *Event) {
 const maxEventBatch = 512
 
 // eventWriter stores engine events in order, in batches, until the log is
-// closed.
+// closed. A store that can (EventLogStore) stores them with its next
+// commit of other writes: a run's events then cost no transaction of
+// their own.
 func (e *Engine) eventWriter() {
 	defer close(e.eventLogDone)
+	appendEvents := e.cfg.Store.AppendEvents
+	if ls, ok := e.cfg.Store.(EventLogStore); ok {
+		appendEvents = ls.AppendEventsLater
+	}
 	batch := make([]*Event, 0, maxEventBatch)
 	for ev := range e.eventLog {
 		batch = append(batch[:0], ev)
@@ -593,7 +599,7 @@ func (e *Engine) eventWriter() {
 				break fill
 			}
 		}
-		if err := e.cfg.Store.AppendEvents(context.Background(), batch); err != nil {
+		if err := appendEvents(context.Background(), batch); err != nil {
 			e.log.Error("store engine events", "count", len(batch), "err", err)
 		}
 	}

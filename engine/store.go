@@ -72,6 +72,17 @@ type Store interface {
 	ListEvents(ctx context.Context, typ string, limit int) ([]*Event, error)
 }
 
+// EventLogStore is a Store that can store events without a transaction
+// of their own. The engine stores its own events (hook.run.*,
+// hook.step.*, ...) this way when the store is one.
+type EventLogStore interface {
+	// AppendEventsLater stores events as AppendEvents does, in the next
+	// commit of the store's other writes or, when none comes, in one of
+	// their own a few milliseconds later, and returns once they are
+	// stored.
+	AppendEventsLater(ctx context.Context, evs []*Event) error
+}
+
 // ProcStore is a Store that keeps the process groups a running run's
 // steps start, so that RecoverInterrupted returns them with the run and a
 // hookd started after a crash can kill what the dead one left running.

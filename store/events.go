@@ -27,18 +27,34 @@ func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
 // one's Seq. Events whose ID was stored before are skipped (their Seq is
 // the stored one); any other error stores none of them.
 func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
-	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	if err := d.write(ctx, d.insertEvents(evs)); err != nil {
+		return fmt.Errorf("append %d events: %w", len(evs), err)
+	}
+	return nil
+}
+
+// AppendEventsLater is AppendEvents for events that can wait a few
+// milliseconds to be stored: they join the next commit of the store's
+// other writes (a run's start, process group or end), or one of their
+// own at most laterDelay after they came (see group.go). It returns once
+// they are stored (engine.EventLogStore).
+func (d *DB) AppendEventsLater(ctx context.Context, evs []*engine.Event) error {
+	if err := d.writeLater(ctx, d.insertEvents(evs)); err != nil {
+		return fmt.Errorf("append %d events: %w", len(evs), err)
+	}
+	return nil
+}
+
+// insertEvents is the write of AppendEvents.
+func (d *DB) insertEvents(evs []*engine.Event) func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
 		for _, ev := range evs {
 			if err := d.insertEvent(ctx, tx, ev, true); err != nil && !errors.Is(err, engine.ErrDuplicateEvent) {
 				return err
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
-	return nil
 }
 
 // insertEvent inserts one event within tx, marked dispatched or pending,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Group commit: the frequent small writes of runs and events (a run's
@@ -23,9 +24,21 @@ import (
 // no caller is told its work is stored unless the commit that stored it
 // succeeded. Durability is that of any commit (WAL, synchronous=NORMAL):
 // a commit survives the process being killed.
+//
+// A write that may wait (writeLater: the engine's own events, which the
+// engine stores after it dispatched them) does not start a commit of its
+// own: it joins the next commit of other writes, or, when none comes
+// within laterDelay, one the store starts then. A run's progress and
+// outcome events thus ride in the transactions of its start, its process
+// group and its end instead of adding transactions of their own.
 
 // maxGroup bounds the pieces of work one commit holds.
 const maxGroup = 128
+
+// laterDelay bounds how long a writeLater waits for another write's
+// commit to join before the store commits it on its own (committer.delay
+// when that is set, in tests).
+const laterDelay = 5 * time.Millisecond
 
 // errClosed is the answer to a write on a closed DB.
 var errClosed = errors.New("store: database is closed")
@@ -54,6 +67,13 @@ type committer struct {
 	busy   bool // a commit is in progress
 	queue  []*writeReq
 
+	// later holds the writeLater work waiting for the next commit; due
+	// is set when its oldest waited laterDelay (timer fired).
+	later []*writeReq
+	timer *time.Timer
+	due   bool
+	delay time.Duration // laterDelay when zero
+
 	commits, writes atomic.Int64 // WriteStats
 }
 
@@ -79,6 +99,12 @@ func (d *DB) stopCommitter() {
 	c.closed = true
 	for c.busy {
 		c.idle.Wait()
+	}
+	if len(c.later) > 0 {
+		c.due, c.busy = true, true
+		c.mu.Unlock()
+		d.commitQueued()
+		c.mu.Lock()
 	}
 }
 
@@ -114,10 +140,11 @@ func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx)
 		}
 	}
 	c.busy = true
+	batch := append(c.takeLater(), r)
 	c.mu.Unlock()
-	d.commitGroup([]*writeReq{r})
+	d.commitGroup(batch)
 	c.mu.Lock()
-	if len(c.queue) > 0 {
+	if c.waiting() {
 		go d.commitQueued() // stays busy
 	} else {
 		c.busy = false
@@ -127,20 +154,98 @@ func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx)
 	return <-r.done
 }
 
+// writeLater is write for work that may wait for other writes: it joins
+// the next commit, or one started laterDelay after the oldest such work
+// arrived, whichever comes first. It returns once that commit returned.
+func (d *DB) writeLater(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	c := &d.gc
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return errClosed
+	}
+	c.later = append(c.later, r)
+	switch {
+	case len(c.later) >= maxGroup && !c.busy:
+		c.due, c.busy = true, true
+		go d.commitQueued()
+	case len(c.later) >= maxGroup:
+		c.due = true // the commit in progress is followed by one that takes them
+	case c.timer == nil:
+		delay := c.delay
+		if delay == 0 {
+			delay = laterDelay
+		}
+		c.timer = time.AfterFunc(delay, d.laterDue)
+	}
+	c.mu.Unlock()
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			return ctx.Err()
+		}
+		return <-r.done
+	}
+}
+
+// laterDue commits the writeLater work that waited laterDelay, unless a
+// commit in progress or one since took it.
+func (d *DB) laterDue() {
+	c := &d.gc
+	c.mu.Lock()
+	c.timer = nil
+	if len(c.later) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.due = true
+	if c.busy {
+		c.mu.Unlock() // the committer takes them when its commit ends
+		return
+	}
+	c.busy = true
+	c.mu.Unlock()
+	d.commitQueued()
+}
+
+// takeLater returns the writeLater work waiting, to join a commit, and
+// stops its timer. c.mu is held.
+func (c *committer) takeLater() []*writeReq {
+	later := c.later
+	c.later, c.due = nil, false
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	return later
+}
+
+// waiting reports whether work waits for a commit to start now: writes
+// queued, or writeLater work that waited long enough. c.mu is held.
+func (c *committer) waiting() bool {
+	return len(c.queue) > 0 || (c.due && len(c.later) > 0)
+}
+
 // commitQueued commits the queued writes, as many at a time as are
 // waiting, until none is; then the committer is idle.
 func (d *DB) commitQueued() {
 	c := &d.gc
 	for {
 		c.mu.Lock()
-		batch := c.queue
-		c.queue = nil
-		if len(batch) == 0 {
+		if !c.waiting() {
 			c.busy = false
 			c.idle.Broadcast()
 			c.mu.Unlock()
 			return
 		}
+		batch := append(c.takeLater(), c.queue...)
+		c.queue = nil
 		c.mu.Unlock()
 		for len(batch) > 0 {
 			n := min(len(batch), maxGroup)

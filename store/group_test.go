@@ -230,6 +230,9 @@ func TestGroupCommitConcurrentRuns(t *testing.T) {
 					if err := d.MarkDispatched(ctx, ev.Seq); err != nil {
 						return err
 					}
+					if err := d.AppendEventsLater(ctx, []*engine.Event{{ID: "l-" + id, Type: "test.later"}}); err != nil {
+						return err
+					}
 					r.Status, r.FinishedAt = engine.StatusCompleted, t0.Add(time.Second)
 					if err := d.FinishRun(ctx, r); err != nil {
 						return err
@@ -266,5 +269,123 @@ func TestGroupCommitConcurrentRuns(t *testing.T) {
 	}
 	if got := storedEvents(t, d2); len(got) != workers*each {
 		t.Errorf("%d events stored, want %d", len(got), workers*each)
+	}
+	if later, err := d2.ListEvents(ctx, "test.later", workers*each+1); err != nil || len(later) != workers*each {
+		t.Errorf("%d events stored by AppendEventsLater, want %d (%v)", len(later), workers*each, err)
+	}
+}
+
+// appendLater starts AppendEventsLater of one test.group event with this
+// id and waits until it waits for a commit; the channel gets its result.
+func appendLater(t *testing.T, d *DB, id string) chan error {
+	t.Helper()
+	d.gc.mu.Lock()
+	base := len(d.gc.later)
+	d.gc.mu.Unlock()
+	res := make(chan error, 1)
+	go func() {
+		res <- d.AppendEventsLater(context.Background(), []*engine.Event{{ID: id, Type: "test.group"}})
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d.gc.mu.Lock()
+		n := len(d.gc.later)
+		d.gc.mu.Unlock()
+		if n > base {
+			return res
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("AppendEventsLater %s never waited for a commit", id)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitResult waits for a write's result, failing after a generous
+// deadline instead of hanging.
+func waitResult(t *testing.T, what string, ch chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no answer", what)
+		return nil
+	}
+}
+
+// Events appended later wait for the next commit of another write and
+// are stored in it: one transaction for both, each answered after it.
+func TestGroupCommitLaterJoinsTheNextCommit(t *testing.T) {
+	d, _ := openTest(t)
+	d.gc.delay = time.Hour // only another write's commit can take it
+	later := appendLater(t, d, "a")
+	select {
+	case err := <-later:
+		t.Fatalf("AppendEventsLater answered (%v) before any commit", err)
+	default:
+	}
+	if got := storedEvents(t, d); got["a"] {
+		t.Fatal("stored before any commit")
+	}
+	before := d.WriteStats()
+	mustRun(t, d.write(context.Background(), insertFn(d, "b")))
+	if err := waitResult(t, "a", later); err != nil {
+		t.Fatal(err)
+	}
+	after := d.WriteStats()
+	if c, w := after.Commits-before.Commits, after.Writes-before.Writes; c != 1 || w != 2 {
+		t.Errorf("%d commits holding %d writes, want 1 holding 2", c, w)
+	}
+	if got := storedEvents(t, d); !got["a"] || !got["b"] {
+		t.Errorf("stored %v, want a and b", got)
+	}
+}
+
+// With no other write coming, events appended later are committed on
+// their own after laterDelay.
+func TestGroupCommitLaterAlone(t *testing.T) {
+	d, _ := openTest(t)
+	if err := waitResult(t, "a", appendLater(t, d, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedEvents(t, d); !got["a"] {
+		t.Errorf("stored %v, want a", got)
+	}
+	// The committer goes idle once it answered: nothing left waiting.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d.gc.mu.Lock()
+		busy, waiting, timer := d.gc.busy, len(d.gc.later), d.gc.timer != nil
+		d.gc.mu.Unlock()
+		if !busy && waiting == 0 && !timer {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committer not idle after the commit: busy %v, %d waiting, timer %v", busy, waiting, timer)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Close commits the events waiting to be appended later.
+func TestGroupCommitCloseCommitsLater(t *testing.T) {
+	d, path := openTest(t)
+	d.gc.delay = time.Hour
+	later := appendLater(t, d, "a")
+	mustRun(t, d.Close())
+	if err := waitResult(t, "a", later); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.AppendEventsLater(context.Background(), []*engine.Event{{ID: "b", Type: "test.group"}}); !errors.Is(err, errClosed) {
+		t.Errorf("AppendEventsLater after Close: %v, want %v", err, errClosed)
+	}
+	d2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if got := storedEvents(t, d2); !got["a"] || len(got) != 1 {
+		t.Errorf("stored %v, want a", got)
 	}
 }

@@ -87,6 +87,19 @@ func (s *feedStore) AppendEvents(ctx context.Context, evs []*engine.Event) error
 	return err
 }
 
+// AppendEventsLater stores engine events with the store's next commit
+// of other writes where the store can (SQLite), else at once.
+func (s *feedStore) AppendEventsLater(ctx context.Context, evs []*engine.Event) error {
+	var err error
+	if ls, ok := s.daemonStore.(engine.EventLogStore); ok {
+		err = ls.AppendEventsLater(ctx, evs)
+	} else {
+		err = s.daemonStore.AppendEvents(ctx, evs)
+	}
+	s.feed.wake()
+	return err
+}
+
 func (s *feedStore) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
 	err := s.daemonStore.AppendPendingEvent(ctx, ev)
 	s.feed.wake()
