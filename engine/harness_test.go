@@ -105,6 +105,11 @@ func (h *harness) restart(downtime time.Duration) {
 // settle waits until every goroutine of the bubble is blocked.
 func (h *harness) settle() { synctest.Wait() }
 
+// logged lets the engine's own events reach the event log: the store
+// keeps them for the next commit of other writes, or commits them itself
+// store.LaterDelay later.
+func (h *harness) logged() { h.advance(2 * store.LaterDelay) }
+
 // advance lets virtual time pass and then settles.
 func (h *harness) advance(d time.Duration) {
 	time.Sleep(d)

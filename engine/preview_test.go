@@ -110,6 +110,7 @@ func TestPreviewRecordsNothing(t *testing.T) {
 				t.Errorf("%s: %d runs recorded by previews", name, len(runs))
 			}
 		}
+		h.logged()
 		evs, err := h.db.ListEvents(ctx, "", 100)
 		if err != nil {
 			t.Fatal(err)

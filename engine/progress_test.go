@@ -107,6 +107,7 @@ func TestStepProgressEvents(t *testing.T) {
 			t.Error("a finished run still has progress")
 		}
 		// They are in the event log, which the live stream reads.
+		h.logged()
 		stored, err := h.db.ListEvents(context.Background(), engine.EventStepFinished, 10)
 		if err != nil || len(stored) != 3 {
 			t.Fatalf("stored step events: %d %v", len(stored), err)
@@ -133,7 +134,11 @@ func TestStepProgressRedacted(t *testing.T) {
 		if msg == "" || evs[1].Data["outcome"] != "failed" || evs[1].Step.Error != msg {
 			t.Fatalf("finished: %v", evs[1].Data)
 		}
+		h.logged()
 		stored, _ := h.db.ListEvents(context.Background(), engine.EventStepFinished, 10)
+		if len(stored) != 1 {
+			t.Fatalf("stored step events: %d, want 1", len(stored))
+		}
 		for _, s := range append([]string{msg, evs[1].Step.Error}, fmt.Sprint(stored[0].Data)) {
 			if strings.Contains(s, "hunter2-very-secret") {
 				t.Errorf("secret in a progress event: %s", s)

@@ -36,7 +36,7 @@ func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
 // AppendEventsLater is AppendEvents for events that can wait a few
 // milliseconds to be stored: they join the next commit of the store's
 // other writes (a run's start, process group or end), or one of their
-// own at most laterDelay after they came (see group.go). It returns once
+// own at most LaterDelay after they came (see group.go). It returns once
 // they are stored (engine.EventLogStore).
 func (d *DB) AppendEventsLater(ctx context.Context, evs []*engine.Event) error {
 	if err := d.writeLater(ctx, d.insertEvents(evs)); err != nil {

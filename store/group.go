@@ -28,17 +28,17 @@ import (
 // A write that may wait (writeLater: the engine's own events, which the
 // engine stores after it dispatched them) does not start a commit of its
 // own: it joins the next commit of other writes, or, when none comes
-// within laterDelay, one the store starts then. A run's progress and
+// within LaterDelay, one the store starts then. A run's progress and
 // outcome events thus ride in the transactions of its start, its process
 // group and its end instead of adding transactions of their own.
 
 // maxGroup bounds the pieces of work one commit holds.
 const maxGroup = 128
 
-// laterDelay bounds how long a writeLater waits for another write's
-// commit to join before the store commits it on its own (committer.delay
-// when that is set, in tests).
-const laterDelay = 5 * time.Millisecond
+// LaterDelay bounds how long a write that may wait (AppendEventsLater)
+// waits for another write's commit to join before the store commits it
+// on its own.
+const LaterDelay = 5 * time.Millisecond
 
 // errClosed is the answer to a write on a closed DB.
 var errClosed = errors.New("store: database is closed")
@@ -68,11 +68,11 @@ type committer struct {
 	queue  []*writeReq
 
 	// later holds the writeLater work waiting for the next commit; due
-	// is set when its oldest waited laterDelay (timer fired).
+	// is set when its oldest waited LaterDelay (timer fired).
 	later []*writeReq
 	timer *time.Timer
 	due   bool
-	delay time.Duration // laterDelay when zero
+	delay time.Duration // LaterDelay when zero
 
 	commits, writes atomic.Int64 // WriteStats
 }
@@ -155,7 +155,7 @@ func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx)
 }
 
 // writeLater is write for work that may wait for other writes: it joins
-// the next commit, or one started laterDelay after the oldest such work
+// the next commit, or one started LaterDelay after the oldest such work
 // arrived, whichever comes first. It returns once that commit returned.
 func (d *DB) writeLater(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
@@ -178,7 +178,7 @@ func (d *DB) writeLater(ctx context.Context, fn func(ctx context.Context, tx *sq
 	case c.timer == nil:
 		delay := c.delay
 		if delay == 0 {
-			delay = laterDelay
+			delay = LaterDelay
 		}
 		c.timer = time.AfterFunc(delay, d.laterDue)
 	}
@@ -194,7 +194,7 @@ func (d *DB) writeLater(ctx context.Context, fn func(ctx context.Context, tx *sq
 	}
 }
 
-// laterDue commits the writeLater work that waited laterDelay, unless a
+// laterDue commits the writeLater work that waited LaterDelay, unless a
 // commit in progress or one since took it.
 func (d *DB) laterDue() {
 	c := &d.gc

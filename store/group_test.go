@@ -343,7 +343,7 @@ func TestGroupCommitLaterJoinsTheNextCommit(t *testing.T) {
 }
 
 // With no other write coming, events appended later are committed on
-// their own after laterDelay.
+// their own after LaterDelay.
 func TestGroupCommitLaterAlone(t *testing.T) {
 	d, _ := openTest(t)
 	if err := waitResult(t, "a", appendLater(t, d, "a")); err != nil {
