@@ -75,16 +75,24 @@ func main() {
 // when the command returns, whatever its exit code; a write to stderr
 // flushes it first, so the two streams keep their order, and commands
 // that print as they go (watch, fire) flush after each line.
+//
+// Both escape the control characters of what they print (termSafe).
 func runMain(args []string, stdout, stderr io.Writer) (code int) {
-	out := newOutput(stdout)
+	term := isTerminal(stderr)
+	safeOut, safeErr := newTermSafe(stdout), newTermSafe(stderr)
+	out := newOutput(safeOut)
 	defer func() {
-		if err := out.Flush(); err != nil && code == exitOK {
+		err := out.Flush()
+		if err == nil {
+			err = safeOut.Close()
+		}
+		safeErr.Close()
+		if err != nil && code == exitOK {
 			fmt.Fprintf(stderr, "hookd: write output: %v\n", err)
 			code = exitError
 		}
 	}()
-	term := isTerminal(stderr)
-	stdout, stderr = out, &flushFirst{out: out, w: stderr}
+	stdout, stderr = out, &flushFirst{out: out, w: safeErr}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {

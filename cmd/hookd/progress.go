@@ -154,7 +154,7 @@ func (p *progressPrinter) eventLocked(typ string, t time.Time, data map[string]a
 // clear removes the live line; p.mu is held.
 func (p *progressPrinter) clear() {
 	if p.shown {
-		fmt.Fprint(p.w, "\r\x1b[K")
+		writeRaw(p.w, "\r\x1b[K")
 		p.shown = false
 	}
 }
@@ -168,7 +168,8 @@ func (p *progressPrinter) draw() {
 	now := time.Now()
 	line := fmt.Sprintf("  … %s %s (run %s)", p.current, engine.ElapsedText(now.Sub(p.since).Truncate(100*time.Millisecond)),
 		engine.ElapsedText(now.Sub(p.start).Truncate(100*time.Millisecond)))
-	fmt.Fprint(p.w, "\r\x1b[K"+oneLine(line, 120))
+	writeRaw(p.w, "\r\x1b[K")
+	fmt.Fprint(p.w, oneLine(line, 120))
 	p.shown = true
 	p.flush()
 }
