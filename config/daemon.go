@@ -38,6 +38,7 @@ type Daemon struct {
 	LLM            engine.LLMConfig      // llm: defaults for every hook's model settings
 	MCPServers     []MCPServer           // mcp_servers: MCP servers whose tools hooks may list, in file order
 	Retention      engine.Retention      // retention: how long runs, skip records and events are kept
+	Budget         engine.DaemonBudget   // budget: tokens all hooks together may use per hour and day; prices per model
 	PruneEvery     time.Duration         // retention.every: how often the daemon prunes
 	// AllowInsecureHooks (allow_insecure_hooks) loads a hooks directory
 	// and hook files that are writable by every user or owned by another
@@ -68,7 +69,7 @@ const (
 
 var daemonKeys = []string{"hooks_dir", "db", "database", "max_concurrent", "tick", "queue_size", "grace",
 	"default_timeout", "max_catchup", "log_format", "listen", "dashboard_hosts", "llm",
-	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks"}
+	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks", "budget"}
 
 // defaultDaemon returns the default settings, with paths in dir.
 func defaultDaemon(dir string) *Daemon {
@@ -214,5 +215,8 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 	}
 	if n := f.get("retention"); n != nil {
 		s.retention(n, "retention", &d.Retention, &d.PruneEvery)
+	}
+	if n := f.get("budget"); n != nil {
+		s.daemonBudget(n, "budget", &d.Budget)
 	}
 }

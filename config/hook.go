@@ -373,12 +373,17 @@ func checkURL(s string) error {
 
 // tokenBudget decodes budget, and its top-level alias max_tokens_per_run.
 func (s *state) tokenBudget(f *fields, b *engine.Budget) {
-	var inner *yaml.Node
+	var inner, perRun *yaml.Node
 	if n := f.get("budget"); n != nil {
-		bf := s.fields(n, "budget", []string{"max_tokens_per_run"}, nil)
+		bf := s.fields(n, "budget", []string{"max_tokens_per_run", "per_hour", "per_day"}, nil)
 		inner = bf.get("max_tokens_per_run")
 		if m, ok := bf.decode("max_tokens_per_run", &b.MaxTokensPerRun); ok {
 			nonNegative(s, m, "budget.max_tokens_per_run", b.MaxTokensPerRun)
+			perRun = m
+		}
+		s.spendLimits(bf, &b.PerHour, &b.PerDay)
+		if perRun != nil {
+			s.perRunWithin(perRun, "budget.max_tokens_per_run", int64(b.MaxTokensPerRun), b.PerHour, b.PerDay)
 		}
 	}
 	top := f.get("max_tokens_per_run")
@@ -392,6 +397,7 @@ func (s *state) tokenBudget(f *fields, b *engine.Budget) {
 	}
 	if s.decodeAt(top, "max_tokens_per_run", &b.MaxTokensPerRun) {
 		nonNegative(s, top, "max_tokens_per_run", b.MaxTokensPerRun)
+		s.perRunWithin(top, "max_tokens_per_run", int64(b.MaxTokensPerRun), b.PerHour, b.PerDay)
 	}
 }
 

@@ -32,6 +32,7 @@ type Config struct {
 	Protected      []string      // more paths tools may not write or read (the settings file, token file, state directory, database files)
 	Database       string        // hookd's own database file, which steps may not open (db_query reads it through Records)
 	Credentials    []string      // variables holding hookd's own credentials: redacted from every run, like a hook's secrets
+	Budget         DaemonBudget  // tokens all hooks together may use per hour and day, and prices (budget.go)
 
 	// Lifecycle holds the lifecycle handlers the engine calls at each
 	// point of a run (nil: an empty registry of the engine's own).
@@ -485,6 +486,8 @@ type Summary struct {
 	// Retries are the retries of failed runs waiting for their time,
 	// earliest first.
 	Retries []RetryInfo `json:"retries"`
+	// Spend is the token usage against the budgets (budget.go).
+	Spend Spend `json:"spend"`
 }
 
 // Summary reports runs in flight and the queue.

@@ -225,9 +225,14 @@ const (
 // skip_llm is not set.
 func (h *Hook) NeedsModel() bool { return !h.SkipLLM && strings.TrimSpace(h.Prompt) != "" }
 
-// Budget bounds what a run may spend.
+// Budget bounds what a hook's model stage may spend, in tokens as the
+// servers report them (prompt + completion): one run (the model stage
+// stops), and all its runs in any hour and day (budget.go: further
+// triggers are refused); 0: no cap.
 type Budget struct {
 	MaxTokensPerRun int
+	PerHour         int64 `json:",omitempty"`
+	PerDay          int64 `json:",omitempty"`
 }
 
 // Schedule computes fire times. Next returns the first slot strictly after

@@ -16,4 +16,9 @@ type LLMRequest struct {
 	Run    *Run     // Prompt is set; Response, ToolCalls and Tokens are to be filled
 	System string   // the hook's system message, redacted
 	Env    *ToolEnv // what the hook's tools see; results sent to the model go through Env.Redact
+
+	// Model is filled by the LLM when it calls the model: the model it
+	// asked for, which the spend ledger prices. It stays empty when no
+	// call was made.
+	Model string
 }

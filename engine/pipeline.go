@@ -62,8 +62,9 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 			log.Info("run cancelled by a lifecycle handler", "handler", o.By, "reason", red.String(o.Reason))
 		}
 	}
+	var model string
 	if run.Status != StatusCancelled {
-		e.pipeline(rctx, h, run, prevStart, red)
+		model = e.pipeline(rctx, h, run, prevStart, red)
 	}
 	cancel()
 
@@ -74,6 +75,8 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	if err := e.cfg.Store.FinishRun(bg, run); err != nil {
 		log.Error("store run result", "err", err)
 	}
+	act.usage = usageOf(run, model)
+	e.recordUsage(bg, act.usage)
 	if lc := e.cfg.Lifecycle; lc.Active(PointRunAfter) {
 		cp := *run
 		lc.Call(bg, PointRunAfter, &Payload{Hook: h, RunID: run.ID, Run: &cp})
@@ -105,37 +108,38 @@ func (e *Engine) startRecord(ctx context.Context, act *active) error {
 }
 
 // pipeline executes the steps, the short-circuits and the model stage,
-// leaving the outcome in run.
-func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor) {
+// leaving the outcome in run. It returns the model the stage called ("":
+// none was called).
+func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor) (model string) {
 	environ, toModel := e.prepare(ctx, h, run, prevStart, red, false)
 	if !toModel {
-		return
+		return ""
 	}
 	if e.cfg.LLM == nil {
 		run.Status, run.Cause = StatusFailed, CauseNoModel
 		run.Error = "no model client: this hook has a prompt and needs a model, but hookd has no LLM client configured; " +
 			"set skip_llm: true to run its steps only"
-		return
+		return ""
 	}
 	req := &LLMRequest{Hook: h, Run: run, System: red.String(h.System), Env: e.toolEnv(h, run, environ, red)}
 	if err := e.cfg.LLM.Complete(ctx, req); err != nil {
 		if stopped(ctx, run) {
-			return
+			return req.Model
 		}
 		if ce, ok := errors.AsType[*CancelError](err); ok {
 			run.Status, run.Cause, run.Reason = StatusCancelled, CauseHandler, ce.Error()
-			return
+			return req.Model
 		}
 		run.Status, run.Error = StatusFailed, err.Error()
 		if run.Cause == "" {
 			run.Cause = CauseModelError
 		}
-		return
+		return req.Model
 	}
-	if stopped(ctx, run) {
-		return
+	if !stopped(ctx, run) {
+		run.Status = StatusCompleted
 	}
-	run.Status = StatusCompleted
+	return req.Model
 }
 
 // prepare runs everything before the model stage: the steps, the

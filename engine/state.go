@@ -28,6 +28,7 @@ type state struct {
 	reruns  []*Run     // interrupted runs to run again at start (on_interrupted: rerun)
 	retries retryQueue // pending retries, earliest first (retry.go)
 	marking marking    // the event the next start of its hook marks dispatched (dispatch)
+	spend   ledger     // token usage of the last day (budget.go)
 	lastNow time.Time
 
 	guardState // Config.Guard's bookkeeping (guard.go)
@@ -74,6 +75,7 @@ type active struct {
 	started chan struct{} // closed once the start is recorded
 
 	wasQueued bool         // the run has a queued record already
+	usage     *Usage       // what its model stage spent, set before the loop hears it finished
 	progress  *RunProgress // what it has done so far, from its progress events
 
 	// markSeq is the stored event this run's start marks dispatched in
@@ -123,6 +125,9 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 	for _, r := range interrupted {
 		e.log.Warn("run interrupted by a previous stop", "hook", r.Hook, "run", r.ID)
 		s.reapInterrupted(r)
+	}
+	if err := s.loadUsage(ctx, now); err != nil {
+		return nil, err
 	}
 	saved, err := s.cfg.Store.HookStates(ctx)
 	if err != nil {
@@ -473,14 +478,22 @@ func (s *state) startCatchups() {
 	}
 }
 
+// nextCatchup fires ent's next missed slot. The one after waits for the
+// run it starts; a slot a gate refuses (rate, budget) leaves its record
+// and the next is fired at once, so that no slot waits for a run that
+// never comes.
 func (s *state) nextCatchup(ent *entry) bool {
-	if len(ent.catchup) == 0 {
-		return false
+	fired := false
+	for len(ent.catchup) > 0 {
+		slot := ent.catchup[0]
+		ent.catchup = ent.catchup[1:]
+		s.fireSlot(ent, "catchup", slot)
+		fired = true
+		if !ent.lastMissed {
+			break
+		}
 	}
-	slot := ent.catchup[0]
-	ent.catchup = ent.catchup[1:]
-	s.fireSlot(ent, "catchup", slot)
-	return true
+	return fired
 }
 
 // trigger runs a trigger through the gates: disabled/paused, in flight,
@@ -557,6 +570,9 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 		}
 	}
 	if g := s.rateGate(ent, now); g != nil {
+		return s.refuse(ent, run, StatusSkipped, g)
+	}
+	if g := s.budgetGate(ent, now); g != nil {
 		return s.refuse(ent, run, StatusSkipped, g)
 	}
 	if ent.hook.Rate.N > 0 {
@@ -694,6 +710,15 @@ func (s *state) finishRecord(run *Run) {
 	}
 }
 
+// refuseWaiting finishes a queued or pending run, which has its record,
+// that a gate refused when its time to start came.
+func (s *state) refuseWaiting(ent *entry, run *Run, g *GateError) {
+	run.Status, run.Gate, run.Reason, run.FinishedAt = StatusSkipped, g.Gate, g.reason(), s.cfg.Clock.Now()
+	s.finishRecord(run)
+	s.finishWaiters(run)
+	s.events = append(s.events, RunEvent(run))
+}
+
 // dequeue takes a queued run out of the global queue and finishes it.
 func (s *state) dequeue(run *Run, status Status, reason string) {
 	for i, q := range s.queue {
@@ -744,6 +769,7 @@ var errRunOver = errors.New("engine: run is over")
 func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 	run := act.run
 	s.running--
+	s.charge(act.usage)
 	if retry != nil {
 		s.retries.add(retry)
 	}
@@ -767,7 +793,11 @@ func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 	if p := ent.pending; p != nil && ent.active == nil && ent.queued == nil {
 		ent.pending = nil
 		delete(s.live, p.ID)
-		s.admit(ent, p)
+		if g := s.budgetGate(ent, s.cfg.Clock.Now()); g != nil {
+			s.refuseWaiting(ent, p, g)
+		} else {
+			s.admit(ent, p)
+		}
 	} else if ent.active == nil && ent.queued == nil {
 		s.nextCatchup(ent)
 	}
@@ -780,6 +810,11 @@ func (s *state) drainQueue() {
 		q := s.queue[0]
 		s.queue = s.queue[1:]
 		q.ent.queued = nil
+		if g := s.budgetGate(q.ent, s.cfg.Clock.Now()); g != nil {
+			delete(s.live, q.run.ID)
+			s.refuseWaiting(q.ent, q.run, g)
+			continue
+		}
 		s.startRun(q.ent, q.run)
 	}
 }
@@ -903,6 +938,7 @@ func (s *state) summary() Summary {
 	}
 	sort.Strings(sum.InFlight)
 	sum.Retries = s.retryInfos()
+	sum.Spend = s.spendReport(s.cfg.Clock.Now())
 	return sum
 }
 

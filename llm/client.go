@@ -283,6 +283,7 @@ func (c *Client) Complete(ctx context.Context, req *engine.LLMRequest) (err erro
 		if creq.ToolChoice != nil {
 			rd.Call.ToolChoice = tc
 		}
+		req.Model = set.Model // the spend ledger prices the stage by it
 		resp, usage, err := c.call(ctx, api, creq, &rd.Call, set, redact)
 		if err != nil {
 			publishRound(env, round, rd, 0)

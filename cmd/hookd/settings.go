@@ -174,6 +174,7 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		Grace:          grace,
 		DefaultTimeout: d.DefaultTimeout,
 		MaxCatchup:     d.MaxCatchup,
+		Budget:         d.Budget,
 		Manual:         manual,
 		Guard:          l.guard,
 	}, hooks)

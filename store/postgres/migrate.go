@@ -110,6 +110,7 @@ CREATE TABLE retries (
 `},
 	{2, "cluster: nodes, leases, run owners", sqlCluster},            // cluster.go
 	{3, "cluster: hook versions of nodes and runs", sqlHookVersions}, // hookversions.go
+	{4, "token usage", sqlUsage},                                     // usage.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

@@ -30,6 +30,7 @@ type Store interface {
 	engine.ProcStore
 	engine.WatchSnapshots
 	engine.RetryStore
+	engine.UsageStore
 	// LatestBriefs returns the latest n runs of hook, newest first, with
 	// only what a chart needs.
 	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
@@ -94,6 +95,7 @@ var tests = []struct {
 	{"EventsAfter", testEventsAfter},
 	{"WatchSnapshots", testWatchSnapshots},
 	{"PendingRetries", testPendingRetries},
+	{"Usage", testUsage},
 	{"RunIDsWithPrefix", testRunIDsWithPrefix},
 }
 

@@ -1,0 +1,313 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// GateBudget refuses a trigger of a hook whose token budget (budget:
+// per_hour, per_day), or the daemon's (budget: in hookd.yaml), is spent.
+const GateBudget = "budget"
+
+// The windows of the spend limits. They slide: per_hour is what runs that
+// finished in the last 60 minutes used, per_day the last 24 hours.
+const (
+	BudgetHour = time.Hour
+	BudgetDay  = 24 * time.Hour
+)
+
+// UsageKept is how long the store keeps usage records: AddUsage deletes
+// older ones. It is longer than the longest window, so that status can
+// always show a full day.
+const UsageKept = 7 * 24 * time.Hour
+
+// DaemonBudget is the daemon-wide budget: (hookd.yaml): the tokens all
+// hooks together may use in any hour and any day (0: no cap), and the
+// prices that turn tokens into cost for status.
+type DaemonBudget struct {
+	PerHour int64
+	PerDay  int64
+	Prices  map[string]Price // model name as the hook or hookd.yaml names it -> price
+}
+
+// Price is what a model costs per 1,000,000 tokens, in the user's
+// currency: Input for prompt tokens, Output for completion tokens.
+type Price struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
+}
+
+// Usage is what one run's model stage spent, as the spend ledger keeps
+// it: the tokens its server reported, summed over the stage's calls.
+type Usage struct {
+	RunID      string    `json:"run_id"`
+	Hook       string    `json:"hook"`
+	Model      string    `json:"model,omitempty"`
+	At         time.Time `json:"at"` // when the run finished
+	Prompt     int64     `json:"prompt"`
+	Completion int64     `json:"completion"`
+	// Unreported is set when a model call of the run reported no usage:
+	// that call counts 0 tokens, the counts are those of the others.
+	Unreported bool `json:"unreported,omitempty"`
+}
+
+// Total is the tokens the budgets count: prompt plus completion.
+func (u *Usage) Total() int64 { return u.Prompt + u.Completion }
+
+// UsageStore is a Store that keeps the spend ledger, so that a restart
+// does not reset a budget.
+type UsageStore interface {
+	// AddUsage records u (a second record of the same run replaces the
+	// first) and deletes the records older than u.At - UsageKept.
+	AddUsage(ctx context.Context, u *Usage) error
+	// UsageSince returns the records at or after since, oldest first.
+	UsageSince(ctx context.Context, since time.Time) ([]*Usage, error)
+}
+
+// ledger is the usage of the last BudgetDay, oldest first; the loop owns
+// it.
+type ledger struct {
+	recs []*Usage
+}
+
+// loadUsage fills the ledger from the store.
+func (s *state) loadUsage(ctx context.Context, now time.Time) error {
+	us, ok := s.cfg.Store.(UsageStore)
+	if !ok {
+		return nil
+	}
+	recs, err := us.UsageSince(ctx, now.Add(-BudgetDay))
+	if err != nil {
+		return fmt.Errorf("load token usage: %w", err)
+	}
+	s.spend.recs = recs
+	return nil
+}
+
+// add records u, keeping the ledger in time order.
+func (l *ledger) add(u *Usage) {
+	i := sort.Search(len(l.recs), func(i int) bool { return l.recs[i].At.After(u.At) })
+	l.recs = append(l.recs, nil)
+	copy(l.recs[i+1:], l.recs[i:])
+	l.recs[i] = u
+}
+
+// trim drops the records older than a day before now.
+func (l *ledger) trim(now time.Time) {
+	from := now.Add(-BudgetDay)
+	i := 0
+	for i < len(l.recs) && l.recs[i].At.Before(from) {
+		i++
+	}
+	if i > 0 {
+		l.recs = append(l.recs[:0:0], l.recs[i:]...)
+	}
+}
+
+// each calls fn for the records of hook ("": every hook) at or after
+// from, oldest first.
+func (l *ledger) each(hook string, from time.Time, fn func(*Usage)) {
+	i := sort.Search(len(l.recs), func(i int) bool { return !l.recs[i].At.Before(from) })
+	for _, u := range l.recs[i:] {
+		if hook == "" || u.Hook == hook {
+			fn(u)
+		}
+	}
+}
+
+// used is the tokens hook ("": every hook) used at or after from.
+func (l *ledger) used(hook string, from time.Time) int64 {
+	var n int64
+	l.each(hook, from, func(u *Usage) { n += u.Total() })
+	return n
+}
+
+// freeAt is when hook's usage in a window from..now falls below limit as
+// its oldest records leave the window.
+func (l *ledger) freeAt(hook string, from time.Time, window time.Duration, used, limit int64) time.Time {
+	var at time.Time
+	l.each(hook, from, func(u *Usage) {
+		if used >= limit {
+			used -= u.Total()
+			at = u.At.Add(window)
+		}
+	})
+	return at
+}
+
+// budgetLimit is one cap a trigger is held to.
+type budgetLimit struct {
+	hook   string // "": the daemon's
+	window time.Duration
+	limit  int64
+	field  string // budget.per_hour, budget.per_day
+	file   string // where it is set
+}
+
+// limits lists the caps a run of h is held to: the hook's, then the
+// daemon's.
+func (s *state) limits(h *Hook) []budgetLimit {
+	var out []budgetLimit
+	add := func(hook string, window time.Duration, limit int64, field, file string) {
+		if limit > 0 {
+			out = append(out, budgetLimit{hook, window, limit, field, file})
+		}
+	}
+	add(h.Name, BudgetHour, h.Budget.PerHour, "budget.per_hour", h.Source.File)
+	add(h.Name, BudgetDay, h.Budget.PerDay, "budget.per_day", h.Source.File)
+	d := s.cfg.Budget
+	add("", BudgetHour, d.PerHour, "budget.per_hour", "hookd.yaml")
+	add("", BudgetDay, d.PerDay, "budget.per_day", "hookd.yaml")
+	return out
+}
+
+// budgetGate refuses a run of ent's hook when the hook's or the daemon's
+// token budget is spent, or returns nil. It is the one place that decides:
+// triggers, and queued and pending runs about to start, ask it.
+func (s *state) budgetGate(ent *entry, now time.Time) *GateError {
+	s.spend.trim(now)
+	for _, b := range s.limits(ent.hook) {
+		from := now.Add(-b.window)
+		used := s.spend.used(b.hook, from)
+		if used < b.limit {
+			continue
+		}
+		whose := "hook " + b.hook + "'s runs"
+		if b.hook == "" {
+			whose = "the runs of all hooks"
+		}
+		g := &GateError{Gate: GateBudget, Hook: ent.hook.Name}
+		if at := s.spend.freeAt(b.hook, from, b.window, used, b.limit); at.After(now) {
+			g.Remaining = at.Sub(now)
+		}
+		g.Detail = fmt.Sprintf("%s used %d tokens in the last %s (%s: %d in %s); the next run is allowed in %s",
+			whose, used, DurationText(b.window), b.field, b.limit, b.file, DurationText(g.Remaining.Round(time.Second)))
+		return g
+	}
+	return nil
+}
+
+// charge adds a finished run's usage to the ledger.
+func (s *state) charge(u *Usage) {
+	if u != nil {
+		s.spend.add(u)
+	}
+}
+
+// usageOf is the ledger record of run, whose model stage called model,
+// or nil when it made no model call.
+func usageOf(run *Run, model string) *Usage {
+	if model == "" {
+		return nil
+	}
+	return &Usage{RunID: run.ID, Hook: run.Hook, Model: model, At: run.FinishedAt,
+		Prompt: run.Tokens.Prompt, Completion: run.Tokens.Completion, Unreported: !run.Tokens.Known}
+}
+
+// recordUsage stores u in the ledger's table, when the store keeps one.
+func (e *Engine) recordUsage(ctx context.Context, u *Usage) {
+	us, ok := e.cfg.Store.(UsageStore)
+	if u == nil || !ok {
+		return
+	}
+	if err := us.AddUsage(ctx, u); err != nil {
+		e.log.Error("store token usage", "hook", u.Hook, "run", u.RunID, "err", err)
+	}
+}
+
+// Spend is what hooks spent against their budgets, for status, the API
+// and metrics.
+type Spend struct {
+	Daemon SpendWindows            `json:"daemon"`
+	Hooks  map[string]SpendWindows `json:"hooks"` // hooks with a budget or with usage in the last day
+	// Priced says prices are set (budget.prices in hookd.yaml): the
+	// windows carry a cost.
+	Priced bool `json:"priced"`
+}
+
+// SpendWindows is one budget's usage in both windows.
+type SpendWindows struct {
+	Hour            SpendWindow `json:"hour"`
+	Day             SpendWindow `json:"day"`
+	MaxTokensPerRun int         `json:"max_tokens_per_run,omitempty"`
+}
+
+// SpendWindow is usage in one window against its cap.
+type SpendWindow struct {
+	Tokens     int64 `json:"tokens"` // prompt + completion: what the cap counts
+	Prompt     int64 `json:"prompt"`
+	Completion int64 `json:"completion"`
+	Limit      int64 `json:"limit,omitempty"` // 0: no cap
+	Runs       int   `json:"runs"`            // runs whose model stage made a call
+	// Unreported counts the runs with a model call whose server reported
+	// no usage: those calls count 0 tokens.
+	Unreported int `json:"unreported_runs,omitempty"`
+	// Cost is the priced tokens' cost, when prices are set; Unpriced
+	// counts the tokens of models that have no price.
+	Cost     float64 `json:"cost,omitempty"`
+	Unpriced int64   `json:"unpriced_tokens,omitempty"`
+}
+
+// Cost is what u cost at prices, and whether its model has a price.
+func (u *Usage) Cost(prices map[string]Price) (float64, bool) {
+	p, ok := prices[u.Model]
+	if !ok {
+		return 0, false
+	}
+	return (float64(u.Prompt)*p.Input + float64(u.Completion)*p.Output) / 1e6, true
+}
+
+// spendWindow sums hook's usage ("": every hook's) from from.
+func (s *state) spendWindow(hook string, from time.Time, limit int64) SpendWindow {
+	w := SpendWindow{Limit: limit}
+	s.spend.each(hook, from, func(u *Usage) {
+		w.Runs++
+		w.Prompt += u.Prompt
+		w.Completion += u.Completion
+		w.Tokens += u.Total()
+		if u.Unreported {
+			w.Unreported++
+		}
+		if c, ok := u.Cost(s.cfg.Budget.Prices); ok {
+			w.Cost += c
+		} else {
+			w.Unpriced += u.Total()
+		}
+	})
+	return w
+}
+
+// spendOf is hook's ("": the daemon's) usage against b.
+func (s *state) spendOf(hook string, perHour, perDay int64, now time.Time) SpendWindows {
+	return SpendWindows{
+		Hour: s.spendWindow(hook, now.Add(-BudgetHour), perHour),
+		Day:  s.spendWindow(hook, now.Add(-BudgetDay), perDay),
+	}
+}
+
+func (s *state) spendReport(now time.Time) Spend {
+	s.spend.trim(now)
+	d := s.cfg.Budget
+	sp := Spend{Daemon: s.spendOf("", d.PerHour, d.PerDay, now), Hooks: map[string]SpendWindows{}, Priced: len(d.Prices) > 0}
+	names := map[string]bool{}
+	for _, u := range s.spend.recs {
+		names[u.Hook] = true
+	}
+	for name, ent := range s.hooks {
+		if b := ent.hook.Budget; b != (Budget{}) {
+			names[name] = true
+		}
+	}
+	for name := range names {
+		var b Budget
+		if ent := s.hooks[name]; ent != nil {
+			b = ent.hook.Budget
+		}
+		w := s.spendOf(name, b.PerHour, b.PerDay, now)
+		w.MaxTokensPerRun = b.MaxTokensPerRun
+		sp.Hooks[name] = w
+	}
+	return sp
+}

@@ -1,0 +1,68 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ engine.UsageStore = (*DB)(nil)
+
+// sqlUsage is the spend ledger, as in SQLite (store/usage.go).
+const sqlUsage = `CREATE TABLE token_usage (
+	run_id     TEXT    PRIMARY KEY,
+	hook       TEXT    NOT NULL,
+	model      TEXT    NOT NULL DEFAULT '',
+	at         BIGINT  NOT NULL,
+	prompt     BIGINT  NOT NULL DEFAULT 0,
+	completion BIGINT  NOT NULL DEFAULT 0,
+	unreported BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX token_usage_at ON token_usage (at);`
+
+// AddUsage records a run's token usage and deletes records older than
+// engine.UsageKept before it.
+func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO token_usage (run_id, hook, model, at, prompt, completion, unreported)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (run_id) DO UPDATE SET hook = EXCLUDED.hook, model = EXCLUDED.model, at = EXCLUDED.at,
+				prompt = EXCLUDED.prompt, completion = EXCLUDED.completion, unreported = EXCLUDED.unreported`,
+			u.RunID, u.Hook, u.Model, timeInt(u.At), u.Prompt, u.Completion, u.Unreported); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM token_usage WHERE at < $1`, timeInt(u.At.Add(-engine.UsageKept)))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("add token usage of run %s: %w", u.RunID, err)
+	}
+	return nil
+}
+
+// UsageSince returns the usage records at or after since, oldest first.
+func (d *DB) UsageSince(ctx context.Context, since time.Time) ([]*engine.Usage, error) {
+	rows, err := d.pool.Query(ctx, `SELECT run_id, hook, model, at, prompt, completion, unreported
+		FROM token_usage WHERE at >= $1 ORDER BY at, run_id`, timeInt(since))
+	if err != nil {
+		return nil, fmt.Errorf("list token usage: %w", err)
+	}
+	defer rows.Close()
+	var out []*engine.Usage
+	for rows.Next() {
+		u := &engine.Usage{}
+		var at int64
+		if err := rows.Scan(&u.RunID, &u.Hook, &u.Model, &at, &u.Prompt, &u.Completion, &u.Unreported); err != nil {
+			return nil, fmt.Errorf("list token usage: %w", err)
+		}
+		u.At = intTime(at)
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list token usage: %w", err)
+	}
+	return out, nil
+}

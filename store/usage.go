@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+var _ engine.UsageStore = (*DB)(nil)
+
+// sqlUsage adds the spend ledger: one row per run whose model stage made
+// a call, with the tokens its server reported, so that a restart keeps
+// counting the budgets' windows. Rows are kept engine.UsageKept, apart
+// from the runs' retention (a pruned run keeps counting).
+const sqlUsage = `CREATE TABLE token_usage (
+	run_id     TEXT    PRIMARY KEY,
+	hook       TEXT    NOT NULL,
+	model      TEXT    NOT NULL DEFAULT '',
+	at         INTEGER NOT NULL,
+	prompt     INTEGER NOT NULL DEFAULT 0,
+	completion INTEGER NOT NULL DEFAULT 0,
+	unreported INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX token_usage_at ON token_usage (at);`
+
+// AddUsage records a run's token usage and deletes records older than
+// engine.UsageKept before it.
+func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("add token usage of run %s: %w", u.RunID, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO token_usage
+		(run_id, hook, model, at, prompt, completion, unreported) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		u.RunID, u.Hook, u.Model, timeInt(u.At), u.Prompt, u.Completion, u.Unreported); err != nil {
+		return fmt.Errorf("add token usage of run %s: %w", u.RunID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM token_usage WHERE at < ?`, timeInt(u.At.Add(-engine.UsageKept))); err != nil {
+		return fmt.Errorf("prune token usage: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("add token usage of run %s: %w", u.RunID, err)
+	}
+	return nil
+}
+
+// UsageSince returns the usage records at or after since, oldest first.
+func (d *DB) UsageSince(ctx context.Context, since time.Time) ([]*engine.Usage, error) {
+	rows, err := d.r.QueryContext(ctx, `SELECT run_id, hook, model, at, prompt, completion, unreported
+		FROM token_usage WHERE at >= ? ORDER BY at, run_id`, timeInt(since))
+	if err != nil {
+		return nil, fmt.Errorf("list token usage: %w", err)
+	}
+	defer rows.Close()
+	var out []*engine.Usage
+	for rows.Next() {
+		u := &engine.Usage{}
+		var at int64
+		if err := rows.Scan(&u.RunID, &u.Hook, &u.Model, &at, &u.Prompt, &u.Completion, &u.Unreported); err != nil {
+			return nil, fmt.Errorf("list token usage: %w", err)
+		}
+		u.At = intTime(at)
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list token usage: %w", err)
+	}
+	return out, nil
+}
