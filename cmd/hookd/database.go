@@ -28,6 +28,7 @@ type daemonStore interface {
 	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
 	RunIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
 	BriefsSince(ctx context.Context, since time.Time, limit int) ([]engine.RunBrief, error)
+	prunable
 	Close() error
 }
 
@@ -112,12 +113,21 @@ func databaseName(d *config.Daemon) string {
 	return d.DB
 }
 
-// sqliteOnly refuses what works on the SQLite file only.
-func sqliteOnly(d *config.Daemon, what string) error {
+// dbWhere is the database as `hookd status` shows it.
+type dbWhere struct {
+	Kind string `json:"kind"` // sqlite or postgres
+	Name string `json:"name"` // the file, or the URL without its password
+}
+
+func whereOf(d *config.Daemon) dbWhere {
 	if d.Database != "" {
-		return fmt.Errorf("%s works on the SQLite database only, not yet on PostgreSQL (%s)", what, postgres.Describe(d.Database))
+		return dbWhere{Kind: "postgres", Name: postgres.Describe(d.Database)}
 	}
-	return nil
+	abs, err := filepath.Abs(d.DB)
+	if err != nil {
+		abs = d.DB
+	}
+	return dbWhere{Kind: "sqlite", Name: abs}
 }
 
 // lockWait is how long a daemon waits for a PostgreSQL database's lock

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
@@ -61,8 +64,8 @@ func TestServeOnPostgres(t *testing.T) {
 	if len(got) != 2 || got[0].ID != id2 || got[1].ID != id {
 		t.Errorf("hookd runs --db URL: %v, want [%s %s]", got, id2, id)
 	}
-	if r := c.must(1, "prune", "--db", url); !strings.Contains(r.stderr, "SQLite database only") {
-		t.Errorf("hookd prune on PostgreSQL:\n%s", r)
+	if r := c.must(0, "prune", "--db", url); !strings.Contains(r.stdout, "deleted 0 runs") {
+		t.Errorf("hookd prune --db URL beside a daemon:\n%s", r)
 	}
 	if r := c.must(0, "run", id2, "--db", url); !strings.Contains(r.stdout, "completed") {
 		t.Errorf("hookd run ID --db URL:\n%s", r)
@@ -124,4 +127,68 @@ func waitUnlocked(t *testing.T, url string) {
 		}
 		return l.Unlock() == nil
 	}, func() string { return fmt.Sprint(err) })
+}
+
+// TestRenderAndPruneOnPostgres: on PostgreSQL, `hookd render` previews
+// against the database's history (the previous run's time) and records
+// nothing; `hookd status` shows the database's size; `hookd prune`
+// through the daemon deletes the records retention lets go (a dry run
+// first counts them), with the same rules as on SQLite (the store
+// contract suite).
+func TestRenderAndPruneOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	e := newEnv(t, "database: "+url+"\n", renderHooks)
+	e.serve()
+	e.must(0, "fire", "green", "--wait")
+
+	r := e.must(0, "render", "green", "--json")
+	var run engine.Run
+	if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
+		t.Fatalf("decode: %v\n%s", err, r)
+	}
+	if !strings.Contains(run.Prompt, "- Last run: ") || strings.Contains(run.Prompt, "- Last run: never") {
+		t.Errorf("the preview does not read PostgreSQL's history (the previous run's time):\n%s", run.Prompt)
+	}
+	if runs := e.listRuns(); len(runs) != 1 {
+		t.Errorf("runs after a preview: %d, want the 1 fired", len(runs))
+	}
+
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	old := time.Now().Add(-10 * 24 * time.Hour) // skip records are kept 3 days by default
+	var skips []string
+	for i := range 2 {
+		r := &engine.Run{ID: engine.NewID(), Hook: "green", Trigger: "schedule", Status: engine.StatusSkipped,
+			Gate: engine.GateCooldown, Reason: fmt.Sprintf("cooldown: %d", i), QueuedAt: old, FinishedAt: old}
+		if err := db.InsertRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		skips = append(skips, r.ID)
+	}
+
+	if st := e.must(0, "status").stdout; !strings.Contains(st, "database: ") || !strings.Contains(st, "(PostgreSQL "+postgres.Describe(url)+")") {
+		t.Errorf("hookd status does not show the PostgreSQL database's size:\n%s", st)
+	}
+	var rep pruneReport
+	if err := json.Unmarshal([]byte(e.must(0, "prune", "--dry-run", "--json").stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Skipped != 2 || rep.Runs != 0 || !rep.DryRun {
+		t.Errorf("dry run through the daemon: %+v, want 2 skip records", rep)
+	}
+	if r := e.must(0, "prune"); !strings.Contains(r.stdout, "deleted 0 runs, 2 skip/drop records") {
+		t.Errorf("hookd prune through the daemon:\n%s", r)
+	}
+	for _, id := range skips {
+		if _, err := db.GetRun(ctx, id); !errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("old skip record %s is still there: %v", id, err)
+		}
+	}
+	if runs := e.listRuns("green"); len(runs) != 1 {
+		t.Errorf("runs of green after the prune: %d, want the 1 fired", len(runs))
+	}
 }

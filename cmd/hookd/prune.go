@@ -14,6 +14,7 @@ import (
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/store/postgres"
 )
 
 // pruneFirst is how long after the start the daemon first prunes: not
@@ -28,10 +29,20 @@ type pruneReport struct {
 	Error string `json:"error,omitempty"`
 }
 
+// prunable is a store retention prunes: the SQLite file or PostgreSQL
+// (both held to the same rules by the store contract suite).
+type prunable interface {
+	Prune(ctx context.Context, now time.Time, p store.PrunePolicy) (store.PruneStats, error)
+	Size(ctx context.Context) (store.Size, error)
+}
+
 // pruner deletes the history retention lets go: in the background every
-// PruneEvery, and when asked (`hookd prune`). One prune runs at a time.
+// PruneEvery, and when asked (`hookd prune`). One prune runs at a time
+// (on PostgreSQL, one in the whole cluster: another node's prune under
+// way makes this one skip its turn).
 type pruner struct {
-	db      *store.DB
+	db      prunable
+	where   dbWhere // what status says the database is
 	ret     engine.Retention
 	every   time.Duration
 	log     *slog.Logger
@@ -48,8 +59,8 @@ type pruner struct {
 	done   chan struct{}
 }
 
-func newPruner(db *store.DB, d *config.Daemon, hooks []*engine.Hook, log *slog.Logger, counted func(string, int64)) *pruner {
-	p := &pruner{db: db, ret: d.Retention, every: d.PruneEvery, log: log, counted: counted, done: make(chan struct{})}
+func newPruner(db prunable, d *config.Daemon, hooks []*engine.Hook, log *slog.Logger, counted func(string, int64)) *pruner {
+	p := &pruner{db: db, where: whereOf(d), ret: d.Retention, every: d.PruneEvery, log: log, counted: counted, done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.SetHooks(hooks)
 	return p
@@ -106,6 +117,10 @@ func (p *pruner) Prune(ctx context.Context, dryRun bool) *pruneReport {
 		rep.Error = err.Error()
 	}
 	if dryRun {
+		return rep
+	}
+	if errors.Is(err, postgres.ErrPruning) {
+		p.log.Info("prune skipped: another node is pruning the database")
 		return rep
 	}
 	if p.counted != nil {
@@ -185,8 +200,16 @@ func cmdPrune(c *cli, args []string) int {
 
 // pruneLocal prunes the database of d in this process.
 func (c *cli) pruneLocal(ctx context.Context, d *config.Daemon, dryRun bool) (*pruneReport, error) {
-	if err := sqliteOnly(d, "hookd prune"); err != nil {
-		return nil, err
+	if d.Database != "" {
+		// PostgreSQL: daemons of other machines may run; pruning beside
+		// them is safe (it keeps what they read), and one prune runs at a
+		// time in the cluster.
+		db, err := openStore(d)
+		if err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		return c.pruneWith(ctx, d, db, dryRun)
 	}
 	if _, err := os.Stat(d.DB); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no database at %s: nothing to prune", d.DB)
@@ -204,6 +227,17 @@ func (c *cli) pruneLocal(ctx context.Context, d *config.Daemon, dryRun bool) (*p
 		return nil, err
 	}
 	defer db.Close()
+	if !dryRun {
+		if _, err := db.EnableIncrementalVacuum(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c.pruneWith(ctx, d, db, dryRun)
+}
+
+// pruneWith prunes db with the retention of hookd.yaml and of the hooks
+// that load.
+func (c *cli) pruneWith(ctx context.Context, d *config.Daemon, db prunable, dryRun bool) (*pruneReport, error) {
 	var hooks []*engine.Hook
 	if _, err := os.Stat(d.HooksDir); err == nil {
 		var errs []error
@@ -215,11 +249,6 @@ func (c *cli) pruneLocal(ctx context.Context, d *config.Daemon, dryRun bool) (*p
 		}
 	}
 	log := newLogger(d.LogFormat, os.Stderr, slog.LevelWarn)
-	if !dryRun {
-		if _, err := db.EnableIncrementalVacuum(ctx); err != nil {
-			return nil, err
-		}
-	}
 	rep := newPruner(db, d, hooks, log, nil).Prune(ctx, dryRun)
 	if rep.Error != "" {
 		return nil, errors.New(rep.Error)

@@ -99,9 +99,17 @@ func hasHook(hooks []*engine.Hook, name string) bool {
 	return false
 }
 
-// previewStore opens the database for reading, or, when there is none
-// yet, an empty one in a temporary directory that done removes.
-func previewStore(d *config.Daemon) (db *store.DB, done func(), err error) {
+// previewStore opens the database for reading (PostgreSQL's when
+// database: names one), or, when there is no SQLite file yet, an empty one
+// in a temporary directory that done removes.
+func previewStore(d *config.Daemon) (db engine.Store, done func(), err error) {
+	if d.Database != "" {
+		db, err := openStore(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		return db, func() { db.Close() }, nil
+	}
 	if _, err := os.Stat(d.DB); err == nil {
 		db, err := store.Open(d.DB)
 		if err != nil {
@@ -113,12 +121,12 @@ func previewStore(d *config.Daemon) (db *store.DB, done func(), err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("make temporary store: %w", err)
 	}
-	db, err = store.Open(filepath.Join(dir, "hookd.db"))
+	tmp, err := store.Open(filepath.Join(dir, "hookd.db"))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	return db, func() { db.Close(); os.RemoveAll(dir) }, nil
+	return tmp, func() { tmp.Close(); os.RemoveAll(dir) }, nil
 }
 
 // errReadOnly is what a write to the store gives during `hookd render`.

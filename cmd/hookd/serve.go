@@ -61,7 +61,7 @@ func cmdServe(c *cli, args []string) int {
 	// database made before, before anything runs.
 	vstart := time.Now()
 	if l.db == nil {
-		// PostgreSQL: the server vacuums; retention is not applied yet.
+		// PostgreSQL: the server vacuums.
 	} else if ran, err := l.db.EnableIncrementalVacuum(context.Background()); err != nil {
 		return c.errorf("start: %v", err)
 	} else if ran {
@@ -96,15 +96,10 @@ func cmdServe(c *cli, args []string) int {
 	// File watches, and live reload of the hooks directory (reload.go).
 	// History is pruned in the background (prune.go).
 	onHooks := []func([]*engine.Hook){notifier.SetHooks}
-	var pr *pruner // nil on PostgreSQL: retention is not applied there yet
-	if l.db != nil {
-		pr = newPruner(l.db, d, l.hooks, log, m.Pruned)
-		pr.Start()
-		defer pr.Stop()
-		onHooks = append(onHooks, pr.SetHooks)
-	} else {
-		log.Warn("retention is not applied on PostgreSQL yet: runs and events are kept until deleted")
-	}
+	pr := newPruner(l.st, d, l.hooks, log, m.Pruned)
+	pr.Start()
+	defer pr.Stop()
+	onHooks = append(onHooks, pr.SetHooks)
 	rl, err := startReloader(d, l, log, onHooks...)
 	if err != nil {
 		return c.errorf("start: %v", err)

@@ -39,9 +39,12 @@ type statusReport struct {
 	Database       *dbReport            `json:"database,omitempty"`
 }
 
-// dbReport is the database's size and the last prune, in /v1/status.
+// dbReport is the database's size and the last prune, in /v1/status. On
+// PostgreSQL, Bytes is pg_database_size (the WAL and free space are the
+// server's, not reported).
 type dbReport struct {
-	Path string `json:"path"`
+	Path string `json:"path"` // the SQLite file, or the PostgreSQL URL without its password
+	Kind string `json:"kind"` // sqlite or postgres
 	store.Size
 	LastPrune *pruneReport `json:"last_prune,omitempty"` // nil before the first since the start
 }
@@ -97,7 +100,8 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		rep.Database = &dbReport{Path: a.db, Size: size, LastPrune: a.pruner.Last()}
+		w := a.pruner.where
+		rep.Database = &dbReport{Path: w.Name, Kind: w.Kind, Size: size, LastPrune: a.pruner.Last()}
 	}
 	if a.metrics == nil {
 		return rep, nil
@@ -260,7 +264,11 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 		}
 	}
 	if db := rep.Database; db != nil {
-		fmt.Fprintf(w, "\ndatabase:  %s (WAL %s, free inside %s)\n", bytesText(db.Bytes), bytesText(db.WALBytes), bytesText(db.FreeBytes))
+		if db.Kind == "postgres" {
+			fmt.Fprintf(w, "\ndatabase:  %s (PostgreSQL %s)\n", bytesText(db.Bytes), db.Path)
+		} else {
+			fmt.Fprintf(w, "\ndatabase:  %s (WAL %s, free inside %s)\n", bytesText(db.Bytes), bytesText(db.WALBytes), bytesText(db.FreeBytes))
+		}
 		switch p := db.LastPrune; {
 		case p == nil:
 			fmt.Fprintln(w, "pruned:    not yet since hookd started")

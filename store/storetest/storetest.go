@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
 )
 
 // Store is what the suite tests: the engine's store interfaces, the event
@@ -45,6 +46,9 @@ type Store interface {
 	EventsAfter(ctx context.Context, after int64, limit int) ([]*engine.Event, error)
 	// LastEventSeq returns the seq of the latest event, 0 when none.
 	LastEventSeq(ctx context.Context) (int64, error)
+	// Prune deletes the history a retention policy lets go (the rules are
+	// the SQLite store's, store.DB.Prune).
+	Prune(ctx context.Context, now time.Time, p store.PrunePolicy) (store.PruneStats, error)
 	// Close closes the store; it is safe to call twice.
 	Close() error
 }
@@ -97,6 +101,8 @@ var tests = []struct {
 	{"PendingRetries", testPendingRetries},
 	{"Usage", testUsage},
 	{"RunIDsWithPrefix", testRunIDsWithPrefix},
+	{"PruneKeepsWhatMatters", testPruneKeepsWhatMatters},
+	{"PruneInBatches", testPruneInBatches},
 }
 
 // t0 is a fixed instant with nanoseconds, so round trips show truncation.
