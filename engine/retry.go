@@ -170,6 +170,12 @@ func (s *state) restoreRetries(ctx context.Context) error {
 // retryInterrupted plans the retries of runs a crash interrupted, for
 // hooks whose retry.on names interrupted. It reports whether it did.
 func (s *state) retryInterrupted(ctx context.Context, ent *entry, r *Run, now time.Time) bool {
+	if s.retryPending(r) {
+		// The run planned its retry and was killed before its final
+		// record: the stored retry is the one, not a second.
+		s.finishRecord(r)
+		return true
+	}
 	p := s.e.planRetry(ctx, ent.hook, r, now)
 	if p == nil {
 		return false
@@ -177,6 +183,23 @@ func (s *state) retryInterrupted(ctx context.Context, ent *entry, r *Run, now ti
 	s.finishRecord(r) // the interrupted record now says when it is retried
 	s.retries.add(p)
 	return true
+}
+
+// retryPending reports whether a pending retry already follows run r:
+// one of its chain with a later attempt.
+func (s *state) retryPending(r *Run) bool {
+	chain := r.RetryOf
+	if chain == "" {
+		chain = r.ID
+	}
+	for _, p := range s.retries {
+		if p.Hook == r.Hook && p.RetryOf == chain && p.Attempt > max(r.Attempt, 1) {
+			plan := p.RetryPlan
+			r.Retry = &plan
+			return true
+		}
+	}
+	return false
 }
 
 // fireRetries fires the retries that are due, through the gates but the

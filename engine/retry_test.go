@@ -229,6 +229,44 @@ func TestRetryInterruptedByCrash(t *testing.T) {
 	}
 }
 
+// TestRetryKilledAfterPlanning: hookd killed after a failed run stored
+// its pending retry but before its final record (the run is left
+// running, its retry stored) runs that retry once at the next start — the
+// interrupted run does not plan a second one.
+func TestRetryKilledAfterPlanning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		h := newHarness(t, []*engine.Hook{retryHook("x", 3, failing(0, &n))})
+		h.stop()
+		db := h.dbAt()
+		ctx := context.Background()
+		crashed := &engine.Run{ID: engine.NewID(), Hook: "x", Trigger: "manual", Status: engine.StatusRunning, StartedAt: time.Now()}
+		if err := db.StartRun(ctx, crashed); err != nil {
+			t.Fatal(err)
+		}
+		planned := &engine.PendingRetry{RetryPlan: engine.RetryPlan{RunID: engine.NewID(), Attempt: 2, At: time.Now().Add(30 * time.Second)},
+			Hook: "x", RetryOf: crashed.ID, Attempts: 3}
+		if err := db.AddRetry(ctx, planned); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		h.start()
+		defer h.stop()
+		h.settle()
+		if sum, _ := h.eng.Summary(ctx); len(sum.Retries) != 1 || sum.Retries[0].RunID != planned.RunID {
+			t.Fatalf("pending retries after the restart: %+v; want only %s", sum.Retries, planned.RunID)
+		}
+		if r := h.run(crashed.ID); r.Status != engine.StatusInterrupted || r.Retry == nil || r.Retry.RunID != planned.RunID {
+			t.Errorf("interrupted run: %s retry %+v", r.Status, r.Retry)
+		}
+		h.advance(time.Hour)
+		runs := h.runs("x")
+		if len(runs) != 2 || runs[1].ID != planned.RunID || n.Load() != 1 {
+			t.Fatalf("runs: %v, %d step runs; want the crashed run and its one retry", statuses(runs), n.Load())
+		}
+	})
+}
+
 // TestRetryGates: a retry skips the cooldown (like fire --force) but not
 // the in-flight gate, which records it skipped like any trigger.
 func TestRetryGates(t *testing.T) {
