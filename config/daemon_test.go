@@ -100,7 +100,7 @@ hookd.yaml:3: max_concurrent: must be >= 1 (got 0)
 hookd.yaml:4: tick: must be > 0 (got 0s)
 hookd.yaml:5: queue_size: must be >= 1 (got -1)
 hookd.yaml:6: grace: a duration needs a unit: write 10s or 10m, not 10
-hookd.yaml:7: default_timeout: must be > 0 (got -1m0s)
+hookd.yaml:7: default_timeout: must be > 0 (got -1m)
 hookd.yaml:8: max_catchup: must be >= 1 (got 0)
 hookd.yaml:9: log_format: must be text or json (got "xml")
 hookd.yaml:10: listen: want host:port, like 127.0.0.1:8787 (got "localhost")

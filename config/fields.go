@@ -6,7 +6,9 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"time"
 
+	"github.com/hookd/hookd/engine"
 	"gopkg.in/yaml.v3"
 )
 
@@ -111,15 +113,27 @@ func (s *state) decodeAt(n *yaml.Node, path string, dst any) bool {
 // positive reports a duration or count that is not > 0.
 func positive[T ~int | ~int64](s *state, n *yaml.Node, path string, v T) {
 	if v <= 0 {
-		s.errorf(n, path, "must be > 0 (got %v)", v)
+		s.errorf(n, path, "must be > 0 (got %s)", written(n, v))
 	}
 }
 
 // nonNegative reports a duration or count that is < 0.
 func nonNegative[T ~int | ~int64](s *state, n *yaml.Node, path string, v T) {
 	if v < 0 {
-		s.errorf(n, path, "must be >= 0 (got %v)", v)
+		s.errorf(n, path, "must be >= 0 (got %s)", written(n, v))
 	}
+}
+
+// written is the value v an error quotes: what the file says at n (-1m,
+// not Go's -1m0s; 90 for cooldown_seconds: 90), else a duration in words.
+func written(n *yaml.Node, v any) string {
+	if n != nil && n.Kind == yaml.ScalarNode && n.Value != "" {
+		return n.Value
+	}
+	if d, ok := v.(time.Duration); ok {
+		return engine.DurationText(d)
+	}
+	return fmt.Sprint(v)
 }
 
 // Identifiers.

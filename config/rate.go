@@ -25,7 +25,7 @@ func (s *state) rate(n *yaml.Node, path string, r *engine.Rate) {
 	case count < 1:
 		s.errorf(n, path, "the count must be >= 1 (got %d)", count)
 	case window <= 0:
-		s.errorf(n, path, "the window must be > 0 (got %s)", window)
+		s.errorf(n, path, "the window must be > 0 (got %s)", strings.TrimSpace(per))
 	default:
 		*r = engine.Rate{N: count, Window: window}
 	}

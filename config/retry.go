@@ -23,13 +23,15 @@ func (s *state) retry(n *yaml.Node, path string, p *engine.RetryPolicy) {
 	} else if f.get("attempts") == nil {
 		s.add(n.Line, join(path, "attempts"), "required: how many runs in all, the first included (e.g. attempts: 3)")
 	}
-	if b, ok := f.decode("backoff", &p.Backoff); ok {
-		positive(s, b, join(path, "backoff"), p.Backoff)
+	if b, ok := f.decode("backoff", &p.Backoff); ok && p.Backoff < engine.MinRetryBackoff {
+		s.errorf(b, join(path, "backoff"), "must be at least %s: retries a moment apart fail alike and hammer what failed (got %s)",
+			engine.DurationText(engine.MinRetryBackoff), written(b, p.Backoff))
 	}
 	if m, ok := f.decode("max_backoff", &p.MaxBackoff); ok {
-		positive(s, m, join(path, "max_backoff"), p.MaxBackoff)
-		if p.MaxBackoff > 0 && p.Backoff > p.MaxBackoff {
-			s.errorf(m, join(path, "max_backoff"), "must be >= backoff (%s; got %s)", p.Backoff, p.MaxBackoff)
+		if p.MaxBackoff < engine.MinRetryBackoff {
+			s.errorf(m, join(path, "max_backoff"), "must be at least %s (got %s)", engine.DurationText(engine.MinRetryBackoff), written(m, p.MaxBackoff))
+		} else if p.Backoff > p.MaxBackoff {
+			s.errorf(m, join(path, "max_backoff"), "must be >= backoff (%s; got %s)", engine.DurationText(p.Backoff), written(m, p.MaxBackoff))
 		}
 	}
 	if on := f.get("on"); on != nil {

@@ -42,6 +42,11 @@ const (
 	DefaultRetryMaxBackoff = 10 * time.Minute
 )
 
+// MinRetryBackoff is the least backoff and max_backoff a hook may set
+// (the loader refuses less): with backoff: 1ns, a run that fails at once
+// was retried attempts-1 times in the same instant.
+const MinRetryBackoff = time.Second
+
 // RetryStatuses are the statuses retry.on may name.
 var RetryStatuses = []Status{StatusFailed, StatusInterrupted}
 

@@ -16,7 +16,7 @@ type interval struct {
 
 func compileInterval(t *engine.Trigger) (engine.Schedule, error) {
 	if t.Every <= 0 {
-		return nil, fmt.Errorf("must be > 0 (got %s)", t.Every)
+		return nil, fmt.Errorf("must be > 0 (got %s)", engine.DurationText(t.Every))
 	}
 	return interval{t.Every}, nil
 }
