@@ -35,7 +35,7 @@ func cmdSearch(c *cli, args []string) int {
 	defer db.Close()
 	s, ok := db.(engine.RunSearcher)
 	if !ok {
-		return c.errorf("this database has no search index (search needs the SQLite store)")
+		return c.errorf("this database has no search index")
 	}
 	hits, err := s.SearchRuns(context.Background(), engine.SearchQuery{Text: pos[0], Hook: *hook, Limit: *limit})
 	if err != nil {
@@ -111,4 +111,4 @@ func (s *feedStore) SearchRuns(ctx context.Context, q engine.SearchQuery) ([]eng
 	return nil, errNoSearch
 }
 
-var errNoSearch = errors.New("this database has no search index (search needs the SQLite store)")
+var errNoSearch = errors.New("this database has no search index")

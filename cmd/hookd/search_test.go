@@ -9,13 +9,19 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
+	"github.com/hookd/hookd/store/pgtest"
 )
 
 // TestSearch: finished runs are found by what their steps printed, with
 // hookd search and GET /v1/search; a run the memory_search step finds is
 // an earlier one.
-func TestSearch(t *testing.T) {
-	e := newEnv(t, "", map[string]string{
+func TestSearch(t *testing.T) { testSearch(t, "") }
+
+// TestSearchOnPostgres: the same on PostgreSQL (tsvector, GIN, ts_rank).
+func TestSearchOnPostgres(t *testing.T) { testSearch(t, "database: "+pgtest.NewDatabase(t)+"\n") }
+
+func testSearch(t *testing.T, settings string) {
+	e := newEnv(t, settings, map[string]string{
 		"disk.yaml": "steps:\n  - type: shell\n    command: echo 'sda1 is 97% full, rotate the journal'\nskip_llm: true\n",
 		"recall.yaml": `steps:
   - name: memory

@@ -111,6 +111,7 @@ CREATE TABLE retries (
 	{2, "cluster: nodes, leases, run owners", sqlCluster},            // cluster.go
 	{3, "cluster: hook versions of nodes and runs", sqlHookVersions}, // hookversions.go
 	{4, "token usage", sqlUsage},                                     // usage.go
+	{5, "full-text search of runs", sqlSearch},                       // search.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

@@ -32,6 +32,7 @@ type Store interface {
 	engine.WatchSnapshots
 	engine.RetryStore
 	engine.UsageStore
+	engine.RunSearcher
 	// LatestBriefs returns the latest n runs of hook, newest first, with
 	// only what a chart needs.
 	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
@@ -103,6 +104,7 @@ var tests = []struct {
 	{"RunIDsWithPrefix", testRunIDsWithPrefix},
 	{"PruneKeepsWhatMatters", testPruneKeepsWhatMatters},
 	{"PruneInBatches", testPruneInBatches},
+	{"SearchRuns", testSearchRuns},
 }
 
 // t0 is a fixed instant with nanoseconds, so round trips show truncation.
