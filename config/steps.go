@@ -236,7 +236,7 @@ func (s *state) placeholders(n *yaml.Node, path, text string, steps []*engine.St
 		return
 	}
 	for _, ph := range phs {
-		if err := engine.CheckPlaceholders(text[ph.Start:ph.End], steps, before); err != nil {
+		if err := engine.CheckPlaceholder(ph, steps, before); err != nil {
 			s.add(lineOf(n, text, ph.Start), path, err.Error())
 		}
 	}

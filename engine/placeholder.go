@@ -169,38 +169,49 @@ func CheckPlaceholders(tmpl string, steps []*StepDef, before int) error {
 		return err
 	}
 	for _, ph := range phs {
-		if ph.IsLiteral() {
-			continue
-		}
-		if err := checkRef(ph.Ref, steps, before); err != nil {
-			return fmt.Errorf("placeholder {{%s}}: %w", ph.Path, err)
+		if err := CheckPlaceholder(ph, steps, before); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// CheckPlaceholder is CheckPlaceholders for one placeholder that
+// ParsePlaceholders returned, for a caller that parsed the text already.
+func CheckPlaceholder(ph Placeholder, steps []*StepDef, before int) error {
+	if ph.IsLiteral() {
+		return nil
+	}
+	if err := checkRef(ph.Ref, steps, before); err != nil {
+		return fmt.Errorf("placeholder {{%s}}: %w", ph.Path, err)
+	}
+	return nil
+}
+
 func checkRef(path string, steps []*StepDef, before int) error {
-	segs := strings.Split(path, ".")
-	root := segs[0]
+	// The first three segments (a split would allocate at every check).
+	root, rest, has1 := strings.Cut(path, ".")
+	seg1, rest, has2 := strings.Cut(rest, ".")
+	seg2, _, _ := strings.Cut(rest, ".")
 	switch {
 	case root == "event":
 		return nil
 	case root == "steps":
-		if len(segs) < 2 {
+		if !has1 {
 			return fmt.Errorf("steps needs a step name: {{steps.NAME.field}}")
 		}
 		for _, d := range steps {
-			if d.Name == segs[1] {
+			if d.Name == seg1 {
 				if d.Index >= before {
-					return fmt.Errorf("step %q runs at or after this point", segs[1])
+					return fmt.Errorf("step %q runs at or after this point", seg1)
 				}
-				if len(segs) > 2 {
-					return checkStepField(d.Type, segs[2], fmt.Sprintf("step %q", d.Name))
+				if has2 {
+					return checkStepField(d.Type, seg2, fmt.Sprintf("step %q", d.Name))
 				}
 				return nil
 			}
 		}
-		return fmt.Errorf("no step named %q", segs[1])
+		return fmt.Errorf("no step named %q", seg1)
 	case strings.HasPrefix(root, "step_"):
 		n, err := strconv.Atoi(root[len("step_"):])
 		if err != nil || n < 0 || root[len("step_"):] != strconv.Itoa(n) {
@@ -215,8 +226,8 @@ func checkRef(path string, steps []*StepDef, before int) error {
 		if n >= before {
 			return fmt.Errorf("step_%d runs at or after this point", n)
 		}
-		if len(segs) > 1 {
-			return checkStepField(steps[n].Type, segs[1], root)
+		if has1 {
+			return checkStepField(steps[n].Type, seg1, root)
 		}
 		return nil
 	case scalarRoots[root]:
