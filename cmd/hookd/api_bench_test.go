@@ -62,6 +62,14 @@ func BenchmarkPublishTCP(b *testing.B) {
 // port and returns its address. hooks are more hook files: name, body, ...
 func benchDaemon(b *testing.B, hooks ...string) (string, func()) {
 	b.Helper()
+	addr, _, stop := benchDaemonDir(b, hooks...)
+	return addr, stop
+}
+
+// benchDaemonDir is benchDaemon that also returns the project directory
+// the daemon serves (where a command run finds it).
+func benchDaemonDir(b *testing.B, hooks ...string) (addr, dir string, stop func()) {
+	b.Helper()
 	dir, err := os.MkdirTemp("", "hkb")
 	if err != nil {
 		b.Fatal(err)
@@ -87,7 +95,7 @@ func benchDaemon(b *testing.B, hooks ...string) (string, func()) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	stop := func() {
+	stop = func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 		os.RemoveAll(dir)
@@ -96,7 +104,7 @@ func benchDaemon(b *testing.B, hooks ...string) (string, func()) {
 	deadline := time.Now().Add(waitLong)
 	for {
 		if m := re.FindStringSubmatch(log.String()); m != nil && strings.Contains(log.String(), "hookd serving") {
-			return m[1], stop
+			return m[1], dir, stop
 		}
 		if time.Now().After(deadline) {
 			stop()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,4 +126,57 @@ func BenchmarkListTable(b *testing.B) {
 	b.ReportMetric(unbuffered.Seconds()*1000/n, "unbuffered-ms/list")
 	b.ReportMetric(float64(rawWrites)/n, "unbuffered-writes/list")
 	b.ReportMetric(buffered.Seconds()/unbuffered.Seconds(), "ratio")
+}
+
+// BenchmarkListCommand runs `hookd list` as a user does, a new process
+// each time, against a running `hookd serve` with 10,000 hooks: the
+// command asks the daemon (GET /v1/hooks), formats the table and writes
+// it to /dev/null. It prints the milliseconds per command (target: 50
+// ms), and, measured in the same run, the milliseconds of `hookd version`
+// (a process start that does nothing else): the floor any command pays.
+//
+//	go test -run '^$' -bench 'BenchmarkListCommand$' -benchtime 20x ./cmd/hookd/
+func BenchmarkListCommand(b *testing.B) {
+	const n = 10_000
+	hooks := make([]string, 0, 2*n)
+	for i := range n {
+		hooks = append(hooks, fmt.Sprintf("h%05d.yaml", i),
+			fmt.Sprintf("trigger: {every: %dh}\nsteps:\n  - type: shell\n    command: echo %d\nskip_llm: true\n", 1+i%24, i))
+	}
+	_, dir, stop := benchDaemonDir(b, hooks...)
+	defer stop()
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devNull.Close()
+	run := func(stdout io.Writer, args ...string) time.Duration {
+		cmd := exec.Command(hookdBin, args...)
+		cmd.Dir = dir
+		cmd.Env = childEnv()
+		cmd.Stdout = stdout
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("hookd %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		return time.Since(start)
+	}
+	// Once into a buffer: the table lists every hook, from the daemon.
+	var out bytes.Buffer
+	run(&out, "list")
+	if lines := strings.Count(out.String(), "\n"); lines != n+2 {
+		b.Fatalf("list printed %d lines, want %d (a header and %d hooks, one more for hooked.yaml)", lines, n+2, n+1)
+	}
+	var list, floor time.Duration
+	for b.Loop() {
+		list += run(devNull, "list")
+		floor += run(devNull, "version")
+	}
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(b.N) }
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ms(list), "ms/list")
+	b.ReportMetric(ms(floor), "ms/version")
+	b.Logf("hookd list of %d hooks from the daemon: %.1f ms a command; hookd version: %.1f ms (target 50 ms)", n+1, ms(list), ms(floor))
 }
