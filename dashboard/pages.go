@@ -42,6 +42,7 @@ type overviewData struct {
 	Timeline  template.HTML
 	Counts    []statusCount // runs of the last 24 hours by status
 	Truncated bool          // the timeline shows only the newest timelineRuns
+	Spend     engine.Spend  // token usage against the budgets
 }
 
 type inFlight struct {
@@ -84,7 +85,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, req *request) 
 		return
 	}
 	d := overviewData{Now: now, Hooks: len(hooks), Queued: sum.Queued, Overdue: overdue, DBBytes: size,
-		Truncated: len(briefs) == timelineRuns}
+		Truncated: len(briefs) == timelineRuns, Spend: sum.Spend}
 	for _, h := range hooks {
 		if h.InFlight != "" {
 			d.InFlight = append(d.InFlight, inFlight{Hook: h.Name, RunID: h.InFlight})

@@ -227,6 +227,13 @@ type Spend struct {
 	Priced bool `json:"priced"`
 }
 
+// Active reports whether there is anything to show: a budget is set, or
+// a model was used in the last day.
+func (sp Spend) Active() bool {
+	d := sp.Daemon
+	return len(sp.Hooks) > 0 || d.Hour.Limit > 0 || d.Day.Limit > 0 || d.Day.Runs > 0
+}
+
 // SpendWindows is one budget's usage in both windows.
 type SpendWindows struct {
 	Hour            SpendWindow `json:"hour"`
@@ -259,55 +266,99 @@ func (u *Usage) Cost(prices map[string]Price) (float64, bool) {
 	return (float64(u.Prompt)*p.Input + float64(u.Completion)*p.Output) / 1e6, true
 }
 
-// spendWindow sums hook's usage ("": every hook's) from from.
-func (s *state) spendWindow(hook string, from time.Time, limit int64) SpendWindow {
-	w := SpendWindow{Limit: limit}
-	s.spend.each(hook, from, func(u *Usage) {
-		w.Runs++
-		w.Prompt += u.Prompt
-		w.Completion += u.Completion
-		w.Tokens += u.Total()
-		if u.Unreported {
-			w.Unreported++
-		}
-		if c, ok := u.Cost(s.cfg.Budget.Prices); ok {
-			w.Cost += c
-		} else {
-			w.Unpriced += u.Total()
-		}
-	})
-	return w
-}
-
-// spendOf is hook's ("": the daemon's) usage against b.
-func (s *state) spendOf(hook string, perHour, perDay int64, now time.Time) SpendWindows {
-	return SpendWindows{
-		Hour: s.spendWindow(hook, now.Add(-BudgetHour), perHour),
-		Day:  s.spendWindow(hook, now.Add(-BudgetDay), perDay),
+// count adds u to w.
+func (w *SpendWindow) count(u *Usage, prices map[string]Price) {
+	w.Runs++
+	w.Prompt += u.Prompt
+	w.Completion += u.Completion
+	w.Tokens += u.Total()
+	if u.Unreported {
+		w.Unreported++
+	}
+	if c, ok := u.Cost(prices); ok {
+		w.Cost += c
+	} else {
+		w.Unpriced += u.Total()
 	}
 }
 
+// Spent reports whether the window's cap is reached.
+func (w SpendWindow) Spent() bool { return w.Limit > 0 && w.Tokens >= w.Limit }
+
+// Text is the window's usage as a person reads it: "512034 of 500000
+// tokens (spent)", "1200 tokens", with the cost when priced.
+func (w SpendWindow) Text(priced bool) string {
+	s := fmt.Sprintf("%d tokens", w.Tokens)
+	if w.Limit > 0 {
+		s = fmt.Sprintf("%d of %d tokens", w.Tokens, w.Limit)
+	}
+	if priced && w.Tokens > 0 {
+		s += ", cost " + CostText(w.Cost)
+		if w.Unpriced > 0 {
+			s += fmt.Sprintf(" (%d tokens unpriced)", w.Unpriced)
+		}
+	}
+	if w.Unreported > 0 {
+		s += fmt.Sprintf(", %d run(s) with unreported usage", w.Unreported)
+	}
+	if w.Spent() {
+		s += " (spent)"
+	}
+	return s
+}
+
+// CostText writes a cost with the digits that matter: 1234, 1.92,
+// 0.0042.
+func CostText(c float64) string {
+	switch {
+	case c >= 100:
+		return fmt.Sprintf("%.0f", c)
+	case c >= 1:
+		return fmt.Sprintf("%.2f", c)
+	}
+	return fmt.Sprintf("%.4f", c)
+}
+
+// spendReport sums the ledger, in one pass, for the daemon and for each
+// hook with a budget or with usage in the last day.
 func (s *state) spendReport(now time.Time) Spend {
 	s.spend.trim(now)
 	d := s.cfg.Budget
-	sp := Spend{Daemon: s.spendOf("", d.PerHour, d.PerDay, now), Hooks: map[string]SpendWindows{}, Priced: len(d.Prices) > 0}
-	names := map[string]bool{}
-	for _, u := range s.spend.recs {
-		names[u.Hook] = true
+	sp := Spend{Hooks: map[string]SpendWindows{}, Priced: len(d.Prices) > 0}
+	sp.Daemon.Hour.Limit, sp.Daemon.Day.Limit = d.PerHour, d.PerDay
+	hooks := map[string]*SpendWindows{}
+	of := func(name string) *SpendWindows {
+		w := hooks[name]
+		if w == nil {
+			w = &SpendWindows{}
+			if ent := s.hooks[name]; ent != nil {
+				b := ent.hook.Budget
+				w.Hour.Limit, w.Day.Limit, w.MaxTokensPerRun = b.PerHour, b.PerDay, b.MaxTokensPerRun
+			}
+			hooks[name] = w
+		}
+		return w
 	}
 	for name, ent := range s.hooks {
-		if b := ent.hook.Budget; b != (Budget{}) {
-			names[name] = true
+		if ent.hook.Budget != (Budget{}) {
+			of(name)
 		}
 	}
-	for name := range names {
-		var b Budget
-		if ent := s.hooks[name]; ent != nil {
-			b = ent.hook.Budget
+	hourFrom, dayFrom := now.Add(-BudgetHour), now.Add(-BudgetDay)
+	for _, u := range s.spend.recs {
+		if u.At.Before(dayFrom) {
+			continue
 		}
-		w := s.spendOf(name, b.PerHour, b.PerDay, now)
-		w.MaxTokensPerRun = b.MaxTokensPerRun
-		sp.Hooks[name] = w
+		w := of(u.Hook)
+		w.Day.count(u, d.Prices)
+		sp.Daemon.Day.count(u, d.Prices)
+		if !u.At.Before(hourFrom) {
+			w.Hour.count(u, d.Prices)
+			sp.Daemon.Hour.count(u, d.Prices)
+		}
+	}
+	for name, w := range hooks {
+		sp.Hooks[name] = *w
 	}
 	return sp
 }

@@ -469,6 +469,9 @@ type HookStatus struct {
 	LastStart  time.Time `json:"last_start,omitzero"`
 	File       string    `json:"file"`
 	Version    string    `json:"version"`
+	// Budget is the hook's token usage in the last hour and day against
+	// its budget (budget.go), when it has a budget or used tokens.
+	Budget *SpendWindows `json:"budget,omitempty"`
 }
 
 // Hooks returns the live state of every hook, sorted by name.

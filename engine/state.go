@@ -899,6 +899,7 @@ func (s *state) finishWaiters(run *Run) {
 
 func (s *state) statuses() []HookStatus {
 	out := make([]HookStatus, 0, len(s.hooks))
+	spend := s.spendReport(s.cfg.Clock.Now())
 	for _, ent := range s.hooks {
 		h := ent.hook
 		st := HookStatus{
@@ -908,6 +909,9 @@ func (s *state) statuses() []HookStatus {
 		}
 		if ent.active != nil {
 			st.InFlight = ent.active.run.ID
+		}
+		if w, ok := spend.Hooks[h.Name]; ok {
+			st.Budget = &w
 		}
 		if ent.queued != nil {
 			st.Queued++

@@ -42,6 +42,7 @@ type Metrics struct {
 	notifications *prometheus.CounterVec
 	pruned        *prometheus.CounterVec
 	retries       *prometheus.CounterVec
+	refusals      *prometheus.CounterVec
 }
 
 // New builds the registry. The gauges ask src, waiting at most timeout
@@ -91,6 +92,9 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hookd_retries_total", Help: "Retries scheduled for failed or interrupted runs (retry:), by hook.",
 	}, []string{"hook"})
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookd_budget_refusals_total", Help: "Triggers refused because a token budget (the hook's or the daemon's) was spent, by hook.",
+	}, []string{"hook"})
 	for _, k := range []string{"runs", "skipped", "events"} {
 		m.pruned.WithLabelValues(k)
 	}
@@ -98,7 +102,7 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 		m.notifications.WithLabelValues(o)
 	}
 	m.reg.MustRegister(m.runs, m.skips, m.shortCircuits, m.drops, m.duration, m.lateness, m.tokens, m.tools, m.events,
-		m.notifications, m.pruned, m.retries, &gauges{src: src, grace: grace, timeout: timeout},
+		m.notifications, m.pruned, m.retries, m.refusals, &gauges{src: src, grace: grace, timeout: timeout},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -137,6 +141,9 @@ func (m *Metrics) Observe(ev *engine.Event) {
 	switch run.Status {
 	case engine.StatusSkipped:
 		m.skips.WithLabelValues(run.Hook, gateLabel(run.Gate)).Inc()
+		if run.Gate == engine.GateBudget {
+			m.refusals.WithLabelValues(run.Hook).Inc()
+		}
 	case engine.StatusDropped:
 		m.drops.WithLabelValues(run.Hook, gateLabel(run.Gate)).Inc()
 	}
@@ -193,6 +200,13 @@ var (
 	descHookOver = prometheus.NewDesc("hookd_hook_overdue", "1 for each overdue periodic hook.", []string{"hook"}, nil)
 	descRetries  = prometheus.NewDesc("hookd_retries_pending", "Retries of failed runs waiting for their time.", nil, nil)
 	descUp       = prometheus.NewDesc("hookd_engine_up", "1 when the engine answered the scrape.", nil, nil)
+
+	// The spend gauges: scope is daemon (all hooks; hook is "") or hook;
+	// window is 1h or 24h (sliding).
+	spendLabels    = []string{"scope", "hook", "window"}
+	descSpendUsed  = prometheus.NewDesc("hookd_budget_used_tokens", "Tokens (prompt + completion, as servers reported them) used by runs that finished in the window.", spendLabels, nil)
+	descSpendLimit = prometheus.NewDesc("hookd_budget_limit_tokens", "The token budget of the window (budget.per_hour, budget.per_day), where one is set.", spendLabels, nil)
+	descSpendCost  = prometheus.NewDesc("hookd_budget_used_cost", "Cost of the tokens used in the window at budget.prices (hookd.yaml), where prices are set.", spendLabels, nil)
 )
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
@@ -202,6 +216,9 @@ func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descHookOver
 	ch <- descRetries
 	ch <- descUp
+	ch <- descSpendUsed
+	ch <- descSpendLimit
+	ch <- descSpendCost
 }
 
 func (g *gauges) Collect(ch chan<- prometheus.Metric) {
@@ -223,5 +240,26 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descOverdue, prometheus.GaugeValue, float64(len(overdue)))
 	for _, h := range overdue {
 		ch <- prometheus.MustNewConstMetric(descHookOver, prometheus.GaugeValue, 1, h)
+	}
+	sp := sum.Spend
+	spend(ch, sp.Priced, sp.Daemon, "daemon", "")
+	for h, w := range sp.Hooks {
+		spend(ch, sp.Priced, w, "hook", h)
+	}
+}
+
+// spend sends the spend gauges of one budget.
+func spend(ch chan<- prometheus.Metric, priced bool, w engine.SpendWindows, scope, hook string) {
+	for _, win := range []struct {
+		name string
+		w    engine.SpendWindow
+	}{{"1h", w.Hour}, {"24h", w.Day}} {
+		ch <- prometheus.MustNewConstMetric(descSpendUsed, prometheus.GaugeValue, float64(win.w.Tokens), scope, hook, win.name)
+		if win.w.Limit > 0 {
+			ch <- prometheus.MustNewConstMetric(descSpendLimit, prometheus.GaugeValue, float64(win.w.Limit), scope, hook, win.name)
+		}
+		if priced {
+			ch <- prometheus.MustNewConstMetric(descSpendCost, prometheus.GaugeValue, win.w.Cost, scope, hook, win.name)
+		}
 	}
 }

@@ -24,6 +24,7 @@ type daemonStore interface {
 	engine.ProcStore
 	engine.WatchSnapshots
 	engine.RetryStore
+	engine.UsageStore
 	eventLog
 	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
 	RunIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)

@@ -253,6 +253,7 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 		}
 		tw.Flush()
 	}
+	writeSpend(w, &rep.Spend)
 	if len(rep.ToolCalls) > 0 {
 		fmt.Fprintln(w, "\ntool calls:")
 		for _, tool := range sortedKeys(rep.ToolCalls) {
@@ -291,6 +292,28 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 		}
 		fmt.Fprintf(w, "events: %s\n", strings.Join(parts, ", "))
 	}
+}
+
+// writeSpend writes the token usage against the budgets, when a budget is
+// set or a model was used in the last day.
+func writeSpend(w io.Writer, sp *engine.Spend) {
+	if !sp.Active() {
+		return
+	}
+	d := sp.Daemon
+	fmt.Fprintln(w, "\nspend (runs finished in the last 1h and 24h, sliding; tokens as the servers reported them):")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  BUDGET\tLAST 1H\tLAST 24H\tMAX PER RUN")
+	fmt.Fprintf(tw, "  all hooks (hookd.yaml)\t%s\t%s\t-\n", d.Hour.Text(sp.Priced), d.Day.Text(sp.Priced))
+	for _, h := range sortedKeys(sp.Hooks) {
+		hw := sp.Hooks[h]
+		perRun := "-"
+		if hw.MaxTokensPerRun > 0 {
+			perRun = fmt.Sprintf("%d tokens", hw.MaxTokensPerRun)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", h, hw.Hour.Text(sp.Priced), hw.Day.Text(sp.Priced), perRun)
+	}
+	tw.Flush()
 }
 
 func distText(d dist) string {
