@@ -38,6 +38,7 @@ import (
 //	GET  /v1/stream                 Server-Sent Events, resumable with Last-Event-ID
 //	GET  /v1/search?q=WORDS           finished runs whose records best match (hook, limit, since)
 //	GET  /v1/status                 runs in flight, queue, overdue hooks, counters, database size, last prune
+//	GET  /v1/nodes                  the nodes sharing a PostgreSQL database, the scheduler, differing hook files
 //	POST /v1/prune                  {"dry_run":bool} -> what retention deleted (or would)
 //	POST /v1/ui/login               -> {"url"}: a one-time login link to the dashboard
 //
@@ -107,6 +108,7 @@ func (a *apiServer) handler(dash *dashboard.Server) http.Handler {
 	mux.HandleFunc("GET /v1/runs/{id}/progress", a.progress)
 	mux.HandleFunc("POST /v1/events", a.emit)
 	mux.HandleFunc("GET /v1/status", a.status)
+	mux.HandleFunc("GET /v1/nodes", a.nodes)
 	if a.pruner != nil {
 		mux.HandleFunc("POST /v1/prune", a.prune)
 	}

@@ -37,6 +37,7 @@ type statusReport struct {
 	Events         counts               `json:"events"`         // source -> count
 	Notifications  counts               `json:"notifications"`  // outcome -> count
 	Database       *dbReport            `json:"database,omitempty"`
+	Cluster        *clusterReport       `json:"cluster,omitempty"` // the nodes sharing a PostgreSQL database; absent on SQLite
 }
 
 // dbReport is the database's size and the last prune, in /v1/status. On
@@ -102,6 +103,9 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 		}
 		w := a.pruner.where
 		rep.Database = &dbReport{Path: w.Name, Kind: w.Kind, Size: size, LastPrune: a.pruner.Last()}
+	}
+	if rep.Cluster, err = clusterOf(ctx, a.st); err != nil {
+		return nil, err
 	}
 	if a.metrics == nil {
 		return rep, nil
@@ -218,6 +222,9 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "overdue:   %d %s (past due by more than %s)\n", len(rep.Overdue), strings.Join(rep.Overdue, " "), rep.OverdueGrace)
+	if rep.Cluster != nil {
+		printCluster(w, rep.Cluster)
+	}
 
 	hooks := map[string]bool{}
 	for _, m := range []countsBy{rep.Runs, rep.Skips, rep.Drops, rep.Tokens} {

@@ -213,6 +213,9 @@ type Node struct {
 	Running       int  // runs it holds running
 	Alive         bool // its heartbeat is within the timeout Nodes was given
 	Scheduler     bool // it holds the scheduler lease, unexpired
+	// HeartbeatAge is how long ago its latest heartbeat was, on the
+	// database's clock.
+	HeartbeatAge time.Duration
 	// Hooks are the hooks it loaded, name to version, as it last reported
 	// them (ReportHookVersions); nil when it never did.
 	Hooks map[string]string
@@ -241,7 +244,8 @@ func (d *DB) Nodes(ctx context.Context, timeout time.Duration) ([]Node, error) {
 			n.heartbeat_at >= now() - $1 * interval '1 microsecond',
 			EXISTS (SELECT 1 FROM leases l WHERE l.name = $2 AND l.expires_at > now()
 				AND split_part(l.holder, '/', 1) = n.name),
-			n.hooks_reported_at IS NOT NULL
+			n.hooks_reported_at IS NOT NULL,
+			(extract(epoch FROM now() - n.heartbeat_at) * 1e6)::bigint
 		FROM nodes n ORDER BY n.name`, timeout.Microseconds(), SchedulerLease)
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
@@ -252,13 +256,15 @@ func (d *DB) Nodes(ctx context.Context, timeout time.Duration) ([]Node, error) {
 		var (
 			n        Node
 			reported bool
+			ageMicro int64
 		)
 		if err := rows.Scan(&n.Name, &n.Started, &n.Heartbeat, &n.MaxConcurrent, &n.HooksVersion, &n.Running, &n.Alive,
-			&n.Scheduler, &reported); err != nil {
+			&n.Scheduler, &reported, &ageMicro); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
 		n.Started, n.Heartbeat = n.Started.UTC(), n.Heartbeat.UTC()
+		n.HeartbeatAge = max(time.Duration(ageMicro)*time.Microsecond, 0)
 		if reported {
 			n.Hooks = map[string]string{}
 		}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/store/pgtest"
+	"github.com/hookd/hookd/store/postgres"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestStatusShowsNodes: on PostgreSQL, hookd status and GET /v1/nodes
+// show the nodes sharing the database (alive or silent, the scheduler,
+// running runs against capacity, heartbeat age) and warn loudly about
+// hooks whose files differ between live nodes; a silent node's hooks do
+// not count. On SQLite status shows no nodes and /v1/nodes is 404.
+func TestStatusShowsNodes(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	e := newEnv(t, "database: "+url+"\n", map[string]string{"quick.yaml": quickHook})
+	e.serve()
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, n := range []struct {
+		name  string
+		hooks map[string]string
+	}{
+		{"node-a", map[string]string{"build": "aaaa11112222", "triage": "t1"}},
+		{"node-b", map[string]string{"build": "bbbb33334444", "triage": "t1", "deploy": "d1"}},
+		{"node-gone", map[string]string{"build": "cccc55556666"}},
+	} {
+		if err := db.Heartbeat(ctx, n.name, 8, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.ReportHookVersions(ctx, n.name, n.hooks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := db.AcquireLease(ctx, postgres.SchedulerLease, "node-b/x1", time.Hour); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE nodes SET heartbeat_at = now() - interval '1 hour' WHERE name = 'node-gone'`); err != nil {
+		t.Fatal(err)
+	}
+
+	out := e.must(0, "status").stdout
+	t.Logf("hookd status:\n%s", out)
+	for _, want := range []string{
+		"nodes:     3, 2 alive; scheduler: node-b",
+		"!!! WARNING: HOOK FILES DIFFER BETWEEN LIVE NODES (2 hooks) !!!",
+		"!!!   build: node-a aaaa11112222, node-b bbbb33334444",
+		"!!!   deploy: node-a missing, node-b d1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("hookd status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "cccc55556666") || strings.Contains(out, "triage:") {
+		t.Errorf("the warning names a silent node's hook or a hook the same everywhere:\n%s", out)
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "node-") {
+			lines = append(lines, strings.Join(f, " "))
+		}
+	}
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "node-a yes no 0/8 0% ") ||
+		!strings.HasPrefix(lines[1], "node-b yes yes 0/8 0% ") || !strings.HasPrefix(lines[2], "node-gone no no 0/8 0% 1h") {
+		t.Errorf("node lines:\n%s", strings.Join(lines, "\n"))
+	}
+
+	var rep clusterReport
+	e.socketClient().json("GET", "/v1/nodes", nil, 200, &rep)
+	if rep.Scheduler != "node-b" || len(rep.Nodes) != 3 || len(rep.DifferingHooks) != 2 ||
+		rep.DifferingHooks[0].Hook != "build" || rep.DifferingHooks[0].Versions["node-b"] != "bbbb33334444" ||
+		rep.Nodes[2].Alive || rep.Nodes[0].Hooks != 2 || rep.Nodes[0].MaxConcurrent != 8 {
+		t.Errorf("GET /v1/nodes: %+v", rep)
+	}
+	var st struct {
+		Cluster *clusterReport `json:"cluster"`
+	}
+	if err := json.Unmarshal([]byte(e.must(0, "status", "--json").stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Cluster == nil || len(st.Cluster.Nodes) != 3 {
+		t.Errorf("status --json cluster: %+v", st.Cluster)
+	}
+
+	// SQLite: nothing new.
+	s := newEnv(t, "", map[string]string{"quick.yaml": quickHook})
+	s.serve()
+	if out := s.must(0, "status").stdout; strings.Contains(out, "nodes:") {
+		t.Errorf("status on SQLite shows nodes:\n%s", out)
+	}
+	if out := s.must(0, "status", "--json").stdout; strings.Contains(out, `"cluster"`) {
+		t.Errorf("status --json on SQLite has a cluster:\n%s", out)
+	}
+	if code, _ := s.socketClient().call("GET", "/v1/nodes", nil); code != 404 {
+		t.Errorf("GET /v1/nodes on SQLite: %d, want 404", code)
+	}
+}
