@@ -20,7 +20,7 @@ const (
 	codeTTL     = 5 * time.Minute
 	maxCodes    = 100
 
-	sessionCookie = "hookd_session"
+	sessionCookie = "hookd_session" // and _PORT (sessionCookieName)
 	csrfField     = "csrf"
 )
 
@@ -232,7 +232,7 @@ func (s *Server) sessionOf(r *http.Request) (string, *session) {
 	if !s.opts.Login {
 		return "local", s.local
 	}
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(sessionCookieName(r))
 	if err != nil {
 		return "", nil
 	}
@@ -253,10 +253,24 @@ func (s *Server) Authorized(r *http.Request) bool {
 	return ss != nil
 }
 
+// sessionCookieName is the session cookie's name for the port r was
+// sent to: hookd_session_8787. Browsers keep cookies per host name, not
+// per port, and send them to every port of it; the port in the name keeps
+// two daemons on one host (or a daemon and another app's cookie) from
+// overwriting each other's sessions. It does not keep the cookie from
+// other servers on the same host name (see the README's dashboard
+// section).
+func sessionCookieName(r *http.Request) string {
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
+		return sessionCookie + "_" + port
+	}
+	return sessionCookie
+}
+
 // setSession gives the browser its session cookie.
 func (s *Server) setSession(w http.ResponseWriter, r *http.Request, id string) {
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: id, Path: "/", MaxAge: int(sessionTTL / time.Second),
+		Name: sessionCookieName(r), Value: id, Path: "/", MaxAge: int(sessionTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
 }

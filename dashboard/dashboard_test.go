@@ -155,3 +155,50 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginLimiter: a client may get the token wrong 5 times; then it
+// waits 30 s, doubling with each further failure up to 15 min; a correct
+// login forgets its failures, other clients are not held, and the memory
+// is bounded.
+func TestLoginLimiter(t *testing.T) {
+	now := t0
+	l := newLoginLimiter()
+	for range loginFreeFailures - 1 {
+		l.fail("10.0.0.1", now)
+	}
+	if w := l.wait("10.0.0.1", now); w != 0 {
+		t.Fatalf("locked after %d failures: %s", loginFreeFailures-1, w)
+	}
+	l.fail("10.0.0.1", now)
+	if w := l.wait("10.0.0.1", now); w != loginLockout {
+		t.Fatalf("after %d failures: wait %s; want %s", loginFreeFailures, w, loginLockout)
+	}
+	if w := l.wait("10.0.0.2", now); w != 0 {
+		t.Errorf("another client waits %s", w)
+	}
+	now = now.Add(loginLockout)
+	if w := l.wait("10.0.0.1", now); w != 0 {
+		t.Fatalf("still locked after the lockout: %s", w)
+	}
+	for i := 1; i <= 8; i++ {
+		l.fail("10.0.0.1", now)
+		want := min(loginLockout<<i, loginMaxLockout)
+		if w := l.wait("10.0.0.1", now); w != want {
+			t.Fatalf("failure %d past the free ones: wait %s; want %s", i, w, want)
+		}
+		now = now.Add(want)
+	}
+	l.ok("10.0.0.1")
+	if w := l.wait("10.0.0.1", now); w != 0 {
+		t.Errorf("locked after a correct login: %s", w)
+	}
+	for i := range maxLoginClients + 50 {
+		l.fail(fmt.Sprintf("client-%d", i), now)
+	}
+	if n := l.size(); n > maxLoginClients {
+		t.Errorf("%d clients kept; at most %d", n, maxLoginClients)
+	}
+	if clientOf("[::1]:5555") != "::1" || clientOf("127.0.0.1:80") != "127.0.0.1" {
+		t.Errorf("clientOf: %q %q", clientOf("[::1]:5555"), clientOf("127.0.0.1:80"))
+	}
+}

@@ -387,13 +387,24 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, req *request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
+	client, now := clientOf(r.RemoteAddr), s.opts.Now()
+	if wait := s.logins.wait(client, now); wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		w.Header().Set("Connection", "close")
+		s.render(w, r, req, http.StatusTooManyRequests, "login", page{Title: "Log in",
+			Data: loginData{Next: next, Error: fmt.Sprintf("Too many wrong tokens from your address: try again in %d s, or run hookd ui for a login link.", secs)}})
+		return
+	}
 	if !equal(strings.TrimSpace(r.PostForm.Get("token")), s.opts.Token) {
+		s.logins.fail(client, now)
 		s.opts.Log.Warn("dashboard: login with a wrong token", "remote", r.RemoteAddr)
 		w.Header().Set("Connection", "close")
 		s.render(w, r, req, http.StatusUnauthorized, "login", page{Title: "Log in",
 			Data: loginData{Next: next, Error: "That is not the API token."}})
 		return
 	}
+	s.logins.ok(client)
 	id, _ := s.sessions.open()
 	s.setSession(w, r, id)
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -419,7 +430,7 @@ func (s *Server) loginOnce(w http.ResponseWriter, r *http.Request, req *request)
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, req *request) {
 	if s.opts.Login {
 		s.sessions.close(req.sid)
-		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		http.SetCookie(w, &http.Cookie{Name: sessionCookieName(r), Value: "", Path: "/", MaxAge: -1,
 			HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

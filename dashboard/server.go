@@ -63,6 +63,7 @@ type Server struct {
 	pages    map[string]*template.Template
 	static   http.Handler
 	sessions *sessions
+	logins   *loginLimiter
 	local    *session // the session of every request when !opts.Login
 }
 
@@ -83,7 +84,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, pages: map[string]*template.Template{}, sessions: newSessions(opts.Now)}
+	s := &Server{opts: opts, pages: map[string]*template.Template{}, sessions: newSessions(opts.Now), logins: newLoginLimiter()}
 	s.local = &session{csrf: randomToken()}
 	base, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {

@@ -88,7 +88,7 @@ func BenchmarkDashboard(b *testing.B) {
 	resp.Body.Close()
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == "hookd_session" {
+		if strings.HasPrefix(c.Name, "hookd_session_") {
 			cookie = c
 		}
 	}

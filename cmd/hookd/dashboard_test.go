@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -78,7 +79,7 @@ func (b *browser) do(method, path string, form url.Values, hdr ...string) page {
 		req.Header.Set("Origin", b.base)
 	}
 	if b.cookie != "" {
-		req.AddCookie(&http.Cookie{Name: "hookd_session", Value: b.cookie})
+		req.AddCookie(&http.Cookie{Name: b.cookieName(), Value: b.cookie})
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		switch {
@@ -100,11 +101,17 @@ func (b *browser) do(method, path string, form url.Values, hdr ...string) page {
 		b.t.Fatalf("%s %s: read: %v", method, path, err)
 	}
 	for _, c := range resp.Cookies() {
-		if c.Name == "hookd_session" && c.MaxAge > 0 {
+		if c.Name == b.cookieName() && c.MaxAge > 0 {
 			b.cookie = c.Value
 		}
 	}
 	return page{resp.StatusCode, string(out), resp.Header}
+}
+
+// cookieName is the session cookie's name: hookd_session_PORT.
+func (b *browser) cookieName() string {
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(b.base, "http://"))
+	return "hookd_session_" + port
 }
 
 func (b *browser) get(path string, hdr ...string) page { return b.do("GET", path, nil, hdr...) }
@@ -178,7 +185,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("login: %d %q cookie %q", p.code, p.hdr.Get("Location"), b.cookie)
 	}
 	sc := p.hdr.Get("Set-Cookie")
-	if !strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Strict") {
+	if !strings.HasPrefix(sc, b.cookieName()+"=") || !strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Strict") {
 		t.Errorf("session cookie: %s", sc)
 	}
 
@@ -311,7 +318,7 @@ func streamStatus(t *testing.T, b *browser, addr string, hdr ...string) int {
 		t.Fatal(err)
 	}
 	if b.cookie != "" {
-		req.AddCookie(&http.Cookie{Name: "hookd_session", Value: b.cookie})
+		req.AddCookie(&http.Cookie{Name: b.cookieName(), Value: b.cookie})
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		if hdr[i] == "Host" {
@@ -571,5 +578,35 @@ func TestDashboardHosts(t *testing.T) {
 	bad := newEnv(t, "listen: 127.0.0.1:0\ndashboard_hosts: [\"hookd.lan:8787\"]\n", dashHooks)
 	if r := bad.must(1, "validate"); !strings.Contains(r.stdout+r.stderr, "dashboard_hosts: want host names without port") {
 		t.Errorf("a port in dashboard_hosts:\n%s", r)
+	}
+}
+
+// TestDashboardLoginLimit guesses the token against the real daemon: after
+// loginFreeFailures (5) wrong tokens, the client's next login is refused
+// with 429 and Retry-After — even with the right token, which is not
+// looked at — and no session is given; the one-time link of hookd ui still
+// logs in.
+func TestDashboardLoginLimit(t *testing.T) {
+	e, _, addr := dashEnv(t)
+	b := newBrowser(t, addr)
+	for i := range 5 {
+		if p := b.login(fmt.Sprintf("guess-%d", i)); p.code != 401 || b.cookie != "" {
+			t.Fatalf("wrong token %d: %d cookie %q", i, p.code, b.cookie)
+		}
+	}
+	p := b.login(testToken)
+	if p.code != 429 || b.cookie != "" || p.hdr.Get("Retry-After") == "" || !strings.Contains(p.body, "Too many wrong tokens") {
+		t.Fatalf("login after 5 wrong tokens: %d, Retry-After %q, cookie %q", p.code, p.hdr.Get("Retry-After"), b.cookie)
+	}
+	if p := b.get("/hooks"); p.code != 303 {
+		t.Fatalf("GET /hooks after the refused login: %d", p.code)
+	}
+	link := strings.TrimSpace(e.must(0, "ui").stdout)
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := b.get(u.RequestURI()); p.code != 303 || b.cookie == "" {
+		t.Fatalf("hookd ui's link during the lockout: %d cookie %q", p.code, b.cookie)
 	}
 }
