@@ -43,6 +43,8 @@ type overviewData struct {
 	Counts    []statusCount // runs of the last 24 hours by status
 	Truncated bool          // the timeline shows only the newest timelineRuns
 	Spend     engine.Spend  // token usage against the budgets
+	Nodes     []Node        // the cluster's nodes (PostgreSQL), none on SQLite
+	Drift     []HookDrift   // hooks whose files differ between live nodes
 }
 
 type inFlight struct {
@@ -98,6 +100,12 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, req *request) 
 	for _, st := range statuses {
 		if n[st] > 0 {
 			d.Counts = append(d.Counts, statusCount{st, n[st]})
+		}
+	}
+	if ns, ok := src.(NodesSource); ok {
+		if d.Nodes, d.Drift, err = ns.Nodes(ctx); err != nil {
+			s.failErr(w, r, req, err)
+			return
 		}
 	}
 	d.Timeline = timeline(briefs, now, timelineRange)

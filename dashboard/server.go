@@ -42,6 +42,31 @@ type Source interface {
 	DatabaseBytes(ctx context.Context) (int64, error)
 }
 
+// NodesSource is a Source whose database several hookd nodes share
+// (PostgreSQL): the overview lists them. A Source without it shows none.
+type NodesSource interface {
+	// Nodes returns the nodes, by name (none when no node registered),
+	// and the hooks whose files differ between live nodes.
+	Nodes(ctx context.Context) ([]Node, []HookDrift, error)
+}
+
+// Node is one node of a cluster, as the overview shows it.
+type Node struct {
+	Name          string
+	Alive         bool
+	Scheduler     bool
+	Running       int
+	MaxConcurrent int
+	HeartbeatAge  string // "3s"
+}
+
+// HookDrift is a hook whose file differs between live nodes: each node's
+// version, "node version" ("node missing" when it lacks the hook).
+type HookDrift struct {
+	Hook     string
+	Versions []string
+}
+
 // Options configure a Server.
 type Options struct {
 	Source Source

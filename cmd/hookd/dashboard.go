@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/hookd/hookd/dashboard"
@@ -61,6 +64,29 @@ func (s dashSource) DatabaseBytes(ctx context.Context) (int64, error) {
 		return db.Bytes(ctx)
 	}
 	return 0, fmt.Errorf("database size: unknown store %T", s.db)
+}
+
+// Nodes lists the nodes sharing a PostgreSQL database for the overview
+// (none on SQLite), with the hooks whose files differ between live nodes.
+func (s dashSource) Nodes(ctx context.Context) ([]dashboard.Node, []dashboard.HookDrift, error) {
+	rep, err := clusterOf(ctx, s.db)
+	if err != nil || rep == nil {
+		return nil, nil, err
+	}
+	nodes := make([]dashboard.Node, len(rep.Nodes))
+	for i, n := range rep.Nodes {
+		nodes[i] = dashboard.Node{Name: n.Name, Alive: n.Alive, Scheduler: n.Scheduler, Running: n.Running,
+			MaxConcurrent: n.MaxConcurrent, HeartbeatAge: n.HeartbeatAge}
+	}
+	var drift []dashboard.HookDrift
+	for _, d := range rep.DifferingHooks {
+		dd := dashboard.HookDrift{Hook: d.Hook}
+		for _, node := range slices.Sorted(maps.Keys(d.Versions)) {
+			dd.Versions = append(dd.Versions, node+" "+cmp.Or(d.Versions[node], "missing"))
+		}
+		drift = append(drift, dd)
+	}
+	return nodes, drift, nil
 }
 
 // newDashboards returns the dashboard of the unix socket and, when the

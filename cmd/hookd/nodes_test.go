@@ -87,6 +87,14 @@ func TestStatusShowsNodes(t *testing.T) {
 		rep.Nodes[2].Alive || rep.Nodes[0].Hooks != 2 || rep.Nodes[0].MaxConcurrent != 8 {
 		t.Errorf("GET /v1/nodes: %+v", rep)
 	}
+	c := e.socketClient()
+	c.base = "http://localhost"
+	code, body := c.call("GET", "/", nil)
+	page := string(body)
+	if code != 200 || !strings.Contains(page, `id="nodes"`) || !strings.Contains(page, `id="node-node-gone"`) ||
+		!strings.Contains(page, "Hook files differ between live nodes") || !strings.Contains(page, "node-a missing") {
+		t.Errorf("the dashboard's overview does not show the nodes and the differing hooks: %d\n%s", code, page)
+	}
 	var st struct {
 		Cluster *clusterReport `json:"cluster"`
 	}
@@ -108,5 +116,10 @@ func TestStatusShowsNodes(t *testing.T) {
 	}
 	if code, _ := s.socketClient().call("GET", "/v1/nodes", nil); code != 404 {
 		t.Errorf("GET /v1/nodes on SQLite: %d, want 404", code)
+	}
+	sc := s.socketClient()
+	sc.base = "http://localhost"
+	if code, body := sc.call("GET", "/", nil); code != 200 || strings.Contains(string(body), `id="nodes"`) {
+		t.Errorf("the overview on SQLite: %d, shows nodes: %v", code, strings.Contains(string(body), `id="nodes"`))
 	}
 }
