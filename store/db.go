@@ -45,6 +45,7 @@ type DB struct {
 	stmtGetRun *sql.Stmt
 
 	gc committer // group commit of the frequent writes (group.go)
+	ix indexer   // the search index's background indexer (searchindex.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -191,6 +192,9 @@ func (d *DB) Close() error {
 	d.closeOnce.Do(func() {
 		d.stopCommitter() // the queued writes are committed first
 		var errs []error
+		if err := d.stopIndexer(); err != nil { // then the runs they queued for the index
+			errs = append(errs, fmt.Errorf("index runs: %w", err))
+		}
 		for _, s := range []*sql.Stmt{
 			d.stmtInsertRun, d.stmtUpsertRun, d.stmtFinishRun, d.stmtSlotOwner,
 			d.stmtClaimSlot, d.stmtBumpSlot, d.stmtStartState, d.stmtFinishHook,

@@ -83,6 +83,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{9, "runs by time", sqlRunsByTime},            // brief.go
 	{10, "run search index", sqlRunSearch},        // search.go
 	{11, "token usage", sqlUsage},                 // usage.go
+	{12, "run search mark", sqlRunSearchMark},     // searchindex.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

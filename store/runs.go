@@ -184,6 +184,7 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.ID, err)
 	}
+	d.pokeIndexer() // the run is queued for the search index
 	return nil
 }
 
@@ -344,6 +345,7 @@ func (d *DB) RecoverInterrupted(ctx context.Context, now time.Time) ([]*engine.R
 	if err != nil {
 		return nil, fmt.Errorf("recover interrupted runs: %w", err)
 	}
+	d.pokeIndexer() // the interrupted runs, and any left queued by a crash
 	return runs, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/hookd/hookd/engine"
@@ -18,11 +17,12 @@ var _ engine.RunSearcher = (*DB)(nil)
 
 // sqlRunSearch adds the full-text index of finished runs (FTS4: the
 // sqlite3 driver builds FTS3/4 in by default; FTS5 needs a build tag, which
-// would break a plain `go build`). Triggers keep it in step with the runs
-// table: a run that reaches a final status after it started is indexed
-// (its hook, trigger, event, the steps' outputs, prompt and answer — the
-// stored record, which the engine redacted), and a run deleted by
-// retention leaves the index with it. Its docid is the run's seq.
+// would break a plain `go build`): a run that reaches a final status after
+// it started is indexed (its hook, trigger, event, the steps' outputs,
+// prompt and answer — the stored record, which the engine redacted), and a
+// run deleted by retention leaves the index with it. Its docid is the
+// run's seq. Migration 12 (searchindex.go) replaced the trigger that
+// indexed a run in its own write with a background indexer.
 const sqlRunSearch = `
 CREATE VIRTUAL TABLE runs_fts USING fts4(hook, body, tokenize=unicode61);
 CREATE TRIGGER runs_fts_index AFTER UPDATE OF status ON runs
@@ -49,7 +49,9 @@ const maxSearchTerms = 16
 
 // SearchRuns finds the finished runs whose record best matches q's words
 // (all of them; when fewer than the limit match all, any of them),
-// ranked by BM25, best first.
+// ranked by BM25, best first. It indexes the finished runs the index
+// lacks first, so it sees every one. It ranks the newest maxCandidates
+// matches (of q.Hook's runs, with a hook filter).
 func (d *DB) SearchRuns(ctx context.Context, q engine.SearchQuery) ([]engine.SearchHit, error) {
 	terms := searchTerms(q.Text)
 	if len(terms) == 0 {
@@ -59,7 +61,12 @@ func (d *DB) SearchRuns(ctx context.Context, q engine.SearchQuery) ([]engine.Sea
 	if limit <= 0 {
 		limit = 5
 	}
-	hits, err := d.search(ctx, terms, " ", q, limit)
+	// Runs finished since the indexer last ran are indexed first, so a
+	// search sees every finished run.
+	if err := d.IndexQueued(ctx); err != nil {
+		return nil, fmt.Errorf("search runs: %w", err)
+	}
+	hits, err := d.search(ctx, terms, " AND ", q, limit)
 	if err == nil && len(hits) < limit && len(terms) > 1 {
 		more, err2 := d.search(ctx, terms, " OR ", q, limit)
 		if err2 != nil {
@@ -81,8 +88,9 @@ func (d *DB) SearchRuns(ctx context.Context, q engine.SearchQuery) ([]engine.Sea
 	return hits, err
 }
 
-// searchTerms splits text into the words the index holds (letters and
-// digits, lower case), each quoted for MATCH so no word is an operator.
+// searchTerms splits text into the words the index holds: letters and
+// digits, lower case (FTS4's operators are upper case, and no other
+// character of its query syntax survives, so no word is an operator).
 func searchTerms(text string) []string {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 	seen := map[string]bool{}
@@ -90,7 +98,7 @@ func searchTerms(text string) []string {
 	for _, w := range words {
 		if !seen[w] && len(out) < maxSearchTerms {
 			seen[w] = true
-			out = append(out, `"`+w+`"`)
+			out = append(out, w)
 		}
 	}
 	return out
@@ -101,25 +109,47 @@ type scored struct {
 	score float64
 }
 
+// maxCandidates bounds the matches a search ranks: the newest ones.
+const maxCandidates = 2000
+
+// matchExpr is the FTS4 query of the words in the body column, joined by
+// op (" AND ", " OR "), and, with a hook filter, of the words of the
+// hook's name in the hook column: a search of one hook ranks that hook's
+// runs (and those of hooks whose names hold the same words, which the
+// caller checks the record for).
+func matchExpr(terms []string, op, hook string) string {
+	col := func(c string, words []string) []string {
+		out := make([]string, len(words))
+		for i, w := range words {
+			out[i] = c + ":" + w
+		}
+		return out
+	}
+	m := strings.Join(col("body", terms), op)
+	if words := searchTerms(hook); len(words) > 0 {
+		m = strings.Join(col("hook", words), " AND ") + " AND (" + m + ")"
+	}
+	return m
+}
+
 func (d *DB) search(ctx context.Context, terms []string, op string, q engine.SearchQuery, limit int) ([]engine.SearchHit, error) {
-	match := strings.Join(terms, op)
-	rows, err := d.r.QueryContext(ctx, `SELECT docid, hook, matchinfo(runs_fts, 'pcnalx') FROM runs_fts WHERE body MATCH ?`, match)
+	match := matchExpr(terms, op, q.Hook)
+	// Score the newest matches from the index alone (its match data);
+	// read no record yet.
+	rows, err := d.r.QueryContext(ctx, `SELECT docid, matchinfo(runs_fts, 'pcnalx') FROM runs_fts WHERE runs_fts MATCH ?
+		ORDER BY docid DESC LIMIT ?`, match, maxCandidates)
 	if err != nil {
 		return nil, fmt.Errorf("search runs: %w", err)
 	}
 	var cands []scored
 	for rows.Next() {
 		var (
-			seq  int64
-			hook string
-			mi   []byte
+			seq int64
+			mi  []byte
 		)
-		if err := rows.Scan(&seq, &hook, &mi); err != nil {
+		if err := rows.Scan(&seq, &mi); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("search runs: %w", err)
-		}
-		if q.Hook != "" && hook != q.Hook {
-			continue
 		}
 		cands = append(cands, scored{seq, bm25(mi)})
 	}
@@ -133,7 +163,23 @@ func (d *DB) search(ctx context.Context, terms []string, op string, q engine.Sea
 		}
 		return cands[i].seq > cands[j].seq // the newer first
 	})
-	var hits []engine.SearchHit
+	// Then read the runs best first, only until the limit is reached:
+	// the record decides the hook and since filters, and a run pruned
+	// meanwhile is skipped.
+	conn, err := d.r.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("search runs: %w", err)
+	}
+	defer conn.Close()
+	get, err := conn.PrepareContext(ctx, `SELECT id, hook, status, finished_at FROM runs WHERE seq = ?`)
+	if err != nil {
+		return nil, fmt.Errorf("search runs: %w", err)
+	}
+	defer get.Close()
+	var (
+		hits []engine.SearchHit
+		seqs []int64
+	)
 	for _, c := range cands {
 		if len(hits) >= limit {
 			break
@@ -142,9 +188,7 @@ func (d *DB) search(ctx context.Context, terms []string, op string, q engine.Sea
 			h   engine.SearchHit
 			fin sql.NullInt64
 		)
-		err := d.r.QueryRowContext(ctx, `SELECT r.id, r.hook, r.status, r.finished_at,
-			snippet(runs_fts, '[', ']', '…', 1, 16) FROM runs_fts JOIN runs r ON r.seq = runs_fts.docid
-			WHERE runs_fts.docid = ? AND body MATCH ?`, c.seq, match).Scan(&h.RunID, &h.Hook, &h.Status, &fin, &h.Snippet)
+		err := get.QueryRowContext(ctx, c.seq).Scan(&h.RunID, &h.Hook, &h.Status, &fin)
 		if err == sql.ErrNoRows {
 			continue // pruned meanwhile
 		}
@@ -152,11 +196,40 @@ func (d *DB) search(ctx context.Context, terms []string, op string, q engine.Sea
 			return nil, fmt.Errorf("search runs: %w", err)
 		}
 		h.Time = nullTime(fin)
-		if !q.Since.IsZero() && h.Time.Before(q.Since) {
+		if q.Hook != "" && h.Hook != q.Hook || !q.Since.IsZero() && h.Time.Before(q.Since) {
 			continue
 		}
 		h.Score = math.Round(c.score*1000) / 1000
 		hits = append(hits, h)
+		seqs = append(seqs, c.seq)
+	}
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	// The snippets of the hits, in one more pass over the matches.
+	sq, args := inList(`SELECT docid, snippet(runs_fts, '[', ']', '…', 1, 16) FROM runs_fts WHERE runs_fts MATCH ? AND docid IN `, seqs)
+	rows, err = conn.QueryContext(ctx, sq, append([]any{match}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("search runs: %w", err)
+	}
+	snippets := make(map[int64]string, len(seqs))
+	for rows.Next() {
+		var (
+			seq  int64
+			snip string
+		)
+		if err := rows.Scan(&seq, &snip); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("search runs: %w", err)
+		}
+		snippets[seq] = snip
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("search runs: %w", err)
+	}
+	for i := range hits {
+		hits[i].Snippet = snippets[seqs[i]]
 	}
 	return hits, nil
 }
@@ -188,5 +261,3 @@ func bm25(mi []byte) float64 {
 	}
 	return score
 }
-
-var _ = time.Time{}

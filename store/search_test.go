@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +84,146 @@ func TestSearchRuns(t *testing.T) {
 	var n int
 	if err := d.r.QueryRowContext(ctx, `SELECT count(*) FROM runs_fts`).Scan(&n); err != nil || n != 2 {
 		t.Errorf("index rows %d (%v), want 2", n, err)
+	}
+}
+
+// indexedRuns is how many runs the search index holds.
+func indexedRuns(t *testing.T, d *DB) int {
+	t.Helper()
+	var n int
+	if err := d.r.QueryRowContext(context.Background(), `SELECT count(*) FROM runs_fts`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitIndexed waits for the background indexer to hold n runs; it does
+// not search, since a search indexes what is missing itself.
+func waitIndexed(t *testing.T, d *DB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for indexedRuns(t, d) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the indexer holds %d runs after 60 s, want %d", indexedRuns(t, d), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSearchIndexer: a run's write does not index it; the background
+// indexer does, soon after, in its own transaction; retention takes a
+// pruned run out of the index and out of search.
+func TestSearchIndexer(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	old := time.Now().Add(-48 * time.Hour)
+	gone := finishedRun(t, d, "disk", "/dev/sda1 97% used", "Rotate the journal.", old)
+	kept := finishedRun(t, d, "disk", "/dev/sda1 96% used", "Rotate the journal again.", time.Now())
+	waitIndexed(t, d, 2)
+	hits, err := d.SearchRuns(ctx, engine.SearchQuery{Text: "rotate journal"})
+	if err != nil || len(hits) != 2 {
+		t.Fatalf("hits %+v, %v", hits, err)
+	}
+
+	st, err := d.Prune(ctx, time.Now(), PrunePolicy{Retention: engine.Retention{Runs: 24 * time.Hour}})
+	if err != nil || st.Runs != 1 {
+		t.Fatalf("prune: %+v, %v", st, err)
+	}
+	if n := indexedRuns(t, d); n != 1 {
+		t.Errorf("the index holds %d runs after the prune, want 1", n)
+	}
+	hits, err = d.SearchRuns(ctx, engine.SearchQuery{Text: "rotate journal sda1"})
+	if err != nil || len(hits) != 1 || hits[0].RunID != kept.ID {
+		t.Errorf("after the prune: hits %+v, %v (pruned: %s)", hits, err, gone.ID)
+	}
+}
+
+// TestSearchIndexerMark: a run still running holds the indexer's mark,
+// and runs that finish after it are indexed all the same; once it
+// finishes it is indexed too, and the mark moves past all of them.
+func TestSearchIndexerMark(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	at := time.Now()
+	long := &engine.Run{ID: engine.NewID(), Hook: "long", Trigger: "manual", Status: engine.StatusRunning, StartedAt: at, QueuedAt: at}
+	if err := d.StartRun(ctx, long); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		finishedRun(t, d, "short", "quick output", fmt.Sprintf("answer %d", i), at)
+	}
+	waitIndexed(t, d, 3)
+	var mark, longSeq int64
+	if err := d.r.QueryRowContext(ctx, `SELECT m.seq, r.seq FROM runs_fts_mark m, runs r WHERE r.id = ?`, long.ID).Scan(&mark, &longSeq); err != nil {
+		t.Fatal(err)
+	}
+	if mark >= longSeq {
+		t.Errorf("the mark %d passed the running run %d", mark, longSeq)
+	}
+	long.Status, long.FinishedAt, long.Response = engine.StatusCompleted, at.Add(time.Minute), "the long answer"
+	if err := d.FinishRun(ctx, long); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, d, 4)
+	if err := d.IndexQueued(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	if err := d.r.QueryRowContext(ctx, `SELECT (SELECT seq FROM runs_fts_mark), (SELECT max(seq) FROM runs)`).Scan(&mark, &last); err != nil {
+		t.Fatal(err)
+	}
+	if mark != last {
+		t.Errorf("mark %d, want the last run's seq %d", mark, last)
+	}
+	hits, err := d.SearchRuns(ctx, engine.SearchQuery{Text: "long answer", Limit: 1})
+	if err != nil || len(hits) != 1 || hits[0].RunID != long.ID {
+		t.Errorf("hits %+v, %v", hits, err)
+	}
+}
+
+// TestSearchIndexedOnClose: a process that finishes a run and closes the
+// store at once (a `hookd fire` without a daemon) leaves it indexed.
+func TestSearchIndexedOnClose(t *testing.T) {
+	d, path := openTest(t)
+	r := finishedRun(t, d, "once", "a one-off output", "done", time.Now())
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if n := indexedRuns(t, d2); n != 1 {
+		t.Fatalf("%d runs indexed after Close, want 1 (%s)", n, r.ID)
+	}
+}
+
+// TestSearchHookFilterBeyondNewest: with a hook filter, the hook's runs
+// are ranked even when every newer match is another hook's (the search
+// ranks the newest matches only).
+func TestSearchHookFilterBeyondNewest(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	at := time.Now()
+	rare := finishedRun(t, d, "rare-hook", "kernel oops in module", "reboot", at)
+	if _, err := d.w.ExecContext(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?)
+		INSERT INTO runs (id, hook, "trigger", status, started_at, finished_at, response)
+		SELECT 'bulk' || x, 'busy', 'schedule', 'running', 1, NULL, 'kernel oops again' FROM c`, maxCandidates+10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.w.ExecContext(ctx, `UPDATE runs SET status = 'completed', finished_at = 2 WHERE hook = 'busy'`); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := d.SearchRuns(ctx, engine.SearchQuery{Text: "kernel oops", Hook: "rare-hook"})
+	if err != nil || len(hits) != 1 || hits[0].RunID != rare.ID {
+		t.Errorf("hits %+v, %v", hits, err)
+	}
+	hits, err = d.SearchRuns(ctx, engine.SearchQuery{Text: "kernel oops", Hook: "rare"})
+	if err != nil || len(hits) != 0 {
+		t.Errorf("a hook filter is the whole name: hits %+v, %v", hits, err)
+	}
+	if hits, _ := d.SearchRuns(ctx, engine.SearchQuery{Text: "kernel oops", Limit: 3}); len(hits) != 3 || hits[0].Hook != "busy" {
+		t.Errorf("without a filter: %+v", hits)
 	}
 }

@@ -1,0 +1,228 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// sqlRunSearchMark takes indexing out of the run's write: no trigger
+// indexes a run as it finishes any more (nothing is added to that write),
+// and the indexer (below) indexes finished runs in batches, in
+// transactions of their own. runs_fts_mark holds the indexer's mark: every
+// run up to that seq is indexed if it started and finished (or is gone);
+// past it, the indexer looks for finished runs the index lacks. Retention
+// still takes a run out of the index in the transaction that deletes it
+// (runs_fts_forget). At the migration every finished run is indexed, so
+// the mark is just below the first run still queued or running.
+const sqlRunSearchMark = `
+DROP TRIGGER runs_fts_index;
+CREATE TABLE runs_fts_mark (
+	id  INTEGER PRIMARY KEY CHECK (id = 1),
+	seq INTEGER NOT NULL
+);
+INSERT INTO runs_fts_mark (id, seq) SELECT 1, coalesce(
+	(SELECT min(seq) - 1 FROM runs WHERE status IN ('queued', 'running')),
+	(SELECT max(seq) FROM runs),
+	0);
+`
+
+// sqlUnindexed is true of a run (r) the index lacks and should hold: one
+// that started and finished.
+const sqlUnindexed = `r.status NOT IN ('queued', 'running') AND r.started_at IS NOT NULL
+	AND NOT EXISTS (SELECT 1 FROM runs_fts WHERE docid = r.seq)`
+
+// What of a run is indexed, each part capped (in characters) so that a
+// run with megabytes of output costs the index a bounded amount: the
+// trigger, the event, the steps' outputs, the prompt, the answer and the
+// error of the stored (redacted) record.
+const sqlIndexText = `"trigger" || char(10) ||
+	substr(coalesce(event, ''), 1, 4096) || char(10) ||
+	substr(coalesce((SELECT group_concat(json_extract(j.value, '$.output'), char(10)) FROM json_each(runs.steps) j), ''), 1, 32768) || char(10) ||
+	substr(prompt, 1, 8192) || char(10) ||
+	substr(response, 1, 16384) || char(10) ||
+	substr(error, 1, 4096)`
+
+// Indexer settings: runs finishing within indexGather of each other share
+// a batch; a batch holds at most indexBatch runs, so it holds the writer
+// for a few milliseconds.
+const (
+	indexGather = 200 * time.Millisecond
+	indexBatch  = 64
+)
+
+// indexer is the background goroutine of a DB that indexes finished runs.
+// It starts with the first run this DB finishes (a CLI process that only
+// reads never starts one) and stops with Close.
+type indexer struct {
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	wake    chan struct{} // buffered: a poke never waits
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// pokeIndexer tells the indexer that runs finished, starting it if need
+// be.
+func (d *DB) pokeIndexer() {
+	ix := &d.ix
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		return
+	}
+	if !ix.started {
+		ix.started = true
+		ix.wake = make(chan struct{}, 1)
+		ix.stop = make(chan struct{})
+		ix.done = make(chan struct{})
+		go d.indexLoop(ix.wake, ix.stop, ix.done)
+	}
+	ix.mu.Unlock()
+	select {
+	case ix.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *DB) indexLoop(wake, stop, done chan struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-wake:
+		}
+		t := time.NewTimer(indexGather)
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		// An error leaves the runs queued: the next poke, a search or
+		// Close indexes them.
+		for {
+			more, err := d.indexBatch(context.Background(), indexBatch)
+			if err != nil || !more {
+				break
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// stopIndexer stops the indexer and, when this DB started one, indexes
+// what is still queued, so that a process that finished runs leaves them
+// searchable. It is safe twice.
+func (d *DB) stopIndexer() error {
+	ix := &d.ix
+	ix.mu.Lock()
+	started := ix.started && !ix.closed
+	ix.closed = true
+	ix.mu.Unlock()
+	if !started {
+		return nil
+	}
+	close(ix.stop)
+	<-ix.done
+	return d.indexQueued(context.Background())
+}
+
+// IndexQueued indexes every finished run the search index lacks, in
+// batches, and returns when none is left. SearchRuns calls it first, so a
+// search sees every finished run.
+func (d *DB) IndexQueued(ctx context.Context) error {
+	if err := d.indexQueued(ctx); err != nil {
+		return fmt.Errorf("index runs: %w", err)
+	}
+	return nil
+}
+
+func (d *DB) indexQueued(ctx context.Context) error {
+	for {
+		more, err := d.indexBatch(ctx, indexBatch)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// queued reports whether finished runs wait for the index (a read, no
+// lock): it looks at the runs past the mark only.
+func (d *DB) queued(ctx context.Context) (bool, error) {
+	var n int
+	err := d.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs r
+		WHERE r.seq > (SELECT seq FROM runs_fts_mark) AND `+sqlUnindexed+`)`).Scan(&n)
+	return n == 1, err
+}
+
+// indexBatch indexes up to max finished runs past the mark in one
+// transaction (FTS4 writes one segment for the batch) and moves the mark
+// past every run that is done, up to the first one still queued or
+// running. It reports whether more runs wait.
+func (d *DB) indexBatch(ctx context.Context, max int) (more bool, err error) {
+	if queued, err := d.queued(ctx); err != nil || !queued {
+		return false, err
+	}
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		var mark int64
+		if err := tx.QueryRowContext(ctx, `SELECT seq FROM runs_fts_mark`).Scan(&mark); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT r.seq, r.status IN ('queued', 'running'),
+			CASE WHEN `+sqlUnindexed+` THEN 1 ELSE 0 END
+			FROM runs r WHERE r.seq > ? ORDER BY r.seq`, mark)
+		if err != nil {
+			return err
+		}
+		var (
+			todo    []int64
+			newMark = mark
+			blocked bool // a run still queued or running was passed
+		)
+		for rows.Next() {
+			var (
+				seq           int64
+				pending, need bool
+			)
+			if err := rows.Scan(&seq, &pending, &need); err != nil {
+				rows.Close()
+				return err
+			}
+			if need {
+				if len(todo) == max {
+					more = true
+					break
+				}
+				todo = append(todo, seq)
+			}
+			blocked = blocked || pending
+			if !blocked {
+				newMark = seq
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(todo) > 0 {
+			q, args := inList(`INSERT INTO runs_fts (docid, hook, body) SELECT seq, hook, `+sqlIndexText+` FROM runs WHERE seq IN `, todo)
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		if newMark != mark {
+			_, err = tx.ExecContext(ctx, `UPDATE runs_fts_mark SET seq = ?`, newMark)
+		}
+		return err
+	})
+	return more, err
+}
