@@ -86,8 +86,11 @@ func buildSearchFixture(path string, n int) error {
 			SELECT x, 'run' || x, 'hook' || (x % 50), 'schedule', 'completed', x * 1000000000, x * 1000000000 + 1 FROM c`); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, series+`INSERT INTO runs_fts (docid, hook, body)
-			SELECT x, 'hook' || (x % 50), `+strings.Join(words, ` || ' ' || `)+` FROM c`)
+		if _, err := tx.ExecContext(ctx, series+`INSERT INTO runs_fts (docid, hook, body)
+			SELECT x, 'hook' || (x % 50), `+strings.Join(words, ` || ' ' || `)+` FROM c`); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE runs_fts_mark SET seq = ?`, n)
 		return err
 	})
 }

@@ -147,6 +147,9 @@ func (d *DB) IndexQueued(ctx context.Context) error {
 }
 
 func (d *DB) indexQueued(ctx context.Context) error {
+	if queued, err := d.queued(ctx); err != nil || !queued {
+		return err
+	}
 	for {
 		more, err := d.indexBatch(ctx, indexBatch)
 		if err != nil || !more {
@@ -156,7 +159,8 @@ func (d *DB) indexQueued(ctx context.Context) error {
 }
 
 // queued reports whether finished runs wait for the index (a read, no
-// lock): it looks at the runs past the mark only.
+// lock): it looks at the runs past the mark only, which the indexer keeps
+// few.
 func (d *DB) queued(ctx context.Context) (bool, error) {
 	var n int
 	err := d.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs r
@@ -166,12 +170,10 @@ func (d *DB) queued(ctx context.Context) (bool, error) {
 
 // indexBatch indexes up to max finished runs past the mark in one
 // transaction (FTS4 writes one segment for the batch) and moves the mark
-// past every run that is done, up to the first one still queued or
-// running. It reports whether more runs wait.
+// past every run that is done (indexed, or never to be: a gate's record),
+// up to the first one still queued or running. It reports whether more
+// runs wait.
 func (d *DB) indexBatch(ctx context.Context, max int) (more bool, err error) {
-	if queued, err := d.queued(ctx); err != nil || !queued {
-		return false, err
-	}
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		var mark int64
 		if err := tx.QueryRowContext(ctx, `SELECT seq FROM runs_fts_mark`).Scan(&mark); err != nil {
