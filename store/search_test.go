@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +229,42 @@ func TestSearchHookFilterBeyondNewest(t *testing.T) {
 	}
 	if hits, _ := d.SearchRuns(ctx, engine.SearchQuery{Text: "kernel oops", Limit: 3}); len(hits) != 3 || hits[0].Hook != "busy" {
 		t.Errorf("without a filter: %+v", hits)
+	}
+}
+
+// TestSearchMarkMigration: a database indexed by the trigger of
+// migration 10 gets the indexer's mark just below its first run still
+// running, which is indexed once it finishes.
+func TestSearchMarkMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hookd.db")
+	db, err := sql.Open("sqlite3", path+"?_txlock=immediate")
+	mustRun(t, err)
+	mustRun(t, migrate(ctx, db, migrations[:10]))
+	for _, q := range []string{
+		`INSERT INTO runs (id, hook, status, started_at) VALUES ('r1', 'h', 'running', 1), ('r2', 'h', 'running', 1), ('r3', 'h', 'running', 1)`,
+		`UPDATE runs SET status = 'completed', response = 'early answer' WHERE id IN ('r1', 'r3')`,
+	} {
+		_, err := db.ExecContext(ctx, q)
+		mustRun(t, err)
+	}
+	mustRun(t, db.Close())
+
+	d, err := Open(path)
+	mustRun(t, err)
+	defer d.Close()
+	var mark int64
+	mustRun(t, d.r.QueryRowContext(ctx, `SELECT seq FROM runs_fts_mark`).Scan(&mark))
+	if mark != 1 || indexedRuns(t, d) != 2 {
+		t.Fatalf("mark %d, %d runs indexed; want 1 and 2", mark, indexedRuns(t, d))
+	}
+	mustRun(t, d.FinishRun(ctx, &engine.Run{ID: "r2", Hook: "h", Status: engine.StatusCompleted, FinishedAt: time.Now(), Response: "late answer"}))
+	hits, err := d.SearchRuns(ctx, engine.SearchQuery{Text: "late answer", Limit: 1})
+	if err != nil || len(hits) != 1 || hits[0].RunID != "r2" {
+		t.Errorf("hits %+v, %v", hits, err)
+	}
+	mustRun(t, d.r.QueryRowContext(ctx, `SELECT seq FROM runs_fts_mark`).Scan(&mark))
+	if mark != 3 || indexedRuns(t, d) != 3 {
+		t.Errorf("mark %d, %d runs indexed; want 3 and 3", mark, indexedRuns(t, d))
 	}
 }
