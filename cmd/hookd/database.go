@@ -25,6 +25,7 @@ type daemonStore interface {
 	engine.WatchSnapshots
 	engine.RetryStore
 	engine.UsageStore
+	engine.RateStore
 	eventLog
 	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
 	RunIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)

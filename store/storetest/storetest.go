@@ -33,6 +33,7 @@ type Store interface {
 	engine.RetryStore
 	engine.UsageStore
 	engine.RunSearcher
+	engine.RateStore
 	// LatestBriefs returns the latest n runs of hook, newest first, with
 	// only what a chart needs.
 	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
@@ -101,6 +102,7 @@ var tests = []struct {
 	{"WatchSnapshots", testWatchSnapshots},
 	{"PendingRetries", testPendingRetries},
 	{"Usage", testUsage},
+	{"StartsSince", testStartsSince},
 	{"RunIDsWithPrefix", testRunIDsWithPrefix},
 	{"PruneKeepsWhatMatters", testPruneKeepsWhatMatters},
 	{"PruneInBatches", testPruneInBatches},
