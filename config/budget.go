@@ -43,6 +43,7 @@ func (s *state) perRunWithin(n *yaml.Node, path string, perRun, perHour, perDay 
 // hooks together use, and the prices per model.
 func (s *state) daemonBudget(n *yaml.Node, path string, b *engine.DaemonBudget) {
 	f := s.fields(n, path, daemonBudgetKeys, nil)
+	b.File = s.file
 	s.spendLimits(f, &b.PerHour, &b.PerDay)
 	pn := f.get("prices")
 	if pn == nil {

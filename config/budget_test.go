@@ -20,7 +20,7 @@ func TestLoadDaemonBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := engine.DaemonBudget{PerHour: 200000, PerDay: 1000000,
+	want := engine.DaemonBudget{PerHour: 200000, PerDay: 1000000, File: "hookd.yaml",
 		Prices: map[string]engine.Price{"gpt-4o": {Input: 2.5, Output: 10}, "llama3": {}}}
 	if !reflect.DeepEqual(d.Budget, want) {
 		t.Errorf("budget %+v, want %+v", d.Budget, want)

@@ -30,6 +30,7 @@ type DaemonBudget struct {
 	PerHour int64
 	PerDay  int64
 	Prices  map[string]Price // model name as the hook or hookd.yaml names it -> price
+	File    string           // the settings file that sets it, for messages (default hookd.yaml)
 }
 
 // Price is what a model costs per 1,000,000 tokens, in the user's
@@ -158,8 +159,12 @@ func (s *state) limits(h *Hook) []budgetLimit {
 	add(h.Name, BudgetHour, h.Budget.PerHour, "budget.per_hour", h.Source.File)
 	add(h.Name, BudgetDay, h.Budget.PerDay, "budget.per_day", h.Source.File)
 	d := s.cfg.Budget
-	add("", BudgetHour, d.PerHour, "budget.per_hour", "hookd.yaml")
-	add("", BudgetDay, d.PerDay, "budget.per_day", "hookd.yaml")
+	file := d.File
+	if file == "" {
+		file = "hookd.yaml"
+	}
+	add("", BudgetHour, d.PerHour, "budget.per_hour", file)
+	add("", BudgetDay, d.PerDay, "budget.per_day", file)
 	return out
 }
 
