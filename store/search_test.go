@@ -75,6 +75,21 @@ func TestSearchRuns(t *testing.T) {
 	if _, err := d.SearchRuns(ctx, engine.SearchQuery{Text: " ;; "}); err == nil {
 		t.Error("a query without words searched")
 	}
+	// A prefix (dep*), a column filter (hook:deploy) and NEAR do not work
+	// as such: dep is no word of any run, and hook: names no column.
+	for _, q := range []string{"dep*", "hook:dep*", "NEAR(dep* ap*)", `"dep"*`, "^dep"} {
+		if hits, err := d.SearchRuns(ctx, engine.SearchQuery{Text: q}); err != nil || len(hits) != 0 {
+			t.Errorf("%s: %v %+v", q, err, hits)
+		}
+	}
+	// A huge query: 16 words are searched, and an error quotes 100
+	// characters of it.
+	if _, err := d.SearchRuns(ctx, engine.SearchQuery{Text: strings.Repeat("disk full ", 100000)}); err != nil {
+		t.Errorf("huge query: %v", err)
+	}
+	if _, err := d.SearchRuns(ctx, engine.SearchQuery{Text: strings.Repeat("-", 1<<20)}); err == nil || len(err.Error()) > 200 {
+		t.Errorf("a huge query without words: %.300v", err)
+	}
 	// Retention takes a run out of the index with it.
 	if _, err := d.w.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, deploy.ID); err != nil {
 		t.Fatal(err)
