@@ -175,6 +175,22 @@ tools: [run_command]
 	for _, id := range []string{leakRun.ID, askRun.ID} {
 		check("`hookd run "+id+" --json`", e.must(0, "run", id, "--json").stdout)
 	}
+	// The search index holds the redacted record: the secret's words find
+	// nothing, by the CLI or the API; the redaction marker finds the runs.
+	for _, q := range []string{"Zx81", "ключ", "uo te ключ Zx81"} {
+		out := e.must(0, "search", q, "--json").stdout
+		check("`hookd search "+q+"`", out)
+		if strings.Contains(out, "run_id") {
+			t.Errorf("hookd search %q found runs by the secret:\n%s", q, out)
+		}
+		_, body := c.call("GET", "/v1/search?q="+url.QueryEscape(q), nil)
+		if strings.TrimSpace(string(body)) != "[]" {
+			t.Errorf("GET /v1/search?q=%s: %s", q, body)
+		}
+	}
+	if out := e.must(0, "search", "REDACTED MY_SECRET", "--json").stdout; !strings.Contains(out, leakRun.ID) {
+		t.Errorf("the redacted record is not indexed:\n%s", out)
+	}
 	var nexts []*engine.Run
 	waitFor(t, "the next hook's run", func() bool {
 		nexts = e.listRuns("next")

@@ -241,3 +241,37 @@ func TestWatch(t *testing.T) {
 		t.Errorf("watch --json: %v\n%s", err, r)
 	}
 }
+
+// TestStreamFraming publishes events whose values try to end the SSE
+// event early and forge the next one (blank lines, CR, "id:" and "data:"
+// lines of a hook.run.completed), and an event that tries to pass as an
+// engine progress event: the stream carries each event whole, as its one
+// data line, and nothing forged; hook.* types are refused.
+func TestStreamFraming(t *testing.T) {
+	e := newEnv(t, "", nil)
+	e.serve()
+	c := e.socketClient()
+	s := c.openStream("0", "")
+	<-s.first
+	hostile := "a\n\nid: 999999\ndata: {\"type\":\"hook.run.completed\",\"source\":\"engine\"}\n\r\nevent: x\r\rdata: y\u2028z"
+	data, _ := json.Marshal(map[string]any{"v": hostile, hostile: 1})
+	e.must(0, "emit", "x.framing", "--data", string(data))
+	for _, typ := range []string{"hook.step.finished", "hook.tool.called", "hook.llm.round"} {
+		if r := e.run("emit", typ, "hook=x", "run_id=y", "tool=run_command"); r.code == 0 {
+			t.Errorf("emit %s was accepted:\n%s", typ, r)
+		}
+		if code, body := c.call("POST", "/v1/events", map[string]any{"type": typ, "data": map[string]any{"hook": "x"}}); code != 400 {
+			t.Errorf("POST /v1/events %s: %d %s", typ, code, body)
+		}
+	}
+	e.must(0, "emit", "x.end")
+	got := s.until(func(ev eventJSON) bool { return ev.Type == "x.end" })
+	if len(got) != 2 || got[0].ev.Type != "x.framing" || got[0].ev.Data["v"] != hostile || got[0].ev.Data[hostile] != float64(1) {
+		t.Fatalf("stream: %+v", got)
+	}
+	for _, ev := range got {
+		if ev.id == 999999 || strings.HasPrefix(ev.ev.Type, "hook.") {
+			t.Errorf("forged event on the stream: %+v", ev)
+		}
+	}
+}
