@@ -40,6 +40,7 @@ type Daemon struct {
 	Retention      engine.Retention      // retention: how long runs, skip records and events are kept
 	Budget         engine.DaemonBudget   // budget: tokens all hooks together may use per hour and day; prices per model
 	PruneEvery     time.Duration         // retention.every: how often the daemon prunes
+	Node           Node                  // node: this node's settings in a cluster on PostgreSQL (node.go)
 	// AllowInsecureHooks (allow_insecure_hooks) loads a hooks directory
 	// and hook files that are writable by every user or owned by another
 	// user, which are refused by default.
@@ -69,7 +70,8 @@ const (
 
 var daemonKeys = []string{"hooks_dir", "db", "database", "max_concurrent", "tick", "queue_size", "grace",
 	"default_timeout", "max_catchup", "log_format", "listen", "dashboard_hosts", "llm",
-	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks", "budget"}
+	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks", "budget",
+	"node"}
 
 // defaultDaemon returns the default settings, with paths in dir.
 func defaultDaemon(dir string) *Daemon {
@@ -89,6 +91,7 @@ func defaultDaemon(dir string) *Daemon {
 		LLM:            engine.LLMConfig{APIKeyEnv: DefaultAPIKeyEnv, MaxRounds: DefaultMaxRounds},
 		Retention:      defaultRetention(),
 		PruneEvery:     DefaultPruneEvery,
+		Node:           Node{HeartbeatTimeout: DefaultHeartbeatTimeout},
 	}
 }
 
@@ -218,5 +221,8 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 	}
 	if n := f.get("budget"); n != nil {
 		s.daemonBudget(n, "budget", &d.Budget)
+	}
+	if n := f.get("node"); n != nil {
+		s.node(s.fields(n, "node", nodeKeys, nil), &d.Node)
 	}
 }

@@ -25,6 +25,7 @@ func TestLoadDaemonDefaults(t *testing.T) {
 			LLM:        engine.LLMConfig{APIKeyEnv: "OPENAI_API_KEY", MaxRounds: 10},
 			Retention:  engine.Retention{Runs: 30 * 24 * time.Hour, KeepLast: 100, Events: 7 * 24 * time.Hour, Skipped: 3 * 24 * time.Hour},
 			PruneEvery: time.Hour,
+			Node:       Node{HeartbeatTimeout: 10 * time.Second},
 		}
 		if !reflect.DeepEqual(d, want) {
 			t.Errorf("%q:\n got %+v\nwant %+v", src, d, want)
@@ -55,6 +56,7 @@ retention:
   events: 1d12h
   skipped: 0
   every: 10m
+node: {name: worker-a, max_concurrent: 8, heartbeat_timeout: 3s}
 `
 	d, err := LoadDaemon(strings.NewReader(src), "/srv/hookd.yaml")
 	if err != nil {
@@ -68,6 +70,7 @@ retention:
 		LLM:        engine.LLMConfig{Model: "4", BaseURL: "https://llm.example/v1", APIKeyEnv: "LLM_KEY", MaxRounds: 10},
 		Retention:  engine.Retention{Runs: 90 * 24 * time.Hour, KeepLast: 0, Events: 36 * time.Hour, Skipped: 0},
 		PruneEvery: 10 * time.Minute,
+		Node:       Node{Name: "worker-a", MaxConcurrent: 8, HeartbeatTimeout: 3 * time.Second},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("\n got %+v\nwant %+v", d, want)
@@ -92,6 +95,7 @@ retention:
   events: 7days
   skiped: 3d
   every: 0s
+node: {name: "a b", max_concurrent: 0, heartbeat_timeout: 100ms, nme: x}
 `
 	_, err := LoadDaemon(strings.NewReader(src), "hookd.yaml")
 	want := `hookd.yaml:1: hooks_dir: must not be empty
@@ -110,7 +114,11 @@ hookd.yaml:13: retention.runs: an age needs a unit: write 30d or 30h, not 30
 hookd.yaml:14: retention.keep_last: must be >= 0 (got -1)
 hookd.yaml:15: retention.events: bad age "7days" (want a number with a unit: 30d, 12h, 90m; 0 keeps forever)
 hookd.yaml:16: retention.skiped: unknown field; did you mean skipped?
-hookd.yaml:17: retention.every: must be > 0 (got 0s)`
+hookd.yaml:17: retention.every: must be > 0 (got 0s)
+hookd.yaml:18: node.nme: unknown field; did you mean name?
+hookd.yaml:18: node.name: want letters, digits, '.', '_' and '-', starting with a letter or digit, at most 63 (got "a b")
+hookd.yaml:18: node.max_concurrent: must be >= 1 (got 0)
+hookd.yaml:18: node.heartbeat_timeout: must be >= 1s (got 100ms)`
 	if err == nil || err.Error() != want {
 		t.Errorf("got\n%v\nwant\n%s", err, want)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -81,6 +82,12 @@ func (e *Engine) DispatchPending(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
+	if e.cfg.Cluster != nil {
+		// One dispatcher at a time on a cluster's scheduler, Emit included:
+		// an event read pending here is not being dispatched by an Emit.
+		e.dispatchMu.Lock()
+		defer e.dispatchMu.Unlock()
+	}
 	n := 0
 	for {
 		evs, err := ds.PendingEvents(ctx, 256)
@@ -92,11 +99,16 @@ func (e *Engine) DispatchPending(ctx context.Context) (int, error) {
 		}
 		for _, ev := range evs {
 			runs, err := e.dispatchDurable(ctx, ds, ev)
+			if errors.Is(err, ErrNotScheduler) {
+				return n, nil // another node schedules now, and dispatches them
+			}
 			if err != nil {
 				return n, fmt.Errorf("dispatch pending event %s: %w", ev.ID, err)
 			}
-			e.log.Info("dispatched an event left pending by the previous stop",
-				"event", ev.ID, "type", ev.Type, "seq", ev.Seq, "runs", len(runs))
+			if e.cfg.Cluster == nil { // a cluster's scheduler dispatches what every node stored this way
+				e.log.Info("dispatched an event left pending by the previous stop",
+					"event", ev.ID, "type", ev.Type, "seq", ev.Seq, "runs", len(runs))
+			}
 			n++
 		}
 	}

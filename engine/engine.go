@@ -55,6 +55,13 @@ type Config struct {
 	// through it: no schedules, no catch-up, and queued runs are left for
 	// the daemon. `hookd fire` and `hookd emit` use it when no daemon runs.
 	Manual bool
+
+	// Cluster, when set, makes the engine one node of several sharing the
+	// store (cluster.go). Not with Manual.
+	Cluster Cluster
+	// OthersStored, when set, is called when another node stored events
+	// (for the live stream, which reads the shared event log).
+	OthersStored func()
 }
 
 // PromptRenderer renders a hook's prompt from the gathered context.
@@ -137,6 +144,8 @@ type Engine struct {
 	subMu sync.Mutex
 	subs  map[int]func(*Event)
 	subN  int
+
+	clusterNode // the node's side of a cluster (clusterrun.go); unused without Config.Cluster
 }
 
 // Lifecycle returns the engine's lifecycle handler registry.
@@ -149,6 +158,9 @@ var ErrStopped = errors.New("engine: stopped")
 func New(cfg Config, hooks []*Hook) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: Config.Store is required")
+	}
+	if cfg.Cluster != nil && cfg.Manual {
+		return nil, errors.New("engine: a Manual engine is not a cluster node")
 	}
 	cfg.setDefaults()
 	seen := make(map[string]bool, len(hooks))
@@ -175,6 +187,7 @@ func New(cfg Config, hooks []*Hook) (*Engine, error) {
 		eventLogDone: make(chan struct{}),
 	}
 	e.runCtx, e.runCancel = context.WithCancelCause(context.Background())
+	e.initCluster()
 	return e, nil
 }
 
@@ -199,6 +212,9 @@ func (e *Engine) start(ctx context.Context) error {
 		defer close(e.loopDone)
 		st.loop(loopCtx)
 	}()
+	if e.cfg.Cluster != nil {
+		return e.startCluster(ctx, loopCtx)
+	}
 	return nil
 }
 
@@ -220,6 +236,7 @@ func (e *Engine) Shutdown(ctx context.Context) {
 		if e.cancel == nil || e.do(context.Background(), func(*state) { e.halt() }) != nil {
 			e.halt()
 		}
+		e.claimBarrier()
 		done := make(chan struct{})
 		go func() { e.runs.Wait(); close(done) }()
 		select {
@@ -318,6 +335,10 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 			err = fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
 			return
 		}
+		if !s.schedules() {
+			err = e.notScheduler()
+			return
+		}
 		data := withPeriodic(ent.hook, reason, opt.Event, s.cfg.Clock.Now(), ent.lastStart)
 		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, manual: true, depth: opt.Depth})
 		cp := *res.run // a snapshot: a started run belongs to its goroutine
@@ -327,6 +348,9 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 		}
 	}); derr != nil {
 		return nil, derr
+	}
+	if run == nil {
+		return nil, err
 	}
 	if started != nil {
 		select {
@@ -362,6 +386,9 @@ func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 	if durable {
 		store = ds.AppendPendingEvent
 	}
+	if e.cfg.Cluster != nil && durable {
+		return e.emitClustered(ctx, ds, ev)
+	}
 	if err := store(ctx, ev); err != nil {
 		if errors.Is(err, ErrDuplicateEvent) {
 			return nil, err
@@ -378,6 +405,9 @@ func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 // hooks it matches, without storing it. It returns once the loop decided.
 func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
 	fired, _, _, _, err := e.dispatchOnLoop(ctx, ev, false)
+	if errors.Is(err, ErrNotScheduler) {
+		return nil, nil // a cluster's other nodes dispatch only what is stored
+	}
 	return fired, err
 }
 
@@ -401,6 +431,10 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool) (fire
 		if out.stopping = s.stopping(); out.stopping {
 			return
 		}
+		if !s.schedules() {
+			out.refused = e.notScheduler()
+			return
+		}
 		for _, r := range s.dispatch(ev, mark) {
 			cp := *r
 			out.fired = append(out.fired, &cp)
@@ -409,6 +443,9 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool) (fire
 			}
 		}
 	})
+	if err == nil {
+		err = out.refused
+	}
 	return out.fired, out.starts, false, out.stopping, err
 }
 
@@ -417,6 +454,7 @@ type dispatched struct {
 	fired    []*Run
 	starts   []*active
 	stopping bool
+	refused  error // ErrNotScheduler: a cluster node that does not schedule
 }
 
 // claimed calls the event:claim handlers for an inbound event and reports
@@ -447,6 +485,7 @@ func (e *Engine) SetPaused(ctx context.Context, name string, paused bool) error 
 	if err := e.cfg.Store.SetPaused(ctx, name, paused); err != nil {
 		return fmt.Errorf("store paused state: %w", err)
 	}
+	e.tellScheduler() // a cluster's scheduler reads it back
 	return e.do(ctx, func(s *state) {
 		if ent := s.hooks[name]; ent != nil {
 			ent.paused = paused

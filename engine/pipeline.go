@@ -18,34 +18,61 @@ import (
 func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, prevStart time.Time) {
 	defer e.runs.Done()
 	run := act.run
-	log := e.log.With("hook", h.Name, "run", run.ID)
 	bg := context.WithoutCancel(ctx)
 
 	if err := e.startRecord(bg, act); err != nil {
 		close(act.started)
-		if errors.Is(err, ErrSlotTaken) {
-			// The slot fired before (the clock moved back, or a restart
-			// raced): record why this trigger did nothing.
-			run.Status, run.Gate = StatusSkipped, GateSlotTaken
-			run.Reason = fmt.Sprintf("slot_taken: slot %s already fired", run.Slot.Format(time.RFC3339))
-			run.Slot = time.Time{}
-			run.FinishedAt = e.cfg.Clock.Now()
-			record := e.cfg.Store.InsertRun
-			if act.wasQueued {
-				record = e.cfg.Store.FinishRun
-			}
-			if err := record(bg, run); err != nil {
-				log.Error("store run record", "err", err)
-			}
-		} else {
-			run.Status, run.Cause = StatusFailed, CauseInternal
-			run.Error = fmt.Sprintf("record run start: %v", err)
-			log.Error("cannot record the run's start; not running it", "err", err)
-		}
+		e.notStarted(bg, act, err)
 		e.send(func(s *state) { s.finished(ent, act, nil) })
 		return
 	}
 	close(act.started)
+	retry := e.perform(ctx, h, act, prevStart, e.cfg.Store.FinishRun)
+	ev := RunEvent(run)
+	ev.Time = run.FinishedAt
+	ev.Outcome.Intermediate = retry != nil && h.Retry.Notify != RetryNotifyEach
+	// One message: the run leaves the in-flight set before its outcome is
+	// dispatched, so a hook reacting to its own outcome is not refused as
+	// in flight.
+	e.send(func(s *state) {
+		s.finished(ent, act, retry)
+		s.events = append(s.events, ev)
+	})
+}
+
+// notStarted records why act's run did not start: its start could not be
+// recorded (err).
+func (e *Engine) notStarted(ctx context.Context, act *active, err error) {
+	run := act.run
+	log := e.log.With("hook", run.Hook, "run", run.ID)
+	if !errors.Is(err, ErrSlotTaken) {
+		run.Status, run.Cause = StatusFailed, CauseInternal
+		run.Error = fmt.Sprintf("record run start: %v", err)
+		log.Error("cannot record the run's start; not running it", "err", err)
+		return
+	}
+	// The slot fired before (the clock moved back, or a restart raced):
+	// record why this trigger did nothing.
+	run.Status, run.Gate = StatusSkipped, GateSlotTaken
+	run.Reason = fmt.Sprintf("slot_taken: slot %s already fired", run.Slot.Format(time.RFC3339))
+	run.Slot = time.Time{}
+	run.FinishedAt = e.cfg.Clock.Now()
+	record := e.cfg.Store.InsertRun
+	if act.wasQueued {
+		record = e.cfg.Store.FinishRun
+	}
+	if err := record(ctx, run); err != nil {
+		log.Error("store run record", "err", err)
+	}
+}
+
+// perform executes a run whose start is recorded, to its end, and stores
+// its final record with finish. It returns the retry it planned, if any.
+func (e *Engine) perform(ctx context.Context, h *Hook, act *active, prevStart time.Time,
+	finish func(context.Context, *Run) error) *PendingRetry {
+	run := act.run
+	log := e.log.With("hook", h.Name, "run", run.ID)
+	bg := context.WithoutCancel(ctx)
 	log.Info("run started", "trigger", run.Trigger)
 	started := RunEvent(run)
 	if late, ok := lateness(h, run); ok {
@@ -72,7 +99,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	run.FinishedAt = e.cfg.Clock.Now()
 	retry := e.planRetry(bg, h, run, run.FinishedAt)
 	e.beforeRecord(bg, h, run)
-	if err := e.cfg.Store.FinishRun(bg, run); err != nil {
+	if err := finish(bg, run); err != nil {
 		log.Error("store run result", "err", err)
 	}
 	act.usage = usageOf(run, model)
@@ -82,16 +109,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 		lc.Call(bg, PointRunAfter, &Payload{Hook: h, RunID: run.ID, Run: &cp})
 	}
 	log.Info("run finished", "status", run.Status, "reason", run.Reason, "duration", run.Duration())
-	ev := RunEvent(run)
-	ev.Time = run.FinishedAt
-	ev.Outcome.Intermediate = retry != nil && h.Retry.Notify != RetryNotifyEach
-	// One message: the run leaves the in-flight set before its outcome is
-	// dispatched, so a hook reacting to its own outcome is not refused as
-	// in flight.
-	e.send(func(s *state) {
-		s.finished(ent, act, retry)
-		s.events = append(s.events, ev)
-	})
+	return retry
 }
 
 // startRecord records the start of act's run and, when the run is the
@@ -605,6 +623,8 @@ func (e *Engine) eventWriter() {
 		}
 		if err := appendEvents(context.Background(), batch); err != nil {
 			e.log.Error("store engine events", "count", len(batch), "err", err)
+		} else if e.cfg.Cluster != nil {
+			e.tell(WakeEvents, "") // the other nodes' live streams read them
 		}
 	}
 }

@@ -72,6 +72,9 @@ func (e *Engine) Reload(ctx context.Context, hooks []*Hook) (ReloadReport, error
 	if err := e.do(ctx, func(s *state) { rep, rerr = s.reload(hooks, saved) }); err != nil {
 		return ReloadReport{}, err
 	}
+	if rerr == nil {
+		e.setDefs(hooks)
+	}
 	return rep, rerr
 }
 
@@ -158,7 +161,7 @@ func (s *state) applyTrigger(ent *entry, old *Hook, now time.Time) error {
 			err = fmt.Errorf("hook %s: event trigger: %w", h.Name, aerr)
 		}
 	}
-	if s.cfg.Manual {
+	if s.cfg.Manual || !s.schedules() { // a cluster's scheduler schedules at its takeover
 		return err
 	}
 	if !h.Trigger.Periodic() || h.Trigger.Schedule == nil {

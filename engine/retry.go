@@ -210,7 +210,7 @@ func (s *state) retryPending(r *Run) bool {
 // fireRetries fires the retries that are due, through the gates but the
 // cooldown.
 func (s *state) fireRetries(now time.Time) {
-	if s.stopping() {
+	if s.stopping() || !s.schedules() {
 		return
 	}
 	for len(s.retries) > 0 && !s.retries[0].At.After(now) {

@@ -31,6 +31,11 @@ type state struct {
 	spend   ledger     // token usage of the last day (budget.go)
 	lastNow time.Time
 
+	// A cluster node's (clusterrun.go): whether it holds the scheduler
+	// lease, and the runs it released that are not final yet.
+	leader bool
+	remote map[string]*active
+
 	guardState // Config.Guard's bookkeeping (guard.go)
 }
 
@@ -114,13 +119,19 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		live:    map[string]*entry{},
 		retired: map[string]*entry{},
 		waiters: map[string][]chan *Run{},
+		remote:  map[string]*active{},
 	}
 	now := s.cfg.Clock.Now()
 	s.lastNow = now
-	// Recover first: it marks the hooks' last status interrupted too.
-	interrupted, err := s.cfg.Store.RecoverInterrupted(ctx, now)
-	if err != nil {
-		return nil, fmt.Errorf("recover interrupted runs: %w", err)
+	// Recover first: it marks the hooks' last status interrupted too. A
+	// cluster node recovers its own runs only (startCluster), and its
+	// schedule state is built when it takes the scheduler lease.
+	var interrupted []*Run
+	if e.cfg.Cluster == nil {
+		var err error
+		if interrupted, err = s.cfg.Store.RecoverInterrupted(ctx, now); err != nil {
+			return nil, fmt.Errorf("recover interrupted runs: %w", err)
+		}
 	}
 	for _, r := range interrupted {
 		e.log.Warn("run interrupted by a previous stop", "hook", r.Hook, "run", r.ID)
@@ -144,11 +155,11 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 				return nil, fmt.Errorf("hook %s: event trigger: %w", h.Name, err)
 			}
 		}
-		if !s.cfg.Manual && h.Trigger.Periodic() && h.Trigger.Schedule != nil {
+		if s.schedules() && !s.cfg.Manual && h.Trigger.Periodic() && h.Trigger.Schedule != nil {
 			s.initSchedule(ent, now)
 		}
 	}
-	if !s.cfg.Manual {
+	if !s.cfg.Manual && s.schedules() {
 		if err := s.restoreQueue(ctx, now); err != nil {
 			return nil, err
 		}
@@ -255,13 +266,20 @@ func (s *state) restoreQueue(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("load queued runs: %w", err)
 	}
+	s.requeue(runs, now)
+	return nil
+}
+
+// requeue puts queued runs back in line, oldest first: a hook's first in
+// the queue (unless it has a run in flight), the next as its pending run.
+func (s *state) requeue(runs []*Run, now time.Time) {
 	for _, r := range runs {
 		ent := s.hooks[r.Hook]
 		switch {
 		case ent == nil:
 			r.Status, r.Reason, r.FinishedAt = StatusCancelled, "removed: the hook no longer exists", now
 			s.finishRecord(r)
-		case ent.queued == nil:
+		case ent.queued == nil && ent.active == nil:
 			ent.queued = r
 			s.queue = append(s.queue, &queuedRun{r, ent})
 			s.live[r.ID] = ent
@@ -273,7 +291,6 @@ func (s *state) restoreQueue(ctx context.Context, now time.Time) error {
 			s.finishRecord(r)
 		}
 	}
-	return nil
 }
 
 // schedule sets ent's next slot after t and its place in the heap.
@@ -404,7 +421,7 @@ func (s *state) newAlarm() Alarm {
 // at: the next due slot or retry; zero when none, or while stopping
 // (fireDue fires nothing then, so the loop must not spin on a due slot).
 func (s *state) nextWake() time.Time {
-	if s.stopping() {
+	if s.stopping() || !s.schedules() {
 		return time.Time{}
 	}
 	var next time.Time
@@ -428,7 +445,7 @@ func (s *state) stopping() bool {
 
 // fireDue fires every hook whose jittered slot has come.
 func (s *state) fireDue(now time.Time) {
-	if s.stopping() {
+	if s.stopping() || !s.schedules() {
 		return
 	}
 	for len(s.due) > 0 && !s.due[0].due.After(now) {
@@ -755,8 +772,15 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	ent.lastStart, ent.lastRunID, ent.lastStatus = now, run.ID, StatusRunning
 	s.running++
 	s.live[run.ID] = ent
-	s.e.runs.Add(1)
 	snap := *run
+	if s.e.cfg.Cluster != nil {
+		cancel(errRunOver) // a node that claims it runs it, under its own context
+		act.cancel = s.e.remoteCancel(run.ID)
+		s.remote[run.ID] = act
+		go s.e.release(ent, act)
+		return act, &snap
+	}
+	s.e.runs.Add(1)
 	go s.e.execute(ctx, ent, ent.hook, act, prevStart)
 	return act, &snap
 }
@@ -783,6 +807,7 @@ func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 		ent.lastStatus = run.Status
 	}
 	delete(s.live, run.ID)
+	delete(s.remote, run.ID)
 	s.finishWaiters(run)
 	if ent.active == nil && s.retired[ent.hook.Name] == ent {
 		delete(s.retired, ent.hook.Name) // its last run is over: the hook is gone
@@ -824,7 +849,7 @@ func (s *state) drainQueue() {
 // start of the run ev starts marks ev dispatched in the same transaction.
 func (s *state) dispatch(ev *Event, mark bool) []*Run {
 	// Progress events are for watchers, never for hooks (progress.go).
-	if s.cfg.Events == nil || s.stopping() || ProgressEventType(ev.Type) {
+	if s.cfg.Events == nil || s.stopping() || !s.schedules() || ProgressEventType(ev.Type) {
 		return nil
 	}
 	s.match = s.cfg.Events.Match(s.match[:0], ev)
@@ -854,7 +879,7 @@ func (s *state) dispatch(ev *Event, mark bool) []*Run {
 		if _, ok := FromTool(ev.Source); ok {
 			reason = ev.Source // the data is a model's: the run is marked, and gated, as such
 		}
-		if _, ok := s.cfg.Store.(DispatchStarter); ok && mark && ev.Seq != 0 && len(s.match) == 1 {
+		if _, ok := s.cfg.Store.(DispatchStarter); (ok || s.e.cfg.Cluster != nil) && mark && ev.Seq != 0 && len(s.match) == 1 {
 			s.marking = marking{hook: name, seq: ev.Seq}
 		}
 		res := s.trigger(ent, trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth})
@@ -871,6 +896,13 @@ func (s *state) flushEvents() {
 	for len(s.events) > 0 {
 		ev := s.events[0]
 		s.events = s.events[1:]
+		if !s.schedules() && !ProgressEventType(ev.Type) {
+			// A cluster node that does not schedule: the scheduler
+			// dispatches it from the store.
+			s.e.storePending(ev)
+			s.e.notify(ev)
+			continue
+		}
 		s.e.logEvent(ev)
 		if ProgressEventType(ev.Type) {
 			s.track(ev)

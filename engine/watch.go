@@ -78,6 +78,9 @@ func (e *Engine) FireWatch(ctx context.Context, hook string, ev *Event) (*Run, e
 		case s.stopping():
 			err = ErrStopped
 			return
+		case !s.schedules():
+			err = e.notScheduler() // the scheduler's own watch fires it
+			return
 		}
 		e.logEvent(ev)
 		e.notify(ev)

@@ -222,7 +222,8 @@ func (w *Watcher) flush(wt *watch) {
 		switch {
 		case err == nil:
 			log.Info("file watch fired", "hook", name, "event", ev.Type, "changes", len(changes), "run", run.ID)
-		case errors.Is(err, engine.ErrStopped), errors.Is(err, context.Canceled):
+		case errors.Is(err, engine.ErrStopped), errors.Is(err, context.Canceled), errors.Is(err, engine.ErrNotScheduler):
+			// A cluster node that does not schedule: the scheduler's watch fires.
 			return // not recorded: a scan_on_start snapshot keeps the changes for the next start
 		case errors.Is(err, engine.ErrNotFound):
 			log.Info("file watch: hook is gone", "hook", name)

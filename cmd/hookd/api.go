@@ -180,6 +180,8 @@ func writeErr(w http.ResponseWriter, err error) {
 		writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
 	case errors.Is(err, engine.ErrStopped):
 		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "hookd is shutting down"})
+	case errors.Is(err, engine.ErrNotScheduler):
+		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error()})
 	case errors.Is(err, engine.ErrDuplicateEvent):
 		writeJSON(w, http.StatusConflict, apiError{Error: err.Error()})
 	default:

@@ -50,8 +50,11 @@ const dbTimeout = 30 * time.Second
 
 // lockAndOpen takes the database's daemon lock and opens the store. sqlite
 // is the SQLite store when that is the store (its own features: vacuum,
-// retention, file checks), nil on PostgreSQL.
-func lockAndOpen(d *config.Daemon) (st daemonStore, sqlite *store.DB, lock daemonLock, err error) {
+// retention, file checks), nil on PostgreSQL. On PostgreSQL a node of a
+// cluster (node set: `hookd serve`) takes its node lock, which any number
+// of nodes of different names hold at once; anything else (node "", an
+// offline command) takes the database alone.
+func lockAndOpen(d *config.Daemon, node string) (st daemonStore, sqlite *store.DB, lock daemonLock, err error) {
 	if d.Database != "" {
 		// The node's own state (its socket) stays in the directory of db.
 		if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
@@ -59,7 +62,12 @@ func lockAndOpen(d *config.Daemon) (st daemonStore, sqlite *store.DB, lock daemo
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
 		defer cancel()
-		pl, err := lockWaiting(ctx, d.Database)
+		pl, err := lockWaiting(ctx, func(ctx context.Context) (*postgres.DaemonLock, error) {
+			if node != "" {
+				return postgres.LockNode(ctx, d.Database, node)
+			}
+			return postgres.Lock(ctx, d.Database)
+		})
 		if err != nil {
 			return nil, nil, nil, lockError(err, d)
 		}
@@ -85,8 +93,7 @@ func lockAndOpen(d *config.Daemon) (st daemonStore, sqlite *store.DB, lock daemo
 // lockError says who holds a PostgreSQL database's lock.
 func lockError(err error, d *config.Daemon) error {
 	if errors.Is(err, engine.ErrLocked) {
-		return fmt.Errorf("%w: another hookd uses %s (one node per database for now; see docs/cluster.md)",
-			engine.ErrLocked, postgres.Describe(d.Database))
+		return fmt.Errorf("%w (see docs/cluster.md)", err)
 	}
 	return err
 }
@@ -137,12 +144,12 @@ func whereOf(d *config.Daemon) dbWhere {
 // moment ago (a restart right after a crash) shortly after the kill.
 const lockWait = 3 * time.Second
 
-// lockWaiting takes the daemon lock, trying again for up to lockWait
+// lockWaiting takes a lock with take, trying again for up to lockWait
 // while another session holds it.
-func lockWaiting(ctx context.Context, url string) (*postgres.DaemonLock, error) {
+func lockWaiting(ctx context.Context, take func(context.Context) (*postgres.DaemonLock, error)) (*postgres.DaemonLock, error) {
 	deadline := time.Now().Add(lockWait)
 	for {
-		l, err := postgres.Lock(ctx, url)
+		l, err := take(ctx)
 		if err == nil || !errors.Is(err, engine.ErrLocked) || time.Now().After(deadline) {
 			return l, err
 		}

@@ -539,7 +539,7 @@ func setPaused(c *cli, args []string, paused bool) int {
 	if !found {
 		return c.errorf("no hook named %q", name)
 	}
-	db, _, lock, err := lockAndOpen(d)
+	db, _, lock, err := lockAndOpen(d, "")
 	if err != nil {
 		return c.errorf("%v", err)
 	}

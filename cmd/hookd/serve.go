@@ -137,6 +137,11 @@ func cmdServe(c *cli, args []string) int {
 		os.Remove(sock)
 	}()
 	attrs := []any{"hooks", len(l.hooks), "dir", d.HooksDir, "db", databaseName(d), "socket", sock, "max_concurrent", d.MaxConcurrent}
+	if l.member != nil {
+		self, scheduler := l.eng.Scheduler()
+		attrs = append(attrs, "node", l.member.Node(), "node_max_concurrent", l.member.Capacity(),
+			"heartbeat_timeout", l.member.Timeout(), "schedules", self, "scheduler", scheduler)
+	}
 	if d.Listen != "" {
 		tsrv, addr, err := api.serveTCP(d.Listen, token)
 		if err != nil {

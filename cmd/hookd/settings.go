@@ -14,6 +14,7 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/handlers"
 	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/store/postgres"
 	"github.com/hookd/hookd/triggers"
 
 	"github.com/hookd/hookd/steps" // also registers the step kinds
@@ -93,6 +94,8 @@ type local struct {
 	model *model        // the LLM client and MCP servers hookd started with
 	llm   *swapLLM      // the engine's client: model, or what a reloaded hookd.yaml replaced it with
 	lock  daemonLock
+
+	member *postgres.Member // this node of the cluster, with database: on PostgreSQL (hookd serve); else nil
 }
 
 // openLocal takes the database lock, opens the store, loads the hooks and
@@ -113,6 +116,13 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 // newLocal is openLocal without starting the engine, so that observers
 // can subscribe before the first event.
 func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
+	// hookd serve on PostgreSQL is a node of a cluster (docs/cluster.md).
+	node := ""
+	if d.Database != "" && !manual {
+		if node = d.NodeName(); !config.ValidNodeName(node) {
+			return nil, fmt.Errorf("the host name %q cannot name this node: set node.name in %s", node, d.SettingsPath)
+		}
+	}
 	// The hooks directory loads (reading files only) while the lock is
 	// taken and the database opened (migrated, on a first start): start-up
 	// waits for the longer of the two, not their sum. A lock held by
@@ -129,11 +139,16 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		r.hooks, r.hs, r.errs, r.err = c.loadAll(d)
 		loadDone <- r
 	}()
-	st, sqlite, lock, err := lockAndOpen(d)
+	st, sqlite, lock, err := lockAndOpen(d, node)
 	if err != nil {
 		return nil, err
 	}
 	l := &local{st: st, db: sqlite, lock: lock, feed: newEventFeed()}
+	var cluster engine.Cluster
+	if pg, ok := st.(*postgres.DB); ok && node != "" {
+		l.member = pg.Member(node, d.NodeMaxConcurrent(), d.Node.HeartbeatTimeout)
+		cluster = l.member
+	}
 	r := <-loadDone
 	hooks, hs, errs, err := r.hooks, r.hs, r.errs, r.err
 	if err != nil {
@@ -177,6 +192,8 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		Budget:         d.Budget,
 		Manual:         manual,
 		Guard:          l.guard,
+		Cluster:        cluster,
+		OthersStored:   l.feed.wake,
 	}, hooks)
 	if err != nil {
 		l.close()

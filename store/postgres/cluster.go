@@ -133,6 +133,9 @@ func (d *DB) EnqueueFenced(ctx context.Context, l Lease, r *engine.Run) error {
 		if _, err := tx.Exec(ctx, sqlInsertRun, args...); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `UPDATE runs SET claimable = true WHERE id = $1`, r.ID); err != nil {
+			return err
+		}
 		if !r.Slot.IsZero() {
 			tag, err := tx.Exec(ctx, `INSERT INTO slots (hook, slot, run_id) VALUES ($1, $2, $3)
 				ON CONFLICT (hook, slot) DO NOTHING`, r.Hook, timeInt(r.Slot), r.ID)
@@ -155,10 +158,10 @@ func (d *DB) EnqueueFenced(ctx context.Context, l Lease, r *engine.Run) error {
 	return nil
 }
 
-// ClaimRuns starts up to n queued runs on node, oldest first, and returns
-// them running. Queued rows other nodes are claiming at the same moment
-// are skipped (FOR UPDATE SKIP LOCKED), so nodes claim in parallel and
-// each run is claimed once.
+// ClaimRuns starts up to n queued runs the scheduler released (claimable,
+// member.go) on node, oldest first, and returns them running. Queued rows
+// other nodes are claiming at the same moment are skipped (FOR UPDATE
+// SKIP LOCKED), so nodes claim in parallel and each run is claimed once.
 func (d *DB) ClaimRuns(ctx context.Context, node string, n int) ([]*engine.Run, error) {
 	return d.claimRuns(ctx, node, n, nil)
 }
@@ -174,7 +177,7 @@ func (d *DB) claimRuns(ctx context.Context, node string, n int, versions map[str
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE runs SET status = 'running', node = $1,
 				started_at = (extract(epoch FROM clock_timestamp()) * 1e9)::bigint
-			WHERE seq IN (SELECT seq FROM runs WHERE status = 'queued'
+			WHERE seq IN (SELECT seq FROM runs WHERE status = 'queued' AND claimable
 				AND `+sqlVersionMatch+`
 				ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
 			RETURNING `+runCols+`, seq`, node, n, hooks, vers)

@@ -129,6 +129,7 @@ func TestClaimRunsOnce(t *testing.T) {
 	for i := range n {
 		must(t, d.InsertRun(ctx, &engine.Run{ID: fmt.Sprintf("q%03d", i), Hook: "h", Status: engine.StatusQueued, QueuedAt: t0}))
 	}
+	releaseAll(t, d)
 	nodes := []*DB{open(t, url), open(t, url), open(t, url)}
 	var (
 		wg      sync.WaitGroup
@@ -184,6 +185,7 @@ func TestSilentNodeInterrupted(t *testing.T) {
 	for i := range 4 {
 		must(t, d.InsertRun(ctx, &engine.Run{ID: fmt.Sprintf("q%d", i), Hook: fmt.Sprintf("h%d", i), Status: engine.StatusQueued, QueuedAt: t0}))
 	}
+	releaseAll(t, d)
 	must(t, d.Heartbeat(ctx, "a", 2, "v1"))
 	must(t, d.Heartbeat(ctx, "b", 2, "v1"))
 	ra, err := d.ClaimRuns(ctx, "a", 2)

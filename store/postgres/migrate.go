@@ -112,6 +112,7 @@ CREATE TABLE retries (
 	{3, "cluster: hook versions of nodes and runs", sqlHookVersions}, // hookversions.go
 	{4, "token usage", sqlUsage},                                     // usage.go
 	{5, "full-text search of runs", sqlSearch},                       // search.go
+	{6, "cluster: runs released to the nodes", sqlReleased},          // member.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store/pgtest"
+	"github.com/hookd/hookd/store/postgres"
+	"github.com/jackc/pgx/v5"
+)
+
+// A cluster in these tests: real `hookd serve` processes, each in a
+// directory of its own (its socket, its hookd.yaml naming it), sharing
+// one PostgreSQL database and the same hooks. Steps append to one side
+// log, naming the node they ran on (HOOKD_TEST_NODE), so that what ran
+// is read from the steps themselves, not from the database.
+
+type clusterNode struct {
+	name string
+	e    *env
+	d    *daemon
+}
+
+// newCluster makes the directories of nodes n1..nN on url; nodeOpts are
+// added to each node's node: and settings to its hookd.yaml. hooks may
+// name the side log as %[1]s.
+func newCluster(t *testing.T, url string, n int, nodeOpts, settings string, hooks map[string]string) ([]*clusterNode, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hkside")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	side := filepath.Join(dir, "side.log")
+	expanded := map[string]string{}
+	for name, body := range hooks {
+		expanded[name] = strings.ReplaceAll(body, "%[1]s", side)
+	}
+	var nodes []*clusterNode
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("n%d", i)
+		e := newEnv(t, fmt.Sprintf("database: %s\nnode: {name: %s, %s}\n%s", url, name, nodeOpts, settings), expanded)
+		e.environ = append(e.environ, "HOOKD_TEST_NODE="+name)
+		nodes = append(nodes, &clusterNode{name: name, e: e})
+	}
+	return nodes, side
+}
+
+// scheduler returns the node holding an unexpired scheduler lease, or "".
+func scheduler(t *testing.T, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var holder string
+	err = conn.QueryRow(ctx, `SELECT holder FROM leases WHERE name = 'scheduler' AND expires_at > now()`).Scan(&holder)
+	if err != nil {
+		return ""
+	}
+	name, _, _ := strings.Cut(holder, "/")
+	return name
+}
+
+func nodeNamed(nodes []*clusterNode, name string) *clusterNode {
+	for _, n := range nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func clusterLogs(nodes []*clusterNode) string {
+	var b strings.Builder
+	for _, n := range nodes {
+		if n.d != nil {
+			fmt.Fprintf(&b, "--- node %s:\n%s\n", n.name, n.d.log)
+		}
+	}
+	return b.String()
+}
+
+// sideLine is one line a step appended: SLOT hook slot run node, or
+// EVENT hook key run node.
+type sideLine struct {
+	kind, hook, key, run, node string
+}
+
+func readSide(t *testing.T, path string) []sideLine {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []sideLine
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 5 || (f[0] != "SLOT" && f[0] != "EVENT") {
+			t.Errorf("unexpected side log line %q", line)
+			continue
+		}
+		out = append(out, sideLine{f[0], f[1], f[2], f[3], f[4]})
+	}
+	return out
+}
+
+// checkSlotsOnce fails the test for a slot of a hook that ran in two
+// runs, and returns how many slots ran.
+func checkSlotsOnce(t *testing.T, lines []sideLine) int {
+	t.Helper()
+	runs := map[string]map[string]bool{}
+	for _, l := range lines {
+		if l.kind != "SLOT" {
+			continue
+		}
+		if !strings.Contains(l.key, "T") {
+			t.Errorf("side log line without a slot: %+v", l)
+		}
+		k := l.hook + " " + l.key
+		if runs[k] == nil {
+			runs[k] = map[string]bool{}
+		}
+		runs[k][l.run] = true
+	}
+	for k, ids := range runs {
+		if len(ids) > 1 {
+			t.Errorf("slot %s ran in %d runs: %v", k, len(ids), ids)
+		}
+	}
+	return len(runs)
+}
+
+// openPG opens the database for the test's own reads.
+func openPG(t *testing.T, url string) *postgres.DB {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// notFinal returns the runs of the database that are queued or running.
+func notFinal(t *testing.T, db *postgres.DB) []*engine.Run {
+	t.Helper()
+	runs, err := db.ListRuns(context.Background(), engine.RunFilter{Limit: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*engine.Run
+	for _, r := range runs {
+		if !r.Status.Final() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+const clusterTwoHooks = `trigger: {every: 1s}
+env_passthrough: [HOOKD_TEST_NODE]
+steps:
+  - type: shell
+    command: 'echo "SLOT tick {{event.slot}} {{run}} $HOOKD_TEST_NODE" >> %[1]s; sleep 0.3'
+skip_llm: true
+`
+
+// workHook is an event hook whose step takes a second, so that runs
+// released together outnumber one node's capacity for long enough.
+func workHook(name string) string {
+	return `trigger: {event: work.item}
+overlap: queue
+env_passthrough: [HOOKD_TEST_NODE]
+steps:
+  - type: shell
+    command: 'echo "EVENT ` + name + ` {{event.key}} {{run}} $HOOKD_TEST_NODE" >> %[1]s; sleep 1'
+skip_llm: true
+`
+}
+
+// TestClusterTwoNodes: two `hookd serve` on one PostgreSQL database. One
+// schedules; runs released together beyond one node's capacity run on
+// both; an event posted to the node that does not schedule is stored,
+// acknowledged and run once; SIGKILL of the scheduler hands scheduling to
+// the other node, whose periodic hook goes on without firing a slot
+// twice; the killed node comes back as a worker and its killed runs are
+// interrupted, none left running.
+func TestClusterTwoNodes(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	hooks := map[string]string{"tick.yaml": clusterTwoHooks}
+	for i := 1; i <= 4; i++ {
+		hooks[fmt.Sprintf("w%d.yaml", i)] = workHook(fmt.Sprintf("w%d", i))
+	}
+	nodes, side := newCluster(t, url, 2, "max_concurrent: 2, heartbeat_timeout: 2s", "max_concurrent: 4\n", hooks)
+	for _, n := range nodes {
+		n.d = n.e.serve()
+	}
+	logs := func() string { return clusterLogs(nodes) }
+	var lead *clusterNode
+	waitFor(t, "a scheduler", func() bool { lead = nodeNamed(nodes, scheduler(t, url)); return lead != nil }, logs)
+	other := nodes[0]
+	if other == lead {
+		other = nodes[1]
+	}
+	// Events posted to the node that does not schedule: acknowledged once
+	// stored, run once each; four at once are more than one node's two.
+	for i := 1; i <= 2; i++ {
+		r := other.e.must(0, "emit", "work.item", "key=k"+strconv.Itoa(i))
+		if strings.Contains(r.stderr, "error") {
+			t.Errorf("emit on the worker node:\n%s", r)
+		}
+	}
+	db := openPG(t, url)
+	events := func(lines []sideLine) map[string]map[string]bool { // key -> "hook run"
+		out := map[string]map[string]bool{}
+		for _, l := range lines {
+			if l.kind == "EVENT" {
+				if out[l.key] == nil {
+					out[l.key] = map[string]bool{}
+				}
+				out[l.key][l.hook+" "+l.run] = true
+			}
+		}
+		return out
+	}
+	waitFor(t, "8 event runs (2 events x 4 hooks)", func() bool {
+		n := 0
+		for _, runs := range events(readSide(t, side)) {
+			n += len(runs)
+		}
+		return n >= 8
+	}, logs)
+	ranOn := map[string]int{}
+	for _, l := range readSide(t, side) {
+		if l.kind == "EVENT" {
+			ranOn[l.node]++
+		}
+	}
+	if ranOn["n1"] == 0 || ranOn["n2"] == 0 {
+		t.Errorf("event runs by node: %v; want both nodes to run some (4 released at once, 2 per node)", ranOn)
+	}
+	waitFor(t, "3 slots of the periodic hook", func() bool { return checkSlotsOnce(t, readSide(t, side)) >= 3 }, logs)
+
+	// SIGKILL the scheduler: the other node takes over within the lease.
+	lead.d.kill()
+	killed := time.Now()
+	waitFor(t, "the other node to schedule", func() bool { return scheduler(t, url) == other.name }, logs)
+	t.Logf("failover took %s", time.Since(killed).Round(time.Millisecond))
+	slots := checkSlotsOnce(t, readSide(t, side))
+	waitFor(t, "the periodic hook to go on", func() bool { return checkSlotsOnce(t, readSide(t, side)) >= slots+2 }, logs)
+
+	// The killed node comes back as a worker under the same name.
+	lead.d = lead.e.serve()
+	if got := scheduler(t, url); got != other.name {
+		t.Errorf("scheduler after the restart: %q, want %s", got, other.name)
+	}
+	lead.e.must(0, "emit", "work.item", "key=k3")
+	waitFor(t, "the event posted to the restarted node to run on every work hook", func() bool {
+		return len(events(readSide(t, side))["k3"]) >= 4
+	}, logs)
+
+	for _, n := range nodes {
+		n.d.signal(syscall.SIGTERM)
+	}
+	for _, n := range nodes {
+		if code := n.d.wait(); code != 0 {
+			t.Errorf("node %s exited %d after SIGTERM", n.name, code)
+		}
+	}
+	if left := notFinal(t, db); len(left) > 0 {
+		for _, r := range left {
+			t.Errorf("run %s of %s left %s", r.ID, r.Hook, r.Status)
+		}
+	}
+	checkSlotsOnce(t, readSide(t, side))
+	for key, runs := range events(readSide(t, side)) {
+		if len(runs) != 4 {
+			t.Errorf("event %s ran %d times, want once on each of 4 hooks: %v", key, len(runs), runs)
+		}
+	}
+	if t.Failed() || os.Getenv("HOOKD_TEST_LOGS") != "" {
+		t.Log(logs())
+	}
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Cluster is what an engine needs to be one node of several sharing a
+// database (PostgreSQL; docs/cluster.md). With Config.Cluster set:
+//
+//   - one node at a time schedules: the holder of the scheduler lease. It
+//     runs the loop and every gate as a single daemon does, rebuilt from
+//     the database when it takes the lease over, but it does not execute
+//     what it admits: it releases the run to the nodes (Release, fenced
+//     by the lease) and counts it in flight until the run's record is
+//     final in the store (Final), whichever node ran it;
+//   - every node, the scheduler included, claims released runs up to its
+//     own capacity (Claim), executes them and records their end
+//     (FinishOn); it heartbeats meanwhile, and the scheduler declares the
+//     runs of a node that stopped heartbeating interrupted (Expire).
+//
+// Events and triggers reach the scheduler through the store: an event
+// posted to any node is stored pending and dispatched by the scheduler.
+type Cluster interface {
+	// Node names this node; Capacity is how many runs it executes at once.
+	Node() string
+	Capacity() int
+	// Interval is how often the node heartbeats and the scheduler renews
+	// its lease; Timeout how long either lasts without renewal.
+	Interval() time.Duration
+	Timeout() time.Duration
+
+	// Lead takes the scheduler lease, or renews it when this node holds
+	// it; ok is false while another node holds it. holder names the
+	// holder either way.
+	Lead(ctx context.Context) (holder string, ok bool, err error)
+	// Resign gives the lease up, so another node takes it at once.
+	Resign(ctx context.Context) error
+	// Release records r (new, or queued before) as queued for the nodes to
+	// claim, claiming its slot, and marks the stored event markSeq
+	// dispatched (0: none), in one transaction that also checks the lease:
+	// an error wrapping ErrLeaseLost when this node no longer holds it,
+	// ErrSlotTaken when the slot fired before.
+	Release(ctx context.Context, r *Run, markSeq int64) error
+	// InFlight returns the runs released and not final (claimed or not);
+	// Waiting the queued runs not released (the queue and pending runs).
+	InFlight(ctx context.Context) ([]*Run, error)
+	Waiting(ctx context.Context) ([]*Run, error)
+	// Final returns the runs among ids whose record is final.
+	Final(ctx context.Context, ids []string) ([]*Run, error)
+	// Expire marks interrupted the runs of nodes silent for Timeout.
+	Expire(ctx context.Context, now time.Time) ([]*Run, error)
+
+	// Heartbeat tells the others this node is alive.
+	Heartbeat(ctx context.Context) error
+	// Recover marks interrupted the runs an earlier process of this node
+	// left running, with their process groups (on this machine).
+	Recover(ctx context.Context, now time.Time) ([]*Run, error)
+	// Claim starts up to n released runs on this node, oldest first.
+	Claim(ctx context.Context, n int) ([]*Run, error)
+	// FinishOn stores the final record of a run this node holds; a run it
+	// no longer holds (declared interrupted) wraps ErrNotFound.
+	FinishOn(ctx context.Context, r *Run) error
+
+	// Notify tells every node about w, with a payload (a run id for
+	// WakeDone and WakeCancel).
+	Notify(ctx context.Context, w Wake, payload string) error
+	// Wakes delivers what other nodes (and this one) Notify, until ctx
+	// ends. A wake-up may be lost (a reconnect): the engine polls as well.
+	Wakes(ctx context.Context) <-chan WakeUp
+}
+
+// Wake is what a cluster wake-up is about.
+type Wake int
+
+const (
+	WakeWork   Wake = iota // runs were released: claim
+	WakeDone               // a run's record is final (payload: its id)
+	WakeEvents             // events were stored (pending ones to dispatch, the live stream to read)
+	WakeCancel             // cancel a run (payload: cancelRequest)
+)
+
+// WakeUp is one wake-up.
+type WakeUp struct {
+	Wake    Wake
+	Payload string
+}
+
+// ErrLeaseLost is wrapped by a scheduler's write refused because another
+// node holds the scheduler lease now, or the lease expired.
+var ErrLeaseLost = errors.New("engine: the scheduler lease was lost")
+
+// ErrNotScheduler is returned by a node that does not schedule for what
+// only the scheduler decides (a fire).
+var ErrNotScheduler = errors.New("engine: this node does not schedule")

@@ -1,0 +1,622 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// clusterNode is an engine's side of a cluster (Config.Cluster, see
+// Cluster): holding the scheduler lease, releasing runs, claiming and
+// executing them, and hearing of their end.
+type clusterNode struct {
+	// dispatchMu makes dispatching stored events one at a time on the
+	// scheduler: an Emit (store, then dispatch) and DispatchPending (read
+	// the pending events, dispatch them) never dispatch one event twice.
+	dispatchMu sync.Mutex
+	defs       atomic.Pointer[map[string]*Hook] // the hooks by name, for the runs this node claims
+
+	claimMu sync.Mutex         // held while claiming, so none starts once Shutdown waits
+	localMu sync.Mutex         // guards local
+	local   map[string]*active // runs this node executes, by id
+
+	leading  atomic.Bool            // this node holds the scheduler lease (and its loop schedules)
+	holder   atomic.Pointer[string] // the scheduler's node, as last seen
+	leaseAt  time.Time              // when the latest successful Lead began (leadLoop's)
+	failOnce sync.Once
+
+	wakeWork, wakePoll, wakeEvents chan struct{}
+}
+
+func (e *Engine) initCluster() {
+	e.local = map[string]*active{}
+	e.wakeWork = make(chan struct{}, 1)
+	e.wakePoll = make(chan struct{}, 1)
+	e.wakeEvents = make(chan struct{}, 1)
+	e.setDefs(e.hooks)
+}
+
+// setDefs records the hooks claimed runs are executed with.
+func (e *Engine) setDefs(hooks []*Hook) {
+	m := make(map[string]*Hook, len(hooks))
+	for _, h := range hooks {
+		m[h.Name] = h
+	}
+	e.defs.Store(&m)
+}
+
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// schedules reports whether this loop schedules: always on a single
+// daemon, on the holder of the lease in a cluster.
+func (s *state) schedules() bool { return s.e.cfg.Cluster == nil || s.leader }
+
+// Scheduler reports, on a cluster node, whether this node schedules and
+// which node does (as last seen); on a single daemon, true and "".
+func (e *Engine) Scheduler() (self bool, node string) {
+	if e.cfg.Cluster == nil {
+		return true, ""
+	}
+	if p := e.holder.Load(); p != nil {
+		node = *p
+	}
+	return e.leading.Load(), node
+}
+
+func (e *Engine) notScheduler() error {
+	_, node := e.Scheduler()
+	if node == "" {
+		return fmt.Errorf("%w: node %s waits for the scheduler lease", ErrNotScheduler, e.cfg.Cluster.Node())
+	}
+	return fmt.Errorf("%w: node %s does not schedule, node %s does: send it there", ErrNotScheduler, e.cfg.Cluster.Node(), node)
+}
+
+// fail stops a node that lost the scheduler lease: it triggers nothing
+// more and reports err on Failed (the daemon exits; its runs end with it).
+func (e *Engine) fail(err error) {
+	e.failOnce.Do(func() {
+		e.log.Error("hookd must stop: nothing more will be triggered", "err", err)
+		e.halt()
+		select {
+		case e.failed <- err:
+		default:
+		}
+	})
+}
+
+// startCluster starts a node: it heartbeats, tries for the lease, marks
+// interrupted the runs an earlier process of this node left (after
+// taking the lease, if it did: the new scheduler then counts them in
+// flight and sees them end) and starts the node's goroutines.
+func (e *Engine) startCluster(ctx, loopCtx context.Context) error {
+	cl := e.cfg.Cluster
+	if err := cl.Heartbeat(ctx); err != nil {
+		return err
+	}
+	e.tryLead(ctx)
+	runs, err := cl.Recover(ctx, e.cfg.Clock.Now())
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		e.log.Warn("run interrupted by a previous stop of this node", "hook", r.Hook, "run", r.ID)
+		if err := e.do(ctx, func(s *state) { s.reapInterrupted(r) }); err != nil {
+			return err
+		}
+		e.tell(WakeDone, r.ID)
+	}
+	go e.wakeLoop(loopCtx, cl.Wakes(loopCtx))
+	go e.leadLoop(loopCtx)
+	go e.workLoop(loopCtx)
+	go e.pollLoop(loopCtx)
+	go e.dispatchLoop(loopCtx)
+	return nil
+}
+
+// tell notifies every node, logging a failure: they poll as well.
+func (e *Engine) tell(w Wake, payload string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.cfg.Cluster.Notify(ctx, w, payload); err != nil {
+		e.log.Warn("notify the other nodes; they notice at their next poll", "err", err)
+	}
+}
+
+// tellScheduler tells a cluster's scheduler that hook states changed.
+func (e *Engine) tellScheduler() {
+	if e.cfg.Cluster != nil {
+		e.tell(WakeDone, "")
+	}
+}
+
+// leadLoop heartbeats and takes or renews the lease every Interval. A
+// stopping node gives the lease up at once but heartbeats on while its
+// runs finish.
+func (e *Engine) leadLoop(ctx context.Context) {
+	cl := e.cfg.Cluster
+	t := time.NewTicker(cl.Interval())
+	defer t.Stop()
+	stopping, resigned := e.stopping, false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-stopping:
+			stopping = nil
+		}
+		if err := cl.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("heartbeat failed", "err", err)
+		}
+		select {
+		case <-e.stopping:
+			if !resigned && e.leading.Load() {
+				resigned = true
+				if err := cl.Resign(context.WithoutCancel(ctx)); err != nil {
+					e.log.Warn("give up the scheduler lease; another node takes it when it expires", "err", err)
+				}
+			}
+			continue
+		default:
+		}
+		e.tryLead(ctx)
+		if e.leading.Load() {
+			if runs, err := cl.Expire(ctx, e.cfg.Clock.Now()); err != nil {
+				e.log.Warn("expire silent nodes", "err", err)
+			} else if len(runs) > 0 {
+				for _, r := range runs {
+					e.log.Warn("run interrupted: its node stopped heartbeating", "hook", r.Hook, "run", r.ID)
+				}
+				poke(e.wakePoll)
+			}
+		}
+	}
+}
+
+// tryLead takes or renews the lease; a node that takes it over builds
+// the scheduler's state from the store, and one that lost it stops.
+func (e *Engine) tryLead(ctx context.Context) {
+	cl := e.cfg.Cluster
+	began := time.Now()
+	holder, ok, err := cl.Lead(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if e.leading.Load() && time.Since(e.leaseAt) >= cl.Timeout()-cl.Interval() {
+			e.fail(fmt.Errorf("%w: it could not be renewed in time: %w", ErrLeaseLost, err))
+			return
+		}
+		e.log.Warn("take or renew the scheduler lease", "err", err)
+		return
+	}
+	e.holder.Store(&holder)
+	switch {
+	case ok && e.leading.Load():
+		e.leaseAt = began
+	case ok:
+		e.leaseAt = began
+		var terr error
+		if err := e.do(ctx, func(s *state) { terr = s.takeover(ctx) }); err != nil {
+			terr = err
+		}
+		if terr != nil {
+			e.log.Error("take over scheduling; giving the lease up", "err", terr)
+			if err := cl.Resign(context.WithoutCancel(ctx)); err != nil {
+				e.log.Warn("give up the scheduler lease", "err", err)
+			}
+			return
+		}
+		e.leading.Store(true)
+		e.log.Info("this node schedules now", "node", cl.Node(), "took", time.Since(began).Round(time.Millisecond))
+		poke(e.wakeEvents)
+		poke(e.wakePoll)
+	case e.leading.Load():
+		e.fail(fmt.Errorf("%w: node %s holds it now", ErrLeaseLost, holder))
+	}
+}
+
+// takeover builds the scheduler's state from the store, as a daemon's
+// start does: the hooks' saved state, the runs in flight on any node, the
+// queue and pending runs, pending retries, and the schedules with their
+// on_missed for the slots no scheduler fired meanwhile.
+func (s *state) takeover(ctx context.Context) error {
+	cl := s.e.cfg.Cluster
+	now := s.cfg.Clock.Now()
+	saved, err := s.cfg.Store.HookStates(ctx)
+	if err != nil {
+		return fmt.Errorf("load hook states: %w", err)
+	}
+	inflight, err := cl.InFlight(ctx)
+	if err != nil {
+		return err
+	}
+	waiting, err := cl.Waiting(ctx)
+	if err != nil {
+		return err
+	}
+	s.due = s.due[:0]
+	s.queue, s.running, s.reruns, s.retries = nil, 0, nil, nil
+	s.live, s.remote, s.retired = map[string]*entry{}, map[string]*active{}, map[string]*entry{}
+	s.marking = marking{}
+	for name, ent := range s.hooks {
+		*ent = *newEntry(ent.hook, saved[name])
+		if err := s.loadStarts(ctx, ent, now); err != nil {
+			return err
+		}
+	}
+	for _, r := range inflight {
+		ent := s.hooks[r.Hook]
+		if ent == nil { // removed from hooks.d; in flight until it ends
+			if ent = s.retired[r.Hook]; ent == nil {
+				ent = &entry{hook: &Hook{Name: r.Hook}, heapIdx: -1}
+				s.retired[r.Hook] = ent
+			}
+		}
+		started := make(chan struct{})
+		close(started)
+		act := &active{run: r, cancel: s.e.remoteCancel(r.ID), started: started, wasQueued: true,
+			progress: &RunProgress{RunID: r.ID, Hook: r.Hook, Trigger: r.Trigger, StartedAt: r.StartedAt, Since: now, Steps: []StepProgress{}}}
+		if ent.active == nil {
+			ent.active = act
+		}
+		s.running++
+		s.live[r.ID] = ent
+		s.remote[r.ID] = act
+	}
+	s.requeue(waiting, now)
+	if err := s.restoreRetries(ctx); err != nil {
+		return err
+	}
+	s.leader = true
+	for _, ent := range s.hooks {
+		if h := ent.hook; h.Trigger.Periodic() && h.Trigger.Schedule != nil {
+			s.initSchedule(ent, now)
+		}
+	}
+	s.startCatchups()
+	s.drainQueue()
+	return nil
+}
+
+// release hands a run the scheduler admitted to the nodes (fenced by the
+// lease); the run is in flight until its record is final.
+func (e *Engine) release(ent *entry, act *active) {
+	ctx := context.Background()
+	err := e.cfg.Cluster.Release(ctx, act.run, act.markSeq)
+	if err == nil {
+		act.marked = act.markSeq != 0
+		close(act.started)
+		return
+	}
+	close(act.started)
+	if errors.Is(err, ErrLeaseLost) {
+		e.fail(err)
+	}
+	e.notStarted(ctx, act, err)
+	e.send(func(s *state) { s.finished(ent, act, nil) })
+}
+
+// cancelRequest asks the node executing a run to cancel it.
+type cancelRequest struct {
+	Run    string `json:"run"`
+	Status Status `json:"status"`
+	Cause  Cause  `json:"cause"`
+	Reason string `json:"reason"`
+}
+
+// remoteCancel is the cancel function of a run another node may execute:
+// it asks every node to cancel it (the one that runs it does).
+func (e *Engine) remoteCancel(id string) context.CancelCauseFunc {
+	return func(cause error) {
+		var cc *cancelCause
+		if !errors.As(cause, &cc) {
+			return // errRunOver: nothing to cancel
+		}
+		b, _ := json.Marshal(cancelRequest{Run: id, Status: cc.status, Cause: cc.cause, Reason: cc.reason})
+		go e.tell(WakeCancel, string(b))
+	}
+}
+
+func (e *Engine) cancelLocal(payload string) {
+	var req cancelRequest
+	if err := json.Unmarshal([]byte(payload), &req); err != nil {
+		return
+	}
+	e.localMu.Lock()
+	act := e.local[req.Run]
+	e.localMu.Unlock()
+	if act != nil {
+		act.cancel(&cancelCause{req.Status, req.Cause, req.Reason})
+	}
+}
+
+// wakeLoop routes the cluster's wake-ups.
+func (e *Engine) wakeLoop(ctx context.Context, wakes <-chan WakeUp) {
+	for w := range wakes {
+		switch w.Wake {
+		case WakeWork:
+			poke(e.wakeWork)
+		case WakeDone:
+			poke(e.wakePoll)
+		case WakeEvents:
+			poke(e.wakeEvents)
+			if f := e.cfg.OthersStored; f != nil {
+				f()
+			}
+		case WakeCancel:
+			e.cancelLocal(w.Payload)
+		}
+	}
+}
+
+// workLoop claims released runs while this node has room, woken by new
+// work, by its own runs ending, and every Interval.
+func (e *Engine) workLoop(ctx context.Context) {
+	t := time.NewTicker(e.cfg.Cluster.Interval())
+	defer t.Stop()
+	for {
+		e.claim(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.stopping:
+			return
+		case <-t.C:
+		case <-e.wakeWork:
+		}
+	}
+}
+
+func (e *Engine) claim(ctx context.Context) {
+	cl := e.cfg.Cluster
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	select {
+	case <-e.stopping:
+		return
+	default:
+	}
+	e.localMu.Lock()
+	free := cl.Capacity() - len(e.local)
+	e.localMu.Unlock()
+	if free <= 0 {
+		return
+	}
+	runs, err := cl.Claim(ctx, free)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("claim runs", "err", err)
+		}
+		return
+	}
+	for _, r := range runs {
+		rctx, cancel := context.WithCancelCause(e.runCtx)
+		started := make(chan struct{})
+		close(started)
+		act := &active{run: r, cancel: cancel, started: started}
+		e.localMu.Lock()
+		e.local[r.ID] = act
+		e.localMu.Unlock()
+		e.runs.Add(1)
+		go e.executeClaimed(rctx, act)
+	}
+}
+
+// claimBarrier returns once no claim is under way; after stopping is
+// closed, none starts.
+func (e *Engine) claimBarrier() {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock() //nolint:staticcheck // an empty critical section on purpose
+}
+
+// executeClaimed executes a run this node claimed and tells the
+// scheduler it ended.
+func (e *Engine) executeClaimed(ctx context.Context, act *active) {
+	defer e.runs.Done()
+	run := act.run
+	cl := e.cfg.Cluster
+	defer func() {
+		e.localMu.Lock()
+		delete(e.local, run.ID)
+		e.localMu.Unlock()
+		act.cancel(errRunOver)
+		poke(e.wakeWork)
+	}()
+	if h := (*e.defs.Load())[run.Hook]; h != nil {
+		e.perform(ctx, h, act, time.Time{}, cl.FinishOn)
+	} else {
+		run.Status, run.Cause = StatusFailed, CauseInternal
+		run.Error = fmt.Sprintf("hook %s is not loaded on node %s (its hooks.d differs from the scheduler's)", run.Hook, cl.Node())
+		run.FinishedAt = e.cfg.Clock.Now()
+		if err := cl.FinishOn(context.WithoutCancel(ctx), run); err != nil {
+			e.log.Error("store run result", "hook", run.Hook, "run", run.ID, "err", err)
+		}
+	}
+	e.tell(WakeDone, run.ID)
+}
+
+// pollLoop, on the scheduler, reads which released runs ended (woken when
+// a node says one did, and every Interval) and reads back the hooks'
+// paused state, which any node may change.
+func (e *Engine) pollLoop(ctx context.Context) {
+	cl := e.cfg.Cluster
+	t := time.NewTicker(cl.Interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-e.wakePoll:
+		}
+		if !e.leading.Load() {
+			continue
+		}
+		var ids []string
+		if e.do(ctx, func(s *state) {
+			for id := range s.remote {
+				ids = append(ids, id)
+			}
+		}) != nil {
+			return
+		}
+		finals, err := cl.Final(ctx, ids)
+		var saved map[string]HookState
+		if err == nil {
+			saved, err = e.cfg.Store.HookStates(ctx)
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("read which runs ended", "err", err)
+			}
+			continue
+		}
+		if e.do(ctx, func(s *state) {
+			for name, ent := range s.hooks {
+				ent.paused = saved[name].Paused
+			}
+			for _, r := range finals {
+				s.remoteFinished(ctx, r)
+			}
+		}) != nil {
+			return
+		}
+	}
+}
+
+// remoteFinished ends, on the scheduler, a released run whose record is
+// final: as a run of its own ends (the gates, the queue, the outcome
+// event), with the retry its node planned, or the interrupted policy
+// when its node stopped.
+func (s *state) remoteFinished(ctx context.Context, r *Run) {
+	act, ent := s.remote[r.ID], s.live[r.ID]
+	if act == nil || ent == nil {
+		return
+	}
+	act.run = r
+	now := s.cfg.Clock.Now()
+	var retry *PendingRetry
+	rerun := false
+	switch {
+	case r.Status == StatusInterrupted:
+		if !s.retryInterrupted(ctx, ent, r, now) {
+			rerun = ent.hook.OnInterrupted == InterruptedRerun && r.Trigger != TriggerRerun && s.hooks[r.Hook] == ent
+		}
+	case r.Retry != nil:
+		retry = s.plannedRetry(ctx, r)
+	}
+	s.finished(ent, act, retry)
+	ev := RunEvent(r)
+	ev.Time = r.FinishedAt
+	ev.Outcome.Intermediate = r.Retry != nil && ent.hook.Retry.Notify != RetryNotifyEach
+	s.events = append(s.events, ev)
+	if rerun && !s.stopping() {
+		res := s.trigger(ent, trig{reason: TriggerRerun, raw: r.Event, eventType: r.EventType, depth: r.Depth, force: true,
+			note: fmt.Sprintf("re-runs run %s, interrupted when its node stopped (on_interrupted: rerun)", r.ID)})
+		s.e.log.Info("re-running an interrupted run", "hook", r.Hook, "interrupted", r.ID, "run", res.run.ID, "err", res.err)
+	}
+}
+
+// plannedRetry is the pending retry the node that ran r stored.
+func (s *state) plannedRetry(ctx context.Context, r *Run) *PendingRetry {
+	rs, ok := s.cfg.Store.(RetryStore)
+	if !ok {
+		return nil
+	}
+	pending, err := rs.PendingRetries(ctx)
+	if err != nil {
+		s.e.log.Error("read the retry of a run; it is retried at the next takeover", "run", r.ID, "err", err)
+		return nil
+	}
+	for _, p := range pending {
+		if p.RunID == r.Retry.RunID && !slices.ContainsFunc(s.retries, func(q *PendingRetry) bool { return q.RunID == p.RunID }) {
+			return p
+		}
+	}
+	return nil
+}
+
+// dispatchLoop, on the scheduler, dispatches the events any node stored
+// pending: woken when events are stored, and every Interval.
+func (e *Engine) dispatchLoop(ctx context.Context) {
+	t := time.NewTicker(e.cfg.Cluster.Interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-e.wakeEvents:
+		}
+		if !e.leading.Load() {
+			continue
+		}
+		select {
+		case <-e.stopping:
+			continue
+		default:
+		}
+		if _, err := e.DispatchPending(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("dispatch stored events", "err", err)
+		}
+	}
+}
+
+// emitClustered is Emit on a cluster node: the event is stored pending
+// and the other nodes told; the scheduler dispatches it (here, at once,
+// when this node schedules).
+func (e *Engine) emitClustered(ctx context.Context, ds DispatchStore, ev *Event) ([]*Run, error) {
+	leading := e.leading.Load()
+	if leading {
+		e.dispatchMu.Lock()
+		defer e.dispatchMu.Unlock()
+	}
+	if err := ds.AppendPendingEvent(ctx, ev); err != nil {
+		if errors.Is(err, ErrDuplicateEvent) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("store event: %w", err)
+	}
+	e.tell(WakeEvents, "")
+	if !leading {
+		e.notify(ev)
+		return nil, nil
+	}
+	runs, err := e.dispatchDurable(ctx, ds, ev)
+	if errors.Is(err, ErrNotScheduler) {
+		return nil, nil
+	}
+	return runs, err
+}
+
+// storePending stores an event raised on a node that does not schedule,
+// for the scheduler to dispatch.
+func (e *Engine) storePending(ev *Event) {
+	ds, ok := e.cfg.Store.(DispatchStore)
+	if !ok {
+		e.logEvent(ev)
+		return
+	}
+	if ev.ID == "" {
+		ev.ID = NewID()
+	}
+	if ev.Time.IsZero() {
+		ev.Time = e.cfg.Clock.Now()
+	}
+	if err := ds.AppendPendingEvent(context.Background(), ev); err != nil && !errors.Is(err, ErrDuplicateEvent) {
+		e.log.Error("store an event for the scheduler", "type", ev.Type, "err", err)
+		return
+	}
+	e.tell(WakeEvents, "")
+}

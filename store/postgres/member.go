@@ -1,0 +1,330 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/jackc/pgx/v5"
+)
+
+// The engine's side of a cluster (engine.Cluster) on this database: a
+// Member is one hookd process taking part as a node.
+
+// sqlReleased is migration 3: a queued run is claimable by the nodes once
+// the scheduler released it; until then it waits in the scheduler's queue
+// (a concurrency slot, or a pending rerun of its hook).
+const sqlReleased = `
+ALTER TABLE runs ADD COLUMN claimable BOOLEAN NOT NULL DEFAULT false;
+CREATE INDEX runs_claimable ON runs (seq) WHERE status = 'queued' AND claimable;
+`
+
+// Channels a Member notifies and listens on, besides ChannelWork.
+const (
+	ChannelDone   = "hookd_done"   // a run's record is final (payload: its id)
+	ChannelEvents = "hookd_events" // events were stored
+	ChannelCancel = "hookd_cancel" // cancel a run (payload: the engine's request)
+)
+
+var wakeChannels = map[engine.Wake]string{
+	engine.WakeWork: ChannelWork, engine.WakeDone: ChannelDone,
+	engine.WakeEvents: ChannelEvents, engine.WakeCancel: ChannelCancel,
+}
+
+// Member is a node of the cluster: its name, its capacity and its hold
+// on the scheduler lease. Create it with DB.Member.
+type Member struct {
+	db       *DB
+	name     string
+	holder   string // name/instance: each process holds the lease under its own
+	capacity int
+	timeout  time.Duration
+
+	mu    sync.Mutex
+	lease Lease
+	held  bool
+}
+
+var _ engine.Cluster = (*Member)(nil)
+
+// Member returns this process as the node name, executing up to capacity
+// runs at once, whose heartbeats and lease last timeout. The caller must
+// hold name's node lock (LockNode): a Member takes over the lease a dead
+// process of its own name held without waiting for it to expire.
+func (d *DB) Member(name string, capacity int, timeout time.Duration) *Member {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return &Member{db: d, name: name, holder: name + "/" + hex.EncodeToString(b), capacity: capacity, timeout: timeout}
+}
+
+func (m *Member) Node() string            { return m.name }
+func (m *Member) Capacity() int           { return m.capacity }
+func (m *Member) Timeout() time.Duration  { return m.timeout }
+func (m *Member) Interval() time.Duration { return m.timeout / 5 }
+
+// Lead takes or renews the scheduler lease for Timeout. A lease held by
+// an earlier process of this node's name is taken over at once (with a
+// new token): that process is gone, since this one holds the node lock.
+func (m *Member) Lead(ctx context.Context) (string, bool, error) {
+	l := Lease{Name: SchedulerLease}
+	err := m.db.pool.QueryRow(ctx, `INSERT INTO leases (name, holder, token, expires_at)
+		VALUES ($1, $2, 1, now() + $3 * interval '1 microsecond')
+		ON CONFLICT (name) DO UPDATE SET
+			token = CASE WHEN leases.holder = excluded.holder THEN leases.token ELSE leases.token + 1 END,
+			holder = excluded.holder,
+			expires_at = excluded.expires_at
+		WHERE leases.holder = excluded.holder OR leases.expires_at < now()
+			OR split_part(leases.holder, '/', 1) = $4
+		RETURNING holder, token, expires_at`, l.Name, m.holder, m.timeout.Microseconds(), m.name).
+		Scan(&l.Holder, &l.Token, &l.Expires)
+	if errNoRows(err) {
+		var holder string
+		if err := m.db.pool.QueryRow(ctx, `SELECT holder FROM leases WHERE name = $1`, l.Name).Scan(&holder); err != nil {
+			return "", false, fmt.Errorf("read the scheduler lease: %w", err)
+		}
+		m.setLease(Lease{}, false)
+		return holderNode(holder), false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("take the scheduler lease: %w", err)
+	}
+	m.setLease(l, true)
+	return m.name, true, nil
+}
+
+func (m *Member) setLease(l Lease, held bool) {
+	m.mu.Lock()
+	m.lease, m.held = l, held
+	m.mu.Unlock()
+}
+
+func (m *Member) current() (Lease, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lease, m.held
+}
+
+// holderNode is the node name of a lease holder (name/instance).
+func holderNode(holder string) string {
+	for i := 0; i < len(holder); i++ {
+		if holder[i] == '/' {
+			return holder[:i]
+		}
+	}
+	return holder
+}
+
+// Resign gives the lease up if this process holds it.
+func (m *Member) Resign(ctx context.Context) error {
+	l, held := m.current()
+	if !held {
+		return nil
+	}
+	m.setLease(Lease{}, false)
+	return m.db.ReleaseLease(ctx, l)
+}
+
+// Release records r as queued and claimable, fenced by the lease: see
+// engine.Cluster.
+func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) error {
+	l, held := m.current()
+	if !held {
+		return fmt.Errorf("release run %s: %w", r.ID, engine.ErrLeaseLost)
+	}
+	args, err := runArgs(r, engine.StatusQueued)
+	if err != nil {
+		return fmt.Errorf("release run %s: %w", r.ID, err)
+	}
+	err = m.db.tx(ctx, func(tx pgx.Tx) error {
+		if err := fence(ctx, tx, l); err != nil {
+			return fmt.Errorf("%w: %w", engine.ErrLeaseLost, err)
+		}
+		if !r.Slot.IsZero() {
+			if err := slotFree(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
+				return err
+			}
+		}
+		// New, or the queued record of a run that waited.
+		tag, err := tx.Exec(ctx, sqlInsertRun+` ON CONFLICT (id) DO UPDATE SET
+				"trigger" = excluded."trigger", slot = coalesce(excluded.slot, runs.slot), reason = excluded.reason,
+				event_type = excluded.event_type, event = excluded.event, depth = excluded.depth, outcome = excluded.outcome
+			WHERE runs.status = 'queued'`, args...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("run is no longer queued: %w", engine.ErrNotFound)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE runs SET claimable = true WHERE id = $1`, r.ID); err != nil {
+			return err
+		}
+		if err := claimSlot(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
+			return err
+		}
+		if markSeq != 0 {
+			if _, err := tx.Exec(ctx, `UPDATE events SET dispatched = true WHERE seq = $1`, markSeq); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelWork, r.Hook)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// InFlight returns the runs released to the nodes and not final, oldest
+// first.
+func (m *Member) InFlight(ctx context.Context) ([]*engine.Run, error) {
+	runs, err := m.db.queryRuns(ctx, `SELECT `+runCols+`, seq FROM runs
+		WHERE status = 'running' OR (status = 'queued' AND claimable) ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("list runs in flight: %w", err)
+	}
+	return runs, nil
+}
+
+// Waiting returns the queued runs the scheduler has not released, oldest
+// first.
+func (m *Member) Waiting(ctx context.Context) ([]*engine.Run, error) {
+	runs, err := m.db.queryRuns(ctx, `SELECT `+runCols+`, seq FROM runs
+		WHERE status = 'queued' AND NOT claimable ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("list waiting runs: %w", err)
+	}
+	return runs, nil
+}
+
+// Final returns the runs among ids whose record is final.
+func (m *Member) Final(ctx context.Context, ids []string) ([]*engine.Run, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	runs, err := m.db.queryRuns(ctx, `SELECT `+runCols+`, seq FROM runs
+		WHERE id = ANY($1) AND status NOT IN ('queued', 'running') ORDER BY seq`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read finished runs: %w", err)
+	}
+	return runs, nil
+}
+
+func (m *Member) Expire(ctx context.Context, now time.Time) ([]*engine.Run, error) {
+	return m.db.ExpireNodes(ctx, m.timeout, now)
+}
+
+func (m *Member) Heartbeat(ctx context.Context) error {
+	return m.db.Heartbeat(ctx, m.name, m.capacity, "")
+}
+
+func (m *Member) Recover(ctx context.Context, now time.Time) ([]*engine.Run, error) {
+	return m.db.RecoverNode(ctx, m.name, now)
+}
+
+func (m *Member) Claim(ctx context.Context, n int) ([]*engine.Run, error) {
+	return m.db.ClaimRuns(ctx, m.name, n)
+}
+
+func (m *Member) FinishOn(ctx context.Context, r *engine.Run) error {
+	return m.db.FinishRunOn(ctx, m.name, r)
+}
+
+// Notify sends w to every node listening (delivered when it commits).
+func (m *Member) Notify(ctx context.Context, w engine.Wake, payload string) error {
+	if _, err := m.db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, wakeChannels[w], payload); err != nil {
+		return fmt.Errorf("notify %s: %w", wakeChannels[w], err)
+	}
+	return nil
+}
+
+// Wakes listens on every channel of the cluster on a connection of its
+// own, connecting again after a second when the connection is lost, until
+// ctx ends.
+func (m *Member) Wakes(ctx context.Context) <-chan engine.WakeUp {
+	out := make(chan engine.WakeUp, 64)
+	byName := make(map[string]engine.Wake, len(wakeChannels))
+	for w, ch := range wakeChannels {
+		byName[ch] = w
+	}
+	go func() {
+		defer close(out)
+		for ctx.Err() == nil {
+			err := m.listen(ctx, byName, out)
+			if ctx.Err() != nil {
+				return
+			}
+			_ = err // the engine polls meanwhile
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return out
+}
+
+func (m *Member) listen(ctx context.Context, byName map[string]engine.Wake, out chan<- engine.WakeUp) error {
+	conn, err := m.db.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	for ch := range byName {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			conn.Release()
+			return err
+		}
+	}
+	c := conn.Hijack() // a LISTENing connection never goes back to the pool
+	defer c.Close(context.Background())
+	// Whatever was notified before LISTEN took effect is read from the
+	// tables by the engine's first poll.
+	out <- engine.WakeUp{Wake: engine.WakeWork}
+	for {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		w := engine.WakeUp{Wake: byName[n.Channel], Payload: n.Payload}
+		select {
+		case out <- w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// LockNode takes the lock of node name on the database at url: the
+// daemon lock shared (so an offline command, which takes it alone, waits
+// for every node to stop) and the node's own lock alone, so two live
+// processes never share a node name. Both are session locks of one
+// connection, released when it ends (a killed process's too).
+func LockNode(ctx context.Context, url, name string) (*DaemonLock, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("lock node %s on %s: %w", name, Describe(url), err)
+	}
+	var shared, own bool
+	err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock_shared($1)`, lockDaemon).Scan(&shared)
+	if err == nil && shared {
+		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('hookd node'), hashtext($1))`, name).Scan(&own)
+	}
+	switch {
+	case err != nil:
+		conn.Close(ctx)
+		return nil, fmt.Errorf("lock node %s on %s: %w", name, Describe(url), err)
+	case !shared:
+		conn.Close(ctx)
+		return nil, fmt.Errorf("lock node %s on %s: an offline hookd command holds the database: %w", name, Describe(url), engine.ErrLocked)
+	case !own:
+		conn.Close(ctx)
+		return nil, fmt.Errorf("lock node %s on %s: %w: a live hookd runs as node %s; give each node its own node.name",
+			name, Describe(url), engine.ErrLocked, name)
+	}
+	return &DaemonLock{conn: conn}, nil
+}

@@ -1,0 +1,134 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store/pgtest"
+)
+
+// releaseAll makes every queued run claimable, as a scheduler's Release
+// does, for tests of the claims.
+func releaseAll(t *testing.T, d *DB) {
+	t.Helper()
+	if _, err := d.pool.Exec(context.Background(), `UPDATE runs SET claimable = true WHERE status = 'queued'`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMemberRelease: only the lease holder releases runs; a released run
+// is claimable and in flight, a queued one the scheduler has not released
+// waits and is not claimed; a slot is released once; the event the run
+// was started by is marked dispatched in the same transaction.
+func TestMemberRelease(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	d := open(t, url)
+	a, b := d.Member("a", 4, time.Minute), open(t, url).Member("b", 4, time.Minute)
+	if _, ok, err := a.Lead(ctx); err != nil || !ok {
+		t.Fatalf("a takes the free lease: %v %v", ok, err)
+	}
+	if holder, ok, err := b.Lead(ctx); err != nil || ok || holder != "a" {
+		t.Fatalf("b while a holds the lease: %q %v %v", holder, ok, err)
+	}
+	ev := &engine.Event{ID: "ev1", Type: "x.y", Time: t0}
+	must(t, d.AppendPendingEvent(ctx, ev))
+	slot := t0.Add(time.Minute)
+	must(t, a.Release(ctx, &engine.Run{ID: "r1", Hook: "h", Status: engine.StatusRunning, Slot: slot, QueuedAt: t0}, ev.Seq))
+	if err := b.Release(ctx, &engine.Run{ID: "r2", Hook: "h", Status: engine.StatusRunning, QueuedAt: t0}, 0); !errors.Is(err, engine.ErrLeaseLost) {
+		t.Errorf("b releases without the lease: %v", err)
+	}
+	if err := a.Release(ctx, &engine.Run{ID: "r3", Hook: "h", Status: engine.StatusRunning, Slot: slot, QueuedAt: t0}, 0); !errors.Is(err, engine.ErrSlotTaken) {
+		t.Errorf("a releases a slot twice: %v", err)
+	}
+	if pend, _ := d.PendingEvents(ctx, 10); len(pend) != 0 {
+		t.Errorf("the event is still pending after the run it started was released: %v", pend)
+	}
+	// A queued run waits until released.
+	must(t, d.InsertRun(ctx, &engine.Run{ID: "q1", Hook: "g", Status: engine.StatusQueued, QueuedAt: t0}))
+	if w, _ := a.Waiting(ctx); len(w) != 1 || w[0].ID != "q1" {
+		t.Errorf("waiting: %v", w)
+	}
+	if f, _ := a.InFlight(ctx); len(f) != 1 || f[0].ID != "r1" {
+		t.Errorf("in flight: %v", f)
+	}
+	got, err := b.Claim(ctx, 10)
+	must(t, err)
+	if len(got) != 1 || got[0].ID != "r1" {
+		t.Fatalf("b claimed %v, want r1 only", got)
+	}
+	// The waiting run, released: its queued record is reused.
+	must(t, a.Release(ctx, &engine.Run{ID: "q1", Hook: "g", Status: engine.StatusRunning, QueuedAt: t0}, 0))
+	if got, _ := a.Claim(ctx, 10); len(got) != 1 || got[0].ID != "q1" {
+		t.Errorf("a claimed %v, want q1", got)
+	}
+	if f, _ := a.Final(ctx, []string{"r1", "q1"}); len(f) != 0 {
+		t.Errorf("final before finishing: %v", f)
+	}
+	got[0].Status, got[0].FinishedAt = engine.StatusCompleted, t0.Add(time.Second)
+	must(t, b.FinishOn(ctx, got[0]))
+	if f, _ := a.Final(ctx, []string{"r1", "q1"}); len(f) != 1 || f[0].ID != "r1" || f[0].Status != engine.StatusCompleted {
+		t.Errorf("final after r1 finished: %v", f)
+	}
+}
+
+// TestMemberTakesOverOwnLease: a new process of the lease holder's node
+// name (the old one died: it held the node lock) takes the lease at once,
+// with a new token, so the old process's fenced writes fail.
+func TestMemberTakesOverOwnLease(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	d := open(t, url)
+	old, other := d.Member("a", 1, time.Minute), d.Member("b", 1, time.Minute)
+	if _, ok, _ := old.Lead(ctx); !ok {
+		t.Fatal("a takes the free lease")
+	}
+	if _, ok, _ := other.Lead(ctx); ok {
+		t.Fatal("b took a lease a holds")
+	}
+	restarted := d.Member("a", 1, time.Minute)
+	if _, ok, err := restarted.Lead(ctx); err != nil || !ok {
+		t.Fatalf("the restarted node a: %v %v", ok, err)
+	}
+	if err := old.Release(ctx, &engine.Run{ID: "r", Hook: "h", Status: engine.StatusRunning, QueuedAt: t0}, 0); !errors.Is(err, engine.ErrLeaseLost) {
+		t.Errorf("the old process released a run: %v", err)
+	}
+	must(t, restarted.Release(ctx, &engine.Run{ID: "r", Hook: "h", Status: engine.StatusRunning, QueuedAt: t0}, 0))
+	// Given up, the lease goes to the next node at once.
+	must(t, restarted.Resign(ctx))
+	if holder, ok, err := other.Lead(ctx); err != nil || !ok || holder != "b" {
+		t.Errorf("b after a resigned: %q %v %v", holder, ok, err)
+	}
+}
+
+// TestLockNode: one live process per node name; nodes of other names
+// share the database; an offline command (the exclusive daemon lock) is
+// refused while any node runs, and a node while it holds the database.
+func TestLockNode(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	a, err := LockNode(ctx, url, "a")
+	must(t, err)
+	if _, err := LockNode(ctx, url, "a"); !errors.Is(err, engine.ErrLocked) {
+		t.Errorf("a second process as node a: %v", err)
+	}
+	b, err := LockNode(ctx, url, "b")
+	must(t, err)
+	if _, err := Lock(ctx, url); !errors.Is(err, engine.ErrLocked) {
+		t.Errorf("the offline lock while nodes run: %v", err)
+	}
+	must(t, a.Unlock())
+	must(t, b.Unlock())
+	off, err := Lock(ctx, url)
+	must(t, err)
+	if _, err := LockNode(ctx, url, "c"); !errors.Is(err, engine.ErrLocked) {
+		t.Errorf("a node while an offline command holds the database: %v", err)
+	}
+	must(t, off.Unlock())
+	a2, err := LockNode(ctx, url, "a")
+	must(t, err)
+	must(t, a2.Unlock())
+}
