@@ -54,6 +54,10 @@ type Cluster interface {
 
 	// Heartbeat tells the others this node is alive.
 	Heartbeat(ctx context.Context) error
+	// Loaded reports the hooks this node has loaded (at start and after
+	// each reload): Claim gives it only runs of these hooks at the version
+	// it has.
+	Loaded(ctx context.Context, hooks []*Hook) error
 	// Recover marks interrupted the runs an earlier process of this node
 	// left running, with their process groups (on this machine).
 	Recover(ctx context.Context, now time.Time) ([]*Run, error)

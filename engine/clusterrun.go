@@ -103,6 +103,9 @@ func (e *Engine) startCluster(ctx, loopCtx context.Context) error {
 	if err := cl.Heartbeat(ctx); err != nil {
 		return err
 	}
+	if err := cl.Loaded(ctx, e.hooks); err != nil {
+		return err
+	}
 	e.tryLead(ctx)
 	runs, err := cl.Recover(ctx, e.cfg.Clock.Now())
 	if err != nil {

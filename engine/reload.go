@@ -74,6 +74,11 @@ func (e *Engine) Reload(ctx context.Context, hooks []*Hook) (ReloadReport, error
 	}
 	if rerr == nil {
 		e.setDefs(hooks)
+		if cl := e.cfg.Cluster; cl != nil {
+			if err := cl.Loaded(ctx, hooks); err != nil {
+				e.log.Warn("report the hooks to the cluster; runs of changed hooks wait for the next reload", "err", err)
+			}
+		}
 	}
 	return rep, rerr
 }

@@ -44,9 +44,10 @@ type Member struct {
 	capacity int
 	timeout  time.Duration
 
-	mu    sync.Mutex
-	lease Lease
-	held  bool
+	mu       sync.Mutex
+	lease    Lease
+	held     bool
+	versions map[string]string // the hooks this node loaded, name to version (nil: none reported yet)
 }
 
 var _ engine.Cluster = (*Member)(nil)
@@ -226,8 +227,29 @@ func (m *Member) Recover(ctx context.Context, now time.Time) ([]*engine.Run, err
 	return m.db.RecoverNode(ctx, m.name, now)
 }
 
+// Loaded reports the node's hooks and their versions (hookversions.go);
+// Claim then claims only their runs at those versions.
+func (m *Member) Loaded(ctx context.Context, hooks []*engine.Hook) error {
+	v := make(map[string]string, len(hooks))
+	for _, h := range hooks {
+		v[h.Name] = h.Source.Version
+	}
+	if err := m.db.ReportHookVersions(ctx, m.name, v); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.versions = v
+	m.mu.Unlock()
+	return nil
+}
+
+// Claim claims released runs of the hooks this node loaded, at the
+// versions it loaded.
 func (m *Member) Claim(ctx context.Context, n int) ([]*engine.Run, error) {
-	return m.db.ClaimRuns(ctx, m.name, n)
+	m.mu.Lock()
+	v := m.versions
+	m.mu.Unlock()
+	return m.db.ClaimRunsVersions(ctx, m.name, n, v)
 }
 
 func (m *Member) FinishOn(ctx context.Context, r *engine.Run) error {

@@ -28,6 +28,9 @@ func TestMemberRelease(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	d := open(t, url)
 	a, b := d.Member("a", 4, time.Minute), open(t, url).Member("b", 4, time.Minute)
+	hooks := []*engine.Hook{{Name: "h"}, {Name: "g"}}
+	must(t, a.Loaded(ctx, hooks))
+	must(t, b.Loaded(ctx, hooks))
 	if _, ok, err := a.Lead(ctx); err != nil || !ok {
 		t.Fatalf("a takes the free lease: %v %v", ok, err)
 	}
