@@ -37,6 +37,7 @@ func TestClaimRunsVersions(t *testing.T) {
 	enqueue("r3", "triage", "t1")
 	enqueue("r4", "deploy", "d1") // no node below has deploy
 	must(t, d.InsertRun(ctx, &engine.Run{ID: "r5", Hook: "build", Status: engine.StatusQueued, QueuedAt: t0}))
+	releaseAll(t, d) // as a scheduler releases queued runs to the nodes
 
 	if got, err := d.GetRun(ctx, "r2"); err != nil || got.HookVersion != "v2" {
 		t.Fatalf("stored run r2: %+v %v, want hook version v2", got, err)
@@ -103,6 +104,7 @@ func TestClaimRunsVersionsOnce(t *testing.T) {
 		must(t, d.InsertRun(ctx, &engine.Run{ID: fmt.Sprintf("q%03d", i), Hook: "h", Status: engine.StatusQueued,
 			QueuedAt: t0, HookVersion: fmt.Sprintf("v%d", i%2)}))
 	}
+	releaseAll(t, d)
 	handles := []*DB{open(t, url), open(t, url)}
 	var (
 		wg      sync.WaitGroup
