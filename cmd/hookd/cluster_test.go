@@ -92,10 +92,10 @@ func clusterLogs(nodes []*clusterNode) string {
 	return b.String()
 }
 
-// sideLine is one line a step appended: SLOT hook slot run node, or
-// EVENT hook key run node.
+// sideLine is one line a step appended: KIND hook run node key, where
+// KIND is SLOT (key: the slot) or EVENT (key: the event's payload).
 type sideLine struct {
-	kind, hook, key, run, node string
+	kind, hook, run, node, key string
 }
 
 func readSide(t *testing.T, path string) []sideLine {
@@ -110,11 +110,11 @@ func readSide(t *testing.T, path string) []sideLine {
 			continue
 		}
 		f := strings.Fields(line)
-		if len(f) != 5 || (f[0] != "SLOT" && f[0] != "EVENT") {
+		if len(f) < 5 || (f[0] != "SLOT" && f[0] != "EVENT") {
 			t.Errorf("unexpected side log line %q", line)
 			continue
 		}
-		out = append(out, sideLine{f[0], f[1], f[2], f[3], f[4]})
+		out = append(out, sideLine{f[0], f[1], f[2], f[3], strings.Join(f[4:], " ")})
 	}
 	return out
 }
@@ -176,7 +176,7 @@ const clusterTwoHooks = `trigger: {every: 1s}
 env_passthrough: [HOOKD_TEST_NODE]
 steps:
   - type: shell
-    command: 'echo "SLOT tick {{event.slot}} {{run}} $HOOKD_TEST_NODE" >> %[1]s; sleep 0.3'
+    command: 'echo "SLOT tick {{run}} $HOOKD_TEST_NODE {{event.slot}}" >> %[1]s; sleep 0.3'
 skip_llm: true
 `
 
@@ -188,7 +188,7 @@ overlap: queue
 env_passthrough: [HOOKD_TEST_NODE]
 steps:
   - type: shell
-    command: 'echo "EVENT ` + name + ` {{event.key}} {{run}} $HOOKD_TEST_NODE" >> %[1]s; sleep 1'
+    command: 'echo "EVENT ` + name + ` {{run}} $HOOKD_TEST_NODE {{event.key}}" >> %[1]s; sleep 1'
 skip_llm: true
 `
 }
