@@ -17,10 +17,11 @@ import (
 
 // sqlReleased is migration 3: a queued run is claimable by the nodes once
 // the scheduler released it; until then it waits in the scheduler's queue
-// (a concurrency slot, or a pending rerun of its hook).
+// (a concurrency slot, or a pending rerun of its hook). Written to apply
+// again harmlessly (a test re-runs the migrations after an earlier one).
 const sqlReleased = `
-ALTER TABLE runs ADD COLUMN claimable BOOLEAN NOT NULL DEFAULT false;
-CREATE INDEX runs_claimable ON runs (seq) WHERE status = 'queued' AND claimable;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS claimable BOOLEAN NOT NULL DEFAULT false;
+CREATE INDEX IF NOT EXISTS runs_claimable ON runs (seq) WHERE status = 'queued' AND claimable;
 `
 
 // Channels a Member notifies and listens on, besides ChannelWork.
