@@ -101,6 +101,12 @@
 // OPENAI_API_KEY and max_rounds 10. Relative paths resolve against the
 // directory of the settings file.
 //
+// node (name, max_concurrent, heartbeat_timeout) is this node's part in a
+// cluster on PostgreSQL (database:): name defaults to the host name,
+// max_concurrent to the daemon's (then the whole cluster's cap), and
+// heartbeat_timeout to 10s, at least 1s; heartbeats come every fifth of
+// it (see Node and docs/cluster.md).
+//
 // listen (host:port) also serves the API on TCP; its bearer token is read
 // from the environment variable named by token_env (default HOOKD_TOKEN)
 // or from token_file (relative to the settings file), never from the file

@@ -31,7 +31,7 @@ type clusterNode struct {
 
 // newCluster makes the directories of nodes n1..nN on url; nodeOpts are
 // added to each node's node: and settings to its hookd.yaml. hooks may
-// name the side log as %[1]s.
+// name the side log as %[1]s and a directory for file watches as %[2]s.
 func newCluster(t *testing.T, url string, n int, nodeOpts, settings string, hooks map[string]string) ([]*clusterNode, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "hkside")
@@ -39,10 +39,13 @@ func newCluster(t *testing.T, url string, n int, nodeOpts, settings string, hook
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	side := filepath.Join(dir, "side.log")
+	side, watched := filepath.Join(dir, "side.log"), filepath.Join(dir, "watched")
+	if err := os.Mkdir(watched, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	expanded := map[string]string{}
 	for name, body := range hooks {
-		expanded[name] = strings.ReplaceAll(body, "%[1]s", side)
+		expanded[name] = strings.ReplaceAll(strings.ReplaceAll(body, "%[1]s", side), "%[2]s", watched)
 	}
 	var nodes []*clusterNode
 	for i := 1; i <= n; i++ {
@@ -146,7 +149,7 @@ func checkSlotsOnce(t *testing.T, lines []sideLine) int {
 }
 
 // openPG opens the database for the test's own reads.
-func openPG(t *testing.T, url string) *postgres.DB {
+func openPG(t testing.TB, url string) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), url)
 	if err != nil {
@@ -180,6 +183,16 @@ steps:
 skip_llm: true
 `
 
+// clusterWatchHook watches a directory every node sees.
+const clusterWatchHook = `trigger:
+  watch: {paths: ["%[2]s"], debounce: 100ms}
+env_passthrough: [HOOKD_TEST_NODE]
+steps:
+  - type: shell
+    command: 'echo "EVENT watch {{run}} $HOOKD_TEST_NODE {{trigger}}" >> %[1]s'
+skip_llm: true
+`
+
 // workHook is an event hook whose step takes a second, so that runs
 // released together outnumber one node's capacity for long enough.
 func workHook(name string) string {
@@ -199,10 +212,12 @@ skip_llm: true
 // acknowledged and run once; SIGKILL of the scheduler hands scheduling to
 // the other node, whose periodic hook goes on without firing a slot
 // twice; the killed node comes back as a worker and its killed runs are
-// interrupted, none left running.
+// interrupted, none left running. Both nodes watch one directory: a
+// change fires one run, by the scheduler's watch, before and after the
+// failover.
 func TestClusterTwoNodes(t *testing.T) {
 	url := pgtest.NewDatabase(t)
-	hooks := map[string]string{"tick.yaml": clusterTwoHooks}
+	hooks := map[string]string{"tick.yaml": clusterTwoHooks, "watch.yaml": clusterWatchHook}
 	for i := 1; i <= 4; i++ {
 		hooks[fmt.Sprintf("w%d.yaml", i)] = workHook(fmt.Sprintf("w%d", i))
 	}
@@ -225,11 +240,15 @@ func TestClusterTwoNodes(t *testing.T) {
 			t.Errorf("emit on the worker node:\n%s", r)
 		}
 	}
+	// A fire goes to the scheduler; the worker says which node that is.
+	if r := other.e.run("fire", "w1"); r.code == 0 || !strings.Contains(r.stderr, "does not schedule, node "+lead.name+" does") {
+		t.Errorf("fire on the worker node:\n%s", r)
+	}
 	db := openPG(t, url)
 	events := func(lines []sideLine) map[string]map[string]bool { // key -> "hook run"
 		out := map[string]map[string]bool{}
 		for _, l := range lines {
-			if l.kind == "EVENT" {
+			if l.kind == "EVENT" && l.hook != "watch" {
 				if out[l.key] == nil {
 					out[l.key] = map[string]bool{}
 				}
@@ -247,7 +266,7 @@ func TestClusterTwoNodes(t *testing.T) {
 	}, logs)
 	ranOn := map[string]int{}
 	for _, l := range readSide(t, side) {
-		if l.kind == "EVENT" {
+		if l.kind == "EVENT" && l.hook != "watch" {
 			ranOn[l.node]++
 		}
 	}
@@ -255,6 +274,19 @@ func TestClusterTwoNodes(t *testing.T) {
 		t.Errorf("event runs by node: %v; want both nodes to run some (4 released at once, 2 per node)", ranOn)
 	}
 	waitFor(t, "3 slots of the periodic hook", func() bool { return checkSlotsOnce(t, readSide(t, side)) >= 3 }, logs)
+	watchRuns := func() (n int) {
+		for _, l := range readSide(t, side) {
+			if l.hook == "watch" {
+				n++
+			}
+		}
+		return n
+	}
+	watched := filepath.Join(filepath.Dir(side), "watched")
+	if err := os.WriteFile(filepath.Join(watched, "a.txt"), []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the watch to fire", func() bool { return watchRuns() >= 1 }, logs)
 
 	// SIGKILL the scheduler: the other node takes over within the lease.
 	lead.d.kill()
@@ -263,6 +295,10 @@ func TestClusterTwoNodes(t *testing.T) {
 	t.Logf("failover took %s", time.Since(killed).Round(time.Millisecond))
 	slots := checkSlotsOnce(t, readSide(t, side))
 	waitFor(t, "the periodic hook to go on", func() bool { return checkSlotsOnce(t, readSide(t, side)) >= slots+2 }, logs)
+	if err := os.WriteFile(filepath.Join(watched, "b.txt"), []byte("2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new scheduler's watch to fire", func() bool { return watchRuns() >= 2 }, logs)
 
 	// The killed node comes back as a worker under the same name.
 	lead.d = lead.e.serve()
@@ -288,6 +324,9 @@ func TestClusterTwoNodes(t *testing.T) {
 		}
 	}
 	checkSlotsOnce(t, readSide(t, side))
+	if n := watchRuns(); n != 2 {
+		t.Errorf("%d watch runs for 2 changes of the watched directory, want 2 (the scheduler's watch only)", n)
+	}
 	for key, runs := range events(readSide(t, side)) {
 		if len(runs) != 4 {
 			t.Errorf("event %s ran %d times, want once on each of 4 hooks: %v", key, len(runs), runs)
