@@ -57,7 +57,8 @@ type apiServer struct {
 	log     *slog.Logger
 	grace   time.Duration // overdue grace, for /v1/status
 	started time.Time
-	pruner  *pruner // retention; nil: no /v1/prune, no database in /v1/status
+	pruner  *pruner      // retention; nil: no /v1/prune, no database in /v1/status
+	cluster clusterNodes // the nodes of the cluster (nodes.go); nil on SQLite: no /v1/nodes
 
 	dash    *dashboard.Server      // the dashboard of the unix socket (dashboard.go); nil: none
 	tcpDash *dashboard.Server      // the dashboard of the TCP listener, behind its login; nil: none

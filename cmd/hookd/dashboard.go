@@ -27,6 +27,7 @@ type dashSource struct {
 	eng   *engine.Engine
 	db    daemonStore
 	grace time.Duration
+	nodes clusterNodes // nil on SQLite
 }
 
 func (s dashSource) Hooks(ctx context.Context) ([]engine.HookStatus, error) { return s.eng.Hooks(ctx) }
@@ -69,7 +70,7 @@ func (s dashSource) DatabaseBytes(ctx context.Context) (int64, error) {
 // Nodes lists the nodes sharing a PostgreSQL database for the overview
 // (none on SQLite), with the hooks whose files differ between live nodes.
 func (s dashSource) Nodes(ctx context.Context) ([]dashboard.Node, []dashboard.HookDrift, error) {
-	rep, err := clusterOf(ctx, s.db)
+	rep, err := clusterOf(ctx, s.nodes)
 	if err != nil || rep == nil {
 		return nil, nil, err
 	}

@@ -15,13 +15,21 @@ import (
 	"github.com/hookd/hookd/store/postgres"
 )
 
-// nodeTimeout is how old a node's latest heartbeat may be for status to
-// count it alive, until the daemon's own heartbeat timeout is known here.
-const nodeTimeout = 10 * time.Second
-
-// clusterNodes is a store that knows the nodes sharing it (PostgreSQL).
+// clusterNodes knows the nodes sharing a PostgreSQL database: this
+// daemon's postgres.Member, which counts a node alive by the
+// node.heartbeat_timeout of hookd.yaml, the same timeout after which the
+// scheduler declares a silent node's runs interrupted.
 type clusterNodes interface {
-	Nodes(ctx context.Context, timeout time.Duration) ([]postgres.Node, error)
+	Nodes(ctx context.Context) ([]postgres.Node, error)
+}
+
+// nodesOf is the clusterNodes of a daemon: its member, nil when it is not
+// a node of a cluster (SQLite).
+func nodesOf(m *postgres.Member) clusterNodes {
+	if m == nil {
+		return nil
+	}
+	return m
 }
 
 // clusterReport is the answer of GET /v1/nodes and "cluster" in
@@ -53,14 +61,13 @@ type hookDrift struct {
 	Versions map[string]string `json:"versions"`
 }
 
-// clusterOf returns the nodes of st, nil when st is not shared by nodes
-// (SQLite) or no node registered.
-func clusterOf(ctx context.Context, st any) (*clusterReport, error) {
-	cn, ok := st.(clusterNodes)
-	if !ok {
+// clusterOf returns the nodes cn knows, nil when there is no cluster
+// (cn nil: SQLite) or no node registered.
+func clusterOf(ctx context.Context, cn clusterNodes) (*clusterReport, error) {
+	if cn == nil {
 		return nil, nil
 	}
-	nodes, err := cn.Nodes(ctx, nodeTimeout)
+	nodes, err := cn.Nodes(ctx)
 	if err != nil || len(nodes) == 0 {
 		return nil, err
 	}
@@ -86,11 +93,11 @@ func clusterOf(ctx context.Context, st any) (*clusterReport, error) {
 // nodes serves GET /v1/nodes: 404 when the database is not shared by
 // nodes (SQLite).
 func (a *apiServer) nodes(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.st.(clusterNodes); !ok {
+	if a.cluster == nil {
 		writeJSON(w, http.StatusNotFound, apiError{Error: "no nodes: this hookd's database is SQLite, of one node (see docs/cluster.md)"})
 		return
 	}
-	rep, err := clusterOf(r.Context(), a.st)
+	rep, err := clusterOf(r.Context(), a.cluster)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
 	"github.com/jackc/pgx/v5"
@@ -120,4 +123,74 @@ func TestStatusShowsNodes(t *testing.T) {
 	if code, body := sc.call("GET", "/", nil); code != 200 || strings.Contains(string(body), `id="nodes"`) {
 		t.Errorf("the overview on SQLite: %d, shows nodes: %v", code, strings.Contains(string(body), `id="nodes"`))
 	}
+}
+
+// TestNodesAliveByHeartbeatTimeout: status, GET /v1/nodes and the
+// scheduler's expiry of a silent node's runs all go by the one
+// node.heartbeat_timeout of hookd.yaml: a node silent for 12s is alive
+// with a 20s timeout (status shows it, its run keeps running), and once
+// silent beyond the timeout it is shown dead and its run is interrupted.
+func TestNodesAliveByHeartbeatTimeout(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	e := newEnv(t, "database: "+url+"\nnode: {name: node-s, heartbeat_timeout: 20s}\n", map[string]string{"quick.yaml": quickHook})
+	e.serve()
+	db := openPG(t, url)
+	// node-w holds a run of a hook node-s does not have (so only node-w
+	// claims it).
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(db.Heartbeat(ctx, "node-w", 4, ""))
+	must(db.InsertRun(ctx, &engine.Run{ID: "far1", Hook: "elsewhere", Trigger: "manual", Status: engine.StatusQueued, QueuedAt: time.Now()}))
+	conn, err := pgx.Connect(ctx, url)
+	must(err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `UPDATE runs SET claimable = true WHERE id = 'far1'`)
+	must(err)
+	claimed, err := db.ClaimRuns(ctx, "node-w", 1)
+	must(err)
+	if len(claimed) != 1 {
+		t.Fatalf("node-w claimed %d runs", len(claimed))
+	}
+	silentFor := func(d time.Duration) {
+		t.Helper()
+		_, err := conn.Exec(ctx, `UPDATE nodes SET heartbeat_at = now() - $1 * interval '1 second' WHERE name = 'node-w'`, d.Seconds())
+		must(err)
+	}
+	nodeW := func() nodeReport {
+		t.Helper()
+		var rep clusterReport
+		e.socketClient().json("GET", "/v1/nodes", nil, 200, &rep)
+		for _, n := range rep.Nodes {
+			if n.Name == "node-w" {
+				return n
+			}
+		}
+		t.Fatalf("GET /v1/nodes lacks node-w: %+v", rep)
+		return nodeReport{}
+	}
+
+	silentFor(12 * time.Second)
+	if n := nodeW(); !n.Alive || n.Running != 1 {
+		t.Errorf("node-w silent for 12s with a 20s timeout: %+v, want alive with its run", n)
+	}
+	if out := e.must(0, "status").stdout; !strings.Contains(out, "nodes:     2, 2 alive; scheduler: node-s") {
+		t.Errorf("hookd status with node-w silent for 12s of 20s:\n%s", out)
+	}
+	if r, err := db.GetRun(ctx, "far1"); err != nil || r.Status != engine.StatusRunning {
+		t.Errorf("node-w's run within the timeout: %+v %v, want running", r, err)
+	}
+
+	silentFor(time.Minute)
+	if n := nodeW(); n.Alive {
+		t.Errorf("node-w silent for a minute with a 20s timeout: %+v, want dead", n)
+	}
+	waitFor(t, "the scheduler interrupts node-w's run", func() bool {
+		r, err := db.GetRun(ctx, "far1")
+		return err == nil && r.Status == engine.StatusInterrupted && r.Reason == postgres.InterruptedByTimeout
+	}, func() string { r, err := db.GetRun(ctx, "far1"); return fmt.Sprintf("%+v %v", r, err) })
 }

@@ -117,9 +117,9 @@ func cmdServe(c *cli, args []string) int {
 	}
 	api := &apiServer{
 		eng: l.eng, st: l.st, evlog: l.st, feed: l.feed, metrics: m, db: abs, log: log,
-		grace: d.OverdueGrace, started: time.Now(), closing: make(chan struct{}), pruner: pr,
+		grace: d.OverdueGrace, started: time.Now(), closing: make(chan struct{}), pruner: pr, cluster: nodesOf(l.member),
 	}
-	if err := newDashboards(dashSource{eng: l.eng, db: l.st, grace: d.OverdueGrace}, token, d.DashboardHosts, api); err != nil {
+	if err := newDashboards(dashSource{eng: l.eng, db: l.st, grace: d.OverdueGrace, nodes: api.cluster}, token, d.DashboardHosts, api); err != nil {
 		return c.errorf("start: %v", err)
 	}
 	sock := socketPath(d.DB)

@@ -104,7 +104,7 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 		w := a.pruner.where
 		rep.Database = &dbReport{Path: w.Name, Kind: w.Kind, Size: size, LastPrune: a.pruner.Last()}
 	}
-	if rep.Cluster, err = clusterOf(ctx, a.st); err != nil {
+	if rep.Cluster, err = clusterOf(ctx, a.cluster); err != nil {
 		return nil, err
 	}
 	if a.metrics == nil {

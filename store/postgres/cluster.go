@@ -224,6 +224,14 @@ type Node struct {
 	Hooks map[string]string
 }
 
+// silent is the one test of a node's liveness, in SQL: col, a node's
+// latest heartbeat, is older than timeout (a parameter, in microseconds)
+// on the database's clock. Nodes reports a node alive exactly when
+// ExpireNodes, given the same timeout, would not interrupt its runs.
+func silent(col, timeout string) string {
+	return col + " < now() - " + timeout + " * interval '1 microsecond'"
+}
+
 // Heartbeat registers node (or refreshes it): it is alive as long as its
 // heartbeats come more often than the timeout ExpireNodes is given.
 func (d *DB) Heartbeat(ctx context.Context, node string, maxConcurrent int, hooksVersion string) error {
@@ -244,7 +252,7 @@ func (d *DB) Heartbeat(ctx context.Context, node string, maxConcurrent int, hook
 func (d *DB) Nodes(ctx context.Context, timeout time.Duration) ([]Node, error) {
 	rows, err := d.pool.Query(ctx, `SELECT n.name, n.started_at, n.heartbeat_at, n.max_concurrent, n.hooks_version,
 			(SELECT count(*) FROM runs r WHERE r.status = 'running' AND r.node = n.name),
-			n.heartbeat_at >= now() - $1 * interval '1 microsecond',
+			NOT (`+silent("n.heartbeat_at", "$1")+`),
 			EXISTS (SELECT 1 FROM leases l WHERE l.name = $2 AND l.expires_at > now()
 				AND split_part(l.holder, '/', 1) = n.name),
 			n.hooks_reported_at IS NOT NULL,
@@ -307,7 +315,7 @@ const InterruptedByTimeout = "its node stopped heartbeating"
 // FinishRunOn leaves them as they are.
 func (d *DB) ExpireNodes(ctx context.Context, timeout time.Duration, now time.Time) ([]*engine.Run, error) {
 	runs, err := d.interrupt(ctx, now, InterruptedByTimeout, `node IN (SELECT name FROM nodes
-		WHERE heartbeat_at < now() - $4 * interval '1 microsecond')`, timeout.Microseconds())
+		WHERE `+silent("heartbeat_at", "$4")+`)`, timeout.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("expire silent nodes: %w", err)
 	}

@@ -220,6 +220,12 @@ func (m *Member) Expire(ctx context.Context, now time.Time) ([]*engine.Run, erro
 	return m.db.ExpireNodes(ctx, m.timeout, now)
 }
 
+// Nodes lists the nodes sharing the database, alive by this node's
+// timeout: the one Expire declares silent nodes' runs interrupted by.
+func (m *Member) Nodes(ctx context.Context) ([]Node, error) {
+	return m.db.Nodes(ctx, m.timeout)
+}
+
 func (m *Member) Heartbeat(ctx context.Context) error {
 	return m.db.Heartbeat(ctx, m.name, m.capacity, "")
 }
