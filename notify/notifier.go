@@ -39,7 +39,7 @@ type Options struct {
 	Attempts   int                   // tries per notification (default 5)
 	Backoff    time.Duration         // wait before the first retry, doubled each time (default 1s)
 	MaxBackoff time.Duration         // longest wait between tries (default 1m)
-	Count      func(outcome string)  // told the outcome of every notification (metrics)
+	Count      func(outcome string)  // told the outcome of every notification (metrics), after it is logged
 	// Lifecycle holds the notify:before handlers, called before each
 	// delivery: they may amend the summary or cancel the notification.
 	Lifecycle *engine.Registry
@@ -235,9 +235,9 @@ func (n *Notifier) Observe(ev *engine.Event) {
 		select {
 		case n.queue <- &job{msg: msg, t: t}:
 		default:
-			n.o.Count(Dropped)
 			n.log.Warn("notification dropped: the queue is full", "target", t.label, "hook", run.Hook,
 				"run", run.ID, "outcome", outcome)
+			n.o.Count(Dropped)
 		}
 	}
 }
@@ -298,9 +298,9 @@ func (n *Notifier) deliver(j *job) {
 	for attempt := 1; ; attempt++ {
 		retry, wait, err := n.post(j.t, body)
 		if err == nil {
-			n.o.Count(Delivered)
 			n.log.Debug("notification delivered", "target", j.t.label, "hook", j.msg.Hook,
 				"run", j.msg.RunID, "attempts", attempt)
+			n.o.Count(Delivered)
 			return
 		}
 		if !retry || attempt >= n.o.Attempts {
@@ -341,9 +341,9 @@ func (n *Notifier) before(j *job) bool {
 	}
 	o := lc.Call(n.ctx, engine.PointNotifyBefore, &engine.Payload{Hook: h, RunID: j.msg.RunID, Notification: raw, NotifyTarget: j.t.label})
 	if o.Cancelled {
-		n.o.Count(Cancelled)
 		n.log.Info("notification cancelled by a lifecycle handler", "target", j.t.label, "hook", j.msg.Hook,
 			"run", j.msg.RunID, "handler", o.By, "reason", o.Reason)
+		n.o.Count(Cancelled)
 		return false
 	}
 	if s, ok := o.Changes[engine.ChangeSummary].(string); ok {
@@ -383,9 +383,9 @@ func (n *Notifier) post(t *target, body []byte) (retry bool, wait time.Duration,
 
 // fail logs and counts a notification that was not delivered.
 func (n *Notifier) fail(j *job, attempts int, err error) {
-	n.o.Count(Undeliverable)
 	n.log.Warn("notification undeliverable", "target", j.t.label, "hook", j.msg.Hook,
 		"run", j.msg.RunID, "outcome", j.msg.Outcome, "attempts", attempts, "err", err.Error())
+	n.o.Count(Undeliverable)
 }
 
 // scrubURL drops the URL from an HTTP client error: it may hold a secret.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -430,4 +431,54 @@ func TestTemplate(t *testing.T) {
 		t.Errorf("fallback text %q; logs:\n%s", body.Text, logs)
 	}
 	waitCount(t, c, Delivered, 2)
+}
+
+// TestCountedAfterLogged: each outcome is counted only once its log line
+// is written, so whoever waits on the count (a test, a metrics scrape)
+// finds the line. Delivered, undeliverable, cancelled and dropped each
+// check the log at the moment they are counted.
+func TestCountedAfterLogged(t *testing.T) {
+	ok, bad := newReceiver(t), newReceiver(t, 400)
+	lc := engine.NewRegistry()
+	lc.On(engine.PointNotifyBefore, func(ctx context.Context, p *engine.Payload) (engine.Decision, error) {
+		return engine.Decision{Cancel: p.NotifyTarget == "muted", Reason: "muted"}, nil
+	}, engine.HandlerOptions{Label: "muter"})
+	lines := map[string]string{Delivered: "notification delivered", Undeliverable: "notification undeliverable",
+		Cancelled: "notification cancelled", Dropped: "notification dropped"}
+	logs := &logBuf{}
+	counted := make(chan string, 8)
+	n := New(Options{
+		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		QueueSize: 3, Backoff: time.Millisecond, Lifecycle: lc,
+		Count: func(o string) {
+			if !strings.Contains(logs.String(), lines[o]) {
+				o += " (not logged yet)"
+			}
+			counted <- o
+		},
+		Targets: []engine.NotifyTarget{
+			{Name: "ok", URL: ok.srv.URL}, {Name: "bad", URL: bad.srv.URL},
+			{Name: "muted", URL: ok.srv.URL}, {Name: "extra", URL: ok.srv.URL}, // the queue holds 3
+		},
+	})
+	n.Observe(failedEvent("h", "r1")) // before Start: the fourth finds the queue full
+	n.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		n.Stop(ctx)
+	})
+	var got []string
+	for range 4 {
+		select {
+		case o := <-counted:
+			got = append(got, o)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("counted %q so far, want 4 outcomes", got)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{Cancelled, Delivered, Dropped, Undeliverable}; !slices.Equal(got, want) {
+		t.Errorf("counted %q, want %q each after its log line", got, want)
+	}
 }
