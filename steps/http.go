@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -284,18 +285,39 @@ func escapeJSON(ph engine.Placeholder, v string) string {
 // percent-encoded for where it stands: a path segment or the fragment
 // (url.PathEscape: a value cannot add a segment), the query
 // (url.QueryEscape: a value cannot add a parameter); one whose last
-// filter is urlquery is left as that filter wrote it. The authority
-// (host and port) is left as it is: CheckURL judges the result.
+// filter is urlquery is left as that filter wrote it. Where each part
+// begins is read from the hook's text outside the placeholders (a "?" or
+// "#" in a default filter's text is not the query). A value in the
+// authority (host and port) is inserted as it is, and CheckURL judges the
+// result, but it may hold nothing that ends the host or moves it: no "/",
+// "?", "#", "@", "\\", white space or control character, and no ":" (a
+// port) unless the value stands for the whole host (https://{{x}}/).
 func expandURL(tmpl string, scope *engine.Scope) (string, error) {
+	phs, err := engine.ParsePlaceholders(tmpl)
+	if err != nil {
+		return "", err
+	}
+	masked := []byte(tmpl) // the hook's own text, placeholders blanked
+	for _, ph := range phs {
+		for i := ph.Start; i < ph.End; i++ {
+			masked[i] = 'x'
+		}
+	}
 	auth := strings.Index(tmpl, "://") + 3
 	pathAt := len(tmpl)
-	if i := strings.IndexAny(tmpl[auth:], "/?#"); i >= 0 {
+	if i := bytes.IndexAny(masked[auth:], "/?#"); i >= 0 {
 		pathAt = auth + i
 	}
-	query, frag := strings.IndexByte(tmpl, '?'), strings.IndexByte(tmpl, '#')
+	query, frag := bytes.IndexByte(masked, '?'), bytes.IndexByte(masked, '#')
+	var bad error
 	raw, err := engine.ExpandEscaped(tmpl, scope, func(ph engine.Placeholder, v string) string {
 		switch {
-		case ph.LastFilter() == "urlquery" || ph.Start < pathAt:
+		case ph.Start < pathAt:
+			if c, ok := hostBreak(v, ph.Start == auth && ph.End == pathAt); ok && bad == nil {
+				bad = fmt.Errorf("{{%s}}: the value holds %q, which would end or move the host the hook wrote", ph.Path, c)
+			}
+			return v
+		case ph.LastFilter() == "urlquery":
 			return v
 		case query >= 0 && ph.Start > query && (frag < 0 || ph.Start < frag):
 			return url.QueryEscape(v)
@@ -304,6 +326,9 @@ func expandURL(tmpl string, scope *engine.Scope) (string, error) {
 	})
 	if err != nil {
 		return "", err
+	}
+	if bad != nil {
+		return "", bad
 	}
 	// url.PathEscape leaves "." and "..", and a server that decodes %2F
 	// or %5C before it cleans the path reads "../x" as a climb: a value
@@ -316,6 +341,18 @@ func expandURL(tmpl string, scope *engine.Scope) (string, error) {
 		return "", errors.New(`a value makes a "." or ".." segment of the path: it would climb out of the path the hook wrote (path traversal)`)
 	}
 	return raw, nil
+}
+
+// hostBreak returns the first character of v that would end a URL's
+// authority or change what it names, where v stands in the authority: a
+// port's ":" is allowed only when v stands for the whole host (wholeHost).
+func hostBreak(v string, wholeHost bool) (rune, bool) {
+	for _, c := range v {
+		if c <= ' ' || c == 0x7f || strings.ContainsRune("/?#@\\", c) || c == ':' && !wholeHost {
+			return c, true
+		}
+	}
+	return 0, false
 }
 
 // dotSegments counts the "." and ".." segments of a URL's path, and
