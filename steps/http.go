@@ -46,6 +46,7 @@ type httpStep struct {
 	headers  []envVar // sorted by name; values may hold placeholders
 	body     string
 	jsonBody bool // the Content-Type header is JSON: placeholders in body are JSON-escaped
+	formBody bool // it is a form (x-www-form-urlencoded): placeholders in body are percent-encoded
 	// json is the json: field, a structure hookd encodes as the body (its
 	// string leaves may hold placeholders); nil without one.
 	json    any
@@ -102,8 +103,9 @@ func newHTTP(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 			return nil, fieldErr(cfg, "headers."+name, "%v", err)
 		}
 		s.headers = append(s.headers, envVar{name, v})
-		if strings.EqualFold(name, "Content-Type") && isJSONMedia(v) {
-			s.jsonBody = true
+		if strings.EqualFold(name, "Content-Type") {
+			s.jsonBody = s.jsonBody || isJSONMedia(v)
+			s.formBody = s.formBody || isFormMedia(v)
 		}
 	}
 	if _, err := engine.ParsePlaceholders(c.Body); err != nil {
@@ -166,8 +168,11 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 	}
 	res.Fields["url"] = u.Redacted()
 	var bodyEscape func(engine.Placeholder, string) string
-	if s.jsonBody {
+	switch {
+	case s.jsonBody:
 		bodyEscape = escapeJSON
+	case s.formBody:
+		bodyEscape = escapeForm
 	}
 	body, err := engine.ExpandEscaped(s.body, scope, bodyEscape)
 	if err != nil {
@@ -269,6 +274,23 @@ func validHeaderValue(s string) bool {
 func isJSONMedia(v string) bool {
 	mt, _, err := mime.ParseMediaType(v)
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// isFormMedia reports whether a Content-Type value names an HTML form's
+// encoding, application/x-www-form-urlencoded.
+func isFormMedia(v string) bool {
+	mt, _, err := mime.ParseMediaType(v)
+	return err == nil && mt == "application/x-www-form-urlencoded"
+}
+
+// escapeForm percent-encodes a placeholder's value for a form body
+// (name={{x}}&...): the value cannot add a field (& and = are encoded),
+// unless its last filter is urlquery, which encoded it already.
+func escapeForm(ph engine.Placeholder, v string) string {
+	if ph.LastFilter() == "urlquery" {
+		return v
+	}
+	return url.QueryEscape(v)
 }
 
 // escapeJSON escapes a placeholder's value for the inside of a JSON

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -112,5 +113,30 @@ func TestHTTPURLPartsFromHookText(t *testing.T) {
 	}
 	if got := reqs[1].URL.EscapedPath(); got != "/api/x/a%20b&c=d" || reqs[1].URL.RawQuery != "" {
 		t.Errorf("path %q query %q; want the value path-encoded in the path", got, reqs[1].URL.RawQuery)
+	}
+}
+
+// TestHTTPFormBodyInjection performs a field injection in a form body
+// (Content-Type application/x-www-form-urlencoded): a value with & and =
+// stays the value of its field; a value whose last filter is urlquery is
+// not encoded twice.
+func TestHTTPFormBodyInjection(t *testing.T) {
+	srv := newRecorder(t)
+	src := "url: " + srv.URL + "/api\nmethod: POST\nallow_private: true\n" +
+		"headers: {Content-Type: application/x-www-form-urlencoded}\n" +
+		"body: 'text={{event.q}}&note={{event.n | urlquery}}&role=user'"
+	if res, err := runStep(t, mustStep(t, "http", src, 0), stepEnv(t, map[string]any{"q": "hi&role=admin", "n": "a&b"})); err != nil {
+		t.Fatalf("%v (output %q)", err, res.Output)
+	}
+	_, bodies := srv.requests()
+	if len(bodies) != 1 {
+		t.Fatalf("%d requests", len(bodies))
+	}
+	form, err := url.ParseQuery(bodies[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form.Get("text") != "hi&role=admin" || form.Get("note") != "a&b" || len(form["role"]) != 1 || form.Get("role") != "user" {
+		t.Errorf("form %v from body %q: a value added a field", form, bodies[0])
 	}
 }
