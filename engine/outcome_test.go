@@ -21,12 +21,17 @@ func (l *countLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
 }
 
 // TestStepFailureSemantics checks each row of the failure table: what a
-// command's exit code and a step error make of a run, with and without a
+// command's exit code, an HTTP status and a step error make of a run, with and without a
 // model stage, required and allow_failure.
 func TestStepFailureSemantics(t *testing.T) {
 	exit := func(code int) engine.Step {
 		return funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
 			return &engine.StepResult{Output: "out", ExitCode: &code}, nil
+		})
+	}
+	status := func(code int) engine.Step {
+		return funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
+			return &engine.StepResult{Output: "busy", StatusCode: code}, nil
 		})
 	}
 	broken := funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
@@ -50,6 +55,12 @@ func TestStepFailureSemantics(t *testing.T) {
 		{"cron-error", false, broken, false, false, engine.StatusFailed, engine.CauseStepFailed,
 			"step_0 (cmd): read_file: open notes.txt: no such file or directory", false, 1},
 		{"cron-error-allowed", false, broken, false, true, engine.StatusCompleted, "", "", false, 2},
+		{"cron-status-503", false, status(503), false, false, engine.StatusFailed, engine.CauseStepFailed, "step_0 (cmd): status 503", false, 1},
+		{"cron-status-404", false, status(404), false, false, engine.StatusFailed, engine.CauseStepFailed, "step_0 (cmd): status 404", false, 1},
+		{"cron-status-302", false, status(302), false, false, engine.StatusCompleted, "", "", false, 2},
+		{"cron-status-503-allowed", false, status(503), false, true, engine.StatusCompleted, "", "", false, 2},
+		{"model-status-503", true, status(503), false, false, engine.StatusCompleted, "", "", true, 2},
+		{"model-status-503-required", true, status(503), true, false, engine.StatusFailed, engine.CauseStepFailed, "step_0 (cmd): status 503", false, 1},
 		{"model-exit-12", true, exit(12), false, false, engine.StatusCompleted, "", "", true, 2},
 		{"model-exit-12-required", true, exit(12), true, false, engine.StatusFailed, engine.CauseStepFailed, "step_0 (cmd): exit code 12", false, 1},
 		{"model-error", true, broken, false, false, engine.StatusCompleted, "", "", true, 2},

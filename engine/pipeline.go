@@ -292,9 +292,11 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 // stepFailure decides whether a step's result fails its run, and says
 // why ("step_0 (backup): exit code 12"). A step fails the run when it is
 // required, or when the hook has no model stage and the step does not
-// allow failure: then it fails by an error (it could not run) or by a
-// command's non-zero exit. In a hook with a model stage, a non-required
-// step's exit code and error are data for the model.
+// allow failure: then it fails by an error (it could not run), by a
+// command's non-zero exit, or by an HTTP answer of 4xx or 5xx (as curl
+// -f reads it: a webhook that answered 503 did not take the post, and a
+// retry: should run it again). In a hook with a model stage, a
+// non-required step's exit code, status and error are data for the model.
 func stepFailure(h *Hook, def *StepDef, res *StepResult) (string, bool) {
 	if !def.Required && (h.NeedsModel() || def.AllowFailure) {
 		return "", false
@@ -304,6 +306,9 @@ func stepFailure(h *Hook, def *StepDef, res *StepResult) (string, bool) {
 	}
 	if res.ExitCode != nil && *res.ExitCode != 0 {
 		return fmt.Sprintf("%s: exit code %d", def.Label(), *res.ExitCode), true
+	}
+	if res.StatusCode >= 400 {
+		return fmt.Sprintf("%s: status %d", def.Label(), res.StatusCode), true
 	}
 	return "", false
 }

@@ -57,10 +57,14 @@
 //
 // http makes one request: body (primary), status_code, status, headers (an
 // object; repeated headers joined with ", "), url (the final one, after
-// redirects, without a password), method, truncated, duration_ms. Fields:
+// redirects, without a password), method, truncated, duration_ms. Any
+// answer is a result; one with a status of 400 or more fails a run as a
+// command's non-zero exit does (see the README, "When a step fails the
+// run"). Fields:
 //
 //	url:           http:// or https://, written out; the rest may hold
-//	               placeholders, inserted as they are (not escaped)
+//	               placeholders, percent-encoded for where they stand
+//	               (a path segment or a query value)
 //	method:        default GET
 //	headers:       name: value; values may hold placeholders and must not
 //	               contain control characters once expanded

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -11,17 +13,22 @@ import (
 
 // TestFailureTable runs every row of the README's failure table through
 // the daemon with real steps: a shell command that exits 12 (a real
-// subprocess) and a read_file of a file that is not there (a step
-// error), in a hook without and with a model stage (the scripted model
+// subprocess), an http POST that a loopback server answers 503, and a
+// read_file of a file that is not there (a step error), in a hook without and with a model stage (the scripted model
 // server), plain, required and allow_failure. Each row's status, cause,
 // reason, `hookd fire --wait` exit code and headline, whether the later
 // step ran and whether the model was called are checked.
 func TestFailureTable(t *testing.T) {
 	model := llmtest.NewFunc(func(llmtest.Request) llmtest.Reply { return llmtest.Answer("noted") })
 	defer model.Close()
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "try later", http.StatusServiceUnavailable)
+	}))
+	defer busy.Close()
 	steps := map[string]string{
-		"exit":  "type: shell\n    command: echo partial; exit 12",
-		"error": "type: read_file\n    path: notes.txt",
+		"exit":   "type: shell\n    command: echo partial; exit 12",
+		"status": "type: http\n    method: POST\n    url: " + busy.URL + "/hook\n    allow_private: true",
+		"error":  "type: read_file\n    path: notes.txt",
 	}
 	type row struct {
 		hook             string
@@ -47,6 +54,9 @@ func TestFailureTable(t *testing.T) {
 	add(false, "exit", "", engine.StatusFailed, "step_0 (s): exit code 12", "failed (step_failed)")
 	add(false, "exit", "required", engine.StatusFailed, "step_0 (s): exit code 12", "failed (step_failed)")
 	add(false, "exit", "allow_failure", engine.StatusCompleted, "", "completed")
+	add(false, "status", "", engine.StatusFailed, "step_0 (s): status 503", "failed (step_failed)")
+	add(false, "status", "required", engine.StatusFailed, "step_0 (s): status 503", "failed (step_failed)")
+	add(false, "status", "allow_failure", engine.StatusCompleted, "", "completed")
 	add(false, "error", "", engine.StatusFailed, "step_0 (s): ", "failed (step_failed)")
 	add(false, "error", "required", engine.StatusFailed, "step_0 (s): ", "failed (step_failed)")
 	add(false, "error", "allow_failure", engine.StatusCompleted, "", "completed, 1 step error")
@@ -54,6 +64,9 @@ func TestFailureTable(t *testing.T) {
 	add(true, "exit", "", engine.StatusCompleted, "", "completed")
 	add(true, "exit", "required", engine.StatusFailed, "step_0 (s): exit code 12", "failed (step_failed)")
 	add(true, "exit", "allow_failure", engine.StatusCompleted, "", "completed")
+	add(true, "status", "", engine.StatusCompleted, "", "completed")
+	add(true, "status", "required", engine.StatusFailed, "step_0 (s): status 503", "failed (step_failed)")
+	add(true, "status", "allow_failure", engine.StatusCompleted, "", "completed")
 	add(true, "error", "", engine.StatusCompleted, "", "completed, 1 step error")
 	add(true, "error", "required", engine.StatusFailed, "step_0 (s): ", "failed (step_failed)")
 	add(true, "error", "allow_failure", engine.StatusCompleted, "", "completed, 1 step error")
@@ -92,6 +105,9 @@ func TestFailureTable(t *testing.T) {
 			}
 			if r.step == "exit" && (len(run.Steps) == 0 || run.Steps[0].ExitCode == nil || *run.Steps[0].ExitCode != 12) {
 				t.Errorf("the command's exit code is not recorded as 12: %+v", run.Steps)
+			}
+			if r.step == "status" && (len(run.Steps) == 0 || run.Steps[0].StatusCode != 503) {
+				t.Errorf("the answer's status is not recorded as 503: %+v", run.Steps)
 			}
 			if r.step == "error" && (len(run.Steps) == 0 || !strings.Contains(run.Steps[0].Error, "notes.txt")) {
 				t.Errorf("the step error is not recorded: %+v", run.Steps)
