@@ -167,9 +167,7 @@ func (a *apiServer) close() {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 func writeErr(w http.ResponseWriter, err error) {
@@ -225,7 +223,15 @@ func (a *apiServer) hooks(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, hs)
+	b, err := appendHooksJSON(make([]byte, 0, 256*len(hs)), hs)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 type fireRequest struct {
@@ -429,35 +435,63 @@ type remoteError struct {
 func (e *remoteError) Error() string { return e.body.Error }
 
 func (c *client) do(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// get returns the body of a successful GET.
+func (c *client) get(ctx context.Context, path string) ([]byte, error) {
+	resp, err := c.send(ctx, "GET", path, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 && resp.ContentLength < 1<<30 {
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return nil, fmt.Errorf("read hookd's answer: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// send sends a request with in as its JSON body (when not nil) and
+// returns the answer, or the error answered.
+func (c *client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://hookd"+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("ask hookd: %w", err)
+		return nil, fmt.Errorf("ask hookd: %w", err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
 		var ae apiError
 		if err := json.NewDecoder(resp.Body).Decode(&ae); err != nil || ae.Error == "" {
 			ae.Error = resp.Status
 		}
-		return &remoteError{status: resp.StatusCode, body: ae}
+		return nil, &remoteError{status: resp.StatusCode, body: ae}
 	}
-	if out == nil {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return resp, nil
 }

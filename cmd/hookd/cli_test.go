@@ -247,6 +247,11 @@ func checkList(t *testing.T, e *env, running bool, paused string) {
 	if len(hooks) != len(want) {
 		t.Errorf("list --json: %d hooks, want %d", len(hooks), len(want))
 	}
+	// With a daemon list prints the daemon's answer indented, without
+	// one the hooks it found: both as every --json prints the hooks.
+	if again, err := json.MarshalIndent(hooks, "", "  "); err != nil || string(again)+"\n" != r.stdout {
+		t.Errorf("list --json is not the hooks it holds, indented (%v):\n%s\nwant\n%s", err, r.stdout, again)
+	}
 	now := time.Now()
 	for _, h := range hooks {
 		scheduled := h.Name == "hourly" || h.Name == "nightly"

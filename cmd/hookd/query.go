@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,61 +41,103 @@ func cmdList(c *cli, args []string) int {
 		return exitOK
 	}
 	ctx := context.Background()
-	var hooks []engine.HookStatus
-	running := true
-	if cl := dial(d.DB); cl != nil {
-		if err := cl.do(ctx, "GET", "/v1/hooks", nil, &hooks); err != nil {
+	cl := dial(d.DB)
+	if cl == nil {
+		hooks, err := c.offlineHooks(ctx, d)
+		if err != nil {
 			return c.errorf("%v", err)
 		}
-	} else {
-		running = false
-		var err error
-		if hooks, err = c.offlineHooks(ctx, d); err != nil {
+		if *asJSON {
+			return c.printJSON(hooks)
+		}
+		fmt.Fprintln(c.stderr, "hookd is not running: next due times are what it would use if started now")
+		if err := writeHookTable(c.stdout, hooks, time.Now()); err != nil {
 			return c.errorf("%v", err)
 		}
+		return exitOK
+	}
+	body, err := cl.get(ctx, "/v1/hooks")
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	hooks, err := decodeHooksJSON(body)
+	if err != nil {
+		return c.errorf("read the daemon's hooks: %v", err)
 	}
 	if *asJSON {
-		return c.printJSON(hooks)
+		// The daemon's answer, indented as printJSON indents: what
+		// encoding the decoded hooks again would print.
+		var out bytes.Buffer
+		out.Grow(len(body) * 5 / 4)
+		if err := json.Indent(&out, bytes.TrimSpace(body), "", "  "); err != nil {
+			return c.errorf("read the daemon's hooks: %v", err)
+		}
+		out.WriteByte('\n')
+		if _, err := out.WriteTo(c.stdout); err != nil {
+			return c.errorf("%v", err)
+		}
+		return exitOK
 	}
-	if !running {
-		fmt.Fprintln(c.stderr, "hookd is not running: next due times are what it would use if started now")
+	if err := writeHookTable(c.stdout, hooks, time.Now()); err != nil {
+		return c.errorf("%v", err)
 	}
-	writeHookTable(c.stdout, hooks, time.Now())
 	return exitOK
 }
 
 // writeHookTable writes list's table of hooks to w.
-func writeHookTable(w io.Writer, hooks []engine.HookStatus, now time.Time) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTRIGGER\tNEXT DUE\tLAST\tIN FLIGHT\tQUEUED\tFILE")
-	for _, h := range hooks {
-		next := "-"
+func writeHookTable(w io.Writer, hooks []engine.HookStatus, now time.Time) error {
+	return hookTable(hooks, now).write(w)
+}
+
+// hookTable is list's table of hooks.
+func hookTable(hooks []engine.HookStatus, now time.Time) *table {
+	t := newTable(7, len(hooks)+1)
+	t.row("NAME", "TRIGGER", "NEXT DUE", "LAST", "IN FLIGHT", "QUEUED", "FILE")
+	for i := range hooks {
+		h := &hooks[i]
+		t.add(h.Name)
+		if h.Project != "" {
+			t.add(" [")
+			t.add(h.Project)
+			t.add("]")
+		}
+		t.end()
+		t.add(h.Trigger)
+		t.end()
 		switch {
 		case !h.Enabled:
-			next = "disabled"
+			t.add("disabled")
 		case h.Paused:
-			next = "paused"
+			t.add("paused")
 		case !h.NextDue.IsZero():
-			next = timeText(h.NextDue) + " (" + relTime(h.NextDue.Sub(now)) + ")"
+			t.buf = h.NextDue.Local().AppendFormat(t.buf, timeLayout)
+			t.add(" (")
+			t.add(relTime(h.NextDue.Sub(now)))
+			t.add(")")
+		default:
+			t.add("-")
 		}
-		last := "-"
-		if h.LastStatus != "" {
-			last = string(h.LastStatus)
+		t.end()
+		if h.LastStatus == "" {
+			t.add("-")
+		} else {
+			t.add(string(h.LastStatus))
 			if !h.LastStart.IsZero() {
-				last += " " + relTime(h.LastStart.Sub(now))
+				t.add(" ")
+				t.add(relTime(h.LastStart.Sub(now)))
 			}
 		}
-		inflight := "-"
-		if h.InFlight != "" {
-			inflight = h.InFlight
-		}
-		name := h.Name
-		if h.Project != "" {
-			name += " [" + h.Project + "]"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s@%s\n", name, h.Trigger, next, last, inflight, h.Queued, h.File, h.Version)
+		t.end()
+		t.add(orDash(h.InFlight))
+		t.end()
+		t.buf = strconv.AppendInt(t.buf, int64(h.Queued), 10)
+		t.end()
+		t.add(h.File)
+		t.add("@")
+		t.add(h.Version)
+		t.end()
 	}
-	tw.Flush()
+	return t
 }
 
 // offlineHooks describes the hooks from their files and the store when no
