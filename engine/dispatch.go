@@ -34,21 +34,35 @@ type DispatchStarter interface {
 	StartRunDispatched(ctx context.Context, r *Run, seq int64) error
 }
 
+// EventStarter is a DispatchStarter that stores an event in the
+// transaction of the run it starts. With one, an event that starts
+// exactly one run at once, and whose ID the engine made (Emit without an
+// ID: it cannot have been stored before), is stored with that run's start
+// — one commit instead of two — and is never pending: it is acknowledged
+// once both are stored, and neither is stored without the other.
+type EventStarter interface {
+	DispatchStarter
+	// StartRunWithEvent stores ev, marked dispatched, setting ev.Seq, and
+	// starts r as StartRun does, in one transaction: both or neither.
+	StartRunWithEvent(ctx context.Context, r *Run, ev *Event) error
+}
+
 // dispatchDurable dispatches a stored pending event, waits until the runs
 // it started have their start recorded, and marks it dispatched. An event
 // that arrives while the engine stops stays pending for the next start.
 func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Event) ([]*Run, error) {
-	fired, starts, claimed, stopping, err := e.dispatchOnLoop(ctx, ev, true)
+	out, err := e.dispatchOnLoop(ctx, ev, true, nil)
 	if err != nil {
 		return nil, err
 	}
-	if claimed {
+	fired, starts := out.fired, out.starts
+	if out.claimed {
 		if err := ds.MarkDispatched(context.WithoutCancel(ctx), ev.Seq); err != nil {
 			e.log.Error("mark claimed event dispatched", "event", ev.ID, "type", ev.Type, "err", err)
 		}
 		return nil, nil
 	}
-	if stopping {
+	if out.stopping {
 		return nil, ErrStopped
 	}
 	marked := len(starts) > 0

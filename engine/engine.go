@@ -378,7 +378,8 @@ func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 	if ev.Time.IsZero() {
 		ev.Time = e.cfg.Clock.Now()
 	}
-	if ev.ID == "" {
+	fresh := ev.ID == "" // an ID made here was never stored: no duplicate to look for
+	if fresh {
 		ev.ID = NewID()
 	}
 	store := e.cfg.Store.AppendEvent
@@ -388,6 +389,9 @@ func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 	}
 	if e.cfg.Cluster != nil && durable {
 		return e.emitClustered(ctx, ds, ev)
+	}
+	if es, ok := e.cfg.Store.(EventStarter); ok && fresh {
+		return e.emitWithStart(ctx, es, ev)
 	}
 	if err := store(ctx, ev); err != nil {
 		if errors.Is(err, ErrDuplicateEvent) {
@@ -404,11 +408,61 @@ func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 // Dispatch matches ev against the event triggers in memory and fires the
 // hooks it matches, without storing it. It returns once the loop decided.
 func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
-	fired, _, _, _, err := e.dispatchOnLoop(ctx, ev, false)
+	out, err := e.dispatchOnLoop(ctx, ev, false, nil)
 	if errors.Is(err, ErrNotScheduler) {
 		return nil, nil // a cluster's other nodes dispatch only what is stored
 	}
-	return fired, err
+	if err != nil {
+		return nil, err // the loop may still be deciding: out is not ours to read
+	}
+	return out.fired, nil
+}
+
+// emitWithStart is Emit of an event whose ID Emit made, on a store that
+// stores an event in the transaction of the run it starts. The loop
+// decides first; when the event starts exactly one run at once, that
+// run's start stores the event (marked dispatched) in its transaction,
+// and Emit returns once that commit did. Otherwise the event is stored,
+// marked dispatched, once the starts it caused are recorded — or left
+// pending for the next start when the engine is stopping. Either way the
+// event is acknowledged only once it is stored, and it is never stored
+// pending when a run carried it: nothing is left for DispatchPending.
+func (e *Engine) emitWithStart(ctx context.Context, es EventStarter, ev *Event) ([]*Run, error) {
+	carry := *ev // the carrier's copy: its store sets Seq on another goroutine
+	out, err := e.dispatchOnLoop(ctx, ev, false, &carry)
+	bg := context.WithoutCancel(ctx)
+	switch {
+	case errors.Is(err, ErrStopped) || err == nil && out.stopping:
+		if err := es.AppendPendingEvent(bg, ev); err != nil {
+			return nil, fmt.Errorf("store event: %w", err)
+		}
+		return nil, ErrStopped
+	case err != nil:
+		return nil, err
+	}
+	if c := out.carrier; c != nil {
+		select {
+		case <-c.started:
+		case <-ctx.Done():
+			return out.fired, ctx.Err() // its start stores the event
+		}
+		if c.startErr != nil {
+			return nil, fmt.Errorf("store event: %w", c.startErr)
+		}
+		ev.Seq = carry.Seq
+		return out.fired, nil
+	}
+	for _, act := range out.starts {
+		select {
+		case <-act.started:
+		case <-ctx.Done():
+			return out.fired, ctx.Err()
+		}
+	}
+	if err := e.cfg.Store.AppendEvent(bg, ev); err != nil {
+		return nil, fmt.Errorf("store event: %w", err)
+	}
+	return out.fired, nil
 }
 
 // dispatchOnLoop streams ev to subscribers, offers it to the event:claim
@@ -417,17 +471,15 @@ func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
 // started or queued and the active runs of those that started (whose
 // started channels are closed once their start is recorded). With mark,
 // a run that is the only one ev starts marks it dispatched with its
-// start (active.marked).
-func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool) (fired []*Run, starts []*active, claimed, stopping bool, err error) {
+// start (active.marked); with carry (ev not stored yet), such a run
+// stores carry with its start and is the carrier.
+func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry *Event) (*dispatched, error) {
 	e.notify(ev)
-	if e.claimed(ctx, ev) {
-		return nil, nil, true, false, nil
-	}
-	// The results live in one value the closure points to: a closure
-	// that assigns the named results moves each of them to the heap, an
-	// allocation apiece on every event.
 	out := &dispatched{}
-	err = e.do(ctx, func(s *state) {
+	if out.claimed = e.claimed(ctx, ev); out.claimed {
+		return out, nil
+	}
+	err := e.do(ctx, func(s *state) {
 		if out.stopping = s.stopping(); out.stopping {
 			return
 		}
@@ -435,7 +487,9 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool) (fire
 			out.refused = e.notScheduler()
 			return
 		}
-		for _, r := range s.dispatch(ev, mark) {
+		var fired []*Run
+		fired, out.carrier = s.dispatch(ev, mark, carry)
+		for _, r := range fired {
 			cp := *r
 			out.fired = append(out.fired, &cp)
 			if ent := s.hooks[r.Hook]; ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
@@ -446,13 +500,15 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool) (fire
 	if err == nil {
 		err = out.refused
 	}
-	return out.fired, out.starts, false, out.stopping, err
+	return out, err
 }
 
 // dispatched is what the loop decided for one event (dispatchOnLoop).
 type dispatched struct {
 	fired    []*Run
 	starts   []*active
+	carrier  *active // the run that stores the event with its start
+	claimed  bool    // an event:claim handler took it: not dispatched
 	stopping bool
 	refused  error // ErrNotScheduler: a cluster node that does not schedule
 }

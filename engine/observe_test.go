@@ -95,7 +95,7 @@ func TestDispatchPending(t *testing.T) {
 }
 
 // TestEmitWhileStopping: an event published while the engine stops is
-// stored and left pending for the next start.
+// stored and left pending for the next start, with or without an ID.
 func TestEmitWhileStopping(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		blk := newBlock()
@@ -114,12 +114,17 @@ func TestEmitWhileStopping(t *testing.T) {
 		if _, err := h.eng.Emit(ctx, ev); !errors.Is(err, engine.ErrStopped) || ev.Seq == 0 {
 			t.Fatalf("emit while stopping: %v, seq %d", err, ev.Seq)
 		}
+		// Without an ID (not stored before dispatch when hookd runs).
+		ev2 := &engine.Event{Type: "deploy.finished"}
+		if _, err := h.eng.Emit(ctx, ev2); !errors.Is(err, engine.ErrStopped) || ev2.Seq == 0 {
+			t.Fatalf("emit without an id while stopping: %v, seq %d", err, ev2.Seq)
+		}
 		close(blk.release)
 		<-stopped
 		h.db.Close()
 		db := h.dbAt()
 		defer db.Close()
-		if p, _ := db.PendingEvents(ctx, 10); len(p) != 1 || p[0].ID != "late" {
+		if p, _ := db.PendingEvents(ctx, 10); len(p) != 2 || p[0].ID != "late" || p[1].ID != ev2.ID {
 			t.Errorf("pending: %+v", p)
 		}
 	})
@@ -249,10 +254,11 @@ func TestOverdue(t *testing.T) {
 	})
 }
 
-// markCounter counts the store's MarkDispatched calls.
+// markCounter counts the store's MarkDispatched, AppendPendingEvent and
+// AppendEvent calls.
 type markCounter struct {
 	*store.DB
-	marks atomic.Int64
+	marks, pendings, appends atomic.Int64
 }
 
 func (m *markCounter) MarkDispatched(ctx context.Context, seq int64) error {
@@ -260,10 +266,25 @@ func (m *markCounter) MarkDispatched(ctx context.Context, seq int64) error {
 	return m.DB.MarkDispatched(ctx, seq)
 }
 
-// TestEmitMarksWithTheStart: an event that starts one run is marked
-// dispatched in the transaction of that run's start (one write less); an
-// event that starts two is marked once both starts are recorded. Either
-// way nothing is left pending.
+func (m *markCounter) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
+	m.pendings.Add(1)
+	return m.DB.AppendPendingEvent(ctx, ev)
+}
+
+func (m *markCounter) AppendEvent(ctx context.Context, ev *engine.Event) error {
+	m.appends.Add(1)
+	return m.DB.AppendEvent(ctx, ev)
+}
+
+// TestEmitMarksWithTheStart: an event with a client's ID is stored
+// pending first (its ID may have been stored before); when it starts one
+// run it is marked dispatched in the transaction of that run's start
+// (one write less), when it starts two it is marked once both starts are
+// recorded. An event without an ID (Emit makes one, never stored before)
+// that starts one run is stored in the transaction of that run's start —
+// no write of its own — and one that starts two is stored, marked
+// dispatched, once both starts are recorded. Either way nothing is left
+// pending, and the run's start is recorded when Emit returns.
 func TestEmitMarksWithTheStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
@@ -294,31 +315,96 @@ func TestEmitMarksWithTheStart(t *testing.T) {
 			}
 			return len(p)
 		}
+		type counts struct{ marks, pendings, appends int64 }
+		for _, c := range []struct {
+			id, typ string
+			runs    int
+			want    counts
+		}{
+			{"client-1", "one.go", 1, counts{0, 1, 0}},
+			{"client-2", "two.go", 2, counts{1, 1, 0}},
+			{"", "one.go", 1, counts{0, 0, 0}},
+			{"", "two.go", 2, counts{0, 0, 1}},
+		} {
+			mc.marks.Store(0)
+			mc.pendings.Store(0)
+			mc.appends.Store(0)
+			ev := &engine.Event{ID: c.id, Type: c.typ}
+			runs, err := eng.Emit(ctx, ev)
+			if err != nil || len(runs) != c.runs {
+				t.Fatalf("emit %s (id %q): %v %v, want %d runs", c.typ, c.id, runs, err, c.runs)
+			}
+			got := counts{mc.marks.Load(), mc.pendings.Load(), mc.appends.Load()}
+			if got != c.want {
+				t.Errorf("emit %s (id %q): MarkDispatched, AppendPendingEvent, AppendEvent called %v times, want %v",
+					c.typ, c.id, got, c.want)
+			}
+			if n := pending(); n != 0 {
+				t.Errorf("emit %s (id %q): %d events pending, want 0", c.typ, c.id, n)
+			}
+			stored, err := db.ListEvents(ctx, c.typ, 10)
+			if err != nil || len(stored) == 0 || stored[0].ID != ev.ID || stored[0].Seq != ev.Seq || ev.Seq == 0 {
+				t.Errorf("emit %s (id %q): event %s seq %d; stored %+v %v", c.typ, c.id, ev.ID, ev.Seq, stored, err)
+			}
+			for _, r := range runs {
+				if got, err := db.GetRun(ctx, r.ID); err != nil || (got.Status != engine.StatusRunning && !got.Status.Final()) {
+					t.Errorf("emit %s (id %q): the start is not recorded when Emit returned: %+v %v", c.typ, c.id, got, err)
+				}
+			}
+			synctest.Wait()
+		}
+	})
+}
 
-		runs, err := eng.Emit(ctx, &engine.Event{Type: "one.go"})
-		if err != nil || len(runs) != 1 {
-			t.Fatalf("emit one.go: %v %v", runs, err)
-		}
-		if n := mc.marks.Load(); n != 0 {
-			t.Errorf("one run: MarkDispatched called %d times, want 0 (marked with the start)", n)
-		}
-		if n := pending(); n != 0 {
-			t.Errorf("one run: %d events pending, want 0", n)
-		}
-		if r, err := db.GetRun(ctx, runs[0].ID); err != nil || (r.Status != engine.StatusRunning && !r.Status.Final()) {
-			t.Errorf("one run: the start is not recorded when Emit returned: %+v %v", r, err)
-		}
+// failingStarter is a store whose starts that store an event fail.
+type failingStarter struct{ *store.DB }
 
-		runs, err = eng.Emit(ctx, &engine.Event{Type: "two.go"})
-		if err != nil || len(runs) != 2 {
-			t.Fatalf("emit two.go: %v %v", runs, err)
+var errStartRefused = errors.New("disk full")
+
+func (f *failingStarter) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
+	return errStartRefused
+}
+
+// TestEmitStoredWithTheStartFails: when the start that would store an
+// event with it fails, Emit fails — the event is not acknowledged — and
+// nothing is stored: neither the event, nor a pending copy of it, nor the
+// run, which does not run.
+func TestEmitStoredWithTheStartFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if n := mc.marks.Load(); n != 1 {
-			t.Errorf("two runs: MarkDispatched called %d times, want 1", n)
+		defer db.Close()
+		blk := newBlock()
+		hk := withSteps(newHook("deploy"), blk)
+		hk.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+		eng, err := engine.New(engine.Config{Store: &failingStarter{db}, Events: triggers.NewEventIndex(), Clock: &jumpClock{},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Tick: time.Second}, []*engine.Hook{hk})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if n := pending(); n != 0 {
-			t.Errorf("two runs: %d events pending, want 0", n)
+		if err := eng.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Stop()
+		ctx := context.Background()
+		runs, err := eng.Emit(ctx, &engine.Event{Type: "deploy.finished"})
+		if !errors.Is(err, errStartRefused) {
+			t.Errorf("emit: %v %v, want the start's error", runs, err)
 		}
 		synctest.Wait()
+		if evs, err := db.ListEvents(ctx, "deploy.finished", 10); err != nil || len(evs) != 0 {
+			t.Errorf("events stored: %+v %v, want none", evs, err)
+		}
+		if p, err := db.PendingEvents(ctx, 10); err != nil || len(p) != 0 {
+			t.Errorf("pending: %+v %v, want none", p, err)
+		}
+		if got, err := db.ListRuns(ctx, engine.RunFilter{Hook: "deploy"}); err != nil || len(got) != 0 {
+			t.Errorf("runs stored: %+v %v, want none", got, err)
+		}
+		if n := blk.started.Load(); n != 0 {
+			t.Errorf("the step ran %d times although the start was not recorded", n)
+		}
 	})
 }

@@ -21,6 +21,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 	bg := context.WithoutCancel(ctx)
 
 	if err := e.startRecord(bg, act); err != nil {
+		act.startErr = err
 		close(act.started)
 		e.notStarted(bg, act, err)
 		e.send(func(s *state) { s.finished(ent, act, nil) })
@@ -113,8 +114,16 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, prevStart ti
 }
 
 // startRecord records the start of act's run and, when the run is the
-// one its stored event started, marks the event dispatched with it.
+// one its stored event started, marks the event dispatched with it; when
+// it carries an event not stored yet, stores that event with it.
 func (e *Engine) startRecord(ctx context.Context, act *active) error {
+	if es, ok := e.cfg.Store.(EventStarter); ok && act.carry != nil {
+		if err := es.StartRunWithEvent(ctx, act.run, act.carry); err != nil {
+			return err
+		}
+		act.marked = true
+		return nil
+	}
 	if ds, ok := e.cfg.Store.(DispatchStarter); ok && act.markSeq != 0 {
 		if err := ds.StartRunDispatched(ctx, act.run, act.markSeq); err != nil {
 			return err

@@ -40,10 +40,14 @@ type state struct {
 }
 
 // marking names the stored event that the run of hook started while it
-// is dispatched marks dispatched with its start (see DispatchStarter).
+// is dispatched marks dispatched with its start (see DispatchStarter), or
+// the event not stored yet that the run stores with its start (ev, see
+// EventStarter); carrier is the run that took it.
 type marking struct {
-	hook string
-	seq  int64
+	hook    string
+	seq     int64
+	ev      *Event
+	carrier *active
 }
 
 type queuedRun struct {
@@ -85,9 +89,13 @@ type active struct {
 
 	// markSeq is the stored event this run's start marks dispatched in
 	// the same transaction (0: none); marked says, once started is
-	// closed, that it did.
-	markSeq int64
-	marked  bool
+	// closed, that it did. carry is the event, not stored yet, that its
+	// start stores (EventStarter); startErr, once started is closed, why
+	// the start could not be recorded.
+	markSeq  int64
+	marked   bool
+	carry    *Event
+	startErr error
 }
 
 // trig is one trigger of a hook.
@@ -757,8 +765,9 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	now := s.cfg.Clock.Now()
 	ctx, cancel := context.WithCancelCause(s.e.runCtx)
 	act := &active{run: run, cancel: cancel, started: make(chan struct{}), wasQueued: run.Status == StatusQueued}
-	if s.marking.seq != 0 && s.marking.hook == run.Hook {
-		act.markSeq, s.marking = s.marking.seq, marking{}
+	if (s.marking.seq != 0 || s.marking.ev != nil) && s.marking.hook == run.Hook {
+		act.markSeq, act.carry = s.marking.seq, s.marking.ev
+		s.marking = marking{carrier: act}
 	}
 	prevStart := ent.lastStart
 	run.Status = StatusRunning
@@ -847,16 +856,19 @@ func (s *state) drainQueue() {
 // dispatch fires the hooks whose event trigger matches ev. When mark is
 // set (ev is stored pending), ev matches one hook and the store can, the
 // start of the run ev starts marks ev dispatched in the same transaction.
-func (s *state) dispatch(ev *Event, mark bool) []*Run {
+//
+// carry, when set, is ev not stored yet: the run ev starts at once, when
+// it is the only hook ev fires, stores it with its start (EventStarter)
+// and is returned as carrier.
+func (s *state) dispatch(ev *Event, mark bool, carry *Event) (fired []*Run, carrier *active) {
 	// Progress events are for watchers, never for hooks (progress.go).
 	if s.cfg.Events == nil || s.stopping() || !s.schedules() || ProgressEventType(ev.Type) {
-		return nil
+		return nil, nil
 	}
 	s.match = s.cfg.Events.Match(s.match[:0], ev)
 	if len(s.match) == 0 {
-		return nil
+		return nil, nil
 	}
-	var fired []*Run
 	var raw json.RawMessage // the payload, encoded once for every hook it fires
 	if ev.Data != nil {
 		raw, _ = json.Marshal(ev.Data)
@@ -882,13 +894,19 @@ func (s *state) dispatch(ev *Event, mark bool) []*Run {
 		if _, ok := s.cfg.Store.(DispatchStarter); (ok || s.e.cfg.Cluster != nil) && mark && ev.Seq != 0 && len(s.match) == 1 {
 			s.marking = marking{hook: name, seq: ev.Seq}
 		}
+		if carry != nil && len(s.match) == 1 {
+			s.marking = marking{hook: name, ev: carry}
+		}
 		res := s.trigger(ent, trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth})
+		if s.marking.carrier != nil && s.marking.carrier.carry != nil {
+			carrier = s.marking.carrier
+		}
 		s.marking = marking{} // unused when the run did not start now
 		if res.err == nil {
 			fired = append(fired, res.run)
 		}
 	}
-	return fired
+	return fired, carrier
 }
 
 // flushEvents dispatches the engine events raised on the loop.
@@ -908,7 +926,7 @@ func (s *state) flushEvents() {
 			s.track(ev)
 		}
 		s.e.notify(ev)
-		s.dispatch(ev, false)
+		s.dispatch(ev, false, nil)
 	}
 	s.events = s.events[:0]
 }

@@ -18,7 +18,7 @@ ALTER TABLE events ADD COLUMN dispatched INTEGER NOT NULL DEFAULT 1;
 CREATE INDEX events_pending ON events (seq) WHERE dispatched = 0;
 `
 
-var _ engine.DispatchStarter = (*DB)(nil)
+var _ engine.EventStarter = (*DB)(nil)
 
 // AppendPendingEvent stores an event marked not yet dispatched and sets
 // ev.Seq, in one transaction. An ID stored before is not stored again: its

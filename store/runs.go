@@ -99,56 +99,81 @@ func (d *DB) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) e
 	return d.startRun(ctx, r, seq)
 }
 
+// StartRunWithEvent stores ev, marked dispatched, and sets ev.Seq, and
+// starts r as StartRun does, in one transaction: both are stored or
+// neither is (engine.EventStarter). An ID stored before fails with
+// engine.ErrDuplicateEvent and starts nothing.
+func (d *DB) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
+	args, err := runArgs(r, engine.StatusRunning)
+	if err != nil {
+		return fmt.Errorf("start run %s: %w", r.ID, err)
+	}
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := d.insertEvent(ctx, tx, ev, true); err != nil {
+			return fmt.Errorf("store event %s: %w", ev.ID, err)
+		}
+		return d.startIn(ctx, tx, r, args, 0)
+	})
+	if err != nil {
+		return fmt.Errorf("start run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
 // startRun starts r and, when seq is not 0, marks that event dispatched.
 func (d *DB) startRun(ctx context.Context, r *engine.Run, seq int64) error {
 	args, err := runArgs(r, engine.StatusRunning)
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
-	slot := timeInt(r.Slot)
-	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if slot != 0 {
-			var owner string
-			err := tx.StmtContext(ctx, d.stmtSlotOwner).QueryRowContext(ctx, r.Hook, slot).Scan(&owner)
-			switch {
-			case err == nil && owner != r.ID:
-				return fmt.Errorf("slot %s of hook %s is held by run %s: %w",
-					r.Slot.UTC().Format(time.RFC3339Nano), r.Hook, owner, engine.ErrSlotTaken)
-			case err != nil && !errors.Is(err, sql.ErrNoRows):
-				return err
-			}
-		}
-		res, err := tx.StmtContext(ctx, d.stmtUpsertRun).ExecContext(ctx, args...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			var st string
-			if err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, r.ID).Scan(&st); err != nil {
-				return err
-			}
-			return fmt.Errorf("run is already %s", st)
-		}
-		if slot != 0 {
-			if _, err := tx.StmtContext(ctx, d.stmtClaimSlot).ExecContext(ctx, r.Hook, slot, r.ID); err != nil {
-				return err
-			}
-		}
-		if seq != 0 {
-			if _, err := tx.StmtContext(ctx, d.stmtMarkEvt).ExecContext(ctx, seq); err != nil {
-				return err
-			}
-		}
-		_, err = tx.StmtContext(ctx, d.stmtStartState).ExecContext(ctx,
-			r.Hook, slot, timeInt(r.StartedAt), r.ID, string(engine.StatusRunning))
-		return err
-	})
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.startIn(ctx, tx, r, args, seq) })
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// startIn is the write of a run's start, in tx: r with its row's args
+// (runArgs), and the event with seq marked dispatched when seq is not 0.
+func (d *DB) startIn(ctx context.Context, tx *sql.Tx, r *engine.Run, args []any, seq int64) error {
+	slot := timeInt(r.Slot)
+	if slot != 0 {
+		var owner string
+		err := tx.StmtContext(ctx, d.stmtSlotOwner).QueryRowContext(ctx, r.Hook, slot).Scan(&owner)
+		switch {
+		case err == nil && owner != r.ID:
+			return fmt.Errorf("slot %s of hook %s is held by run %s: %w",
+				r.Slot.UTC().Format(time.RFC3339Nano), r.Hook, owner, engine.ErrSlotTaken)
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+	}
+	res, err := tx.StmtContext(ctx, d.stmtUpsertRun).ExecContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		var st string
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, r.ID).Scan(&st); err != nil {
+			return err
+		}
+		return fmt.Errorf("run is already %s", st)
+	}
+	if slot != 0 {
+		if _, err := tx.StmtContext(ctx, d.stmtClaimSlot).ExecContext(ctx, r.Hook, slot, r.ID); err != nil {
+			return err
+		}
+	}
+	if seq != 0 {
+		if _, err := tx.StmtContext(ctx, d.stmtMarkEvt).ExecContext(ctx, seq); err != nil {
+			return err
+		}
+	}
+	_, err = tx.StmtContext(ctx, d.stmtStartState).ExecContext(ctx,
+		r.Hook, slot, timeInt(r.StartedAt), r.ID, string(engine.StatusRunning))
+	return err
 }
 
 // FinishRun stores a run's final status and results (and its event, which

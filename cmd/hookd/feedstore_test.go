@@ -44,3 +44,40 @@ func TestFeedStoreStartsDispatched(t *testing.T) {
 		t.Errorf("run after the start: %+v, %v", got, err)
 	}
 }
+
+// TestFeedStoreStartsWithEvent: the store the daemon gives its engine
+// keeps SQLite's StartRunWithEvent, so an event Emit gave an ID is stored
+// in the transaction of the run it starts, and the event stream is woken
+// by that write.
+func TestFeedStoreStartsWithEvent(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	feed := newEventFeed()
+	st := newFeedStore(db, feed)
+	es, ok := st.(engine.EventStarter)
+	if !ok {
+		t.Fatalf("the engine's store %T is not an engine.EventStarter", st)
+	}
+	woken := feed.changed()
+	ev := &engine.Event{ID: engine.NewID(), Type: "deploy", Source: "test", Time: time.Now()}
+	now := time.Now()
+	run := &engine.Run{ID: engine.NewID(), Hook: "h", Trigger: "event", Status: engine.StatusRunning, QueuedAt: now, StartedAt: now}
+	if err := es.StartRunWithEvent(ctx, run, ev); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	default:
+		t.Error("the event stream was not woken by the event's write")
+	}
+	if evs, err := db.EventsAfter(ctx, 0, 10); err != nil || len(evs) != 1 || evs[0].ID != ev.ID {
+		t.Errorf("events: %+v %v", evs, err)
+	}
+	if got, err := db.GetRun(ctx, run.ID); err != nil || got.Status != engine.StatusRunning {
+		t.Errorf("run after the start: %+v %v", got, err)
+	}
+}

@@ -54,15 +54,31 @@ type feedStore struct {
 }
 
 // newFeedStore wraps st for the engine. A store that marks an event
-// dispatched in the transaction of the run it started (SQLite) keeps
-// that method through the wrapper, so the engine's check for
-// engine.DispatchStarter sees it.
+// dispatched in the transaction of the run it started, or stores the
+// event in it (SQLite), keeps those methods through the wrapper, so the
+// engine's checks for engine.DispatchStarter and engine.EventStarter see
+// them.
 func newFeedStore(st daemonStore, feed *eventFeed) engine.Store {
 	fs := &feedStore{daemonStore: st, feed: feed}
+	if es, ok := st.(engine.EventStarter); ok {
+		return &feedEventStarter{feedStarter: &feedStarter{feedStore: fs, ds: es}, es: es}
+	}
 	if ds, ok := st.(engine.DispatchStarter); ok {
 		return &feedStarter{feedStore: fs, ds: ds}
 	}
 	return fs
+}
+
+// feedEventStarter is a feedStore over an engine.EventStarter.
+type feedEventStarter struct {
+	*feedStarter
+	es engine.EventStarter
+}
+
+func (s *feedEventStarter) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
+	err := s.es.StartRunWithEvent(ctx, r, ev)
+	s.feed.wake()
+	return err
 }
 
 // feedStarter is a feedStore over an engine.DispatchStarter.
