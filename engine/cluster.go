@@ -67,6 +67,21 @@ type Cluster interface {
 	// no longer holds (declared interrupted) wraps ErrNotFound.
 	FinishOn(ctx context.Context, r *Run) error
 
+	// RequestFire stores a fire for the scheduler to decide and wakes it
+	// (WakeEvents), in one transaction (clusterfire.go).
+	RequestFire(ctx context.Context, req FireRequest) error
+	// FireAnswer returns the scheduler's answer to request id; ok is false
+	// while it has none. A request that is gone is an error.
+	FireAnswer(ctx context.Context, id string) (a FireAnswer, ok bool, err error)
+	// WithdrawFire deletes request id unless it is answered; one being
+	// decided is waited for. withdrawn reports whether it was deleted.
+	WithdrawFire(ctx context.Context, id string) (withdrawn bool, err error)
+	// DecideFires, on the scheduler, takes the unanswered requests one at
+	// a time, oldest first, and stores decide's answer in the transaction
+	// that holds the request, notifying WakeDone; a request decide fails
+	// is left unanswered, and DecideFires stops there.
+	DecideFires(ctx context.Context, decide func(context.Context, FireRequest) (FireAnswer, error)) (int, error)
+
 	// Notify tells every node about w, with a payload (a run id for
 	// WakeDone and WakeCancel).
 	Notify(ctx context.Context, w Wake, payload string) error

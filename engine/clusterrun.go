@@ -29,6 +29,7 @@ type clusterNode struct {
 	holder   atomic.Pointer[string] // the scheduler's node, as last seen
 	leaseAt  time.Time              // when the latest successful Lead began (leadLoop's)
 	failOnce sync.Once
+	ended    ended // signalled by WakeDone (clusterfire.go)
 
 	wakeWork, wakePoll, wakeEvents chan struct{}
 }
@@ -351,6 +352,7 @@ func (e *Engine) wakeLoop(ctx context.Context, wakes <-chan WakeUp) {
 		case WakeWork:
 			poke(e.wakeWork)
 		case WakeDone:
+			e.ended.signal()
 			poke(e.wakePoll)
 		case WakeEvents:
 			poke(e.wakeEvents)
@@ -464,6 +466,7 @@ func (e *Engine) pollLoop(ctx context.Context) {
 		case <-e.wakePoll:
 		}
 		if !e.leading.Load() {
+			e.readPaused(ctx) // any node may pause or resume a hook
 			continue
 		}
 		var ids []string
@@ -496,6 +499,23 @@ func (e *Engine) pollLoop(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// readPaused reads the hooks' paused state back, on a node that does not
+// schedule, so that its list shows a pause made on another node.
+func (e *Engine) readPaused(ctx context.Context) {
+	saved, err := e.cfg.Store.HookStates(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("read the hooks' paused state", "err", err)
+		}
+		return
+	}
+	_ = e.do(ctx, func(s *state) {
+		for name, ent := range s.hooks {
+			ent.paused = saved[name].Paused
+		}
+	})
 }
 
 // remoteFinished ends, on the scheduler, a released run whose record is
@@ -551,7 +571,8 @@ func (s *state) plannedRetry(ctx context.Context, r *Run) *PendingRetry {
 }
 
 // dispatchLoop, on the scheduler, dispatches the events any node stored
-// pending: woken when events are stored, and every Interval.
+// pending and decides the fires other nodes stored: woken when events or
+// fires are stored, and every Interval.
 func (e *Engine) dispatchLoop(ctx context.Context) {
 	t := time.NewTicker(e.cfg.Cluster.Interval())
 	defer t.Stop()
@@ -573,6 +594,7 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 		if _, err := e.DispatchPending(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("dispatch stored events", "err", err)
 		}
+		e.decideFires(ctx)
 	}
 }
 

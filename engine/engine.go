@@ -309,11 +309,14 @@ type FireOptions struct {
 	Force   bool           // skip the cooldown (never the in-flight gate)
 	Trigger string         // recorded trigger reason (default "manual")
 	Depth   int            // event chain depth of the run (a hook fired by another run's tool)
+
+	id string // the run's id: a fire another node forwarded (clusterfire.go)
 }
 
 // Fire triggers a hook through the gates, like any trigger. It returns the
 // run (running or queued) once it is recorded, or a *GateError naming the
-// gate that refused it.
+// gate that refused it. On a cluster node that does not schedule, the
+// scheduler decides it (clusterfire.go).
 func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, error) {
 	select {
 	case <-e.stopping:
@@ -324,6 +327,7 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 		run     *Run
 		err     error
 		started chan struct{}
+		forward bool
 	)
 	reason := opt.Trigger
 	if reason == "" {
@@ -336,11 +340,14 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 			return
 		}
 		if !s.schedules() {
+			// A fire decided for another node is left for the next
+			// scheduler; one made here is forwarded to the scheduler.
+			forward = opt.id == ""
 			err = e.notScheduler()
 			return
 		}
 		data := withPeriodic(ent.hook, reason, opt.Event, s.cfg.Clock.Now(), ent.lastStart)
-		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, manual: true, depth: opt.Depth})
+		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, manual: true, depth: opt.Depth, id: opt.id})
 		cp := *res.run // a snapshot: a started run belongs to its goroutine
 		run, err = &cp, res.err
 		if res.act != nil {
@@ -348,6 +355,9 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 		}
 	}); derr != nil {
 		return nil, derr
+	}
+	if forward {
+		return e.forwardFire(ctx, name, opt)
 	}
 	if run == nil {
 		return nil, err
@@ -610,6 +620,9 @@ func (e *Engine) Wait(ctx context.Context, runID string) (*Run, error) {
 			return nil, ctx.Err()
 		case <-e.loopDone:
 		}
+	}
+	if e.cfg.Cluster != nil {
+		return e.waitStored(ctx, runID) // decided, or executed, by another node
 	}
 	return e.cfg.Store.GetRun(ctx, runID)
 }

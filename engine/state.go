@@ -108,6 +108,7 @@ type trig struct {
 	depth     int
 	force     bool
 	manual    bool
+	id        string                                                // the run's id, when the caller chose it (a forwarded fire)
 	note      string                                                // a note for the run's record
 	retry     *PendingRetry                                         // the retry this trigger is (TriggerRetry)
 	merge     func(pending json.RawMessage) (map[string]any, error) // Event.Merge
@@ -529,6 +530,9 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	run := &Run{
 		ID: NewID(), Hook: h.Name, Project: h.Project, Trigger: t.reason, Slot: t.slot,
 		EventType: t.eventType, Depth: t.depth, QueuedAt: now, HookVersion: h.Source.Version,
+	}
+	if t.id != "" {
+		run.ID = t.id
 	}
 	if t.note != "" {
 		run.Notes = []string{t.note}

@@ -113,6 +113,7 @@ CREATE TABLE retries (
 	{4, "token usage", sqlUsage},                                     // usage.go
 	{5, "full-text search of runs", sqlSearch},                       // search.go
 	{6, "cluster: runs released to the nodes", sqlReleased},          // member.go
+	{7, "cluster: fires stored for the scheduler", sqlFires},         // fires.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

@@ -1,0 +1,139 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/jackc/pgx/v5"
+)
+
+// Fires a node that does not schedule stores for the scheduler to decide
+// (engine/clusterfire.go): a row per request, answered by the scheduler
+// in the transaction that holds the row locked, so a request is decided
+// once, and a node withdrawing one either deletes it before the
+// scheduler took it or finds it answered.
+
+// sqlFires is migration 7. Written to apply again harmlessly.
+const sqlFires = `
+CREATE TABLE IF NOT EXISTS fires (
+	seq          BIGSERIAL   PRIMARY KEY,
+	id           TEXT        NOT NULL UNIQUE,
+	request      JSONB       NOT NULL,
+	requested_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+	answer       JSONB,
+	answered_at  TIMESTAMPTZ
+);
+CREATE INDEX IF NOT EXISTS fires_unanswered ON fires (seq) WHERE answer IS NULL;
+`
+
+// RequestFire stores req and wakes the scheduler (ChannelEvents, at
+// commit).
+func (m *Member) RequestFire(ctx context.Context, req engine.FireRequest) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("store fire request %s: %w", req.ID, err)
+	}
+	err = m.db.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO fires (id, request) VALUES ($1, $2)`, req.ID, b); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, 'fire')`, ChannelEvents)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store fire request %s: %w", req.ID, err)
+	}
+	return nil
+}
+
+// FireAnswer returns the answer to request id, ok false while there is
+// none; a request that is not stored wraps engine.ErrNotFound.
+func (m *Member) FireAnswer(ctx context.Context, id string) (engine.FireAnswer, bool, error) {
+	var (
+		a   engine.FireAnswer
+		raw []byte
+	)
+	err := m.db.pool.QueryRow(ctx, `SELECT answer FROM fires WHERE id = $1`, id).Scan(&raw)
+	if errNoRows(err) {
+		return a, false, fmt.Errorf("read the answer to fire request %s: %w", id, engine.ErrNotFound)
+	}
+	if err != nil {
+		return a, false, fmt.Errorf("read the answer to fire request %s: %w", id, err)
+	}
+	if raw == nil {
+		return a, false, nil
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return a, false, fmt.Errorf("read the answer to fire request %s: %w", id, err)
+	}
+	return a, true, nil
+}
+
+// WithdrawFire deletes request id unless it is answered. The scheduler
+// holds a request it decides locked, so the delete waits for its answer
+// and then deletes nothing.
+func (m *Member) WithdrawFire(ctx context.Context, id string) (bool, error) {
+	tag, err := m.db.pool.Exec(ctx, `DELETE FROM fires WHERE id = $1 AND answer IS NULL`, id)
+	if err != nil {
+		return false, fmt.Errorf("withdraw fire request %s: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// DecideFires takes the unanswered requests one at a time, oldest first
+// (FOR UPDATE SKIP LOCKED: a request being withdrawn, or decided by a
+// scheduler that lost the lease and has not noticed yet, is skipped),
+// and stores decide's answer in the transaction that holds the request,
+// notifying ChannelDone. It stops at the first request decide fails,
+// which stays unanswered.
+func (m *Member) DecideFires(ctx context.Context, decide func(context.Context, engine.FireRequest) (engine.FireAnswer, error)) (int, error) {
+	// Answers are read within moments; an hour-old one is nobody's.
+	if _, err := m.db.pool.Exec(ctx, `DELETE FROM fires WHERE answered_at < now() - interval '1 hour'`); err != nil {
+		return 0, fmt.Errorf("decide fires: delete old answers: %w", err)
+	}
+	n := 0
+	for {
+		found := false
+		err := m.db.tx(ctx, func(tx pgx.Tx) error {
+			var (
+				id  string
+				raw []byte
+			)
+			err := tx.QueryRow(ctx, `SELECT id, request FROM fires WHERE answer IS NULL
+				ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&id, &raw)
+			if errNoRows(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			found = true
+			var req engine.FireRequest
+			if err := json.Unmarshal(raw, &req); err != nil {
+				return fmt.Errorf("fire request %s: %w", id, err)
+			}
+			a, err := decide(ctx, req)
+			if err != nil {
+				return fmt.Errorf("fire request %s: %w", id, err)
+			}
+			b, err := json.Marshal(a)
+			if err != nil {
+				return fmt.Errorf("fire request %s: %w", id, err)
+			}
+			if _, err := tx.Exec(ctx, `UPDATE fires SET answer = $2, answered_at = now() WHERE id = $1`, id, b); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelDone, "fire:"+id)
+			return err
+		})
+		if err != nil {
+			return n, fmt.Errorf("decide fires: %w", err)
+		}
+		if !found {
+			return n, nil
+		}
+		n++
+	}
+}
