@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -257,8 +258,30 @@ func (c *condNames) Visit(n *ast.Node) {
 	if root == "steps" || strings.HasPrefix(root, "step_") || root == "event" {
 		if err := checkRef(path, c.steps, c.before); err != nil {
 			c.err = err
+			if fe, ok := errors.AsType[*fieldError](err); ok && !fe.typo() {
+				// steps.check.used_pct over a step that prints the number.
+				c.err = fmt.Errorf("%w; to compare a value in a step's output, convert the text: "+
+					"fromJSON(%s).%s for JSON, int(trim(%s)) for a number alone", err,
+					fieldOf(path, fe.fields, "body", "stdout", "output"), fe.field, fieldOf(path, fe.fields, "stdout", "body", "output"))
+			}
 		}
 	}
+}
+
+// fieldOf is path with its field replaced by the first of want that
+// fields holds: steps.check.used_pct, an http step's, is steps.check.body.
+func fieldOf(path string, fields []string, want ...string) string {
+	segs := strings.Split(path, ".")
+	base := segs[0] // step_N
+	if base == "steps" && len(segs) > 1 {
+		base += "." + segs[1]
+	}
+	for _, w := range want {
+		if slices.Contains(fields, w) {
+			return base + "." + w
+		}
+	}
+	return base + ".output"
 }
 
 // memberPath is a chain a.b.c of constant members on a name, dotted.

@@ -17,10 +17,14 @@ func TestConditionEval(t *testing.T) {
 		Steps: []*engine.StepResult{
 			{Index: 0, Name: "tests", Type: "shell", Output: "ok\n", ExitCode: &zero, Fields: map[string]any{"stdout": "ok\n"}},
 			{Index: 1, Name: "disk", Type: "shell", ExitCode: &two, Fields: map[string]any{"used_pct": 91}},
+			// Numbers as real steps give them: text a condition converts.
+			{Index: 2, Name: "check", Type: "http", Output: `{"used_pct": 42}`, StatusCode: 200, Fields: map[string]any{"body": `{"used_pct": 42}`}},
+			{Index: 3, Name: "df", Type: "shell", Output: "87\n", ExitCode: &zero, Fields: map[string]any{"stdout": "87\n"}},
 		},
-		StepNames: map[string]int{"tests": 0, "disk": 1},
+		StepNames: map[string]int{"tests": 0, "disk": 1, "check": 2, "df": 3},
 	}
-	steps := []*engine.StepDef{{Index: 0, Name: "tests", Type: "shell"}, {Index: 1, Name: "disk", Type: "shell"}}
+	steps := []*engine.StepDef{{Index: 0, Name: "tests", Type: "shell"}, {Index: 1, Name: "disk", Type: "shell"},
+		{Index: 2, Name: "check", Type: "http"}, {Index: 3, Name: "df", Type: "shell"}}
 	for _, c := range []struct {
 		src  string
 		want bool
@@ -35,8 +39,12 @@ func TestConditionEval(t *testing.T) {
 		{`"b" in event.tags`, true},
 		{`hook == "h" && trigger == "event"`, true},
 		{`trim(steps.tests.output) == "ok"`, true},
+		// The README's forms for a number in a step's output.
+		{`fromJSON(steps.check.body).used_pct < 80`, true},
+		{`int(trim(steps.df.stdout)) < 80`, false},
+		{`float(trim(steps.df.stdout)) >= 86.5`, true},
 	} {
-		cond, err := engine.CompileCondition(c.src, steps, 2)
+		cond, err := engine.CompileCondition(c.src, steps, len(steps))
 		if err != nil {
 			t.Errorf("%s: %v", c.src, err)
 			continue

@@ -48,6 +48,24 @@ func checkStepField(kind, field, who string) error {
 	if slices.Contains(fields, field) {
 		return nil
 	}
-	return fmt.Errorf("%s is a %s step: its results have no field %q (they have %s)",
-		who, kind, field, strings.Join(slices.Sorted(slices.Values(fields)), ", "))
+	return &fieldError{who: who, kind: kind, field: field, fields: fields}
+}
+
+// fieldError is a reference to a field a step's kind does not have.
+type fieldError struct {
+	who, kind, field string
+	fields           []string
+}
+
+func (e *fieldError) Error() string {
+	return fmt.Sprintf("%s is a %s step: its results have no field %q (they have %s)",
+		e.who, e.kind, e.field, strings.Join(slices.Sorted(slices.Values(e.fields)), ", "))
+}
+
+// typo reports whether the field looks like a misspelling of one the
+// kind has (its first four letters begin one: exit_cod, stdot), rather
+// than a value the author expects in the step's output (used_pct).
+func (e *fieldError) typo() bool {
+	p := e.field[:min(len(e.field), 4)]
+	return slices.ContainsFunc(e.fields, func(f string) bool { return strings.HasPrefix(f, p) })
 }
