@@ -35,7 +35,12 @@ func (s *state) fields(n *yaml.Node, path string, known []string, aliases map[st
 	for _, p := range ps {
 		if _, alias := aliases[p.key]; !alias && !slices.Contains(known, p.key) {
 			all := append(slices.Clone(known), slices.Sorted(maps.Keys(aliases))...)
-			s.add(p.k.Line, join(path, p.key), unknownField(p.key, all, known))
+			msg := unknownField(p.key, all, known)
+			if path == "" && slices.Contains(known, "steps") && slices.Contains(stepKeys, p.key) {
+				// skip_llm_if: at the top of a hook file
+				msg = fmt.Sprintf("unknown field here: %s is a step's key; write it in the step it belongs to (steps[N].%s)", p.key, p.key)
+			}
+			s.add(p.k.Line, join(path, p.key), msg)
 			continue
 		}
 		f.keys = append(f.keys, p)
