@@ -96,6 +96,16 @@ func TestFailureTable(t *testing.T) {
 				t.Errorf("want %q on stderr:\n%s", r.hook+" "+r.headline, out)
 			}
 			run := e.getRun(runID(t, out))
+			for _, l := range strings.Split(out.stderr, "\n") {
+				if strings.HasPrefix(l, r.hook+" "+r.headline) && run.Reason != "" && strings.Count(l, run.Reason) != 1 {
+					t.Errorf("the outcome line does not give the reason once: %q", l)
+				}
+			}
+			if run.Reason != "" {
+				if shown := e.must(0, "run", run.ID, "--brief").stdout; strings.Count(shown, run.Reason) != 1 {
+					t.Errorf("hookd run does not give the reason once:\n%s", shown)
+				}
+			}
 			if run.Status != r.status || !strings.HasPrefix(run.Reason, r.reason) || (r.reason == "" && run.Reason != "") {
 				t.Errorf("run: %s %q, want %s %q", run.Status, run.Reason, r.status, r.reason)
 			}

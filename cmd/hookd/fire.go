@@ -194,8 +194,8 @@ func (c *cli) printOutcome(run *engine.Run) int {
 	if run.Reason != "" {
 		line += ": " + run.Reason
 	}
-	if run.Error != "" {
-		line += ": " + run.Error
+	if e := errorText(run); e != "" {
+		line += ": " + e
 	}
 	if !c.quiet {
 		fmt.Fprintln(c.stderr, line)

@@ -242,8 +242,8 @@ func cmdRuns(c *cli, args []string) int {
 		if r.Repeats > 1 {
 			why = repeatsText(r) + ": " + why
 		}
-		if r.Error != "" {
-			why = strings.TrimSpace(strings.TrimPrefix(why+" "+r.Error, " "))
+		if e := errorText(r); e != "" {
+			why = strings.TrimSpace(strings.TrimPrefix(why+" "+e, " "))
 		}
 		if r.Retry != nil {
 			why = fmt.Sprintf("retry %s at %s; %s", r.Retry.RunID, timeText(r.Retry.At), why)
@@ -371,7 +371,7 @@ func printRun(c *cli, r *engine.Run, brief bool) {
 	field("project", r.Project)
 	field("status", r.Headline())
 	field("reason", r.Reason)
-	field("error", r.Error)
+	field("error", errorText(r))
 	if !r.FinishedAt.IsZero() {
 		field("finished", timeText(r.FinishedAt)+" (took "+engine.ElapsedText(r.Duration())+")")
 	}
