@@ -598,16 +598,27 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 				Detail: fmt.Sprintf("cooldown is %s; use --force to skip the cooldown", h.Cooldown)})
 		}
 	}
-	if g := s.rateGate(ent, now); g != nil {
+	if g := s.startGates(ent, now); g != nil {
 		return s.refuse(ent, run, StatusSkipped, g)
 	}
+	return s.admit(ent, run)
+}
+
+// startGates applies the gates that count a hook's starts, rate then
+// budget, to a run about to be admitted (a new trigger, or the pending
+// rerun when the run before it ends), and counts its start in the rate
+// window: nil when it may go.
+func (s *state) startGates(ent *entry, now time.Time) *GateError {
+	if g := s.rateGate(ent, now); g != nil {
+		return g
+	}
 	if g := s.budgetGate(ent, now); g != nil {
-		return s.refuse(ent, run, StatusSkipped, g)
+		return g
 	}
 	if ent.hook.Rate.N > 0 {
 		ent.starts = append(ent.starts, now)
 	}
-	return s.admit(ent, run)
+	return nil
 }
 
 // addPending makes run the hook's one pending rerun, or merges it into the
@@ -831,7 +842,7 @@ func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 	if p := ent.pending; p != nil && ent.active == nil && ent.queued == nil {
 		ent.pending = nil
 		delete(s.live, p.ID)
-		if g := s.budgetGate(ent, s.cfg.Clock.Now()); g != nil {
+		if g := s.startGates(ent, s.cfg.Clock.Now()); g != nil {
 			s.refuseWaiting(ent, p, g)
 		} else {
 			s.admit(ent, p)
