@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -161,16 +162,7 @@ type jsonParser struct {
 }
 
 // count guesses the number of hooks: the number of "name" keys.
-func (p *jsonParser) count() int {
-	n := 0
-	for i := 0; i+7 <= len(p.b); i++ {
-		if p.b[i] == '"' && string(p.b[i:i+7]) == `"name":` {
-			n++
-			i += 6
-		}
-	}
-	return n
-}
+func (p *jsonParser) count() int { return bytes.Count(p.b, []byte(`"name":`)) }
 
 func (p *jsonParser) space() {
 	for p.i < len(p.b) {

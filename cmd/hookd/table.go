@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -42,27 +44,56 @@ func newTable(cols, rows int) *table {
 // add appends s to the cell being written.
 func (t *table) add(s string) { t.buf = append(t.buf, s...) }
 
-// end ends the cell being written.
+// end ends the cell being written. Its width is its length: write
+// counts runes instead when the table holds any byte beyond ASCII.
 func (t *table) end() {
-	cell := t.buf[t.start:]
-	n := len(cell)
-	for _, c := range cell {
-		switch {
-		case c >= utf8.RuneSelf:
-			n = utf8.RuneCount(cell)
-			if c == 0xff { // tabwriter.Escape
-				t.plain = false
-			}
-		case c == '\t' || c == '\v' || c == '\n' || c == '\f':
-			t.plain = false
-		}
-	}
+	n := len(t.buf) - t.start
 	if col := len(t.ends) % t.cols; n > t.widest[col] {
 		t.widest[col] = n
 	}
 	t.ends = append(t.ends, len(t.buf))
 	t.runes = append(t.runes, n)
 	t.start = len(t.buf)
+}
+
+// measure looks at the table's text once: a byte beyond ASCII makes it
+// count each cell's runes, a tab, a line break or tabwriter's escape
+// byte in a cell makes write hand the table to tabwriter.
+func (t *table) measure() {
+	if bytes.IndexByte(t.buf, '\t') >= 0 || bytes.IndexByte(t.buf, '\n') >= 0 ||
+		bytes.IndexByte(t.buf, '\v') >= 0 || bytes.IndexByte(t.buf, '\f') >= 0 {
+		t.plain = false
+	}
+	if ascii(t.buf) {
+		return
+	}
+	t.plain = t.plain && bytes.IndexByte(t.buf, tabwriter.Escape) < 0
+	clear(t.widest)
+	begin := 0
+	for i, end := range t.ends {
+		n := utf8.RuneCount(t.buf[begin:end])
+		t.runes[i] = n
+		if col := i % t.cols; n > t.widest[col] {
+			t.widest[col] = n
+		}
+		begin = end
+	}
+}
+
+// ascii reports whether b holds only ASCII bytes, 8 at a time.
+func ascii(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // row appends a row of whole cells.
@@ -75,6 +106,7 @@ func (t *table) row(cells ...string) {
 
 // write writes the table to w.
 func (t *table) write(w io.Writer) error {
+	t.measure()
 	if !t.plain {
 		return t.tabwriter(w)
 	}

@@ -46,8 +46,20 @@ func (t *termSafe) Write(p []byte) (int, error) {
 		in = append(t.carry, p...)
 		t.carry = nil
 	}
-	out := t.buf[:0]
-	for i := 0; i < len(in); {
+	// Plain text (printable ASCII, newlines and tabs: a table of 10,000
+	// hooks) is written as it is, without a copy.
+	plain := 0
+	for plain < len(in) && (in[plain] >= 0x20 && in[plain] < 0x7f || in[plain] == '\n' || in[plain] == '\t') {
+		plain++
+	}
+	if plain == len(in) {
+		if _, err := t.w.Write(in); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	out := append(t.buf[:0], in[:plain]...)
+	for i := plain; i < len(in); {
 		c := in[i]
 		if c >= 0x20 && c < 0x7f || c == '\n' || c == '\t' {
 			out = append(out, c)
