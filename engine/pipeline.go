@@ -24,7 +24,12 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 		act.startErr = err
 		close(act.started)
 		e.notStarted(bg, act, err)
-		e.send(func(s *state) { s.finished(ent, act, nil) })
+		ev := RunEvent(run)
+		ev.Time = e.cfg.Clock.Now()
+		e.send(func(s *state) {
+			s.finished(ent, act, nil)
+			s.events = append(s.events, ev)
+		})
 		return
 	}
 	close(act.started)

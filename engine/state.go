@@ -225,8 +225,7 @@ func (s *state) cancelPending(ent *entry, reason string, now time.Time) *Run {
 	ent.pending = nil
 	delete(s.live, p.ID)
 	p.Status, p.Reason, p.FinishedAt = StatusCancelled, reason, now
-	s.finishRecord(p)
-	s.finishWaiters(p)
+	s.endWaiting(p)
 	return p
 }
 
@@ -289,7 +288,7 @@ func (s *state) requeue(runs []*Run, now time.Time) {
 		switch {
 		case ent == nil:
 			r.Status, r.Reason, r.FinishedAt = StatusCancelled, "removed: the hook no longer exists", now
-			s.finishRecord(r)
+			s.endWaiting(r)
 		case ent.queued == nil && ent.active == nil:
 			ent.queued = r
 			s.queue = append(s.queue, &queuedRun{r, ent})
@@ -299,7 +298,7 @@ func (s *state) requeue(runs []*Run, now time.Time) {
 			s.live[r.ID] = ent
 		default:
 			r.Status, r.Reason, r.FinishedAt = StatusCancelled, "coalesced: the hook already had a pending run", now
-			s.finishRecord(r)
+			s.endWaiting(r)
 		}
 	}
 }
@@ -756,6 +755,13 @@ func (s *state) finishRecord(run *Run) {
 // that a gate refused when its time to start came.
 func (s *state) refuseWaiting(ent *entry, run *Run, g *GateError) {
 	run.Status, run.Gate, run.Reason, run.FinishedAt = StatusSkipped, g.Gate, g.reason(), s.cfg.Clock.Now()
+	s.endWaiting(run)
+}
+
+// endWaiting stores the final record of a queued or pending run that ends
+// without starting, answers its waiters and publishes its outcome, as
+// every run's end is published.
+func (s *state) endWaiting(run *Run) {
 	s.finishRecord(run)
 	s.finishWaiters(run)
 	s.events = append(s.events, RunEvent(run))
@@ -772,8 +778,7 @@ func (s *state) dequeue(run *Run, status Status, reason string) {
 	}
 	delete(s.live, run.ID)
 	run.Status, run.Reason, run.FinishedAt = status, reason, s.cfg.Clock.Now()
-	s.finishRecord(run)
-	s.finishWaiters(run)
+	s.endWaiting(run)
 }
 
 // startRun launches run in its own goroutine, which owns run from then
