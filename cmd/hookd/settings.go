@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"runtime/debug"
+	"sync"
 
 	"fmt"
 	"log/slog"
@@ -113,6 +115,44 @@ func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local
 	return l, nil
 }
 
+// loadGCPercent is the collector's GOGC while hooks.d loads. Loading
+// allocates about 20 KB a hook file, nearly all of it garbage at once
+// (the YAML parser's state and node tree, the shell parser's syntax
+// tree), while the loaded hooks accumulate: at the default 100 the
+// collector ran over the growing heap again and again, a fifth of a
+// start's CPU with 10,000 hooks.
+const loadGCPercent = 400
+
+// loadGC sets the collector's GOGC to loadGCPercent for a load, unless
+// GOGC is set higher or off, and returns the function that sets it back
+// and collects the load's garbage, returning the memory to the system:
+// the heap after start-up is about what it was; the peak while loading
+// is higher (110-130 MB instead of 75-80 MB with 10,000 hooks).
+func loadGC() (done func()) {
+	restore, raised := raiseGCPercent(loadGCPercent)
+	if !raised {
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			restore()
+			debug.FreeOSMemory()
+		})
+	}
+}
+
+// raiseGCPercent sets the collector's GOGC to p, unless GOGC is set
+// higher or off, and returns the function that sets it back.
+func raiseGCPercent(p int) (restore func(), raised bool) {
+	old := debug.SetGCPercent(p)
+	if old < 0 || old >= p {
+		debug.SetGCPercent(old)
+		return func() {}, false
+	}
+	return func() { debug.SetGCPercent(old) }, true
+}
+
 // newLocal is openLocal without starting the engine, so that observers
 // can subscribe before the first event.
 func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
@@ -134,6 +174,8 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		err   error
 	}
 	loadDone := make(chan loadResult, 1)
+	gcDone := loadGC()
+	defer gcDone()
 	go func() {
 		var r loadResult
 		r.hooks, r.hs, r.errs, r.err = c.loadAll(d)
@@ -150,6 +192,7 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		cluster = l.member
 	}
 	r := <-loadDone
+	gcDone()
 	hooks, hs, errs, err := r.hooks, r.hs, r.errs, r.err
 	if err != nil {
 		l.close()
