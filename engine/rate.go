@@ -55,7 +55,12 @@ func (s *state) rateGate(ent *entry, now time.Time) *GateError {
 		return nil
 	}
 	next := ent.starts[0].Add(r.Window).Sub(now)
+	starts := fmt.Sprintf("%d starts", len(ent.starts))
+	if len(ent.starts) == 1 {
+		starts = "1 start"
+	}
+	// The window as the file wrote it (1h, not Go's 1h0m0s).
 	return &GateError{Gate: GateRate, Hook: ent.hook.Name, Remaining: next,
-		Detail: fmt.Sprintf("%d starts in the last %s (rate: %d/%s); the next is allowed in %s",
-			len(ent.starts), r.Window, r.N, r.Window, next.Round(time.Second))}
+		Detail: fmt.Sprintf("%s in the last %s (rate: %d/%s); the next is allowed in %s",
+			starts, DurationText(r.Window), r.N, DurationText(r.Window), ElapsedText(next))}
 }

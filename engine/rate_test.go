@@ -33,6 +33,10 @@ func TestRateGate(t *testing.T) {
 		if last.Status != engine.StatusSkipped || last.Gate != engine.GateRate {
 			t.Errorf("refused record: %s %s %q", last.Status, last.Gate, last.Reason)
 		}
+		// Durations as the file writes them, not Go's 1h0m0s.
+		if want := "rate: 2 starts in the last 1h (rate: 2/1h); the next is allowed in 45m"; last.Reason != want {
+			t.Errorf("reason %q, want %q", last.Reason, want)
+		}
 		hs.advance(46 * time.Minute) // the first start leaves the window
 		if _, err := hs.fire("capped", engine.FireOptions{}); err != nil {
 			t.Errorf("after the window slid: %v", err)

@@ -15,7 +15,7 @@ func TestRateAcrossRestart(t *testing.T) {
 	})
 	d := e.serve()
 	e.must(0, "fire", "capped", "--wait")
-	want := "rate: 1 starts in the last 1h"
+	want := "rate: 1 start in the last 1h (rate: 1/1h); the next is allowed in "
 	if r := e.must(exitRefused, "fire", "capped"); !strings.Contains(r.stderr, want) {
 		t.Fatalf("second fire:\n%s", r)
 	}
