@@ -108,8 +108,14 @@ func newHTTP(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 			s.formBody = s.formBody || isFormMedia(v)
 		}
 	}
-	if _, err := engine.ParsePlaceholders(c.Body); err != nil {
+	bodyPhs, err := engine.ParsePlaceholders(c.Body)
+	if err != nil {
 		return nil, fieldErr(cfg, "body", "%v", err)
+	}
+	if s.jsonBody {
+		if err := checkJSONBodyPlaces(c.Body, bodyPhs); err != nil {
+			return nil, fieldErr(cfg, "body", "%v", err)
+		}
 	}
 	if c.JSON != nil {
 		if err := s.setJSON(cfg, c); err != nil {
