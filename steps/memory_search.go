@@ -21,8 +21,8 @@ const DefaultMemoryLimit = 5
 type memoryConfig struct {
 	Query     string `yaml:"query"`
 	Hook      string `yaml:"hook"`
-	Limit     int    `yaml:"limit"`
-	TopK      int    `yaml:"top_k"`      // agent-queue's name of limit
+	Limit     *int   `yaml:"limit"`
+	TopK      *int   `yaml:"top_k"`      // agent-queue's name of limit
 	Since     string `yaml:"since"`      // a duration back from now (30d, 12h)
 	ProjectID string `yaml:"project_id"` // agent-queue's; accepted and ignored
 }
@@ -49,16 +49,18 @@ func newMemorySearch(def *engine.StepDef, cfg engine.Decoder) (engine.Step, erro
 		return nil, fieldErr(cfg, "query", "%v", err)
 	}
 	s := &memorySearch{def: def, query: c.Query, hook: c.Hook, limit: DefaultMemoryLimit}
+	// Given, 0 is out of range like any other bad count, not the default.
+	field := "limit"
 	switch {
-	case c.Limit != 0 && c.TopK != 0:
+	case c.Limit != nil && c.TopK != nil:
 		return nil, fieldErr(cfg, "top_k", "top_k is agent-queue's name of limit, which is also given; keep one")
-	case c.TopK != 0:
-		s.limit = c.TopK
-	case c.Limit != 0:
-		s.limit = c.Limit
+	case c.TopK != nil:
+		s.limit, field = *c.TopK, "top_k"
+	case c.Limit != nil:
+		s.limit = *c.Limit
 	}
 	if s.limit < 1 || s.limit > 100 {
-		return nil, fieldErr(cfg, "limit", "must be from 1 to 100 (got %d)", s.limit)
+		return nil, fieldErr(cfg, field, "must be from 1 to 100 (got %d)", s.limit)
 	}
 	if c.Since != "" {
 		d, err := parseAge(c.Since)

@@ -17,6 +17,9 @@ func TestMemorySearchNewErrors(t *testing.T) {
 		{"bad placeholder", `query: "{{event.x | nope}}"`, `unknown filter "nope"`},
 		{"both limits", "query: x\nlimit: 3\ntop_k: 4", "top_k: top_k is agent-queue's name of limit"},
 		{"limit range", "query: x\nlimit: 1000", "limit: must be from 1 to 100"},
+		{"limit 0", "query: x\nlimit: 0", "limit: must be from 1 to 100 (got 0)"},
+		{"top_k 0", "query: x\ntop_k: 0", "top_k: must be from 1 to 100 (got 0)"},
+		{"both limits, one 0", "query: x\nlimit: 0\ntop_k: 4", "top_k: top_k is agent-queue's name of limit"},
 		{"since", "query: x\nsince: yesterday", "since: must be a duration"},
 		{"unknown", "query: x\ntopk: 3", "topk"},
 	})
