@@ -120,6 +120,21 @@ func checkCondCost(src string) error {
 		return fmt.Errorf("%s is not available in a condition: a value built from itself (let b = a + a; reduce with #acc + #acc) "+
 			"doubles at each step, past any bound (16 lets made 64 MB of a 1 KB event)", grows)
 	}
+	// A regular expression costs its length times the text's to run
+	// (RE2 is linear in each, not in their sum): a pattern from the event
+	// or a step's output, 50 KB against 50 KB of text, held the loop 20 s.
+	dynamic := false
+	ast.Walk(&tree.Node, condVisitor(func(n ast.Node) {
+		if b, ok := n.(*ast.BinaryNode); ok && b.Operator == "matches" {
+			if _, lit := b.Right.(*ast.StringNode); !lit {
+				dynamic = true
+			}
+		}
+	}))
+	if dynamic {
+		return fmt.Errorf("the pattern of matches must be written in the hook, one quoted string (x matches \"^v[0-9]+\"): " +
+			"a pattern from the event or a step costs its length times the text's (50 KB against 50 KB held the engine 20 s)")
+	}
 	var bad *ast.BuiltinNode
 	ast.Walk(&tree.Node, condVisitor(func(n ast.Node) {
 		for _, p := range predicates(n) {

@@ -248,3 +248,32 @@ func TestConditionNoSelfDoubling(t *testing.T) {
 		}
 	}
 }
+
+// TestConditionPatternFromData performs a regular-expression attack on a
+// condition that matches against a pattern the event gives: RE2 runs in
+// the pattern's length times the text's, and 50 KB of each held the
+// engine loop 20 s (a where: runs there). The pattern of matches must be
+// one quoted string written in the hook: anything else is a load error.
+// Against a written pattern, the same event is evaluated at once.
+func TestConditionPatternFromData(t *testing.T) {
+	for _, src := range []string{
+		`event.a matches event.b`,
+		`event.a matches ("^" + event.b)`,
+		`not (event.a matches event.b)`,
+		`any(event.list, {.text matches .pattern})`,
+		`event.a matches lower(event.b)`,
+	} {
+		_, err := engine.CompileCondition(src, nil, 0)
+		if err == nil || !strings.Contains(err.Error(), "the pattern of matches must be written in the hook") {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+	ev := map[string]any{"a": strings.Repeat("ab", 25000), "b": strings.Repeat("(a|b)?", 8000) + "c"}
+	c, err := engine.CompileCondition(`event.a matches "^(ab)+$" && event.b matches "c$"`, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.Eval(&engine.Scope{Event: ev}); err != nil || !ok {
+		t.Errorf("a written pattern: %v %v", ok, err)
+	}
+}
