@@ -82,7 +82,7 @@ const snippetWords = 16
 func (d *DB) SearchRuns(ctx context.Context, q engine.SearchQuery) ([]engine.SearchHit, error) {
 	terms := searchWords(q.Text)
 	if len(terms) == 0 {
-		return nil, fmt.Errorf("search runs: the query %q has no words", q.Text)
+		return nil, fmt.Errorf("search runs: the query %q has no words", engine.Clip(q.Text, 100))
 	}
 	limit := q.Limit
 	if limit <= 0 {

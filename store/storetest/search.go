@@ -90,6 +90,20 @@ func testSearchRuns(t *testing.T, e *env) {
 	if _, err := s.SearchRuns(ctx, engine.SearchQuery{Text: " ;; "}); err == nil {
 		t.Error("a query without words searched")
 	}
+	// A hostile query from a model (search_runs) or a client: a megabyte
+	// without words is quoted in 100 characters, not sent back whole; a
+	// word longer than any index holds finds nothing, without an error,
+	// and the other words still search.
+	if _, err := s.SearchRuns(ctx, engine.SearchQuery{Text: strings.Repeat("-", 1<<20)}); err == nil || len(err.Error()) > 200 {
+		t.Errorf("a huge query without words: %.300v", err)
+	}
+	long := strings.Repeat("a", 5000)
+	if hits, err := s.SearchRuns(ctx, engine.SearchQuery{Text: long}); err != nil || len(hits) != 0 {
+		t.Errorf("a word of 5000 letters: %.300v, %d hits", err, len(hits))
+	}
+	if hits, err := s.SearchRuns(ctx, engine.SearchQuery{Text: long + " sda1", Hook: "disk"}); err != nil || len(hits) != 2 {
+		t.Errorf("a word of 5000 letters and sda1: %.300v, %+v", err, hits)
+	}
 	// Retention takes a run out of the index with it.
 	pruned, err := s.Prune(ctx, t1.Add(100*day), pruneAll)
 	must(t, err)
