@@ -438,11 +438,20 @@ func (e *Engine) executeClaimed(ctx context.Context, act *active) {
 		act.cancel(errRunOver)
 		poke(e.wakeWork)
 	}()
-	if h := (*e.defs.Load())[run.Hook]; h != nil {
+	// The run executes with the hook's file at the version that queued
+	// it, or not at all: a node's claims name the versions it reported,
+	// and it may have loaded others since (a reload, a report that did
+	// not reach the database).
+	h := (*e.defs.Load())[run.Hook]
+	if h != nil && (run.HookVersion == "" || h.Source.Version == run.HookVersion) {
 		e.perform(ctx, h, act, time.Time{}, cl.FinishOn)
 	} else {
 		run.Status, run.Cause = StatusFailed, CauseInternal
 		run.Error = fmt.Sprintf("hook %s is not loaded on node %s (its hooks.d differs from the scheduler's)", run.Hook, cl.Node())
+		if h != nil {
+			run.Error = fmt.Sprintf("hook %s is at version %s on node %s, not at %s, the version that queued the run (its file changed): "+
+				"the run is not executed with another file", run.Hook, h.Source.Version, cl.Node(), run.HookVersion)
+		}
 		run.FinishedAt = e.cfg.Clock.Now()
 		if err := cl.FinishOn(context.WithoutCancel(ctx), run); err != nil {
 			e.log.Error("store run result", "hook", run.Hook, "run", run.ID, "err", err)
