@@ -660,13 +660,37 @@ func (s *state) mergePending(p *Run, t trig) json.RawMessage {
 		if err == nil {
 			var b []byte
 			if b, err = json.Marshal(data); err == nil {
-				return b
+				return s.boundPending(p, b, t)
 			}
 		}
 		s.e.log.Warn("merge a trigger into a pending run; its payload replaces the pending one's keys",
 			"hook", p.Hook, "run", p.ID, "err", err)
 	}
-	return mergeEvent(p.Event, t.data)
+	return s.boundPending(p, mergeEvent(p.Event, t.data), t)
+}
+
+// maxMergedEvent bounds the merged payload of a pending rerun: past it,
+// the later trigger's payload replaces the pending one's, so that a flood
+// of events with keys of their own cannot grow it, and the work of each
+// merge (decoded, encoded and stored in the loop), without bound.
+const maxMergedEvent = 1 << 20
+
+// boundPending returns merged, the pending run p's payload with t's
+// merged in, or t's payload alone when merged is over maxMergedEvent.
+func (s *state) boundPending(p *Run, merged json.RawMessage, t trig) json.RawMessage {
+	if len(merged) <= maxMergedEvent {
+		return merged
+	}
+	later := t.raw
+	if later == nil {
+		later, _ = json.Marshal(t.data)
+	}
+	const note = "the payloads coalesced into this run passed 1 MiB: a later trigger's payload replaced the earlier ones"
+	if !slices.Contains(p.Notes, note) {
+		p.Notes = append(p.Notes, note)
+		s.e.log.Warn("pending run's payload over 1 MiB: the later trigger's payload replaces it", "hook", p.Hook, "run", p.ID)
+	}
+	return later
 }
 
 // mergeEvent merges data into a stored JSON object; later keys win.
