@@ -49,8 +49,9 @@ type Command struct {
 	Timeout time.Duration
 	// KillGrace is the pause between SIGTERM and SIGKILL when the command
 	// is stopped; zero means DefaultKillGrace. It also bounds how long Run
-	// keeps reading output held open by a background process after the
-	// command itself has exited.
+	// waits, after the command itself has exited, for the end of output
+	// held open by a background process. What the command wrote before it
+	// exited is read whatever the grace: it is in the pipe by then.
 	KillGrace time.Duration
 	// MaxOutput caps stdout and stderr each, in bytes; zero or less means
 	// DefaultMaxOutput. Past the cap the head and the tail are kept, with a
@@ -144,12 +145,15 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		outW = &teeWriter{stdout, c.Tee}
 	}
 	redOut, redErr := c.Redactor.Writer(outW), c.Redactor.Writer(errW)
-	outW, errW = redOut, redErr
-	outW = copyWriter{outW}
-	if c.MergeOutput {
-		errW = outW // the same comparable value: os/exec uses one pipe
-	} else {
-		errW = copyWriter{errW}
+	// The output pipes are Run's own, not os/exec's: os/exec stops reading
+	// WaitDelay after the exit even when what it has left to read is the
+	// command's own output, which a slow reader on a loaded machine had
+	// not reached yet.
+	pipes, err := newOutputPipes(c.MergeOutput)
+	if err != nil {
+		res.ExitCode = -1
+		res.Err = fmt.Errorf("start %s: %w", c.Argv[0], err)
+		return res
 	}
 	cmd := &exec.Cmd{
 		Path:        path,
@@ -157,10 +161,10 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		Dir:         c.Dir,
 		Env:         env,
 		Stdin:       c.Stdin,
-		Stdout:      outW,
-		Stderr:      errW,
+		Stdout:      pipes.outW,
+		Stderr:      pipes.errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		WaitDelay:   grace,
+		WaitDelay:   grace, // for the copy of Stdin
 	}
 
 	runCtx := ctx
@@ -171,12 +175,16 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	}
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pipes.closeWriteEnds() // the command holds its own
+	if err != nil {
+		pipes.closeReadEnds()
 		res.Duration = time.Since(start)
 		res.ExitCode = -1
 		res.Err = fmt.Errorf("start %s: %w", c.Argv[0], err)
 		return res
 	}
+	drains := pipes.drain(redOut, redErr)
 	pgid := cmd.Process.Pid // Setpgid with Pgid 0: the group is named after the leader
 	if c.Track != nil && !c.Detach {
 		c.Track(procGroupOf(pgid))
@@ -226,6 +234,7 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	default:
 		res.Killed = sweepGroup(pgid, grace)
 	}
+	heldOpen := waitDrains(drains, grace)
 
 	_, _ = redOut.Close(), redErr.Close() // what the redactors held back
 	res.Stdout, res.Truncated = stdout.String()
@@ -263,9 +272,10 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		note("hookd: command " + what + "; process group killed")
 	default:
 		res.ExitCode = exitCode(cmd.ProcessState)
-		if errors.Is(waitErr, exec.ErrWaitDelay) {
+		if heldOpen {
 			note(fmt.Sprintf("hookd: a background process kept the output open after the command exited; stopped reading after %s", grace))
-		} else if waitErr != nil {
+		}
+		if waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
 			var ee *exec.ExitError
 			if !errors.As(waitErr, &ee) {
 				res.Err = fmt.Errorf("run %s: %w", c.Argv[0], waitErr)
@@ -281,24 +291,6 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		}
 	}
 	return res
-}
-
-// copyBufs holds the buffers copyWriter copies a command's output with.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-// copyWriter is the writer os/exec copies a command's output pipe into:
-// its ReadFrom copies with a buffer from copyBufs. Without it io.Copy
-// makes a 32 KB buffer for stdout and another for stderr of every command
-// (two thirds of what a run of `true` allocated).
-type copyWriter struct{ w io.Writer }
-
-func (c copyWriter) Write(p []byte) (int, error) { return c.w.Write(p) }
-
-// ReadFrom copies r to the writer until EOF.
-func (c copyWriter) ReadFrom(r io.Reader) (int64, error) {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	return io.CopyBuffer(struct{ io.Writer }{c.w}, r, *bp)
 }
 
 // processList is "123 (sleep), 124 (tail)".

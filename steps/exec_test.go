@@ -300,12 +300,14 @@ func TestCommandCallerDeadlineIsTimeout(t *testing.T) {
 }
 
 // TestCommandBackgroundHoldsPipes: the command exits but leaves a process
-// behind that keeps stdout open; Run must return after the grace period
-// with what the command wrote.
+// behind (detach) that keeps stdout open; Run must return after the grace
+// period with what the command wrote. (Without detach the process is
+// stopped when the command exits, and the pipe closes with it.)
 func TestCommandBackgroundHoldsPipes(t *testing.T) {
 	c := &Command{
 		Argv:      []string{"sh", "-c", "sleep 30 & echo $!"},
 		KillGrace: 200 * time.Millisecond,
+		Detach:    true,
 	}
 	start := time.Now()
 	r := c.Run(context.Background())
@@ -366,5 +368,48 @@ func TestCommandLargeOutputStaysBounded(t *testing.T) {
 	}
 	if !strings.Contains(r.Stdout, fmt.Sprintf("[hookd: %d bytes truncated]", 33554432-DefaultMaxOutput)) {
 		t.Errorf("marker missing or wrong")
+	}
+}
+
+// slowTee is a Tee that takes its time over every write, as a parser on
+// a loaded machine does, and counts the lines it saw.
+type slowTee struct {
+	pause time.Duration
+	lines int
+}
+
+func (s *slowTee) Write(p []byte) (int, error) {
+	time.Sleep(s.pause)
+	s.lines += bytes.Count(p, []byte("\n"))
+	return len(p), nil
+}
+
+// TestCommandSlowReaderGetsAllOutput: a command that exits with its
+// output still in the pipe loses none of it, however long reading it
+// takes: the grace bounds only the wait for output a background process
+// holds open. (Under load the run_tests parser read the last 64 KB more
+// slowly than the grace, and the lines that named the failure were lost.)
+func TestCommandSlowReaderGetsAllOutput(t *testing.T) {
+	for _, merge := range []bool{false, true} {
+		tee := &slowTee{pause: 100 * time.Millisecond}
+		// 20000 lines (109 KB): more than the pipe holds, so the command
+		// exits with the pipe full, and reading the rest outlasts the
+		// grace by far.
+		c := &Command{Argv: []string{"sh", "-c", "seq 1 20000; echo done >&2"}, KillGrace: 10 * time.Millisecond,
+			Tee: tee, MergeOutput: merge, MaxOutput: 1 << 20}
+		r := c.Run(context.Background())
+		if r.Err != nil || r.ExitCode != 0 {
+			t.Fatalf("merge %v: Err %v, ExitCode %d", merge, r.Err, r.ExitCode)
+		}
+		if want := 20000 + map[bool]int{true: 1}[merge]; tee.lines != want {
+			t.Errorf("merge %v: the tee saw %d lines, want %d", merge, tee.lines, want)
+		}
+		var want strings.Builder
+		for i := 1; i <= 20000; i++ {
+			fmt.Fprintf(&want, "%d\n", i)
+		}
+		if out := r.Stdout + r.Stderr; out != want.String()+"done\n" {
+			t.Errorf("merge %v: %d bytes of output, want %d; it ends %q", merge, len(out), want.Len()+5, out[max(0, len(out)-200):])
+		}
 	}
 }

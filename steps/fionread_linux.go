@@ -1,0 +1,7 @@
+package steps
+
+import "golang.org/x/sys/unix"
+
+// fionread asks how many bytes a pipe holds (FIONREAD is named TIOCINQ
+// on Linux).
+const fionread = unix.TIOCINQ
