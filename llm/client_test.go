@@ -237,10 +237,15 @@ func Test401SaysTheKeyIsMissing(t *testing.T) {
 	wantStatus(t, run, engine.StatusFailed, "HTTP 401: Incorrect API key provided (no key: OPENAI_API_KEY is not set in hookd's environment)")
 }
 
+// The timeouts of the stall tests are the time the test waits, and must
+// also be long enough for a loaded machine to send the request (the run
+// timeout) or to answer the next attempt (the attempt timeout) in.
+const stallTimeout = 2 * time.Second
+
 func TestStallPastTheRunTimeout(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Stall: true})
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Timeout = 300 * time.Millisecond })
-	wantStatus(t, run, engine.StatusFailed, "timeout: the run exceeded its 300ms timeout")
+	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Timeout = stallTimeout })
+	wantStatus(t, run, engine.StatusFailed, "timeout: the run exceeded its 2s timeout")
 	if run.Reason != "timeout" || tr.Stop != "timeout" || len(tr.Rounds) != 1 {
 		t.Errorf("reason %q, transcript %+v", run.Reason, tr)
 	}
@@ -248,7 +253,7 @@ func TestStallPastTheRunTimeout(t *testing.T) {
 
 func TestStallPastTheAttemptTimeoutIsRetried(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Stall: true}, llmtest.Answer("woke up"))
-	f := start(t, srv, newHook(t, srv), func(o *llm.Options) { o.AttemptTimeout = 200 * time.Millisecond })
+	f := start(t, srv, newHook(t, srv), func(o *llm.Options) { o.AttemptTimeout = stallTimeout })
 	run, tr := f.fire()
 	wantStatus(t, run, engine.StatusCompleted, "")
 	a := tr.Rounds[0].Call.Attempts

@@ -205,15 +205,20 @@ func TestCommandEnvPath(t *testing.T) {
 func TestCommandTimeoutKillsGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
-	c := &Command{
-		Argv:    []string{"sh", "-c", "sleep 30 & echo $! > " + pidFile + "; echo started; sleep 30"},
-		Timeout: 300 * time.Millisecond,
-	}
-	start := time.Now()
-	r := c.Run(context.Background())
-	elapsed := time.Since(start)
-	if elapsed > 5*time.Second {
-		t.Fatalf("Run took %v after a 300ms timeout", elapsed)
+	var elapsed time.Duration
+	r, timeout := untilReady(t, 300*time.Millisecond, func(timeout time.Duration) CommandResult {
+		_ = os.Remove(pidFile)
+		c := &Command{
+			Argv:    []string{"sh", "-c", "sleep 30 & echo $! > " + pidFile + "; echo started; sleep 30"},
+			Timeout: timeout,
+		}
+		start := time.Now()
+		r := c.Run(context.Background())
+		elapsed = time.Since(start) - timeout
+		return r
+	}, func(r CommandResult) bool { return r.Stdout != "" && fileExists(pidFile) })
+	if elapsed > hangBound {
+		t.Fatalf("Run took %v after the timeout: it waited for the sleep", elapsed)
 	}
 	if !r.TimedOut || r.ExitCode != -1 || !errors.Is(r.Err, ErrTimeout) {
 		t.Errorf("TimedOut %v, ExitCode %d, Err %v; want true, -1, ErrTimeout", r.TimedOut, r.ExitCode, r.Err)
@@ -221,7 +226,7 @@ func TestCommandTimeoutKillsGroup(t *testing.T) {
 	if r.Stdout != "started\n" {
 		t.Errorf("stdout %q; want the output before the timeout", r.Stdout)
 	}
-	if !strings.Contains(r.Stderr, "hookd: command timed out after 300ms; process group killed") {
+	if !strings.Contains(r.Stderr, fmt.Sprintf("hookd: command timed out after %s; process group killed", timeout)) {
 		t.Errorf("stderr %q lacks the timeout note", r.Stderr)
 	}
 	b, err := os.ReadFile(pidFile)
@@ -242,15 +247,21 @@ func TestCommandTimeoutKillsGroup(t *testing.T) {
 func TestCommandTimeoutEscalates(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
-	c := &Command{
-		Argv:      []string{"sh", "-c", "trap '' TERM; sleep 30 & echo $! > " + pidFile + "; sleep 30"},
-		Timeout:   200 * time.Millisecond,
-		KillGrace: 300 * time.Millisecond,
-	}
-	start := time.Now()
-	r := c.Run(context.Background())
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Run took %v", d)
+	var elapsed time.Duration
+	r, _ := untilReady(t, 200*time.Millisecond, func(timeout time.Duration) CommandResult {
+		_ = os.Remove(pidFile)
+		c := &Command{
+			Argv:      []string{"sh", "-c", "trap '' TERM; sleep 30 & echo $! > " + pidFile + "; sleep 30"},
+			Timeout:   timeout,
+			KillGrace: 300 * time.Millisecond,
+		}
+		start := time.Now()
+		r := c.Run(context.Background())
+		elapsed = time.Since(start) - timeout
+		return r
+	}, func(CommandResult) bool { return fileExists(pidFile) }) // the trap was set before it
+	if elapsed > hangBound {
+		t.Fatalf("Run took %v after the timeout: it waited for the sleep", elapsed)
 	}
 	if !r.TimedOut {
 		t.Errorf("TimedOut false; stderr %q", r.Stderr)
@@ -311,8 +322,8 @@ func TestCommandBackgroundHoldsPipes(t *testing.T) {
 	}
 	start := time.Now()
 	r := c.Run(context.Background())
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Run took %v", d)
+	if d := time.Since(start); d > hangBound {
+		t.Fatalf("Run took %v: it waited for the sleep", d)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(r.Stdout))
 	if err != nil {

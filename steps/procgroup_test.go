@@ -95,9 +95,11 @@ func TestCommandDetachLeavesDaemon(t *testing.T) {
 // TestCommandDetachStillKilledOnTimeout: detach does not survive a
 // timeout: the whole group goes.
 func TestCommandDetachStillKilledOnTimeout(t *testing.T) {
-	c := &Command{Argv: []string{"sh", "-c", "sleep 100 >/dev/null 2>&1 & echo $!; sleep 100"}, Detach: true,
-		Timeout: 300 * time.Millisecond, KillGrace: 300 * time.Millisecond}
-	r := c.Run(context.Background())
+	r, _ := untilReady(t, 300*time.Millisecond, func(timeout time.Duration) CommandResult {
+		c := &Command{Argv: []string{"sh", "-c", "sleep 100 >/dev/null 2>&1 & echo $!; sleep 100"}, Detach: true,
+			Timeout: timeout, KillGrace: 300 * time.Millisecond}
+		return c.Run(context.Background())
+	}, func(r CommandResult) bool { return strings.Contains(r.Stdout, "\n") })
 	pid := firstPID(t, r.Stdout)
 	if !r.TimedOut || !waitGone(pid, 5*time.Second) {
 		t.Errorf("TimedOut %v, background gone %v; want the group killed", r.TimedOut, processGone(pid))

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookd/hookd/engine"
 )
 
 func readFixture(t testing.TB, name string) string {
@@ -252,8 +254,16 @@ func TestRunTestsUnknownOutput(t *testing.T) {
 }
 
 func TestRunTestsTimeout(t *testing.T) {
-	s := mustStep(t, "run_tests", `command: "echo '--- FAIL: TestA (0.00s)'; sleep 30"`, 300*time.Millisecond)
-	res, err := runStep(t, s, stepEnv(t, nil))
+	type result struct {
+		res *engine.StepResult
+		err error
+	}
+	r, _ := untilReady(t, 300*time.Millisecond, func(timeout time.Duration) result {
+		s := mustStep(t, "run_tests", `command: "echo '--- FAIL: TestA (0.00s)'; sleep 30"`, timeout)
+		res, err := runStep(t, s, stepEnv(t, nil))
+		return result{res, err}
+	}, func(r result) bool { return strings.Contains(r.res.Output, "--- FAIL: TestA") })
+	res, err := r.res, r.err
 	if !errors.Is(err, ErrTimeout) || field(res, "timed_out") != true || res.Fields["passed"] != false {
 		t.Errorf("err %v timed_out %v passed %v", err, field(res, "timed_out"), res.Fields["passed"])
 	}

@@ -257,11 +257,22 @@ func TestShellPlaceholderErrors(t *testing.T) {
 func TestShellTimeout(t *testing.T) {
 	env := stepEnv(t, nil)
 	pidFile := filepath.Join(env.Workdir, "pid")
-	s := mustShellStep(t, `command: "sleep 30 & echo $! > pid; sleep 30"`, 300*time.Millisecond)
-	start := time.Now()
-	res, err := s.Run(context.Background(), env)
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Run took %v after a 300ms timeout", d)
+	type result struct {
+		res *engine.StepResult
+		err error
+	}
+	var elapsed time.Duration
+	r, timeout := untilReady(t, 300*time.Millisecond, func(timeout time.Duration) result {
+		_ = os.Remove(pidFile)
+		s := mustShellStep(t, `command: "sleep 30 & echo $! > pid; sleep 30"`, timeout)
+		start := time.Now()
+		res, err := s.Run(context.Background(), env)
+		elapsed = time.Since(start) - timeout
+		return result{res, err}
+	}, func(result) bool { return fileExists(pidFile) })
+	res, err := r.res, r.err
+	if elapsed > hangBound {
+		t.Fatalf("Run took %v after the timeout: it waited for the sleep", elapsed)
 	}
 	if !errors.Is(err, ErrTimeout) || res.Error == "" {
 		t.Errorf("err %v, Error %q; want a timeout", err, res.Error)
@@ -269,7 +280,7 @@ func TestShellTimeout(t *testing.T) {
 	if field(res, "timed_out") != true || field(res, "exit_code") != -1 {
 		t.Errorf("timed_out %v exit_code %v", field(res, "timed_out"), field(res, "exit_code"))
 	}
-	if !strings.Contains(res.Fields["stderr"].(string), "hookd: command timed out after 300ms; process group killed") {
+	if !strings.Contains(res.Fields["stderr"].(string), fmt.Sprintf("hookd: command timed out after %s; process group killed", timeout)) {
 		t.Errorf("stderr %q", res.Fields["stderr"])
 	}
 	b, err := os.ReadFile(pidFile)
