@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 // hostileSecrets are values that change when quoted, escaped or encoded.
@@ -343,9 +344,7 @@ func TestRunRedactsCredentials(t *testing.T) {
 // \U escapes), ascii() and shlex.quote. No piece of a secret may remain.
 func TestRedactorShellAndPythonQuoting(t *testing.T) {
 	for _, bin := range []string{"bash", "python3"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed: %v", bin, err)
-		}
+		testtool.Need(t, bin)
 	}
 	secrets := map[string]string{
 		"S":     `Sx\q"9'Zz it`,

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 // TestCodeProgramAttacks performs, with the real programs, attacks through
@@ -52,9 +54,7 @@ func TestCodeProgramAttacks(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "command: ") {
 				t.Errorf("err %q does not name the field", err)
 			}
-			if _, err := exec.LookPath(tt.prog); err != nil {
-				t.Skipf("%s not installed: the refusal is checked, the attack is not shown", tt.prog)
-			}
+			testtool.Need(t, tt.prog) // the refusal is checked; without the program the attack is not shown
 			// The attack is real: the same script, as the old rules
 			// accepted it, run with the value hookd would pass.
 			dir := t.TempDir()

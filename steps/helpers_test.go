@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 // newStep builds a step of kind from YAML, as the hook loader would.
@@ -101,6 +102,7 @@ func gitEnv(t testing.TB) []string {
 // git runs git in dir with env, failing the test on error.
 func git(t testing.TB, dir string, env []string, args ...string) string {
 	t.Helper()
+	testtool.Need(t, "git")
 	cmd := exec.Command("git", append([]string{"-c", "user.name=Ada", "-c", "user.email=ada@example.com", "-c", "init.defaultBranch=main"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = env

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 func TestParseShellScript(t *testing.T) {
@@ -357,7 +359,7 @@ func TestShellAcceptedTemplates(t *testing.T) {
 // with the hostile value as hookd passes it (HOOKD_P1), and the template
 // is refused when the hook loads, so it never runs.
 func TestShellSplitTransformAttacks(t *testing.T) {
-	bash, _ := exec.LookPath("bash")
+	bash := testtool.Need(t, "bash")
 	tests := []struct {
 		name, tmpl, value, shell, want string
 	}{
@@ -367,9 +369,6 @@ func TestShellSplitTransformAttacks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.shell == "" {
-				t.Skip("bash not installed")
-			}
 			_, err := newShellStep(t, "command: "+yamlString(tt.tmpl), 0)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v; want it to contain %q", err, tt.want)

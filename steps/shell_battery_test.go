@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 // batteryValues builds hostile values combinatorially: a prefix and a
@@ -122,10 +122,7 @@ func TestShellBattery(t *testing.T) {
 		stride = 60
 	}
 	values := batteryValues(marker, stride)
-	shells := []string{"/bin/sh"}
-	if bash, err := exec.LookPath("bash"); err == nil {
-		shells = append(shells, bash)
-	}
+	shells := []string{"/bin/sh", testtool.Need(t, "bash")}
 	const chunk = 300
 	runs, checks := 0, 0
 	for _, bc := range batteryContexts {

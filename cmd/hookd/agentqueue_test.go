@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 // agent-queue hook files, written in JSON exactly as agent-queue's spec
@@ -21,6 +22,7 @@ import (
 // "feature" checked out that changes one line.
 func gitRepo(t *testing.T, dir string) {
 	t.Helper()
+	testtool.Need(t, "git")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 // TestRunRefs: hookd run takes "last", a hook's name, a unique id
@@ -81,10 +83,8 @@ func TestVersionHelpCompletion(t *testing.T) {
 			t.Errorf("completion fish lacks run's flag brief:\n%s", r.stdout)
 		}
 		if sh == "bash" {
-			if _, err := exec.LookPath("bash"); err == nil {
-				if out, err := exec.Command("bash", "-n", "-c", r.stdout).CombinedOutput(); err != nil {
-					t.Errorf("the bash completion does not parse: %v\n%s", err, out)
-				}
+			if out, err := exec.Command(testtool.Need(t, "bash"), "-n", "-c", r.stdout).CombinedOutput(); err != nil {
+				t.Errorf("the bash completion does not parse: %v\n%s", err, out)
 			}
 		}
 	}
@@ -98,7 +98,7 @@ func TestVersionHelpCompletion(t *testing.T) {
 // a repository does, and checks `hookd version` prints the commit. A
 // checkout Go cannot stamp (a git worktree, no git) skips.
 func TestVersionRevision(t *testing.T) {
-	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	head, err := exec.Command(testtool.Need(t, "git"), "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("cmd/hookd: not a git checkout (%v)", err)
 	}

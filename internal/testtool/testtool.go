@@ -1,0 +1,44 @@
+// Package testtool lets a test that needs a program hookd does not ship
+// (git, bash, python3, make, node, ...) skip where that program is
+// missing, with a message naming it and the Debian package that has it,
+// and fail instead where the programs are required: CI installs them and
+// sets HOOKD_REQUIRE_TOOLS=1, so that none of these tests is skipped
+// there unnoticed.
+package testtool
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// RequireEnv names the variable that, set to 1, turns a missing program
+// into a test failure.
+const RequireEnv = "HOOKD_REQUIRE_TOOLS"
+
+// debianPackage names the package of the programs whose package is not
+// named after them.
+var debianPackage = map[string]string{"node": "nodejs", "xargs": "findutils"}
+
+// Need returns the path of prog on the PATH. When prog is missing it
+// skips t with a message naming prog and its package, or fails t when
+// RequireEnv is set to 1.
+func Need(t testing.TB, prog string) string {
+	t.Helper()
+	p, err := exec.LookPath(prog)
+	if err == nil {
+		return p
+	}
+	pkg := debianPackage[prog]
+	if pkg == "" {
+		pkg = prog
+	}
+	msg := fmt.Sprintf("%s is not installed (Debian package %s): %v", prog, pkg, err)
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s; %s=1: the tests that need it must run", msg, RequireEnv)
+		return ""
+	}
+	t.Skip(msg)
+	return ""
+}
