@@ -314,9 +314,12 @@ func TestClusterTwoNodes(t *testing.T) {
 			t.Errorf("node %s exited %d after SIGTERM", n.name, code)
 		}
 	}
-	if left := notFinal(t, db); len(left) > 0 {
-		for _, r := range left {
-			t.Errorf("run %s of %s left %s", r.ID, r.Hook, r.Status)
+	// A slot the scheduler released just before the nodes stopped stays
+	// queued for the next start (queued runs survive restarts); nothing
+	// may be left running.
+	for _, r := range notFinal(t, db) {
+		if r.Status == engine.StatusRunning {
+			t.Errorf("run %s of %s left running", r.ID, r.Hook)
 		}
 	}
 	checkSlotsOnce(t, readSide(t, side))
