@@ -68,9 +68,11 @@ type entry struct {
 	catchup   []time.Time
 
 	active   *active
-	queued   *Run // waiting in the global queue
-	pending  *Run // overlap: queue rerun, waiting for active/queued
-	coalesce int  // triggers merged into pending
+	queued   *Run      // waiting in the global queue
+	pending  *Run      // overlap: queue rerun, waiting for active/queued
+	coalesce int       // triggers merged into pending
+	red      *Redactor // the redactor of redFor's runs (redactEvent)
+	redFor   *Hook
 
 	lastStart  time.Time
 	starts     []time.Time // admitted starts within the hook's rate window (rate.go)
@@ -547,6 +549,10 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	case t.data != nil:
 		run.Event, _ = json.Marshal(t.data)
 	}
+	// Redacted from the record's first write: a run that never reaches
+	// its final record (hookd killed) keeps this one, which is shown,
+	// read by tools and indexed.
+	run.Event = s.redactEvent(ent, run.Event)
 	if t.depth >= s.cfg.MaxEventDepth {
 		// A chain of hooks triggering each other (by events, or by the
 		// fire_hook tool) is cut here, for every way in.
@@ -627,7 +633,7 @@ func (s *state) startGates(ent *entry, now time.Time) *GateError {
 func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResult {
 	if p := ent.pending; p != nil {
 		ent.coalesce++
-		p.Event = s.mergePending(p, t)
+		p.Event = s.redactEvent(ent, s.mergePending(p, t))
 		if t.eventType != "" {
 			p.EventType = t.eventType
 		}
@@ -691,6 +697,21 @@ func (s *state) boundPending(p *Run, merged json.RawMessage, t trig) json.RawMes
 		s.e.log.Warn("pending run's payload over 1 MiB: the later trigger's payload replaces it", "hook", p.Hook, "run", p.ID)
 	}
 	return later
+}
+
+// redactEvent redacts the secrets of ent's hook's runs in a run's
+// payload.
+func (s *state) redactEvent(ent *entry, ev json.RawMessage) json.RawMessage {
+	if len(ev) == 0 {
+		return ev
+	}
+	if ent.redFor != ent.hook { // built once per loaded hook
+		ent.red, ent.redFor = s.e.redactor(ent.hook), ent.hook
+	}
+	if red := ent.red; red != nil {
+		return json.RawMessage(red.String(string(ev)))
+	}
+	return ev
 }
 
 // mergeEvent merges data into a stored JSON object; later keys win.
