@@ -217,7 +217,9 @@ func (m *Message) slack() slackBody {
 	} else if m.Summary != "" {
 		blocks = append(blocks, slackBlock{Type: "section", Text: md(slackEscape(m.Summary))})
 	}
-	return slackBody{Text: m.text(), Blocks: blocks}
+	// The top-level text is what Slack shows in notifications: escaped
+	// as the blocks are, so an answer's <!channel> mentions no one.
+	return slackBody{Text: slackEscape(m.text()), Blocks: blocks}
 }
 
 // slackEscape escapes the three characters Slack's mrkdwn gives meaning.
