@@ -610,7 +610,7 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 // emitClustered is Emit on a cluster node: the event is stored pending
 // and the other nodes told; the scheduler dispatches it (here, at once,
 // when this node schedules).
-func (e *Engine) emitClustered(ctx context.Context, ds DispatchStore, ev *Event) ([]*Run, error) {
+func (e *Engine) emitClustered(ctx context.Context, ds DispatchStore, ev *Event) (*dispatched, error) {
 	leading := e.leading.Load()
 	if leading {
 		e.dispatchMu.Lock()
@@ -625,13 +625,13 @@ func (e *Engine) emitClustered(ctx context.Context, ds DispatchStore, ev *Event)
 	e.tell(WakeEvents, "")
 	if !leading {
 		e.notify(ev)
-		return nil, nil
+		return &dispatched{elsewhere: true}, nil
 	}
-	runs, err := e.dispatchDurable(ctx, ds, ev)
+	out, err := e.dispatchDurable(ctx, ds, ev)
 	if errors.Is(err, ErrNotScheduler) {
-		return nil, nil
+		return &dispatched{elsewhere: true}, nil
 	}
-	return runs, err
+	return out, err
 }
 
 // storePending stores an event raised on a node that does not schedule,

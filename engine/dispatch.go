@@ -50,12 +50,12 @@ type EventStarter interface {
 // dispatchDurable dispatches a stored pending event, waits until the runs
 // it started have their start recorded, and marks it dispatched. An event
 // that arrives while the engine stops stays pending for the next start.
-func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Event) ([]*Run, error) {
+func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Event) (*dispatched, error) {
 	out, err := e.dispatchOnLoop(ctx, ev, true, nil)
 	if err != nil {
 		return nil, err
 	}
-	fired, starts := out.fired, out.starts
+	starts := out.starts
 	if out.claimed {
 		if err := ds.MarkDispatched(context.WithoutCancel(ctx), ev.Seq); err != nil {
 			e.log.Error("mark claimed event dispatched", "event", ev.ID, "type", ev.Type, "err", err)
@@ -73,17 +73,17 @@ func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Even
 		case <-ctx.Done():
 			// The runs are decided and their goroutines record them; the
 			// mark waits for the next start, which dispatches it again.
-			return fired, ctx.Err()
+			return out, ctx.Err()
 		}
 	}
 	if marked {
-		return fired, nil // with the start of the one run it started
+		return out, nil // with the start of the one run it started
 	}
 	if err := ds.MarkDispatched(context.WithoutCancel(ctx), ev.Seq); err != nil {
 		e.log.Error("mark event dispatched; it will be dispatched again at the next start",
 			"event", ev.ID, "type", ev.Type, "err", err)
 	}
-	return fired, nil
+	return out, nil
 }
 
 // DispatchPending dispatches the stored events that were accepted but not
@@ -112,7 +112,7 @@ func (e *Engine) DispatchPending(ctx context.Context) (int, error) {
 			return n, nil
 		}
 		for _, ev := range evs {
-			runs, err := e.dispatchDurable(ctx, ds, ev)
+			out, err := e.dispatchDurable(ctx, ds, ev)
 			if errors.Is(err, ErrNotScheduler) {
 				return n, nil // another node schedules now, and dispatches them
 			}
@@ -121,7 +121,7 @@ func (e *Engine) DispatchPending(ctx context.Context) (int, error) {
 			}
 			if e.cfg.Cluster == nil { // a cluster's scheduler dispatches what every node stored this way
 				e.log.Info("dispatched an event left pending by the previous stop",
-					"event", ev.ID, "type", ev.Type, "seq", ev.Seq, "runs", len(runs))
+					"event", ev.ID, "type", ev.Type, "seq", ev.Seq, "runs", len(out.fired))
 			}
 			n++
 		}

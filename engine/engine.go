@@ -377,8 +377,41 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 // it was when the loop decided). On a DispatchStore the event is kept
 // pending until it is dispatched, so a crash in between does not lose it
 // (see DispatchPending); an event emitted while the engine stops gives
-// ErrStopped and stays pending for the next start.
+// ErrStopped and stays pending for the next start. EmitReport also says
+// which matching hooks a gate refused.
 func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
+	em, err := e.EmitReport(ctx, ev)
+	return em.Runs, err
+}
+
+// Refusal is the trigger of a hook an event matched that a gate refused:
+// the record it left (skipped, or dropped by queue_full) and the gate.
+type Refusal struct {
+	Run  *Run
+	Gate *GateError
+}
+
+// Emitted is what Emit did with an event, for each hook it matched.
+type Emitted struct {
+	Runs    []*Run    // started, or queued for a slot (Status queued)
+	Refused []Refusal // refused by a gate
+	// Elsewhere: stored pending on a cluster node that does not schedule;
+	// the scheduler dispatches it, so its runs are not known here.
+	Elsewhere bool
+}
+
+// EmitReport is Emit that returns, besides the runs, the gates that
+// refused a matching hook. It never returns nil.
+func (e *Engine) EmitReport(ctx context.Context, ev *Event) (*Emitted, error) {
+	out, err := e.emit(ctx, ev)
+	em := &Emitted{}
+	if out != nil {
+		em.Runs, em.Refused, em.Elsewhere = out.fired, out.gated, out.elsewhere
+	}
+	return em, err
+}
+
+func (e *Engine) emit(ctx context.Context, ev *Event) (*dispatched, error) {
 	if err := ValidateEventType(ev.Type); err != nil {
 		return nil, err
 	}
@@ -412,12 +445,20 @@ func (e *Engine) Emit(ctx context.Context, ev *Event) ([]*Run, error) {
 	if durable {
 		return e.dispatchDurable(ctx, ds, ev)
 	}
-	return e.Dispatch(ctx, ev)
+	return e.dispatch(ctx, ev)
 }
 
 // Dispatch matches ev against the event triggers in memory and fires the
 // hooks it matches, without storing it. It returns once the loop decided.
 func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
+	out, err := e.dispatch(ctx, ev)
+	if out == nil {
+		return nil, err
+	}
+	return out.fired, err
+}
+
+func (e *Engine) dispatch(ctx context.Context, ev *Event) (*dispatched, error) {
 	out, err := e.dispatchOnLoop(ctx, ev, false, nil)
 	if errors.Is(err, ErrNotScheduler) {
 		return nil, nil // a cluster's other nodes dispatch only what is stored
@@ -425,7 +466,7 @@ func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
 	if err != nil {
 		return nil, err // the loop may still be deciding: out is not ours to read
 	}
-	return out.fired, nil
+	return out, nil
 }
 
 // emitWithStart is Emit of an event whose ID Emit made, on a store that
@@ -437,7 +478,7 @@ func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
 // pending for the next start when the engine is stopping. Either way the
 // event is acknowledged only once it is stored, and it is never stored
 // pending when a run carried it: nothing is left for DispatchPending.
-func (e *Engine) emitWithStart(ctx context.Context, es EventStarter, ev *Event) ([]*Run, error) {
+func (e *Engine) emitWithStart(ctx context.Context, es EventStarter, ev *Event) (*dispatched, error) {
 	carry := *ev // the carrier's copy: its store sets Seq on another goroutine
 	out, err := e.dispatchOnLoop(ctx, ev, false, &carry)
 	bg := context.WithoutCancel(ctx)
@@ -454,25 +495,25 @@ func (e *Engine) emitWithStart(ctx context.Context, es EventStarter, ev *Event) 
 		select {
 		case <-c.started:
 		case <-ctx.Done():
-			return out.fired, ctx.Err() // its start stores the event
+			return out, ctx.Err() // its start stores the event
 		}
 		if c.startErr != nil {
 			return nil, fmt.Errorf("store event: %w", c.startErr)
 		}
 		ev.Seq = carry.Seq
-		return out.fired, nil
+		return out, nil
 	}
 	for _, act := range out.starts {
 		select {
 		case <-act.started:
 		case <-ctx.Done():
-			return out.fired, ctx.Err()
+			return out, ctx.Err()
 		}
 	}
 	if err := e.cfg.Store.AppendEvent(bg, ev); err != nil {
 		return nil, fmt.Errorf("store event: %w", err)
 	}
-	return out.fired, nil
+	return out, nil
 }
 
 // dispatchOnLoop streams ev to subscribers, offers it to the event:claim
@@ -498,7 +539,7 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry
 			return
 		}
 		var fired []*Run
-		fired, out.carrier = s.dispatch(ev, mark, carry)
+		fired, out.gated, out.carrier = s.dispatch(ev, mark, carry)
 		for _, r := range fired {
 			cp := *r
 			out.fired = append(out.fired, &cp)
@@ -516,11 +557,14 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry
 // dispatched is what the loop decided for one event (dispatchOnLoop).
 type dispatched struct {
 	fired    []*Run
+	gated    []Refusal // matching hooks a gate refused
 	starts   []*active
 	carrier  *active // the run that stores the event with its start
 	claimed  bool    // an event:claim handler took it: not dispatched
 	stopping bool
 	refused  error // ErrNotScheduler: a cluster node that does not schedule
+	// elsewhere: stored for a cluster's scheduler to dispatch (emitClustered)
+	elsewhere bool
 }
 
 // claimed calls the event:claim handlers for an inbound event and reports

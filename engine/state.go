@@ -926,15 +926,16 @@ func (s *state) drainQueue() {
 //
 // carry, when set, is ev not stored yet: the run ev starts at once, when
 // it is the only hook ev fires, stores it with its start (EventStarter)
-// and is returned as carrier.
-func (s *state) dispatch(ev *Event, mark bool, carry *Event) (fired []*Run, carrier *active) {
+// and is returned as carrier. refused are the matching hooks a gate
+// refused, each with the record the refusal left (a copy).
+func (s *state) dispatch(ev *Event, mark bool, carry *Event) (fired []*Run, refused []Refusal, carrier *active) {
 	// Progress events are for watchers, never for hooks (progress.go).
 	if s.cfg.Events == nil || s.stopping() || !s.schedules() || ProgressEventType(ev.Type) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	s.match = s.cfg.Events.Match(s.match[:0], ev)
 	if len(s.match) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var raw json.RawMessage // the payload, encoded once for every hook it fires
 	if ev.Data != nil {
@@ -971,9 +972,12 @@ func (s *state) dispatch(ev *Event, mark bool, carry *Event) (fired []*Run, carr
 		s.marking = marking{} // unused when the run did not start now
 		if res.err == nil {
 			fired = append(fired, res.run)
+		} else if g, ok := errors.AsType[*GateError](res.err); ok && res.run != nil {
+			cp := *res.run
+			refused = append(refused, Refusal{Run: &cp, Gate: g})
 		}
 	}
-	return fired, carrier
+	return fired, refused, carrier
 }
 
 // flushEvents dispatches the engine events raised on the loop.

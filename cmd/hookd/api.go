@@ -335,6 +335,29 @@ type emitAnswer struct {
 	// Pending: hookd is stopping; the event is stored and is dispatched
 	// when it starts again.
 	Pending bool `json:"pending,omitempty"`
+	// Refused: the matching hooks a gate refused, each with the record the
+	// refusal left.
+	Refused []emitRefusal `json:"refused,omitempty"`
+	// Queued: stored for the cluster's scheduler, on another node, which
+	// dispatches it; the runs it starts are not known here.
+	Queued bool `json:"queued,omitempty"`
+}
+
+// emitRefusal is a matching hook whose trigger a gate refused.
+type emitRefusal struct {
+	Hook  string `json:"hook"`
+	RunID string `json:"run_id"` // the skipped (or dropped) record
+	Gate  string `json:"gate"`
+	Error string `json:"error"` // as a refused fire says it
+}
+
+// newEmitAnswer is the answer to an emit of ev that did em.
+func newEmitAnswer(ev *engine.Event, em *engine.Emitted) emitAnswer {
+	ans := emitAnswer{EventID: ev.ID, Seq: ev.Seq, Runs: append([]*engine.Run{}, em.Runs...), Queued: em.Elsewhere}
+	for _, r := range em.Refused {
+		ans.Refused = append(ans.Refused, emitRefusal{Hook: r.Run.Hook, RunID: r.Run.ID, Gate: r.Gate.Gate, Error: r.Gate.Error()})
+	}
+	return ans
 }
 
 // Limits of a published event.
@@ -379,11 +402,8 @@ func (a *apiServer) emit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "api"}
-	runs, err := a.eng.Emit(r.Context(), ev)
-	ans := emitAnswer{EventID: ev.ID, Seq: ev.Seq, Runs: runs}
-	if ans.Runs == nil {
-		ans.Runs = []*engine.Run{}
-	}
+	em, err := a.eng.EmitReport(r.Context(), ev)
+	ans := newEmitAnswer(ev, em)
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, ans)

@@ -112,12 +112,28 @@ func (c *cli) fireRefused(err error) (int, bool) {
 	var remote *remoteError
 	switch {
 	case errors.As(err, &gate), errors.As(err, &remote) && remote.body.Gate != "":
-		fmt.Fprintf(c.stderr, "hookd fire: refused: %v\n", err)
+		fmt.Fprintf(c.stderr, "hookd fire: %s\n", refusedText(err.Error()))
 		return exitRefused, true
 	case errors.Is(err, engine.ErrNotFound), errors.As(err, &remote) && remote.status == 404:
 		return c.errorf("%v (see `hookd list`, or `hookd validate` if its file has errors)", err), true
 	}
 	return c.errorf("%v", err), true
+}
+
+// refusedText is how a command says that a gate refused a trigger, given
+// the refusal (engine.GateError's text): `hookd fire` then exits
+// exitRefused, and so does `hookd emit` when gates refused every hook
+// the event matched.
+func refusedText(gate string) string { return "refused: " + gate }
+
+// emitCode is emit's exit code: exitRefused when gates refused every
+// hook the event matched (nothing started: a retry later is safe),
+// else code.
+func emitCode(ans emitAnswer, code int) int {
+	if len(ans.Refused) > 0 && len(ans.Runs) == 0 {
+		return exitRefused
+	}
+	return code
 }
 
 func (c *cli) printFired(run *engine.Run) {
@@ -264,7 +280,7 @@ func cmdEmit(c *cli, args []string) int {
 	}
 	defer l.close()
 	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "cli"}
-	runs, err := l.eng.Emit(ctx, ev)
+	em, err := l.eng.EmitReport(ctx, ev)
 	if errors.Is(err, engine.ErrDuplicateEvent) {
 		ans := emitAnswer{EventID: ev.ID, Seq: ev.Seq, Duplicate: true, Runs: []*engine.Run{}}
 		c.printEmitted(ans)
@@ -273,11 +289,11 @@ func cmdEmit(c *cli, args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	ans := emitAnswer{EventID: ev.ID, Seq: ev.Seq, Runs: append([]*engine.Run{}, runs...)}
+	ans := newEmitAnswer(ev, em)
 	c.printEmitted(ans)
 	worst := exitOK
-	finals := make([]*engine.Run, 0, len(runs))
-	for _, r := range runs {
+	finals := make([]*engine.Run, 0, len(ans.Runs))
+	for _, r := range ans.Runs {
 		final, err := l.eng.Wait(ctx, r.ID)
 		if err != nil {
 			return c.errorf("wait for run %s: %v", r.ID, err)
@@ -292,15 +308,15 @@ func cmdEmit(c *cli, args []string) int {
 	return c.emitted(ans, worst)
 }
 
-// emitted ends emit: with --json it prints the answer, and code is the
-// exit code.
+// emitted ends emit: with --json it prints the answer; the exit code is
+// code, or exitRefused when gates refused every hook (emitCode).
 func (c *cli) emitted(ans emitAnswer, code int) int {
 	if c.quiet {
 		if jc := c.printJSON(ans); jc != exitOK {
 			return jc
 		}
 	}
-	return code
+	return emitCode(ans, code)
 }
 
 func (c *cli) printEmitted(ans emitAnswer) {
@@ -317,9 +333,24 @@ func (c *cli) printEmitted(ans emitAnswer) {
 		fmt.Fprintf(c.stdout, "event %s: 0 run(s)\n", ans.EventID)
 		fmt.Fprintf(c.stderr, "hookd is stopping: event %s is stored and is dispatched when it starts again\n", ans.EventID)
 		return
+	case ans.Queued:
+		fmt.Fprintf(c.stdout, "event %s: queued\n", ans.EventID)
+		fmt.Fprintf(c.stderr, "event %s is stored; the cluster's scheduler (another node) dispatches it: see `hookd runs` for what it started\n", ans.EventID)
+		return
 	}
-	fmt.Fprintf(c.stdout, "event %s: %d run(s)\n", ans.EventID, len(ans.Runs))
+	head := fmt.Sprintf("event %s: %d run(s)", ans.EventID, len(ans.Runs))
+	if len(ans.Refused) > 0 {
+		head += fmt.Sprintf(", %d refused by a gate", len(ans.Refused))
+	}
+	fmt.Fprintln(c.stdout, head)
 	for _, r := range ans.Runs {
-		fmt.Fprintf(c.stdout, "  %s %s (%s)\n", r.ID, r.Hook, r.Status)
+		line := fmt.Sprintf("  %s %s (%s)", r.ID, r.Hook, r.Status)
+		if r.Status == engine.StatusQueued && r.Reason != "" {
+			line = fmt.Sprintf("  %s %s (queued: %s)", r.ID, r.Hook, r.Reason)
+		}
+		fmt.Fprintln(c.stdout, line)
+	}
+	for _, r := range ans.Refused {
+		fmt.Fprintf(c.stdout, "  %s %s %s\n", r.RunID, r.Hook, refusedText(r.Error))
 	}
 }

@@ -139,7 +139,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  hookd %-9s %s\n  %10s %s\n", c.name, c.args, "", c.summary)
 	}
 	fmt.Fprintln(w, "\nEvery command takes --config FILE (default hookd.yaml if present), --db PATH and --hooks DIR.")
-	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 usage, 75 a fire was refused by a gate.")
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 usage, 75 a fire (or every hook an emit matched) was refused by a gate.")
 }
 
 // cli is one invocation of a subcommand.
