@@ -116,6 +116,16 @@ func (r *Run) StepErrors() int {
 	return n
 }
 
+// AttemptText is "2 of 3" for a run of a hook with retry: that is a retry
+// (attempt 2 on) or after which a retry is scheduled, else "": a first
+// attempt that needs no retry is just a run.
+func (r *Run) AttemptText() string {
+	if r.Attempts <= 1 || r.Attempt <= 0 || r.Attempt == 1 && r.Retry == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d", r.Attempt, r.Attempts)
+}
+
 // Headline is the run's status as a person reads it: the status, then
 // what qualifies it — "completed, model not needed", "completed, 1 step
 // error", "completed, answer truncated", "failed (timeout)".
@@ -138,8 +148,8 @@ func (r *Run) Headline() string {
 		}
 		more = append(more, fmt.Sprintf("%d %s", n, word))
 	}
-	if r.Attempts > 1 && r.Attempt > 0 {
-		more = append(more, fmt.Sprintf("attempt %d of %d", r.Attempt, r.Attempts))
+	if a := r.AttemptText(); a != "" {
+		more = append(more, "attempt "+a)
 	}
 	if r.Retry != nil {
 		more = append(more, "retry scheduled")

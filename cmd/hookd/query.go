@@ -391,8 +391,7 @@ func printRun(c *cli, r *engine.Run, brief bool) {
 		field("repeats", repeatsText(r)+" (one record for identical refusals in a row)")
 	}
 	field("trigger", r.Trigger)
-	if r.Attempt > 0 {
-		a := fmt.Sprintf("%d of %d", r.Attempt, r.Attempts)
+	if a := r.AttemptText(); a != "" {
 		if r.RetryOf != "" {
 			a += " (retry_of: " + r.RetryOf + ")"
 		}

@@ -53,3 +53,29 @@ func TestRetryThroughDaemon(t *testing.T) {
 		t.Errorf("status retries: %+v (%v); want an empty list once the retry ran", st.Retries, err)
 	}
 }
+
+// TestFirstAttemptThatPassesIsJustARun: a run of a hook with retry: that
+// completes at once says "completed", not "attempt 1 of 3", in hookd runs,
+// hookd run and fire's outcome line; its JSON keeps attempt and attempts.
+func TestFirstAttemptThatPassesIsJustARun(t *testing.T) {
+	e := newEnv(t, "", map[string]string{"steady.yaml": `steps:
+  - type: shell
+    command: echo fine
+skip_llm: true
+retry: {attempts: 3, backoff: 1s}
+`})
+	fired := e.must(0, "fire", "steady", "--wait")
+	if strings.Contains(fired.stderr, "attempt") {
+		t.Errorf("fire's outcome names an attempt:\n%s", fired)
+	}
+	run := e.getRun(runID(t, fired))
+	if run.Status != engine.StatusCompleted || run.Attempt != 1 || run.Attempts != 3 {
+		t.Fatalf("run: %s, attempt %d of %d", run.Status, run.Attempt, run.Attempts)
+	}
+	if list := e.must(0, "runs", "steady").stdout; strings.Contains(list, "attempt") || !strings.Contains(list, "completed") {
+		t.Errorf("hookd runs:\n%s", list)
+	}
+	if text := e.must(0, "run", run.ID).stdout; strings.Contains(text, "attempt") {
+		t.Errorf("hookd run names an attempt:\n%s", text)
+	}
+}
