@@ -315,13 +315,12 @@ func stepFailure(h *Hook, def *StepDef, res *StepResult) (string, bool) {
 	if !def.Required && (h.NeedsModel() || def.AllowFailure) {
 		return "", false
 	}
-	if res.Error != "" {
+	switch OutcomeOfStep(res) {
+	case StepFailed:
 		return def.Label() + ": " + res.Error, true
-	}
-	if res.ExitCode != nil && *res.ExitCode != 0 {
+	case StepExit:
 		return fmt.Sprintf("%s: exit code %d", def.Label(), *res.ExitCode), true
-	}
-	if res.StatusCode >= 400 {
+	case StepHTTP:
 		return fmt.Sprintf("%s: status %d", def.Label(), res.StatusCode), true
 	}
 	return "", false

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 )
@@ -21,7 +22,8 @@ const (
 	// EventStepStarted: {hook, run_id, index, name, kind, started_at}.
 	EventStepStarted = "hook.step.started"
 	// EventStepFinished: EventStepStarted's fields and duration_ms,
-	// outcome (StepOutcome), exit_code (commands), error, fails_run.
+	// outcome (StepOutcome), exit_code (commands), status_code (an http
+	// answer of 4xx or 5xx), error, fails_run.
 	EventStepFinished = "hook.step.finished"
 	// EventLLMRound: one model call ended: {hook, run_id, round,
 	// duration_ms, tool_calls, finish_reason, tokens, answered_by, error}.
@@ -46,20 +48,37 @@ type StepOutcome string
 
 // Step outcomes.
 const (
-	StepOK     StepOutcome = "ok"     // it ran; a command exited 0
+	StepOK     StepOutcome = "ok"     // it ran; a command exited 0, a server answered 1xx-3xx
 	StepExit   StepOutcome = "exit"   // a command exited non-zero (exit_code says how)
+	StepHTTP   StepOutcome = "http"   // a server answered 4xx or 5xx (status_code says which)
 	StepFailed StepOutcome = "failed" // it could not run or gather what it should (error says why)
 )
 
-// OutcomeOfStep says how a step's result ended.
+// OutcomeOfStep says how a step's result ended: the one place that reads
+// an exit code or an HTTP status as a failure (stepFailure decides, from
+// this, whether it fails the run).
 func OutcomeOfStep(r *StepResult) StepOutcome {
-	if r.Error != "" {
+	switch {
+	case r.Error != "":
 		return StepFailed
-	}
-	if r.ExitCode != nil && *r.ExitCode != 0 {
+	case r.ExitCode != nil && *r.ExitCode != 0:
 		return StepExit
+	case r.StatusCode >= 400:
+		return StepHTTP
 	}
 	return StepOK
+}
+
+// OutcomeText says how a finished step ended as the CLI writes it: "ok",
+// "exit 2", "http 503", "failed".
+func (p *StepProgress) OutcomeText() string {
+	switch {
+	case p.Outcome == StepExit && p.ExitCode != nil:
+		return fmt.Sprintf("exit %d", *p.ExitCode)
+	case p.Outcome == StepHTTP && p.StatusCode != 0:
+		return fmt.Sprintf("http %d", p.StatusCode)
+	}
+	return string(p.Outcome)
 }
 
 // StepProgress is one step of a run in flight, as its progress events
@@ -72,8 +91,10 @@ type StepProgress struct {
 	Duration time.Duration `json:"-"` // duration_ms in JSON
 	Outcome  StepOutcome   `json:"outcome,omitempty"`
 	ExitCode *int          `json:"exit_code,omitempty"`
-	Error    string        `json:"error,omitempty"` // redacted
-	FailsRun bool          `json:"fails_run,omitempty"`
+	// StatusCode is an http answer's status, when the outcome is StepHTTP.
+	StatusCode int    `json:"status_code,omitempty"`
+	Error      string `json:"error,omitempty"` // redacted
+	FailsRun   bool   `json:"fails_run,omitempty"`
 }
 
 // Label names the step as Run.Steps and the CLI do: "step_0 (tests)".
@@ -119,6 +140,9 @@ func (p *StepProgress) data(run *Run) map[string]any {
 	d["outcome"] = string(p.Outcome)
 	if p.ExitCode != nil {
 		d["exit_code"] = *p.ExitCode
+	}
+	if p.StatusCode != 0 {
+		d["status_code"] = p.StatusCode
 	}
 	if p.Error != "" {
 		d["error"] = p.Error
@@ -201,6 +225,9 @@ func (e *Engine) stepFinished(run *Run, def *StepDef, res *StepResult, failsRun 
 	if res.ExitCode != nil {
 		code := *res.ExitCode
 		p.ExitCode = &code
+	}
+	if p.Outcome == StepHTTP {
+		p.StatusCode = res.StatusCode
 	}
 	e.stepEvent(EventStepFinished, run, p)
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -193,5 +195,22 @@ func TestProgressBeforeFireAnswer(t *testing.T) {
 	p.setRun("R1")
 	if !strings.Contains(out.String(), "step_0 (first) shell: ok in") || strings.Contains(out.String(), "other") {
 		t.Errorf("after setRun: %q", out.String())
+	}
+}
+
+// TestHTTPStatusProgress: an http step a loopback server answers 503
+// (which fails a hook with no model stage) reads "http 503 (fails the
+// run)" in fire --wait's progress, not "ok".
+func TestHTTPStatusProgress(t *testing.T) {
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "try later", http.StatusServiceUnavailable)
+	}))
+	defer busy.Close()
+	e := newEnv(t, "", map[string]string{"post.yaml": "steps:\n  - name: post\n    type: http\n    method: POST\n    url: " +
+		busy.URL + "/hook\n    allow_private: true\nskip_llm: true\n"})
+	r := e.must(1, "fire", "post", "--wait")
+	re := `(?m)^  step_0 \(post\) http: http 503 in \S+ \(fails the run\)\npost failed .*: step_0 \(post\): status 503$`
+	if !regexp.MustCompile(re).MatchString(r.stderr) {
+		t.Errorf("fire --wait of an http step answered 503:\n%s", r)
 	}
 }

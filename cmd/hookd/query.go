@@ -349,10 +349,7 @@ func (c *cli) printProgress(d *config.Daemon, id string) {
 	w := c.stdout
 	fmt.Fprintf(w, "\nrunning for %s:\n", engine.ElapsedText(p.Elapsed(now).Truncate(time.Second)))
 	for _, s := range p.Steps {
-		line := fmt.Sprintf("  %s %s: %s in %s", s.Label(), s.Kind, s.Outcome, engine.ElapsedText(s.Duration))
-		if s.Outcome == engine.StepExit && s.ExitCode != nil {
-			line = fmt.Sprintf("  %s %s: exit %d in %s", s.Label(), s.Kind, *s.ExitCode, engine.ElapsedText(s.Duration))
-		}
+		line := fmt.Sprintf("  %s %s: %s in %s", s.Label(), s.Kind, s.OutcomeText(), engine.ElapsedText(s.Duration))
 		if s.Error != "" {
 			line += ": " + oneLine(s.Error, 120)
 		}

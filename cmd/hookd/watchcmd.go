@@ -233,6 +233,7 @@ func progressWord(typ string) string {
 //
 //	step_0 (dump) shell: started
 //	step_0 (dump) shell: exit 2 in 1.2s (fails the run)
+//	step_1 (post) http: http 503 in 40ms (fails the run)
 //	call 2: 3 tool calls in 2.1s
 //	read_file: ok in 3ms
 func progressText(typ string, data map[string]any) string {
@@ -255,16 +256,19 @@ func progressText(typ string, data map[string]any) string {
 	switch typ {
 	case engine.EventStepStarted, engine.EventStepFinished:
 		idx, _ := num("index")
-		p := engine.StepProgress{Index: int(idx), Name: str("name")}
+		p := engine.StepProgress{Index: int(idx), Name: str("name"), Outcome: engine.StepOutcome(str("outcome"))}
 		head := p.Label() + " " + str("kind") + ": "
 		if typ == engine.EventStepStarted {
 			return head + "started"
 		}
-		out := str("outcome")
-		if code, ok := num("exit_code"); ok && out == string(engine.StepExit) {
-			out = fmt.Sprintf("exit %d", code)
+		if code, ok := num("exit_code"); ok {
+			c := int(code)
+			p.ExitCode = &c
 		}
-		line := head + out + took
+		if code, ok := num("status_code"); ok {
+			p.StatusCode = int(code)
+		}
+		line := head + p.OutcomeText() + took
 		if e := str("error"); e != "" {
 			line += ": " + oneLine(e, 120)
 		}
