@@ -15,7 +15,7 @@ import (
 // execute runs one run to its end on its own goroutine and reports back to
 // the loop. Everything it records goes through the store before the loop
 // hears of it.
-func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, prevStart time.Time) {
+func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active) {
 	defer e.runs.Done()
 	run := act.run
 	bg := context.WithoutCancel(ctx)
@@ -33,7 +33,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active, 
 		return
 	}
 	close(act.started)
-	retry := e.perform(ctx, h, act, prevStart, e.cfg.Store.FinishRun)
+	retry := e.perform(ctx, h, act, e.cfg.Store.FinishRun)
 	ev := RunEvent(run)
 	ev.Time = run.FinishedAt
 	ev.Outcome.Intermediate = retry != nil && h.Retry.Notify != RetryNotifyEach
@@ -74,8 +74,7 @@ func (e *Engine) notStarted(ctx context.Context, act *active, err error) {
 
 // perform executes a run whose start is recorded, to its end, and stores
 // its final record with finish. It returns the retry it planned, if any.
-func (e *Engine) perform(ctx context.Context, h *Hook, act *active, prevStart time.Time,
-	finish func(context.Context, *Run) error) *PendingRetry {
+func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(context.Context, *Run) error) *PendingRetry {
 	run := act.run
 	log := e.log.With("hook", h.Name, "run", run.ID)
 	bg := context.WithoutCancel(ctx)
@@ -97,7 +96,7 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, prevStart ti
 	}
 	var model string
 	if run.Status != StatusCancelled {
-		model = e.pipeline(rctx, h, run, prevStart, red)
+		model = e.pipeline(rctx, h, run, run.PrevStart, red)
 	}
 	cancel()
 

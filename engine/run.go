@@ -85,6 +85,11 @@ type Run struct {
 	// A cluster's nodes claim only runs of the version of the hook they
 	// loaded (store/postgres); single-node stores need not keep it.
 	HookVersion string `json:"-"`
+	// PrevStart is when the hook's previous run started (zero: none), as
+	// the node that started this one knew it: {{last_run_time}} and the
+	// prompt's seconds since the last run. A cluster's store keeps it for
+	// the node that executes the run; single-node stores need not.
+	PrevStart time.Time `json:"-"`
 
 	// A run of a hook with retry: is attempt Attempt of Attempts (1 for
 	// the first); a retry names the first run of its chain in RetryOf.

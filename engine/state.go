@@ -836,7 +836,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 		act.markSeq, act.carry = s.marking.seq, s.marking.ev
 		s.marking = marking{carrier: act}
 	}
-	prevStart := ent.lastStart
+	run.PrevStart = ent.lastStart
 	run.Status = StatusRunning
 	run.Reason = "" // why it waited (queued:, pending:) no longer applies
 	if run.Attempt == 0 && ent.hook.Retry.Enabled() {
@@ -857,7 +857,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 		return act, &snap
 	}
 	s.e.runs.Add(1)
-	go s.e.execute(ctx, ent, ent.hook, act, prevStart)
+	go s.e.execute(ctx, ent, ent.hook, act)
 	return act, &snap
 }
 

@@ -190,6 +190,11 @@ func (d *DB) claimRuns(ctx context.Context, node string, n int, versions map[str
 		}
 		sortBySeq(runs, seqs)
 		for _, r := range runs {
+			var prev *int64
+			if err := tx.QueryRow(ctx, `SELECT prev_start FROM runs WHERE id = $1`, r.ID).Scan(&prev); err != nil {
+				return err
+			}
+			r.PrevStart = nullTime(prev)
 			if _, err := tx.Exec(ctx, `INSERT INTO hook_state (hook, last_start, last_run_id, last_status)
 				VALUES ($1, $2, $3, 'running')
 				ON CONFLICT (hook) DO UPDATE SET last_start = excluded.last_start,

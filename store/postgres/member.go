@@ -24,6 +24,11 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS claimable BOOLEAN NOT NULL DEFAULT fal
 CREATE INDEX IF NOT EXISTS runs_claimable ON runs (seq) WHERE status = 'queued' AND claimable;
 `
 
+// sqlPrevStart is migration 8: the previous start of a run's hook as the
+// scheduler knew it when it released the run, for the node that executes
+// it ({{last_run_time}}).
+const sqlPrevStart = `ALTER TABLE runs ADD COLUMN IF NOT EXISTS prev_start BIGINT;`
+
 // Channels a Member notifies and listens on, besides ChannelWork.
 const (
 	ChannelDone   = "hookd_done"   // a run's record is final (payload: its id)
@@ -161,7 +166,8 @@ func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) erro
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("run is no longer queued: %w", engine.ErrNotFound)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE runs SET claimable = true WHERE id = $1`, r.ID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE runs SET claimable = true, prev_start = $2 WHERE id = $1`,
+			r.ID, timeArg(r.PrevStart)); err != nil {
 			return err
 		}
 		if err := claimSlot(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {

@@ -108,12 +108,13 @@ CREATE TABLE retries (
 	depth      INTEGER NOT NULL DEFAULT 0
 );
 `},
-	{2, "cluster: nodes, leases, run owners", sqlCluster},            // cluster.go
-	{3, "cluster: hook versions of nodes and runs", sqlHookVersions}, // hookversions.go
-	{4, "token usage", sqlUsage},                                     // usage.go
-	{5, "full-text search of runs", sqlSearch},                       // search.go
-	{6, "cluster: runs released to the nodes", sqlReleased},          // member.go
-	{7, "cluster: fires stored for the scheduler", sqlFires},         // fires.go
+	{2, "cluster: nodes, leases, run owners", sqlCluster},              // cluster.go
+	{3, "cluster: hook versions of nodes and runs", sqlHookVersions},   // hookversions.go
+	{4, "token usage", sqlUsage},                                       // usage.go
+	{5, "full-text search of runs", sqlSearch},                         // search.go
+	{6, "cluster: runs released to the nodes", sqlReleased},            // member.go
+	{7, "cluster: fires stored for the scheduler", sqlFires},           // fires.go
+	{8, "cluster: the previous start of a released run", sqlPrevStart}, // member.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,
