@@ -372,17 +372,15 @@ func (d *DB) interrupt(ctx context.Context, now time.Time, reason, cond string, 
 
 // FinishRunOn stores the final record of a run node holds. A run no
 // longer running on node (declared interrupted after its node went
-// silent) is left as it is: the error wraps engine.ErrNotFound.
+// silent) is left as it is: the error wraps engine.ErrNotFound. The
+// check and the write are one UPDATE, so an expiry of node's runs
+// (ExpireNodes, itself one UPDATE) and this finish exclude each other:
+// whichever commits first wins, the other changes nothing.
 func (d *DB) FinishRunOn(ctx context.Context, node string, r *engine.Run) error {
-	var held bool
-	if err := d.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1 AND node = $2 AND status = 'running')`,
-		r.ID, node).Scan(&held); err != nil {
-		return fmt.Errorf("finish run %s: %w", r.ID, err)
+	if node == "" {
+		return fmt.Errorf("finish run %s: no node named", r.ID)
 	}
-	if !held {
-		return fmt.Errorf("finish run %s: not running on node %s: %w", r.ID, node, engine.ErrNotFound)
-	}
-	return d.FinishRun(ctx, r)
+	return d.finishRun(ctx, r, node)
 }
 
 // Listen returns a channel that receives a value (the payload) each time

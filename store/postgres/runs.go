@@ -194,6 +194,15 @@ func claimSlot(ctx context.Context, tx pgx.Tx, hook string, slot time.Time, id s
 // status if this run is the hook's latest start. A run never stored is
 // engine.ErrNotFound.
 func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
+	return d.finishRun(ctx, r, "")
+}
+
+// finishRun is FinishRun; with node set, of a run node holds running
+// only: the condition is part of the UPDATE, which PostgreSQL evaluates
+// again on the row's latest version once a concurrent writer (an expiry
+// of node's runs) commits, so a run is never both interrupted and
+// finished. A run the condition does not select wraps engine.ErrNotFound.
+func (d *DB) finishRun(ctx context.Context, r *engine.Run, node string) error {
 	steps, err := stepsJSON(r.Steps)
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.ID, err)
@@ -208,12 +217,15 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 			status = $1, reason = $2, event_type = $3, event = $4, steps = $5, prompt = $6,
 			response = $7, tool_calls = $8, prompt_tokens = $9, completion_tokens = $10,
 			cached_tokens = $11, error = $12, fingerprint = $13, finished_at = $14, outcome = $15
-			WHERE id = $16`,
+			WHERE id = $16 AND ($17 = '' OR (node = $17 AND status = 'running'))`,
 			string(r.Status), r.Reason, r.EventType, rawArg(r.Event), steps, r.Prompt,
 			r.Response, rawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
-			timeArg(r.FinishedAt), out, r.ID)
+			timeArg(r.FinishedAt), out, r.ID, node)
 		if err != nil {
 			return err
+		}
+		if tag.RowsAffected() == 0 && node != "" {
+			return fmt.Errorf("not running on node %s: %w", node, engine.ErrNotFound)
 		}
 		if tag.RowsAffected() == 0 {
 			return engine.ErrNotFound
