@@ -119,12 +119,17 @@ func (l *DaemonLock) Check() error {
 	return nil
 }
 
-// Unlock releases the lock by ending its session. It is safe to call
+// Unlock releases the lock, then ends its session. It is safe to call
 // more than once; later calls return the result of the first.
 func (l *DaemonLock) Unlock() error {
 	l.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		// The server frees a session's locks when its backend exits, a
+		// moment after the connection closes: a Lock right after Unlock
+		// would find the lock held. Released here, it is free at once. A
+		// session already gone (the error) holds nothing.
+		_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
 		if err := l.conn.Close(ctx); err != nil {
 			l.err = fmt.Errorf("unlock database: %w", err)
 		}
