@@ -109,8 +109,10 @@ func TestFireWaitProgress(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "fire --wait to print the first step", func() bool {
-		return strings.Contains(errOut.String(), "step_0 (first) shell: ok in")
+	// The progress (stderr) can come before the fire's answer names the run
+	// (stdout): wait for both.
+	waitFor(t, "fire --wait to print the run and its first step", func() bool {
+		return strings.Contains(errOut.String(), "step_0 (first) shell: ok in") && strings.Contains(out.String(), "\n")
 	}, func() string { return out.String() + errOut.String() })
 	id := strings.TrimSpace(out.String())
 	if strings.Contains(errOut.String(), "gate failed") {
