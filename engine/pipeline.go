@@ -341,7 +341,7 @@ func (e *Engine) runContext(ctx context.Context, h *Hook) (context.Context, cont
 // origin, so the mark carries down the chain), their depth is one more
 // than the run's and the hook's secrets are redacted from their data
 // before it is stored or sent.
-func (e *Engine) emitFrom(run *Run, red *Redactor) func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
+func (e *Engine) emitFrom(run *Run, red *Redactor) func(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
 	source := "hook:" + run.Hook
 	if _, ok := FromTool(run.Trigger); ok {
 		source = run.Trigger
@@ -350,9 +350,9 @@ func (e *Engine) emitFrom(run *Run, red *Redactor) func(ctx context.Context, typ
 }
 
 // emitAs returns a publisher of events raised by run with this source.
-func (e *Engine) emitAs(run *Run, red *Redactor, source string) func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
-	return func(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
-		return e.Emit(ctx, &Event{Type: typ, Data: red.Map(data), Source: source, Depth: run.Depth + 1})
+func (e *Engine) emitAs(run *Run, red *Redactor, source string) func(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
+	return func(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
+		return e.EmitReport(ctx, &Event{Type: typ, Data: red.Map(data), Source: source, Depth: run.Depth + 1})
 	}
 }
 

@@ -17,7 +17,7 @@ var ErrPreview = errors.New("engine: preview: events are not published")
 const PreviewReason = "preview: the model would be called with this prompt"
 
 // previewEmit stands in for a step's event publisher during a preview.
-func previewEmit(ctx context.Context, typ string, data map[string]any) ([]*Run, error) {
+func previewEmit(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
 	return nil, fmt.Errorf("%w (would emit %s)", ErrPreview, typ)
 }
 

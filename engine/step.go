@@ -41,8 +41,9 @@ type StepEnv struct {
 	// sql: refuses it, compared by file identity.
 	Database string
 	// Emit publishes an event on the bus as this run (the emit step): it
-	// is stored, then dispatched, one level deeper in the event chain.
-	Emit func(ctx context.Context, typ string, data map[string]any) ([]*Run, error)
+	// is stored, then dispatched, one level deeper in the event chain. It
+	// says what became of each hook the event matched (EmitReport).
+	Emit func(ctx context.Context, typ string, data map[string]any) (*Emitted, error)
 	// Redactor replaces the hook's secrets; a step that caps what it
 	// keeps redacts before it cuts (steps.Command.Redactor). The engine
 	// redacts the step's result when it returns; nil redacts nothing.

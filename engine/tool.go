@@ -43,8 +43,9 @@ type ToolEnv struct {
 	// Records reads hookd's own runs and events.
 	Records RecordReader
 	// Emit publishes an event as this run's model, one level deeper in
-	// the chain; its source is ToolOrigin(hook).
-	Emit func(ctx context.Context, typ string, data map[string]any) ([]*Run, error)
+	// the chain; its source is ToolOrigin(hook). It says what became of
+	// each hook the event matched (EmitReport).
+	Emit func(ctx context.Context, typ string, data map[string]any) (*Emitted, error)
 	// Fire triggers a hook through the gates as this run, one level
 	// deeper in the chain; a refusal is a *GateError.
 	Fire func(ctx context.Context, hook string, event map[string]any) (*Run, error)

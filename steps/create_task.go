@@ -9,7 +9,7 @@ import (
 
 func init() {
 	engine.RegisterStep("create_task", engine.DeclaredKind{Build: newCreateTask,
-		Fields: []string{"event_type", "runs", "count", "data", "task_id", "created"}})
+		Fields: []string{"event_type", "runs", "refused", "count", "data", "task_id", "created"}})
 }
 
 // TaskCreateEvent is the event a create_task step publishes.
@@ -92,7 +92,7 @@ func (s *createTask) Templates() []string {
 // Run publishes task.create with the task's fields, its project_id
 // defaulting to the hook's, and a task_id hookd makes for it.
 func (s *createTask) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-	res := newResult(s.def, map[string]any{"event_type": TaskCreateEvent, "runs": []any{}, "data": map[string]any{},
+	res := newResult(s.def, map[string]any{"event_type": TaskCreateEvent, "runs": []any{}, "refused": []any{}, "data": map[string]any{},
 		"task_id": "", "created": false})
 	res.Count = new(0)
 	v, err := expandData(s.data, "data", scopeOf(env), true)

@@ -26,7 +26,7 @@ branch_name: "fix/{{event.test}}"
 context_entries:
   - {type: text, label: log, content: "{{step_0}}"}
 `, 1)
-	env := emitEnv(t, map[string]any{"test": "TestParse"}, &sink, []*engine.Run{{ID: "r1"}}, nil)
+	env := emitEnv(t, map[string]any{"test": "TestParse"}, &sink, &engine.Emitted{Runs: []*engine.Run{{ID: "r1"}}}, nil)
 	env.Hook = &engine.Hook{Name: "triage", Project: "webapp"}
 	env.Scope.Steps = []*engine.StepResult{{Index: 0, Output: "boom"}}
 	res, err := runStep(t, s, env)

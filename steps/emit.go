@@ -12,7 +12,7 @@ import (
 
 func init() {
 	engine.RegisterStep("emit", engine.DeclaredKind{Build: newEmit,
-		Fields: []string{"event_type", "runs", "count", "data"}})
+		Fields: []string{"event_type", "runs", "refused", "count", "data"}})
 }
 
 type emitConfig struct {
@@ -155,7 +155,7 @@ func expandData(v any, path string, scope *engine.Scope, typed bool) (any, error
 // placeholder and a refusal by the engine are errors; no hook listening
 // is a result (count 0).
 func (s *emitStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-	res := newResult(s.def, map[string]any{"event_type": "", "runs": []any{}, "data": map[string]any{}})
+	res := newResult(s.def, map[string]any{"event_type": "", "runs": []any{}, "refused": []any{}, "data": map[string]any{}})
 	res.Count = new(0)
 	scope := scopeOf(env)
 	typ, err := engine.Expand(s.typ, scope, nil)
@@ -181,30 +181,36 @@ func (s *emitStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 }
 
 // publish emits typ with data as the step's run and fills res's emit
-// fields (event_type, data, runs, count, output).
+// fields (event_type, data, runs, refused, count, output). The output
+// says what became of each hook the event matched, in the words of
+// `hookd emit` (engine.Emitted.Lines).
 func publish(ctx context.Context, env *engine.StepEnv, res *engine.StepResult, typ string, data map[string]any) (*engine.StepResult, error) {
 	res.Fields["event_type"] = typ
 	res.Fields["data"] = data
 	if env.Emit == nil {
 		return fail(res, errors.New("publishing events is not available to this step"))
 	}
-	runs, err := env.Emit(ctx, typ, data)
+	em, err := env.Emit(ctx, typ, data)
 	if err != nil {
 		return fail(res, fmt.Errorf("emit %s: %w", typ, err))
 	}
-	ids := make([]any, 0, len(runs))
-	var idText []string
-	for _, r := range runs {
-		if r != nil {
-			ids = append(ids, r.ID)
-			idText = append(idText, r.ID)
-		}
+	ids := make([]any, 0, len(em.Runs))
+	for _, r := range em.Runs {
+		ids = append(ids, r.ID)
 	}
-	res.Fields["runs"] = ids
+	refused := make([]any, 0, len(em.Refused))
+	for _, r := range em.Refused {
+		refused = append(refused, map[string]any{"hook": r.Run.Hook, "run_id": r.Run.ID, "gate": r.Gate.Gate, "reason": r.Gate.Error()})
+	}
+	res.Fields["runs"], res.Fields["refused"] = ids, refused
 	res.Count = new(len(ids))
-	res.Output = fmt.Sprintf("emitted %s; %d runs triggered", typ, len(ids))
-	if len(idText) > 0 {
-		res.Output += ": " + strings.Join(idText, ", ")
+	if em.Elsewhere {
+		res.Output = fmt.Sprintf("emitted %s: %s", typ, engine.EmittedElsewhere)
+		return res, nil
+	}
+	res.Output = fmt.Sprintf("emitted %s: %s", typ, em.Count())
+	if lines := em.Lines(); len(lines) > 0 {
+		res.Output += "\n" + strings.Join(lines, "\n")
 	}
 	return res, nil
 }

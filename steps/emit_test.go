@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -14,11 +15,14 @@ type emitted struct {
 	data map[string]any
 }
 
-func emitEnv(t *testing.T, event map[string]any, sink *[]emitted, runs []*engine.Run, err error) *engine.StepEnv {
+func emitEnv(t *testing.T, event map[string]any, sink *[]emitted, em *engine.Emitted, err error) *engine.StepEnv {
 	env := stepEnv(t, event)
-	env.Emit = func(_ context.Context, typ string, data map[string]any) ([]*engine.Run, error) {
+	if em == nil {
+		em = &engine.Emitted{}
+	}
+	env.Emit = func(_ context.Context, typ string, data map[string]any) (*engine.Emitted, error) {
 		*sink = append(*sink, emitted{typ, data})
-		return runs, err
+		return em, err
 	}
 	return env
 }
@@ -37,7 +41,12 @@ func TestEmitNewErrors(t *testing.T) {
 
 func TestEmit(t *testing.T) {
 	var sink []emitted
-	runs := []*engine.Run{{ID: "run-a"}, {ID: "run-b"}}
+	em := &engine.Emitted{
+		Runs: []*engine.Run{{ID: "run-a", Hook: "a", Status: engine.StatusRunning},
+			{ID: "run-b", Hook: "b", Status: engine.StatusQueued, Reason: "max_concurrent: 4 runs in flight"}},
+		Refused: []engine.Refusal{{Run: &engine.Run{ID: "run-c", Hook: "c", Status: engine.StatusSkipped},
+			Gate: &engine.GateError{Gate: engine.GateFromTool, Hook: "c", Detail: "hook c does not accept that"}}},
+	}
 	event := map[string]any{"env": "prod", "n": 3.0, "obj": map[string]any{"k": "v"}}
 	s := mustStep(t, "emit", `event_type: "deploy.{{event.env}}.checked"
 data:
@@ -47,7 +56,7 @@ data:
   text: "n={{event.n}} in {{event.env}}"
   nested: {list: ["{{step_0}}", 7, true]}
 `, 0)
-	env := emitEnv(t, event, &sink, runs, nil)
+	env := emitEnv(t, event, &sink, em, nil)
 	env.Scope.Steps = []*engine.StepResult{{Index: 0, Output: "first"}}
 	res, err := runStep(t, s, env)
 	if err != nil {
@@ -69,8 +78,14 @@ data:
 	if res.Fields["event_type"] != "deploy.prod.checked" || field(res, "count") != 2 || !equalAny(res.Fields["runs"], []any{"run-a", "run-b"}) {
 		t.Errorf("fields %v", res.Fields)
 	}
-	if !strings.Contains(res.Output, "2 runs triggered: run-a, run-b") {
-		t.Errorf("output %q", res.Output)
+	want := "emitted deploy.prod.checked: 2 run(s), 1 refused by a gate\nrun-a a (running)\nrun-b b (queued: max_concurrent: 4 runs in flight)\n" +
+		"run-c c refused: from_tool: hook c does not accept that"
+	if res.Output != want {
+		t.Errorf("output %q\nwant   %q", res.Output, want)
+	}
+	ref := res.Fields["refused"].([]any)
+	if len(ref) != 1 || !reflect.DeepEqual(ref[0], map[string]any{"hook": "c", "run_id": "run-c", "gate": engine.GateFromTool, "reason": "from_tool: hook c does not accept that"}) {
+		t.Errorf("refused %v", res.Fields["refused"])
 	}
 }
 

@@ -15,6 +15,7 @@ func init() {
 	register("emit_event",
 		"Publish an event on hookd's event bus, of a type this hook's file allows. Hooks whose event trigger matches its type, "+
 			"and that accept events from a model's tool call, run. "+
+			"Returns, for each hook the event matched, the run it started (or queued, and why) or the gate that refused it and why. "+
 			"Types are dot-separated words, like deploy.finished; hook.* is reserved for hookd.",
 		`{"type":"object","properties":{
 			"type":{"type":"string","maxLength":200,"description":"event type, e.g. report.ready"},
@@ -52,17 +53,23 @@ func emitEvent(ctx context.Context, env *engine.ToolEnv, a *emitArgs) (string, e
 	if a.Data == nil {
 		a.Data = map[string]any{}
 	}
-	runs, err := env.Emit(ctx, a.Type, a.Data)
+	em, err := env.Emit(ctx, a.Type, a.Data)
 	if err != nil {
 		return "", err
 	}
-	if len(runs) == 0 {
+	// The model is told what became of each hook the event matched, in
+	// the words of `hookd emit`: the run started or queued, or the gate
+	// that refused it and why.
+	switch {
+	case em.Elsewhere:
+		return fmt.Sprintf("event %s published; %s", a.Type, engine.EmittedElsewhere), nil
+	case len(em.Runs) == 0 && len(em.Refused) == 0:
 		return fmt.Sprintf("event %s published; no hook's trigger matched it", a.Type), nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "event %s published; it triggered %d run(s):", a.Type, len(runs))
-	for _, r := range runs {
-		fmt.Fprintf(&b, "\n%s %s %s", r.ID, r.Hook, describeStatus(r))
+	fmt.Fprintf(&b, "event %s published; for the hooks it matched: %s", a.Type, em.Count())
+	for _, l := range em.Lines() {
+		b.WriteString("\n" + l)
 	}
 	return b.String(), nil
 }

@@ -287,10 +287,12 @@ func TestEmitAndFire(t *testing.T) {
 	env.Hook.FireHooks = []string{"triage", "busy"}
 	env.Hook.EmitTypes = []string{"report.*", "audit.**"}
 	var emitted []string
-	env.Emit = func(_ context.Context, typ string, data map[string]any) ([]*engine.Run, error) {
+	env.Emit = func(_ context.Context, typ string, data map[string]any) (*engine.Emitted, error) {
 		b, _ := json.Marshal(data)
 		emitted = append(emitted, typ+" "+string(b))
-		return []*engine.Run{{ID: "R2", Hook: "other", Status: engine.StatusRunning}}, nil
+		return &engine.Emitted{Runs: []*engine.Run{{ID: "R2", Hook: "other", Status: engine.StatusRunning}},
+			Refused: []engine.Refusal{{Run: &engine.Run{ID: "R4", Hook: "deploy", Status: engine.StatusSkipped},
+				Gate: &engine.GateError{Gate: engine.GateCooldown, Hook: "deploy", Remaining: 90 * time.Second, Detail: "fire it with force to skip it"}}}}, nil
 	}
 	env.Fire = func(_ context.Context, hook string, ev map[string]any) (*engine.Run, error) {
 		if hook == "busy" {
@@ -298,7 +300,8 @@ func TestEmitAndFire(t *testing.T) {
 		}
 		return &engine.Run{ID: "R3", Hook: hook, Status: engine.StatusQueued}, nil
 	}
-	if got := mustCall(t, env, "emit_event", `{"type":"report.ready","data":{"n":1}}`); got != "event report.ready published; it triggered 1 run(s):\nR2 other running" {
+	if got := mustCall(t, env, "emit_event", `{"type":"report.ready","data":{"n":1}}`); got != "event report.ready published; for the hooks it matched: 1 run(s), 1 refused by a gate\n"+
+		"R2 other (running)\nR4 deploy refused: cooldown: 1m30s left; fire it with force to skip it" {
 		t.Errorf("got %q", got)
 	}
 	if len(emitted) != 1 || emitted[0] != `report.ready {"n":1}` {

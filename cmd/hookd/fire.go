@@ -112,19 +112,13 @@ func (c *cli) fireRefused(err error) (int, bool) {
 	var remote *remoteError
 	switch {
 	case errors.As(err, &gate), errors.As(err, &remote) && remote.body.Gate != "":
-		fmt.Fprintf(c.stderr, "hookd fire: %s\n", refusedText(err.Error()))
+		fmt.Fprintf(c.stderr, "hookd fire: %s\n", engine.RefusedText(err.Error()))
 		return exitRefused, true
 	case errors.Is(err, engine.ErrNotFound), errors.As(err, &remote) && remote.status == 404:
 		return c.errorf("%v (see `hookd list`, or `hookd validate` if its file has errors)", err), true
 	}
 	return c.errorf("%v", err), true
 }
-
-// refusedText is how a command says that a gate refused a trigger, given
-// the refusal (engine.GateError's text): `hookd fire` then exits
-// exitRefused, and so does `hookd emit` when gates refused every hook
-// the event matched.
-func refusedText(gate string) string { return "refused: " + gate }
 
 // emitCode is emit's exit code: exitRefused when gates refused every
 // hook the event matched (nothing started: a retry later is safe),
@@ -338,19 +332,11 @@ func (c *cli) printEmitted(ans emitAnswer) {
 		fmt.Fprintf(c.stderr, "event %s is stored; the cluster's scheduler (another node) dispatches it: see `hookd runs` for what it started\n", ans.EventID)
 		return
 	}
-	head := fmt.Sprintf("event %s: %d run(s)", ans.EventID, len(ans.Runs))
-	if len(ans.Refused) > 0 {
-		head += fmt.Sprintf(", %d refused by a gate", len(ans.Refused))
-	}
-	fmt.Fprintln(c.stdout, head)
+	fmt.Fprintf(c.stdout, "event %s: %s\n", ans.EventID, engine.EmitCount(len(ans.Runs), len(ans.Refused)))
 	for _, r := range ans.Runs {
-		line := fmt.Sprintf("  %s %s (%s)", r.ID, r.Hook, r.Status)
-		if r.Status == engine.StatusQueued && r.Reason != "" {
-			line = fmt.Sprintf("  %s %s (queued: %s)", r.ID, r.Hook, r.Reason)
-		}
-		fmt.Fprintln(c.stdout, line)
+		fmt.Fprintln(c.stdout, "  "+engine.RunLine(r))
 	}
 	for _, r := range ans.Refused {
-		fmt.Fprintf(c.stdout, "  %s %s %s\n", r.RunID, r.Hook, refusedText(r.Error))
+		fmt.Fprintln(c.stdout, "  "+engine.RefusedLine(r.RunID, r.Hook, r.Error))
 	}
 }

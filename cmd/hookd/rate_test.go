@@ -68,7 +68,7 @@ func TestEmitSaysGateRefused(t *testing.T) {
 		t.Fatalf("emit --json: %v\n%s", err, r)
 	}
 	if len(ans.Runs) != 0 || len(ans.Refused) != 1 || ans.Refused[0].Hook != "capped" || ans.Refused[0].Gate != engine.GateRate ||
-		ans.Refused[0].RunID == "" || !strings.HasPrefix("capped "+refusedText(ans.Refused[0].Error), want) {
+		ans.Refused[0].RunID == "" || !strings.HasPrefix("capped "+engine.RefusedText(ans.Refused[0].Error), want) {
 		t.Errorf("emit --json answer: %+v\n%s", ans, r)
 	}
 	d.signal(syscall.SIGTERM)
