@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/authlimit"
 	"github.com/hookd/hookd/llm"
 )
 
@@ -395,9 +396,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, req *request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	client, now := clientOf(r.RemoteAddr), s.opts.Now()
-	if wait := s.logins.wait(client, now); wait > 0 {
-		secs := int((wait + time.Second - 1) / time.Second)
+	client, now := authlimit.Client(r.RemoteAddr), s.opts.Now()
+	if wait := s.logins.Wait(client, now); wait > 0 {
+		secs := authlimit.RetryAfter(wait)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		w.Header().Set("Connection", "close")
 		s.render(w, r, req, http.StatusTooManyRequests, "login", page{Title: "Log in",
@@ -405,14 +406,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, req *request) {
 		return
 	}
 	if !equal(strings.TrimSpace(r.PostForm.Get("token")), s.opts.Token) {
-		s.logins.fail(client, now)
+		s.logins.Fail(client, now)
 		s.opts.Log.Warn("dashboard: login with a wrong token", "remote", r.RemoteAddr)
 		w.Header().Set("Connection", "close")
 		s.render(w, r, req, http.StatusUnauthorized, "login", page{Title: "Log in",
 			Data: loginData{Next: next, Error: "That is not the API token."}})
 		return
 	}
-	s.logins.ok(client)
+	s.logins.OK(client)
 	id, _ := s.sessions.open()
 	s.setSession(w, r, id)
 	http.Redirect(w, r, next, http.StatusSeeOther)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/authlimit"
 )
 
 //go:embed templates/*.html
@@ -88,8 +89,8 @@ type Server struct {
 	pages    map[string]*template.Template
 	static   http.Handler
 	sessions *sessions
-	logins   *loginLimiter
-	local    *session // the session of every request when !opts.Login
+	logins   *authlimit.Limiter // wrong tokens of the password login, per client
+	local    *session           // the session of every request when !opts.Login
 }
 
 // maxForm bounds a form's body.
@@ -109,7 +110,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, pages: map[string]*template.Template{}, sessions: newSessions(opts.Now), logins: newLoginLimiter()}
+	s := &Server{opts: opts, pages: map[string]*template.Template{}, sessions: newSessions(opts.Now), logins: authlimit.New()}
 	s.local = &session{csrf: randomToken()}
 	base, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {
