@@ -36,21 +36,21 @@ func (s *state) decode(n *yaml.Node, path string, rv reflect.Value) {
 		return
 	}
 	defer s.leave(n)
-	switch {
-	case t == nodeType:
+	switch c := classOf(t); {
+	case c == classNode:
 		rv.Set(reflect.ValueOf(*n))
 		return
-	case t == durationType:
+	case c == classDuration:
 		if d, ok := s.duration(n, path); ok {
 			rv.SetInt(int64(d))
 		}
 		return
-	case rv.CanAddr() && reflect.PointerTo(t).Implements(unmarshaler):
+	case c == classUnmarshaler && rv.CanAddr():
 		if err := rv.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
 			s.errorf(n, path, "%s", err)
 		}
 		return
-	case rv.CanAddr() && reflect.PointerTo(t).Implements(textType):
+	case c == classText && rv.CanAddr():
 		if n.Kind != yaml.ScalarNode {
 			s.errorf(n, path, "expected a string, got %s", describe(n))
 		} else if err := rv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
@@ -135,6 +135,42 @@ func (s *state) decode(n *yaml.Node, path string, rv reflect.Value) {
 	default:
 		s.errorf(n, path, "cannot decode into Go type %s", t)
 	}
+}
+
+// typeClass says how decode treats a type before its kind: a yaml.Node,
+// a duration, a type that unmarshals itself, or by its kind.
+type typeClass int
+
+const (
+	classPlain typeClass = iota // by its kind
+	classNode
+	classDuration
+	classUnmarshaler // *T implements yaml.Unmarshaler (which wins over TextUnmarshaler)
+	classText        // *T implements encoding.TextUnmarshaler only
+)
+
+// typeClasses holds classOf's answer for each type: a loader decodes the
+// same few types in every file, and Implements searches method sets.
+var typeClasses sync.Map // reflect.Type -> typeClass
+
+// classOf returns the class of type t, computed once a type.
+func classOf(t reflect.Type) typeClass {
+	if c, ok := typeClasses.Load(t); ok {
+		return c.(typeClass)
+	}
+	c := classPlain
+	switch pt := reflect.PointerTo(t); {
+	case t == nodeType:
+		c = classNode
+	case t == durationType:
+		c = classDuration
+	case pt.Implements(unmarshaler):
+		c = classUnmarshaler
+	case pt.Implements(textType):
+		c = classText
+	}
+	typeClasses.Store(t, c)
+	return c
 }
 
 // field is a struct field a mapping key decodes into.
@@ -252,13 +288,71 @@ func (s *state) anyNode(n *yaml.Node, path string) any {
 		return out
 	}
 	switch n.ShortTag() {
-	case "!!bool", "!!int", "!!float":
+	case "!!bool":
+		var b bool
+		if scalarBool(n, &b) {
+			return b
+		}
+	case "!!int":
+		if i, ok := decimal(n.Value); ok && i == int64(int(i)) {
+			return int(i) // what yaml.v3 gives an int that fits
+		}
+		fallthrough
+	case "!!float":
 		var v any
 		if err := n.Decode(&v); err == nil {
 			return v
 		}
 	}
 	return n.Value
+}
+
+// scalarBool decodes a !!bool scalar into b as n.Decode does, reporting
+// whether it could; the spellings YAML resolves untagged are read here,
+// anything else is left to yaml.v3.
+func scalarBool(n *yaml.Node, b *bool) bool {
+	switch n.Value {
+	case "true", "True", "TRUE":
+		*b = true
+		return true
+	case "false", "False", "FALSE":
+		*b = false
+		return true
+	}
+	return n.Decode(b) == nil
+}
+
+// scalarInt decodes an !!int scalar into i as n.Decode does, reporting
+// whether it could: a plain decimal is read here, the other forms (0x,
+// 0o, 0b, a leading 0 or +, underscores, out of range) by yaml.v3.
+func scalarInt(n *yaml.Node, i *int64) bool {
+	if v, ok := decimal(n.Value); ok {
+		*i = v
+		return true
+	}
+	return n.Decode(i) == nil
+}
+
+// decimal parses s when it is "0" or an optional '-' and 1 to 18 digits
+// not starting with 0: the integers whose meaning YAML and strconv agree
+// on and that fit any int64.
+func decimal(s string) (int64, bool) {
+	d := strings.TrimPrefix(s, "-")
+	if d == "" || len(d) > 18 || d[0] == '0' && d != "0" {
+		return 0, false
+	}
+	var v int64
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if len(d) < len(s) {
+		v = -v
+	}
+	return v, true
 }
 
 func (s *state) str(n *yaml.Node, path string) (string, bool) {
@@ -284,7 +378,7 @@ func (s *state) text(n *yaml.Node, path string) (string, bool) {
 
 func (s *state) boolean(n *yaml.Node, path string) (bool, bool) {
 	var b bool
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || !scalarBool(n, &b) {
 		s.errorf(n, path, "expected true or false, got %s", describe(n))
 		return false, false
 	}
@@ -297,7 +391,7 @@ func (s *state) integer(n *yaml.Node, path string) (int64, bool) {
 		s.errorf(n, path, "expected an integer, got %s", describe(n))
 		return 0, false
 	}
-	if err := n.Decode(&i); err != nil {
+	if !scalarInt(n, &i) {
 		s.errorf(n, path, "integer %s is out of range", n.Value)
 		return 0, false
 	}

@@ -136,6 +136,15 @@ type loaded struct {
 	errs    []error
 }
 
+// fileBufs holds buffers for the files being loaded: nothing loaded keeps
+// a file's bytes (the parser copies what it keeps), so one buffer a
+// worker serves every file.
+var fileBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuf is the largest buffer kept for the next file: a rare big
+// file's buffer is left to the collector.
+const maxPooledBuf = 64 << 10
+
 // loadFile checks, reads and parses the file name in dir, once: the
 // parsed document says whether it is a handler or a hook.
 func loadFile(dir, name string, opts Options) loaded {
@@ -149,7 +158,12 @@ func loadFile(dir, name string, opts Options) loaded {
 			return loaded{errs: []error{&Error{File: file, Msg: err.Error(), Err: err}}}
 		}
 	}
-	data, err := os.ReadFile(file)
+	buf := fileBufs.Get().(*[]byte)
+	data, err := readFileInto(file, *buf)
+	if cap(data) <= maxPooledBuf {
+		*buf = data[:0]
+		defer fileBufs.Put(buf)
+	}
 	if err == nil && len(data) > maxFileSize {
 		err = fmt.Errorf("file is larger than %d MiB", maxFileSize>>20)
 	}

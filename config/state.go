@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,9 +26,9 @@ const (
 type state struct {
 	file     string
 	errs     Errors
-	more     int                 // errors past maxErrors, not kept
-	budget   *int                // nodes left to visit, shared by the Decoders of a file
-	active   map[*yaml.Node]bool // nodes being decoded, to stop alias cycles
+	more     int          // errors past maxErrors, not kept
+	budget   *int         // nodes left to visit, shared by the Decoders of a file
+	active   []*yaml.Node // nodes being decoded (at most maxDepth), to stop alias cycles
 	overflow bool
 
 	// extra lists keys that the mapping at extraPath also accepts,
@@ -88,7 +89,7 @@ func (s *state) errorf(n *yaml.Node, path, format string, args ...any) {
 // leave.
 func (s *state) enter(n *yaml.Node, path string) bool {
 	*s.budget--
-	if s.active[n] {
+	if slices.Contains(s.active, n) {
 		s.errorf(n, path, "an alias refers to a value that contains it")
 		return false
 	}
@@ -102,14 +103,20 @@ func (s *state) enter(n *yaml.Node, path string) bool {
 		}
 		return false
 	}
-	if s.active == nil {
-		s.active = map[*yaml.Node]bool{}
-	}
-	s.active[n] = true
+	s.active = append(s.active, n)
 	return true
 }
 
-func (s *state) leave(n *yaml.Node) { delete(s.active, n) }
+// leave ends what enter(n) began. Nodes are left in the reverse order of
+// entering, so n is found at the end at once.
+func (s *state) leave(n *yaml.Node) {
+	for i := len(s.active) - 1; i >= 0; i-- {
+		if s.active[i] == n {
+			s.active = slices.Delete(s.active, i, i+1)
+			return
+		}
+	}
+}
 
 // join appends key to a field path.
 func join(path, key string) string {

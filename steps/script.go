@@ -196,6 +196,15 @@ func parseBash(text string) (*syntax.File, error) {
 // here-documents), adjusting the offsets of occs, and parses the result:
 // the script that runs is the one that was checked.
 func joinContinuations(text string, occs []occurrence) (string, *syntax.File, error) {
+	if !strings.Contains(text, "\\\n") {
+		// Nothing to join (most scripts): the parse is the answer, as
+		// the first round below would find no continuation to remove.
+		f, err := parseBash(text)
+		if err != nil {
+			return "", nil, err
+		}
+		return text, f, nil
+	}
 	for try := 0; try < 4; try++ {
 		f, err := parseBash(text)
 		if err != nil && try == 0 && strings.Contains(text, "\\\n") {
@@ -309,9 +318,9 @@ func quotedDelim(w *syntax.Word) bool {
 type checker struct {
 	file     *syntax.File
 	occs     []occurrence
-	byOff    map[int]int // offset of an occurrence -> its index
+	byOff    map[int]int // offset of an occurrence -> its index; nil while occs are few enough to search
 	tainted  map[string]map[string]bool
-	intVars  map[string]bool
+	intVars  map[string]bool   // nil until one is declared
 	quote    []bool            // per occurrence: wrap the reference in double quotes
 	found    []bool            // per occurrence: the parser saw the reference
 	optionAt map[string]string // data root -> where it may begin an argument
@@ -329,12 +338,17 @@ type callInfo struct {
 
 func newChecker(f *syntax.File, occs []occurrence, taintedEnv map[string]bool) *checker {
 	c := &checker{
-		file: f, occs: occs, byOff: map[int]int{}, tainted: map[string]map[string]bool{},
-		intVars: map[string]bool{}, quote: make([]bool, len(occs)), found: make([]bool, len(occs)),
+		file: f, occs: occs, tainted: map[string]map[string]bool{},
+		quote: make([]bool, len(occs)), found: make([]bool, len(occs)),
 		optionAt: map[string]string{}, calls: map[*syntax.CallExpr]*callInfo{}, rootNames: map[string]string{},
 	}
+	if len(occs) > searchOccs {
+		c.byOff = make(map[int]int, len(occs))
+	}
 	for k, o := range occs {
-		c.byOff[o.off] = k
+		if c.byOff != nil {
+			c.byOff[o.off] = k
+		}
 		c.rootNames[o.name] = "{{" + o.ph.Path + "}}"
 		if !o.ph.IsLiteral() {
 			c.tainted[o.name] = map[string]bool{o.name: true}
@@ -346,12 +360,30 @@ func newChecker(f *syntax.File, occs []occurrence, taintedEnv map[string]bool) *
 	return c
 }
 
+// searchOccs is the number of placeholders up to which finding one by its
+// offset searches them in turn rather than a map.
+const searchOccs = 8
+
+// occurrenceAt returns the index of the placeholder at offset off.
+func (c *checker) occurrenceAt(off int) (int, bool) {
+	if c.byOff != nil {
+		k, ok := c.byOff[off]
+		return k, ok
+	}
+	for k, o := range c.occs {
+		if o.off == off {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
 // occurrenceOf returns the index of the placeholder pe stands for, or -1.
 func (c *checker) occurrenceOf(pe *syntax.ParamExp) int {
 	if pe.Short || pe.Param == nil {
 		return -1
 	}
-	k, ok := c.byOff[int(pe.Dollar.Offset())]
+	k, ok := c.occurrenceAt(int(pe.Dollar.Offset()))
 	if !ok || c.occs[k].name != pe.Param.Value || pe.Excl || pe.Length || pe.Index != nil || pe.Slice != nil || pe.Repl != nil || pe.Exp != nil {
 		return -1
 	}
@@ -430,18 +462,26 @@ func (c *checker) taint(name string, roots map[string]bool) bool {
 
 // learn finds, to a fixed point, the variables assigned from data and
 // the variables declared as integers.
+//
+// The first pass also collects the script's functions; a call may come
+// before its function's declaration, so when there are functions another
+// pass follows with all of them known. Every rule only adds (a variable
+// holding data, an integer variable), so the passes reach the fixed
+// point that knowing the functions first would reach.
 func (c *checker) learn() {
-	funcs := map[string]bool{}
-	syntax.Walk(c.file, func(n syntax.Node) bool {
-		if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil {
-			funcs[fd.Name.Value] = true
-		}
-		return true
-	})
-	for changed := true; changed; {
+	var funcs map[string]bool // nil until one is declared
+	for pass, changed := 0, true; changed; pass++ {
 		changed = false
 		syntax.Walk(c.file, func(n syntax.Node) bool {
 			switch n := n.(type) {
+			case *syntax.FuncDecl:
+				if pass == 0 && n.Name != nil {
+					if funcs == nil {
+						funcs = map[string]bool{}
+					}
+					funcs[n.Name.Value] = true
+					changed = true // call sites before it are seen again
+				}
 			case *syntax.Assign:
 				if n.Name != nil {
 					if t := c.wordTaint(n.Value); t != nil {
@@ -470,6 +510,9 @@ func (c *checker) learn() {
 				}
 				for _, a := range n.Args {
 					if integer && a.Name != nil && !c.intVars[a.Name.Value] {
+						if c.intVars == nil {
+							c.intVars = map[string]bool{}
+						}
 						c.intVars[a.Name.Value] = true
 						changed = true
 					}
@@ -790,14 +833,16 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		if !ok {
 			return nil
 		}
-		fed := map[string]bool{}
+		var fed map[string]bool // nil until data is found
 		for _, r := range n.Redirs {
 			if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc || r.Op == syntax.RdrIn {
-				for x := range c.wordTaint(r.Word) {
-					fed[x] = true
-				}
-				for x := range c.wordTaint(r.Hdoc) {
-					fed[x] = true
+				for _, t := range []map[string]bool{c.wordTaint(r.Word), c.wordTaint(r.Hdoc)} {
+					for x := range t {
+						if fed == nil {
+							fed = map[string]bool{}
+						}
+						fed[x] = true
+					}
 				}
 			}
 		}
