@@ -396,24 +396,23 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, req *request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	client, now := authlimit.Client(r.RemoteAddr), s.opts.Now()
-	if wait := s.logins.Wait(client, now); wait > 0 {
+	token := strings.TrimSpace(r.PostForm.Get("token"))
+	ok, wait := s.logins.Attempt(authlimit.Client(r.RemoteAddr), func() bool { return equal(token, s.opts.Token) })
+	switch {
+	case wait > 0:
 		secs := authlimit.RetryAfter(wait)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		w.Header().Set("Connection", "close")
 		s.render(w, r, req, http.StatusTooManyRequests, "login", page{Title: "Log in",
 			Data: loginData{Next: next, Error: fmt.Sprintf("Too many wrong tokens from your address: try again in %d s, or run hookd ui for a login link.", secs)}})
 		return
-	}
-	if !equal(strings.TrimSpace(r.PostForm.Get("token")), s.opts.Token) {
-		s.logins.Fail(client, now)
+	case !ok:
 		s.opts.Log.Warn("dashboard: login with a wrong token", "remote", r.RemoteAddr)
 		w.Header().Set("Connection", "close")
 		s.render(w, r, req, http.StatusUnauthorized, "login", page{Title: "Log in",
 			Data: loginData{Next: next, Error: "That is not the API token."}})
 		return
 	}
-	s.logins.OK(client)
 	id, _ := s.sessions.open()
 	s.setSession(w, r, id)
 	http.Redirect(w, r, next, http.StatusSeeOther)

@@ -79,8 +79,11 @@ type Options struct {
 	Login bool
 	Token string
 	Hosts []string // host names accepted besides IP addresses and localhost
-	Log   *slog.Logger
-	Now   func() time.Time // default time.Now
+	// Logins counts the login's wrong tokens per client; the TCP API
+	// shares it (the same token, one count). nil: the dashboard's own.
+	Logins *authlimit.Limiter
+	Log    *slog.Logger
+	Now    func() time.Time // default time.Now
 }
 
 // Server serves the dashboard.
@@ -110,7 +113,10 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, pages: map[string]*template.Template{}, sessions: newSessions(opts.Now), logins: authlimit.New()}
+	if opts.Logins == nil {
+		opts.Logins = authlimit.New(opts.Now)
+	}
+	s := &Server{opts: opts, pages: map[string]*template.Template{}, sessions: newSessions(opts.Now), logins: opts.Logins}
 	s.local = &session{csrf: randomToken()}
 	base, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {

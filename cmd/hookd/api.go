@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookd/hookd/dashboard"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/authlimit"
 	"github.com/hookd/hookd/metrics"
 )
 
@@ -63,6 +64,9 @@ type apiServer struct {
 	dash    *dashboard.Server      // the dashboard of the unix socket (dashboard.go); nil: none
 	tcpDash *dashboard.Server      // the dashboard of the TCP listener, behind its login; nil: none
 	tcpAddr atomic.Pointer[string] // the TCP listener's address, once it listens
+	// logins counts wrong API tokens per client, for the bearer token of
+	// the TCP API and the dashboard's password login alike (tcp.go).
+	logins *authlimit.Limiter
 
 	closing   chan struct{} // closed when the API shuts down: streams end
 	closeOnce sync.Once

@@ -1,10 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/hookd/hookd/internal/authlimit"
 )
 
 // ipv6Loopback skips the test when this machine has no IPv6 loopback.
@@ -42,5 +51,123 @@ func TestDashboardLoginLimitIPv6(t *testing.T) {
 	}
 	if !strings.Contains(d.log.String(), "login with a wrong token") {
 		t.Errorf("the wrong tokens were not logged:\n%s", d.log)
+	}
+}
+
+// TestAPITokenLimit guesses the bearer token over real TCP against the
+// real daemon. Four wrong tokens, then the right one: served (a client
+// under the limit is not held, and its failures still count). One more
+// wrong token and the client is locked out: the right token then gets 429
+// with Retry-After and is not looked at — a fire sent with it starts
+// nothing — and so does a guess sent to /healthz (no oracle there) and
+// the dashboard's password login (one count for the one token). /healthz
+// without a token, another client (127.0.0.2) and the unix socket still
+// work.
+func TestAPITokenLimit(t *testing.T) {
+	e, d, addr := dashEnv(t)
+	good, bad := tcpClient(t, addr, testToken), tcpClient(t, addr, "wrong-token-0123456789abcdef")
+	for i := range authlimit.FreeFailures - 1 {
+		if code, b := bad.call("GET", "/v1/hooks", nil); code != 401 || !strings.Contains(string(b), "wrong bearer token") {
+			t.Fatalf("wrong token %d: %d %s", i, code, b)
+		}
+	}
+	if code, b := good.call("GET", "/v1/hooks", nil); code != 200 {
+		t.Fatalf("the right token after %d wrong ones: %d %s", authlimit.FreeFailures-1, code, b)
+	}
+	if code, _ := bad.call("GET", "/v1/status", nil); code != 401 {
+		t.Fatalf("wrong token %d: %d", authlimit.FreeFailures, code)
+	}
+
+	code, b, hdr := good.callH("POST", "/v1/hooks/hello/fire", map[string]any{"event": map[string]any{"who": "locked"}})
+	secs, _ := strconv.Atoi(hdr.Get("Retry-After"))
+	if code != 429 || secs < 1 || secs > int(authlimit.Lockout/time.Second) || !strings.Contains(string(b), "too many wrong bearer tokens") {
+		t.Fatalf("a fire with the right token during the lockout: %d Retry-After %q %s", code, hdr.Get("Retry-After"), b)
+	}
+	if code, b, hdr := bad.callH("GET", "/healthz", nil); code != 429 || hdr.Get("Retry-After") == "" {
+		t.Errorf("a guess sent to /healthz during the lockout: %d %s", code, b)
+	}
+	if code, b := tcpClient(t, addr, "").call("GET", "/healthz", nil); code != 200 || string(b) != `{"status":"ok"}`+"\n" {
+		t.Errorf("/healthz without a token during the lockout: %d %q", code, b)
+	}
+	if p := newBrowser(t, addr).login(testToken); p.code != 429 {
+		t.Errorf("the dashboard's login with the right token during the API's lockout: %d", p.code)
+	}
+
+	// Another client is not held.
+	other := tcpClient(t, addr, testToken)
+	other.http = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+		dl := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+		return dl.DialContext(ctx, network, a)
+	}}}
+	if c, err := net.DialTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, mustTCPAddr(t, addr)); err != nil {
+		t.Logf("cannot connect from 127.0.0.2 (%v): another client is tested in TestAPITokenLockoutEnds", err)
+	} else {
+		c.Close()
+		if code, b := other.call("GET", "/v1/hooks", nil); code != 200 {
+			t.Errorf("another client (127.0.0.2) with the right token: %d %s", code, b)
+		}
+	}
+	// The unix socket has no token: the lockout is the TCP listener's.
+	e.must(0, "status")
+	if runs := e.listRuns("hello"); len(runs) != 0 {
+		t.Errorf("the fire refused with 429 started %d run(s)", len(runs))
+	}
+	if n := strings.Count(d.log.String(), "wrong bearer token"); n < 1 {
+		t.Errorf("the wrong tokens were not logged:\n%s", d.log)
+	}
+}
+
+func mustTCPAddr(t *testing.T, addr string) *net.TCPAddr {
+	t.Helper()
+	a, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestAPITokenLockoutEnds serves requireToken on loopback with a clock the
+// test moves: a legitimate client that got the token wrong five times is
+// served again with the right one once its Retry-After has passed, and
+// its count stays: one more wrong token locks it out again, for twice as
+// long. A client at another address is never held.
+func TestAPITokenLockoutEnds(t *testing.T) {
+	now := time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
+	lim := authlimit.New(func() time.Time { return now })
+	var served atomic.Int32
+	srv := httptest.NewServer(requireToken(testToken, lim, slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		writeJSON(w, http.StatusOK, health{Status: "served"})
+	})))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	good, bad := tcpClient(t, addr, testToken), tcpClient(t, addr, "wrong-token-0123456789abcdef")
+	for range authlimit.FreeFailures {
+		if code, _ := bad.call("GET", "/v1/hooks", nil); code != 401 {
+			t.Fatalf("wrong token: %d", code)
+		}
+	}
+	code, _, hdr := good.callH("GET", "/v1/hooks", nil)
+	if code != 429 || hdr.Get("Retry-After") != "30" || served.Load() != 0 {
+		t.Fatalf("the right token in the lockout: %d Retry-After %q, served %d", code, hdr.Get("Retry-After"), served.Load())
+	}
+	now = now.Add(authlimit.Lockout)
+	if code, b := good.call("GET", "/v1/hooks", nil); code != 200 || served.Load() != 1 {
+		t.Fatalf("the right token once Retry-After passed: %d %s", code, b)
+	}
+	bad.call("GET", "/v1/hooks", nil)
+	if code, _, hdr := good.callH("GET", "/v1/hooks", nil); code != 429 || hdr.Get("Retry-After") != "60" {
+		t.Errorf("after one more wrong token: %d Retry-After %q; want 429, 60", code, hdr.Get("Retry-After"))
+	}
+	// The same limiter seen from another address.
+	req := httptest.NewRequest("GET", "/v1/hooks", nil)
+	req.RemoteAddr = "192.0.2.7:1234"
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	w := httptest.NewRecorder()
+	requireToken(testToken, lim, slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	})).ServeHTTP(w, req)
+	if w.Code != http.StatusNoContent {
+		t.Errorf("another client: %d", w.Code)
 	}
 }

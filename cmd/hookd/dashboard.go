@@ -98,7 +98,8 @@ func newDashboards(src dashboard.Source, token string, hosts []string, a *apiSer
 		return err
 	}
 	if token != "" {
-		if a.tcpDash, err = dashboard.New(dashboard.Options{Source: src, Login: true, Token: token, Hosts: hosts, Log: a.log}); err != nil {
+		if a.tcpDash, err = dashboard.New(dashboard.Options{Source: src, Login: true, Token: token, Hosts: hosts, Log: a.log,
+			Logins: a.tokenLimiter()}); err != nil {
 			return err
 		}
 	}
@@ -110,7 +111,7 @@ func newDashboards(src dashboard.Source, token string, hosts []string, a *apiSer
 // logged-in browser of the dashboard (EventSource sends no header but
 // the session cookie).
 func (a *apiServer) tcpHandler(token string) http.Handler {
-	api := requireToken(token, a.handler(nil))
+	api := requireToken(token, a.tokenLimiter(), a.log, a.handler(nil))
 	if a.tcpDash == nil {
 		return api
 	}

@@ -4,12 +4,16 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/internal/authlimit"
 )
 
 // The TCP API serves the same handlers as the unix socket, behind a
@@ -83,27 +87,56 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// tokenLimiter is the count of wrong API tokens per client, made on first
+// use: one for the TCP API and the dashboard's login.
+func (a *apiServer) tokenLimiter() *authlimit.Limiter {
+	if a.logins == nil {
+		a.logins = authlimit.New(nil)
+	}
+	return a.logins
+}
+
 // requireToken wraps the API: every request needs "Authorization: Bearer
 // TOKEN", except GET /healthz, which answers only its status. A refused
-// request's connection is closed after the answer.
-func requireToken(token string, next http.Handler) http.Handler {
+// request's connection is closed after the answer. Wrong tokens count
+// per client in logins (authlimit): past authlimit.FreeFailures the
+// client's requests are answered 429 with Retry-After, the token not
+// compared, until its lockout ends. A request without a token is no
+// guess: it is not counted, but a locked-out client gets 429 for it too.
+func requireToken(token string, logins *authlimit.Limiter, log *slog.Logger, next http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) == 1 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
+		if r.Method == http.MethodGet && r.URL.Path == "/healthz" && r.Header.Get("Authorization") == "" {
 			writeJSON(w, http.StatusOK, health{Status: "ok"})
 			return
 		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="hookd"`)
+		client := authlimit.Client(r.RemoteAddr)
+		got := []byte(r.Header.Get("Authorization"))
+		var ok bool
+		var wait time.Duration
+		if len(got) == 0 {
+			wait = logins.Wait(client)
+		} else {
+			ok, wait = logins.Attempt(client, func() bool { return subtle.ConstantTimeCompare(got, want) == 1 })
+		}
+		if ok {
+			next.ServeHTTP(w, r)
+			return
+		}
 		// A client without the token keeps no connection open.
 		w.Header().Set("Connection", "close")
+		if wait > 0 {
+			secs := authlimit.RetryAfter(wait)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			writeJSON(w, http.StatusTooManyRequests, apiError{Error: fmt.Sprintf(
+				"too many wrong bearer tokens from your address: try again in %d s", secs)})
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hookd"`)
 		msg := "missing bearer token: send Authorization: Bearer TOKEN"
 		if len(got) > 0 {
 			msg = "wrong bearer token"
+			log.Warn("TCP API: request with a wrong bearer token", "remote", r.RemoteAddr, "path", r.URL.Path)
 		}
 		writeJSON(w, http.StatusUnauthorized, apiError{Error: msg})
 	})

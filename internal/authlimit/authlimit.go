@@ -1,6 +1,7 @@
 // Package authlimit limits how often a client may get hookd's API token
-// wrong: the dashboard's password login counts each client's wrong
-// tokens here, and past a few it waits before its next try is looked at.
+// wrong: the TCP API's bearer token and the dashboard's password login
+// (the same token) count each client's wrong tokens in one Limiter, and
+// past a few the client waits before its next try is looked at.
 package authlimit
 
 import (
@@ -12,9 +13,14 @@ import (
 
 // Limits: a client may get the token wrong FreeFailures times; each
 // failure after that locks it out for Lockout, doubling up to MaxLockout.
-// A locked-out client's token is not even compared. A client's count is
-// forgotten after a correct token, or Forget after its last failure when
-// the table is full. Limit: the clients behind one key (a reverse proxy,
+// While it is locked out every try is refused and its token is not even
+// compared — the right one too, or the answer would still tell a guess
+// right from wrong. Out of its lockout, the right token is always
+// accepted. A client's count is forgotten Forget after its last failure;
+// a right token does not clear it, so an attacker sharing a key with a
+// busy legitimate client gets no fresh tries from that client's
+// requests, and a legitimate client recovers once its lockout ends (at
+// most MaxLockout). Limit: the clients behind one key (a reverse proxy,
 // every local user on 127.0.0.1, the hosts of one IPv6 /64) share one
 // count, so one of them can lock the others out.
 const (
@@ -22,7 +28,7 @@ const (
 	Lockout      = 30 * time.Second
 	MaxLockout   = 15 * time.Minute
 	Forget       = time.Hour
-	MaxClients   = 10000 // beyond it, the counts start again
+	MaxClients   = 10000 // counted at most; then those not locked out are forgotten
 )
 
 type failures struct {
@@ -34,12 +40,19 @@ type failures struct {
 // Limiter counts the wrong tokens of each client. Its zero value is not
 // ready: use New.
 type Limiter struct {
+	now     func() time.Time
 	mu      sync.Mutex
 	clients map[string]*failures
 }
 
-// New returns a Limiter that counts no failure yet.
-func New() *Limiter { return &Limiter{clients: map[string]*failures{}} }
+// New returns a Limiter that counts no failure yet, on the clock now
+// (nil: time.Now).
+func New(now func() time.Time) *Limiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &Limiter{now: now, clients: map[string]*failures{}}
+}
 
 // Client is the key a request's failures count under, from its remote
 // address (host:port, or a bare address): an IPv4 address as it is (an
@@ -67,29 +80,70 @@ func Client(remoteAddr string) string {
 	return p.String()
 }
 
-// Wait is how long client must wait before its next token is looked at.
-func (l *Limiter) Wait(client string, now time.Time) time.Duration {
+// Attempt is the one decision on a try of client's: while client is
+// locked out, it is refused (ok false) with the wait before the next
+// try is looked at, and right is not called; otherwise right compares
+// the token: a wrong one is counted (ok false, wait 0), a right one is
+// accepted (ok true). right is called under the limiter's lock, so that
+// tries sent at once are decided one after the other: no more than
+// FreeFailures of them are compared before the lockout (right must be
+// quick: a constant-time comparison).
+func (l *Limiter) Attempt(client string, right func() bool) (ok bool, wait time.Duration) {
+	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if f := l.clients[client]; f != nil && now.Before(f.locked) {
+	f := l.get(client, now)
+	if f != nil && now.Before(f.locked) {
+		return false, f.locked.Sub(now)
+	}
+	if right() {
+		return true, 0
+	}
+	l.fail(f, client, now)
+	return false, 0
+}
+
+// Wait is how long client must wait before its next token is looked at
+// (0: it is not locked out).
+func (l *Limiter) Wait(client string) time.Duration {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f := l.get(client, now); f != nil && now.Before(f.locked) {
 		return f.locked.Sub(now)
 	}
 	return 0
 }
 
-// Fail counts a wrong token of client.
-func (l *Limiter) Fail(client string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// get returns client's count, nil when it has none: a count whose last
+// failure is Forget old, and whose lockout is over, is dropped.
+func (l *Limiter) get(client string, now time.Time) *failures {
 	f := l.clients[client]
+	if f != nil && stale(f, now) {
+		delete(l.clients, client)
+		return nil
+	}
+	return f
+}
+
+func stale(f *failures, now time.Time) bool {
+	return now.Sub(f.last) >= Forget && !now.Before(f.locked)
+}
+
+// fail counts a wrong token of client, whose count is f (nil: none yet).
+func (l *Limiter) fail(f *failures, client string, now time.Time) {
 	if f == nil && len(l.clients) >= MaxClients {
+		// Full: drop every client not locked out (all at once, so a scan
+		// is paid for by as many new clients), never a locked-out one, so
+		// that a flood of new clients (the /64s of a /48 are many) does
+		// not free it.
 		for c, f := range l.clients {
-			if now.Sub(f.last) > Forget && !now.Before(f.locked) {
+			if !now.Before(f.locked) {
 				delete(l.clients, c)
 			}
 		}
 		if len(l.clients) >= MaxClients {
-			clear(l.clients) // so many clients failing at once: start counting again
+			clear(l.clients) // so many clients locked out at once: start counting again
 		}
 	}
 	if f == nil {
@@ -105,13 +159,6 @@ func (l *Limiter) Fail(client string, now time.Time) {
 		}
 		f.locked = now.Add(min(d, MaxLockout))
 	}
-}
-
-// OK forgets client's failures after a correct token.
-func (l *Limiter) OK(client string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.clients, client)
 }
 
 // Size is how many clients have failures counted.

@@ -2,56 +2,105 @@ package authlimit
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 var t0 = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
 
-// TestLimiter: a client may get the token wrong 5 times; then it waits
-// 30 s, doubling with each further failure up to 15 min; a correct token
-// forgets its failures, other clients are not held, and the memory is
-// bounded.
+// clock is a test's clock.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func wrong() bool { return false }
+func right() bool { return true }
+
+// TestLimiter: a client may get the token wrong 5 times; then every try
+// waits 30 s, the right token too, and is not compared; the wait doubles
+// with each further failure up to 15 min. Out of its lockout a client's
+// right token is accepted, but does not clear its count; an hour after
+// its last failure the count is forgotten. Other clients are not held,
+// and the memory is bounded.
 func TestLimiter(t *testing.T) {
-	now := t0
-	l := New()
-	for range FreeFailures - 1 {
-		l.Fail("10.0.0.1", now)
+	c := &clock{t0}
+	l := New(c.now)
+	for i := range FreeFailures - 1 {
+		if ok, w := l.Attempt("10.0.0.1", wrong); ok || w != 0 {
+			t.Fatalf("wrong token %d: ok %v wait %s", i, ok, w)
+		}
 	}
-	if w := l.Wait("10.0.0.1", now); w != 0 {
-		t.Fatalf("locked after %d failures: %s", FreeFailures-1, w)
+	if ok, _ := l.Attempt("10.0.0.1", right); !ok {
+		t.Fatalf("the right token after %d failures is refused", FreeFailures-1)
 	}
-	l.Fail("10.0.0.1", now)
-	if w := l.Wait("10.0.0.1", now); w != Lockout {
-		t.Fatalf("after %d failures: wait %s; want %s", FreeFailures, w, Lockout)
+	l.Attempt("10.0.0.1", wrong) // the 5th: a right token did not clear the count
+	compared := false
+	ok, w := l.Attempt("10.0.0.1", func() bool { compared = true; return true })
+	if ok || w != Lockout || compared {
+		t.Fatalf("the right token after %d failures: ok %v wait %s compared %v; want refused, %s, not compared", FreeFailures, ok, w, compared, Lockout)
 	}
-	if w := l.Wait("10.0.0.2", now); w != 0 {
-		t.Errorf("another client waits %s", w)
+	if w := l.Wait("10.0.0.1"); w != Lockout {
+		t.Errorf("Wait: %s", w)
 	}
-	now = now.Add(Lockout)
-	if w := l.Wait("10.0.0.1", now); w != 0 {
-		t.Fatalf("still locked after the lockout: %s", w)
+	if ok, _ := l.Attempt("10.0.0.2", right); !ok {
+		t.Errorf("another client is held")
+	}
+	c.t = c.t.Add(Lockout)
+	if ok, w := l.Attempt("10.0.0.1", right); !ok {
+		t.Fatalf("the right token after the lockout: wait %s", w)
 	}
 	for i := 1; i <= 8; i++ {
-		l.Fail("10.0.0.1", now)
+		l.Attempt("10.0.0.1", wrong)
 		want := min(Lockout<<i, MaxLockout)
-		if w := l.Wait("10.0.0.1", now); w != want {
+		if _, w := l.Attempt("10.0.0.1", right); w != want {
 			t.Fatalf("failure %d past the free ones: wait %s; want %s", i, w, want)
 		}
-		now = now.Add(want)
+		c.t = c.t.Add(want)
 	}
-	l.OK("10.0.0.1")
-	if w := l.Wait("10.0.0.1", now); w != 0 {
-		t.Errorf("locked after a correct token: %s", w)
+	c.t = c.t.Add(Forget)
+	for range FreeFailures - 1 {
+		l.Attempt("10.0.0.1", wrong)
+	}
+	if w := l.Wait("10.0.0.1"); w != 0 {
+		t.Errorf("the failures of an hour ago still count: locked %s after %d new ones", w, FreeFailures-1)
 	}
 	for i := range MaxClients + 50 {
-		l.Fail(fmt.Sprintf("client-%d", i), now)
+		l.Attempt(fmt.Sprintf("client-%d", i), wrong)
 	}
 	if n := l.Size(); n > MaxClients {
 		t.Errorf("%d clients kept; at most %d", n, MaxClients)
 	}
+	// A flood of new clients does not free a locked-out one.
+	for range FreeFailures {
+		l.Attempt("2001:db8:9::/64", wrong)
+	}
+	for i := range MaxClients + 50 {
+		l.Attempt(fmt.Sprintf("flood-%d", i), wrong)
+	}
+	if w := l.Wait("2001:db8:9::/64"); w != Lockout {
+		t.Errorf("a flood of %d new clients freed a locked-out one: wait %s", MaxClients+50, w)
+	}
 	if RetryAfter(1500*time.Millisecond) != 2 || RetryAfter(30*time.Second) != 30 {
 		t.Errorf("RetryAfter: %d %d", RetryAfter(1500*time.Millisecond), RetryAfter(30*time.Second))
+	}
+}
+
+// TestLimiterBurst sends 200 wrong tokens from one client at once: no
+// more than FreeFailures of them are compared, whatever the interleaving.
+func TestLimiterBurst(t *testing.T) {
+	l := New(nil)
+	var compared atomic.Int32
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			l.Attempt("2001:db8::/64", func() bool { compared.Add(1); return false })
+		})
+	}
+	wg.Wait()
+	if n := compared.Load(); n != FreeFailures {
+		t.Errorf("%d of 200 simultaneous guesses were compared; want %d", n, FreeFailures)
 	}
 }
 
