@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,7 +27,8 @@ type shellScript struct {
 	// optionAt[n-1] says where HOOKD_Pn's value may begin an argument
 	// of a command ("argument 2 of go"); "" where it never does.
 	optionAt []string
-	// envOptionAt is the same for the step's env variables.
+	// envOptionAt is the same for the step's env variables (nil when
+	// none may).
 	envOptionAt map[string]string
 }
 
@@ -105,16 +107,27 @@ func parseShellScript(src string, taintedEnv map[string]bool) (*shellScript, err
 		return nil, err
 	}
 	var b strings.Builder
-	index := map[string]int{}
-	s := &shellScript{envOptionAt: map[string]string{}}
+	b.Grow(len(src) + 16*len(phs))
+	s := &shellScript{}
 	occs := make([]occurrence, len(phs))
 	last := 0
+	var index map[string]int // path -> n, past searchOccs placeholders
+	if len(phs) > searchOccs {
+		index = make(map[string]int, len(phs))
+	}
 	for k, ph := range phs {
-		n, ok := index[ph.Path]
-		if !ok {
+		var n int
+		if index != nil {
+			n = index[ph.Path]
+		} else {
+			n = slices.Index(s.paths, ph.Path) + 1
+		}
+		if n == 0 {
 			s.paths = append(s.paths, ph.Path)
 			n = len(s.paths)
-			index[ph.Path] = n
+			if index != nil {
+				index[ph.Path] = n
+			}
 		}
 		b.WriteString(src[last:ph.Start])
 		name := placeholderVarPrefix + strconv.Itoa(n)
@@ -140,6 +153,9 @@ func parseShellScript(src string, taintedEnv map[string]bool) (*shellScript, err
 					s.optionAt[n-1] = where
 				}
 			} else if taintedEnv[k] {
+				if s.envOptionAt == nil {
+					s.envOptionAt = map[string]string{}
+				}
 				s.envOptionAt[k] = where
 			}
 		}
@@ -326,9 +342,9 @@ type checker struct {
 	optionAt map[string]string // data root -> where it may begin an argument
 	calls    map[*syntax.CallExpr]*callInfo
 	depth    int // how deep in inner shells' scripts
-	// rootNames describes the data roots that are placeholders:
-	// HOOKD_P1 -> {{event.x}}.
-	rootNames map[string]string
+	// rootOccs are the placeholders of the outermost script, which name
+	// the data roots that are placeholders: HOOKD_P1 is {{event.x}}.
+	rootOccs []occurrence
 }
 
 type callInfo struct {
@@ -340,7 +356,7 @@ func newChecker(f *syntax.File, occs []occurrence, taintedEnv map[string]bool) *
 	c := &checker{
 		file: f, occs: occs, tainted: map[string]map[string]bool{},
 		quote: make([]bool, len(occs)), found: make([]bool, len(occs)),
-		optionAt: map[string]string{}, calls: map[*syntax.CallExpr]*callInfo{}, rootNames: map[string]string{},
+		optionAt: map[string]string{}, calls: map[*syntax.CallExpr]*callInfo{}, rootOccs: occs,
 	}
 	if len(occs) > searchOccs {
 		c.byOff = make(map[int]int, len(occs))
@@ -349,7 +365,6 @@ func newChecker(f *syntax.File, occs []occurrence, taintedEnv map[string]bool) *
 		if c.byOff != nil {
 			c.byOff[o.off] = k
 		}
-		c.rootNames[o.name] = "{{" + o.ph.Path + "}}"
 		if !o.ph.IsLiteral() {
 			c.tainted[o.name] = map[string]bool{o.name: true}
 		}
@@ -621,8 +636,8 @@ func (c *checker) dataErr(pe *syntax.ParamExp, format string, args ...any) error
 func (c *checker) describeRoots(roots map[string]bool) string {
 	var names []string
 	for r := range roots {
-		if d, ok := c.rootNames[r]; ok {
-			names = append(names, d)
+		if i := slices.IndexFunc(c.rootOccs, func(o occurrence) bool { return o.name == r }); i >= 0 {
+			names = append(names, "{{"+c.rootOccs[i].ph.Path+"}}")
 		} else {
 			names = append(names, "env "+r)
 		}
@@ -877,7 +892,7 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 // nested checks the script an inner shell runs (sh -c 'script', eval
 // 'code') with the variables that hold data in the outer one.
 func (c *checker) nested(script string) error {
-	opt, err := checkInnerScript(script, c.tainted, c.rootNames, c.depth+1)
+	opt, err := checkInnerScript(script, c.tainted, c.rootOccs, c.depth+1)
 	for r, where := range opt {
 		if c.optionAt[r] == "" {
 			c.optionAt[r] = where
@@ -888,7 +903,7 @@ func (c *checker) nested(script string) error {
 
 // checkInnerScript checks script, run by an inner shell that sees the
 // variables in tainted, and returns where data may begin an argument.
-func checkInnerScript(script string, tainted map[string]map[string]bool, rootNames map[string]string, depth int) (map[string]string, error) {
+func checkInnerScript(script string, tainted map[string]map[string]bool, rootOccs []occurrence, depth int) (map[string]string, error) {
 	if depth > 4 {
 		return nil, fmt.Errorf("shell scripts nested more than 4 deep")
 	}
@@ -898,7 +913,7 @@ func checkInnerScript(script string, tainted map[string]map[string]bool, rootNam
 	}
 	inner := newChecker(file, nil, nil)
 	inner.depth = depth
-	inner.rootNames = rootNames
+	inner.rootOccs = rootOccs
 	for name, roots := range tainted {
 		inner.tainted[name] = roots
 	}

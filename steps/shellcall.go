@@ -3,6 +3,7 @@ package steps
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,7 +26,7 @@ type callRules struct {
 	// 'script', eval 'code'): it is checked like the command itself, as
 	// it may use variables that hold data.
 	scripts []string
-	seen    map[int]bool // command starts already checked
+	seen    []int // command starts already checked (few)
 }
 
 // sinkCommands run an argument of theirs as code, or use it as the name of
@@ -95,7 +96,7 @@ var wrappers = map[string]wrapper{
 
 // analyzeCall applies the command rules to args.
 func analyzeCall(args []callArg) *callRules {
-	r := &callRules{refuse: map[int]string{}, seen: map[int]bool{}}
+	r := &callRules{refuse: map[int]string{}}
 	if len(args) > 0 {
 		r.command(args, 0, 0)
 	}
@@ -110,10 +111,10 @@ func (r *callRules) set(i int, why string) {
 
 // command applies the rules to the command starting at args[s].
 func (r *callRules) command(args []callArg, s, depth int) {
-	if r.seen[s] {
+	if slices.Contains(r.seen, s) {
 		return
 	}
-	r.seen[s] = true
+	r.seen = append(r.seen, s)
 	if depth > 8 {
 		for i := s; i < len(args); i++ {
 			r.set(i, "deep inside nested command wrappers")
