@@ -2,38 +2,314 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hookd/hookd/engine"
 )
 
-// The write-ahead log is copied back into the database file once it
-// passes walCheckpointPages, and then reused: writing several times that
-// many pages leaves a log no longer than the bound (plus the commit that
-// passed it).
-func TestWALCheckpointBound(t *testing.T) {
+// bigEvents returns n events of about a page each.
+func bigEvents(tag string, n int) []*engine.Event {
+	pad := strings.Repeat("x", 3000)
+	evs := make([]*engine.Event, n)
+	for j := range evs {
+		evs[j] = &engine.Event{Type: "test.wal", Data: map[string]any{"tag": tag, "j": j, "pad": pad}}
+	}
+	return evs
+}
+
+func walFileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path + "-wal")
+	if os.IsNotExist(err) {
+		return 0
+	}
+	mustRun(t, err)
+	return st.Size()
+}
+
+// truncateWAL copies the whole log into the database file and empties
+// it, waiting for the checkpointer's round if one runs (a checkpoint
+// that finds another running gives up at once).
+func truncateWAL(t *testing.T, d *DB) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var busy, log, copied int
+		mustRun(t, d.w.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &log, &copied))
+		if busy == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("wal_checkpoint(TRUNCATE) still busy after a minute (log %d frames, %d copied)", log, copied)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// countEvents returns how many events of type test.wal are stored.
+func countEvents(t *testing.T, d *DB) int {
+	t.Helper()
+	var n int
+	mustRun(t, d.r.QueryRow(`SELECT count(*) FROM events WHERE type = 'test.wal'`).Scan(&n))
+	return n
+}
+
+// The write connection never checkpoints; under writes without a pause
+// the log stays within its hard bound plus the commit that passed it, the
+// checkpointer copies it back beside the writes, and Close leaves no log.
+func TestWALBoundedUnderWrites(t *testing.T) {
 	d, path := openTest(t)
 	ctx := context.Background()
-	var pages int
-	mustRun(t, d.w.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&pages))
-	if pages != walCheckpointPages {
-		t.Fatalf("wal_autocheckpoint = %d, want %d", pages, walCheckpointPages)
+	var auto int
+	mustRun(t, d.w.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&auto))
+	if auto != 0 {
+		t.Fatalf("wal_autocheckpoint on the write connection = %d, want 0", auto)
 	}
-	// About a page an event, ten events a commit: 3x the bound in pages.
-	big := strings.Repeat("x", 3000)
-	for i := range 3 * walCheckpointPages / 10 {
-		evs := make([]*engine.Event, 10)
-		for j := range evs {
-			evs[j] = &engine.Event{Type: "test.wal", Data: map[string]any{"i": i, "j": j, "pad": big}}
-		}
-		mustRun(t, d.AppendEvents(ctx, evs))
+	const soft, hard = 64, 256
+	mustRun(t, d.setWALPages(soft, hard))
+
+	// Four writers of ten pages or so a write, 12 times the hard bound in
+	// all; a commit holds at most the four writes (about 60 pages with
+	// the indexes).
+	const writers, writes, perWrite = 4, 80, 10
+	limit := d.ck.walBytes(hard + 4*(perWrite+5))
+	var most atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range writes {
+				if err := d.AppendEvents(ctx, bigEvents(fmt.Sprintf("%d-%d", w, i), perWrite)); err != nil {
+					t.Error(err)
+					return
+				}
+				for s := walFileSize(t, path); ; {
+					m := most.Load()
+					if s <= m || most.CompareAndSwap(m, s) {
+						break
+					}
+				}
+			}
+		})
 	}
-	st, err := os.Stat(path + "-wal")
+	wg.Wait()
+	if m := most.Load(); m > limit {
+		t.Errorf("write-ahead log of %d bytes after %d writes of %d pages, want at most %d (%d pages)",
+			m, writers*writes, perWrite, limit, hard)
+	}
+	t.Logf("log at most %d bytes (limit %d); checkpointer: %d rounds, %d checkpoints between commits, %d TRUNCATE",
+		most.Load(), limit, d.ck.rounds.Load(), d.ck.held.Load(), d.ck.truncates.Load())
+	if d.ck.rounds.Load() == 0 || d.ck.held.Load() == 0 {
+		t.Errorf("checkpointer ran %d rounds, %d checkpoints between commits: want some", d.ck.rounds.Load(), d.ck.held.Load())
+	}
+	if n := d.ck.errs.Load(); n != 0 {
+		t.Errorf("%d checkpoints failed", n)
+	}
+	if n := countEvents(t, d); n != writers*writes*perWrite {
+		t.Errorf("%d events stored, want %d", n, writers*writes*perWrite)
+	}
+
+	mustRun(t, d.Close())
+	if s := walFileSize(t, path); s != 0 {
+		t.Errorf("write-ahead log of %d bytes after Close, want none", s)
+	}
+	d2, err := Open(path)
 	mustRun(t, err)
-	const frame = 4096 + 24
-	if limit := int64(walCheckpointPages+100) * frame; st.Size() > limit {
-		t.Errorf("write-ahead log of %d bytes after %d pages written, want at most %d", st.Size(), 3*walCheckpointPages, limit)
+	defer d2.Close()
+	if n := countEvents(t, d2); n != writers*writes*perWrite {
+		t.Errorf("after reopening: %d events stored, want %d", n, writers*writes*perWrite)
+	}
+}
+
+// Past its soft bound the log is copied back by the checkpointer alone
+// (no hard bound reached, no Close), and a later commit starts it over:
+// the file shrinks back to the bound.
+func TestWALStartsOverAfterCheckpoint(t *testing.T) {
+	d, path := openTest(t)
+	ctx := context.Background()
+	const soft = 64
+	mustRun(t, d.setWALPages(soft, 1<<20))
+	for i := range 20 {
+		mustRun(t, d.AppendEvents(ctx, bigEvents(fmt.Sprint(i), 10)))
+	}
+	if s := walFileSize(t, path); s <= d.ck.walBytes(soft) {
+		t.Fatalf("write-ahead log of %d bytes after 200 pages written, want more than %d", s, d.ck.walBytes(soft))
+	}
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; ; i++ {
+		mustRun(t, d.AppendEvents(ctx, bigEvents(fmt.Sprint("small", i), 1)))
+		if walFileSize(t, path) <= d.ck.walBytes(soft) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("write-ahead log still %d bytes after a minute of small writes; checkpointer: %d rounds, %d errors",
+				walFileSize(t, path), d.ck.rounds.Load(), d.ck.errs.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d.ck.truncates.Load() != 0 {
+		t.Errorf("%d TRUNCATE checkpoints, want none below the hard bound", d.ck.truncates.Load())
+	}
+}
+
+// While a checkpoint copies the log, writes commit and reads answer: some
+// of each begin and end while it runs.
+func TestCheckpointBesideWritesAndReads(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	mustRun(t, d.setWALPages(1<<20, 1<<21)) // the test runs the checkpoints
+	ckdb, err := d.openCheckpointer()
+	mustRun(t, err)
+	d.ck.db = ckdb
+	t.Cleanup(func() { ckdb.Close() })
+
+	// phase is odd while a checkpoint runs. An operation that reads the
+	// same odd phase before and after it ran while the checkpoint did.
+	var phase atomic.Int64
+	var wrote, read atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := phase.Load()
+				if err := d.AppendEvents(ctx, bigEvents(fmt.Sprintf("%d-%d", w, i), 4)); err != nil {
+					t.Error(err)
+					return
+				}
+				if p%2 == 1 && phase.Load() == p {
+					wrote.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := phase.Load()
+			var n int
+			if err := d.r.QueryRow(`SELECT count(*) FROM events WHERE type = 'test.wal'`).Scan(&n); err != nil {
+				t.Error(err)
+				return
+			}
+			if p%2 == 1 && phase.Load() == p {
+				read.Add(1)
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+
+	deadline := time.Now().Add(2 * time.Minute)
+	var checkpoints, copied int64
+	for wrote.Load() < 5 || read.Load() < 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d checkpoints (%d frames copied): %d writes and %d reads ran while one did, want 5 of each",
+				checkpoints, copied, wrote.Load(), read.Load())
+		}
+		for countEvents(t, d) < int(checkpoints+1)*40 { // a log to copy
+			time.Sleep(time.Millisecond)
+		}
+		phase.Add(1)
+		r, err := d.checkpoint("PASSIVE")
+		phase.Add(1)
+		mustRun(t, err)
+		checkpoints++
+		copied += r.copied
+	}
+}
+
+// holdWrites waits for the commit in progress; writes made while it holds
+// queue, and resumeWrites commits them.
+func TestHoldWritesBetweenCommits(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	release := holdCommitter(t, d)
+	held := make(chan bool, 1)
+	go func() { held <- d.holdWrites() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d.gc.mu.Lock()
+		waiting := d.gc.gap != nil
+		d.gc.mu.Unlock()
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("holdWrites never waited for the commit in progress")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res := queueWrites(t, d, ctx, insertFn(d, "queued"))
+	mustRun(t, release())
+	if !<-held {
+		t.Fatal("holdWrites: false on an open DB")
+	}
+	// The commit in progress ended and handed the committer over: the
+	// queued write waits for resumeWrites.
+	waitQueued(t, d, 1)
+	if storedEvents(t, d)["queued"] {
+		t.Fatal("a write queued while the writes are held was committed")
+	}
+	d.resumeWrites()
+	mustRun(t, <-res[0])
+	if !storedEvents(t, d)["queued"] {
+		t.Error("the queued write is not stored after resumeWrites")
+	}
+	mustRun(t, d.Close())
+	if d.holdWrites() {
+		t.Error("holdWrites: true on a closed DB")
+	}
+}
+
+// A reader that keeps an old snapshot keeps the log from starting over:
+// the TRUNCATE checkpoint at the hard bound gives up after
+// checkpointWait and the writes go on; once the reader ends, the log
+// starts over.
+func TestWALReaderKeepsSnapshot(t *testing.T) {
+	d, path := openTest(t)
+	ctx := context.Background()
+	const soft, hard = 16, 64
+	mustRun(t, d.setWALPages(soft, hard))
+	mustRun(t, d.AppendEvents(ctx, bigEvents("before", 1)))
+	tx, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	mustRun(t, err)
+	defer tx.Rollback()
+	var n int
+	mustRun(t, tx.QueryRow(`SELECT count(*) FROM events WHERE type = 'test.wal'`).Scan(&n))
+
+	for i := range 20 {
+		mustRun(t, d.AppendEvents(ctx, bigEvents(fmt.Sprint(i), 10)))
+	}
+	if n := countEvents(t, d); n != 201 {
+		t.Fatalf("%d events stored, want 201", n)
+	}
+	if d.ck.truncates.Load() == 0 {
+		t.Errorf("no TRUNCATE checkpoint with the log past its hard bound (%d bytes)", walFileSize(t, path))
+	}
+	mustRun(t, tx.Rollback())
+
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; walFileSize(t, path) > d.ck.walBytes(soft); i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("write-ahead log still %d bytes a minute after the reader ended; checkpointer: %d rounds, %d errors",
+				walFileSize(t, path), d.ck.rounds.Load(), d.ck.errs.Load())
+		}
+		mustRun(t, d.AppendEvents(ctx, bigEvents(fmt.Sprint("small", i), 1)))
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -44,8 +44,9 @@ type DB struct {
 	// Prepared on r.
 	stmtGetRun *sql.Stmt
 
-	gc committer // group commit of the frequent writes (group.go)
-	ix indexer   // the search index's background indexer (searchindex.go)
+	gc committer    // group commit of the frequent writes (group.go)
+	ck checkpointer // copies the log into the database file (checkpoint.go)
+	ix indexer      // the search index's background indexer (searchindex.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -94,7 +95,7 @@ func Open(path string) (*DB, error) {
 		d.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	if _, err := d.w.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walCheckpointPages)); err != nil {
+	if err := d.initCheckpoints(); err != nil {
 		d.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
@@ -154,18 +155,6 @@ func restrictSidecars(path string) error {
 	return nil
 }
 
-// walCheckpointPages is the size of the write-ahead log, in pages, at
-// which the commit that passes it copies the log back into the database
-// file (SQLite's wal_autocheckpoint; its default is 1,000). Every
-// writer waiting for the group commit waits for that copy, and a run's
-// writes rewrite the same few pages again and again (the ends of the
-// runs and events tables and their indexes), so a longer log is copied
-// less often and holds fewer copies of a page each time: with 4,000
-// pages (16 MB of log at most, reused after each copy) BenchmarkEventToRun
-// spends about 50 µs less CPU a run and its start p99 halves with one
-// publisher.
-const walCheckpointPages = 4000
-
 // writeDriver is the database/sql driver of the write connection. Tests
 // swap in one that observes what each transaction writes.
 var writeDriver = "sqlite3"
@@ -195,6 +184,7 @@ func (d *DB) Close() error {
 		if err := d.stopIndexer(); err != nil { // then the runs they queued for the index
 			errs = append(errs, fmt.Errorf("index runs: %w", err))
 		}
+		errs = append(errs, d.stopCheckpointer()) // then the log goes into the database file
 		for _, s := range []*sql.Stmt{
 			d.stmtInsertRun, d.stmtUpsertRun, d.stmtFinishRun, d.stmtSlotOwner,
 			d.stmtClaimSlot, d.stmtBumpSlot, d.stmtStartState, d.stmtFinishHook,

@@ -31,6 +31,10 @@ import (
 // within LaterDelay, one the store starts then. A run's progress and
 // outcome events thus ride in the transactions of its start, its process
 // group and its end instead of adding transactions of their own.
+//
+// Between two commits the checkpointer may hold the committer for a
+// moment (holdWrites): writes queue meanwhile as behind a commit in
+// progress (checkpoint.go).
 
 // maxGroup bounds the pieces of work one commit holds.
 const maxGroup = 128
@@ -64,8 +68,16 @@ type committer struct {
 	mu     sync.Mutex
 	idle   sync.Cond // signalled when busy turns false
 	closed bool
-	busy   bool // a commit is in progress
+	busy   bool // a commit is in progress (or the checkpointer holds the writes)
 	queue  []*writeReq
+
+	// gap is set while the checkpointer waits for the commit in progress
+	// to end (holdWrites); the goroutine that made it hands the
+	// committer over by closing it. stopped is set when the committer
+	// stopped after a commit that left the log past its hard bound: it
+	// stays busy until the checkpointer resumes it (checkpoint.go).
+	gap     chan struct{}
+	stopped bool
 
 	// later holds the writeLater work waiting for the next commit; due
 	// is set when its oldest waited LaterDelay (timer fired).
@@ -143,15 +155,91 @@ func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx)
 	batch := append(c.takeLater(), r)
 	c.mu.Unlock()
 	d.commitGroup(batch)
+	if d.afterCommit() {
+		go d.commitQueued() // stays busy
+	}
+	return <-r.done
+}
+
+// afterCommit is called by the goroutine that holds the committer once
+// its commit returned. It reports whether writes wait for the next
+// commit, which that goroutine then makes (the committer stays busy);
+// otherwise it handed the committer to the checkpointer, which waits for
+// it (holdWrites) or is woken to checkpoint a log past its hard bound, or
+// left it idle.
+func (d *DB) afterCommit() (more bool) {
+	stop := d.noteCommit()
+	c := &d.gc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.gap != nil:
+		close(c.gap)
+		c.gap = nil
+		return false
+	case stop:
+		c.stopped = true
+		return false
+	case c.waiting():
+		return true
+	}
+	c.busy = false
+	c.idle.Broadcast()
+	return false
+}
+
+// holdWrites waits for the commit in progress, if any, to end and keeps
+// the committer busy, so that writes queue, until resumeWrites. It
+// reports false, holding nothing, once the DB is closed (unless the
+// committer stopped at the hard bound: then it holds it).
+func (d *DB) holdWrites() bool {
+	c := &d.gc
+	c.mu.Lock()
+	if c.stopped { // at the hard bound, for the checkpointer (Close waits for it)
+		c.stopped = false
+		c.mu.Unlock()
+		return true
+	}
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	if !c.busy {
+		c.busy = true
+		c.mu.Unlock()
+		return true
+	}
+	gap := make(chan struct{})
+	c.gap = gap
+	c.mu.Unlock()
+	<-gap
+	return true
+}
+
+// takeStopped reports whether the committer stopped at the log's hard
+// bound; if so the caller now holds it, as after holdWrites.
+func (d *DB) takeStopped() bool {
+	c := &d.gc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stopped
+	c.stopped = false
+	return s
+}
+
+// resumeWrites ends holdWrites: the writes that queued meanwhile are
+// committed.
+func (d *DB) resumeWrites() {
+	c := &d.gc
 	c.mu.Lock()
 	if c.waiting() {
+		c.mu.Unlock()
 		go d.commitQueued() // stays busy
-	} else {
-		c.busy = false
-		c.idle.Broadcast()
+		return
 	}
+	c.busy = false
+	c.idle.Broadcast()
 	c.mu.Unlock()
-	return <-r.done
 }
 
 // writeLater is write for work that may wait for other writes: it joins
@@ -233,17 +321,12 @@ func (c *committer) waiting() bool {
 }
 
 // commitQueued commits the queued writes, as many at a time as are
-// waiting, until none is; then the committer is idle.
+// waiting, until none is (afterCommit). The caller holds the committer
+// (busy), and work waits.
 func (d *DB) commitQueued() {
 	c := &d.gc
 	for {
 		c.mu.Lock()
-		if !c.waiting() {
-			c.busy = false
-			c.idle.Broadcast()
-			c.mu.Unlock()
-			return
-		}
 		batch := append(c.takeLater(), c.queue...)
 		c.queue = nil
 		c.mu.Unlock()
@@ -251,6 +334,9 @@ func (d *DB) commitQueued() {
 			n := min(len(batch), maxGroup)
 			d.commitGroup(batch[:n])
 			batch = batch[n:]
+		}
+		if !d.afterCommit() {
+			return
 		}
 	}
 }

@@ -360,15 +360,13 @@ func TestIncrementalVacuum(t *testing.T) {
 			r.Response = fmt.Sprintf("%0*d", 4000, i) // a page or so each
 		})
 	}
-	_, err = d.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
-	mustRun(t, err)
+	truncateWAL(t, d)
 	before, err := os.Stat(path)
 	mustRun(t, err)
 	// keep_last 0: all but the latest start go.
 	st, err := d.Prune(ctx, now, PrunePolicy{Retention: engine.Retention{Runs: 30 * day}})
 	mustRun(t, err)
-	_, err = d.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
-	mustRun(t, err)
+	truncateWAL(t, d)
 	after, err := os.Stat(path)
 	mustRun(t, err)
 	size, err := d.Size(ctx)
