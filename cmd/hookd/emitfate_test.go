@@ -91,7 +91,12 @@ func TestEmitStepSaysFates(t *testing.T) {
 		return e.getRun(runs[0].ID)
 	}
 	first := fire()
-	waitFor(t, "capped to start", func() bool { return len(e.listRuns("capped")) == 1 }, func() string { return d.log.String() })
+	// Its run ends before the second emit, so that only the rate gate,
+	// not the run in flight, can refuse the second.
+	waitFor(t, "capped's run to end", func() bool {
+		runs := e.listRuns("capped")
+		return len(runs) == 1 && runs[0].Status.Final()
+	}, func() string { return d.log.String() })
 	started := e.listRuns("capped")[0]
 	if out := first.Steps[0].Output; out != "emitted audit.done: 1 run(s)\n"+started.ID+" capped (running)" {
 		t.Errorf("first emit step's output:\n%s", out)
