@@ -436,6 +436,11 @@ func (c *checker) wordTaint(n syntax.Node) map[string]bool {
 		if x == nil {
 			return nil
 		}
+		// Most words are text, quotes and plain $name: no walk.
+		var out map[string]bool
+		if c.flatTaint(x.Parts, &out) {
+			return out
+		}
 	case *syntax.ArrayExpr:
 		if x == nil {
 			return nil
@@ -443,17 +448,50 @@ func (c *checker) wordTaint(n syntax.Node) map[string]bool {
 	}
 	var out map[string]bool
 	syntax.Walk(n, func(n syntax.Node) bool {
-		if pe, ok := n.(*syntax.ParamExp); ok && c.isTainted(pe) {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			for r := range c.roots(pe) {
-				out[r] = true
-			}
+		if pe, ok := n.(*syntax.ParamExp); ok {
+			c.addTaint(pe, &out)
 		}
 		return true
 	})
 	return out
+}
+
+// flatTaint is wordTaint for the parts of a word made of literal text,
+// quotes and variable references with nothing inside them (no index,
+// slice, replacement, default or nested expansion): it adds their data
+// roots to *out and reports true. It reports false, leaving *out
+// incomplete, at any other part: syntax.Walk finds what that holds.
+func (c *checker) flatTaint(parts []syntax.WordPart, out *map[string]bool) bool {
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			if !c.flatTaint(p.Parts, out) {
+				return false
+			}
+		case *syntax.ParamExp:
+			if p.NestedParam != nil || p.Index != nil || p.Slice != nil || p.Repl != nil || p.Exp != nil {
+				return false
+			}
+			c.addTaint(p, out)
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// addTaint adds the data roots pe expands, if any, to *out.
+func (c *checker) addTaint(pe *syntax.ParamExp, out *map[string]bool) {
+	if !c.isTainted(pe) {
+		return
+	}
+	if *out == nil {
+		*out = map[string]bool{}
+	}
+	for r := range c.roots(pe) {
+		(*out)[r] = true
+	}
 }
 
 func (c *checker) taint(name string, roots map[string]bool) bool {
