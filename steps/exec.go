@@ -74,7 +74,9 @@ type Command struct {
 	// either way.
 	Detach bool
 	// Track, when set and Detach is not, is told the command's process
-	// group as soon as it started, so the run's record holds it.
+	// group as soon as it started, so the run's record holds it. The
+	// command runs meanwhile (another goroutine waits for it), and Run
+	// returns only after Track returned.
 	Track func(engine.ProcGroup)
 	// Tee, when set, receives everything the command writes to stdout
 	// (and stderr, with MergeOutput), uncapped and as it arrives, from one
@@ -184,17 +186,28 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		res.Err = fmt.Errorf("start %s: %w", c.Argv[0], err)
 		return res
 	}
-	drains := pipes.drain(redOut, redErr)
 	pgid := cmd.Process.Pid // Setpgid with Pgid 0: the group is named after the leader
-	if c.Track != nil && !c.Detach {
-		c.Track(procGroupOf(pgid))
+	track := c.Track != nil && !c.Detach
+	var group engine.ProcGroup
+	if track {
+		group = procGroupOf(pgid) // now, while the leader cannot have been reaped: its start time
 	}
+	drains := pipes.drain(redOut, redErr)
 	var (
-		mu     sync.Mutex
-		waited bool // Wait returned: the leader is reaped, signal no more
-		killed bool // the group was sent SIGTERM before that
+		mu      sync.Mutex
+		waited  bool // Wait returned: the leader is reaped, signal no more
+		killed  bool // the group was sent SIGTERM before that
+		waitErr error
 	)
 	exited := make(chan struct{})
+	wait := func() {
+		waitErr = cmd.Wait()
+		res.Duration = time.Since(start)
+		mu.Lock()
+		waited = true
+		mu.Unlock()
+		close(exited)
+	}
 	stop := context.AfterFunc(runCtx, func() {
 		mu.Lock()
 		if waited {
@@ -218,12 +231,18 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		case <-exited:
 		}
 	})
-	waitErr := cmd.Wait()
-	res.Duration = time.Since(start)
-	mu.Lock()
-	waited = true
-	mu.Unlock()
-	close(exited)
+	if track {
+		// The group is recorded now, as soon as it started (a crash
+		// before the record commits leaves it unknown, so that moment
+		// comes first), while another goroutine waits for the command:
+		// the record (a commit) and the command run at the same time,
+		// and Run goes on, to its result, only once both are done.
+		go wait()
+		c.Track(group)
+		<-exited
+	} else {
+		wait()
+	}
 	stop()
 	switch {
 	case killed:

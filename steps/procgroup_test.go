@@ -3,8 +3,10 @@ package steps
 import (
 	"context"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -116,6 +118,111 @@ func TestCommandTracksGroup(t *testing.T) {
 	if got.PGID != pid || got.Start == 0 || got.Boot == "" {
 		t.Errorf("tracked %+v; want pgid %d with a start time and a boot id", got, pid)
 	}
+}
+
+// TestCommandRecordsGroupWhileRunning: the group's record (Track) is made
+// as soon as the command started, while Run waits for the command, and
+// Run returns its result only after Track returned, however the command
+// ends: its own exit, an exit that leaves a process behind to sweep, its
+// timeout, a cancel. The command waits at a gate that Track opens (or
+// 30 s at most), so it is still there when Track starts; then Track holds the record until the
+// leader is reaped (which only Run's wait does) and a moment more: a Run
+// that recorded the group after the command ended would find it gone, one
+// that waited for the record before waiting for the command would never
+// see it reaped, and one that did not wait for the record would return
+// without it.
+func TestCommandRecordsGroupWhileRunning(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		script  string
+		timeout time.Duration // the command then stays at the gate: Track does not open it
+		cancel  bool
+	}{
+		{name: "exit", script: "exit 3"},
+		{name: "background left", script: "sleep 100 >/dev/null 2>&1 & exit 0"},
+		{name: "timeout", script: "exit 0", timeout: 300 * time.Millisecond},
+		{name: "cancel", script: "exec sleep 100", cancel: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			gate := filepath.Join(t.TempDir(), "gate")
+			var recorded atomic.Bool
+			var tracked engine.ProcGroup
+			var runningAtRecord, reaped bool
+			c := &Command{Argv: []string{"sh", "-c", `i=0; until [ -e "$GATE" ] || [ $i -ge 3000 ]; do sleep 0.01; i=$((i+1)); done; ` + tc.script},
+				Env: append(os.Environ(), "GATE="+gate), Timeout: tc.timeout, KillGrace: 300 * time.Millisecond,
+				Track: func(g engine.ProcGroup) {
+					tracked = g
+					st, err := readStat(g.PGID)
+					runningAtRecord = err == nil && st.start == g.Start && st.live()
+					switch {
+					case tc.cancel:
+						cancel()
+					case tc.timeout == 0:
+						if err := os.WriteFile(gate, nil, 0o600); err != nil {
+							t.Error(err)
+						}
+					}
+					reaped = waitReaped(g, 30*time.Second)
+					time.Sleep(50 * time.Millisecond) // a Run that does not wait for Track returns meanwhile
+					recorded.Store(true)
+				}}
+			r := c.Run(ctx)
+			if !recorded.Load() {
+				t.Fatalf("Run returned (exit %d, err %v) before the process group's record was made", r.ExitCode, r.Err)
+			}
+			if !runningAtRecord && tc.timeout == 0 { // a timeout may pass before Track starts, on a busy machine
+				t.Errorf("the leader %d had ended when its group was recorded: the record was not made as soon as the command started", tracked.PGID)
+			}
+			if !reaped {
+				t.Errorf("the leader %d was not reaped while its group was being recorded: Run did not wait for the command meanwhile", tracked.PGID)
+			}
+			if tracked.Start == 0 || tracked.Boot == "" {
+				t.Errorf("tracked %+v; want the leader's start time and the boot, read before it was reaped", tracked)
+			}
+			wantErr := tc.timeout > 0 || tc.cancel
+			if (r.Err != nil) != wantErr || (tc.timeout > 0) != r.TimedOut {
+				t.Errorf("err %v, timed out %v; want an error %v, timed out %v", r.Err, r.TimedOut, wantErr, tc.timeout > 0)
+			}
+			if want := map[string]int{"exit": 3, "background left": 0}; !wantErr && r.ExitCode != want[tc.name] {
+				t.Errorf("exit code %d; want %d", r.ExitCode, want[tc.name])
+			}
+			if tc.name == "background left" && len(r.Killed) != 1 {
+				t.Errorf("killed %v; want the background sleep", r.Killed)
+			}
+		})
+	}
+}
+
+// waitReaped waits until the leader of g is reaped (its pid is free, or
+// names a process started at another time) or d has passed.
+func waitReaped(g engine.ProcGroup, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if st, err := readStat(g.PGID); err != nil || st.start != g.Start {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestCommandTrackPanic: a panic of Track's, which runs on a goroutine of
+// its own, is raised in Run's caller once the command ended (where the
+// engine turns a step's panic into a step error), not in a goroutine
+// where it would end hookd.
+func TestCommandTrackPanic(t *testing.T) {
+	c := &Command{Argv: []string{"sh", "-c", "echo $$"}, Track: func(engine.ProcGroup) { panic("track boom") }}
+	defer func() {
+		if p := recover(); p != "track boom" {
+			t.Errorf("recovered %v; want Track's panic", p)
+		}
+	}()
+	c.Run(context.Background())
+	t.Error("Run returned although Track panicked")
 }
 
 // TestShellStepBackground: the shell step reports killed and detached
