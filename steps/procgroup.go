@@ -38,7 +38,8 @@ func (p procStat) live() bool { return p.state != 'Z' && p.state != 'X' }
 // readStat parses /proc/PID/stat.
 func readStat(pid int) (procStat, error) {
 	var buf [1024]byte
-	b, err := readProcFile("/proc/"+strconv.Itoa(pid)+"/stat", buf[:0])
+	var path [32]byte
+	b, err := readProcFile(string(strconv.AppendInt(append(path[:0], "/proc/"...), int64(pid), 10))+"/stat", buf[:0])
 	if err != nil {
 		return procStat{}, err
 	}
@@ -48,7 +49,10 @@ func readStat(pid int) (procStat, error) {
 // readProcFile appends the content of a small /proc file to buf with one
 // open, reads and a close. os.ReadFile also stats the file and tries to
 // register it with the poller: twice the system calls, for a file read
-// after every command a step starts.
+// after every command a step starts. A read that returns less than it
+// had room for and ends the content with a newline read it all: the
+// kernel makes such a file whole at the first read, so the read that
+// would return 0 is not made.
 func readProcFile(path string, buf []byte) ([]byte, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	for err == syscall.EINTR {
@@ -71,7 +75,11 @@ func readProcFile(path string, buf []byte) ([]byte, error) {
 		case n == 0:
 			return buf, nil
 		}
+		short := n < cap(buf)-len(buf)
 		buf = buf[:len(buf)+n]
+		if short && buf[len(buf)-1] == '\n' {
+			return buf, nil
+		}
 	}
 }
 
@@ -87,21 +95,57 @@ func parseStat(b []byte) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("parse /proc stat: pid: %w", err)
 	}
-	f := strings.Fields(string(b[end+1:]))
-	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (starttime).
-	if len(f) < 20 || len(f[0]) != 1 {
-		return procStat{}, errors.New("parse /proc stat: too few fields")
+	// Field 3 (state), field 5 (pgrp) and field 22 (starttime), counted
+	// from the first after the name, without splitting the rest.
+	var state, pgrp, startField []byte
+	rest := b[end+1:]
+	for n := 3; n <= 22; n++ {
+		var f []byte
+		f, rest = nextField(rest)
+		if f == nil {
+			return procStat{}, errors.New("parse /proc stat: too few fields")
+		}
+		switch n {
+		case 3:
+			state = f
+		case 5:
+			pgrp = f
+		case 22:
+			startField = f
+		}
 	}
-	pgid, err := strconv.Atoi(f[2])
+	if len(state) != 1 {
+		return procStat{}, errors.New("parse /proc stat: state is not one letter")
+	}
+	pgid, err := strconv.Atoi(string(pgrp))
 	if err != nil {
 		return procStat{}, fmt.Errorf("parse /proc stat: pgrp: %w", err)
 	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
+	start, err := strconv.ParseUint(string(startField), 10, 64)
 	if err != nil {
 		return procStat{}, fmt.Errorf("parse /proc stat: starttime: %w", err)
 	}
-	return procStat{pid: pid, pgid: pgid, state: f[0][0], start: start, name: string(b[open+1 : end])}, nil
+	return procStat{pid: pid, pgid: pgid, state: state[0], start: start, name: string(b[open+1 : end])}, nil
 }
+
+// nextField returns the first field of b separated by white space, and
+// what follows it; nil when b has none.
+func nextField(b []byte) (field, rest []byte) {
+	i := 0
+	for i < len(b) && isStatSpace(b[i]) {
+		i++
+	}
+	j := i
+	for j < len(b) && !isStatSpace(b[j]) {
+		j++
+	}
+	if i == j {
+		return nil, nil
+	}
+	return b[i:j], b[j:]
+}
+
+func isStatSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' }
 
 // groupMembers lists the live processes of group pgid. ok is false when
 // /proc cannot be read (not Linux): then the group's members are unknown.

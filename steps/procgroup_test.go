@@ -2,6 +2,8 @@ package steps
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -303,7 +305,43 @@ func TestParseStat(t *testing.T) {
 	if err != nil || st.pid != 4242 || st.name != "a (b) c" || st.state != 'S' || st.pgid != 4240 || st.start != 987654 {
 		t.Errorf("parseStat = %+v, %v", st, err)
 	}
-	if _, err := parseStat([]byte("12 (x) S 1")); err == nil {
-		t.Error("a short line parsed")
+	for _, bad := range []string{
+		"12 (x) S 1",
+		"12 (x) S 1 4240 4240 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0\n", // one field short of starttime
+		"12 (x) SS 1 4240 4240 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000",
+		"12 (x) S 1 x 4240 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000",
+		"12 (x) S 1 4240 4240 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 -5 1000",
+		"12 x S 1 4240 4240",
+	} {
+		if st, err := parseStat([]byte(bad)); err == nil {
+			t.Errorf("parseStat(%q) = %+v; want an error", bad, st)
+		}
+	}
+}
+
+// TestReadStatWhole: readStat reads the whole of /proc/PID/stat (with the
+// read that returns nothing left out), as os.ReadFile reads it.
+func TestReadStatWhole(t *testing.T) {
+	cmd := startGroup(t)
+	pid := cmd.Process.Pid
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	want, err := parseStat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readStat(pid)
+	if err != nil || got != want {
+		t.Errorf("readStat(%d) = %+v, %v; want %+v", pid, got, err, want)
+	}
+	if got.name != "sleep" || got.pgid != pid || got.start == 0 {
+		t.Errorf("readStat(%d) = %+v; want sleep leading its group", pid, got)
+	}
+	var small [8]byte // forces reads that fill the buffer: the content still comes whole
+	whole, err := readProcFile(fmt.Sprintf("/proc/%d/stat", pid), small[:0])
+	if err != nil || string(whole[:len(whole)-1]) == "" || whole[len(whole)-1] != '\n' {
+		t.Errorf("readProcFile with a small buffer = %q, %v; want the whole line", whole, err)
 	}
 }
