@@ -84,7 +84,7 @@ func (e *Event) DataJSON() json.RawMessage {
 	if e.Data == nil {
 		return json.RawMessage("{}")
 	}
-	b, err := json.Marshal(e.Data)
+	b, err := MarshalData(e.Data)
 	if err != nil {
 		return json.RawMessage("{}")
 	}

@@ -547,7 +547,7 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	case t.raw != nil:
 		run.Event = t.raw
 	case t.data != nil:
-		run.Event, _ = json.Marshal(t.data)
+		run.Event, _ = MarshalData(t.data)
 	}
 	// Redacted from the record's first write: a run that never reaches
 	// its final record (hookd killed) keeps this one, which is shown,
@@ -939,7 +939,7 @@ func (s *state) dispatch(ev *Event, mark bool, carry *Event) (fired []*Run, refu
 	}
 	var raw json.RawMessage // the payload, encoded once for every hook it fires
 	if ev.Data != nil {
-		raw, _ = json.Marshal(ev.Data)
+		raw, _ = MarshalData(ev.Data)
 	}
 	for _, name := range s.match {
 		ent := s.hooks[name]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -91,8 +92,126 @@ type stepFacts struct {
 }
 
 // MarshalJSON writes the result with its typed fields in "fields", next
-// to the kind's others, as {{step_N.field}} names them.
+// to the kind's others, as {{step_N.field}} names them. It writes what
+// marshalJSONReflect writes, without reflection (jsonappend.go).
 func (r *StepResult) MarshalJSON() ([]byte, error) {
+	b, err := r.appendJSON(make([]byte, 0, 192+len(r.Output)+len(r.Error)))
+	if err != nil {
+		return r.marshalJSONReflect() // for its error, in its words
+	}
+	return b, nil
+}
+
+// MarshalSteps returns steps encoded as json.Marshal encodes them (a
+// run's record holds them so).
+func MarshalSteps(steps []*StepResult) ([]byte, error) {
+	if steps == nil {
+		return []byte("null"), nil
+	}
+	n := 2
+	for _, r := range steps {
+		if r != nil {
+			n += 192 + len(r.Output) + len(r.Error)
+		}
+	}
+	b := append(make([]byte, 0, n), '[')
+	for i, r := range steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if r == nil {
+			b = append(b, "null"...)
+			continue
+		}
+		var err error
+		if b, err = r.appendJSON(b); err != nil {
+			return json.Marshal(steps) // its error, in its words
+		}
+	}
+	return append(b, ']'), nil
+}
+
+// appendJSON appends what MarshalJSON returns to b; on an error, its
+// words are encoding/json's only through MarshalJSON.
+func (r *StepResult) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(r.Index), 10)
+	if r.Name != "" {
+		b = append(b, `,"name":`...)
+		b = AppendJSONString(b, r.Name)
+	}
+	b = append(b, `,"type":`...)
+	b = AppendJSONString(b, r.Type)
+	b = append(b, `,"output":`...)
+	b = AppendJSONString(b, r.Output)
+	// fields: the kind's, with the typed ones over them; sorted keys.
+	var typed [8]struct {
+		name string
+		v    any
+	}
+	nt := 0
+	for _, name := range typedFields {
+		if v, ok := r.typed(name); ok {
+			typed[nt].name, typed[nt].v = name, v
+			nt++
+		}
+	}
+	if len(r.Fields) > 0 || nt > 0 {
+		var small [16]string
+		keys := small[:0]
+		for k := range r.Fields {
+			keys = append(keys, k)
+		}
+		for _, t := range typed[:nt] {
+			if _, dup := r.Fields[t.name]; !dup {
+				keys = append(keys, t.name)
+			}
+		}
+		slices.Sort(keys)
+		b = append(b, `,"fields":{`...)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendJSONString(b, k)
+			b = append(b, ':')
+			v, found := any(nil), false
+			for _, t := range typed[:nt] {
+				if t.name == k {
+					v, found = t.v, true
+					break
+				}
+			}
+			if !found {
+				v = r.Fields[k]
+			}
+			var err error
+			if b, err = appendJSONValue(b, v, 1); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, '}')
+	}
+	if r.Error != "" {
+		b = append(b, `,"error":`...)
+		b = AppendJSONString(b, r.Error)
+	}
+	b = append(b, `,"started":"`...)
+	var err error
+	if b, err = r.Started.AppendText(b); err != nil {
+		return nil, err
+	}
+	b = append(b, `","duration_ns":`...)
+	b = strconv.AppendInt(b, int64(r.Duration), 10)
+	if r.Skipped {
+		b = append(b, `,"skipped":true`...)
+	}
+	return append(b, '}'), nil
+}
+
+// marshalJSONReflect is MarshalJSON by encoding/json: the reference the
+// hand-written one is tested against, and what answers its errors.
+func (r *StepResult) marshalJSONReflect() ([]byte, error) {
 	fields := maps.Clone(r.Fields)
 	for _, name := range typedFields {
 		if v, ok := r.typed(name); ok {

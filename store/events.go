@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -66,7 +65,7 @@ func (d *DB) insertEvent(ctx context.Context, tx *sql.Tx, ev *engine.Event, disp
 	}
 	data := "{}"
 	if ev.Data != nil {
-		b, err := json.Marshal(ev.Data)
+		b, err := engine.MarshalData(ev.Data)
 		if err != nil {
 			return fmt.Errorf("event %s: encode data: %w", ev.ID, err)
 		}

@@ -40,13 +40,13 @@ func appendHooksJSON(b []byte, hs []engine.HookStatus) ([]byte, error) {
 func appendHookJSON(b []byte, h *engine.HookStatus) ([]byte, error) {
 	var err error
 	b = append(b, `{"name":`...)
-	b = appendJSONString(b, h.Name)
+	b = engine.AppendJSONString(b, h.Name)
 	if h.Project != "" {
 		b = append(b, `,"project_id":`...)
-		b = appendJSONString(b, h.Project)
+		b = engine.AppendJSONString(b, h.Project)
 	}
 	b = append(b, `,"trigger":`...)
-	b = appendJSONString(b, h.Trigger)
+	b = engine.AppendJSONString(b, h.Trigger)
 	b = append(b, `,"enabled":`...)
 	b = strconv.AppendBool(b, h.Enabled)
 	b = append(b, `,"paused":`...)
@@ -60,17 +60,17 @@ func appendHookJSON(b []byte, h *engine.HookStatus) ([]byte, error) {
 	}
 	if h.InFlight != "" {
 		b = append(b, `,"in_flight":`...)
-		b = appendJSONString(b, h.InFlight)
+		b = engine.AppendJSONString(b, h.InFlight)
 	}
 	b = append(b, `,"queued":`...)
 	b = strconv.AppendInt(b, int64(h.Queued), 10)
 	if h.LastRunID != "" {
 		b = append(b, `,"last_run_id":`...)
-		b = appendJSONString(b, h.LastRunID)
+		b = engine.AppendJSONString(b, h.LastRunID)
 	}
 	if h.LastStatus != "" {
 		b = append(b, `,"last_status":`...)
-		b = appendJSONString(b, string(h.LastStatus))
+		b = engine.AppendJSONString(b, string(h.LastStatus))
 	}
 	if !h.LastStart.IsZero() {
 		b = append(b, `,"last_start":"`...)
@@ -80,9 +80,9 @@ func appendHookJSON(b []byte, h *engine.HookStatus) ([]byte, error) {
 		b = append(b, '"')
 	}
 	b = append(b, `,"file":`...)
-	b = appendJSONString(b, h.File)
+	b = engine.AppendJSONString(b, h.File)
 	b = append(b, `,"version":`...)
-	b = appendJSONString(b, h.Version)
+	b = engine.AppendJSONString(b, h.Version)
 	if h.Budget != nil {
 		bj, err := json.Marshal(h.Budget)
 		if err != nil {
@@ -92,21 +92,6 @@ func appendHookJSON(b []byte, h *engine.HookStatus) ([]byte, error) {
 		b = append(b, bj...)
 	}
 	return append(b, '}'), nil
-}
-
-// appendJSONString appends s quoted as encoding/json quotes it: printable
-// ASCII other than " \ < > & as it is, anything else through
-// encoding/json itself.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // decodeHooksJSON decodes an answer of GET /v1/hooks. The answer of this

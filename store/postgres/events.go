@@ -68,7 +68,7 @@ func insertEvent(ctx context.Context, tx pgx.Tx, ev *engine.Event, dispatched bo
 	}
 	data := "{}"
 	if ev.Data != nil {
-		b, err := json.Marshal(ev.Data)
+		b, err := engine.MarshalData(ev.Data)
 		if err != nil {
 			return fmt.Errorf("event %s: encode data: %w", ev.ID, err)
 		}

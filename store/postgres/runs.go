@@ -504,7 +504,7 @@ func stepsJSON(steps []*engine.StepResult) (*string, error) {
 	if len(steps) == 0 {
 		return nil, nil
 	}
-	b, err := json.Marshal(steps)
+	b, err := engine.MarshalSteps(steps)
 	if err != nil {
 		return nil, fmt.Errorf("encode steps: %w", err)
 	}
