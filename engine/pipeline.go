@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -33,6 +34,12 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active) 
 		return
 	}
 	close(act.started)
+	// Let the caller waiting for the start (Emit, fire --wait) run first:
+	// close makes it runnable on this P, but this goroutine would keep the
+	// P through the step's fork/exec (vfork holds it) and its process
+	// group's commit. With 8 publishers on 2 cores Emit waited 1.6 ms at
+	// the median (of a 4.2 ms start p50) for the run to let go.
+	runtime.Gosched()
 	retry := e.perform(ctx, h, act, e.cfg.Store.FinishRun)
 	ev := RunEvent(run)
 	ev.Time = run.FinishedAt
