@@ -22,13 +22,17 @@ import (
 // requests, and a legitimate client recovers once its lockout ends (at
 // most MaxLockout). Limit: the clients behind one key (a reverse proxy,
 // every local user on 127.0.0.1, the hosts of one IPv6 /64) share one
-// count, so one of them can lock the others out.
+// count, so one of them can lock the others out. At most MaxClients
+// clients are counted; a count is dropped only once it is forgotten, so
+// that a client holding more keys than that gets no fresh tries by
+// flooding the table: while it is full, the clients not in it share one
+// count (and can thus lock each other out).
 const (
 	FreeFailures = 5
 	Lockout      = 30 * time.Second
 	MaxLockout   = 15 * time.Minute
 	Forget       = time.Hour
-	MaxClients   = 10000 // counted at most; then those not locked out are forgotten
+	MaxClients   = 10000 // counted at most; then the clients not counted share one count
 )
 
 type failures struct {
@@ -37,12 +41,31 @@ type failures struct {
 	locked time.Time // until
 }
 
+// forgotten reports whether the count is dropped: its last failure is
+// Forget old and its lockout is over.
+func (f *failures) forgotten(now time.Time) bool {
+	return now.Sub(f.last) >= Forget && !now.Before(f.locked)
+}
+
+// until is when the count is forgotten at the earliest.
+func (f *failures) until() time.Time {
+	if t := f.last.Add(Forget); t.After(f.locked) {
+		return t
+	}
+	return f.locked
+}
+
 // Limiter counts the wrong tokens of each client. Its zero value is not
 // ready: use New.
 type Limiter struct {
 	now     func() time.Time
 	mu      sync.Mutex
 	clients map[string]*failures
+	// rest is the one count of the clients that found the table full;
+	// sweepAt is when a count of the full table is forgotten at the
+	// earliest (until then a new client is not worth a sweep).
+	rest    failures
+	sweepAt time.Time
 }
 
 // New returns a Limiter that counts no failure yet, on the clock now
@@ -92,14 +115,18 @@ func (l *Limiter) Attempt(client string, right func() bool) (ok bool, wait time.
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f := l.get(client, now)
+	f := l.entry(client, now)
 	if f != nil && now.Before(f.locked) {
 		return false, f.locked.Sub(now)
 	}
 	if right() {
 		return true, 0
 	}
-	l.fail(f, client, now)
+	if f == nil {
+		f = &failures{}
+		l.clients[client] = f
+	}
+	f.fail(now)
 	return false, 0
 }
 
@@ -109,47 +136,60 @@ func (l *Limiter) Wait(client string) time.Duration {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if f := l.get(client, now); f != nil && now.Before(f.locked) {
+	if f := l.entry(client, now); f != nil && now.Before(f.locked) {
 		return f.locked.Sub(now)
 	}
 	return 0
 }
 
-// get returns client's count, nil when it has none: a count whose last
-// failure is Forget old, and whose lockout is over, is dropped.
-func (l *Limiter) get(client string, now time.Time) *failures {
-	f := l.clients[client]
-	if f != nil && stale(f, now) {
+// entry returns the count client's tries are decided by: its own; nil
+// when it has none yet and the table has a place for it; else, the table
+// being full of counts not yet forgotten, the shared count of the rest.
+func (l *Limiter) entry(client string, now time.Time) *failures {
+	if f := l.clients[client]; f != nil {
+		if !f.forgotten(now) {
+			return f
+		}
 		delete(l.clients, client)
 		return nil
 	}
-	return f
+	if len(l.clients) < MaxClients || l.sweep(now) {
+		return nil
+	}
+	if l.rest.forgotten(now) {
+		l.rest = failures{}
+	}
+	return &l.rest
 }
 
-func stale(f *failures, now time.Time) bool {
-	return now.Sub(f.last) >= Forget && !now.Before(f.locked)
+// sweep drops the forgotten counts of a full table, and reports whether
+// that freed a place. A count still kept is never dropped: were the
+// counts of clients not locked out dropped (or all of them), a client
+// holding more keys than MaxClients would get fresh tries for each of
+// them by flooding the table, without end. A sweep that freed nothing is
+// not repeated before a count can be forgotten (counts are only ever
+// forgotten later), so that a flood pays for one scan at most that often.
+func (l *Limiter) sweep(now time.Time) bool {
+	if now.Before(l.sweepAt) {
+		return false
+	}
+	var next time.Time
+	for c, f := range l.clients {
+		if f.forgotten(now) {
+			delete(l.clients, c)
+		} else if u := f.until(); next.IsZero() || u.Before(next) {
+			next = u
+		}
+	}
+	if len(l.clients) < MaxClients {
+		return true
+	}
+	l.sweepAt = next
+	return false
 }
 
-// fail counts a wrong token of client, whose count is f (nil: none yet).
-func (l *Limiter) fail(f *failures, client string, now time.Time) {
-	if f == nil && len(l.clients) >= MaxClients {
-		// Full: drop every client not locked out (all at once, so a scan
-		// is paid for by as many new clients), never a locked-out one, so
-		// that a flood of new clients (the /64s of a /48 are many) does
-		// not free it.
-		for c, f := range l.clients {
-			if !now.Before(f.locked) {
-				delete(l.clients, c)
-			}
-		}
-		if len(l.clients) >= MaxClients {
-			clear(l.clients) // so many clients locked out at once: start counting again
-		}
-	}
-	if f == nil {
-		f = &failures{}
-		l.clients[client] = f
-	}
+// fail counts a wrong token at now.
+func (f *failures) fail(now time.Time) {
 	f.n++
 	f.last = now
 	if over := f.n - FreeFailures; over >= 0 {

@@ -72,6 +72,7 @@ func TestLimiter(t *testing.T) {
 	if n := l.Size(); n > MaxClients {
 		t.Errorf("%d clients kept; at most %d", n, MaxClients)
 	}
+	c.t = c.t.Add(Forget + MaxLockout) // the flood is forgotten
 	// A flood of new clients does not free a locked-out one.
 	for range FreeFailures {
 		l.Attempt("2001:db8:9::/64", wrong)
@@ -84,6 +85,65 @@ func TestLimiter(t *testing.T) {
 	}
 	if RetryAfter(1500*time.Millisecond) != 2 || RetryAfter(30*time.Second) != 30 {
 		t.Errorf("RetryAfter: %d %d", RetryAfter(1500*time.Millisecond), RetryAfter(30*time.Second))
+	}
+}
+
+// TestLimiterFloodOfKeys is the attack of a client holding more keys
+// than the table counts (the 65,536 /64s of an IPv6 /48): flooding the
+// table must not give a counted client fresh tries, whether locked out
+// or not, and the tries compared stay bounded by the table however many
+// keys the attacker has; the table's memory is bounded. It pins down the
+// price (documented): while the table is full, the clients not in it
+// share one count, the right token of a new client included. Once the
+// flood's counts are forgotten, a new client is served again.
+func TestLimiterFloodOfKeys(t *testing.T) {
+	c := &clock{t0}
+	l := New(c.now)
+	key := func(i int) string { // a client in its own /64, as authlimit.Client keys it
+		return Client(fmt.Sprintf("[2001:db8:%x:%x::7]:40000", i>>16, i&0xffff))
+	}
+	compared := 0
+	guess := func(client string) (bool, time.Duration) {
+		return l.Attempt(client, func() bool { compared++; return false })
+	}
+	near, locked := Client("[2001:db8:ffff:1::1]:1"), Client("[2001:db8:ffff:2::1]:1")
+	for range FreeFailures - 1 {
+		guess(near) // one try short of its lockout
+	}
+	for range FreeFailures {
+		guess(locked)
+	}
+	const keys = 3 * MaxClients
+	for i := range keys {
+		for range 2 * FreeFailures {
+			guess(key(i))
+		}
+	}
+	if _, w := guess(near); w == 0 && l.Wait(near) == 0 {
+		t.Errorf("a flood of %d keys gave a client %d wrong tokens short of its lockout fresh tries: its next wrong one did not lock it out",
+			keys, FreeFailures-1)
+	}
+	if w := l.Wait(locked); w <= 0 {
+		t.Errorf("a flood of %d keys freed a locked-out client", keys)
+	}
+	// Each key the table counts gets FreeFailures tries, and so do all
+	// the others together; the two clients above had 2*FreeFailures.
+	if limit := MaxClients*FreeFailures + 2*FreeFailures; compared > limit {
+		t.Errorf("%d keys with %d wrong tokens each had %d compared; at most %d", keys, 2*FreeFailures, compared, limit)
+	}
+	if n := l.Size(); n > MaxClients {
+		t.Errorf("%d clients kept; at most %d", n, MaxClients)
+	}
+	fresh := Client("198.51.100.7:1")
+	if ok, w := l.Attempt(fresh, right); ok || w <= 0 {
+		t.Errorf("a new client while the table is full of counts: ok %v wait %s; want it to share the locked-out count of the rest", ok, w)
+	}
+	c.t = c.t.Add(Forget + MaxLockout)
+	if ok, w := l.Attempt(fresh, right); !ok {
+		t.Errorf("a new client once the flood is forgotten: refused, wait %s", w)
+	}
+	if _, w := guess(fresh); w != 0 || l.Wait(fresh) != 0 {
+		t.Errorf("a new client's first wrong token once the flood is forgotten locked it out (%s): it shares a count still", l.Wait(fresh))
 	}
 }
 
