@@ -157,12 +157,18 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		res.Err = fmt.Errorf("start %s: %w", c.Argv[0], err)
 		return res
 	}
+	var stdin io.Reader = c.Stdin
+	if stdin == nil {
+		if f := devNull(); f != nil {
+			stdin = f // what os/exec opens for every command without one
+		}
+	}
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        c.Argv,
 		Dir:         c.Dir,
 		Env:         env,
-		Stdin:       c.Stdin,
+		Stdin:       stdin,
 		Stdout:      pipes.outW,
 		Stderr:      pipes.errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
@@ -311,6 +317,18 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	}
 	return res
 }
+
+// devNull is /dev/null opened once for reading, the standard input of
+// every command without one (nil when it cannot be opened: os/exec then
+// opens it itself). os/exec would open and close it for each command: two
+// system calls and a poller registration a step, for the same file.
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil
+	}
+	return f
+})
 
 // processList is "123 (sleep), 124 (tail)".
 func processList(ps []Process) string {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -421,6 +422,34 @@ func TestCommandSlowReaderGetsAllOutput(t *testing.T) {
 		}
 		if out := r.Stdout + r.Stderr; out != want.String()+"done\n" {
 			t.Errorf("merge %v: %d bytes of output, want %d; it ends %q", merge, len(out), want.Len()+5, out[max(0, len(out)-200):])
+		}
+	}
+}
+
+// TestCommandStdinDevNull: a command without Stdin reads /dev/null (at
+// once at its end), also when several run at the same time and one after
+// another: the one /dev/null hookd opens for them stays open.
+func TestCommandStdinDevNull(t *testing.T) {
+	c := &Command{Argv: []string{"sh", "-c", "readlink /proc/$$/fd/0; cat; echo end"}}
+	for round := range 2 {
+		var wg sync.WaitGroup
+		results := make([]CommandResult, 4)
+		for i := range results {
+			wg.Go(func() { results[i] = c.Run(context.Background()) })
+		}
+		wg.Wait()
+		for i, r := range results {
+			if r.Err != nil || r.ExitCode != 0 || !strings.HasSuffix(r.Stdout, "end\n") {
+				t.Fatalf("round %d, command %d: %+v", round, i, r)
+			}
+			if first, _, _ := strings.Cut(r.Stdout, "\n"); first != "/dev/null" {
+				t.Errorf("round %d, command %d: stdin is %q, want /dev/null", round, i, first)
+			}
+		}
+	}
+	if f := devNull(); f != nil {
+		if _, err := f.Stat(); err != nil {
+			t.Errorf("the shared /dev/null was closed: %v", err)
 		}
 	}
 }
