@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -311,5 +312,42 @@ func TestWALReaderKeepsSnapshot(t *testing.T) {
 		}
 		mustRun(t, d.AppendEvents(ctx, bigEvents(fmt.Sprint("small", i), 1)))
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestWALBoundedThroughSymlink opens the database through a symbolic
+// link (a state directory pointing at a data disk, say): SQLite keeps the
+// log beside the link's target, and the checkpointer must watch that
+// file, or it never runs and the log (the write connection never
+// checkpoints) grows without bound.
+func TestWALBoundedThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "disk", "hookd.db")
+	mustRun(t, os.MkdirAll(filepath.Dir(target), 0o700))
+	link := filepath.Join(dir, "state", "hookd.db")
+	mustRun(t, os.MkdirAll(filepath.Dir(link), 0o700))
+	mustRun(t, os.Symlink(target, link))
+	d, err := Open(link)
+	mustRun(t, err)
+	defer d.Close()
+	const soft, hard = 16, 64
+	mustRun(t, d.setWALPages(soft, hard))
+	// 20 times the hard bound, one writer: the log stays within the
+	// bound plus a commit or two (10 events of a page, with the indexes).
+	limit := d.ck.walBytes(2 * hard)
+	var most int64
+	for i := range 130 {
+		mustRun(t, d.AppendEvents(context.Background(), bigEvents(fmt.Sprint(i), 10)))
+		if s := walFileSize(t, target); s > most {
+			most = s
+		}
+	}
+	if most > limit {
+		t.Errorf("write-ahead log beside the link's target reached %d bytes, want at most %d (%d pages); checkpointer: %d rounds",
+			most, limit, hard, d.ck.rounds.Load())
+	}
+	mustRun(t, d.Close())
+	if s := walFileSize(t, target); s != 0 {
+		t.Errorf("write-ahead log of %d bytes after Close, want none", s)
 	}
 }
