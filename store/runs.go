@@ -108,7 +108,7 @@ func (d *DB) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Ev
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
-	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = d.writeFirst(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := d.insertEvent(ctx, tx, ev, true); err != nil {
 			return fmt.Errorf("store event %s: %w", ev.ID, err)
 		}
@@ -126,7 +126,7 @@ func (d *DB) startRun(ctx context.Context, r *engine.Run, seq int64) error {
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
-	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.startIn(ctx, tx, r, args, seq) })
+	err = d.writeFirst(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.startIn(ctx, tx, r, args, seq) })
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
