@@ -2,8 +2,13 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"os"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,4 +148,138 @@ func BenchmarkPrune1M(b *testing.B) {
 	b.ReportMetric(float64(st.FreedBytes)/(1<<20), "freed_MB")
 	b.ReportMetric(float64(worst.Microseconds())/1000, "max_write_wait_ms")
 	list("after_runs_limit50", engine.RunFilter{Limit: 50})
+}
+
+// BenchmarkRunPath records one run per iteration the way an event-started
+// run of one shell step reaches the store: StartRunWithEvent (the event
+// and the run's start, one commit), with the previous run's four
+// lifecycle events (hook.run.started, hook.step.started,
+// hook.step.finished, hook.run.completed) riding along through
+// AppendEventsLater, then AddRunProc and FinishRun. It runs on one
+// goroutine bar the events' writer, so ns/op is close to the store's CPU
+// a run; it prints the process's CPU time, commits, writes and pages
+// written to the WAL a run.
+func BenchmarkRunPath(b *testing.B) {
+	d, path := openTest(b)
+	p := &runPath{d: d}
+	for i := range 200 { // a table of some size, and a warm cache
+		p.run(b, -1-i)
+	}
+	shm, err := os.Open(path + "-shm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer shm.Close()
+	w0 := d.WriteStats()
+	var frames int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	for i := range b.N {
+		f0 := walFrames(b, shm)
+		p.run(b, i)
+		b.StopTimer()
+		if f1 := walFrames(b, shm); f1 >= f0 {
+			frames += int64(f1 - f0)
+		} else { // the log restarted after a checkpoint
+			frames += int64(f1)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	cpu := processCPU(b) - cpu0
+	w1 := d.WriteStats()
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/run")
+	b.ReportMetric(float64(w1.Commits-w0.Commits)/float64(b.N), "commits/run")
+	b.ReportMetric(float64(w1.Writes-w0.Writes)/float64(b.N), "writes/run")
+	b.ReportMetric(float64(frames)/float64(b.N), "wal-pages/run")
+}
+
+// processCPU is the CPU time the process used so far (user and system):
+// unlike ns/op, a figure that other processes on a busy machine change
+// little.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// walFrames reads the number of frames in the write-ahead log from the
+// WAL index (mxFrame, at byte 16 of the -shm file's header).
+func walFrames(b *testing.B, shm *os.File) uint32 {
+	var buf [4]byte
+	if _, err := shm.ReadAt(buf[:], 16); err != nil {
+		b.Fatal(err)
+	}
+	return binary.NativeEndian.Uint32(buf[:])
+}
+
+// runPath records runs as BenchmarkRunPath describes.
+type runPath struct {
+	d    *DB
+	prev []*engine.Event // the previous run's events, stored with the next start
+}
+
+// run records run i.
+func (p *runPath) run(tb testing.TB, i int) {
+	ctx := context.Background()
+	exit := 0
+	var done chan error
+	if p.prev != nil {
+		// What AppendEventsLater does, its encoding on this goroutine,
+		// so that waiting for the write to queue costs no spinning.
+		write, err := p.d.insertEvents(p.prev)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		done = make(chan error, 1)
+		go func() { done <- p.d.writeLater(ctx, write) }()
+		for { // wait until they are queued, so that they ride with the start
+			p.d.gc.mu.Lock()
+			n := len(p.d.gc.later)
+			p.d.gc.mu.Unlock()
+			if n > 0 {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	now := t0.Add(time.Duration(i) * time.Millisecond)
+	r := &engine.Run{ID: engine.NewID(), Hook: "p0", Trigger: "event:bench.p0", EventType: "bench.p0",
+		Event: json.RawMessage(`{}`), QueuedAt: now, StartedAt: now, Status: engine.StatusRunning, Depth: 1}
+	ev := &engine.Event{Type: "bench.p0", Source: "bench", Time: now}
+	if err := p.d.StartRunWithEvent(ctx, r, ev); err != nil {
+		tb.Fatal(err)
+	}
+	if err := p.d.AddRunProc(ctx, r.ID, engine.ProcGroup{PGID: 4242 + i, Start: 123456789, Boot: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}); err != nil {
+		tb.Fatal(err)
+	}
+	step := &engine.StepResult{Index: 0, Type: "shell", Started: now, Duration: 2 * time.Millisecond, ExitCode: &exit}
+	started := engine.RunEvent(r)
+	r.Status, r.Steps, r.FinishedAt = engine.StatusCompleted, []*engine.StepResult{step}, now.Add(3*time.Millisecond)
+	stepData := func(fin bool) map[string]any {
+		m := map[string]any{"hook": r.Hook, "run_id": r.ID, "index": 0, "name": "", "kind": "shell",
+			"started_at": now.UTC().Format(time.RFC3339Nano)}
+		if fin {
+			m["duration_ms"], m["outcome"], m["exit_code"] = int64(2), "ok", 0
+		}
+		return m
+	}
+	if err := p.d.FinishRun(ctx, r); err != nil {
+		tb.Fatal(err)
+	}
+	p.prev = []*engine.Event{started,
+		{ID: engine.NewID(), Type: "hook.step.started", Data: stepData(false), Source: "engine", Depth: 2, Time: now},
+		{ID: engine.NewID(), Type: "hook.step.finished", Data: stepData(true), Source: "engine", Depth: 2, Time: now},
+		engine.RunEvent(r)}
+	for _, e := range p.prev {
+		e.Time = now
+	}
+	if done != nil {
+		if err := <-done; err != nil {
+			tb.Fatal(err)
+		}
+	}
 }

@@ -37,7 +37,8 @@ type DB struct {
 	stmtBumpSlot   *sql.Stmt
 	stmtStartState *sql.Stmt
 	stmtFinishHook *sql.Stmt
-	stmtInsertEvt  *sql.Stmt
+	stmtInsertEvts [len(eventChunks)]*sql.Stmt // inserts of eventChunks[i] events
+	stmtEventSeq   *sql.Stmt
 	stmtMarkEvt    *sql.Stmt
 	stmtAddProc    *sql.Stmt
 
@@ -188,8 +189,13 @@ func (d *DB) Close() error {
 		for _, s := range []*sql.Stmt{
 			d.stmtInsertRun, d.stmtUpsertRun, d.stmtFinishRun, d.stmtSlotOwner,
 			d.stmtClaimSlot, d.stmtBumpSlot, d.stmtStartState, d.stmtFinishHook,
-			d.stmtInsertEvt, d.stmtMarkEvt, d.stmtAddProc, d.stmtGetRun,
+			d.stmtEventSeq, d.stmtMarkEvt, d.stmtAddProc, d.stmtGetRun,
 		} {
+			if s != nil {
+				errs = append(errs, s.Close())
+			}
+		}
+		for _, s := range d.stmtInsertEvts {
 			if s != nil {
 				errs = append(errs, s.Close())
 			}
@@ -210,11 +216,12 @@ func (d *DB) Close() error {
 }
 
 func (d *DB) prepare() error {
-	for _, p := range []struct {
+	type prep struct {
 		db   *sql.DB
 		dst  **sql.Stmt
 		text string
-	}{
+	}
+	stmts := []prep{
 		{d.w, &d.stmtInsertRun, sqlInsertRun},
 		{d.w, &d.stmtUpsertRun, sqlUpsertRun},
 		{d.w, &d.stmtFinishRun, sqlFinishRun},
@@ -230,13 +237,16 @@ func (d *DB) prepare() error {
 				last_run_id = excluded.last_run_id,
 				last_status = excluded.last_status`},
 		{d.w, &d.stmtFinishHook, `UPDATE hook_state SET last_status = ? WHERE hook = ? AND last_run_id = ?`},
-		{d.w, &d.stmtInsertEvt, `INSERT INTO events (id, type, data, source, time, depth, dispatched)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{d.w, &d.stmtEventSeq, `SELECT seq FROM events WHERE id = ?`},
 		{d.w, &d.stmtMarkEvt, `UPDATE events SET dispatched = 1 WHERE seq = ? AND dispatched = 0`},
 		{d.w, &d.stmtAddProc, `UPDATE runs SET procs = json_insert(coalesce(procs, '[]'), '$[#]', json(?))
 			WHERE id = ?`},
 		{d.r, &d.stmtGetRun, `SELECT ` + runCols + `, seq FROM runs WHERE id = ?`},
-	} {
+	}
+	for i, n := range eventChunks {
+		stmts = append(stmts, prep{d.w, &d.stmtInsertEvts[i], sqlInsertEvents(n)})
+	}
+	for _, p := range stmts {
 		s, err := p.db.Prepare(p.text)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", firstLine(p.text), err)

@@ -25,7 +25,10 @@ var _ engine.EventStarter = (*DB)(nil)
 // Seq is set to the stored one and the error wraps
 // engine.ErrDuplicateEvent.
 func (d *DB) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
-	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.insertEvent(ctx, tx, ev, false) })
+	row, err := newEventRow(ev, false)
+	if err == nil {
+		err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.insertEventRow(ctx, tx, row) })
+	}
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.ID, err)
 	}

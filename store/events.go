@@ -3,8 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -15,7 +15,11 @@ import (
 // engine.ErrDuplicateEvent, which makes publishing with a client-chosen ID
 // idempotent.
 func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
-	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.insertEvent(ctx, tx, ev, true) })
+	row, err := newEventRow(ev, true)
+	if err != nil {
+		return fmt.Errorf("append event %s: %w", ev.ID, err)
+	}
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.insertEventRow(ctx, tx, row) })
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.ID, err)
 	}
@@ -26,7 +30,11 @@ func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
 // one's Seq. Events whose ID was stored before are skipped (their Seq is
 // the stored one); any other error stores none of them.
 func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
-	if err := d.write(ctx, d.insertEvents(evs)); err != nil {
+	write, err := d.insertEvents(evs)
+	if err == nil {
+		err = d.write(ctx, write)
+	}
+	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
 	return nil
@@ -38,44 +46,146 @@ func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
 // own at most LaterDelay after they came (see group.go). It returns once
 // they are stored (engine.EventLogStore).
 func (d *DB) AppendEventsLater(ctx context.Context, evs []*engine.Event) error {
-	if err := d.writeLater(ctx, d.insertEvents(evs)); err != nil {
+	write, err := d.insertEvents(evs)
+	if err == nil {
+		err = d.writeLater(ctx, write)
+	}
+	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}
 	return nil
 }
 
-// insertEvents is the write of AppendEvents.
-func (d *DB) insertEvents(evs []*engine.Event) func(ctx context.Context, tx *sql.Tx) error {
-	return func(ctx context.Context, tx *sql.Tx) error {
-		for _, ev := range evs {
-			if err := d.insertEvent(ctx, tx, ev, true); err != nil && !errors.Is(err, engine.ErrDuplicateEvent) {
-				return err
-			}
-		}
-		return nil
-	}
+// eventRow is an event ready to insert: its data encoded, its ID set.
+// Events are encoded before their write joins a transaction, so that the
+// encoding does not hold the writer.
+type eventRow struct {
+	ev   *engine.Event
+	data string
+	time any
+	disp bool // stored dispatched (else pending, see dispatch.go)
 }
 
-// insertEvent inserts one event within tx, marked dispatched or pending,
-// and sets its Seq, returning engine.ErrDuplicateEvent for an ID stored
-// before.
-func (d *DB) insertEvent(ctx context.Context, tx *sql.Tx, ev *engine.Event, dispatched bool) error {
+// newEventRow checks ev, gives it an ID if it has none, and encodes its
+// data.
+func newEventRow(ev *engine.Event, dispatched bool) (eventRow, error) {
 	if ev.Type == "" {
-		return fmt.Errorf("event %s: empty type", ev.ID)
+		return eventRow{}, fmt.Errorf("event %s: empty type", ev.ID)
 	}
 	data := "{}"
 	if ev.Data != nil {
 		b, err := engine.MarshalData(ev.Data)
 		if err != nil {
-			return fmt.Errorf("event %s: encode data: %w", ev.ID, err)
+			return eventRow{}, fmt.Errorf("event %s: encode data: %w", ev.ID, err)
 		}
 		data = string(b)
 	}
 	if ev.ID == "" {
 		ev.ID = engine.NewID()
 	}
-	res, err := tx.StmtContext(ctx, d.stmtInsertEvt).ExecContext(ctx,
-		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth, dispatched)
+	return eventRow{ev: ev, data: data, time: timeArg(ev.Time), disp: dispatched}, nil
+}
+
+// args appends the values of the row's placeholders in sqlInsertEvents.
+func (r *eventRow) args(dst []any) []any {
+	ev := r.ev
+	return append(dst, ev.ID, ev.Type, r.data, ev.Source, r.time, ev.Depth, r.disp)
+}
+
+// sqlInsertEvents inserts n events; an ID stored before is skipped.
+func sqlInsertEvents(n int) string {
+	return `INSERT INTO events (id, type, data, source, time, depth, dispatched) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", n), ", ") +
+		` ON CONFLICT (id) DO NOTHING`
+}
+
+// eventChunks are the numbers of rows of the prepared multi-row inserts
+// of events (stmtInsertEvts), largest first: a batch is stored with the
+// fewest of them (a run's four lifecycle events with one statement, not
+// four).
+var eventChunks = [...]int{16, 8, 4, 2, 1}
+
+// insertEvents encodes evs and returns the write of AppendEvents: evs in
+// as few statements as eventChunks allow.
+func (d *DB) insertEvents(evs []*engine.Event) (func(ctx context.Context, tx *sql.Tx) error, error) {
+	rows := make([]eventRow, len(evs))
+	for i, ev := range evs {
+		var err error
+		if rows[i], err = newEventRow(ev, true); err != nil {
+			return nil, err
+		}
+	}
+	return func(ctx context.Context, tx *sql.Tx) error {
+		args := make([]any, 0, 7*min(len(rows), eventChunks[0]))
+		for rest := rows; len(rest) > 0; {
+			c := 0
+			for eventChunks[c] > len(rest) {
+				c++
+			}
+			n := eventChunks[c]
+			chunk := rest[:n]
+			rest = rest[n:]
+			args = args[:0]
+			for i := range chunk {
+				args = chunk[i].args(args)
+			}
+			res, err := tx.StmtContext(ctx, d.stmtInsertEvts[c]).ExecContext(ctx, args...)
+			if err != nil {
+				return err
+			}
+			if err := d.eventSeqs(ctx, tx, res, chunk); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// eventSeqs sets the Seq of the events one insert statement was given.
+// When it inserted them all, they took consecutive seqs, the last of
+// which is the last insert rowid (AUTOINCREMENT gives each new row one
+// more than the largest seq the table ever held, and this transaction
+// holds the only writer); when it skipped an ID stored before, every seq
+// is read back.
+func (d *DB) eventSeqs(ctx context.Context, tx *sql.Tx, res sql.Result, chunk []eventRow) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == int64(len(chunk)) {
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		for i := range chunk {
+			chunk[i].ev.Seq = last - n + 1 + int64(i)
+		}
+		return nil
+	}
+	for i := range chunk {
+		ev := chunk[i].ev
+		if err := tx.StmtContext(ctx, d.stmtEventSeq).QueryRowContext(ctx, ev.ID).Scan(&ev.Seq); err != nil {
+			return fmt.Errorf("read seq of event %s: %w", ev.ID, err)
+		}
+	}
+	return nil
+}
+
+// insertEvent inserts one event within tx, marked dispatched or pending,
+// and sets its Seq, returning engine.ErrDuplicateEvent for an ID stored
+// before.
+func (d *DB) insertEvent(ctx context.Context, tx *sql.Tx, ev *engine.Event, dispatched bool) error {
+	row, err := newEventRow(ev, dispatched)
+	if err != nil {
+		return err
+	}
+	return d.insertEventRow(ctx, tx, row)
+}
+
+// insertEventRow is insertEvent of an event newEventRow prepared.
+func (d *DB) insertEventRow(ctx context.Context, tx *sql.Tx, row eventRow) error {
+	ev := row.ev
+	res, err := tx.StmtContext(ctx, d.stmtInsertEvts[len(eventChunks)-1]).ExecContext(ctx, row.args(make([]any, 0, 7))...)
 	if err != nil {
 		return err
 	}
@@ -87,7 +197,7 @@ func (d *DB) insertEvent(ctx context.Context, tx *sql.Tx, ev *engine.Event, disp
 		ev.Seq, err = res.LastInsertId()
 		return err
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT seq FROM events WHERE id = ?`, ev.ID).Scan(&ev.Seq); err != nil {
+	if err := tx.StmtContext(ctx, d.stmtEventSeq).QueryRowContext(ctx, ev.ID).Scan(&ev.Seq); err != nil {
 		return err
 	}
 	return engine.ErrDuplicateEvent

@@ -108,8 +108,12 @@ func (d *DB) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Ev
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
+	row, err := newEventRow(ev, true)
+	if err != nil {
+		return fmt.Errorf("start run %s: store event %s: %w", r.ID, ev.ID, err)
+	}
 	err = d.writeFirst(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if err := d.insertEvent(ctx, tx, ev, true); err != nil {
+		if err := d.insertEventRow(ctx, tx, row); err != nil {
 			return fmt.Errorf("store event %s: %w", ev.ID, err)
 		}
 		return d.startIn(ctx, tx, r, args, 0)
