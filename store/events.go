@@ -216,6 +216,9 @@ func (d *DB) ListEvents(ctx context.Context, typ string, limit int) ([]*engine.E
 	args := []any{}
 	if typ != "" {
 		q += ` WHERE type = ?`
+		if !runEventType(typ) {
+			q += ` AND type NOT IN ` + sqlRunEventTypes // lets SQLite use events_type_seq_other
+		}
 		args = append(args, typ)
 	}
 	q += ` ORDER BY seq DESC LIMIT ?`
@@ -225,4 +228,34 @@ func (d *DB) ListEvents(ctx context.Context, typ string, limit int) ([]*engine.E
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return evs, nil
+}
+
+// sqlEventsByType (migration 13) takes the events every run stores (its
+// start and end, its steps' start and end: sqlRunEventTypes) out of the
+// index of events by type. That index has a last leaf page per type, so a
+// commit holding a run's four lifecycle events wrote four more pages to
+// the log, a quarter of all a run writes; now a run's events touch only
+// the pages at the end of the events table and of its ID index. Listing
+// events of one of these types walks the table from its newest event,
+// among which they are common (four a run); every other type (events
+// clients send, a run's failure, cancellation or skip, denied tools)
+// stays indexed.
+const sqlEventsByType = `
+DROP INDEX events_type_seq;
+CREATE INDEX events_type_seq_other ON events (type, seq) WHERE type NOT IN ` + sqlRunEventTypes + `;
+`
+
+// sqlRunEventTypes are the types events_type_seq_other leaves out,
+// written as its migration wrote them: a query uses the partial index only
+// when its WHERE holds this very condition. Changing it needs a migration
+// that recreates the index.
+const sqlRunEventTypes = `('hook.run.started', 'hook.run.completed', 'hook.step.started', 'hook.step.finished')`
+
+// runEventType reports whether typ is one of sqlRunEventTypes.
+func runEventType(typ string) bool {
+	switch typ {
+	case engine.EventRunStarted, engine.EventRunCompleted, engine.EventStepStarted, engine.EventStepFinished:
+		return true
+	}
+	return false
 }

@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hookd/hookd/engine"
@@ -96,4 +100,116 @@ func TestAppendEventsChunks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestListEventsByType lists events by type in a log where a run's
+// lifecycle events (out of the index by type since migration 13) are
+// interleaved with others: each listing is right, newest first, and an
+// indexed type's listing finds its rows through events_type_seq_other
+// while a run's lifecycle type walks the log from its newest event.
+func TestListEventsByType(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	types := []string{"deploy.done", engine.EventRunStarted, engine.EventStepStarted, engine.EventStepFinished,
+		engine.EventRunCompleted, engine.EventRunFailed}
+	var evs []*engine.Event
+	for i := range 60 {
+		evs = append(evs, &engine.Event{Type: types[i%len(types)], Data: map[string]any{"i": float64(i)}})
+	}
+	mustRun(t, d.AppendEvents(ctx, evs))
+	for _, typ := range types {
+		got, err := d.ListEvents(ctx, typ, 4)
+		mustRun(t, err)
+		if len(got) != 4 {
+			t.Fatalf("ListEvents(%s) = %d events, want 4", typ, len(got))
+		}
+		for j, ev := range got {
+			want := evs[len(evs)-len(types)+slices.Index(types, typ)-j*len(types)]
+			if ev.Type != typ || ev.Seq != want.Seq {
+				t.Errorf("ListEvents(%s)[%d] = %s seq %d, want seq %d", typ, j, ev.Type, ev.Seq, want.Seq)
+			}
+		}
+	}
+	for _, typ := range types {
+		q := `SELECT ` + eventCols + ` FROM events WHERE type = ?`
+		if !runEventType(typ) {
+			q += ` AND type NOT IN ` + sqlRunEventTypes
+		}
+		plan := queryPlan(t, d, q+` ORDER BY seq DESC LIMIT ?`, typ, 50)
+		indexed := strings.Contains(plan, "USING INDEX events_type_seq_other")
+		if indexed == runEventType(typ) || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("ListEvents(%s): plan %s", typ, plan)
+		}
+	}
+	// runEventType and the index's condition name the same types.
+	for _, typ := range []string{engine.EventRunStarted, engine.EventRunCompleted, engine.EventStepStarted, engine.EventStepFinished} {
+		if !runEventType(typ) || !strings.Contains(sqlRunEventTypes, "'"+typ+"'") {
+			t.Errorf("%s: runEventType %v, in sqlRunEventTypes %v", typ, runEventType(typ), strings.Contains(sqlRunEventTypes, "'"+typ+"'"))
+		}
+	}
+	if n := strings.Count(sqlRunEventTypes, "'"); n != 8 {
+		t.Errorf("sqlRunEventTypes names %d types, runEventType 4", n/2)
+	}
+}
+
+// TestEventsByTypeMigration: a database of schema 12 (every event in the
+// index by type) keeps its events, listed by type as before, and loses
+// the full index for the partial one.
+func TestEventsByTypeMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hookd.db")
+	db, err := sql.Open("sqlite3", path+"?_txlock=immediate")
+	mustRun(t, err)
+	mustRun(t, migrate(ctx, db, migrations[:12]))
+	_, err = db.ExecContext(ctx, `INSERT INTO events (id, type, data) VALUES
+		('e1', 'deploy.done', '{"n":1}'), ('e2', 'hook.run.started', '{}'), ('e3', 'hook.run.failed', '{}'),
+		('e4', 'deploy.done', '{"n":2}'), ('e5', 'hook.run.started', '{}')`)
+	mustRun(t, err)
+	mustRun(t, db.Close())
+
+	d, err := Open(path)
+	mustRun(t, err)
+	defer d.Close()
+	for typ, want := range map[string][]string{
+		"deploy.done": {"e4", "e1"}, engine.EventRunStarted: {"e5", "e2"}, engine.EventRunFailed: {"e3"}, "none": nil,
+	} {
+		evs, err := d.ListEvents(ctx, typ, 10)
+		mustRun(t, err)
+		var got []string
+		for _, ev := range evs {
+			got = append(got, ev.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("ListEvents(%s) = %v, want %v", typ, got, want)
+		}
+	}
+	var idx []string
+	rows, err := d.r.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND name LIKE 'events_type%'`)
+	mustRun(t, err)
+	for rows.Next() {
+		var n string
+		mustRun(t, rows.Scan(&n))
+		idx = append(idx, n)
+	}
+	mustRun(t, rows.Err())
+	if !slices.Equal(idx, []string{"events_type_seq_other"}) {
+		t.Errorf("indexes of events by type: %v", idx)
+	}
+}
+
+// queryPlan is SQLite's plan for q, its steps joined by "; ".
+func queryPlan(t *testing.T, d *DB, q string, args ...any) string {
+	t.Helper()
+	rows, err := d.r.Query(`EXPLAIN QUERY PLAN `+q, args...)
+	mustRun(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		mustRun(t, rows.Scan(&id, &parent, &notused, &detail))
+		plan = append(plan, detail)
+	}
+	mustRun(t, rows.Err())
+	return strings.Join(plan, "; ")
 }

@@ -84,6 +84,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{10, "run search index", sqlRunSearch},        // search.go
 	{11, "token usage", sqlUsage},                 // usage.go
 	{12, "run search mark", sqlRunSearchMark},     // searchindex.go
+	{13, "events by type", sqlEventsByType},       // events.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
