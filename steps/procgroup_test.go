@@ -78,7 +78,10 @@ func TestCommandWithoutBackgroundReportsNothing(t *testing.T) {
 // outlives the command and is reported; it is not tracked.
 func TestCommandDetachLeavesDaemon(t *testing.T) {
 	var tracked []engine.ProcGroup
-	c := &Command{Argv: []string{"sh", "-c", "sleep 100 >/dev/null 2>&1 & echo $!"}, Detach: true,
+	// The shell ends only once its child runs sleep: a child still between
+	// fork and exec is named sh, which a busy machine gave the report.
+	c := &Command{Argv: []string{"sh", "-c", `sleep 100 >/dev/null 2>&1 & p=$!; echo $p
+until read -r name </proc/$p/comm && [ "$name" = sleep ]; do :; done`}, Detach: true,
 		Track: func(g engine.ProcGroup) { tracked = append(tracked, g) }}
 	r := c.Run(context.Background())
 	pid := firstPID(t, r.Stdout)
