@@ -154,8 +154,8 @@ func BenchmarkPrune1M(b *testing.B) {
 // run of one shell step reaches the store: StartRunWithEvent (the event
 // and the run's start, one commit), with the previous run's four
 // lifecycle events (hook.run.started, hook.step.started,
-// hook.step.finished, hook.run.completed) riding along through
-// AppendEventsLater, then AddRunProc and FinishRun. It runs on one
+// hook.step.finished, hook.run.completed) waiting in AppendEventsLater
+// to ride the next commit that takes them, then AddRunProc and FinishRun. It runs on one
 // goroutine bar the events' writer, so ns/op is close to the store's CPU
 // a run; it prints the process's CPU time, commits, writes and pages
 // written to the WAL a run.
@@ -236,7 +236,7 @@ func (p *runPath) run(tb testing.TB, i int) {
 		}
 		done = make(chan error, 1)
 		go func() { done <- p.d.writeLater(ctx, write) }()
-		for { // wait until they are queued, so that they ride with the start
+		for { // wait until they are queued, as the engine's are by then
 			p.d.gc.mu.Lock()
 			n := len(p.d.gc.later)
 			p.d.gc.mu.Unlock()
