@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The words in which hookd reports what an emitted event did to each
 // hook it matched: `hookd emit` (in the process or through the API's
@@ -19,9 +22,20 @@ func RefusedText(refusal string) string { return "refused: " + refusal }
 // or "RUN HOOK (queued: WHY)" when it waits for a slot.
 func RunLine(r *Run) string {
 	if r.Status == StatusQueued && r.Reason != "" {
-		return fmt.Sprintf("%s %s (queued: %s)", r.ID, r.Hook, r.Reason)
+		return fmt.Sprintf("%s %s (%s)", r.ID, r.Hook, QueuedText(r.Reason))
 	}
 	return fmt.Sprintf("%s %s (%s)", r.ID, r.Hook, r.Status)
+}
+
+// QueuedText says why a queued run waits, given its Reason: the gates
+// write "queued: WHY" (a concurrency slot) or "pending: WHY" (the run in
+// flight before it), which is said as it is; any other reason gets
+// "queued: " in front, so the word is said once.
+func QueuedText(reason string) string {
+	if strings.HasPrefix(reason, "queued: ") || strings.HasPrefix(reason, "pending: ") {
+		return reason
+	}
+	return "queued: " + reason
 }
 
 // RefusedLine says a matching hook a gate refused: "RUN HOOK refused:

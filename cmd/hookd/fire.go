@@ -137,7 +137,7 @@ func (c *cli) printFired(run *engine.Run) {
 	fmt.Fprintln(c.stdout, run.ID)
 	c.flush() // --wait waits after this
 	if run.Status == engine.StatusQueued {
-		fmt.Fprintf(c.stderr, "queued: %s\n", run.Reason)
+		fmt.Fprintln(c.stderr, engine.QueuedText(run.Reason))
 	}
 }
 
