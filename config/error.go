@@ -20,7 +20,7 @@ type Error struct {
 // Error returns "file:line: field: message".
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
+	b.WriteString(fileNameInLine.Replace(e.File))
 	if e.Line > 0 {
 		b.WriteByte(':')
 		b.WriteString(strconv.Itoa(e.Line))
@@ -38,6 +38,12 @@ func (e *Error) Error() string {
 	}
 	return b.String()
 }
+
+// fileNameInLine writes a line break in a file's name as \n or \r, so
+// that an error stays on one line: a hook file named with a newline made
+// one error read as two, the second a line of hookd's own seeming. (The
+// terminal writer escapes the other control characters.)
+var fileNameInLine = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
