@@ -36,7 +36,6 @@ type DB struct {
 	stmtClaimSlot  *sql.Stmt
 	stmtBumpSlot   *sql.Stmt
 	stmtStartState *sql.Stmt
-	stmtFinishHook *sql.Stmt
 	stmtInsertEvts [len(eventChunks)]*sql.Stmt // inserts of eventChunks[i] events
 	stmtEventSeq   *sql.Stmt
 	stmtMarkEvt    *sql.Stmt
@@ -188,7 +187,7 @@ func (d *DB) Close() error {
 		errs = append(errs, d.stopCheckpointer()) // then the log goes into the database file
 		for _, s := range []*sql.Stmt{
 			d.stmtInsertRun, d.stmtUpsertRun, d.stmtFinishRun, d.stmtSlotOwner,
-			d.stmtClaimSlot, d.stmtBumpSlot, d.stmtStartState, d.stmtFinishHook,
+			d.stmtClaimSlot, d.stmtBumpSlot, d.stmtStartState,
 			d.stmtEventSeq, d.stmtMarkEvt, d.stmtAddProc, d.stmtGetRun,
 		} {
 			if s != nil {
@@ -236,7 +235,6 @@ func (d *DB) prepare() error {
 				last_start = excluded.last_start,
 				last_run_id = excluded.last_run_id,
 				last_status = excluded.last_status`},
-		{d.w, &d.stmtFinishHook, `UPDATE hook_state SET last_status = ? WHERE hook = ? AND last_run_id = ?`},
 		{d.w, &d.stmtEventSeq, `SELECT seq FROM events WHERE id = ?`},
 		{d.w, &d.stmtMarkEvt, `UPDATE events SET dispatched = 1 WHERE seq = ? AND dispatched = 0`},
 		{d.w, &d.stmtAddProc, `UPDATE runs SET procs = json_insert(coalesce(procs, '[]'), '$[#]', json(?))

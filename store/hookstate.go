@@ -7,10 +7,20 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
+// sqlHookStates reads hook_state. The last status is that of the run
+// last_run_id names: a run's end updates only its row in runs, not
+// hook_state (one page fewer in the commit of every run's end), so the
+// status is read where it is kept. The column last_status holds the
+// status written with the start ("running"), and serves only if that run
+// is gone (prune keeps each hook's latest started run, so only a run
+// deleted by hand is).
+const sqlHookStates = `SELECT h.hook, h.paused, h.last_slot, h.last_start, h.last_run_id,
+		coalesce(r.status, h.last_status)
+	FROM hook_state h LEFT JOIN runs r ON r.id = h.last_run_id`
+
 // HookStates returns the saved state of every hook that has any, by name.
 func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error) {
-	rows, err := d.r.QueryContext(ctx, `SELECT hook, paused, last_slot, last_start, last_run_id, last_status
-		FROM hook_state`)
+	rows, err := d.r.QueryContext(ctx, sqlHookStates)
 	if err != nil {
 		return nil, fmt.Errorf("read hook states: %w", err)
 	}

@@ -181,9 +181,10 @@ func (d *DB) startIn(ctx context.Context, tx *sql.Tx, r *engine.Run, args []any,
 }
 
 // FinishRun stores a run's final status and results (and its event, which
-// coalescing may have changed), and the hook's last status if this run is
-// the hook's latest start. A run that was never stored is
-// engine.ErrNotFound.
+// coalescing may have changed). The hook's last status follows when this
+// run is the hook's latest start: HookStates reads it from the run
+// (sqlHookStates), so the end writes nothing in hook_state. A run that was
+// never stored is engine.ErrNotFound.
 func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 	steps, err := stepsJSON(r.Steps)
 	if err != nil {
@@ -207,8 +208,7 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 		} else if n == 0 {
 			return engine.ErrNotFound
 		}
-		_, err = tx.StmtContext(ctx, d.stmtFinishHook).ExecContext(ctx, string(r.Status), r.Hook, r.ID)
-		return err
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.ID, err)
