@@ -8,9 +8,11 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -451,5 +453,84 @@ func TestCommandStdinDevNull(t *testing.T) {
 		if _, err := f.Stat(); err != nil {
 			t.Errorf("the shared /dev/null was closed: %v", err)
 		}
+	}
+}
+
+// TestCommandOutputBlocking: the command's stdout and stderr are blocking
+// write ends of pipes, as a program expects of them (O_NONBLOCK belongs to
+// the open file description, which hookd's end and the child's share): a
+// program that writes more than a pipe holds must not get EAGAIN. hookd
+// reads its ends without blocking, with a deadline.
+func TestCommandOutputBlocking(t *testing.T) {
+	for _, merge := range []bool{false, true} {
+		// grep's fd 1 and 2 are the shell's: the same open file descriptions.
+		c := &Command{Argv: []string{"sh", "-c", "grep ^flags: /proc/self/fdinfo/1; grep ^flags: /proc/self/fdinfo/2 >&2"}, MergeOutput: merge}
+		r := c.Run(context.Background())
+		if r.Err != nil || r.ExitCode != 0 {
+			t.Fatalf("merge %v: %+v", merge, r)
+		}
+		lines := strings.Fields(r.Stdout + r.Stderr)
+		if len(lines) != 4 {
+			t.Fatalf("merge %v: want two flags lines, got stdout %q stderr %q", merge, r.Stdout, r.Stderr)
+		}
+		for i, fd := range []string{"stdout", "stderr"} {
+			flags, err := strconv.ParseUint(lines[2*i+1], 8, 64)
+			if err != nil {
+				t.Fatalf("merge %v: %s flags %q: %v", merge, fd, lines[2*i+1], err)
+			}
+			if flags&syscall.O_NONBLOCK != 0 {
+				t.Errorf("merge %v: the command's %s is non-blocking (flags %o)", merge, fd, flags)
+			}
+			if flags&syscall.O_ACCMODE != syscall.O_WRONLY {
+				t.Errorf("merge %v: the command's %s is not a write-only pipe end (flags %o)", merge, fd, flags)
+			}
+		}
+	}
+	// A command writing much more than a pipe holds, with hookd reading
+	// slowly, gets all of it through without a write error.
+	const size = 1 << 20
+	c := &Command{Argv: []string{"sh", "-c", fmt.Sprintf("head -c %d /dev/zero; echo done >&2", size)},
+		MaxOutput: 2 * size, Tee: &slowTee{pause: time.Millisecond}}
+	r := c.Run(context.Background())
+	if r.Err != nil || r.ExitCode != 0 || len(r.Stdout) != size || r.Stderr != "done\n" {
+		t.Errorf("large write: exit %d, %d bytes, stderr %q, err %v", r.ExitCode, len(r.Stdout), r.Stderr, r.Err)
+	}
+}
+
+// TestCommandClosesItsDescriptors: Run leaves no descriptor of its pipes
+// open, whether the command ran, merged its output or failed to start.
+func TestCommandClosesItsDescriptors(t *testing.T) {
+	count := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skipf("no /proc/self/fd: %v", err)
+		}
+		return len(ents)
+	}
+	cmds := []*Command{
+		{Argv: []string{"sh", "-c", "echo out; echo err >&2"}},
+		{Argv: []string{"sh", "-c", "echo out; echo err >&2"}, MergeOutput: true},
+		{Argv: []string{"true"}, Dir: "/nonexistent/dir"}, // Start fails
+	}
+	// An *os.File left open is closed by its finalizer: no collection
+	// while counting, so that only Run closes what it opened.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	for _, c := range cmds {
+		c.Run(context.Background()) // what the first run opens once (/dev/null)
+	}
+	before := count()
+	for range 20 {
+		for _, c := range cmds {
+			c.Run(context.Background())
+		}
+	}
+	// Wait for the condition: a descriptor the runtime opens for itself
+	// meanwhile may come and go.
+	deadline := time.Now().Add(5 * time.Second)
+	for n := count(); n > before; n = count() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors open after 60 runs, %d before", n, before)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -26,18 +26,39 @@ type outputPipes struct {
 func newOutputPipes(merge bool) (*outputPipes, error) {
 	p := &outputPipes{}
 	var err error
-	if p.outR, p.outW, err = os.Pipe(); err != nil {
+	if p.outR, p.outW, err = outputPipe(); err != nil {
 		return nil, fmt.Errorf("make the output pipe: %w", err)
 	}
 	if merge {
 		p.errW = p.outW
 		return p, nil
 	}
-	if p.errR, p.errW, err = os.Pipe(); err != nil {
+	if p.errR, p.errW, err = outputPipe(); err != nil {
 		_, _ = p.outR.Close(), p.outW.Close()
 		return nil, fmt.Errorf("make the error pipe: %w", err)
 	}
 	return p, nil
+}
+
+// outputPipe makes one pipe: its read end non-blocking and registered
+// with the poller, as a drain reads it with a deadline; its write end, the
+// command's, blocking and not registered. os.Pipe registers both ends, and
+// starting the command then sets the write end blocking again (O_NONBLOCK
+// belongs to the open file description the child shares) and closing it
+// deregisters it: six system calls a pipe for an end hookd never reads.
+// os.NewFile leaves a blocking descriptor out of the poller.
+func outputPipe() (r, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("pipe2: %w", err)
+	}
+	// A fresh pipe's status flags are its access mode alone, which F_SETFL
+	// ignores: setting O_NONBLOCK needs no F_GETFL first.
+	if _, err := unix.FcntlInt(uintptr(fds[0]), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
+		_, _ = unix.Close(fds[0]), unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("set the read end non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
 }
 
 // closeWriteEnds closes Run's copies of the write ends, once the command
