@@ -112,6 +112,7 @@ func (e *Engine) startCluster(ctx, loopCtx context.Context) error {
 	if err != nil {
 		return err
 	}
+	e.journaled(runs)
 	for _, r := range runs {
 		e.log.Warn("run interrupted by a previous stop of this node", "hook", r.Hook, "run", r.ID)
 		if err := e.do(ctx, func(s *state) { s.reapInterrupted(r) }); err != nil {
@@ -119,6 +120,7 @@ func (e *Engine) startCluster(ctx, loopCtx context.Context) error {
 		}
 		e.tell(WakeDone, r.ID)
 	}
+	e.resetJournal()
 	go e.wakeLoop(loopCtx, cl.Wakes(loopCtx))
 	go e.leadLoop(loopCtx)
 	go e.workLoop(loopCtx)

@@ -51,6 +51,12 @@ type Config struct {
 	// calls it at start, before anything runs.
 	Reap func(ProcGroup) (killed []string, err error)
 
+	// Procs, when set, keeps the process groups of running steps (the
+	// daemon's file in its state directory, internal/procjournal) instead
+	// of the store; at start the engine kills what the groups recorded
+	// there for the interrupted runs left, as with the store's.
+	Procs ProcJournal
+
 	// Manual makes an engine that only runs what is fired or emitted
 	// through it: no schedules, no catch-up, and queued runs are left for
 	// the daemon. `hookd fire` and `hookd emit` use it when no daemon runs.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,8 +13,30 @@ import (
 type ProcGroup struct {
 	PGID  int    `json:"pgid"`
 	Start uint64 `json:"start,omitempty"` // the leader's start time, in clock ticks after boot (/proc/PID/stat)
-	Boot  string `json:"boot,omitempty"`  // the boot it ran in (/proc/sys/kernel/random/boot_id)
-	Step  int    `json:"step"`            // the index of the step that started it; -1 for a tool of the model stage
+	// StartEnd, when set, makes Start the first of the ticks the leader
+	// may have started in and StartEnd the last (steps.Command reads the
+	// clock around the fork instead of /proc: see steps.ReapGroup).
+	StartEnd uint64 `json:"start_end,omitempty"`
+	Boot     string `json:"boot,omitempty"` // the boot it ran in (/proc/sys/kernel/random/boot_id)
+	Step     int    `json:"step"`           // the index of the step that started it; -1 for a tool of the model stage
+}
+
+// ProcJournal keeps, outside the store, the process groups the steps of
+// running runs lead, for as long as each runs (internal/procjournal: a
+// file of the state directory, written with one pwrite a group, no
+// commit). The record has to outlive the hookd process only: a reboot
+// ends every group. When the engine has one, it records groups there and
+// not in the store.
+type ProcJournal interface {
+	// Track records that a step of run leads g and returns the function
+	// that drops the record, called once the group has ended.
+	Track(run string, g ProcGroup) (done func(), err error)
+	// Recorded returns what the previous process left recorded (it
+	// stopped without ending those groups), by run id.
+	Recorded() map[string][]ProcGroup
+	// Reset drops what Recorded returns, once the engine has killed what
+	// the interrupted runs left running.
+	Reset() error
 }
 
 // InterruptedPolicy is what hookd does at start with a hook's run that
@@ -27,18 +50,66 @@ const (
 )
 
 // tracker returns how step (-1: a tool of the model stage) of run records
-// the process groups it starts (nil when the store keeps none, or for a
-// preview).
-func (e *Engine) tracker(run *Run, step int, preview bool) func(ProcGroup) {
-	ps, ok := e.cfg.Store.(ProcStore)
-	if !ok || preview {
+// the process groups it starts, and drops the record once the group has
+// ended (nil when the engine keeps none, or for a preview). This is where
+// the record's place is decided: the engine's ProcJournal when it has
+// one (a pwrite, no commit), else a ProcStore (a commit; the record stays
+// in the run's row).
+func (e *Engine) tracker(run *Run, step int, preview bool) func(ProcGroup) (done func()) {
+	if preview {
 		return nil
 	}
-	return func(g ProcGroup) {
+	ps, _ := e.cfg.Store.(ProcStore)
+	j := e.cfg.Procs
+	if j == nil && ps == nil {
+		return nil
+	}
+	return func(g ProcGroup) func() {
 		g.Step = step
+		if j != nil {
+			done, err := j.Track(run.ID, g)
+			if err == nil {
+				return done
+			}
+			if ps == nil {
+				e.log.Error("record a step's process group", "hook", run.Hook, "run", run.ID, "pgid", g.PGID, "err", err)
+				return nil
+			}
+			e.log.Warn("record a step's process group in the store instead", "hook", run.Hook, "run", run.ID, "pgid", g.PGID, "err", err)
+		}
 		if err := ps.AddRunProc(context.Background(), run.ID, g); err != nil {
 			e.log.Error("record a step's process group", "hook", run.Hook, "run", run.ID, "pgid", g.PGID, "err", err)
 		}
+		return nil
+	}
+}
+
+// journaled gives each run interrupted by a crash the process groups the
+// ProcJournal recorded for it, besides those its record holds (what a
+// hookd that recorded them in the store left). Groups recorded for a run
+// that is not among them are not returned: they are never killed.
+func (e *Engine) journaled(runs []*Run) {
+	if e.cfg.Procs == nil || len(runs) == 0 {
+		return
+	}
+	rec := e.cfg.Procs.Recorded()
+	for _, r := range runs {
+		for _, g := range rec[r.ID] {
+			if !slices.Contains(r.Procs, g) {
+				r.Procs = append(r.Procs, g)
+			}
+		}
+	}
+}
+
+// resetJournal drops what the previous process recorded in the
+// ProcJournal, once the interrupted runs were reaped.
+func (e *Engine) resetJournal() {
+	if e.cfg.Procs == nil {
+		return
+	}
+	if err := e.cfg.Procs.Reset(); err != nil {
+		e.log.Error("reset the process journal", "err", err)
 	}
 }
 

@@ -146,9 +146,15 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 			return nil, fmt.Errorf("recover interrupted runs: %w", err)
 		}
 	}
+	if e.cfg.Cluster == nil {
+		e.journaled(interrupted)
+	}
 	for _, r := range interrupted {
 		e.log.Warn("run interrupted by a previous stop", "hook", r.Hook, "run", r.ID)
 		s.reapInterrupted(r)
+	}
+	if e.cfg.Cluster == nil {
+		e.resetJournal()
 	}
 	if err := s.loadUsage(ctx, now); err != nil {
 		return nil, err

@@ -49,9 +49,10 @@ type StepEnv struct {
 	// redacts the step's result when it returns; nil redacts nothing.
 	Redactor *Redactor
 	// TrackProcess, when set, records a process group the step started
-	// in the run's record (steps.Command.Track), so that a hookd started
-	// after a crash can kill what the step left running.
-	TrackProcess func(ProcGroup)
+	// (steps.Command.Track), so that a hookd started after a crash can
+	// kill what the step left running, and returns the function that
+	// drops the record once the group has ended (nil: none to drop).
+	TrackProcess func(ProcGroup) (done func())
 }
 
 // RecordReader is the read side of the store that steps may use.

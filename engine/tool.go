@@ -55,7 +55,7 @@ type ToolEnv struct {
 	Redactor *Redactor
 	// TrackProcess, when set, records a process group a tool started in
 	// the run's record (steps.Command.Track), as StepEnv.TrackProcess.
-	TrackProcess func(ProcGroup)
+	TrackProcess func(ProcGroup) (done func())
 	// Lifecycle holds the handlers of the llm:call:* and tool:call:*
 	// points; nil means none.
 	Lifecycle *Registry

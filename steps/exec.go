@@ -74,10 +74,12 @@ type Command struct {
 	// either way.
 	Detach bool
 	// Track, when set and Detach is not, is told the command's process
-	// group as soon as it started, so the run's record holds it. The
-	// command runs meanwhile (another goroutine waits for it), and Run
-	// returns only after Track returned.
-	Track func(engine.ProcGroup)
+	// group as soon as it started, so that a hookd started after a crash
+	// finds it (engine.ProcJournal). The command runs meanwhile (another
+	// goroutine waits for it), and Run returns only after Track returned.
+	// The function Track returns (nil: none) is called once the group has
+	// ended: after the sweep of what the command left, or the kill.
+	Track func(engine.ProcGroup) (done func())
 	// Tee, when set, receives everything the command writes to stdout
 	// (and stderr, with MergeOutput), uncapped and as it arrives, from one
 	// goroutine at a time. It is how a caller parses output longer than
@@ -182,6 +184,12 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		defer cancel()
 	}
 
+	track := c.Track != nil && !c.Detach
+	var before uint64
+	var clockOK bool
+	if track {
+		before, clockOK = bootTick() // the leader starts after this (procGroupOf)
+	}
 	start := time.Now()
 	err = cmd.Start()
 	pipes.closeWriteEnds() // the command holds its own
@@ -193,10 +201,9 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		return res
 	}
 	pgid := cmd.Process.Pid // Setpgid with Pgid 0: the group is named after the leader
-	track := c.Track != nil && !c.Detach
 	var group engine.ProcGroup
 	if track {
-		group = procGroupOf(pgid) // now, while the leader cannot have been reaped: its start time
+		group = procGroupOf(pgid, before, clockOK) // now, while the leader cannot have been reaped: its start time
 	}
 	drains := pipes.drain(redOut, redErr)
 	var (
@@ -237,14 +244,16 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		case <-exited:
 		}
 	})
+	var untrack func()
 	if track {
 		// The group is recorded now, as soon as it started (a crash
-		// before the record commits leaves it unknown, so that moment
+		// before the record is made leaves it unknown, so that moment
 		// comes first), while another goroutine waits for the command:
-		// the record (a commit) and the command run at the same time,
-		// and Run goes on, to its result, only once both are done.
+		// the record (a pwrite to the engine's journal, or a commit)
+		// and the command run at the same time, and Run goes on, to its
+		// result, only once both are done.
 		go wait()
-		c.Track(group)
+		untrack = c.Track(group)
 		<-exited
 	} else {
 		wait()
@@ -258,6 +267,9 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		res.Detached = listGroup(pgid)
 	default:
 		res.Killed = sweepGroup(pgid, grace)
+	}
+	if untrack != nil {
+		untrack() // the group has ended (or was killed): its record goes
 	}
 	heldOpen := waitDrains(drains, grace)
 

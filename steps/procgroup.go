@@ -233,6 +233,15 @@ func listGroup(pgid int) []Process {
 	return out
 }
 
+// leaderStart reports whether a process that started at tick could be the
+// leader recorded in g: its tick, or one of its window's.
+func leaderStart(g engine.ProcGroup, tick uint64) bool {
+	if g.StartEnd == 0 {
+		return tick == g.Start
+	}
+	return g.Start <= tick && tick <= g.StartEnd
+}
+
 // bootID names the current boot of the machine ("" when unknown), so that
 // a process group recorded before a reboot is never taken for a live one.
 var bootID = sync.OnceValue(func() string {
@@ -244,9 +253,16 @@ var bootID = sync.OnceValue(func() string {
 })
 
 // procGroupOf describes the group led by pid, just started, for the run
-// record: enough for a later hookd to tell it from a reused pid.
-func procGroupOf(pid int) engine.ProcGroup {
+// record: enough for a later hookd to tell it from a reused pid. before
+// is bootTick read just before the fork (ok false: unknown); the leader's
+// start is then bounded by it and a bootTick read now, and /proc is not
+// read. The caller has not reaped the leader yet.
+func procGroupOf(pid int, before uint64, ok bool) engine.ProcGroup {
 	g := engine.ProcGroup{PGID: pid, Boot: bootID()}
+	if after, ok2 := bootTick(); ok && ok2 && before > 0 && after >= before {
+		g.Start, g.StartEnd = before, after
+		return g
+	}
 	if st, err := readStat(pid); err == nil {
 		g.Start = st.start
 	}
@@ -257,10 +273,25 @@ func procGroupOf(pid int) engine.ProcGroup {
 // recorded for a run (it died without ending its steps), and returns the
 // processes it killed ("4242 (sleep)"); it is the daemon's
 // engine.Config.Reap. A group from another boot, or whose leader's pid now
-// names another process (same pid, other start time), is left alone; with
-// the leader gone, the members must have started no earlier than it did
-// (an older member means the group is another one). Without /proc nothing
-// is killed: the group cannot be told from a reused one.
+// names another process (same pid, a start time other than recorded), is
+// left alone; with the leader gone, the members must have started no
+// earlier than it did (an older member means the group is another one).
+// Without /proc nothing is killed: the group cannot be told from a reused
+// one.
+//
+// A group recorded with a window of start ticks [Start, StartEnd] (the
+// clock read before and after the fork, procGroupOf) is as safe from a
+// reused pid as one recorded with the leader's exact tick: the kernel
+// takes the leader's start time in fork, so its tick is in the window.
+// Any other process that has pid PGID now either started before the
+// window, and then had died before the fork gave the pid to the leader
+// (it cannot be there now), or started after the leader was reaped,
+// which hookd does only after reading StartEnd: its tick is StartEnd at
+// the earliest. So the one impostor the window admits started in tick
+// StartEnd itself, after the leader exited and was reaped and the kernel
+// had handed out every other pid (pids are allocated cyclically) — the
+// same impostor the exact tick admits (one started in the leader's own
+// tick after all that), within one tick (10 ms), and as impossible.
 func ReapGroup(g engine.ProcGroup) ([]string, error) {
 	if g.PGID <= 1 {
 		return nil, fmt.Errorf("reap process group %d: not a group a step leads", g.PGID)
@@ -268,7 +299,10 @@ func ReapGroup(g engine.ProcGroup) ([]string, error) {
 	if g.Boot == "" || g.Boot != bootID() || g.Start == 0 {
 		return nil, nil
 	}
-	if leader, err := readStat(g.PGID); err == nil && leader.start != g.Start {
+	if g.StartEnd != 0 && g.StartEnd < g.Start {
+		return nil, nil // not a window hookd recorded
+	}
+	if leader, err := readStat(g.PGID); err == nil && !leaderStart(g, leader.start) {
 		return nil, nil // the pid was reused: not our group
 	}
 	members, ok := groupMembers(g.PGID)

@@ -82,7 +82,7 @@ func TestCommandDetachLeavesDaemon(t *testing.T) {
 	// fork and exec is named sh, which a busy machine gave the report.
 	c := &Command{Argv: []string{"sh", "-c", `sleep 100 >/dev/null 2>&1 & p=$!; echo $p
 until read -r name </proc/$p/comm && [ "$name" = sleep ]; do :; done`}, Detach: true,
-		Track: func(g engine.ProcGroup) { tracked = append(tracked, g) }}
+		Track: func(g engine.ProcGroup) func() { tracked = append(tracked, g); return nil }}
 	r := c.Run(context.Background())
 	pid := firstPID(t, r.Stdout)
 	if processGone(pid) {
@@ -114,14 +114,36 @@ func TestCommandDetachStillKilledOnTimeout(t *testing.T) {
 }
 
 // TestCommandTracksGroup: Track hears the group as it starts, with the
-// leader's start time and the boot.
+// leader's start time and the boot, and the function it returns is called
+// once, when nothing of the group is left (after the sweep of the
+// command's background child).
 func TestCommandTracksGroup(t *testing.T) {
 	var got engine.ProcGroup
-	c := &Command{Argv: []string{"sh", "-c", "echo $$"}, Track: func(g engine.ProcGroup) { got = g }}
+	dones := 0
+	var aliveAtDone bool
+	var returned atomic.Bool
+	c := &Command{Argv: []string{"sh", "-c", "echo $$; sleep 100 >/dev/null 2>&1 &"}, KillGrace: 5 * time.Second,
+		Track: func(g engine.ProcGroup) func() {
+			got = g
+			return func() {
+				dones++
+				aliveAtDone, _ = groupAlive(g.PGID)
+				if returned.Load() {
+					t.Error("the record was dropped after Run returned")
+				}
+			}
+		}}
 	r := c.Run(context.Background())
+	returned.Store(true)
 	pid, _ := strconv.Atoi(strings.TrimSpace(r.Stdout))
 	if got.PGID != pid || got.Start == 0 || got.Boot == "" {
 		t.Errorf("tracked %+v; want pgid %d with a start time and a boot id", got, pid)
+	}
+	if dones != 1 || aliveAtDone {
+		t.Errorf("record dropped %d times (group alive then: %v); want once, with the group gone", dones, aliveAtDone)
+	}
+	if len(r.Killed) != 1 {
+		t.Errorf("killed %v; want the background sleep", r.Killed)
 	}
 }
 
@@ -157,10 +179,10 @@ func TestCommandRecordsGroupWhileRunning(t *testing.T) {
 			var runningAtRecord, reaped bool
 			c := &Command{Argv: []string{"sh", "-c", `i=0; until [ -e "$GATE" ] || [ $i -ge 3000 ]; do sleep 0.01; i=$((i+1)); done; ` + tc.script},
 				Env: append(os.Environ(), "GATE="+gate), Timeout: tc.timeout, KillGrace: 300 * time.Millisecond,
-				Track: func(g engine.ProcGroup) {
+				Track: func(g engine.ProcGroup) func() {
 					tracked = g
 					st, err := readStat(g.PGID)
-					runningAtRecord = err == nil && st.start == g.Start && st.live()
+					runningAtRecord = err == nil && leaderStart(g, st.start) && st.live()
 					switch {
 					case tc.cancel:
 						cancel()
@@ -172,6 +194,7 @@ func TestCommandRecordsGroupWhileRunning(t *testing.T) {
 					reaped = waitReaped(g, 30*time.Second)
 					time.Sleep(50 * time.Millisecond) // a Run that does not wait for Track returns meanwhile
 					recorded.Store(true)
+					return nil
 				}}
 			r := c.Run(ctx)
 			if !recorded.Load() {
@@ -220,7 +243,7 @@ func waitReaped(g engine.ProcGroup, d time.Duration) bool {
 // engine turns a step's panic into a step error), not in a goroutine
 // where it would end hookd.
 func TestCommandTrackPanic(t *testing.T) {
-	c := &Command{Argv: []string{"sh", "-c", "echo $$"}, Track: func(engine.ProcGroup) { panic("track boom") }}
+	c := &Command{Argv: []string{"sh", "-c", "echo $$"}, Track: func(engine.ProcGroup) func() { panic("track boom") }}
 	defer func() {
 		if p := recover(); p != "track boom" {
 			t.Errorf("recovered %v; want Track's panic", p)
@@ -278,7 +301,7 @@ func startGroup(t *testing.T) *exec.Cmd {
 // or another process under the same pid.
 func TestReapGroup(t *testing.T) {
 	cmd := startGroup(t)
-	g := procGroupOf(cmd.Process.Pid)
+	g := procGroupOf(cmd.Process.Pid, 0, false) // the leader's start read from /proc
 	for _, tc := range []struct {
 		name string
 		g    engine.ProcGroup
@@ -286,6 +309,10 @@ func TestReapGroup(t *testing.T) {
 		{"other boot", engine.ProcGroup{PGID: g.PGID, Start: g.Start, Boot: "another-boot"}},
 		{"reused pid", engine.ProcGroup{PGID: g.PGID, Start: g.Start - 1, Boot: g.Boot}},
 		{"leader older than its members", engine.ProcGroup{PGID: g.PGID, Start: g.Start + 1000, Boot: g.Boot}},
+		{"reused pid, window before", engine.ProcGroup{PGID: g.PGID, Start: g.Start - 5, StartEnd: g.Start - 1, Boot: g.Boot}},
+		{"window after the leader", engine.ProcGroup{PGID: g.PGID, Start: g.Start + 1, StartEnd: g.Start + 5, Boot: g.Boot}},
+		{"window upside down", engine.ProcGroup{PGID: g.PGID, Start: g.Start + 1, StartEnd: g.Start - 1, Boot: g.Boot}},
+		{"other boot, window", engine.ProcGroup{PGID: g.PGID, Start: g.Start - 1, StartEnd: g.Start + 1, Boot: "another-boot"}},
 	} {
 		killed, err := ReapGroup(tc.g)
 		if err != nil || len(killed) != 0 || processGone(cmd.Process.Pid) {
@@ -346,5 +373,41 @@ func TestReadStatWhole(t *testing.T) {
 	whole, err := readProcFile(fmt.Sprintf("/proc/%d/stat", pid), small[:0])
 	if err != nil || string(whole[:len(whole)-1]) == "" || whole[len(whole)-1] != '\n' {
 		t.Errorf("readProcFile with a small buffer = %q, %v; want the whole line", whole, err)
+	}
+}
+
+// TestBootTickWindow: the clock read before and after a fork bounds the
+// child's start time as /proc/PID/stat gives it (the unit, USER_HZ, is
+// the one bootTick assumes), and a group so recorded is reaped as one
+// recorded with the /proc read.
+func TestBootTickWindow(t *testing.T) {
+	if _, ok := bootTick(); !ok {
+		t.Skip("no CLOCK_BOOTTIME")
+	}
+	for i := 0; i < 20; i++ {
+		before, ok := bootTick()
+		cmd := exec.Command("sleep", "100")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		g := procGroupOf(cmd.Process.Pid, before, ok)
+		st, err := readStat(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.StartEnd == 0 || !leaderStart(g, st.start) {
+			t.Errorf("leader %d started at tick %d (/proc); recorded window [%d, %d]", cmd.Process.Pid, st.start, g.Start, g.StartEnd)
+		}
+		if i%2 == 1 {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			continue
+		}
+		killed, err := ReapGroup(g)
+		if err != nil || len(killed) != 1 || killed[0] != strconv.Itoa(cmd.Process.Pid)+" (sleep)" {
+			t.Errorf("ReapGroup(%+v) = %v, %v; want the leader killed", g, killed, err)
+		}
+		_ = cmd.Wait()
 	}
 }

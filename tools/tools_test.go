@@ -226,7 +226,7 @@ func TestRunCommand(t *testing.T) {
 	// The command's process group goes to the run's record, and nothing
 	// it left in the background outlives it.
 	var tracked []engine.ProcGroup
-	env.TrackProcess = func(g engine.ProcGroup) { tracked = append(tracked, g) }
+	env.TrackProcess = func(g engine.ProcGroup) func() { tracked = append(tracked, g); return nil }
 	got = mustCall(t, env, "run_command", `{"argv":["sh","-c","echo $$; sleep 100 >/dev/null 2>&1 & echo $!"]}`)
 	var pgid, bg int
 	if _, err := fmt.Sscanf(got[strings.Index(got, "stdout:\n")+len("stdout:\n"):], "%d\n%d", &pgid, &bg); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/handlers"
+	"github.com/hookd/hookd/internal/procjournal"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/store/postgres"
 	"github.com/hookd/hookd/triggers"
@@ -70,6 +71,12 @@ func socketPath(db string) string {
 	return strings.TrimSuffix(db, filepath.Ext(db)) + ".sock"
 }
 
+// procJournalSuffix names the process journal after the database
+// (.hookd/hookd.db -> .hookd/hookd.db.procs), beside its lock: the file
+// where the lock's holder records the process groups of its running
+// steps (internal/procjournal), for both stores.
+const procJournalSuffix = ".procs"
+
 // loadHooks loads the hooks directory, reporting bad files on stderr.
 func (c *cli) loadHooks(d *config.Daemon) ([]*engine.Hook, []error, error) {
 	hooks, _, errs, err := c.loadAll(d)
@@ -96,6 +103,7 @@ type local struct {
 	model *model        // the LLM client and MCP servers hookd started with
 	llm   *swapLLM      // the engine's client: model, or what a reloaded hookd.yaml replaced it with
 	lock  daemonLock
+	procs *procjournal.Journal // the process groups of running steps, for a restart after a crash
 
 	member *postgres.Member // this node of the cluster, with database: on PostgreSQL (hookd serve); else nil
 }
@@ -186,6 +194,11 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		return nil, err
 	}
 	l := &local{st: st, db: sqlite, lock: lock, feed: newEventFeed()}
+	// The lock's holder alone opens the process journal, as the database.
+	if l.procs, err = procjournal.Open(d.DB + procJournalSuffix); err != nil {
+		l.close()
+		return nil, err
+	}
 	var cluster engine.Cluster
 	if pg, ok := st.(*postgres.DB); ok && node != "" {
 		l.member = pg.Member(node, d.NodeMaxConcurrent(), d.Node.HeartbeatTimeout)
@@ -223,6 +236,7 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		Credentials:    credentialEnv(d),
 		Store:          newFeedStore(l.st, l.feed),
 		Reap:           steps.ReapGroup,
+		Procs:          l.procs,
 		Events:         triggers.NewEventIndex(),
 		Prompt:         promptRenderer(d),
 		Logger:         log,
@@ -265,6 +279,9 @@ func (l *local) close() {
 		l.llm.close()
 	} else {
 		l.model.close()
+	}
+	if l.procs != nil {
+		l.procs.Close()
 	}
 	if l.st != nil {
 		l.st.Close()

@@ -50,11 +50,12 @@ func newModel(d *config.Daemon, log *slog.Logger) *model {
 // protectedPaths lists hookd's own paths, which no tool may write or
 // read: the settings file whether or not one was read (a model must not
 // create one), the file read if it has another name, the token file, the
-// state directory (the database, its lock and socket: with db: hookd.db
-// that is the directory of hookd.yaml) and the database's own files,
-// named so that they stay protected from reading when the state
-// directory is also a hook's workdir (tools/protect.go decides). The
-// hooks directory is passed on its own.
+// state directory (the database, its lock, process journal and socket:
+// with db: hookd.db that is the directory of hookd.yaml) and the
+// database's own files and the journal, named so that they stay
+// protected from reading when the state directory is also a hook's
+// workdir (tools/protect.go decides). The hooks directory is passed on
+// its own.
 func protectedPaths(d *config.Daemon) []string {
 	var out []string
 	for _, p := range []string{d.SettingsPath, d.File, d.TokenFile, filepath.Dir(d.DB)} {
@@ -64,7 +65,7 @@ func protectedPaths(d *config.Daemon) []string {
 	}
 	if d.DB != "" {
 		db := absPath(d.DB)
-		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock"} {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock", procJournalSuffix} {
 			out = append(out, db+suffix)
 		}
 	}

@@ -105,7 +105,7 @@ func TestProtectedPaths(t *testing.T) {
 	got := protectedPaths(d)
 	db := filepath.Join(dir, ".hookd", "hookd.db")
 	want := []string{filepath.Join(dir, "hookd.yaml"), filepath.Join(dir, "secrets", "token"), filepath.Join(dir, ".hookd"),
-		db, db + "-wal", db + "-shm", db + "-journal", db + ".lock"}
+		db, db + "-wal", db + "-shm", db + "-journal", db + ".lock", db + ".procs"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("protected:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
