@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -133,16 +134,18 @@ type Engine struct {
 	msgs  chan func(*state)
 	hooks []*Hook
 
-	startOnce sync.Once
-	stopOnce  sync.Once
-	stopping  chan struct{} // closed when shutdown begins: no new triggers
-	haltOnce  sync.Once
-	failed    chan error // Guard's error, once
-	loopDone  chan struct{}
-	cancel    context.CancelFunc
-	runs      sync.WaitGroup // run goroutines
-	runCtx    context.Context
-	runCancel context.CancelCauseFunc
+	startOnce   sync.Once
+	stopOnce    sync.Once
+	stopping    chan struct{} // closed when shutdown begins: no new triggers
+	haltOnce    sync.Once
+	failed      chan error // Guard's error, once
+	loopDone    chan struct{}
+	cancel      context.CancelFunc
+	runs        sync.WaitGroup // runs executing
+	jobs        chan runJob    // runs handed to a waiting run goroutine (runworker.go)
+	idleWorkers atomic.Int32   // run goroutines waiting on jobs
+	runCtx      context.Context
+	runCancel   context.CancelCauseFunc
 
 	eventLog     chan *Event // engine events on their way to the store
 	eventLogDone chan struct{}
@@ -188,6 +191,7 @@ func New(cfg Config, hooks []*Hook) (*Engine, error) {
 		failed:   make(chan error, 1),
 		loopDone: make(chan struct{}),
 		subs:     map[int]func(*Event){},
+		jobs:     make(chan runJob),
 
 		eventLog:     make(chan *Event, 4096),
 		eventLogDone: make(chan struct{}),

@@ -863,7 +863,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 		return act, &snap
 	}
 	s.e.runs.Add(1)
-	go s.e.execute(ctx, ent, ent.hook, act)
+	s.e.goExecute(runJob{ctx, ent, ent.hook, act})
 	return act, &snap
 }
 
