@@ -447,6 +447,7 @@ func (e *Engine) executeClaimed(ctx context.Context, act *active) {
 	h := (*e.defs.Load())[run.Hook]
 	if h != nil && (run.HookVersion == "" || h.Source.Version == run.HookVersion) {
 		e.perform(ctx, h, act, cl.FinishOn)
+		e.flush(&act.out)
 	} else {
 		run.Status, run.Cause = StatusFailed, CauseInternal
 		run.Error = fmt.Sprintf("hook %s is not loaded on node %s (its hooks.d differs from the scheduler's)", run.Hook, cl.Node())

@@ -46,8 +46,14 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active) 
 	ev.Outcome.Intermediate = retry != nil && h.Retry.Notify != RetryNotifyEach
 	// One message: the run leaves the in-flight set before its outcome is
 	// dispatched, so a hook reacting to its own outcome is not refused as
-	// in flight.
+	// in flight. The events the run still held (its last step's end) go
+	// first, dispatched while it is in flight, as if sent before.
+	held := act.out.take()
 	e.send(func(s *state) {
+		if len(held) > 0 {
+			s.events = append(s.events, held...)
+			s.flushEvents()
+		}
 		s.finished(ent, act, retry)
 		s.events = append(s.events, ev)
 	})
@@ -91,11 +97,12 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 		started.Data["lateness_ms"] = float64(late.Microseconds()) / 1000
 		started.Outcome.Lateness, started.Outcome.Scheduled = late, true
 	}
-	e.publish(started)
+	e.hold(&act.out, started) // sent with the first step's start (outbox.go)
 
 	rctx, cancel := e.runContext(ctx, h)
 	red := e.redactor(h)
 	if lc := e.cfg.Lifecycle; lc.Active(PointRunBefore) {
+		e.flush(&act.out)
 		if o := lc.Call(rctx, PointRunBefore, &Payload{Hook: h, RunID: run.ID, Run: run}); o.Cancelled {
 			run.Status, run.Cause, run.Reason = StatusCancelled, CauseHandler, "run:before: "+o.String()
 			log.Info("run cancelled by a lifecycle handler", "handler", o.By, "reason", red.String(o.Reason))
@@ -103,13 +110,16 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 	}
 	var model string
 	if run.Status != StatusCancelled {
-		model = e.pipeline(rctx, h, run, run.PrevStart, red)
+		model = e.pipeline(rctx, h, run, run.PrevStart, red, &act.out)
 	}
 	cancel()
 
 	red.Run(run)
 	run.FinishedAt = e.cfg.Clock.Now()
 	retry := e.planRetry(bg, h, run, run.FinishedAt)
+	if e.cfg.Lifecycle.Active(PointRecordBefore) {
+		e.flush(&act.out)
+	}
 	e.beforeRecord(bg, h, run)
 	if err := finish(bg, run); err != nil {
 		log.Error("store run result", "err", err)
@@ -117,6 +127,7 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 	act.usage = usageOf(run, model)
 	e.recordUsage(bg, act.usage)
 	if lc := e.cfg.Lifecycle; lc.Active(PointRunAfter) {
+		e.flush(&act.out)
 		cp := *run
 		lc.Call(bg, PointRunAfter, &Payload{Hook: h, RunID: run.ID, Run: &cp})
 	}
@@ -148,8 +159,8 @@ func (e *Engine) startRecord(ctx context.Context, act *active) error {
 // pipeline executes the steps, the short-circuits and the model stage,
 // leaving the outcome in run. It returns the model the stage called ("":
 // none was called).
-func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor) (model string) {
-	environ, toModel := e.prepare(ctx, h, run, prevStart, red, false)
+func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, out *outbox) (model string) {
+	environ, toModel := e.prepare(ctx, h, run, prevStart, red, out)
 	if !toModel {
 		return ""
 	}
@@ -160,6 +171,7 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 		return ""
 	}
 	req := &LLMRequest{Hook: h, Run: run, System: red.String(h.System), Env: e.toolEnv(h, run, environ, red)}
+	e.flush(out)
 	if err := e.cfg.LLM.Complete(ctx, req); err != nil {
 		if stopped(ctx, run) {
 			return req.Model
@@ -185,8 +197,10 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 // environment and whether the model is to be called; when not, the
 // outcome is in run. A preview (Engine.Preview) publishes no events from
 // steps and renders the prompt even when a short-circuit or skip_llm
-// decided the run.
-func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, preview bool) (environ []string, toModel bool) {
+// decided the run. out holds the progress events of a run (outbox.go);
+// a preview (nil) publishes none.
+func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, out *outbox) (environ []string, toModel bool) {
+	preview := out == nil
 	scope := &Scope{
 		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
 		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
@@ -233,7 +247,8 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 			}
 		}
 		if !preview {
-			e.stepStarted(run, def, e.cfg.Clock.Now())
+			e.stepStarted(out, run, def, e.cfg.Clock.Now())
+			e.flush(out) // the step (and its handlers) may take a while
 		}
 		res := e.lifecycleStep(ctx, h, run, def, &StepEnv{
 			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: environ, Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
@@ -248,7 +263,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		}
 		why, fails := stepFailure(h, def, res)
 		if !preview {
-			e.stepFinished(run, def, res, fails)
+			e.stepFinished(out, run, def, res, fails)
 		}
 		if fails {
 			if stopped(ctx, run) {
@@ -288,6 +303,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		return environ, false
 	}
 	if lc := e.cfg.Lifecycle; lc.Active(PointPromptRenderAfter) {
+		e.flush(out)
 		o := lc.Call(ctx, PointPromptRenderAfter, &Payload{Hook: h, RunID: run.ID, Prompt: prompt})
 		if o.Cancelled {
 			run.Prompt = red.String(prompt)

@@ -205,19 +205,19 @@ func (p *RunProgress) clone() RunProgress {
 	return cp
 }
 
-// stepEvent publishes a step's progress event.
-func (e *Engine) stepEvent(typ string, run *Run, p StepProgress) {
+// stepEvent holds a step's progress event in its run's outbox.
+func (e *Engine) stepEvent(out *outbox, typ string, run *Run, p StepProgress) {
 	ev := &Event{ID: NewID(), Type: typ, Data: p.data(run), Source: "engine", Depth: run.Depth + 1, Step: &p}
-	e.publish(ev)
+	e.hold(out, ev)
 }
 
-// stepStarted and stepFinished publish a step's progress events; a
-// preview publishes none.
-func (e *Engine) stepStarted(run *Run, def *StepDef, start time.Time) {
-	e.stepEvent(EventStepStarted, run, StepProgress{Index: def.Index, Name: def.Name, Kind: def.Type, Started: start})
+// stepStarted and stepFinished hold a step's progress events in its run's
+// outbox; a preview publishes none.
+func (e *Engine) stepStarted(out *outbox, run *Run, def *StepDef, start time.Time) {
+	e.stepEvent(out, EventStepStarted, run, StepProgress{Index: def.Index, Name: def.Name, Kind: def.Type, Started: start})
 }
 
-func (e *Engine) stepFinished(run *Run, def *StepDef, res *StepResult, failsRun bool) {
+func (e *Engine) stepFinished(out *outbox, run *Run, def *StepDef, res *StepResult, failsRun bool) {
 	p := StepProgress{
 		Index: def.Index, Name: def.Name, Kind: def.Type, Started: res.Started, Duration: res.Duration,
 		Outcome: OutcomeOfStep(res), Error: res.Error, FailsRun: failsRun,
@@ -229,7 +229,7 @@ func (e *Engine) stepFinished(run *Run, def *StepDef, res *StepResult, failsRun 
 	if p.Outcome == StepHTTP {
 		p.StatusCode = res.StatusCode
 	}
-	e.stepEvent(EventStepFinished, run, p)
+	e.stepEvent(out, EventStepFinished, run, p)
 }
 
 // Progress returns what the run in flight with this id has done so far,

@@ -90,6 +90,7 @@ type active struct {
 	wasQueued bool         // the run has a queued record already
 	usage     *Usage       // what its model stage spent, set before the loop hears it finished
 	progress  *RunProgress // what it has done so far, from its progress events
+	out       outbox       // events its goroutine holds for its next message (outbox.go)
 
 	// markSeq is the stored event this run's start marks dispatched in
 	// the same transaction (0: none); marked says, once started is
