@@ -367,9 +367,9 @@ func (d *DB) RecoverInterrupted(ctx context.Context, now time.Time) ([]*engine.R
 		for _, r := range runs {
 			r.Procs = procs[r.ID]
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE hook_state SET last_status = ? WHERE last_status = ?`,
-			string(engine.StatusInterrupted), string(engine.StatusRunning))
-		return err
+		// hook_state is not written: the hooks' last statuses are read
+		// from their runs (sqlHookStates), which are now interrupted.
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recover interrupted runs: %w", err)

@@ -122,3 +122,46 @@ func TestHookStateOfAGoneRun(t *testing.T) {
 		t.Errorf("hook state\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// TestRecoverInterruptedWritesOnlyRuns: recovery marks the runs left
+// running interrupted and writes nothing in hook_state (whose stored
+// status every started hook has as "running" since a run's end stopped
+// writing it: an update there would rewrite every hook's row at each
+// start-up); the hooks' last statuses follow their runs.
+func TestRecoverInterruptedWritesOnlyRuns(t *testing.T) {
+	ctx := context.Background()
+	log := observeTables(t)
+	d, _ := openTest(t)
+	mustRun(t, d.StartRun(ctx, &engine.Run{ID: "a1", Hook: "a", StartedAt: t0}))
+	done := &engine.Run{ID: "c1", Hook: "c", StartedAt: t0}
+	mustRun(t, d.StartRun(ctx, done))
+	done.Status, done.FinishedAt = engine.StatusCompleted, t0.Add(1e9)
+	mustRun(t, d.FinishRun(ctx, done))
+	n := log.count()
+
+	runs, err := d.RecoverInterrupted(ctx, t0.Add(2e9))
+	mustRun(t, err)
+	if len(runs) != 1 || runs[0].ID != "a1" {
+		t.Fatalf("RecoverInterrupted = %v, want [a1]", runs)
+	}
+	// The commits since: recovery's, and any of the background indexer,
+	// which writes only its own tables.
+	wroteRuns := false
+	for _, c := range log.since(n) {
+		if slices.Contains(c, "hook_state") {
+			t.Errorf("a commit of the recovery wrote hook_state: %v", c)
+		}
+		wroteRuns = wroteRuns || slices.Contains(c, "runs")
+	}
+	if !wroteRuns {
+		t.Error("no commit the update hook saw wrote runs")
+	}
+	states, err := d.HookStates(ctx)
+	mustRun(t, err)
+	if st := states["a"].LastStatus; st != engine.StatusInterrupted {
+		t.Errorf("hook a's last status %q, want interrupted", st)
+	}
+	if st := states["c"].LastStatus; st != engine.StatusCompleted {
+		t.Errorf("hook c's last status %q, want completed", st)
+	}
+}
