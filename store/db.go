@@ -189,6 +189,7 @@ func (d *DB) Close() error {
 			d.stmtInsertRun, d.stmtUpsertRun, d.stmtFinishRun, d.stmtSlotOwner,
 			d.stmtClaimSlot, d.stmtBumpSlot, d.stmtStartState,
 			d.stmtEventSeq, d.stmtMarkEvt, d.stmtAddProc, d.stmtGetRun,
+			d.gc.savepoint, d.gc.release, d.gc.rollbackTo,
 		} {
 			if s != nil {
 				errs = append(errs, s.Close())
@@ -240,6 +241,9 @@ func (d *DB) prepare() error {
 		{d.w, &d.stmtAddProc, `UPDATE runs SET procs = json_insert(coalesce(procs, '[]'), '$[#]', json(?))
 			WHERE id = ?`},
 		{d.r, &d.stmtGetRun, `SELECT ` + runCols + `, seq FROM runs WHERE id = ?`},
+		{d.w, &d.gc.savepoint, `SAVEPOINT w`},
+		{d.w, &d.gc.release, `RELEASE w`},
+		{d.w, &d.gc.rollbackTo, `ROLLBACK TO w`},
 	}
 	for i, n := range eventChunks {
 		stmts = append(stmts, prep{d.w, &d.stmtInsertEvts[i], sqlInsertEvents(n)})

@@ -89,6 +89,10 @@ type committer struct {
 	delay time.Duration // LaterDelay when zero
 
 	commits, writes atomic.Int64 // WriteStats
+
+	// The savepoint statements of a shared transaction, prepared once
+	// (db.go): an Exec of their text would compile it again each time.
+	savepoint, release, rollbackTo *sql.Stmt
 }
 
 // WriteStats counts the transactions the store's frequent writes were
@@ -413,14 +417,16 @@ func (d *DB) commitGroup(batch []*writeReq) {
 		r.done <- tx.Commit()
 		return
 	}
+	c := &d.gc
+	savepoint, release := tx.StmtContext(bg, c.savepoint), tx.StmtContext(bg, c.release)
 	for i, r := range live {
-		if _, err := tx.ExecContext(bg, "SAVEPOINT w"); err != nil {
+		if _, err := savepoint.ExecContext(bg); err != nil {
 			_ = tx.Rollback()
 			answer(fmt.Errorf("begin savepoint: %w", err))
 			return
 		}
 		if errs[i] = r.fn(context.WithoutCancel(r.ctx), tx); errs[i] != nil {
-			if _, err := tx.ExecContext(bg, "ROLLBACK TO w; RELEASE w"); err != nil {
+			if err := undoPiece(bg, tx, c.rollbackTo, release); err != nil {
 				// The transaction is gone (SQLite rolls back the whole
 				// transaction on some errors): nothing in it is stored.
 				_ = tx.Rollback()
@@ -429,7 +435,7 @@ func (d *DB) commitGroup(batch []*writeReq) {
 			}
 			continue
 		}
-		if _, err := tx.ExecContext(bg, "RELEASE w"); err != nil {
+		if _, err := release.ExecContext(bg); err != nil {
 			_ = tx.Rollback()
 			answer(fmt.Errorf("release savepoint: %w", err))
 			return
@@ -440,4 +446,14 @@ func (d *DB) commitGroup(batch []*writeReq) {
 		return
 	}
 	answer(nil)
+}
+
+// undoPiece undoes, in tx, the work done since the savepoint and ends
+// the savepoint.
+func undoPiece(ctx context.Context, tx *sql.Tx, rollbackTo, release *sql.Stmt) error {
+	if _, err := tx.StmtContext(ctx, rollbackTo).ExecContext(ctx); err != nil {
+		return err
+	}
+	_, err := release.ExecContext(ctx)
+	return err
 }
