@@ -236,12 +236,19 @@ func (p *runPath) run(tb testing.TB, i int) {
 		}
 		done = make(chan error, 1)
 		go func() { done <- p.d.writeLater(ctx, write) }()
+	queued:
 		for { // wait until they are queued, as the engine's are by then
 			p.d.gc.mu.Lock()
 			n := len(p.d.gc.later)
 			p.d.gc.mu.Unlock()
 			if n > 0 {
 				break
+			}
+			select {
+			case err := <-done: // a busy machine let LaterDelay pass: committed already
+				done <- err
+				break queued
+			default:
 			}
 			runtime.Gosched()
 		}
