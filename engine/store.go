@@ -86,6 +86,8 @@ type EventLogStore interface {
 // ProcStore is a Store that keeps the process groups a running run's
 // steps start, so that RecoverInterrupted returns them with the run and a
 // hookd started after a crash can kill what the dead one left running.
+// An engine with a ProcJournal records them there instead (no commit);
+// what a store holds is still returned and reaped.
 type ProcStore interface {
 	// AddRunProc appends a process group to the record of run id.
 	AddRunProc(ctx context.Context, id string, g ProcGroup) error

@@ -16,7 +16,10 @@ var _ engine.ProcStore = (*DB)(nil)
 // hookd started after a crash finds what the dead one left running.
 const sqlRunProcs = `ALTER TABLE runs ADD COLUMN procs TEXT;`
 
-// AddRunProc appends a process group to the record of run id.
+// AddRunProc appends a process group to the record of run id. The daemon
+// records groups in its process journal instead (engine.ProcJournal); the
+// column stays, read by RecoverInterrupted after a crash of a hookd that
+// wrote it, and this for an engine without a journal.
 func (d *DB) AddRunProc(ctx context.Context, id string, g engine.ProcGroup) error {
 	b, err := json.Marshal(g)
 	if err != nil {

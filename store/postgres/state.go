@@ -46,7 +46,10 @@ func (d *DB) SetPaused(ctx context.Context, hook string, paused bool) error {
 	return nil
 }
 
-// AddRunProc appends a process group to the record of run id.
+// AddRunProc appends a process group to the record of run id. The daemon
+// records groups in its process journal instead (engine.ProcJournal); the
+// column stays, read by RecoverInterrupted after a crash of a hookd
+// that wrote it, and this for an engine without a journal.
 func (d *DB) AddRunProc(ctx context.Context, id string, g engine.ProcGroup) error {
 	b, err := json.Marshal(g)
 	if err != nil {
