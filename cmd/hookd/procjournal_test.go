@@ -307,3 +307,34 @@ func TestHostileModelCannotWriteJournal(t *testing.T) {
 		t.Fatalf("hookd serve after SIGTERM: exit %d; log:\n%s", code, d.log)
 	}
 }
+
+// TestJournalModelTool: a command the model's run_command tool runs is in
+// the journal as step -1 while it runs, and gone once it ended.
+func TestJournalModelTool(t *testing.T) {
+	model := llmtest.New(llmtest.Calls(llmtest.ToolCall{ID: "c", Name: "run_command",
+		Args: `{"argv":["sh","-c","echo $$ > tool.pid; until [ -e release ]; do sleep 0.05; done"]}`}), llmtest.Answer("done"))
+	defer model.Close()
+	e := newEnv(t, "", map[string]string{
+		"agent.yaml": "llm: {model: m, base_url: " + model.BaseURL() + "}\nprompt: run it\ntools: [run_command]\n",
+	})
+	d := e.serve()
+	id := runID(t, e.must(0, "fire", "agent"))
+	var es []procjournal.Entry
+	waitFor(t, "the tool's command in the journal", func() bool {
+		var err error
+		es, err = procjournal.Entries(journalPath(e))
+		return err == nil && len(es) == 1 && pidIn(e, "tool.pid") > 0
+	}, func() string { return fmt.Sprintf("entries %+v\n%s", es, d.log) })
+	if es[0].Run != id || es[0].Group.Step != -1 || es[0].Group.PGID != pidIn(e, "tool.pid") {
+		t.Errorf("journal %+v; want run %s, step -1, group %d", es, id, pidIn(e, "tool.pid"))
+	}
+	e.write("release", "")
+	e.waitRun(id, engine.StatusCompleted)
+	if es, err := procjournal.Entries(journalPath(e)); err != nil || len(es) != 0 {
+		t.Errorf("the run done: journal holds %+v (%v)", es, err)
+	}
+	d.signal(syscall.SIGTERM)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("hookd serve after SIGTERM: exit %d; log:\n%s", code, d.log)
+	}
+}
