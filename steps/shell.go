@@ -203,8 +203,11 @@ func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 	if base == nil {
 		base = engine.ChildEnv(os.Environ(), nil, nil)
 	}
-	c.Env = make([]string, 0, len(base)+len(s.env)+8)
-	c.Env = append(c.Env, base...)
+	c.Env = base // shared with the run's other steps: Command does not change it
+	if len(s.env) > 0 || s.script != nil && len(s.script.paths) > 0 {
+		c.Env = make([]string, 0, len(base)+len(s.env)+8)
+		c.Env = append(c.Env, base...)
+	}
 	for _, e := range s.env {
 		v, err := engine.Expand(e.tmpl, scope, nil)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -416,4 +417,30 @@ func BenchmarkShellOverhead(b *testing.B) {
 	b.ReportMetric(float64(step.Nanoseconds())/float64(n), "step-ns/op")
 	b.ReportMetric(float64(bare.Nanoseconds())/float64(n), "bare-ns/op")
 	b.ReportMetric(float64(step)/float64(bare), "ratio")
+}
+
+// TestShellSharesNoEnvironmentChange: steps of a run share its
+// environment: a step's env: and placeholder variables reach its own
+// command only, never the run's slice nor a later step, whether or not
+// the step adds any (one that adds none runs with the run's slice as it
+// is).
+func TestShellSharesNoEnvironmentChange(t *testing.T) {
+	env := stepEnv(t, map[string]any{"who": "you"})
+	env.Env = append(make([]string, 0, len(env.Env)+16), env.Env...) // room to append in place
+	run := slices.Clone(env.Env)
+	steps := []struct{ src, want string }{
+		{"command: 'printf %s \"${GREETING-none}\"'\nenv: {GREETING: 'hi {{event.who}}'}", "hi you"},
+		{"command: 'printf %s {{event.who}}'", "you"},
+		{"command: 'printf %s \"${GREETING-none}\"; env | grep -c HOOKD_P || true'", "none0\n"},
+		{"command: [sh, -c, 'printf %s \"${GREETING-none}\"']", "none"},
+	}
+	for i, st := range steps {
+		res, err := mustShellStep(t, st.src, 0).Run(context.Background(), env)
+		if err != nil || res.Output != st.want {
+			t.Fatalf("step %d: output %q, %v; want %q", i, res.Output, err, st.want)
+		}
+		if !slices.Equal(env.Env, run) || !slices.Equal(env.Env[:cap(env.Env)][len(run):], make([]string, cap(env.Env)-len(run))) {
+			t.Fatalf("step %d changed the run's environment", i)
+		}
+	}
 }
