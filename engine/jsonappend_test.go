@@ -155,6 +155,7 @@ func TestStepResultMarshalJSONMatchesReflect(t *testing.T) {
 			ExitCode: new(0), Fields: map[string]any{"stdout": "out\n", "stderr": "", "command": "true", "killed_pids": []int{4, 5}}},
 		{Index: 1, Type: "http", StatusCode: 503, Error: "<bad> & \"worse\"", Fields: map[string]any{}},
 		{Type: "jsontest_kind", Skipped: true, Started: time.Time{}},                                 // declares duration_ms and truncated
+		{Type: "jsontest_declared", ExitCode: new(0), Duration: 2 * time.Millisecond},                // a DeclaredKind: timed_out, duration_ms
 		{Type: "shell", ExitCode: new(3), Fields: map[string]any{"exit_code": "shadowed", "z": 1.0}}, // the typed field wins
 		{Type: "shell", Fields: map[string]any{"exit_code": "kept", "count": nil}},                   // no typed one to win
 		{Type: "x", Count: new(7), TimedOut: true, Truncated: true, Output: "\xff\u2029"},
@@ -209,3 +210,39 @@ func init() { RegisterStep("jsontest_kind", jsonTestKind{}) }
 
 func (jsonTestKind) New(*StepDef, Decoder) (Step, error) { return nil, nil }
 func (jsonTestKind) ResultFields() []string              { return []string{"duration_ms", "truncated"} }
+
+func init() {
+	RegisterStep("jsontest_declared", DeclaredKind{Build: func(*StepDef, Decoder) (Step, error) { return nil, nil },
+		Fields: []string{"stdout", "timed_out", "duration_ms"}})
+}
+
+// TestMarshalStepsDeclaredFields: a result holds the typed fields its kind
+// declares, false and zero included, whether the kind is a DeclaredKind
+// or says so by ResultFields; and a DeclaredKind's result is encoded with
+// no allocation but the bytes'.
+func TestMarshalStepsDeclaredFields(t *testing.T) {
+	started := time.Unix(1e9, 0).UTC()
+	for _, tt := range []struct {
+		r    *StepResult
+		want string
+	}{
+		{&StepResult{Type: "jsontest_declared", ExitCode: new(0), Duration: 2 * time.Millisecond, Started: started},
+			`{"index":0,"type":"jsontest_declared","output":"","fields":{"duration_ms":2,"exit_code":0,"timed_out":false},"started":"2001-09-09T01:46:40Z","duration_ns":2000000}`},
+		{&StepResult{Type: "jsontest_kind", Duration: 3 * time.Millisecond, Started: started},
+			`{"index":0,"type":"jsontest_kind","output":"","fields":{"duration_ms":3,"truncated":false},"started":"2001-09-09T01:46:40Z","duration_ns":3000000}`},
+		{&StepResult{Type: "jsontest_unknown", Duration: 3 * time.Millisecond, Started: started},
+			`{"index":0,"type":"jsontest_unknown","output":"","started":"2001-09-09T01:46:40Z","duration_ns":3000000}`},
+	} {
+		got, err := MarshalSteps([]*StepResult{tt.r})
+		if err != nil || string(got) != "["+tt.want+"]" {
+			t.Errorf("MarshalSteps(%s): %s, %v\nwant [%s]", tt.r.Type, got, err, tt.want)
+		}
+		if v, ok := tt.r.Field("duration_ms"); ok != (tt.r.Type != "jsontest_unknown") || ok && v != tt.r.Duration.Milliseconds() {
+			t.Errorf("Field(duration_ms) of %s = %v, %v", tt.r.Type, v, ok)
+		}
+	}
+	r := []*StepResult{{Type: "jsontest_declared", ExitCode: new(0), Fields: map[string]any{"stdout": "x"}}}
+	if n := testing.AllocsPerRun(100, func() { _, _ = MarshalSteps(r) }); n > 1 {
+		t.Errorf("MarshalSteps of a DeclaredKind's result made %v allocations, want 1 (its bytes)", n)
+	}
+}

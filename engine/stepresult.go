@@ -38,6 +38,17 @@ func (r *StepResult) Field(name string) (any, bool) {
 // that declares nothing).
 func (r *StepResult) typed(name string) (any, bool) {
 	switch name {
+	case "exit_code", "count":
+		return r.typedOf(name, nil) // the kind does not matter
+	}
+	k, _ := LookupStep(r.Type)
+	return r.typedOf(name, k)
+}
+
+// typedOf is typed for a result of kind k (nil when unknown), which a
+// caller asking for every typed field looks up once.
+func (r *StepResult) typedOf(name string, k StepKind) (any, bool) {
+	switch name {
 	case "exit_code":
 		if r.ExitCode != nil {
 			return *r.ExitCode, true
@@ -47,25 +58,28 @@ func (r *StepResult) typed(name string) (any, bool) {
 			return *r.Count, true
 		}
 	case "status_code":
-		return r.StatusCode, r.StatusCode != 0 || r.declares(name)
+		return r.StatusCode, r.StatusCode != 0 || declares(k, name)
 	case "timed_out":
-		return r.TimedOut, r.TimedOut || r.declares(name)
+		return r.TimedOut, r.TimedOut || declares(k, name)
 	case "truncated":
-		return r.Truncated, r.Truncated || r.declares(name)
+		return r.Truncated, r.Truncated || declares(k, name)
 	case "duration_ms":
-		return r.Duration.Milliseconds(), r.declares(name)
+		return r.Duration.Milliseconds(), declares(k, name)
 	}
 	return nil, false
 }
 
-// declares reports whether the result's kind declares the field.
-func (r *StepResult) declares(name string) bool {
-	k, ok := LookupStep(r.Type)
-	if !ok {
-		return false
+// declares reports whether kind k declares the field. A DeclaredKind is
+// asked without the copy its ResultFields makes: every run's record asks
+// four times a step.
+func declares(k StepKind, name string) bool {
+	switch d := k.(type) {
+	case DeclaredKind:
+		return slices.Contains(d.Fields, name) || slices.Contains(CommonFields, name)
+	case FieldDeclarer:
+		return slices.Contains(d.ResultFields(), name)
 	}
-	d, ok := k.(FieldDeclarer)
-	return ok && slices.Contains(d.ResultFields(), name)
+	return false
 }
 
 // stepJSON is the JSON form of a StepResult.
@@ -150,8 +164,9 @@ func (r *StepResult) appendJSON(b []byte) ([]byte, error) {
 		v    any
 	}
 	nt := 0
+	kind, _ := LookupStep(r.Type)
 	for _, name := range typedFields {
-		if v, ok := r.typed(name); ok {
+		if v, ok := r.typedOf(name, kind); ok {
 			typed[nt].name, typed[nt].v = name, v
 			nt++
 		}
@@ -213,8 +228,9 @@ func (r *StepResult) appendJSON(b []byte) ([]byte, error) {
 // hand-written one is tested against, and what answers its errors.
 func (r *StepResult) marshalJSONReflect() ([]byte, error) {
 	fields := maps.Clone(r.Fields)
+	kind, _ := LookupStep(r.Type)
 	for _, name := range typedFields {
-		if v, ok := r.typed(name); ok {
+		if v, ok := r.typedOf(name, kind); ok {
 			if fields == nil {
 				fields = map[string]any{}
 			}
