@@ -253,7 +253,10 @@ func (s *state) takeover(ctx context.Context) error {
 	}
 	s.due = s.due[:0]
 	s.queue, s.running, s.reruns, s.retries = nil, 0, nil, nil
-	s.live, s.remote, s.retired = map[string]*entry{}, map[string]*active{}, map[string]*entry{}
+	s.e.waitMu.Lock()
+	s.live = map[string]*entry{}
+	s.e.waitMu.Unlock()
+	s.remote, s.retired = map[string]*active{}, map[string]*entry{}
 	s.marking = marking{}
 	for name, ent := range s.hooks {
 		*ent = *newEntry(ent.hook, saved[name])
@@ -277,7 +280,7 @@ func (s *state) takeover(ctx context.Context) error {
 			ent.active = act
 		}
 		s.running++
-		s.live[r.ID] = ent
+		s.setLive(r.ID, ent)
 		s.remote[r.ID] = act
 	}
 	s.requeue(waiting, now)

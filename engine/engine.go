@@ -154,6 +154,11 @@ type Engine struct {
 	subs  map[int]func(*Event)
 	subN  int
 
+	// st is the loop's state, set before the loop starts. Only its live
+	// runs and their waiters are read off the loop, under waitMu (Wait).
+	st     atomic.Pointer[state]
+	waitMu sync.Mutex
+
 	clusterNode // the node's side of a cluster (clusterrun.go); unused without Config.Cluster
 }
 
@@ -217,6 +222,7 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
+	e.st.Store(st)
 	go e.eventWriter()
 	go func() {
 		defer close(e.loopDone)
@@ -662,9 +668,15 @@ func (e *Engine) Summary(ctx context.Context) (Summary, error) {
 // Wait blocks until the run is final and returns its record.
 func (e *Engine) Wait(ctx context.Context, runID string) (*Run, error) {
 	ch := make(chan *Run, 1)
-	var live bool
-	if err := e.do(ctx, func(s *state) { live = s.addWaiter(runID, ch) }); err != nil && !errors.Is(err, ErrStopped) {
-		return nil, err
+	// A run the loop has live takes the waiter at once, without a message
+	// to the loop (a wake-up a run); any other is asked of the loop, after
+	// what it has in hand: a run that just ended has its record final then.
+	st := e.st.Load()
+	live := st != nil && st.addWaiter(runID, ch)
+	if !live {
+		if err := e.do(ctx, func(s *state) { live = s.addWaiter(runID, ch) }); err != nil && !errors.Is(err, ErrStopped) {
+			return nil, err
+		}
 	}
 	if live {
 		select {

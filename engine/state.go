@@ -232,7 +232,7 @@ func (s *state) cancelPending(ent *entry, reason string, now time.Time) *Run {
 		return nil
 	}
 	ent.pending = nil
-	delete(s.live, p.ID)
+	s.delLive(p.ID)
 	p.Status, p.Reason, p.FinishedAt = StatusCancelled, reason, now
 	s.endWaiting(p)
 	return p
@@ -301,10 +301,10 @@ func (s *state) requeue(runs []*Run, now time.Time) {
 		case ent.queued == nil && ent.active == nil:
 			ent.queued = r
 			s.queue = append(s.queue, &queuedRun{r, ent})
-			s.live[r.ID] = ent
+			s.setLive(r.ID, ent)
 		case ent.pending == nil:
 			ent.pending = r
-			s.live[r.ID] = ent
+			s.setLive(r.ID, ent)
 		default:
 			r.Status, r.Reason, r.FinishedAt = StatusCancelled, "coalesced: the hook already had a pending run", now
 			s.endWaiting(r)
@@ -660,7 +660,7 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 	run.Reason = fmt.Sprintf("pending: waits for run %s", occupant.ID)
 	s.insertRecord(run)
 	ent.pending = run
-	s.live[run.ID] = ent
+	s.setLive(run.ID, ent)
 	return trigResult{run: run}
 }
 
@@ -760,7 +760,7 @@ func (s *state) admit(ent *entry, run *Run) trigResult {
 		s.insertRecord(run)
 	}
 	ent.queued = run
-	s.live[run.ID] = ent
+	s.setLive(run.ID, ent)
 	s.queue = append(s.queue, &queuedRun{run, ent})
 	return trigResult{run: run}
 }
@@ -828,7 +828,7 @@ func (s *state) dequeue(run *Run, status Status, reason string) {
 			break
 		}
 	}
-	delete(s.live, run.ID)
+	s.delLive(run.ID)
 	run.Status, run.Reason, run.FinishedAt = status, reason, s.cfg.Clock.Now()
 	s.endWaiting(run)
 }
@@ -854,7 +854,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	ent.active = act
 	ent.lastStart, ent.lastRunID, ent.lastStatus = now, run.ID, StatusRunning
 	s.running++
-	s.live[run.ID] = ent
+	s.setLive(run.ID, ent)
 	snap := *run
 	if s.e.cfg.Cluster != nil {
 		cancel(errRunOver) // a node that claims it runs it, under its own context
@@ -889,7 +889,7 @@ func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 	if ent.lastRunID == run.ID {
 		ent.lastStatus = run.Status
 	}
-	delete(s.live, run.ID)
+	s.delLive(run.ID)
 	delete(s.remote, run.ID)
 	s.finishWaiters(run)
 	if ent.active == nil && s.retired[ent.hook.Name] == ent {
@@ -900,7 +900,7 @@ func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 	}
 	if p := ent.pending; p != nil && ent.active == nil && ent.queued == nil {
 		ent.pending = nil
-		delete(s.live, p.ID)
+		s.delLive(p.ID)
 		if g := s.startGates(ent, s.cfg.Clock.Now()); g != nil {
 			s.refuseWaiting(ent, p, g)
 		} else {
@@ -919,7 +919,7 @@ func (s *state) drainQueue() {
 		s.queue = s.queue[1:]
 		q.ent.queued = nil
 		if g := s.budgetGate(q.ent, s.cfg.Clock.Now()); g != nil {
-			delete(s.live, q.run.ID)
+			s.delLive(q.run.ID)
 			s.refuseWaiting(q.ent, q.run, g)
 			continue
 		}
@@ -1009,7 +1009,29 @@ func (s *state) flushEvents() {
 	s.events = s.events[:0]
 }
 
+// The loop writes live and waiters under Engine.waitMu, so that Wait can
+// add a waiter for a live run without a message to the loop (addWaiter);
+// the loop reads live without it.
+
+// setLive and delLive add and remove a run of live.
+func (s *state) setLive(runID string, ent *entry) {
+	s.e.waitMu.Lock()
+	s.live[runID] = ent
+	s.e.waitMu.Unlock()
+}
+
+func (s *state) delLive(runID string) {
+	s.e.waitMu.Lock()
+	delete(s.live, runID)
+	s.e.waitMu.Unlock()
+}
+
+// addWaiter has ch told of the run's end and reports true when the run is
+// live (active, queued or pending); its end is then not told yet: every
+// run leaves live before finishWaiters. Safe off the loop.
 func (s *state) addWaiter(runID string, ch chan *Run) bool {
+	s.e.waitMu.Lock()
+	defer s.e.waitMu.Unlock()
 	if _, ok := s.live[runID]; !ok {
 		return false
 	}
@@ -1018,11 +1040,14 @@ func (s *state) addWaiter(runID string, ch chan *Run) bool {
 }
 
 func (s *state) finishWaiters(run *Run) {
-	for _, ch := range s.waiters[run.ID] {
+	s.e.waitMu.Lock()
+	chs := s.waiters[run.ID]
+	delete(s.waiters, run.ID)
+	s.e.waitMu.Unlock()
+	for _, ch := range chs {
 		cp := *run
 		ch <- &cp
 	}
-	delete(s.waiters, run.ID)
 }
 
 func (s *state) statuses() []HookStatus {
