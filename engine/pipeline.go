@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -100,7 +101,11 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 	e.hold(&act.out, started) // sent with the first step's start (outbox.go)
 
 	rctx, cancel := e.runContext(ctx, h)
-	red := e.redactor(h)
+	shared := act.shared
+	if shared == nil || shared.hook != h {
+		shared = e.newHookShared(h) // a run another node's scheduler released (clusterrun.go)
+	}
+	red := shared.red
 	if lc := e.cfg.Lifecycle; lc.Active(PointRunBefore) {
 		e.flush(&act.out)
 		if o := lc.Call(rctx, PointRunBefore, &Payload{Hook: h, RunID: run.ID, Run: run}); o.Cancelled {
@@ -110,7 +115,7 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 	}
 	var model string
 	if run.Status != StatusCancelled {
-		model = e.pipeline(rctx, h, run, run.PrevStart, red, &act.out)
+		model = e.pipeline(rctx, h, run, run.PrevStart, red, shared.environ, &act.out)
 	}
 	cancel()
 
@@ -159,8 +164,8 @@ func (e *Engine) startRecord(ctx context.Context, act *active) error {
 // pipeline executes the steps, the short-circuits and the model stage,
 // leaving the outcome in run. It returns the model the stage called ("":
 // none was called).
-func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, out *outbox) (model string) {
-	environ, toModel := e.prepare(ctx, h, run, prevStart, red, out)
+func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, environ []string, out *outbox) (model string) {
+	toModel := e.prepare(ctx, h, run, prevStart, red, environ, out)
 	if !toModel {
 		return ""
 	}
@@ -193,13 +198,14 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 }
 
 // prepare runs everything before the model stage: the steps, the
-// fingerprint, the short-circuits and the prompt. It returns the steps'
-// environment and whether the model is to be called; when not, the
-// outcome is in run. A preview (Engine.Preview) publishes no events from
+// fingerprint, the short-circuits and the prompt. It returns whether the
+// model is to be called; when not, the outcome is in run. environ is the
+// environment of the hook's processes (h.ChildEnv), shared by its runs:
+// read only. A preview (Engine.Preview) publishes no events from
 // steps and renders the prompt even when a short-circuit or skip_llm
 // decided the run. out holds the progress events of a run (outbox.go);
 // a preview (nil) publishes none.
-func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, out *outbox) (environ []string, toModel bool) {
+func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, environ []string, out *outbox) (toModel bool) {
 	preview := out == nil
 	scope := &Scope{
 		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
@@ -209,7 +215,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 	if len(run.Event) > 0 {
 		if err := json.Unmarshal(run.Event, &scope.Event); err != nil {
 			run.Status, run.Cause, run.Error = StatusFailed, CauseInternal, fmt.Sprintf("decode event payload: %v", err)
-			return environ, false
+			return false
 		}
 		// Redacted before anything derives from it: steps, the prompt
 		// (which quotes and caps values) and events this run publishes.
@@ -220,7 +226,6 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 			scope.StepNames[d.Name] = d.Index
 		}
 	}
-	environ = h.ChildEnv(e.cfg.Environ)
 	emit := e.emitFrom(run, red)
 	if preview {
 		emit = previewEmit
@@ -228,7 +233,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 
 	for i, def := range h.Steps {
 		if stopped(ctx, run) {
-			return environ, false
+			return false
 		}
 		if def.If != nil {
 			ok, err := def.If.Eval(scope)
@@ -241,7 +246,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 				run.Steps = append(run.Steps, res)
 				if why, fails := stepFailure(h, def, res); fails {
 					run.Status, run.Cause, run.Reason, run.Error = StatusFailed, CauseStepFailed, why, def.Label()+": "+res.Error
-					return environ, false
+					return false
 				}
 				continue
 			}
@@ -267,17 +272,17 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		}
 		if fails {
 			if stopped(ctx, run) {
-				return environ, false
+				return false
 			}
 			run.Status, run.Cause, run.Reason = StatusFailed, CauseStepFailed, why
 			if res.Error != "" {
 				run.Error = def.Label() + ": " + res.Error
 			}
-			return environ, false
+			return false
 		}
 	}
 	if stopped(ctx, run) {
-		return environ, false
+		return false
 	}
 
 	run.Fingerprint = fingerprint(run.Steps)
@@ -291,7 +296,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 	decided := skip || !h.NeedsModel()
 	// A preview renders the prompt whenever the hook has one, to show it.
 	if decided && (!preview || strings.TrimSpace(h.Prompt) == "") {
-		return environ, false
+		return false
 	}
 
 	prompt, err := e.cfg.Prompt.RenderPrompt(h, scope)
@@ -300,7 +305,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		if !decided {
 			run.Status, run.Cause = StatusFailed, CausePrompt
 		}
-		return environ, false
+		return false
 	}
 	if lc := e.cfg.Lifecycle; lc.Active(PointPromptRenderAfter) {
 		e.flush(out)
@@ -310,7 +315,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 			if !decided {
 				run.Status, run.Cause, run.Reason = StatusCancelled, CauseHandler, "prompt:render:after: "+o.String()
 			}
-			return environ, false
+			return false
 		}
 		if v, ok := o.Changes[ChangePrompt]; ok {
 			if s, ok := v.(string); ok {
@@ -322,7 +327,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		}
 	}
 	run.Prompt = red.String(prompt)
-	return environ, !decided
+	return !decided
 }
 
 // stepFailure decides whether a step's result fails its run, and says
@@ -387,7 +392,8 @@ func (e *Engine) lifecycleStep(ctx context.Context, h *Hook, run *Run, def *Step
 	lc := e.cfg.Lifecycle
 	var res *StepResult
 	if lc.Active(PointStepBefore) {
-		o := lc.Call(ctx, PointStepBefore, &Payload{Hook: h, RunID: run.ID, Step: def, StepEnv: env.Env})
+		// A copy: the environment is shared by the hook's runs.
+		o := lc.Call(ctx, PointStepBefore, &Payload{Hook: h, RunID: run.ID, Step: def, StepEnv: slices.Clone(env.Env)})
 		if o.Cancelled {
 			res = &StepResult{Index: def.Index, Name: def.Name, Type: def.Type, Started: e.cfg.Clock.Now(),
 				Error: "step:before: " + o.String()}

@@ -68,11 +68,10 @@ type entry struct {
 	catchup   []time.Time
 
 	active   *active
-	queued   *Run      // waiting in the global queue
-	pending  *Run      // overlap: queue rerun, waiting for active/queued
-	coalesce int       // triggers merged into pending
-	red      *Redactor // the redactor of redFor's runs (redactEvent)
-	redFor   *Hook
+	queued   *Run        // waiting in the global queue
+	pending  *Run        // overlap: queue rerun, waiting for active/queued
+	coalesce int         // triggers merged into pending
+	shared   *hookShared // what every run of its hook uses alike (shared)
 
 	lastStart  time.Time
 	starts     []time.Time // admitted starts within the hook's rate window (rate.go)
@@ -90,6 +89,7 @@ type active struct {
 	wasQueued bool         // the run has a queued record already
 	usage     *Usage       // what its model stage spent, set before the loop hears it finished
 	progress  *RunProgress // what it has done so far, from its progress events
+	shared    *hookShared  // its hook's redactor and environment (nil: built by the run)
 	out       outbox       // events its goroutine holds for its next message (outbox.go)
 
 	// markSeq is the stored event this run's start marks dispatched in
@@ -712,13 +712,34 @@ func (s *state) redactEvent(ent *entry, ev json.RawMessage) json.RawMessage {
 	if len(ev) == 0 {
 		return ev
 	}
-	if ent.redFor != ent.hook { // built once per loaded hook
-		ent.red, ent.redFor = s.e.redactor(ent.hook), ent.hook
-	}
-	if red := ent.red; red != nil {
+	if red := s.shared(ent).red; red != nil {
 		return json.RawMessage(red.String(string(ev)))
 	}
 	return ev
+}
+
+// hookShared is what every run of a loaded hook uses alike, built once
+// per hook rather than once per run: its redactor and its processes'
+// environment. Both depend only on the hook and the engine's Config, and
+// are only read: runs in flight share them.
+type hookShared struct {
+	hook    *Hook
+	red     *Redactor
+	environ []string // h.ChildEnv(Config.Environ); never written to
+}
+
+// newHookShared builds h's hookShared.
+func (e *Engine) newHookShared(h *Hook) *hookShared {
+	return &hookShared{hook: h, red: e.redactor(h), environ: h.ChildEnv(e.cfg.Environ)}
+}
+
+// shared returns the hookShared of ent's hook, built once per loaded hook
+// (a reload gives the entry another hook).
+func (s *state) shared(ent *entry) *hookShared {
+	if ent.shared == nil || ent.shared.hook != ent.hook {
+		ent.shared = s.e.newHookShared(ent.hook)
+	}
+	return ent.shared
 }
 
 // mergeEvent merges data into a stored JSON object; later keys win.
@@ -850,6 +871,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 		run.Attempt, run.Attempts = 1, ent.hook.Retry.Attempts
 	}
 	run.StartedAt = now
+	act.shared = s.shared(ent)
 	act.progress = &RunProgress{RunID: run.ID, Hook: run.Hook, Trigger: run.Trigger, StartedAt: now, Since: now, Steps: []StepProgress{}}
 	ent.active = act
 	ent.lastStart, ent.lastRunID, ent.lastStatus = now, run.ID, StatusRunning
