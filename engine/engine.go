@@ -557,11 +557,16 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry
 		var fired []*Run
 		fired, out.gated, out.carrier = s.dispatch(ev, mark, carry)
 		for _, r := range fired {
-			cp := *r
-			out.fired = append(out.fired, &cp)
-			if ent := s.hooks[r.Hook]; ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
+			ent := s.hooks[r.Hook]
+			if ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
 				out.starts = append(out.starts, ent.active)
+				if r != ent.active.run {
+					out.fired = append(out.fired, r) // startRun's snapshot: the caller's already
+					continue
+				}
 			}
+			cp := *r // queued: the loop's record
+			out.fired = append(out.fired, &cp)
 		}
 	})
 	if err == nil {

@@ -129,10 +129,13 @@ func (p *StepProgress) UnmarshalJSON(b []byte) error {
 
 // data is the step's event payload.
 func (p *StepProgress) data(run *Run) map[string]any {
-	d := map[string]any{
-		"hook": run.Hook, "run_id": run.ID, "index": p.Index, "name": p.Name, "kind": p.Kind,
-		"started_at": p.Started.UTC().Format(time.RFC3339Nano),
+	n := 6 // sized for what it holds: a map that grows past 8 is built twice
+	if p.Outcome != "" {
+		n = 12
 	}
+	d := make(map[string]any, n)
+	d["hook"], d["run_id"], d["index"], d["name"], d["kind"] = run.Hook, run.ID, p.Index, p.Name, p.Kind
+	d["started_at"] = p.Started.UTC().Format(time.RFC3339Nano)
 	if p.Outcome == "" {
 		return d
 	}
