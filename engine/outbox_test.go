@@ -65,3 +65,36 @@ func TestOwnStartIsDispatchedInFlight(t *testing.T) {
 		}
 	})
 }
+
+// A hook's runs share its processes' environment (built once per loaded
+// hook): a step:before handler that writes into the environment it is
+// given changes no run's, its own or a later one's.
+func TestSharedEnvironIsNotWritable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var seen [][]string
+		step := funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+			seen = append(seen, env.Env) // runs one at a time: each is waited for
+			return &engine.StepResult{Output: "ok"}, nil
+		})
+		h := newHarness(t, []*engine.Hook{withSteps(newHook("h"), step)}, func(c *engine.Config) {
+			c.Environ = []string{"PATH=/usr/bin", "HOME=/home/u"}
+		})
+		defer h.stop()
+		h.eng.Lifecycle().On(engine.PointStepBefore, func(ctx context.Context, p *engine.Payload) (engine.Decision, error) {
+			for i := range p.StepEnv {
+				p.StepEnv[i] = "HIJACKED=1"
+			}
+			return engine.Decision{}, nil
+		}, engine.HandlerOptions{Label: "scribbler"})
+		for range 2 {
+			r := h.mustFire("h")
+			if _, err := h.eng.Wait(context.Background(), r.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := "[HOME=/home/u PATH=/usr/bin]"
+		if len(seen) != 2 || fmt.Sprint(seen[0]) != want || fmt.Sprint(seen[1]) != want {
+			t.Errorf("the steps saw %v, want %s twice", seen, want)
+		}
+	})
+}
