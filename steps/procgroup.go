@@ -233,11 +233,22 @@ func listGroup(pgid int) []Process {
 	return out
 }
 
+// maxStartWindow is the widest window of start ticks a group is recorded
+// with (one second at USER_HZ 100): procGroupOf reads the leader's exact
+// tick from /proc when the fork took longer, and ReapGroup takes a wider
+// window for one hookd did not record (a forged journal slot with
+// [1, 2^64-1] would otherwise admit any process as the leader).
+const maxStartWindow = 100
+
 // leaderStart reports whether a process that started at tick could be the
-// leader recorded in g: its tick, or one of its window's.
+// leader recorded in g: its tick, or one of its window's. A window upside
+// down or wider than maxStartWindow admits none.
 func leaderStart(g engine.ProcGroup, tick uint64) bool {
 	if g.StartEnd == 0 {
 		return tick == g.Start
+	}
+	if g.StartEnd < g.Start || g.StartEnd-g.Start > maxStartWindow {
+		return false
 	}
 	return g.Start <= tick && tick <= g.StartEnd
 }
@@ -256,10 +267,11 @@ var bootID = sync.OnceValue(func() string {
 // record: enough for a later hookd to tell it from a reused pid. before
 // is bootTick read just before the fork (ok false: unknown); the leader's
 // start is then bounded by it and a bootTick read now, and /proc is not
-// read. The caller has not reaped the leader yet.
+// read, unless the window is wider than maxStartWindow. The caller has not
+// reaped the leader yet.
 func procGroupOf(pid int, before uint64, ok bool) engine.ProcGroup {
 	g := engine.ProcGroup{PGID: pid, Boot: bootID()}
-	if after, ok2 := bootTick(); ok && ok2 && before > 0 && after >= before {
+	if after, ok2 := bootTick(); ok && ok2 && before > 0 && after >= before && after-before <= maxStartWindow {
 		g.Start, g.StartEnd = before, after
 		return g
 	}
@@ -292,6 +304,9 @@ func procGroupOf(pid int, before uint64, ok bool) engine.ProcGroup {
 // had handed out every other pid (pids are allocated cyclically) — the
 // same impostor the exact tick admits (one started in the leader's own
 // tick after all that), within one tick (10 ms), and as impossible.
+// That holds for a window hookd recorded; one wider than maxStartWindow
+// (or upside down) is not, and its group is left alone: a forged window
+// [1, 2^64-1] must not make any process with pid PGID the leader.
 func ReapGroup(g engine.ProcGroup) ([]string, error) {
 	if g.PGID <= 1 {
 		return nil, fmt.Errorf("reap process group %d: not a group a step leads", g.PGID)
@@ -299,7 +314,7 @@ func ReapGroup(g engine.ProcGroup) ([]string, error) {
 	if g.Boot == "" || g.Boot != bootID() || g.Start == 0 {
 		return nil, nil
 	}
-	if g.StartEnd != 0 && g.StartEnd < g.Start {
+	if g.StartEnd != 0 && (g.StartEnd < g.Start || g.StartEnd-g.Start > maxStartWindow) {
 		return nil, nil // not a window hookd recorded
 	}
 	if leader, err := readStat(g.PGID); err == nil && !leaderStart(g, leader.start) {

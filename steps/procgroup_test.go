@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -409,5 +410,39 @@ func TestBootTickWindow(t *testing.T) {
 			t.Errorf("ReapGroup(%+v) = %v, %v; want the leader killed", g, killed, err)
 		}
 		_ = cmd.Wait()
+	}
+}
+
+// TestReapGroupRefusesWideWindow performs the attack of a forged record
+// (a hostile or garbage journal slot): the right pid and boot, with a
+// window of start ticks that admits every process ([1, 2^64-1]) or one
+// far wider than a fork takes. The group, a live `sleep` that hookd did
+// not start, is left alone. A fork slower than maxStartWindow is recorded
+// with the leader's exact tick read from /proc, and is still reaped.
+func TestReapGroupRefusesWideWindow(t *testing.T) {
+	cmd := startGroup(t)
+	exact := procGroupOf(cmd.Process.Pid, 0, false)
+	if exact.Start == 0 {
+		t.Fatal("no start tick from /proc")
+	}
+	for _, g := range []engine.ProcGroup{
+		{PGID: exact.PGID, Start: 1, StartEnd: math.MaxUint64, Boot: exact.Boot},
+		{PGID: exact.PGID, Start: 1, StartEnd: exact.Start + 1, Boot: exact.Boot},
+		{PGID: exact.PGID, Start: exact.Start - maxStartWindow, StartEnd: exact.Start + 1, Boot: exact.Boot},
+	} {
+		killed, err := ReapGroup(g)
+		if err != nil || len(killed) != 0 || processGone(cmd.Process.Pid) {
+			t.Fatalf("ReapGroup(%+v) = %v, %v: a forged window killed a process hookd did not start", g, killed, err)
+		}
+	}
+	// A window as wide as allowed, holding the leader's tick, is reaped;
+	// so is a slow fork's record (the window is dropped for /proc's tick).
+	slow := procGroupOf(cmd.Process.Pid, exact.Start-10*maxStartWindow, true)
+	if slow.StartEnd != 0 || slow.Start != exact.Start {
+		t.Errorf("a fork of %d ticks recorded %+v; want the exact tick %d from /proc", 10*maxStartWindow, slow, exact.Start)
+	}
+	killed, err := ReapGroup(engine.ProcGroup{PGID: exact.PGID, Start: exact.Start - maxStartWindow + 1, StartEnd: exact.Start + 1, Boot: exact.Boot})
+	if err != nil || len(killed) != 1 {
+		t.Errorf("ReapGroup with a window of %d ticks around the leader = %v, %v; want it killed", maxStartWindow, killed, err)
 	}
 }
