@@ -157,6 +157,16 @@ func (j *Journal) load() error {
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return fmt.Errorf("open process journal %s: not a regular file", j.path)
 	}
+	// Whoever else can write the file can make hookd kill a process
+	// group of their choosing at its next start: a file of another user
+	// (who can chmod it back at will) or one writable by others (who may
+	// hold it open) is refused, not made private.
+	if euid := uint32(os.Geteuid()); st.Uid != euid {
+		return fmt.Errorf("open process journal %s: owned by uid %d, not by hookd's user (uid %d); remove it", j.path, st.Uid, euid)
+	}
+	if st.Mode&0o022 != 0 {
+		return fmt.Errorf("open process journal %s: writable by other users (mode %#o); remove it", j.path, st.Mode&0o777)
+	}
 	if st.Mode&0o077 != 0 {
 		if err := syscall.Fchmod(j.fd, 0o600); err != nil {
 			return fmt.Errorf("open process journal %s: make it private: %w", j.path, err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/hookd/hookd/engine"
@@ -248,5 +249,69 @@ func TestJournalRefusesWhatDoesNotFit(t *testing.T) {
 	}
 	if _, err := j.Track("R", engine.ProcGroup{PGID: 1, Boot: boot}); err == nil {
 		t.Error("Track of pgid 1 succeeded")
+	}
+}
+
+// TestJournalRefusesPlantedFile performs the attacks of a file planted at
+// the journal's path before hookd starts: a symbolic link (to a file
+// another slot-shaped write would clobber), a FIFO, a directory, a file
+// writable by other users and a file of another user, each holding (or
+// pointing at) a well-formed slot naming a group. Open refuses each with
+// an error naming the path, reads nothing from it, and writes nothing
+// through it.
+func TestJournalRefusesPlantedFile(t *testing.T) {
+	slot := make([]byte, SlotSize)
+	if err := encode(slot, "FORGED", group(4242)); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, slot, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plant := map[string]func(path string) error{
+		"symlink":   func(p string) error { return os.Symlink(victim, p) },
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
+		"world-writable": func(p string) error {
+			if err := os.WriteFile(p, slot, 0o600); err != nil {
+				return err
+			}
+			return os.Chmod(p, 0o666)
+		},
+		"group-writable": func(p string) error {
+			if err := os.WriteFile(p, slot, 0o600); err != nil {
+				return err
+			}
+			return os.Chmod(p, 0o620)
+		},
+	}
+	if os.Geteuid() == 0 {
+		plant["another user's"] = func(p string) error {
+			if err := os.WriteFile(p, slot, 0o600); err != nil {
+				return err
+			}
+			return os.Chown(p, 65534, 65534)
+		}
+	} else {
+		t.Log("not root: the file of another user is not planted")
+	}
+	for name, mk := range plant {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".procs")
+		if err := mk(path); err != nil {
+			t.Fatal(err)
+		}
+		j, err := Open(path)
+		if err == nil {
+			t.Errorf("%s: Open succeeded, recorded %+v; want it refused", name, j.Recorded())
+			j.Close()
+			continue
+		}
+		if !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: error %q does not name %s", name, err, path)
+		}
+	}
+	if b, err := os.ReadFile(victim); err != nil || !bytes.Equal(b, slot) {
+		t.Errorf("the symbolic link's target changed: %d bytes, %v", len(b), err)
 	}
 }
