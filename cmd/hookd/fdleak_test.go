@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// fdHooks leave what a long-running daemon must clean up after every run:
+// a background process holding the step's output pipe (swept), a step
+// killed at its timeout, and a plain command; each step's process group
+// takes and frees a slot of the process journal.
+var fdHooks = map[string]string{
+	"bg.yaml": `steps:
+  - type: shell
+    command: 'sleep 60 & echo started'
+skip_llm: true
+`,
+	"slow.yaml": `steps:
+  - type: shell
+    command: 'echo going; sleep 60'
+    timeout: 50ms
+skip_llm: true
+`,
+	"plain.yaml": `steps:
+  - type: shell
+    command: 'echo out; echo err >&2'
+skip_llm: true
+`,
+}
+
+// openFDs lists the descriptors process pid holds, with their targets.
+func openFDs(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Skipf("no %s: %v", dir, err)
+	}
+	var out []string
+	for _, e := range ents {
+		target, _ := os.Readlink(dir + "/" + e.Name())
+		out = append(out, e.Name()+" -> "+target)
+	}
+	return out
+}
+
+// TestDaemonKeepsNoDescriptorsAcrossRuns is the long-running user's
+// check of the pipes, the process journal and the run goroutines kept
+// for the next run: a real daemon runs 200 steps that leave a
+// background process on the output pipe, time out, or just write, and
+// holds no more descriptors after them than after the first few.
+func TestDaemonKeepsNoDescriptorsAcrossRuns(t *testing.T) {
+	e := newEnv(t, "", fdHooks)
+	d := e.serve()
+	names := []string{"bg", "slow", "plain"}
+	codes := []int{0, 1, 0} // slow fails at its timeout
+	fire := func(n int) {
+		for i := 0; i < n; i++ {
+			e.must(codes[i%len(names)], "fire", names[i%len(names)], "--wait")
+		}
+	}
+	fire(6) // what the daemon opens once (database connections, /dev/null)
+	var before []string
+	waitFor(t, "the daemon's descriptors to settle", func() bool {
+		a := openFDs(t, d.pid())
+		before = openFDs(t, d.pid())
+		return len(a) == len(before)
+	}, func() string { return strings.Join(before, "\n") })
+	const runs = 200
+	fire(runs)
+	// Descriptors of the CLI's connections and of the database may come
+	// and go: wait for the count to come back, with a little slack that
+	// no leak of one descriptor a run fits in.
+	var after []string
+	waitFor(t, "the daemon's descriptors to come back to their count before the runs", func() bool {
+		after = openFDs(t, d.pid())
+		return len(after) <= len(before)+4
+	}, func() string {
+		return fmt.Sprintf("%d descriptors after %d runs, %d before:\n%s", len(after), runs, len(before), strings.Join(after, "\n"))
+	})
+	pipes := func(fds []string) int { return strings.Count(strings.Join(fds, "\n"), "pipe:") }
+	if pipes(after) > pipes(before) {
+		t.Errorf("%d pipes open after %d runs, %d before:\nbefore:\n%s\nafter:\n%s", pipes(after), runs, pipes(before),
+			strings.Join(before, "\n"), strings.Join(after, "\n"))
+	}
+	d.signal(syscall.SIGTERM)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("hookd serve after SIGTERM: exit %d; log:\n%s", code, d.log)
+	}
+}
