@@ -51,3 +51,50 @@ func TestRunGoroutineIsReused(t *testing.T) {
 		}
 	})
 }
+
+// TestRunGoroutineSurvivesPanics: a step that panics on the run goroutine
+// kept for the next run fails its own run and nothing else: every run
+// ends, on the same goroutine, and one that follows a panic sees its own
+// run id and a context of its own, not the last run's.
+func TestRunGoroutineSurvivesPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seen := map[int]int{}
+		var i int
+		var ids []string
+		step := funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+			seen[goroutineID(t)]++
+			ids = append(ids, env.RunID)
+			if ctx.Err() != nil {
+				t.Errorf("run %s starts with its context done: %v", env.RunID, ctx.Err())
+			}
+			i++
+			if i%2 == 1 {
+				panic("step boom")
+			}
+			return &engine.StepResult{Output: "ok"}, nil
+		})
+		hk := withSteps(newHook("h"), step)
+		hk.Steps[0].Required = true
+		h := newHarness(t, []*engine.Hook{hk})
+		defer h.stop()
+		const runs = 8
+		for n := range runs {
+			r := h.mustFire("h")
+			final, err := h.eng.Wait(context.Background(), r.ID)
+			want := engine.StatusCompleted
+			if n%2 == 0 {
+				want = engine.StatusFailed
+			}
+			if err != nil || final.Status != want {
+				t.Fatalf("run %d (%s): %v %s %q; want %s", n, r.ID, err, final.Status, final.Error, want)
+			}
+			if got := ids[len(ids)-1]; got != r.ID {
+				t.Errorf("run %s's step saw run id %s", r.ID, got)
+			}
+			h.settle()
+		}
+		if len(seen) != 1 {
+			t.Errorf("%d runs, half of them panicking, ran on %d goroutines (%v), want one reused", runs, len(seen), seen)
+		}
+	})
+}

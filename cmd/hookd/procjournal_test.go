@@ -3,6 +3,7 @@ package main
 import (
 	"database/sql"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,7 +86,8 @@ func slotBytes(t *testing.T, run string, g engine.ProcGroup) []byte {
 // it). Before the restart, the journal gets garbage, a torn slot, a slot
 // with a bad checksum and slots naming live processes that are not the
 // step's (under the interrupted run with the wrong start time or boot;
-// under a run that was not interrupted; a process that leads no group).
+// under a run that was not interrupted; a process that leads no group;
+// a window of start ticks that admits any process).
 // The restarted daemon kills the step's processes, grandchild included,
 // says so in `hookd run`, kills nothing else, and empties the journal.
 func TestCrashReapsFromJournal(t *testing.T) {
@@ -143,6 +145,8 @@ func TestCrashReapsFromJournal(t *testing.T) {
 		{done, engine.ProcGroup{PGID: other, Start: otherStart, StartEnd: otherStart, Boot: boot}},
 		{"01NOSUCHRUN0000000000000000", engine.ProcGroup{PGID: other, Start: otherStart, Boot: boot}},
 		{id, engine.ProcGroup{PGID: member, Start: memberStart, Boot: boot}},
+		// A window that admits every start tick (a forged slot).
+		{id, engine.ProcGroup{PGID: other, Start: 1, StartEnd: math.MaxUint64, Boot: boot}},
 	} {
 		if _, err := j.Track(w.run, w.g); err != nil {
 			t.Fatal(err)
