@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"sort"
@@ -90,9 +91,12 @@ func (e *Engine) notStarted(ctx context.Context, act *active, err error) {
 // its final record with finish. It returns the retry it planned, if any.
 func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(context.Context, *Run) error) *PendingRetry {
 	run := act.run
-	log := e.log.With("hook", h.Name, "run", run.ID)
+	// The run's lines name its hook and run first, as With would, but
+	// without building a logger each run: attributes given to LogAttrs
+	// cost nothing when the level is off.
+	who := [2]slog.Attr{slog.String("hook", h.Name), slog.String("run", run.ID)}
 	bg := context.WithoutCancel(ctx)
-	log.Info("run started", "trigger", run.Trigger)
+	e.log.LogAttrs(bg, slog.LevelInfo, "run started", who[0], who[1], slog.String("trigger", run.Trigger))
 	started := RunEvent(run)
 	if late, ok := lateness(h, run); ok {
 		started.Data["lateness_ms"] = float64(late.Microseconds()) / 1000
@@ -110,7 +114,8 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 		e.flush(&act.out)
 		if o := lc.Call(rctx, PointRunBefore, &Payload{Hook: h, RunID: run.ID, Run: run}); o.Cancelled {
 			run.Status, run.Cause, run.Reason = StatusCancelled, CauseHandler, "run:before: "+o.String()
-			log.Info("run cancelled by a lifecycle handler", "handler", o.By, "reason", red.String(o.Reason))
+			e.log.LogAttrs(bg, slog.LevelInfo, "run cancelled by a lifecycle handler", who[0], who[1],
+				slog.String("handler", o.By), slog.String("reason", red.String(o.Reason)))
 		}
 	}
 	var model string
@@ -127,7 +132,7 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 	}
 	e.beforeRecord(bg, h, run)
 	if err := finish(bg, run); err != nil {
-		log.Error("store run result", "err", err)
+		e.log.LogAttrs(bg, slog.LevelError, "store run result", who[0], who[1], slog.Any("err", err))
 	}
 	act.usage = usageOf(run, model)
 	e.recordUsage(bg, act.usage)
@@ -136,7 +141,8 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 		cp := *run
 		lc.Call(bg, PointRunAfter, &Payload{Hook: h, RunID: run.ID, Run: &cp})
 	}
-	log.Info("run finished", "status", run.Status, "reason", run.Reason, "duration", run.Duration())
+	e.log.LogAttrs(bg, slog.LevelInfo, "run finished", who[0], who[1], slog.Any("status", run.Status),
+		slog.String("reason", run.Reason), slog.Duration("duration", run.Duration()))
 	return retry
 }
 
