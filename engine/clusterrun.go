@@ -112,13 +112,18 @@ func (e *Engine) startCluster(ctx, loopCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.journaled(runs)
+	earlier := e.journaled(ctx, runs)
 	for _, r := range runs {
 		e.log.Warn("run interrupted by a previous stop of this node", "hook", r.Hook, "run", r.ID)
 		if err := e.do(ctx, func(s *state) { s.reapInterrupted(r) }); err != nil {
 			return err
 		}
 		e.tell(WakeDone, r.ID)
+	}
+	for _, r := range earlier {
+		if err := e.do(ctx, func(s *state) { s.reapInterrupted(r) }); err != nil {
+			return err
+		}
 	}
 	e.resetJournal()
 	go e.wakeLoop(loopCtx, cl.Wakes(loopCtx))

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -86,11 +87,16 @@ func (e *Engine) tracker(run *Run, step int, preview bool) func(ProcGroup) (done
 
 // journaled gives each run interrupted by a crash the process groups the
 // ProcJournal recorded for it, besides those its record holds (what a
-// hookd that recorded them in the store left). Groups recorded for a run
-// that is not among them are not returned: they are never killed.
-func (e *Engine) journaled(runs []*Run) {
-	if e.cfg.Procs == nil || len(runs) == 0 {
-		return
+// hookd that recorded them in the store left). It returns, with their
+// groups, the runs the journal names that are not among runs but are
+// stored interrupted already: a hookd that died after recovery committed
+// them interrupted and before it killed their groups (or, in a cluster,
+// another node marked this node's runs interrupted while it was down).
+// Their groups are still to be killed. Groups recorded for a run in any
+// other state are not returned: they are never killed.
+func (e *Engine) journaled(ctx context.Context, runs []*Run) (earlier []*Run) {
+	if e.cfg.Procs == nil {
+		return nil
 	}
 	rec := e.cfg.Procs.Recorded()
 	for _, r := range runs {
@@ -99,7 +105,28 @@ func (e *Engine) journaled(runs []*Run) {
 				r.Procs = append(r.Procs, g)
 			}
 		}
+		delete(rec, r.ID)
 	}
+	for id, gs := range rec {
+		r, err := e.cfg.Store.GetRun(ctx, id)
+		if err != nil {
+			if !errors.Is(err, ErrNotFound) {
+				e.log.Error("read the run of a process group left by the previous hookd", "run", id, "err", err)
+			}
+			continue
+		}
+		if r.Status != StatusInterrupted {
+			continue
+		}
+		for _, g := range gs {
+			if !slices.Contains(r.Procs, g) {
+				r.Procs = append(r.Procs, g)
+			}
+		}
+		earlier = append(earlier, r)
+	}
+	slices.SortFunc(earlier, func(a, b *Run) int { return strings.Compare(a.ID, b.ID) })
+	return earlier
 }
 
 // resetJournal drops what the previous process recorded in the

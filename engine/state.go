@@ -147,11 +147,15 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 			return nil, fmt.Errorf("recover interrupted runs: %w", err)
 		}
 	}
+	var earlier []*Run
 	if e.cfg.Cluster == nil {
-		e.journaled(interrupted)
+		earlier = e.journaled(ctx, interrupted)
 	}
 	for _, r := range interrupted {
 		e.log.Warn("run interrupted by a previous stop", "hook", r.Hook, "run", r.ID)
+		s.reapInterrupted(r)
+	}
+	for _, r := range earlier {
 		s.reapInterrupted(r)
 	}
 	if e.cfg.Cluster == nil {

@@ -342,3 +342,53 @@ func TestJournalModelTool(t *testing.T) {
 		t.Fatalf("hookd serve after SIGTERM: exit %d; log:\n%s", code, d.log)
 	}
 }
+
+// TestReapAfterCrashInRecovery: a hookd that died after recovery
+// committed a run interrupted but before it killed the run's process
+// group (the journal still names the group; the run is no longer
+// running, so RecoverInterrupted does not return it) leaves the group to
+// the next start, which kills it and says so in the run's record.
+func TestReapAfterCrashInRecovery(t *testing.T) {
+	e := newEnv(t, "", map[string]string{"long.yaml": journalLong})
+	d := e.serve()
+	id := runID(t, e.must(0, "fire", "long"))
+	var leader, grand int
+	waitFor(t, "the step and its grandchild to run", func() bool {
+		leader, grand = pidIn(e, "long.pid"), pidIn(e, "grand.txt")
+		return leader > 0 && grand > 0 && processAlive(grand)
+	}, func() string { return d.log.String() })
+	d.signal(syscall.SIGKILL)
+	if code := d.wait(); code != -1 {
+		t.Fatalf("hookd serve killed by SIGKILL: exit code %d", code)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-leader, syscall.SIGKILL) })
+	// What a hookd that died inside recovery leaves: the run committed
+	// interrupted, the journal not reset.
+	raw, err := sql.Open("sqlite3", e.path(".hookd/hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := raw.Exec(`UPDATE runs SET status = 'interrupted', reason = 'hookd stopped while the run was in flight' WHERE id = ? AND status = 'running'`, id)
+	if n, _ := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("mark run %s interrupted: %d rows, %v", id, n, err)
+	}
+	raw.Close()
+	if es, err := procjournal.Entries(journalPath(e)); err != nil || len(es) != 1 || es[0].Run != id {
+		t.Fatalf("journal after the crash: %+v, %v; want run %s's group", es, err, id)
+	}
+
+	d2 := e.serve()
+	waitFor(t, "the step's processes to be killed", func() bool {
+		return !processAlive(leader) && !processAlive(grand)
+	}, func() string { return d2.log.String() })
+	text := e.must(0, "run", id).stdout
+	for _, want := range []string{"at the next start hookd killed", strconv.Itoa(grand) + " (sleep)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("`hookd run %s` does not say %q:\n%s", id, want, text)
+		}
+	}
+	d2.signal(syscall.SIGTERM)
+	if code := d2.wait(); code != 0 {
+		t.Fatalf("hookd serve after SIGTERM: exit %d; log:\n%s", code, d2.log)
+	}
+}
