@@ -27,22 +27,11 @@ import (
 // a commit survives the process being killed.
 //
 // A write that may wait (writeLater: the engine's own events, which the
-// engine stores after it dispatched them) is committed when the committer
-// has time for it. After a commit of run starts alone (writeFirst) the
-// committer is in a lull: the runs just started spend a while in their
-// steps (a fork and exec at least) before they write again, so later
-// work waiting then, or arriving while the committer is idle in the
-// lull, is committed at once, on its own, off the runs' critical path.
-// A commit that holds an ordinary write (a run's end, an event stored)
-// ends the lull: another write often follows it closely (the next run's
-// start), so later work then joins the next commit of other writes, or,
-// when none comes within LaterDelay, one the store starts then. Under
-// load runs overlap, and a start could wait for a commit of later work
-// alone: a start that finds a commit in progress ends the lull, and the
-// next lullBackoff starts begin none, so that later work rides in other
-// writes' commits instead of adding transactions of its own (with 8
-// publishers in BenchmarkEventToRun as many commits a run as before, and
-// starts as fast).
+// engine stores after it dispatched them) does not start a commit of its
+// own: it joins the next commit of other writes, or, when none comes
+// within LaterDelay, one the store starts then. A run's progress and
+// outcome events thus ride in the transactions of its start, its process
+// group and its end instead of adding transactions of their own.
 //
 // Between two commits the checkpointer may hold the committer for a
 // moment (holdWrites): writes queue meanwhile as behind a commit in
@@ -50,11 +39,6 @@ import (
 
 // maxGroup bounds the pieces of work one commit holds.
 const maxGroup = 128
-
-// lullBackoff is how many commits of starts (writeFirst) begin no lull
-// after a start found a commit in progress: runs overlap then, and the
-// lull's commits would delay their starts.
-const lullBackoff = 64
 
 // LaterDelay bounds how long a write that may wait (AppendEventsLater)
 // waits for another write's commit to join before the store commits it
@@ -77,7 +61,6 @@ type writeReq struct {
 	ctx   context.Context
 	fn    func(ctx context.Context, tx *sql.Tx) error
 	first bool // writeFirst: its commit does not carry writeLater work
-	later bool // writeLater
 	state atomic.Int32
 	done  chan error // buffered: a committer never waits for the caller
 }
@@ -99,18 +82,11 @@ type committer struct {
 	stopped bool
 
 	// later holds the writeLater work waiting for the next commit; due
-	// is set when its oldest waited LaterDelay (timer fired). lull is set
-	// by a commit of writeFirst work without ordinary writes and cleared
-	// by one with an ordinary write: while it is set, later work does not
-	// wait for another commit (package comment). noLull counts the
-	// commits of starts that are still to begin no lull since a start
-	// found a commit in progress (lullBackoff).
-	later  []*writeReq
-	timer  *time.Timer
-	due    bool
-	lull   bool
-	noLull int
-	delay  time.Duration // LaterDelay when zero
+	// is set when its oldest waited LaterDelay (timer fired).
+	later []*writeReq
+	timer *time.Timer
+	due   bool
+	delay time.Duration // LaterDelay when zero
 
 	commits, writes atomic.Int64 // WriteStats
 
@@ -163,11 +139,11 @@ func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx)
 
 // writeFirst is write for the start of a run, which its caller waits for
 // before anything else happens: a commit of starts alone does not carry
-// the writeLater work waiting (unless that waited LaterDelay), which is
-// committed right after it instead, in the lull while the runs' steps
-// start (package comment). With one publisher in BenchmarkEventToRun
-// nearly every start carried the previous run's events, and its commit
-// took 145-155 µs at the median against about 100 µs for a start alone.
+// the writeLater work waiting (unless that waited LaterDelay), which
+// joins the next commit instead (the run's process group or end, a
+// moment later). With one publisher in BenchmarkEventToRun nearly every
+// start carried the previous run's events, and its commit took 145-155
+// µs at the median against about 100 µs for a start alone.
 func (d *DB) writeFirst(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	return d.submit(ctx, fn, true)
 }
@@ -184,9 +160,6 @@ func (d *DB) submit(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx
 		return errClosed
 	}
 	if c.busy {
-		if first { // runs overlap: see lullBackoff
-			c.lull, c.noLull = false, lullBackoff
-		}
 		c.queue = append(c.queue, r)
 		c.mu.Unlock()
 		select {
@@ -203,24 +176,23 @@ func (d *DB) submit(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx
 	batch := append(c.takeLaterFor([]*writeReq{r}), r)
 	c.mu.Unlock()
 	d.commitGroup(batch)
-	if d.afterCommit(batch) {
-		go d.commitQueued() // stays busy: the caller does not wait for it
+	if d.afterCommit() {
+		go d.commitQueued() // stays busy
 	}
 	return <-r.done
 }
 
 // afterCommit is called by the goroutine that holds the committer once
-// its commit of batch returned. It reports whether work waits for the
-// next commit, which that goroutine then makes (the committer stays
-// busy); otherwise it handed the committer to the checkpointer, which
-// waits for it (holdWrites) or is woken to checkpoint a log past its hard
-// bound, or left it idle.
-func (d *DB) afterCommit(batch []*writeReq) (more bool) {
+// its commit returned. It reports whether writes wait for the next
+// commit, which that goroutine then makes (the committer stays busy);
+// otherwise it handed the committer to the checkpointer, which waits for
+// it (holdWrites) or is woken to checkpoint a log past its hard bound, or
+// left it idle.
+func (d *DB) afterCommit() (more bool) {
 	stop := d.noteCommit()
 	c := &d.gc
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.noteLull(batch)
 	switch {
 	case c.gap != nil:
 		close(c.gap)
@@ -291,16 +263,14 @@ func (d *DB) resumeWrites() {
 	c.mu.Unlock()
 }
 
-// writeLater is write for work that may wait for other writes: in a lull
-// it is committed at once (or right after the commit in progress),
-// otherwise it joins the next commit, or one started LaterDelay after the
-// oldest such work arrived, whichever comes first. It returns once that
-// commit returned.
+// writeLater is write for work that may wait for other writes: it joins
+// the next commit, or one started LaterDelay after the oldest such work
+// arrived, whichever comes first. It returns once that commit returned.
 func (d *DB) writeLater(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &writeReq{ctx: ctx, fn: fn, later: true, done: make(chan error, 1)}
+	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	c := &d.gc
 	c.mu.Lock()
 	if c.closed {
@@ -309,13 +279,6 @@ func (d *DB) writeLater(ctx context.Context, fn func(ctx context.Context, tx *sq
 	}
 	c.later = append(c.later, r)
 	switch {
-	case !c.busy && c.lull:
-		// Idle in a lull: commit it now, in this goroutine (it waits
-		// for the commit anyway).
-		c.busy = true
-		c.mu.Unlock()
-		d.commitQueued()
-		return <-r.done
 	case len(c.later) >= maxGroup && !c.busy:
 		c.due, c.busy = true, true
 		go d.commitQueued()
@@ -374,44 +337,18 @@ func (c *committer) takeLater() []*writeReq {
 
 // takeLaterFor returns the writeLater work to join a commit of the
 // writes ws: none when they are all writeFirst ones and it has not waited
-// LaterDelay; all of it for a commit of its own (no ws). c.mu is held.
+// LaterDelay. c.mu is held.
 func (c *committer) takeLaterFor(ws []*writeReq) []*writeReq {
-	if len(ws) > 0 && !c.due && !slices.ContainsFunc(ws, func(r *writeReq) bool { return !r.first }) {
+	if !c.due && !slices.ContainsFunc(ws, func(r *writeReq) bool { return !r.first }) {
 		return nil
 	}
 	return c.takeLater()
 }
 
 // waiting reports whether work waits for a commit to start now: writes
-// queued, or writeLater work that waited long enough or that the lull
-// lets through. c.mu is held.
+// queued, or writeLater work that waited long enough. c.mu is held.
 func (c *committer) waiting() bool {
-	return len(c.queue) > 0 || (len(c.later) > 0 && (c.due || c.lull))
-}
-
-// noteLull sets the lull after a commit of batch: a commit with an
-// ordinary write ends it, one of writeFirst work (and later work) begins
-// it unless a start found a commit in progress a moment ago (noLull), one of
-// later work alone leaves it as it was. c.mu is held.
-func (c *committer) noteLull(batch []*writeReq) {
-	first := false
-	for _, r := range batch {
-		switch {
-		case r.later:
-		case r.first:
-			first = true
-		default:
-			c.lull = false
-			return
-		}
-	}
-	switch {
-	case !first:
-	case c.noLull > 0:
-		c.noLull--
-	default:
-		c.lull = true
-	}
+	return len(c.queue) > 0 || (c.due && len(c.later) > 0)
 }
 
 // commitQueued commits the queued writes, as many at a time as are
@@ -424,12 +361,12 @@ func (d *DB) commitQueued() {
 		batch := append(c.takeLaterFor(c.queue), c.queue...)
 		c.queue = nil
 		c.mu.Unlock()
-		for rest := batch; len(rest) > 0; {
-			n := min(len(rest), maxGroup)
-			d.commitGroup(rest[:n])
-			rest = rest[n:]
+		for len(batch) > 0 {
+			n := min(len(batch), maxGroup)
+			d.commitGroup(batch[:n])
+			batch = batch[n:]
 		}
-		if !d.afterCommit(batch) {
+		if !d.afterCommit() {
 			return
 		}
 	}

@@ -350,6 +350,35 @@ func TestGroupCommitLaterJoinsTheNextCommit(t *testing.T) {
 	}
 }
 
+// A run's start (writeFirst) commits without the events waiting to be
+// appended later; they join the next other write's commit.
+func TestGroupCommitStartLeavesLaterWork(t *testing.T) {
+	d, _ := openTest(t)
+	d.gc.delay = time.Hour // only another write's commit can take it
+	later := appendLater(t, d, "a")
+	before := d.WriteStats()
+	mustRun(t, d.writeFirst(context.Background(), insertFn(d, "start")))
+	if got := storedEvents(t, d); got["a"] || !got["start"] {
+		t.Fatalf("after the start's commit: stored %v, want start without a", got)
+	}
+	select {
+	case err := <-later:
+		t.Fatalf("AppendEventsLater answered (%v) before its commit", err)
+	default:
+	}
+	mustRun(t, d.write(context.Background(), insertFn(d, "b")))
+	if err := waitResult(t, "a", later); err != nil {
+		t.Fatal(err)
+	}
+	after := d.WriteStats()
+	if c, w := after.Commits-before.Commits, after.Writes-before.Writes; c != 2 || w != 3 {
+		t.Errorf("%d commits holding %d writes, want 2 holding 3", c, w)
+	}
+	if got := storedEvents(t, d); !got["a"] || !got["b"] {
+		t.Errorf("stored %v, want a and b", got)
+	}
+}
+
 // With no other write coming, events appended later are committed on
 // their own after LaterDelay.
 func TestGroupCommitLaterAlone(t *testing.T) {
