@@ -80,6 +80,19 @@ func slotBytes(t *testing.T, run string, g engine.ProcGroup) []byte {
 	return b
 }
 
+// fireLong fires journalLong's hook on daemon d and waits for its step
+// and the step's background grandchild to run; it returns the run and
+// their pids.
+func fireLong(t *testing.T, e *env, d *daemon) (id string, leader, grand int) {
+	t.Helper()
+	id = runID(t, e.must(0, "fire", "long"))
+	waitFor(t, "the step and its grandchild to run", func() bool {
+		leader, grand = pidIn(e, "long.pid"), pidIn(e, "grand.txt")
+		return leader > 0 && grand > 0 && processAlive(grand)
+	}, func() string { return d.log.String() })
+	return id, leader, grand
+}
+
 // TestCrashReapsFromJournal kills a real daemon with SIGKILL while a step
 // sleeps, with a grandchild in the background: the step's process group
 // is in the journal file and not in the database (no commit recorded
@@ -94,12 +107,7 @@ func TestCrashReapsFromJournal(t *testing.T) {
 	e := newEnv(t, "", map[string]string{"long.yaml": journalLong, "quick.yaml": crashOther})
 	d := e.serve()
 	done := runID(t, e.must(0, "fire", "quick", "--wait")) // a run that is not interrupted
-	id := runID(t, e.must(0, "fire", "long"))
-	var leader, grand int
-	waitFor(t, "the step and its grandchild to run", func() bool {
-		leader, grand = pidIn(e, "long.pid"), pidIn(e, "grand.txt")
-		return leader > 0 && grand > 0 && processAlive(grand)
-	}, func() string { return d.log.String() })
+	id, leader, grand := fireLong(t, e, d)
 
 	es, err := procjournal.Entries(journalPath(e))
 	if err != nil {
@@ -351,12 +359,7 @@ func TestJournalModelTool(t *testing.T) {
 func TestReapAfterCrashInRecovery(t *testing.T) {
 	e := newEnv(t, "", map[string]string{"long.yaml": journalLong})
 	d := e.serve()
-	id := runID(t, e.must(0, "fire", "long"))
-	var leader, grand int
-	waitFor(t, "the step and its grandchild to run", func() bool {
-		leader, grand = pidIn(e, "long.pid"), pidIn(e, "grand.txt")
-		return leader > 0 && grand > 0 && processAlive(grand)
-	}, func() string { return d.log.String() })
+	id, leader, grand := fireLong(t, e, d)
 	d.signal(syscall.SIGKILL)
 	if code := d.wait(); code != -1 {
 		t.Fatalf("hookd serve killed by SIGKILL: exit code %d", code)
