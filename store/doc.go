@@ -37,7 +37,7 @@
 // the same file (a CLI command beside the daemon) is serialized by SQLite's
 // file lock and waits up to busy_timeout.
 //
-// The frequent small writes (a run's start, end and process groups, events
+// The frequent small writes (a run's start and end, events
 // stored and marked dispatched) are group-committed (group.go): a write
 // that finds the writer idle commits at once in its own transaction;
 // writes that arrive during a commit wait and are then committed together,

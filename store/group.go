@@ -30,8 +30,8 @@ import (
 // engine stores after it dispatched them) does not start a commit of its
 // own: it joins the next commit of other writes, or, when none comes
 // within LaterDelay, one the store starts then. A run's progress and
-// outcome events thus ride in the transactions of its start, its process
-// group and its end instead of adding transactions of their own.
+// outcome events thus ride in the transaction of its end (or of other
+// runs' writes) instead of adding transactions of their own.
 //
 // Between two commits the checkpointer may hold the committer for a
 // moment (holdWrites): writes queue meanwhile as behind a commit in
@@ -140,8 +140,8 @@ func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx)
 // writeFirst is write for the start of a run, which its caller waits for
 // before anything else happens: a commit of starts alone does not carry
 // the writeLater work waiting (unless that waited LaterDelay), which
-// joins the next commit instead (the run's process group or end, a
-// moment later). With one publisher in BenchmarkEventToRun nearly every
+// joins the next commit instead (the run's end, or another run's
+// write). With one publisher in BenchmarkEventToRun nearly every
 // start carried the previous run's events, and its commit took 145-155
 // µs at the median against about 100 µs for a start alone.
 func (d *DB) writeFirst(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
