@@ -83,11 +83,17 @@ func (c *cli) loadHooks(d *config.Daemon) ([]*engine.Hook, []error, error) {
 	return hooks, errs, err
 }
 
-// loadAll loads the hooks directory's hooks and command handlers.
+// loadAll loads the hooks directory's hooks and command handlers. The
+// load runs at loadGCPercent, for every command that loads (validate,
+// render, an offline list, ...) as for serve, whose loadGC has raised it
+// already: at the default GOGC `hookd validate` of 10,000 files took
+// 0.60 s and 1.16 CPU-s, at 400 0.49 s and 0.95 (its peak 110 -> 180 MB).
 func (c *cli) loadAll(d *config.Daemon) ([]*engine.Hook, []*config.Handler, []error, error) {
 	if fi, err := os.Stat(d.HooksDir); err != nil || !fi.IsDir() {
 		return nil, nil, nil, fmt.Errorf("hooks directory %s does not exist (use --hooks DIR)", d.HooksDir)
 	}
+	restore, _ := raiseGCPercent(loadGCPercent)
+	defer restore()
 	hooks, hs, errs := config.LoadDirAll(d.HooksDir, d.HookOptions())
 	return hooks, hs, errs, nil
 }
