@@ -233,7 +233,12 @@ skip_llm: true
 		ids[runID(t, e.must(0, "fire", h))] = h
 	}
 	var es []procjournal.Entry
-	waitFor(t, "eight steps in the journal", func() bool {
+	waitFor(t, "eight steps in the journal, each with its pid written", func() bool {
+		for i := 0; i < n; i++ {
+			if pidIn(e, fmt.Sprintf("h%d.pid", i)) == 0 {
+				return false // the group is in the journal before its shell writes $$
+			}
+		}
 		var err error
 		es, err = procjournal.Entries(journalPath(e))
 		return err == nil && len(es) == n
