@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -304,12 +303,7 @@ func (d *DB) checkpoint(mode string) (ckResult, error) {
 // checkpointer makes them (it starts when first needed).
 func (d *DB) initCheckpoints() error {
 	ck := &d.ck
-	// SQLite names the log after the database file's real path: that of
-	// a database opened through a symbolic link lies beside its target.
-	ck.wal = d.path + "-wal"
-	if real, err := filepath.EvalSymlinks(d.path); err == nil {
-		ck.wal = real + "-wal"
-	}
+	ck.wal = d.sidecar("-wal")
 	var pageSize int64
 	if err := d.w.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
 		return fmt.Errorf("read page_size: %w", err)

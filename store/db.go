@@ -23,7 +23,13 @@ var _ engine.Store = (*DB)(nil)
 // SQLITE_BUSY; reads use a separate pool (r) that WAL lets run alongside
 // the writer.
 type DB struct {
-	path   string
+	path string
+	// real is path with its symbolic links resolved, resolved once in
+	// Open: SQLite names the -wal and -shm files after the database
+	// file's real path, so those of a database opened through a link lie
+	// beside its target. Everything that reads or narrows them uses
+	// sidecar.
+	real   string
 	opened os.FileInfo // the file Open opened, for Check
 	w      *sql.DB
 	r      *sql.DB
@@ -69,7 +75,11 @@ func Open(path string) (*DB, error) {
 	if err := createPrivate(abs); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	d := &DB{path: abs}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open store: resolve database path: %w", err)
+	}
+	d := &DB{path: abs, real: real}
 
 	// The writer sets WAL (persistent in the file) before any reader opens.
 	d.w, err = sql.Open(writeDriver, dsn(abs, url.Values{
@@ -99,7 +109,7 @@ func Open(path string) (*DB, error) {
 		d.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	if err := restrictSidecars(abs); err != nil {
+	if err := d.restrictSidecars(); err != nil {
 		d.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
@@ -144,12 +154,16 @@ func createPrivate(path string) error {
 	return nil
 }
 
-// restrictSidecars sets the -wal and -shm files of the database at path
-// to 0600, for those an older hookd or another tool left wider.
-func restrictSidecars(path string) error {
+// sidecar returns the path of the database's file with suffix ("-wal",
+// "-shm"): beside the real database file, where SQLite puts it.
+func (d *DB) sidecar(suffix string) string { return d.real + suffix }
+
+// restrictSidecars sets the -wal and -shm files of the database to 0600,
+// for those an older hookd or another tool left wider.
+func (d *DB) restrictSidecars() error {
 	for _, suffix := range []string{"-wal", "-shm"} {
-		if err := os.Chmod(path+suffix, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("restrict %s: %w", filepath.Base(path+suffix), err)
+		if err := os.Chmod(d.sidecar(suffix), 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("restrict %s: %w", d.sidecar(suffix), err)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -51,6 +52,75 @@ func checkModes(t *testing.T, files []string) {
 		}
 		if m := fi.Mode().Perm(); m != 0o600 {
 			t.Errorf("%s: mode %o; want 600", filepath.Base(f), m)
+		}
+	}
+}
+
+// TestFilesPrivateSymlink: when the database path is a symbolic link,
+// SQLite keeps the -wal and -shm files beside the link's target, and
+// those are the ones Open narrows to 0600 (a wider pair left there by
+// another tool is narrowed), not names beside the link. Size reads the
+// log there too.
+func TestFilesPrivateSymlink(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+
+	target := filepath.Join(t.TempDir(), "real", "hookd.db")
+	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "hookd.db")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d, err := Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, d.AppendEvent(ctx, &engine.Event{ID: "e1", Type: "x.y", Time: t0}))
+	sidecars := []string{target + "-wal", target + "-shm"}
+	checkModes(t, append([]string{target}, sidecars...))
+	mustRun(t, d.Close())
+
+	// Another tool, which has the database open (so its -wal and -shm
+	// stay), left them readable by others.
+	other, err := sql.Open("sqlite3", target+"?_journal_mode=WAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`CREATE TABLE other_tool (x)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range sidecars {
+		if err := os.Chmod(f, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err = Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	checkModes(t, sidecars)
+	mustRun(t, d.AppendEvent(ctx, &engine.Event{ID: "e2", Type: "x.y", Time: t0}))
+	checkModes(t, sidecars)
+	// Size reads the log beside the target too.
+	size, err := d.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(target + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size.WALBytes == 0 || size.WALBytes != fi.Size() {
+		t.Errorf("Size: WAL %d bytes; the log beside the target has %d", size.WALBytes, fi.Size())
+	}
+	for _, f := range []string{link + "-wal", link + "-shm"} {
+		if _, err := os.Lstat(f); !os.IsNotExist(err) {
+			t.Errorf("%s: %v; want no file beside the link", f, err)
 		}
 	}
 }

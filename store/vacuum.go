@@ -99,7 +99,7 @@ func (d *DB) Size(ctx context.Context) (Size, error) {
 		return s, fmt.Errorf("read database size: %w", err)
 	}
 	s.Bytes, s.FreeBytes = pages*size, free*size
-	if fi, err := os.Stat(d.path + "-wal"); err == nil {
+	if fi, err := os.Stat(d.sidecar("-wal")); err == nil {
 		s.WALBytes = fi.Size()
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return s, fmt.Errorf("read database size: %w", err)
