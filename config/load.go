@@ -41,16 +41,34 @@ func LoadDir(dir string, opts Options) (hooks []*engine.Hook, errs []error) {
 // LoadDirAll is LoadDir that also returns the command handlers declared
 // in the directory, in file name order.
 func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Handler, errs []error) {
+	hooks, _, handlers, errs = loadDir(dir, opts, true)
+	return hooks, handlers, errs
+}
+
+// CheckDir checks the hook files of dir as LoadDirAll loads them (every
+// file, every check, the same errors in the same order, the same
+// handlers) but keeps of each hook only its name, returned in file name
+// order: what `hookd validate` reports. Each hook is built, checked and
+// dropped as its file is done, so the heap stays small while thousands
+// of files load and the collector has little to go over.
+func CheckDir(dir string, opts Options) (names []string, handlers []*Handler, errs []error) {
+	_, names, handlers, errs = loadDir(dir, opts, false)
+	return names, handlers, errs
+}
+
+// loadDir loads or checks the files of dir: it returns the hooks when
+// keep is set, else only their names.
+func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names []string, handlers []*Handler, errs []error) {
 	if opts.Root == "" {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
+			return nil, nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
 		}
 		opts.Root = filepath.Dir(abs)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, nil, []error{&Error{File: dir, Msg: fmt.Sprintf("read hooks directory: %s", err), Err: err}}
+		return nil, nil, nil, []error{&Error{File: dir, Msg: fmt.Sprintf("read hooks directory: %s", err), Err: err}}
 	}
 	if !opts.AllowInsecure {
 		fi, err := os.Stat(dir)
@@ -58,7 +76,7 @@ func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Han
 			err = checkOwnership(dir, fi)
 		}
 		if err != nil {
-			return nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
+			return nil, nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
 		}
 	}
 	opts.broad = new(sync.Map)
@@ -80,6 +98,12 @@ func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Han
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
 				results[i] = loadFile(dir, files[i], opts)
+				if r := &results[i]; r.hook != nil {
+					r.name, r.file = r.hook.Name, r.hook.Source.File
+					if !keep {
+						r.hook = nil // checked; what is left is its name
+					}
+				}
 			}
 		})
 	}
@@ -113,27 +137,33 @@ func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Han
 			}
 			byLabel[k] = seen{h.File, h.LabelLine}
 			handlers = append(handlers, h)
-		case r.hook != nil:
-			h := r.hook
-			if first, dup := byName[h.Name]; dup {
-				errs = append(errs, &Error{File: h.Source.File, Line: r.line, Field: "name",
-					Msg: fmt.Sprintf("duplicate hook name %q (first in %s:%d)", h.Name, first.file, first.line)})
+		case r.file != "": // a hook
+			if first, dup := byName[r.name]; dup {
+				errs = append(errs, &Error{File: r.file, Line: r.line, Field: "name",
+					Msg: fmt.Sprintf("duplicate hook name %q (first in %s:%d)", r.name, first.file, first.line)})
 				continue
 			}
-			byName[h.Name] = seen{h.Source.File, r.line}
-			hooks = append(hooks, h)
+			byName[r.name] = seen{r.file, r.line}
+			if keep {
+				hooks = append(hooks, r.hook)
+			} else {
+				names = append(names, r.name)
+			}
 		}
 	}
-	return hooks, handlers, errs
+	return hooks, names, handlers, errs
 }
 
-// loaded is what one file of a hooks directory gave: a hook (with the
-// line that names it), a handler, errors, or nothing (not a hook file).
+// loaded is what one file of a hooks directory gave: a hook (with its
+// name, its file and the line that names it; only these when the hook
+// was checked, not kept), a handler, errors, or nothing (not a hook
+// file).
 type loaded struct {
-	hook    *engine.Hook
-	line    int
-	handler *Handler
-	errs    []error
+	hook       *engine.Hook
+	name, file string
+	line       int
+	handler    *Handler
+	errs       []error
 }
 
 // fileBufs holds buffers for the files being loaded: nothing loaded keeps

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -73,5 +75,112 @@ func TestLoadDirSymlinkAndUnreadable(t *testing.T) {
 	hooks, errs := LoadDir(dir, Options{})
 	if len(hooks) != 1 || hooks[0].Name != "linked" || len(errs) != 0 {
 		t.Fatalf("got %v %v", hooks, errs)
+	}
+}
+
+// TestCheckDir: CheckDir finds what LoadDirAll finds — the same errors in
+// the same order (bad files, duplicate hook names, duplicate handler
+// labels), the same handlers — and returns the names of the hooks that
+// LoadDirAll loads, in the same order.
+func TestCheckDir(t *testing.T) {
+	mixed := t.TempDir()
+	for name, body := range map[string]string{
+		"a.yaml":     "name: shared\nsteps:\n  - type: shell\n    command: echo {{steps.later.output}}\n",
+		"b.yaml":     "name: shared\nprompt: x\n",
+		"c.yaml":     "prompt: hello\n",
+		"d.yaml":     "trigger: {every: 0s}\nprompt: x\n",
+		"e.yaml":     "on: tool:call:before\nlabel: audit\ncommand: [sh]\n",
+		"f.yaml":     "on: tool:call:before\ncommand: [sh]\nlabel: audit\n",
+		"g.yaml":     "on: run:after\ncommand: [sh]\n",
+		"h.yaml":     "prompt: [not, text]\n",
+		"shared.yml": "prompt: third of the name\n",
+	} {
+		if err := os.WriteFile(filepath.Join(mixed, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range []string{filepath.Join("testdata", "loaddir", "hooks.d"), mixed} {
+		hooks, hs, errs := LoadDirAll(dir, Options{})
+		names, chs, cerrs := CheckDir(dir, Options{})
+		var want []string
+		for _, h := range hooks {
+			want = append(want, h.Name)
+		}
+		if strings.Join(names, " ") != strings.Join(want, " ") || len(names) == 0 {
+			t.Errorf("%s: CheckDir names %q, LoadDirAll hooks %q", dir, names, want)
+		}
+		if len(chs) != len(hs) {
+			t.Errorf("%s: CheckDir %d handlers, LoadDirAll %d", dir, len(chs), len(hs))
+		}
+		for i := range min(len(chs), len(hs)) {
+			if chs[i].File != hs[i].File || chs[i].Label != hs[i].Label {
+				t.Errorf("%s: handler %d: %s %s, want %s %s", dir, i, chs[i].File, chs[i].Label, hs[i].File, hs[i].Label)
+			}
+		}
+		text := func(l []error) string {
+			var b strings.Builder
+			for _, e := range l {
+				b.WriteString(e.Error() + "\n")
+			}
+			return b.String()
+		}
+		if got, want := text(cerrs), text(errs); got != want || len(errs) < 3 {
+			t.Errorf("%s: CheckDir errors:\n%s\nLoadDirAll errors:\n%s", dir, got, want)
+		}
+	}
+}
+
+// TestCheckDirKeepsNoHook: what CheckDir returns holds the hooks' names,
+// not the hooks: the live heap after checking 500 files, with the
+// result alive, grows by a fraction of what the loaded hooks take.
+func TestCheckDirKeepsNoHook(t *testing.T) {
+	const n = 500
+	dir := t.TempDir()
+	for i := range n {
+		hook := fmt.Sprintf("trigger: {every: %dm}\nenv: {A: a%d, B: b}\nsteps:\n  - name: s\n    type: shell\n    command: echo {{event.v}} %d | tr a-z A-Z\nprompt: |\n  Look at {{steps.s.output}} and say what changed in %d.\n", 1+i%50, i, i, i)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%04d.yaml", i)), []byte(hook), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	// The least growth of three: another goroutine's allocation can only
+	// add to a measure.
+	grow := func(load func() any) uint64 {
+		least := uint64(1 << 62)
+		for range 3 {
+			before := live()
+			kept := load()
+			after := live()
+			runtime.KeepAlive(kept)
+			if after > before {
+				least = min(least, after-before)
+			} else {
+				least = 0
+			}
+		}
+		return least
+	}
+	loaded := grow(func() any {
+		hooks, errs := LoadDir(dir, Options{})
+		if len(hooks) != n || len(errs) > 0 {
+			t.Fatalf("LoadDir: %d hooks, %v", len(hooks), errs)
+		}
+		return hooks
+	})
+	checked := grow(func() any {
+		names, _, errs := CheckDir(dir, Options{})
+		if len(names) != n || len(errs) > 0 {
+			t.Fatalf("CheckDir: %d names, %v", len(names), errs)
+		}
+		return names
+	})
+	t.Logf("live heap after loading %d files: +%d KB with the hooks, +%d KB with CheckDir's names", n, loaded>>10, checked>>10)
+	if checked > 128<<10 || checked*8 > loaded {
+		t.Errorf("CheckDir of %d files keeps %d KB live (LoadDir %d KB): want at most 128 KB and an eighth of LoadDir's", n, checked>>10, loaded>>10)
 	}
 }

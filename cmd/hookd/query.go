@@ -474,14 +474,14 @@ func cmdValidate(c *cli, args []string) int {
 	if len(pos) == 1 {
 		d.HooksDir = pos[0]
 	}
-	hooks, hs, errs, err := c.loadAll(d)
+	hooks, hs, errs, err := c.checkAll(d)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
 	if *asJSON {
-		out := validateJSON{Dir: d.HooksDir, Valid: len(errs) == 0, Hooks: []string{}, Handlers: len(hs), Errors: []loadErrorJSON{}}
-		for _, h := range hooks {
-			out.Hooks = append(out.Hooks, h.Name)
+		out := validateJSON{Dir: d.HooksDir, Valid: len(errs) == 0, Hooks: hooks, Handlers: len(hs), Errors: []loadErrorJSON{}}
+		if hooks == nil {
+			out.Hooks = []string{}
 		}
 		for _, e := range errs {
 			out.Errors = append(out.Errors, loadErrorOf(e))
