@@ -264,7 +264,7 @@ func xargsSplice(args []callArg, r *callRules) string {
 			continue
 		}
 		for j := s + 1; j < len(args); j++ {
-			if _, code := r.refuse[j]; code && r.start(j) > s && args[j].isLit && strings.Contains(args[j].lit, repl) {
+			if _, code := r.refused(j); code && r.start(j) > s && args[j].isLit && strings.Contains(args[j].lit, repl) {
 				return "xargs -I " + repl + " (it splices each line into " + r.where(args, j) + ", read as code)"
 			}
 		}
@@ -284,7 +284,7 @@ func xargsAppend(args []callArg, r *callRules) string {
 		}
 		more := append(append([]callArg(nil), args...), callArg{tainted: true, lead: true})
 		r2 := analyzeCall(more)
-		if why, bad := r2.refuse[len(args)]; bad {
+		if why, bad := r2.refused(len(args)); bad {
 			return "xargs (it appends what it reads to the arguments of the command it runs, where data is " + why + ")"
 		}
 	}

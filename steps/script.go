@@ -115,6 +115,9 @@ func parseShellScript(src string, taintedEnv map[string]bool) (*shellScript, err
 	if len(phs) > searchOccs {
 		index = make(map[string]int, len(phs))
 	}
+	if len(phs) > 0 {
+		s.paths = make([]string, 0, len(phs))
+	}
 	for k, ph := range phs {
 		var n int
 		if index != nil {
@@ -130,7 +133,7 @@ func parseShellScript(src string, taintedEnv map[string]bool) (*shellScript, err
 			}
 		}
 		b.WriteString(src[last:ph.Start])
-		name := placeholderVarPrefix + strconv.Itoa(n)
+		name := placeholderVar(n)
 		occs[k] = occurrence{ph: ph, n: n, off: b.Len(), name: name}
 		b.WriteString("${" + name + "}")
 		last = ph.End
@@ -162,7 +165,12 @@ func parseShellScript(src string, taintedEnv map[string]bool) (*shellScript, err
 	}
 
 	// Quote the references that stand unquoted.
+	if !slices.Contains(c.quote, true) {
+		s.text = text
+		return s, nil
+	}
 	var out strings.Builder
+	out.Grow(len(text) + 2*len(occs))
 	last = 0
 	for k, o := range occs {
 		ref := "${" + o.name + "}"
@@ -177,6 +185,22 @@ func parseShellScript(src string, taintedEnv map[string]bool) (*shellScript, err
 	out.WriteString(text[last:])
 	s.text = out.String()
 	return s, nil
+}
+
+// placeholderVars are the names of the first placeholder variables.
+var placeholderVars = func() (names [16]string) {
+	for i := range names {
+		names[i] = placeholderVarPrefix + strconv.Itoa(i+1)
+	}
+	return names
+}()
+
+// placeholderVar returns HOOKD_Pn.
+func placeholderVar(n int) string {
+	if n >= 1 && n <= len(placeholderVars) {
+		return placeholderVars[n-1]
+	}
+	return placeholderVarPrefix + strconv.Itoa(n)
 }
 
 // placeholderNum returns n for the variable name HOOKD_Pn.
@@ -194,13 +218,21 @@ func placeholderNum(name string) (int, bool) {
 // so one may parse many scripts (loading thousands of hooks makes as many
 // parsers otherwise).
 var bashParsers = sync.Pool{New: func() any {
-	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true))
+	return &bashParser{p: syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true))}
 }}
 
+// bashParser is a pooled parser and the reader it parses from.
+type bashParser struct {
+	p *syntax.Parser
+	r strings.Reader
+}
+
 func parseBash(text string) (*syntax.File, error) {
-	p := bashParsers.Get().(*syntax.Parser)
-	f, err := p.Parse(strings.NewReader(text), "")
-	bashParsers.Put(p)
+	bp := bashParsers.Get().(*bashParser)
+	bp.r.Reset(text)
+	f, err := bp.p.Parse(&bp.r, "")
+	bp.r.Reset("") // keep no script alive in the pool
+	bashParsers.Put(bp)
 	if err != nil {
 		return nil, fmt.Errorf("parse the command as bash: %w", err)
 	}
@@ -339,24 +371,41 @@ type checker struct {
 	intVars  map[string]bool   // nil until one is declared
 	quote    []bool            // per occurrence: wrap the reference in double quotes
 	found    []bool            // per occurrence: the parser saw the reference
-	optionAt map[string]string // data root -> where it may begin an argument
+	optionAt map[string]string // data root -> where it may begin an argument; nil until one may
 	calls    map[*syntax.CallExpr]*callInfo
 	depth    int // how deep in inner shells' scripts
 	// rootOccs are the placeholders of the outermost script, which name
 	// the data roots that are placeholders: HOOKD_P1 is {{event.x}}.
 	rootOccs []occurrence
+
+	// The state of the walks, kept here rather than in their closures'
+	// variables so that a check allocates little (loading runs one for
+	// every shell step of every hook).
+	err        error         // check: the first problem found
+	stack      []syntax.Node // check: the ancestors of the node visited
+	stackBuf   [16]syntax.Node
+	funcs      map[string]bool // learn: the script's functions; nil until one is declared
+	pass       int             // learn: the pass, from 0
+	changed    bool            // learn: the pass learnt something
+	taintOut   map[string]bool // wordTaint: the roots found by its walk
+	taintVisit func(syntax.Node) bool
 }
 
 type callInfo struct {
 	args  []callArg
-	rules *callRules
+	rules *callRules // &own
+	// Room for a command of a few words and its rules, so that the
+	// analysis of one takes a single allocation.
+	own    callRules
+	argBuf [6]callArg
 }
 
 func newChecker(f *syntax.File, occs []occurrence, taintedEnv map[string]bool) *checker {
+	flags := make([]bool, 2*len(occs))
 	c := &checker{
 		file: f, occs: occs, tainted: map[string]map[string]bool{},
-		quote: make([]bool, len(occs)), found: make([]bool, len(occs)),
-		optionAt: map[string]string{}, calls: map[*syntax.CallExpr]*callInfo{}, rootOccs: occs,
+		quote: flags[:len(occs):len(occs)], found: flags[len(occs):],
+		calls: map[*syntax.CallExpr]*callInfo{}, rootOccs: occs,
 	}
 	if len(occs) > searchOccs {
 		c.byOff = make(map[int]int, len(occs))
@@ -446,13 +495,18 @@ func (c *checker) wordTaint(n syntax.Node) map[string]bool {
 			return nil
 		}
 	}
-	var out map[string]bool
-	syntax.Walk(n, func(n syntax.Node) bool {
-		if pe, ok := n.(*syntax.ParamExp); ok {
-			c.addTaint(pe, &out)
+	if c.taintVisit == nil {
+		c.taintVisit = func(n syntax.Node) bool {
+			if pe, ok := n.(*syntax.ParamExp); ok {
+				c.addTaint(pe, &c.taintOut)
+			}
+			return true
 		}
-		return true
-	})
+	}
+	c.taintOut = nil
+	syntax.Walk(n, c.taintVisit)
+	out := c.taintOut
+	c.taintOut = nil
 	return out
 }
 
@@ -522,132 +576,132 @@ func (c *checker) taint(name string, roots map[string]bool) bool {
 // holding data, an integer variable), so the passes reach the fixed
 // point that knowing the functions first would reach.
 func (c *checker) learn() {
-	var funcs map[string]bool // nil until one is declared
-	for pass, changed := 0, true; changed; pass++ {
-		changed = false
-		syntax.Walk(c.file, func(n syntax.Node) bool {
-			switch n := n.(type) {
-			case *syntax.FuncDecl:
-				if pass == 0 && n.Name != nil {
-					if funcs == nil {
-						funcs = map[string]bool{}
-					}
-					funcs[n.Name.Value] = true
-					changed = true // call sites before it are seen again
+	visit := func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.FuncDecl:
+			if c.pass == 0 && n.Name != nil {
+				if c.funcs == nil {
+					c.funcs = map[string]bool{}
 				}
-			case *syntax.Assign:
-				if n.Name != nil {
-					if t := c.wordTaint(n.Value); t != nil {
-						changed = c.taint(n.Name.Value, t) || changed
-					}
-					if t := c.wordTaint(n.Array); t != nil {
-						changed = c.taint(n.Name.Value, t) || changed
+				c.funcs[n.Name.Value] = true
+				c.changed = true // call sites before it are seen again
+			}
+		case *syntax.Assign:
+			if n.Name != nil {
+				if t := c.wordTaint(n.Value); t != nil {
+					c.changed = c.taint(n.Name.Value, t) || c.changed
+				}
+				if t := c.wordTaint(n.Array); t != nil {
+					c.changed = c.taint(n.Name.Value, t) || c.changed
+				}
+			}
+		case *syntax.ForClause:
+			if wi, ok := n.Loop.(*syntax.WordIter); ok {
+				for _, w := range wi.Items {
+					if t := c.wordTaint(w); t != nil {
+						c.changed = c.taint(wi.Name.Value, t) || c.changed
 					}
 				}
-			case *syntax.ForClause:
-				if wi, ok := n.Loop.(*syntax.WordIter); ok {
-					for _, w := range wi.Items {
-						if t := c.wordTaint(w); t != nil {
-							changed = c.taint(wi.Name.Value, t) || changed
+			}
+		case *syntax.DeclClause:
+			integer := false
+			for _, a := range n.Args {
+				if a.Naked && a.Name == nil && a.Value != nil {
+					if l := a.Value.Lit(); strings.HasPrefix(l, "-") && strings.ContainsRune(l, 'i') {
+						integer = true
+					}
+				}
+			}
+			for _, a := range n.Args {
+				if integer && a.Name != nil && !c.intVars[a.Name.Value] {
+					if c.intVars == nil {
+						c.intVars = map[string]bool{}
+					}
+					c.intVars[a.Name.Value] = true
+					c.changed = true
+				}
+			}
+		case *syntax.CallExpr:
+			if len(n.Args) == 0 {
+				break
+			}
+			if name := n.Args[0].Lit(); name == "set" || c.funcs[name] {
+				// set -- data, or a function called with data: the
+				// positional parameters hold it.
+				var all map[string]bool
+				for _, w := range n.Args[1:] {
+					for r := range c.wordTaint(w) {
+						if all == nil {
+							all = map[string]bool{}
 						}
+						all[r] = true
 					}
 				}
-			case *syntax.DeclClause:
-				integer := false
-				for _, a := range n.Args {
-					if a.Naked && a.Name == nil && a.Value != nil {
-						if l := a.Value.Lit(); strings.HasPrefix(l, "-") && strings.ContainsRune(l, 'i') {
-							integer = true
-						}
+				if all != nil {
+					for _, p := range []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*"} {
+						c.changed = c.taint(p, all) || c.changed
 					}
 				}
-				for _, a := range n.Args {
-					if integer && a.Name != nil && !c.intVars[a.Name.Value] {
-						if c.intVars == nil {
-							c.intVars = map[string]bool{}
-						}
-						c.intVars[a.Name.Value] = true
-						changed = true
-					}
-				}
-			case *syntax.CallExpr:
-				if len(n.Args) == 0 {
+			}
+			switch n.Args[0].Lit() {
+			case "read", "mapfile", "readarray":
+				// Input is data: where the script holds data, the
+				// variables read hold data too.
+				if len(c.occs) == 0 && len(c.tainted) == 0 {
 					break
 				}
-				if name := n.Args[0].Lit(); name == "set" || funcs[name] {
-					// set -- data, or a function called with data: the
-					// positional parameters hold it.
-					var all map[string]bool
-					for _, w := range n.Args[1:] {
-						for r := range c.wordTaint(w) {
-							if all == nil {
-								all = map[string]bool{}
-							}
-							all[r] = true
-						}
-					}
-					if all != nil {
-						for _, p := range []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*"} {
-							changed = c.taint(p, all) || changed
-						}
+				for _, w := range n.Args[1:] {
+					if l := w.Lit(); l != "" && !strings.HasPrefix(l, "-") {
+						c.changed = c.taint(l, map[string]bool{}) || c.changed
 					}
 				}
-				switch n.Args[0].Lit() {
-				case "read", "mapfile", "readarray":
-					// Input is data: where the script holds data, the
-					// variables read hold data too.
-					if len(c.occs) == 0 && len(c.tainted) == 0 {
-						break
-					}
-					for _, w := range n.Args[1:] {
-						if l := w.Lit(); l != "" && !strings.HasPrefix(l, "-") {
-							changed = c.taint(l, map[string]bool{}) || changed
-						}
-					}
-				case "printf":
-					if len(n.Args) < 3 {
-						break
-					}
-					for i, w := range n.Args[1 : len(n.Args)-1] {
-						if w.Lit() == "-v" {
-							var all map[string]bool
-							for _, x := range n.Args[i+3:] {
-								for r := range c.wordTaint(x) {
-									if all == nil {
-										all = map[string]bool{}
-									}
-									all[r] = true
+			case "printf":
+				if len(n.Args) < 3 {
+					break
+				}
+				for i, w := range n.Args[1 : len(n.Args)-1] {
+					if w.Lit() == "-v" {
+						var all map[string]bool
+						for _, x := range n.Args[i+3:] {
+							for r := range c.wordTaint(x) {
+								if all == nil {
+									all = map[string]bool{}
 								}
+								all[r] = true
 							}
-							if all != nil {
-								changed = c.taint(n.Args[i+2].Lit(), all) || changed
-							}
+						}
+						if all != nil {
+							c.changed = c.taint(n.Args[i+2].Lit(), all) || c.changed
 						}
 					}
 				}
 			}
-			return true
-		})
+		}
+		return true
+	}
+	c.funcs = nil
+	for c.pass, c.changed = 0, true; c.changed; c.pass++ {
+		c.changed = false
+		syntax.Walk(c.file, visit)
 	}
 }
 
 // check runs both passes.
 func (c *checker) check() error {
 	c.learn()
-	var err error
-	var stack []syntax.Node
+	c.err, c.stack = nil, c.stackBuf[:0]
 	syntax.Walk(c.file, func(n syntax.Node) bool {
 		if n == nil {
-			stack = stack[:len(stack)-1]
+			c.stack = c.stack[:len(c.stack)-1]
 			return true
 		}
-		if err == nil {
-			err = c.node(n, stack)
+		if c.err == nil {
+			c.err = c.node(n, c.stack)
 		}
-		stack = append(stack, n)
+		c.stack = append(c.stack, n)
 		return true
 	})
-	if err != nil {
+	if err := c.err; err != nil {
 		return err
 	}
 	for k, o := range c.occs {
@@ -932,11 +986,21 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 func (c *checker) nested(script string) error {
 	opt, err := checkInnerScript(script, c.tainted, c.rootOccs, c.depth+1)
 	for r, where := range opt {
-		if c.optionAt[r] == "" {
-			c.optionAt[r] = where
-		}
+		c.setOptionAt(r, where)
 	}
 	return err
+}
+
+// setOptionAt records that data from root r may begin an argument at
+// where, unless a place was recorded for r already.
+func (c *checker) setOptionAt(r, where string) {
+	if c.optionAt[r] != "" {
+		return
+	}
+	if c.optionAt == nil {
+		c.optionAt = map[string]string{}
+	}
+	c.optionAt[r] = where
 }
 
 // checkInnerScript checks script, run by an inner shell that sees the
@@ -1018,14 +1082,17 @@ func (c *checker) paramExp(pe *syntax.ParamExp, stack []syntax.Node) error {
 			if a != w {
 				continue
 			}
-			if why, bad := ci.rules.refuse[j]; bad {
+			if why, bad := ci.rules.refused(j); bad {
 				return c.dataErr(pe, "is %s", why)
 			}
 			if ci.rules.optionPosition(ci.args, j) && leads(w, pe) {
-				where := ci.rules.where(ci.args, j)
+				where := ""
 				for r := range c.roots(pe) {
 					if c.optionAt[r] == "" {
-						c.optionAt[r] = where
+						if where == "" {
+							where = ci.rules.where(ci.args, j)
+						}
+						c.setOptionAt(r, where)
 					}
 				}
 			}
@@ -1196,7 +1263,12 @@ func (c *checker) call(ce *syntax.CallExpr) *callInfo {
 	if ci, ok := c.calls[ce]; ok {
 		return ci
 	}
-	ci := &callInfo{args: make([]callArg, len(ce.Args))}
+	ci := &callInfo{}
+	if len(ce.Args) <= len(ci.argBuf) {
+		ci.args = ci.argBuf[:len(ce.Args)]
+	} else {
+		ci.args = make([]callArg, len(ce.Args))
+	}
 	for i, w := range ce.Args {
 		a := &ci.args[i]
 		a.lit, a.isLit = wordLit(w)
@@ -1212,7 +1284,8 @@ func (c *checker) call(ce *syntax.CallExpr) *callInfo {
 			a.isLit = false
 		}
 	}
-	ci.rules = analyzeCall(ci.args)
+	ci.rules = &ci.own
+	ci.rules.analyze(ci.args)
 	c.calls[ce] = ci
 	return ci
 }
@@ -1220,6 +1293,20 @@ func (c *checker) call(ce *syntax.CallExpr) *callInfo {
 // wordLit returns the text of a word that holds no expansion, with its
 // quotes removed.
 func wordLit(w *syntax.Word) (string, bool) {
+	if len(w.Parts) == 1 {
+		// Most words are one piece of text: the text is the answer the
+		// loop below would build.
+		switch p := w.Parts[0].(type) {
+		case *syntax.Lit:
+			if strings.IndexByte(p.Value, '\\') < 0 {
+				return p.Value, true
+			}
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				return p.Value, true
+			}
+		}
+	}
 	var b strings.Builder
 	for _, p := range w.Parts {
 		switch p := p.(type) {

@@ -109,6 +109,7 @@ func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shell
 		if len(cmd) == 0 {
 			return nil, fieldErr(cfg, "command", "must not be an empty list")
 		}
+		s.argv = make([]string, 0, len(cmd))
 		for i, v := range cmd {
 			a, ok := v.(string)
 			if !ok {
@@ -314,12 +315,15 @@ func checkArgv(argv []string, taintedEnv map[string]bool) ([]string, map[string]
 		if !a.tainted {
 			continue
 		}
-		if why, bad := r.refuse[i]; bad {
+		if why, bad := r.refused(i); bad {
 			return nil, nil, fmt.Errorf("element %d (%s): data from a placeholder is %s", i, argv[i], why)
 		}
 		if a.lead && r.optionPosition(args, i) {
 			opt[i] = r.where(args, i)
 		}
+	}
+	if len(r.scripts) == 0 {
+		return opt, nil, nil
 	}
 	tainted := map[string]map[string]bool{}
 	for name := range taintedEnv {

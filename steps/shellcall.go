@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"fmt"
 	"path"
 	"slices"
 	"strconv"
@@ -20,13 +19,22 @@ type callArg struct {
 
 // callRules is the verdict of the command rules on one simple command.
 type callRules struct {
-	refuse map[int]string // argument index -> why data may not stand there
-	starts []int          // indexes where a command word starts: 0 and those of wrapped commands
+	// refuse[i] says why data may not stand in argument i ("" where it
+	// may); read it with refused. Nil until a rule refuses one.
+	refuse []string
+	starts []int // indexes where a command word starts: 0 and those of wrapped commands
 	// scripts holds the code the author wrote for an inner shell (sh -c
 	// 'script', eval 'code'): it is checked like the command itself, as
 	// it may use variables that hold data.
 	scripts []string
 	seen    []int // command starts already checked (few)
+
+	// Room for what most commands need, so that analyzing one takes a
+	// single allocation (loading runs it for every command of every
+	// hook).
+	refuseBuf [8]string
+	startsBuf [2]int
+	seenBuf   [2]int
 }
 
 // sinkCommands run an argument of theirs as code, or use it as the name of
@@ -96,17 +104,41 @@ var wrappers = map[string]wrapper{
 
 // analyzeCall applies the command rules to args.
 func analyzeCall(args []callArg) *callRules {
-	r := &callRules{refuse: map[int]string{}}
-	if len(args) > 0 {
-		r.command(args, 0, 0)
-	}
+	r := &callRules{}
+	r.analyze(args)
 	return r
 }
 
+// analyze applies the command rules to args, filling r (a zero value).
+func (r *callRules) analyze(args []callArg) {
+	r.starts, r.seen = r.startsBuf[:0], r.seenBuf[:0]
+	if len(args) > 0 {
+		r.command(args, 0, 0)
+	}
+}
+
+// set refuses data in argument i, unless a rule did already: the first
+// reason stands. why is never empty.
 func (r *callRules) set(i int, why string) {
-	if _, ok := r.refuse[i]; !ok {
+	if i >= len(r.refuse) {
+		n := max(i+1, 2*len(r.refuse))
+		if r.refuse == nil && n <= len(r.refuseBuf) {
+			r.refuse = r.refuseBuf[:n]
+		} else {
+			r.refuse = append(r.refuse, make([]string, n-len(r.refuse))...)
+		}
+	}
+	if r.refuse[i] == "" {
 		r.refuse[i] = why
 	}
+}
+
+// refused says why data may not stand in argument i, if a rule refuses it.
+func (r *callRules) refused(i int) (string, bool) {
+	if i < 0 || i >= len(r.refuse) || r.refuse[i] == "" {
+		return "", false
+	}
+	return r.refuse[i], true
 }
 
 // command applies the rules to the command starting at args[s].
@@ -402,11 +434,16 @@ func (r *callRules) script(args []callArg, s int, name, valOpts, fileOpts, codeO
 // where names args[i] as an argument of the command it belongs to.
 func (r *callRules) where(args []callArg, i int) string {
 	s := r.start(i)
-	name := "the command"
+	b := make([]byte, 0, 64)
+	b = append(b, "argument "...)
+	b = strconv.AppendInt(b, int64(i-s), 10)
+	b = append(b, " of "...)
 	if s >= 0 && args[s].isLit {
-		name = strconv.Quote(args[s].lit)
+		b = strconv.AppendQuote(b, args[s].lit)
+	} else {
+		b = append(b, "the command"...)
 	}
-	return fmt.Sprintf("argument %d of %s", i-s, name)
+	return string(b)
 }
 
 // start returns the index of the command word args[i] belongs to.
