@@ -271,6 +271,9 @@ func (s *state) parseDoc(data []byte, allowEmpty bool) *yaml.Node {
 		// raw tabs are invalid JSON anyway) they are only whitespace.
 		data = bytes.ReplaceAll(data, []byte("\t"), []byte(" "))
 	}
+	if top, ok := fastParse(data); ok {
+		return top // the subset hook files use; yaml.v3's tree, faster
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := s.yamlDecode(dec, &doc); err != nil {

@@ -1,0 +1,726 @@
+package config
+
+import (
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// fastParse parses the subset of YAML that hook files use and returns
+// the top-level mapping as exactly the *yaml.Node tree that yaml.v3's
+// Decoder gives (every field but the comments, which config does not
+// read). On anything outside the subset it returns ok false and the
+// caller parses with yaml.v3, so an unusual file, and every syntax error
+// and its message, is still yaml.v3's: this parser only decides what it
+// is sure of. FuzzFastYAML and TestFastYAMLMatchesYAMLv3 hold it to that.
+//
+// The subset: printable ASCII and newlines (no tab, CR or BOM); comments;
+// a block mapping at the top, in column 1; block mappings whose keys are
+// plain or quoted one-line scalars, not repeated; block sequences,
+// compact ("- key: v", "- - a") and indentless ("key:\n- a"); one-line
+// plain, single- and double-quoted scalars (the escapes of ASCII
+// characters); literal block scalars (|, |-, |+) without an indentation
+// indicator or leading blank lines; one-line flow sequences and mappings,
+// nested. Declined: anchors, aliases, tags, "? " keys, directives,
+// document markers, folded scalars, multi-line plain, quoted or flow
+// values, a value on the line after its key that is not a block
+// collection, merge keys (<<), and any ambiguity of ':' or '#'.
+//
+// data is not referenced after fastParse returns: it is copied once into
+// a string, and the Values of plain and quoted scalars are slices of it.
+func fastParse(data []byte) (top *yaml.Node, ok bool) {
+	for _, c := range data {
+		if c >= 0x7f || c < 0x20 && c != '\n' {
+			return nil, false
+		}
+	}
+	p := fastYAML{src: string(data), lineNo: 1}
+	p.chunk = len(data)/24 + 16
+	p.nextLine()
+	if p.ind != 0 || p.seqEntry() {
+		return nil, false
+	}
+	top, ok = p.mapping(0, nil)
+	if !ok || p.ind != -1 {
+		return nil, false
+	}
+	return top, true
+}
+
+const (
+	fastMaxDepth  = 48   // nesting of collections, block and flow
+	fastMaxKeyLen = 1000 // yaml.v3 refuses simple keys over 1024 bytes
+)
+
+// fastYAML is the state of one fastParse. Block parsing works line by
+// line: after a block value, pos is at the first non-space byte of the
+// next line that is neither blank nor a comment, and ind is its
+// indentation (-1 at the end of the input).
+type fastYAML struct {
+	src       string
+	pos       int // offset of the next byte to read
+	lineNo    int // 1-based line of pos
+	lineStart int // offset of the start of pos's line
+	ind       int
+	depth     int
+
+	chunk int          // slab size
+	nodes []yaml.Node  // slab the nodes are taken from
+	ptrs  []*yaml.Node // slab the Content slices are taken from
+	stack []*yaml.Node // children of the collections being parsed
+	buf   []byte       // scratch for values that are not slices of src
+}
+
+func (p *fastYAML) node(kind yaml.Kind, tag string, line, col int) *yaml.Node {
+	if len(p.nodes) == cap(p.nodes) {
+		p.nodes = make([]yaml.Node, 0, p.chunk)
+	}
+	p.nodes = p.nodes[:len(p.nodes)+1]
+	n := &p.nodes[len(p.nodes)-1]
+	n.Kind, n.Tag, n.Line, n.Column = kind, tag, line, col+1
+	return n
+}
+
+// content moves the children pushed since start into n.Content.
+func (p *fastYAML) content(n *yaml.Node, start int) {
+	kids := p.stack[start:]
+	if len(kids) > 0 {
+		if cap(p.ptrs)-len(p.ptrs) < len(kids) {
+			p.ptrs = make([]*yaml.Node, 0, max(len(kids), p.chunk))
+		}
+		l := len(p.ptrs)
+		p.ptrs = append(p.ptrs, kids...)
+		n.Content = p.ptrs[l:len(p.ptrs):len(p.ptrs)]
+	}
+	clear(kids)
+	p.stack = p.stack[:start]
+}
+
+func (p *fastYAML) col() int { return p.pos - p.lineStart }
+
+// newLine moves pos past the line break at i (or to the end).
+func (p *fastYAML) newLine(i int) {
+	if i >= len(p.src) {
+		p.pos = len(p.src)
+		return
+	}
+	p.pos = i + 1
+	p.lineNo++
+	p.lineStart = p.pos
+}
+
+// nextLine moves from the start of a line to the first line that is not
+// blank or a comment, and sets ind. A document marker sets ind to -2.
+func (p *fastYAML) nextLine() {
+	s := p.src
+	for {
+		i := p.pos
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		switch {
+		case i == len(s):
+			p.pos, p.ind = i, -1
+			return
+		case s[i] == '\n':
+			p.newLine(i)
+			continue
+		case s[i] == '#':
+			p.newLine(lineEnd(s, i))
+			continue
+		}
+		if i == p.pos && len(s)-i >= 3 && (s[i:i+3] == "---" || s[i:i+3] == "...") {
+			p.pos, p.ind = i, -2
+			return
+		}
+		p.pos, p.ind = i, i-p.lineStart
+		return
+	}
+}
+
+func lineEnd(s string, i int) int {
+	if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
+		return i + j
+	}
+	return len(s)
+}
+
+// endLine finishes a line after a value: spaces, then a comment after a
+// space or the line break. It reports false on anything else.
+func (p *fastYAML) endLine() bool {
+	s := p.src
+	i := p.pos
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	switch {
+	case i == len(s):
+	case s[i] == '\n':
+	case s[i] == '#' && i > 0 && s[i-1] == ' ':
+		i = lineEnd(s, i)
+	default:
+		return false
+	}
+	p.newLine(i)
+	p.nextLine()
+	return true
+}
+
+// seqEntry reports whether pos is at a block sequence entry: '-' then a
+// space, a line break or the end.
+func (p *fastYAML) seqEntry() bool {
+	s, i := p.src, p.pos
+	return i < len(s) && s[i] == '-' && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n')
+}
+
+// mapping parses a block mapping whose keys are in column indent. With
+// first set, its first key has been read and pos is past its ':'.
+func (p *fastYAML) mapping(indent int, first *yaml.Node) (*yaml.Node, bool) {
+	if p.depth++; p.depth > fastMaxDepth {
+		return nil, false
+	}
+	defer func() { p.depth-- }()
+	start := len(p.stack)
+	var n *yaml.Node
+	for {
+		key := first
+		first = nil
+		if key == nil {
+			var ok bool
+			if key, ok = p.key(false); !ok {
+				return nil, false
+			}
+		}
+		if n == nil {
+			n = p.node(yaml.MappingNode, "!!map", key.Line, key.Column-1)
+		}
+		for i := start; i < len(p.stack); i += 2 {
+			if p.stack[i].Value == key.Value {
+				return nil, false // a repeated key: let yaml.v3 and config say so
+			}
+		}
+		p.stack = append(p.stack, key)
+		v, ok := p.value(indent, true)
+		if !ok {
+			return nil, false
+		}
+		p.stack = append(p.stack, v)
+		switch {
+		case p.ind == indent:
+			continue
+		case p.ind < indent && p.ind != -2:
+			p.content(n, start)
+			return n, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// sequence parses a block sequence whose '-' are in column indent.
+func (p *fastYAML) sequence(indent int) (*yaml.Node, bool) {
+	if p.depth++; p.depth > fastMaxDepth {
+		return nil, false
+	}
+	defer func() { p.depth-- }()
+	start := len(p.stack)
+	n := p.node(yaml.SequenceNode, "!!seq", p.lineNo, indent)
+	for {
+		p.pos++ // the '-'
+		v, ok := p.value(indent, false)
+		if !ok {
+			return nil, false
+		}
+		p.stack = append(p.stack, v)
+		switch {
+		case p.ind == indent && p.seqEntry():
+			continue
+		case p.ind <= indent && p.ind != -2:
+			p.content(n, start)
+			return n, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// value parses the value after a mapping's ':' or a sequence's '-' (pos
+// is just past it) in a collection at indent.
+func (p *fastYAML) value(indent int, inMapping bool) (*yaml.Node, bool) {
+	s := p.src
+	line, col := p.lineNo, p.col() // where an empty value is
+	i := p.pos
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	if i == len(s) || s[i] == '\n' || s[i] == '#' && i > p.pos {
+		// The value, if any, is a block collection on the next lines.
+		p.newLine(lineEnd(s, i))
+		p.nextLine()
+		switch {
+		case p.ind > indent && p.seqEntry():
+			return p.sequence(p.ind)
+		case p.ind > indent:
+			return p.mapping(p.ind, nil)
+		case p.ind == indent && inMapping && p.seqEntry():
+			return p.sequence(indent)
+		case p.ind == -2:
+			return nil, false
+		}
+		return p.node(yaml.ScalarNode, "!!null", line, col), true
+	}
+	p.pos = i
+	switch s[i] {
+	case '|':
+		return p.literal(indent)
+	case '[', '{':
+		n, ok := p.flow()
+		if !ok || !p.endLine() {
+			return nil, false
+		}
+		return n, true
+	case '-':
+		if p.seqEntry() {
+			if inMapping {
+				return nil, false
+			}
+			return p.sequence(p.col())
+		}
+	}
+	// A scalar, or in a sequence the first key of a compact mapping.
+	c := p.col()
+	n, colon, ok := p.scalar(false)
+	if !ok {
+		return nil, false
+	}
+	if colon {
+		if inMapping || !p.keyOK(n, c) {
+			return nil, false
+		}
+		return p.mapping(c, n)
+	}
+	if !p.endLine() {
+		return nil, false
+	}
+	return n, true
+}
+
+// key reads a block mapping key and the ':' after it.
+func (p *fastYAML) key(flow bool) (*yaml.Node, bool) {
+	c := p.col()
+	n, colon, ok := p.scalar(flow)
+	if !ok || !colon || !p.keyOK(n, c) {
+		return nil, false
+	}
+	return n, true
+}
+
+// keyOK checks a key read by scalar (which stopped at its ':', now
+// consumed) that began at column c.
+func (p *fastYAML) keyOK(n *yaml.Node, c int) bool {
+	return p.col()-c <= fastMaxKeyLen && !(n.Style == 0 && n.Value == "<<")
+}
+
+// scalar reads a one-line plain or quoted scalar. colon reports that it
+// is directly followed by ": " (or ':' at the end of the line, in block
+// context), which scalar then consumes: a key. Otherwise pos is just past
+// the scalar.
+func (p *fastYAML) scalar(flow bool) (n *yaml.Node, colon, ok bool) {
+	s := p.src
+	i := p.pos
+	n = p.node(yaml.ScalarNode, "", p.lineNo, p.col())
+	var end int
+	switch s[i] {
+	case '\'', '"':
+		v, e, ok := p.quoted(i)
+		if !ok {
+			return nil, false, false
+		}
+		n.Value, n.Tag = v, "!!str"
+		n.Style = yaml.DoubleQuotedStyle
+		if s[i] == '\'' {
+			n.Style = yaml.SingleQuotedStyle
+		}
+		end = e
+	default:
+		if !plainStart(s, i, flow) {
+			return nil, false, false
+		}
+		var e int
+		if flow {
+			e, end = plainFlow(s, i)
+		} else {
+			e, end = plainBlock(s, i)
+		}
+		if e < 0 {
+			return nil, false, false
+		}
+		n.Value = s[i:e]
+		if n.Value == "<<" {
+			return nil, false, false // a merge key: yaml.v3 tags it !!merge
+		}
+		n.Tag = n.ShortTag() // yaml.v3's own resolution of a plain scalar
+	}
+	p.pos = end
+	if end < len(s) && s[end] == ':' {
+		if end+1 == len(s) || s[end+1] == ' ' || !flow && s[end+1] == '\n' {
+			p.pos = end + 1
+			return n, true, true
+		}
+		return nil, false, false
+	}
+	return n, false, true
+}
+
+// plainStart reports whether a plain scalar may start at s[i]: a letter,
+// a digit, one of a few punctuation characters that are no YAML
+// indicator, or '-' before a character that is neither blank nor (in
+// flow context) a flow indicator.
+func plainStart(s string, i int, flow bool) bool {
+	c := s[i]
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	case c == '-':
+		if i+1 == len(s) {
+			return false
+		}
+		d := s[i+1]
+		return d != ' ' && d != '\n' && !(flow && strings.IndexByte(",[]{}#:?", d) >= 0)
+	}
+	return strings.IndexByte("_./~$()+=^;<\\", c) >= 0
+}
+
+// plainBlock scans a one-line plain scalar in block context from s[i].
+// It returns the end of its value and where scanning stopped: a line
+// break, the end, the '#' of a comment, or a ':' before a blank.
+func plainBlock(s string, i int) (end, stop int) {
+	end = i
+	for i < len(s) {
+		switch c := s[i]; c {
+		case '\n':
+			return end, i
+		case ' ':
+			j := i
+			for j < len(s) && s[j] == ' ' {
+				j++
+			}
+			if j == len(s) || s[j] == '\n' || s[j] == '#' {
+				return end, j
+			}
+			i = j
+			continue
+		case ':':
+			if i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n' {
+				if i != end {
+					return -1, i // "a :": let yaml.v3 decide
+				}
+				return end, i
+			}
+		}
+		i++
+		end = i
+	}
+	return end, i
+}
+
+// plainFlow scans a plain scalar in flow context from s[i]. It stops
+// before ',', ']' or '}' (after spaces) and at a ':' right after the
+// value; anything else that would end or continue it differently (a
+// line break, '#', '?', '[', '{', ':' elsewhere) gives -1.
+func plainFlow(s string, i int) (end, stop int) {
+	end = i
+	for i < len(s) {
+		switch s[i] {
+		case ',', ']', '}':
+			return end, i
+		case ':':
+			if i != end {
+				return -1, i
+			}
+			return end, i
+		case '\n', '#', '?', '[', '{':
+			return -1, i
+		case ' ':
+			for i < len(s) && s[i] == ' ' {
+				i++
+			}
+			continue
+		}
+		i++
+		end = i
+	}
+	return -1, i
+}
+
+// quoted scans a one-line quoted scalar whose quote is at s[i]. It
+// returns its value and the offset past the closing quote.
+func (p *fastYAML) quoted(i int) (v string, end int, ok bool) {
+	s := p.src
+	q := s[i]
+	j := i + 1
+	start := j
+	escaped := false
+	for {
+		if j == len(s) || s[j] == '\n' {
+			return "", 0, false
+		}
+		c := s[j]
+		if c == q {
+			if q == '\'' && j+1 < len(s) && s[j+1] == '\'' {
+				escaped = true
+				j += 2
+				continue
+			}
+			break
+		}
+		if c == '\\' && q == '"' {
+			if j+1 == len(s) || fastEscape(s[j+1]) == 0 {
+				return "", 0, false
+			}
+			escaped = true
+			j += 2
+			continue
+		}
+		j++
+	}
+	if !escaped {
+		return s[start:j], j + 1, true
+	}
+	b := p.buf[:0]
+	for k := start; k < j; k++ {
+		c := s[k]
+		switch {
+		case q == '\'' && c == '\'':
+			k++
+		case q == '"' && c == '\\':
+			k++
+			c = fastEscape(s[k])
+			if c == 0xff {
+				c = 0
+			}
+		}
+		b = append(b, c)
+	}
+	p.buf = b
+	return string(b), j + 1, true
+}
+
+// fastEscape returns the byte a double-quoted escape \c stands for, 0xff
+// for \0, and 0 for escapes fastParse leaves to yaml.v3.
+func fastEscape(c byte) byte {
+	switch c {
+	case '0':
+		return 0xff
+	case 'a':
+		return '\a'
+	case 'b':
+		return '\b'
+	case 't':
+		return '\t'
+	case 'n':
+		return '\n'
+	case 'v':
+		return '\v'
+	case 'f':
+		return '\f'
+	case 'r':
+		return '\r'
+	case 'e':
+		return 0x1b
+	case ' ', '"', '\'', '\\':
+		return c
+	}
+	return 0
+}
+
+// flow parses a one-line flow collection or a scalar inside one.
+func (p *fastYAML) flow() (*yaml.Node, bool) {
+	s := p.src
+	switch s[p.pos] {
+	case '[', '{':
+	default:
+		n, colon, ok := p.scalar(true)
+		if !ok || colon {
+			return nil, false
+		}
+		return n, true
+	}
+	if p.depth++; p.depth > fastMaxDepth {
+		return nil, false
+	}
+	defer func() { p.depth-- }()
+	isMap := s[p.pos] == '{'
+	closer := byte(']')
+	n := p.node(yaml.SequenceNode, "!!seq", p.lineNo, p.col())
+	if isMap {
+		closer = '}'
+		n.Kind, n.Tag = yaml.MappingNode, "!!map"
+	}
+	n.Style = yaml.FlowStyle
+	start := len(p.stack)
+	p.pos++
+	p.spaces()
+	if p.pos < len(s) && s[p.pos] == closer {
+		p.pos++
+		return n, true
+	}
+	for {
+		if p.pos == len(s) {
+			return nil, false
+		}
+		if isMap {
+			c := p.col()
+			k, colon, ok := p.scalar(true)
+			if !ok || !colon || !p.keyOK(k, c) {
+				return nil, false
+			}
+			for i := start; i < len(p.stack); i += 2 {
+				if p.stack[i].Value == k.Value {
+					return nil, false
+				}
+			}
+			p.stack = append(p.stack, k)
+			p.spaces()
+			if p.pos == len(s) || s[p.pos] == ',' || s[p.pos] == '}' {
+				return nil, false // an empty value
+			}
+		}
+		v, ok := p.flow()
+		if !ok {
+			return nil, false
+		}
+		p.stack = append(p.stack, v)
+		p.spaces()
+		if p.pos == len(s) {
+			return nil, false
+		}
+		switch s[p.pos] {
+		case ',':
+			p.pos++
+			p.spaces()
+			if p.pos == len(s) || s[p.pos] == ',' || s[p.pos] == ']' || s[p.pos] == '}' {
+				return nil, false // [a,] and [a,,b]: leave them to yaml.v3
+			}
+			continue
+		case closer:
+			p.pos++
+			p.content(n, start)
+			return n, true
+		}
+		return nil, false
+	}
+}
+
+func (p *fastYAML) spaces() {
+	for p.pos < len(p.src) && p.src[p.pos] == ' ' {
+		p.pos++
+	}
+}
+
+// literal parses a literal block scalar whose '|' is at pos, in a block
+// collection at indent.
+func (p *fastYAML) literal(indent int) (*yaml.Node, bool) {
+	s := p.src
+	n := p.node(yaml.ScalarNode, "!!str", p.lineNo, p.col())
+	n.Style = yaml.LiteralStyle
+	i := p.pos + 1
+	chomp := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		chomp = 1
+		if s[i] == '-' {
+			chomp = -1
+		}
+		i++
+	}
+	j := i
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	if j < len(s) && s[j] == '#' && j > i {
+		j = lineEnd(s, j)
+	}
+	if j == len(s) || s[j] != '\n' {
+		return nil, false
+	}
+	p.newLine(j)
+
+	// The first line sets the indentation.
+	ls := p.pos
+	k := ls
+	for k < len(s) && s[k] == ' ' {
+		k++
+	}
+	if k == len(s) {
+		p.pos, p.ind = k, -1
+		return n, true // empty
+	}
+	if s[k] == '\n' {
+		return nil, false // leading blank lines: leave them to yaml.v3
+	}
+	blockIndent := k - ls
+	if blockIndent < indent+1 {
+		p.nextLine()
+		return n, true // empty, and the line belongs to what follows
+	}
+
+	b := p.buf[:0]
+	lines, first := 0, 0
+	brk, trailing := false, 0
+	for {
+		ls := p.pos
+		k := ls
+		for k < len(s) && k-ls < blockIndent && s[k] == ' ' {
+			k++
+		}
+		if k == len(s) {
+			p.pos = k
+			break
+		}
+		if s[k] == '\n' {
+			trailing++
+			p.newLine(k)
+			continue
+		}
+		if k-ls < blockIndent {
+			break // a less indented line ends the scalar
+		}
+		e := lineEnd(s, k)
+		if brk {
+			b = append(b, '\n')
+		}
+		for ; trailing > 0; trailing-- {
+			b = append(b, '\n')
+		}
+		if lines == 0 {
+			first = k
+		}
+		lines++
+		b = append(b, s[k:e]...)
+		brk = e < len(s)
+		p.newLine(e)
+		if !brk {
+			break
+		}
+	}
+	if chomp != -1 && brk {
+		b = append(b, '\n')
+	}
+	if chomp == 1 {
+		for ; trailing > 0; trailing-- {
+			b = append(b, '\n')
+		}
+	}
+	if lines == 1 && len(b) <= len(s)-first && s[first:first+len(b)] == string(b) {
+		n.Value = s[first : first+len(b)] // one line: a slice of src
+	} else {
+		n.Value = string(b)
+	}
+	p.buf = b
+	if p.pos == len(s) {
+		p.ind = -1
+	} else {
+		p.nextLine() // pos is at the start of the line after the scalar
+	}
+	return n, true
+}

@@ -1,0 +1,397 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hookd/hookd/internal/benchhooks"
+	"gopkg.in/yaml.v3"
+)
+
+// yamlV3Top parses data as parseDoc does with yaml.v3: one document
+// (a second one, or an error after the first, is an error) whose top
+// node is returned.
+func yamlV3Top(data []byte) (top *yaml.Node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml.v3 panicked: %v", r)
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("after the first document: %v", err)
+	}
+	if len(doc.Content) == 0 {
+		return nil, errors.New("no content")
+	}
+	return doc.Content[0], nil
+}
+
+// nodeDiff describes the first difference between two trees in the
+// fields config reads (all but the comments), or returns "".
+func nodeDiff(path string, got, want *yaml.Node) string {
+	if got == nil || want == nil {
+		if got != want {
+			return fmt.Sprintf("%s: node %v, want %v", path, got, want)
+		}
+		return ""
+	}
+	type fields struct {
+		Kind         yaml.Kind
+		Style        yaml.Style
+		Tag, Value   string
+		Anchor       string
+		Alias        *yaml.Node
+		Line, Column int
+		Len          int
+	}
+	g := fields{got.Kind, got.Style, got.Tag, got.Value, got.Anchor, got.Alias, got.Line, got.Column, len(got.Content)}
+	w := fields{want.Kind, want.Style, want.Tag, want.Value, want.Anchor, want.Alias, want.Line, want.Column, len(want.Content)}
+	if g != w {
+		return fmt.Sprintf("%s:\n got %+v\nwant %+v", path, g, w)
+	}
+	for i := range got.Content {
+		if d := nodeDiff(fmt.Sprintf("%s[%d]", path, i), got.Content[i], want.Content[i]); d != "" {
+			return d
+		}
+	}
+	return ""
+}
+
+// checkFastYAML checks the property: fastParse declines data, or yaml.v3
+// parses it into the same tree. It reports whether fastParse took it.
+func checkFastYAML(t *testing.T, name string, data []byte) bool {
+	t.Helper()
+	orig := bytes.Clone(data)
+	got, ok := fastParse(data)
+	if !bytes.Equal(data, orig) {
+		t.Fatalf("%s: fastParse changed its input", name)
+	}
+	if !ok {
+		return false
+	}
+	want, err := yamlV3Top(data)
+	if err != nil {
+		t.Fatalf("%s: fastParse took %q, which yaml.v3 refuses: %v", name, data, err)
+	}
+	if d := nodeDiff("top", got, want); d != "" {
+		t.Fatalf("%s: fastParse and yaml.v3 differ on %q at %s", name, data, d)
+	}
+	// The tree holds no reference into data (a pooled buffer).
+	for i := range data {
+		data[i] = 'X'
+	}
+	if d := nodeDiff("top", got, want); d != "" {
+		t.Fatalf("%s: the tree changed with its input: %s", name, d)
+	}
+	copy(data, orig)
+	return true
+}
+
+// yamlCorpus returns the YAML the repository holds, by name: hook files
+// (hooks.d, every testdata tree), the benchmark's files, the yaml blocks
+// of the README and docs, and the string literals of the Go tests that
+// look like YAML (the hooks other packages' tests write).
+func yamlCorpus(t testing.TB) map[string][]byte {
+	out := map[string][]byte{}
+	root := ".."
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch ext := filepath.Ext(path); {
+		case ext == ".yaml" || ext == ".yml" || ext == ".json" && strings.Contains(path, "testdata"):
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if ext == ".json" {
+				data = bytes.ReplaceAll(data, []byte("\t"), []byte(" ")) // as parseDoc does
+			}
+			out[path] = data
+		case ext == ".md":
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for i, m := range yamlFence.FindAllSubmatch(data, -1) {
+				out[fmt.Sprintf("%s#yaml%d", path, i)] = m[1]
+			}
+		case strings.HasSuffix(path, "_test.go"):
+			for name, lit := range yamlLiterals(t, path) {
+				out[name] = lit
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		out[fmt.Sprintf("benchhooks.HookFile(%d)", i)] = benchhooks.HookFile(i)
+	}
+	return out
+}
+
+var yamlFence = regexp.MustCompile("(?ms)^```ya?ml\n(.*?)^```")
+
+// yamlLiterals returns the string literals of a Go file that span lines
+// and hold a "key:".
+func yamlLiterals(t testing.TB, path string) map[string][]byte {
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		lit, ok := n.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return true
+		}
+		s, err := strconv.Unquote(lit.Value)
+		if err != nil || !strings.Contains(s, "\n") || !strings.Contains(s, ":") {
+			return true
+		}
+		out[fmt.Sprintf("%s@%d", path, lit.ValuePos)] = []byte(s)
+		return true
+	})
+	return out
+}
+
+// TestFastYAMLMatchesYAMLv3 runs every YAML text of the repository
+// through both parsers, and checks that the shipped examples and the
+// benchmark's files take the fast path (so a loss of coverage shows).
+func TestFastYAMLMatchesYAMLv3(t *testing.T) {
+	corpus := yamlCorpus(t)
+	fast := 0
+	for name, data := range corpus {
+		took := checkFastYAML(t, name, data)
+		if took {
+			fast++
+		}
+		mustTake := strings.HasPrefix(name, "benchhooks.HookFile(") ||
+			strings.HasPrefix(name, filepath.Join("..", "hooks.d")+string(filepath.Separator))
+		if mustTake && !took {
+			t.Errorf("%s: fastParse declined it; the shipped examples and the benchmark's files must take the fast path", name)
+		}
+	}
+	t.Logf("%d of %d texts took the fast path", fast, len(corpus))
+}
+
+// fastYAMLSeeds are inputs at the edges of the subset.
+var fastYAMLSeeds = []string{
+	"a: b\n",
+	"a: b",
+	"a: b: c\n",
+	"a: b:\n",
+	"a:\n",
+	"a:",
+	"a:\nb: 1\n",
+	"a: # c\n  b: 1\n",
+	"a: # c\nb: 1\n",
+	"key: [a, b,]\n",
+	"key: [a, b]\n",
+	"key: [a,b]\n",
+	"key: [ a , b ]\n",
+	"key: []\n",
+	"key: {}\n",
+	"key: [[a], [b, [c]]]\n",
+	"key: {a: {b: c}}\n",
+	"key: {a: [1, 2], b: 'x', c: \"y\"}\n",
+	"key: {a: b, a: c}\n",
+	"key: {a: }\n",
+	"key: {a:b}\n",
+	"key: {a}\n",
+	"key: [a: b]\n",
+	"key: [a:b]\n",
+	"key: [-a, -]\n",
+	"key: [a b, c  d]\n",
+	"key: [a] # c\n",
+	"key: [a]#c\n",
+	"key: [a] b\n",
+	"key: [a\n  ,b]\n",
+	"{a: {b: c}}\n",
+	"[a]\n",
+	"- - a\n",
+	"- a\n- b\n",
+	"a:\n- a\n- b\nc: d\n",
+	"a:\n  - a\n  - b\nc: d\n",
+	"a:\n  -\n  - b\n",
+	"a:\n-\nb: c\n",
+	"a:\n  - - x\n    - y\n  - z\n",
+	"a:\n  - k: v\n    l: w\n  - k: x\n",
+	"a:\n  -   k: v\n      l: w\n",
+	"a:\n  - k: v\n   l: w\n",
+	"a:\n  - k:\n    - x\n",
+	"a:\n  - k:\n      m: n\n",
+	"a:\n  -\n    k: v\n",
+	"a:\n  - k: v\n  l: w\n",
+	"a: |\n  x\n\n",
+	"a: |\n  x\n\nb: c\n",
+	"a: |-\n  x\n\n",
+	"a: |+\n  x\n\n",
+	"a: |+\n  x\n\n\nb: 1\n",
+	"a: |\n  x\n   y\n  z\n",
+	"a: |\n  x\n \n  y\n",
+	"a: |\n  x\n     \n  y\n",
+	"a: |\n  x\n  # not a comment\n# a comment\nb: 1\n",
+	"a: |\n\n  x\n",
+	"a: |\n  x",
+	"a: |\n",
+	"a: |",
+	"a: |\nb: c\n",
+	"a: |2\n   x\n",
+	"a: | # c\n  x\n",
+	"a: |#c\n  x\n",
+	"a: >\n  x\n  y\n",
+	"a: |\n    x\n  y\n",
+	"a: |\n    x\n  # c\n    y\n",
+	"- |\n x\n",
+	"a:\n- |\n x\n",
+	"a:\n  - |\n   x\n",
+	"a:\n  - |\n  x\n",
+	"a: b  \nc: d \t\n",
+	"a: b   \nc: d  \n",
+	"a: 'x # y'\n",
+	"a: \"x # y\"\n",
+	"a: x # y\n",
+	"a: x# y\n",
+	"a: x #y: z\n",
+	"a:b\n",
+	"a:b: c\n",
+	"-a: b\n",
+	"a: -a\n",
+	"- -a\n",
+	"a: - b\n",
+	"a: -\n",
+	"a: \"a\\\"b\"\n",
+	"a: \"a\\/b\"\n",
+	"a: \"a\\tb\\n\\\\\"\n",
+	"a: \"a\\x41\"\n",
+	"a: \"a\\\nb\"\n",
+	"a: 'it''s'\n",
+	"a: ''\n",
+	"a: \"\"\n",
+	"'a b': c\n",
+	"\"a\": c\n",
+	"\"a\":c\n",
+	"'a' : c\n",
+	"a : c\n",
+	"a b: c d\n",
+	"a:b: c\n",
+	"http://x: y\n",
+	"a: http://x:80/y\n",
+	"a: ~\n",
+	"a: null\n",
+	"a: Null\n",
+	"a: yes\n",
+	"a: on\n",
+	"a: true\n",
+	"a: 0x1F\n",
+	"a: 0o17\n",
+	"a: 017\n",
+	"a: 1e3\n",
+	"a: 1_000\n",
+	"a: .inf\n",
+	"a: -.inf\n",
+	"a: .nan\n",
+	"a: 2001-12-14\n",
+	"a: 2001-12-14 21:59:43.10 -5\n",
+	"a: <<\n",
+	"<<: {a: b}\n",
+	"1: a\n2: b\n",
+	"true: a\n",
+	"null: a\n",
+	"~: a\n",
+	"a: &x b\nc: *x\n",
+	"a: !!str 1\n",
+	"? a\n: b\n",
+	"%YAML 1.1\n---\na: b\n",
+	"---\na: b\n",
+	"a: b\n---\nc: d\n",
+	"a: b\n...\n",
+	"a: @b\n",
+	"a: `b\n",
+	"a: b\nb: c\na: d\n",
+	"a: b\n  c\n",
+	"a: b\n\n  c\n",
+	"a: b\n  # c\n",
+	"a: b\n  # c\n  d\n",
+	"a: 'b\n  c'\n",
+	"a:\n  b\n",
+	"a:\n  'b'\n",
+	"a:\n  [b]\n",
+	"  a: b\n  c: d\n",
+	"a: b\n c: d\n",
+	"a:\n  b: c\n d: e\n",
+	"# only a comment\n",
+	"",
+	"\n",
+	"a: b\r\n",
+	"a:\tb\n",
+	"\ufeffa: b\n",
+	"a: caf\u00e9\n",
+	"a: b\x00\n",
+	"a: x,y\n",
+	"a: x[0]\n",
+	"a: {x}y\n",
+	"a: ?x\n",
+	"a: :x\n",
+	"a: x?\n",
+	"a: [x?]\n",
+	"a: [x#]\n",
+	"a: [\"x\":y]\n",
+	"a: [\"x\": y]\n",
+	"a: {\"x\":y}\n",
+	"a: {'x': y}\n",
+	"a: \"x\"y\n",
+	"a: 'x' # c\n",
+	"a: 'x'# c\n",
+	"- a\n",
+	"a\n",
+	"a: b\n- c\n",
+	"a:\n  - b\n c: d\n",
+	"a:\n  b:\n    c:\n      d: e\n",
+	"a: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[x]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+	"a: " + strings.Repeat("x", 1100) + "\n",
+	strings.Repeat("x", 1100) + ": a\n",
+	"a:\n" + strings.Repeat("  ", 1) + "- " + strings.Repeat("- ", 60) + "x\n",
+}
+
+// FuzzFastYAML checks that fastParse either declines an input or gives
+// exactly yaml.v3's tree; if yaml.v3 refuses an input, fastParse must
+// decline it.
+func FuzzFastYAML(f *testing.F) {
+	for _, s := range fastYAMLSeeds {
+		f.Add([]byte(s))
+	}
+	for _, data := range yamlCorpus(f) {
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkFastYAML(t, "fuzz", data)
+	})
+}
