@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,11 +38,13 @@ func TestLoadGC(t *testing.T) {
 	}
 }
 
-// TestLoadAllRaisesGC: every command's load of hooks.d (loadAll: validate,
-// render, an offline list) runs at loadGCPercent, seen in the collections
-// it makes against a load of the same files at the default GOGC, and sets
-// GOGC back after.
+// TestLoadAllRaisesGC: every command's load of hooks.d (loadAll: render,
+// an offline list) runs at loadGCPercent, and validate's check (checkAll)
+// under checkGC, seen in the collections each makes against a load of the
+// same files at the default GOGC; both set GOGC (and the memory limit)
+// back after.
 func TestLoadAllRaisesGC(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	dir := t.TempDir()
 	hooks := filepath.Join(dir, "hooks.d")
@@ -72,8 +75,8 @@ func TestLoadAllRaisesGC(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.NumGC - n
 	}
-	var plain, raised uint32
-	for range 3 { // the least of three: a collection another test's garbage started counts too
+	var plain, raised, checked uint32
+	for i := range 3 { // the least of three: a collection another test's garbage started counts too
 		p := collections(func() {
 			if hs, _, errs := config.LoadDirAll(hooks, d.HookOptions()); len(hs) != 600 || len(errs) > 0 {
 				t.Fatalf("LoadDirAll: %d hooks, %v", len(hs), errs)
@@ -84,18 +87,64 @@ func TestLoadAllRaisesGC(t *testing.T) {
 				t.Fatalf("loadAll: %d hooks, %v %v", len(hs), errs, err)
 			}
 		})
-		if plain == 0 || p < plain {
+		k := collections(func() {
+			if names, _, errs, err := c.checkAll(d); err != nil || len(names) != 600 || len(errs) > 0 {
+				t.Fatalf("checkAll: %d hooks, %v %v", len(names), errs, err)
+			}
+		})
+		if i == 0 || p < plain {
 			plain = p
 		}
-		if raised == 0 || r < raised {
+		if i == 0 || r < raised {
 			raised = r
+		}
+		if i == 0 || k < checked {
+			checked = k
 		}
 	}
 	if got := gcPercent(); got != 100 {
-		t.Errorf("GOGC after loadAll: %d, want 100 back", got)
+		t.Errorf("GOGC after loadAll and checkAll: %d, want 100 back", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("memory limit after checkAll: %d, want none back", got)
 	}
 	if raised*2 > plain {
 		t.Errorf("loadAll made %d collections, LoadDirAll at GOGC 100 %d: want at most half", raised, plain)
 	}
-	t.Logf("collections: %d at GOGC 100, %d in loadAll", plain, raised)
+	if checked*2 > plain {
+		t.Errorf("checkAll made %d collections, LoadDirAll at GOGC 100 %d: want at most half", checked, plain)
+	}
+	t.Logf("collections: %d at GOGC 100, %d in loadAll, %d in checkAll", plain, raised, checked)
+}
+
+// TestCheckGC: a check of hooks.d runs with GOGC off under the memory
+// limit of its workers, and sets both back after; a GOGC of off or a
+// memory limit the user set is theirs (GOGC raised as for a load).
+func TestCheckGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	want := int64(checkMemoryBase + checkMemoryPerWorker*runtime.GOMAXPROCS(0))
+	for _, tc := range []struct {
+		gogc, during int
+		limit        int64
+		duringLimit  int64
+	}{
+		{100, -1, math.MaxInt64, want},
+		{800, -1, math.MaxInt64, want},
+		{-1, -1, math.MaxInt64, math.MaxInt64},
+		{100, loadGCPercent, 1 << 30, 1 << 30},
+		{-1, -1, 1 << 30, 1 << 30},
+	} {
+		debug.SetGCPercent(tc.gogc)
+		debug.SetMemoryLimit(tc.limit)
+		restore := checkGC()
+		gogc, limit := gcPercent(), debug.SetMemoryLimit(-1)
+		restore()
+		if gogc != tc.during || limit != tc.duringLimit {
+			t.Errorf("GOGC %d, limit %d: GOGC %d and limit %d while checking, want %d and %d", tc.gogc, tc.limit, gogc, limit, tc.during, tc.duringLimit)
+		}
+		if gogc, limit := gcPercent(), debug.SetMemoryLimit(-1); gogc != tc.gogc || limit != tc.limit {
+			t.Errorf("GOGC %d, limit %d: GOGC %d and limit %d after checking", tc.gogc, tc.limit, gogc, limit)
+		}
+	}
 }

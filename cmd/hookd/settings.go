@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"math"
+	"runtime"
 	"runtime/debug"
 	"sync"
 
@@ -106,10 +108,45 @@ func (c *cli) checkAll(d *config.Daemon) ([]string, []*config.Handler, []error, 
 	if err := hooksDirExists(d); err != nil {
 		return nil, nil, nil, err
 	}
-	restore, _ := raiseGCPercent(loadGCPercent)
-	defer restore()
+	defer checkGC()()
 	names, hs, errs := config.CheckDir(d.HooksDir, d.HookOptions())
 	return names, hs, errs, nil
+}
+
+// A check of hooks.d (checkAll) keeps little alive: each file's parse
+// tree and hook while it is checked, and the names. So it runs with
+// GOGC off under a memory limit of checkMemoryBase plus
+// checkMemoryPerWorker for each loading worker (one a CPU): the
+// collector runs when the heap nears the limit, not each time it is 5
+// times the few MB alive (GOGC 400). `hookd validate` of 10,000 files,
+// alternating, 9 rounds, load ~11: 0.83 CPU-s and a 68 MB peak RSS
+// against 0.91 CPU-s and 63 MB at GOGC 400 (with a 64 MiB limit: 0.80,
+// 84 MB; GOGC 800: 0.81, 102 MB). The limit is soft: files whose parse
+// trees alone pass it (a few files near the 4 MiB size limit) make the
+// collector run more, at most half the CPU, until they are done.
+const (
+	checkMemoryBase      = 32 << 20
+	checkMemoryPerWorker = 8 << 20
+)
+
+// checkGC sets the collector for a check of hooks.d and returns the
+// function that sets it back. A GOGC of off or a GOMEMLIMIT the user
+// set is left to them, with GOGC raised as for a load (raiseGCPercent).
+func checkGC() (restore func()) {
+	limit := debug.SetMemoryLimit(-1) // reads it
+	if limit != math.MaxInt64 {
+		restore, _ := raiseGCPercent(loadGCPercent)
+		return restore
+	}
+	old := debug.SetGCPercent(-1)
+	if old < 0 {
+		return func() {}
+	}
+	debug.SetMemoryLimit(checkMemoryBase + checkMemoryPerWorker*int64(runtime.GOMAXPROCS(0)))
+	return func() {
+		debug.SetMemoryLimit(limit)
+		debug.SetGCPercent(old)
+	}
 }
 
 // hooksDirExists returns an error when the hooks directory is not a
