@@ -372,8 +372,12 @@ type checker struct {
 	quote    []bool            // per occurrence: wrap the reference in double quotes
 	found    []bool            // per occurrence: the parser saw the reference
 	optionAt map[string]string // data root -> where it may begin an argument; nil until one may
-	calls    map[*syntax.CallExpr]*callInfo
-	depth    int // how deep in inner shells' scripts
+	// calls are the commands analyzed (call), searched in turn while
+	// few; callIndex finds them past searchOccs.
+	calls     []*callInfo
+	callIndex map[*syntax.CallExpr]*callInfo
+	callsBuf  [searchOccs]*callInfo
+	depth     int // how deep in inner shells' scripts
 	// rootOccs are the placeholders of the outermost script, which name
 	// the data roots that are placeholders: HOOKD_P1 is {{event.x}}.
 	rootOccs []occurrence
@@ -392,6 +396,7 @@ type checker struct {
 }
 
 type callInfo struct {
+	ce    *syntax.CallExpr
 	args  []callArg
 	rules *callRules // &own
 	// Room for a command of a few words and its rules, so that the
@@ -405,8 +410,9 @@ func newChecker(f *syntax.File, occs []occurrence, taintedEnv map[string]bool) *
 	c := &checker{
 		file: f, occs: occs, tainted: map[string]map[string]bool{},
 		quote: flags[:len(occs):len(occs)], found: flags[len(occs):],
-		calls: map[*syntax.CallExpr]*callInfo{}, rootOccs: occs,
+		rootOccs: occs,
 	}
+	c.calls = c.callsBuf[:0]
 	if len(occs) > searchOccs {
 		c.byOff = make(map[int]int, len(occs))
 	}
@@ -424,8 +430,8 @@ func newChecker(f *syntax.File, occs []occurrence, taintedEnv map[string]bool) *
 	return c
 }
 
-// searchOccs is the number of placeholders up to which finding one by its
-// offset searches them in turn rather than a map.
+// searchOccs is the number of placeholders (and of commands) up to which
+// finding one by its offset searches them in turn rather than a map.
 const searchOccs = 8
 
 // occurrenceAt returns the index of the placeholder at offset off.
@@ -940,9 +946,21 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		if !ok {
 			return nil
 		}
+		feeds := func(r *syntax.Redirect) bool {
+			return r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc || r.Op == syntax.RdrIn
+		}
+		// Whether the command runs its input as code is asked first:
+		// it is cheaper than finding the data fed to it, and most do not.
+		if !slices.ContainsFunc(n.Redirs, feeds) {
+			return nil
+		}
+		what := c.readsCode(ce)
+		if what == "" {
+			return nil
+		}
 		var fed map[string]bool // nil until data is found
 		for _, r := range n.Redirs {
-			if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc || r.Op == syntax.RdrIn {
+			if feeds(r) {
 				for _, t := range []map[string]bool{c.wordTaint(r.Word), c.wordTaint(r.Hdoc)} {
 					for x := range t {
 						if fed == nil {
@@ -954,9 +972,7 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 			}
 		}
 		if len(fed) > 0 {
-			if what := c.readsCode(ce); what != "" {
-				return fmt.Errorf("%s is fed to %s on its standard input, which it runs as code", c.describeRoots(fed), what)
-			}
+			return fmt.Errorf("%s is fed to %s on its standard input, which it runs as code", c.describeRoots(fed), what)
 		}
 	case *syntax.BinaryCmd:
 		if n.Op != syntax.Pipe && n.Op != syntax.PipeAll {
@@ -966,8 +982,10 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		if !ok {
 			return nil
 		}
-		if fed := c.wordTaint(n.X); fed != nil {
-			if what := c.readsCode(ce); what != "" {
+		// As above: whether it runs its input first, then the data (a
+		// walk of the whole left side).
+		if what := c.readsCode(ce); what != "" {
+			if fed := c.wordTaint(n.X); fed != nil {
 				return fmt.Errorf("%s is piped into %s, which runs its standard input as code", c.describeRoots(fed), what)
 			}
 		}
@@ -1260,10 +1278,18 @@ func (c *checker) readsCode(ce *syntax.CallExpr) string {
 
 // call returns what the command rules say of ce.
 func (c *checker) call(ce *syntax.CallExpr) *callInfo {
-	if ci, ok := c.calls[ce]; ok {
-		return ci
+	if c.callIndex != nil {
+		if ci, ok := c.callIndex[ce]; ok {
+			return ci
+		}
+	} else {
+		for _, ci := range c.calls {
+			if ci.ce == ce {
+				return ci
+			}
+		}
 	}
-	ci := &callInfo{}
+	ci := &callInfo{ce: ce}
 	if len(ce.Args) <= len(ci.argBuf) {
 		ci.args = ci.argBuf[:len(ce.Args)]
 	} else {
@@ -1286,7 +1312,16 @@ func (c *checker) call(ce *syntax.CallExpr) *callInfo {
 	}
 	ci.rules = &ci.own
 	ci.rules.analyze(ci.args)
-	c.calls[ce] = ci
+	c.calls = append(c.calls, ci)
+	switch {
+	case c.callIndex != nil:
+		c.callIndex[ce] = ci
+	case len(c.calls) > searchOccs:
+		c.callIndex = make(map[*syntax.CallExpr]*callInfo, 2*len(c.calls))
+		for _, x := range c.calls {
+			c.callIndex[x.ce] = x
+		}
+	}
 	return ci
 }
 

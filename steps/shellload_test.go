@@ -54,12 +54,14 @@ func TestParseShellScriptConcurrent(t *testing.T) {
 		"cat <<EOF\nhello {{event.name}}\nEOF",
 		"x={{event.x}}\necho \"$x\" \\\n  && true",
 		"printf '%s\\n' {{event.a}} {{event.b}} | sort",
+		strings.Repeat("echo a; grep -c x {{event.a}}\n", 12), // past searchOccs commands
 	}
 	refused := []string{
 		"sh -c 'echo \"$1\"' sh {{event.arg}}",
 		"eval {{event.code}}",
 		"x={{event.x}}; sh -c \"$x\"",
 		"echo {{event.x}} | bash",
+		strings.Repeat("echo a | cat\n", 12) + "x={{event.x}}\necho \"$x\" | sh",
 	}
 	want := make([]string, len(scripts))
 	for i, src := range scripts {
