@@ -49,8 +49,8 @@ func newOutputPipes(merge bool) (*outputPipes, error) {
 // os.NewFile leaves a blocking descriptor out of the poller.
 func outputPipe() (r, w *os.File, err error) {
 	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
-		return nil, nil, fmt.Errorf("pipe2: %w", err)
+	if err := pipeCloexec(&fds); err != nil {
+		return nil, nil, err
 	}
 	// A fresh pipe's status flags are its access mode alone, which F_SETFL
 	// ignores: setting O_NONBLOCK needs no F_GETFL first.

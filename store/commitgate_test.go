@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -205,8 +204,7 @@ func TestGroupCommitConstraintFailsAlone(t *testing.T) {
 	if err := waitResult(t, "a", res[0]); err != nil {
 		t.Errorf("a: %v", err)
 	}
-	var se sqlite3.Error
-	if err := waitResult(t, "b", res[1]); !errors.As(err, &se) || se.Code != sqlite3.ErrConstraint || !strings.Contains(err.Error(), "UNIQUE") {
+	if err := waitResult(t, "b", res[1]); !isConstraint(err) || !strings.Contains(err.Error(), "UNIQUE") {
 		t.Errorf("b: %v, want SQLite's UNIQUE constraint error", err)
 	}
 	if err := waitResult(t, "c", res[2]); err != nil {

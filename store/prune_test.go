@@ -197,7 +197,7 @@ func observeWrites(t *testing.T) *commitLog {
 	registerOnce.Do(func() {
 		sql.Register("sqlite3_observed", &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 			c.RegisterUpdateHook(func(op int, db, table string, rowid int64) {
-				if op == sqlite3.SQLITE_DELETE && table == "runs" {
+				if op == sqliteDelete && table == "runs" {
 					observed.mu.Lock()
 					observed.pending++
 					observed.mu.Unlock()

@@ -24,7 +24,7 @@ func isTerminal(w io.Writer) bool {
 	if !ok || os.Getenv("TERM") == "dumb" {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), getTermios)
 	return err == nil
 }
 

@@ -271,9 +271,7 @@ func Start(bin string) (_ *Server, err error) {
 	s.cmd.Dir = dir
 	s.cmd.Env = serverEnv()
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	// Pdeathsig: a test binary that dies (a panic, a timeout, SIGKILL)
-	// takes its server with it. SIGQUIT is PostgreSQL's immediate stop.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	s.cmd.SysProcAttr = serverAttr(cred) // on Linux, dies with the test binary
 	if err := s.cmd.Start(); err != nil {
 		s.log.Close()
 		return nil, fmt.Errorf("start postgres: %w", err)
