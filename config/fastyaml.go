@@ -2,6 +2,7 @@ package config
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -14,8 +15,9 @@ import (
 // and its message, is still yaml.v3's: this parser only decides what it
 // is sure of. FuzzFastYAML and TestFastYAMLMatchesYAMLv3 hold it to that.
 //
-// The subset: printable ASCII and newlines (no tab, CR or BOM); comments;
-// a block mapping at the top, in column 1; block mappings whose keys are
+// The subset: printable UTF-8 and newlines (no tab, CR, BOM, NEL, LS or
+// PS; columns count characters, as yaml.v3's do); comments;
+// a block mapping at the top; block mappings whose keys are
 // plain or quoted one-line scalars, not repeated; block sequences,
 // compact ("- key: v", "- - a") and indentless ("key:\n- a"); one-line
 // plain, single- and double-quoted scalars (the escapes of ASCII
@@ -29,18 +31,37 @@ import (
 // data is not referenced after fastParse returns: it is copied once into
 // a string, and the Values of plain and quoted scalars are slices of it.
 func fastParse(data []byte) (top *yaml.Node, ok bool) {
-	for _, c := range data {
-		if c >= 0x7f || c < 0x20 && c != '\n' {
+	wide := false
+	lines, commas := 0, 0 // for the size of the slabs
+	for i := 0; i < len(data); {
+		if c := data[i]; c < 0x80 {
+			switch {
+			case c == '\n':
+				lines++
+			case c == ',':
+				commas++
+			case c == 0x7f || c < 0x20:
+				return nil, false
+			}
+			i++
+			continue
+		}
+		// yaml.v3 takes well-formed UTF-8 of printable characters; NEL,
+		// LS and PS break lines and a BOM is skipped at a line's start.
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 || r < 0xa0 || r == 0x2028 || r == 0x2029 || r == 0xfeff || r > 0xfffd && r < 0x10000 {
 			return nil, false
 		}
+		wide = true
+		i += size
 	}
-	p := fastYAML{src: string(data), lineNo: 1}
-	p.chunk = len(data)/24 + 16
+	p := fastYAML{src: string(data), lineNo: 1, wide: wide}
+	p.chunk = 2*lines + commas + 8 // a key and a value a line, an item a comma: one slab for most files
 	p.nextLine()
-	if p.ind != 0 || p.seqEntry() {
+	if p.ind < 0 || p.seqEntry() {
 		return nil, false
 	}
-	top, ok = p.mapping(0, nil)
+	top, ok = p.mapping(p.ind, nil)
 	if !ok || p.ind != -1 {
 		return nil, false
 	}
@@ -63,6 +84,9 @@ type fastYAML struct {
 	lineStart int // offset of the start of pos's line
 	ind       int
 	depth     int
+	wide      bool // src has characters of more than one byte
+
+	colLine, colPos, colRunes int // col's last answer when wide
 
 	chunk int          // slab size
 	nodes []yaml.Node  // slab the nodes are taken from
@@ -96,7 +120,46 @@ func (p *fastYAML) content(n *yaml.Node, start int) {
 	p.stack = p.stack[:start]
 }
 
-func (p *fastYAML) col() int { return p.pos - p.lineStart }
+// col is pos's column from 0, counted in characters as yaml.v3 does.
+func (p *fastYAML) col() int {
+	if !p.wide {
+		return p.pos - p.lineStart
+	}
+	// Count from the last column asked on this line: linear on a long line.
+	if p.colLine != p.lineStart || p.colPos > p.pos {
+		p.colLine, p.colPos, p.colRunes = p.lineStart, p.lineStart, 0
+	}
+	p.colRunes += utf8.RuneCountInString(p.src[p.colPos:p.pos])
+	p.colPos = p.pos
+	return p.colRunes
+}
+
+// repeated reports whether key is one of the keys of the mapping whose
+// key-value pairs are on the stack from start, which has no repeated keys
+// so far. Past a few keys it keeps them in *index (allocated here), so
+// that a mapping of many keys takes linear time.
+func (p *fastYAML) repeated(start int, key string, index *map[string]bool) bool {
+	const few = 16
+	if *index == nil {
+		if len(p.stack)-start < 2*few {
+			for i := start; i < len(p.stack); i += 2 {
+				if p.stack[i].Value == key {
+					return true
+				}
+			}
+			return false
+		}
+		*index = make(map[string]bool, 2*few)
+		for i := start; i < len(p.stack); i += 2 {
+			(*index)[p.stack[i].Value] = true
+		}
+	}
+	if (*index)[key] {
+		return true
+	}
+	(*index)[key] = true
+	return false
+}
 
 // newLine moves pos past the line break at i (or to the end).
 func (p *fastYAML) newLine(i int) {
@@ -182,6 +245,7 @@ func (p *fastYAML) mapping(indent int, first *yaml.Node) (*yaml.Node, bool) {
 	defer func() { p.depth-- }()
 	start := len(p.stack)
 	var n *yaml.Node
+	var index map[string]bool
 	for {
 		key := first
 		first = nil
@@ -194,10 +258,8 @@ func (p *fastYAML) mapping(indent int, first *yaml.Node) (*yaml.Node, bool) {
 		if n == nil {
 			n = p.node(yaml.MappingNode, "!!map", key.Line, key.Column-1)
 		}
-		for i := start; i < len(p.stack); i += 2 {
-			if p.stack[i].Value == key.Value {
-				return nil, false // a repeated key: let yaml.v3 and config say so
-			}
+		if p.repeated(start, key.Value, &index) {
+			return nil, false // let yaml.v3 and config say so
 		}
 		p.stack = append(p.stack, key)
 		v, ok := p.value(indent, true)
@@ -373,13 +435,13 @@ func (p *fastYAML) scalar(flow bool) (n *yaml.Node, colon, ok bool) {
 }
 
 // plainStart reports whether a plain scalar may start at s[i]: a letter,
-// a digit, one of a few punctuation characters that are no YAML
-// indicator, or '-' before a character that is neither blank nor (in
+// a digit, a character beyond ASCII, one of a few punctuation characters
+// that are no YAML indicator, or '-' before a character that is neither blank nor (in
 // flow context) a flow indicator.
 func plainStart(s string, i int, flow bool) bool {
 	c := s[i]
 	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c >= 0x80:
 		return true
 	case c == '-':
 		if i+1 == len(s) {
@@ -559,6 +621,7 @@ func (p *fastYAML) flow() (*yaml.Node, bool) {
 	}
 	n.Style = yaml.FlowStyle
 	start := len(p.stack)
+	var index map[string]bool
 	p.pos++
 	p.spaces()
 	if p.pos < len(s) && s[p.pos] == closer {
@@ -575,10 +638,8 @@ func (p *fastYAML) flow() (*yaml.Node, bool) {
 			if !ok || !colon || !p.keyOK(k, c) {
 				return nil, false
 			}
-			for i := start; i < len(p.stack); i += 2 {
-				if p.stack[i].Value == k.Value {
-					return nil, false
-				}
+			if p.repeated(start, k.Value, &index) {
+				return nil, false
 			}
 			p.stack = append(p.stack, k)
 			p.spaces()
@@ -645,28 +706,39 @@ func (p *fastYAML) literal(indent int) (*yaml.Node, bool) {
 	}
 	p.newLine(j)
 
-	// The first line sets the indentation.
-	ls := p.pos
-	k := ls
-	for k < len(s) && s[k] == ' ' {
-		k++
+	// Blank lines, then the first line that is not sets the indentation
+	// (yaml.v3: the most spaces of these lines, at least indent+1).
+	blank, most := 0, 0
+	ls, k := p.pos, p.pos
+	for {
+		ls, k = p.pos, p.pos
+		for k < len(s) && s[k] == ' ' {
+			k++
+		}
+		most = max(most, k-ls)
+		if k == len(s) || s[k] != '\n' {
+			break
+		}
+		blank++
+		p.newLine(k)
 	}
-	if k == len(s) {
-		p.pos, p.ind = k, -1
-		return n, true // empty
-	}
-	if s[k] == '\n' {
-		return nil, false // leading blank lines: leave them to yaml.v3
+	if c := k - ls; k == len(s) || c < max(most, indent+1) {
+		// Empty; what is left of the line belongs to what follows.
+		if chomp == 1 && blank > 0 {
+			n.Value = strings.Repeat("\n", blank)
+		}
+		if k == len(s) {
+			p.pos, p.ind = k, -1
+		} else {
+			p.nextLine()
+		}
+		return n, true
 	}
 	blockIndent := k - ls
-	if blockIndent < indent+1 {
-		p.nextLine()
-		return n, true // empty, and the line belongs to what follows
-	}
 
 	b := p.buf[:0]
 	lines, first := 0, 0
-	brk, trailing := false, 0
+	brk, trailing := false, blank
 	for {
 		ls := p.pos
 		k := ls

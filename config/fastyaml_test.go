@@ -355,6 +355,32 @@ var fastYAMLSeeds = []string{
 	"\ufeffa: b\n",
 	"a: caf\u00e9\n",
 	"a: b\x00\n",
+	"a: caf\u00e9 \u2014 na\u00efve\n",
+	"\u00e9: x\n",
+	"\u00e9:\n",
+	"\u00e9:\nb: 1\n",
+	"\u00e9\u00e9: [\u00e9, b, {\u00fc: \u00f6}]\n",
+	"a:\n  - \u00e9: b\n    c: d\n",
+	"a: '\u00e9' # \u00fc \u2014 x\n",
+	"# \u2014 comment \u2026\na: b # \u00e9\n",
+	"a: |\n  \u00e9\n  \u65e5\u672c\n",
+	"a: \U0001F600 x\n",
+	"a: [\U0001F600, b]\n",
+	"a: \ufffd\n",
+	"a: \ufffe\n",
+	"a: b\u2028c\n",
+	"a: b\u2029c: d\n",
+	"a: b\u0085c\n",
+	"a: b\u0085\n",
+	"a: \ufeffb\n",
+	"a: b\n\ufeffc: d\n",
+	"a: \u00a0b\n",
+	"a: \u0080\n",
+	"a: \xff\n",
+	"a: \xc3\n",
+	"a: \xc0\x80\n",
+	"a: \xed\xa0\x80\n",
+	"a: \xf4\x90\x80\x80\n",
 	"a: x,y\n",
 	"a: x[0]\n",
 	"a: {x}y\n",
@@ -379,6 +405,21 @@ var fastYAMLSeeds = []string{
 	"a: " + strings.Repeat("x", 1100) + "\n",
 	strings.Repeat("x", 1100) + ": a\n",
 	"a:\n" + strings.Repeat("  ", 1) + "- " + strings.Repeat("- ", 60) + "x\n",
+	manyKeys("k%d: v\n", 3000, ""),
+	manyKeys("k%d: v\n", 3000, "k17: w\n"),
+	manyKeys("k%d: v\n", 3000, "k2999: w\n"),
+	"a: {" + manyKeys("\u00e9%d: \u00fc, ", 3000, "") + "b: c}\n",
+	"a: {" + manyKeys("k%d: v, ", 3000, "k1: w, ") + "b: c}\n",
+	"a: [" + manyKeys("\u00e9%d, ", 3000, "") + "\u00fc]\n",
+}
+
+// manyKeys repeats format with 0, 1, ... n-1, then adds last.
+func manyKeys(format string, n int, last string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, format, i)
+	}
+	return b.String() + last
 }
 
 // FuzzFastYAML checks that fastParse either declines an input or gives
@@ -394,4 +435,32 @@ func FuzzFastYAML(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFastYAML(t, "fuzz", data)
 	})
+}
+
+// TestFastYAMLDeclines checks inputs that yaml.v3 parses but fastParse
+// must leave to it: config reports repeated keys and merges itself, and
+// the rest is outside the subset.
+func TestFastYAMLDeclines(t *testing.T) {
+	for _, s := range []string{
+		"a: 1\na: 2\n",
+		"a: {b: 1, b: 2}\n",
+		manyKeys("k%d: v\n", 3000, "k17: w\n"),
+		manyKeys("k%d: v\n", 3000, "k2999: w\n"),
+		"a: {" + manyKeys("k%d: v, ", 3000, "k1: w, ") + "b: c}\n",
+		"<<: {a: b}\n",
+		"a: &x b\nc: *x\n",
+		"a: !!str 1\n",
+		"a: >\n  x\n",
+		"a: b\n  c\n",
+		"---\na: b\n",
+		"- a\n",
+		"a: \"\\x41\"\n",
+	} {
+		if _, err := yamlV3Top([]byte(s)); err != nil {
+			t.Fatalf("%.40q: yaml.v3 refuses it (%v): pick another example", s, err)
+		}
+		if _, ok := fastParse([]byte(s)); ok {
+			t.Errorf("%.40q: fastParse took it", s)
+		}
+	}
 }
