@@ -66,12 +66,18 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 		}
 		opts.Root = filepath.Dir(abs)
 	}
-	entries, err := os.ReadDir(dir)
+	hd, err := openHookDir(dir)
+	var entries []os.DirEntry
+	if err == nil {
+		defer hd.close()
+		entries, err = hd.f.ReadDir(-1)
+	}
 	if err != nil {
 		return nil, nil, nil, []error{&Error{File: dir, Msg: fmt.Sprintf("read hooks directory: %s", err), Err: err}}
 	}
+	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	if !opts.AllowInsecure {
-		fi, err := os.Stat(dir)
+		fi, err := hd.f.Stat() // the directory read, symbolic links followed
 		if err == nil {
 			err = checkOwnership(dir, fi)
 		}
@@ -97,7 +103,7 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 	for range min(runtime.GOMAXPROCS(0), len(files)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				results[i] = loadFile(dir, files[i], opts)
+				results[i] = loadFile(hd, files[i], opts)
 				if r := &results[i]; r.hook != nil {
 					r.name, r.file = r.hook.Name, r.hook.Source.File
 					if !keep {
@@ -177,19 +183,19 @@ const maxPooledBuf = 64 << 10
 
 // loadFile checks, reads and parses the file name in dir, once: the
 // parsed document says whether it is a handler or a hook.
-func loadFile(dir, name string, opts Options) loaded {
-	file := filepath.Join(dir, name)
-	fi, err := os.Stat(file) // a symlink is followed
-	if err != nil || !fi.Mode().IsRegular() {
+func loadFile(dir *hookDir, name string, opts Options) loaded {
+	file := filepath.Join(dir.path, name)
+	st, err := dir.stat(name) // a symlink is followed
+	if err != nil || !st.regular {
 		return loaded{} // not a hook file
 	}
 	if !opts.AllowInsecure {
-		if err := checkOwnership(file, fi); err != nil {
+		if err := checkOwner(file, false, st.perm, st.uid); err != nil {
 			return loaded{errs: []error{&Error{File: file, Msg: err.Error(), Err: err}}}
 		}
 	}
 	buf := fileBufs.Get().(*[]byte)
-	data, err := readFileInto(file, *buf)
+	data, err := dir.readFile(name, st.size, *buf)
 	if cap(data) <= maxPooledBuf {
 		*buf = data[:0]
 		defer fileBufs.Put(buf)

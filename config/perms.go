@@ -3,9 +3,14 @@ package config
 import (
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
+	"sync"
 	"syscall"
 )
+
+// noOwner is the owner of a file on a platform without owners.
+const noOwner = math.MaxUint32
 
 // checkOwnership refuses a hooks directory or hook file that someone else
 // could have written, as sshd's StrictModes does: one writable by every
@@ -17,17 +22,30 @@ func checkOwnership(path string, fi fs.FileInfo) error {
 	if !ok {
 		return nil
 	}
+	return checkOwner(path, fi.IsDir(), fi.Mode().Perm(), st.Uid)
+}
+
+// ownUID is hookd's user id, read once for the thousands of files a load
+// checks: a process's user does not change under it.
+var ownUID = sync.OnceValue(func() uint32 { return uint32(os.Getuid()) })
+
+// checkOwner is checkOwnership of a file or directory (isDir) with
+// permissions perm owned by uid (noOwner: the platform has no owners).
+func checkOwner(path string, isDir bool, perm fs.FileMode, uid uint32) error {
+	if uid == noOwner {
+		return nil
+	}
 	const hint = "; fix it, or set allow_insecure_hooks: true in hookd.yaml to load it anyway"
-	if fi.Mode().Perm()&0o002 != 0 {
+	if perm&0o002 != 0 {
 		what := "file"
-		if fi.IsDir() {
+		if isDir {
 			what = "directory"
 		}
 		return fmt.Errorf("refusing to load: the %s is writable by every user (mode %04o; chmod o-w %s)%s",
-			what, fi.Mode().Perm(), path, hint)
+			what, perm, path, hint)
 	}
-	if uid := uint32(os.Getuid()); st.Uid != uid && st.Uid != 0 {
-		return fmt.Errorf("refusing to load: it is owned by uid %d, not by hookd's user (uid %d) or root%s", st.Uid, uid, hint)
+	if own := ownUID(); uid != own && uid != 0 {
+		return fmt.Errorf("refusing to load: it is owned by uid %d, not by hookd's user (uid %d) or root%s", uid, own, hint)
 	}
 	return nil
 }
