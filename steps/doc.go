@@ -246,9 +246,10 @@
 // the shell would not expand the reference the hook is refused when it
 // is loaded: single quotes, $'...', a here-document with a quoted
 // delimiter, backquotes, right after a '$' or a backslash. Data — a
-// placeholder, or a variable assigned from one or from an env value that
-// holds one — is refused where bash would run or evaluate it: in command
-// position (also the command run by env, sudo, xargs, timeout, nice,
+// placeholder, or a variable assigned from one (v=..., for v in, read,
+// printf -v, ${v:=...}, ${v=...}, getopts' OPTARG) or from an env value
+// that holds one — is refused where bash would run or evaluate it: in
+// command position (also the command run by env, sudo, xargs, timeout, nice,
 // nohup, find -exec and other wrappers), in arithmetic ($((...)),
 // ((...)), $[...], let, for ((...)), array indexes, substring offsets,
 // declare -i variables, the operands of [[ -eq ]]), anywhere in

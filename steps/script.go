@@ -573,6 +573,10 @@ func (c *checker) taint(name string, roots map[string]bool) bool {
 	return changed
 }
 
+// positionalParams are the names data in the positional parameters is
+// known by.
+var positionalParams = []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*"}
+
 // learn finds, to a fixed point, the variables assigned from data and
 // the variables declared as integers.
 //
@@ -599,6 +603,13 @@ func (c *checker) learn() {
 				}
 				if t := c.wordTaint(n.Array); t != nil {
 					c.changed = c.taint(n.Name.Value, t) || c.changed
+				}
+			}
+		case *syntax.ParamExp:
+			// ${v:=data} and ${v=data} assign the data to v.
+			if name, w := assigningExp(n); w != nil {
+				if t := c.wordTaint(w); t != nil {
+					c.changed = c.taint(name, t) || c.changed
 				}
 			}
 		case *syntax.ForClause:
@@ -644,12 +655,30 @@ func (c *checker) learn() {
 					}
 				}
 				if all != nil {
-					for _, p := range []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*"} {
+					for _, p := range positionalParams {
 						c.changed = c.taint(p, all) || c.changed
 					}
 				}
 			}
 			switch n.Args[0].Lit() {
+			case "getopts":
+				// getopts reads the positional parameters (its own
+				// arguments may not hold data) and puts an option's
+				// argument in OPTARG: where they hold data, so does it.
+				var all map[string]bool
+				for _, p := range positionalParams {
+					if roots, ok := c.tainted[p]; ok {
+						if all == nil {
+							all = map[string]bool{}
+						}
+						for r := range roots {
+							all[r] = true
+						}
+					}
+				}
+				if all != nil {
+					c.changed = c.taint("OPTARG", all) || c.changed
+				}
 			case "read", "mapfile", "readarray":
 				// Input is data: where the script holds data, the
 				// variables read hold data too.
@@ -906,23 +935,7 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 			if t == nil {
 				t = c.wordTaint(n.Array)
 			}
-			if t != nil {
-				if c.intVars[n.Name.Value] {
-					return fmt.Errorf("%s, assigned %s, is an integer variable (declare -i), whose value bash evaluates as arithmetic", n.Name.Value, c.describeRoots(t))
-				}
-			}
-			if c.intVars[n.Name.Value] && t == nil {
-				// A name in an integer variable's value is a variable
-				// bash evaluates: declare -i max=limit.
-				if id := c.taintedName(n.Value); id != "" {
-					return fmt.Errorf("%s is assigned the name %s, which holds %s; %s is an integer variable (declare -i), whose value bash evaluates as arithmetic", n.Name.Value, id, c.describeRoots(c.tainted[id]), n.Name.Value)
-				}
-			}
-			if t != nil {
-				if why := dangerousVar(n.Name.Value); why != "" {
-					return fmt.Errorf("%s, assigned %s, %s", n.Name.Value, c.describeRoots(t), why)
-				}
-			}
+			return c.assignment(n.Name.Value, n.Value, t)
 		}
 	case *syntax.DeclClause:
 		for _, a := range n.Args {
@@ -940,6 +953,11 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 			}
 		}
 	case *syntax.ParamExp:
+		if name, w := assigningExp(n); w != nil {
+			if err := c.assignment(name, w, c.wordTaint(w)); err != nil {
+				return err
+			}
+		}
 		return c.paramExp(n, stack)
 	case *syntax.Stmt:
 		ce, ok := n.Cmd.(*syntax.CallExpr)
@@ -994,6 +1012,40 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 			if err := c.nested(script); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// assigningExp returns the variable an expansion ${v:=word} or
+// ${v=word} assigns word to, and the word; nil for other expansions.
+func assigningExp(pe *syntax.ParamExp) (string, *syntax.Word) {
+	if pe.Param == nil || pe.Exp == nil || pe.Exp.Word == nil || pe.Exp.Op != syntax.AssignUnset && pe.Exp.Op != syntax.AssignUnsetOrNull {
+		return "", nil
+	}
+	return pe.Param.Value, pe.Exp.Word
+}
+
+// assignment checks the assignment of value, which holds the data
+// roots t (nil if none), to the variable name: data may not go in an
+// integer variable or one programs read as configuration, nor the name
+// of a variable holding data in an integer variable's value.
+func (c *checker) assignment(name string, value *syntax.Word, t map[string]bool) error {
+	if t != nil {
+		if c.intVars[name] {
+			return fmt.Errorf("%s, assigned %s, is an integer variable (declare -i), whose value bash evaluates as arithmetic", name, c.describeRoots(t))
+		}
+	}
+	if c.intVars[name] && t == nil {
+		// A name in an integer variable's value is a variable
+		// bash evaluates: declare -i max=limit.
+		if id := c.taintedName(value); id != "" {
+			return fmt.Errorf("%s is assigned the name %s, which holds %s; %s is an integer variable (declare -i), whose value bash evaluates as arithmetic", name, id, c.describeRoots(c.tainted[id]), name)
+		}
+	}
+	if t != nil {
+		if why := dangerousVar(name); why != "" {
+			return fmt.Errorf("%s, assigned %s, %s", name, c.describeRoots(t), why)
 		}
 	}
 	return nil

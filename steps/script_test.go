@@ -387,3 +387,42 @@ func TestShellSplitTransformAttacks(t *testing.T) {
 		})
 	}
 }
+
+// TestShellAssigningExpansionAttacks performs, with real shells, attacks
+// through ${v:=word} and ${v=word}, which assign word to v as a side
+// effect of expanding, and through getopts, which puts an option's
+// argument from the positional parameters in OPTARG: the variable holds
+// data like v=word would, so it may not later become code, nor take data
+// as an integer variable. The
+// template is refused when the hook loads; the same script run with the
+// value hookd would pass creates the marker file.
+func TestShellAssigningExpansionAttacks(t *testing.T) {
+	bash := testtool.Need(t, "bash")
+	tests := []struct {
+		name, tmpl, value, shell, want string
+	}{
+		{":= then eval", ": \"${x:={{event.v}}}\"; eval \"$x\"", "touch MARK", "/bin/sh", "$x, which holds data from {{event.v}}, is an argument of eval"},
+		{"= then eval", ": \"${x={{event.v}}}\"; eval \"$x\"", "touch MARK", "/bin/sh", "$x, which holds data from {{event.v}}, is an argument of eval"},
+		{"from a variable", "y={{event.v}}\n: \"${x:=$y}\"\nsh -c \"$x\"", "touch MARK", "/bin/sh", "$x, which holds data from {{event.v}}, is an argument of sh -c"},
+		{"integer variable", "declare -i n\n: \"${n:={{event.v}}}\"", "a[$(touch MARK)]", bash, "n, assigned data from {{event.v}}, is an integer variable"},
+		{"getopts OPTARG", "set -- -a {{event.v}}\ngetopts a: o\neval \"$OPTARG\"", "touch MARK", "/bin/sh", "$OPTARG, which holds data from {{event.v}}, is an argument of eval"},
+		{"getopts in a function", "f() { getopts a: o; sh -c \"$OPTARG\"; }\nf -a {{event.v}}", "touch MARK", "/bin/sh", "$OPTARG, which holds data from {{event.v}}, is an argument of sh -c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := newShellStep(t, "command: "+yamlString(tt.tmpl), 0)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v; want it to contain %q", err, tt.want)
+			}
+			script := strings.Replace(tt.tmpl, "{{event.v}}", `"${HOOKD_P1}"`, 1) // as hookd rewrites it where unquoted
+			dir := t.TempDir()
+			cmd := exec.Command(tt.shell, "-c", script)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "HOOKD_P1="+tt.value)
+			_ = cmd.Run()
+			if _, err := os.Stat(filepath.Join(dir, "MARK")); err != nil {
+				t.Fatalf("the attack did not work without the rule (%v): the test shows nothing", err)
+			}
+		})
+	}
+}
