@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,11 +15,12 @@ import (
 // Group commit: the frequent small writes of runs and events (a run's
 // start and end, its process groups, events stored and marked
 // dispatched) do not each pay for a transaction. A write that finds no
-// commit in progress runs at once, in its caller's goroutine, in its own
-// transaction. Writes that arrive while a commit is in progress queue;
-// when it ends, one goroutine takes every write waiting, runs each in a
-// SAVEPOINT of one BEGIN IMMEDIATE transaction and commits them
-// together, and so on until the queue is empty. Each caller is answered
+// commit in progress starts one in its caller's goroutine, after letting
+// the goroutines ready to run go first (yieldBeforeCommit, below): the
+// writes they make meanwhile join it. Writes that arrive while a commit
+// is in progress queue; when it ends, one goroutine takes every write
+// waiting, runs each in a SAVEPOINT of one BEGIN IMMEDIATE transaction
+// and commits them together, and so on until the queue is empty. Each caller is answered
 // only once the commit that holds its work returned. A piece of work that
 // fails is rolled back to its savepoint and fails alone; a failure of the
 // transaction itself (BEGIN, RELEASE, COMMIT) fails every piece in it, so
@@ -37,6 +39,21 @@ import (
 // moment (holdWrites): writes queue meanwhile as behind a commit in
 // progress (checkpoint.go).
 
+// yieldBeforeCommit: a write that finds no commit in progress yields
+// its processor once (runtime.Gosched) before it takes the queue and
+// commits. With a processor idle, or nothing else ready to run (one
+// publisher in BenchmarkEventToRun), the yield returns at once and the
+// write commits alone as before. With the processors busy it waits for
+// the goroutines already ready to run, which it would otherwise delay
+// itself: the run starts and ends among them queue and share its
+// commit. A commit costs about the same with one run's writes as with
+// several (most of it is the pages it adds to the log, the ends of the
+// same tables and indexes), so with 8 publishers on 2 cores
+// BenchmarkEventToRun went from 1.6 commits a run to 0.65 and about 45
+// µs less CPU a run, at the price of a later start under that load
+// (Emit to start recorded p50 0.3 -> 0.6 ms). Nothing a caller is told
+// changes: each is answered once the commit holding its write returned.
+//
 // maxGroup bounds the pieces of work one commit holds.
 const maxGroup = 128
 
@@ -173,9 +190,16 @@ func (d *DB) submit(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx
 		}
 	}
 	c.busy = true
-	batch := append(c.takeLaterFor([]*writeReq{r}), r)
 	c.mu.Unlock()
-	d.commitGroup(batch)
+	// The goroutines ready to run go first (yieldBeforeCommit): the
+	// writes they make meanwhile queue, and join this commit.
+	runtime.Gosched()
+	c.mu.Lock()
+	ws := append([]*writeReq{r}, c.queue...)
+	c.queue = nil
+	batch := append(c.takeLaterFor(ws), ws...)
+	c.mu.Unlock()
+	d.commitBatch(batch)
 	if d.afterCommit() {
 		go d.commitQueued() // stays busy
 	}
@@ -361,14 +385,19 @@ func (d *DB) commitQueued() {
 		batch := append(c.takeLaterFor(c.queue), c.queue...)
 		c.queue = nil
 		c.mu.Unlock()
-		for len(batch) > 0 {
-			n := min(len(batch), maxGroup)
-			d.commitGroup(batch[:n])
-			batch = batch[n:]
-		}
+		d.commitBatch(batch)
 		if !d.afterCommit() {
 			return
 		}
+	}
+}
+
+// commitBatch commits the requests in transactions of at most maxGroup.
+func (d *DB) commitBatch(batch []*writeReq) {
+	for len(batch) > 0 {
+		n := min(len(batch), maxGroup)
+		d.commitGroup(batch[:n])
+		batch = batch[n:]
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -425,4 +426,42 @@ func TestGroupCommitCloseCommitsLater(t *testing.T) {
 	if got := storedEvents(t, d2); !got["a"] || len(got) != 1 {
 		t.Errorf("stored %v, want a", got)
 	}
+}
+
+// A write that finds no commit in progress lets the goroutines ready to
+// run go first, and the writes they make join its commit
+// (yieldBeforeCommit): four writes made at once by four goroutines on one
+// processor take one commit. Without the yield the first commits alone
+// (two commits or more). The scheduler checks its global queue, where the
+// yielding write waits, now and then before the others ran: some trials
+// may take two commits, so one trial in ten taking one is asked.
+func TestGroupCommitReadyWritesJoin(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const writers, trials = 4, 10
+	var commits []int64
+	for trial := range trials {
+		w0 := d.WriteStats()
+		start := make(chan struct{})
+		errs := make(chan error, writers)
+		for i := range writers {
+			go func() {
+				<-start
+				errs <- d.write(ctx, insertFn(d, fmt.Sprintf("ready-%d-%d", trial, i)))
+			}()
+		}
+		close(start)
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := d.WriteStats().Commits - w0.Commits
+		if n == 1 {
+			return
+		}
+		commits = append(commits, n)
+	}
+	t.Fatalf("%d writes made at once took %v commits in %d trials, never one", writers, commits, trials)
 }
