@@ -432,6 +432,9 @@ func FuzzFastYAML(f *testing.F) {
 	for _, data := range yamlCorpus(f) {
 		f.Add(data)
 	}
+	for i := range 64 { // deep, valid documents for the mutator to start from
+		f.Add([]byte(newGrammarGen(uint64(i)).doc()))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFastYAML(t, "fuzz", data)
 	})
