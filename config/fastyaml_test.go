@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hookd/hookd/internal/benchhooks"
@@ -466,4 +467,71 @@ func TestFastYAMLDeclines(t *testing.T) {
 			t.Errorf("%.40q: fastParse took it", s)
 		}
 	}
+}
+
+// BenchmarkParseHookYAML parses the 10,000 files of BenchmarkLoadHookFiles
+// in turn with fastParse and with yaml.v3 as parseDoc did before it.
+//
+//	go test -run '^$' -bench 'BenchmarkParseHookYAML' -benchmem ./config/
+func BenchmarkParseHookYAML(b *testing.B) {
+	const n = 10_000
+	var files [][]byte
+	for i := range n {
+		files = append(files, benchhooks.HookFile(i))
+	}
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, ok := fastParse(files[i%n]); !ok {
+				b.Fatal("declined")
+			}
+			i++
+		}
+	})
+	b.Run("yaml.v3", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := yamlV3Top(files[i%n]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+// TestFastYAMLConcurrent parses in parallel, as the loader does, so that
+// the race detector sees the tag memo shared by the parses.
+func TestFastYAMLConcurrent(t *testing.T) {
+	var files [][]byte
+	for i := range 64 {
+		files = append(files, benchhooks.HookFile(i))
+	}
+	files = append(files, []byte("a: 1\nb: 0x1F\nc: 2001-12-14\nd: .inf\ne: ~\nf: yes\ng: 30s\n"))
+	want := make([]*yaml.Node, len(files))
+	for i, f := range files {
+		var err error
+		if want[i], err = yamlV3Top(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for k := range 200 {
+				i := (g*7 + k) % len(files)
+				got, ok := fastParse(files[i])
+				if !ok {
+					t.Errorf("file %d: declined", i)
+					return
+				}
+				if d := nodeDiff("top", got, want[i]); d != "" {
+					t.Errorf("file %d: %s", i, d)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
