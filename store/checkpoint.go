@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -101,6 +102,13 @@ type checkpointer struct {
 	// was tried less than checkpointRetry ago).
 	hardAfter atomic.Int64
 
+	// walFD is the -wal file walSize keeps open, when walOpen;
+	// walClosed is set by Close (closeWAL).
+	walMu     sync.Mutex
+	walFD     int
+	walOpen   bool
+	walClosed bool
+
 	mu      sync.Mutex
 	started bool
 	closed  bool
@@ -133,13 +141,52 @@ func (d *DB) setWALPages(soft, hard int64) error {
 	return nil
 }
 
-// walSize returns the size of the -wal file, 0 when there is none.
+// walSize returns the size of the -wal file, 0 when there is none. It
+// keeps the file open from the first look on, so that a look (one after
+// every commit) is an fstat, not a walk of the file's path: that cost 3
+// to 10 µs a commit on a loaded machine, an fstat 1.5 to 2.5. SQLite
+// keeps the file while the write connection is open (it truncates it,
+// journal_size_limit, and never deletes it then); should it be gone all
+// the same (no link left: the last connection closed), the next look
+// opens the file by its path again.
 func (ck *checkpointer) walSize() int64 {
-	st, err := os.Stat(ck.wal)
-	if err != nil {
-		return 0 // none yet, or unreadable: the next commit looks again
+	ck.walMu.Lock()
+	defer ck.walMu.Unlock()
+	if ck.walClosed {
+		st, err := os.Stat(ck.wal)
+		if err != nil {
+			return 0
+		}
+		return st.Size()
 	}
-	return st.Size()
+	for range 2 {
+		if !ck.walOpen {
+			fd, err := syscall.Open(ck.wal, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				return 0 // none yet, or unreadable: the next commit looks again
+			}
+			ck.walFD, ck.walOpen = fd, true
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(ck.walFD, &st); err == nil && st.Nlink > 0 {
+			return st.Size
+		}
+		_ = syscall.Close(ck.walFD) // gone, or unreadable: open it by its path again
+		ck.walOpen = false
+	}
+	return 0
+}
+
+// closeWAL closes the -wal file walSize keeps open; later looks walk its
+// path. It is safe twice.
+func (ck *checkpointer) closeWAL() {
+	ck.walMu.Lock()
+	defer ck.walMu.Unlock()
+	if ck.walOpen {
+		_ = syscall.Close(ck.walFD)
+		ck.walOpen = false
+	}
+	ck.walClosed = true
 }
 
 // noteCommit is called by the committer after each commit. It wakes the
@@ -337,6 +384,7 @@ func (d *DB) openCheckpointer() (*sql.DB, error) {
 // and checkpoints the whole log (TRUNCATE) when it ran. It is safe twice.
 func (d *DB) stopCheckpointer() error {
 	ck := &d.ck
+	defer ck.closeWAL()
 	ck.mu.Lock()
 	started := ck.started && !ck.closed
 	ck.closed = true

@@ -353,3 +353,50 @@ func TestWALBoundedThroughSymlink(t *testing.T) {
 		t.Errorf("write-ahead log of %d bytes after Close, want none", s)
 	}
 }
+
+// walSize keeps the -wal file open and follows it: its size as it grows,
+// a file deleted and made again (its last connection closed, another
+// opened it) by its path again, and after closeWAL by its path.
+func TestWALSizeFollowsTheFile(t *testing.T) {
+	ck := &checkpointer{wal: filepath.Join(t.TempDir(), "x.db-wal")}
+	if got := ck.walSize(); got != 0 {
+		t.Fatalf("no file: size %d, want 0", got)
+	}
+	if err := os.WriteFile(ck.wal, make([]byte, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := ck.walSize(); got != 100 || !ck.walOpen {
+		t.Fatalf("size %d (kept open %v), want 100 (open)", got, ck.walOpen)
+	}
+	f, err := os.OpenFile(ck.wal, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 200)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got := ck.walSize(); got != 300 {
+		t.Fatalf("grown: size %d, want 300", got)
+	}
+	if err := os.Remove(ck.wal); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ck.wal, make([]byte, 50), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := ck.walSize(); got != 50 {
+		t.Fatalf("made again: size %d, want 50 (the deleted file's was 300)", got)
+	}
+	ck.closeWAL()
+	ck.closeWAL()
+	if ck.walOpen {
+		t.Fatal("closeWAL left the file open")
+	}
+	if err := os.WriteFile(ck.wal, make([]byte, 70), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := ck.walSize(); got != 70 || ck.walOpen {
+		t.Fatalf("after closeWAL: size %d (open %v), want 70 by its path", got, ck.walOpen)
+	}
+}
