@@ -251,6 +251,38 @@ func TestMaxConcurrentQueueAndOverflow(t *testing.T) {
 	})
 }
 
+// TestPendingRerunTakesItsSlot: on one node, a pending rerun (overlap:
+// queue) is admitted when the run before it ends, whose slot it takes:
+// with max_concurrent and the queue full it starts, never refused for
+// queue_full (that needs more runs in flight than max_concurrent, which
+// only a cluster's failover to a node with a lower max_concurrent gives:
+// TestClusterPendingRefusedQueueFull).
+func TestPendingRerunTakesItsSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		block := newBlock()
+		a := withSteps(newHook("a"), block)
+		a.Overlap = engine.OverlapQueue
+		h := newHarness(t, []*engine.Hook{a, newHook("b")},
+			func(c *engine.Config) { c.MaxConcurrent = 1; c.QueueSize = 1 })
+		defer h.stop()
+		h.mustFire("a")
+		h.settle()
+		pending := h.mustFire("a")
+		b := h.mustFire("b")
+		if pending.Status != engine.StatusQueued || b.Status != engine.StatusQueued {
+			t.Fatalf("a again: %s, b: %s; want a pending rerun and b queued (the queue full)", pending.Status, b.Status)
+		}
+		close(block.release)
+		h.settle()
+		if r := h.run(pending.ID); r.Status != engine.StatusCompleted {
+			t.Errorf("pending rerun: %s %q; want completed", r.Status, r.Reason)
+		}
+		if r := h.run(b.ID); r.Status != engine.StatusCompleted {
+			t.Errorf("b: %s %q; want completed", r.Status, r.Reason)
+		}
+	})
+}
+
 func TestQueuedRunsSurviveRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()

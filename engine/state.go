@@ -770,9 +770,18 @@ func (s *state) admit(ent *entry, run *Run) trigResult {
 		return trigResult{run: snap, act: act}
 	}
 	if len(s.queue) >= s.cfg.QueueSize {
-		return s.refuse(ent, run, StatusDropped, &GateError{Gate: GateQueueFull, Hook: ent.hook.Name,
+		g := &GateError{Gate: GateQueueFull, Hook: ent.hook.Name,
 			Detail: fmt.Sprintf("%d runs already wait for a concurrency slot (max_concurrent %d, queue_size %d)",
-				len(s.queue), s.cfg.MaxConcurrent, s.cfg.QueueSize)})
+				len(s.queue), s.cfg.MaxConcurrent, s.cfg.QueueSize)}
+		if run.Status == StatusQueued {
+			// A pending run, whose run before it ended with no slot free:
+			// a cluster's scheduler that took over with more runs in
+			// flight than its max_concurrent. It has its record, and
+			// maybe waiters: it ends as refused.
+			s.refuseWaiting(ent, run, StatusDropped, g)
+			return trigResult{run: run, err: g}
+		}
+		return s.refuse(ent, run, StatusDropped, g)
 	}
 	known := run.Status == StatusQueued // a pending run already has its record
 	run.Status = StatusQueued
@@ -829,9 +838,10 @@ func (s *state) finishRecord(run *Run) {
 }
 
 // refuseWaiting finishes a queued or pending run, which has its record,
-// that a gate refused when its time to start came.
-func (s *state) refuseWaiting(ent *entry, run *Run, g *GateError) {
-	run.Status, run.Gate, run.Reason, run.FinishedAt = StatusSkipped, g.Gate, g.reason(), s.cfg.Clock.Now()
+// that a gate refused when its time to start came, with status
+// (skipped, or dropped by queue_full).
+func (s *state) refuseWaiting(ent *entry, run *Run, status Status, g *GateError) {
+	run.Status, run.Gate, run.Reason, run.FinishedAt = status, g.Gate, g.reason(), s.cfg.Clock.Now()
 	s.endWaiting(run)
 }
 
@@ -928,7 +938,7 @@ func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 		ent.pending = nil
 		s.delLive(p.ID)
 		if g := s.startGates(ent, s.cfg.Clock.Now()); g != nil {
-			s.refuseWaiting(ent, p, g)
+			s.refuseWaiting(ent, p, StatusSkipped, g)
 		} else {
 			s.admit(ent, p)
 		}
@@ -946,7 +956,7 @@ func (s *state) drainQueue() {
 		q.ent.queued = nil
 		if g := s.budgetGate(q.ent, s.cfg.Clock.Now()); g != nil {
 			s.delLive(q.run.ID)
-			s.refuseWaiting(q.ent, q.run, g)
+			s.refuseWaiting(q.ent, q.run, StatusSkipped, g)
 			continue
 		}
 		s.startRun(q.ent, q.run)
