@@ -81,6 +81,14 @@ type Cluster interface {
 	// that holds the request, notifying WakeDone; a request decide fails
 	// is left unanswered, and DecideFires stops there.
 	DecideFires(ctx context.Context, decide func(context.Context, FireRequest) (FireAnswer, error)) (int, error)
+	// MergeFire stores r, the pending run fire request fire merged into,
+	// as Store.UpdateQueued does, and records the merge, in one
+	// transaction: a scheduler deciding the request again after a
+	// failover finds it (FireMergedInto) instead of firing again.
+	MergeFire(ctx context.Context, r *Run, fire string) error
+	// FireMergedInto returns the id of the run fire request fire was
+	// merged into; one never merged wraps ErrNotFound.
+	FireMergedInto(ctx context.Context, fire string) (string, error)
 
 	// Notify tells every node about w, with a payload (a run id for
 	// WakeDone and WakeCancel).

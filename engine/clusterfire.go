@@ -162,6 +162,17 @@ func (e *Engine) decideFire(ctx context.Context, req FireRequest) (FireAnswer, e
 	if !errors.Is(err, ErrNotFound) {
 		return FireAnswer{}, err
 	}
+	// Merged into a pending run by a scheduler that stopped before it
+	// stored the answer: that run is the answer (the fire is in it).
+	if id, err := e.cfg.Cluster.FireMergedInto(ctx, req.ID); err == nil {
+		r, err := e.cfg.Store.GetRun(ctx, id)
+		if err != nil {
+			return FireAnswer{}, err
+		}
+		return FireAnswer{Run: r}, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return FireAnswer{}, err
+	}
 	run, err := e.Fire(ctx, req.Hook, FireOptions{Event: req.Event, Force: req.Force, Trigger: req.Trigger, Depth: req.Depth, id: req.ID})
 	var gate *GateError
 	switch {

@@ -653,8 +653,16 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 		}
 		p.Reason = fmt.Sprintf("pending: waits for run %s; %d later trigger(s) coalesced into it", occupant.ID, ent.coalesce)
 		// A slot merged here is the pending run's: stored with it, so a
-		// restart does not fire it again as missed.
-		if err := s.cfg.Store.UpdateQueued(context.Background(), p, t.slot); err != nil {
+		// restart does not fire it again as missed. So is a fire another
+		// cluster node forwarded (t.id): one decided again after a
+		// failover is not fired again (decideFire).
+		var err error
+		if cl := s.e.cfg.Cluster; cl != nil && t.id != "" {
+			err = cl.MergeFire(context.Background(), p, t.id)
+		} else {
+			err = s.cfg.Store.UpdateQueued(context.Background(), p, t.slot)
+		}
+		if err != nil {
 			s.e.log.Error("store coalesced run", "hook", ent.hook.Name, "run", p.ID, "err", err)
 		}
 		return trigResult{run: p}

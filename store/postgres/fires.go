@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/hookd/hookd/engine"
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,52 @@ CREATE TABLE IF NOT EXISTS fires (
 );
 CREATE INDEX IF NOT EXISTS fires_unanswered ON fires (seq) WHERE answer IS NULL;
 `
+
+// sqlFireMerges is migration 9: the fire requests the scheduler merged
+// into a pending run, each recorded in the transaction of the merge, so
+// that a scheduler deciding a request again (its answer was not stored:
+// the scheduler before it died) answers with that run instead of firing
+// again. No foreign key to fires: the request's row is locked by the
+// transaction deciding it while the merge commits.
+const sqlFireMerges = `
+CREATE TABLE IF NOT EXISTS fire_merges (
+	fire_id   TEXT        PRIMARY KEY,
+	run_id    TEXT        NOT NULL,
+	merged_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+`
+
+// MergeFire stores r, the pending run fire request fire merged into, as
+// UpdateQueued does, and records the merge (FireMergedInto), in one
+// transaction.
+func (m *Member) MergeFire(ctx context.Context, r *engine.Run, fire string) error {
+	err := m.db.tx(ctx, func(tx pgx.Tx) error {
+		if err := updateQueued(ctx, tx, r, time.Time{}); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO fire_merges (fire_id, run_id) VALUES ($1, $2)
+			ON CONFLICT (fire_id) DO NOTHING`, fire, r.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("merge fire request %s into run %s: %w", fire, r.ID, err)
+	}
+	return nil
+}
+
+// FireMergedInto returns the id of the run fire request fire was merged
+// into; one never merged wraps engine.ErrNotFound.
+func (m *Member) FireMergedInto(ctx context.Context, fire string) (string, error) {
+	var id string
+	err := m.db.pool.QueryRow(ctx, `SELECT run_id FROM fire_merges WHERE fire_id = $1`, fire).Scan(&id)
+	if errNoRows(err) {
+		return "", fmt.Errorf("read the merge of fire request %s: %w", fire, engine.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the merge of fire request %s: %w", fire, err)
+	}
+	return id, nil
+}
 
 // RequestFire stores req and wakes the scheduler (ChannelEvents, at
 // commit).
@@ -92,6 +139,9 @@ func (m *Member) DecideFires(ctx context.Context, decide func(context.Context, e
 	// Answers are read within moments; an hour-old one is nobody's.
 	if _, err := m.db.pool.Exec(ctx, `DELETE FROM fires WHERE answered_at < now() - interval '1 hour'`); err != nil {
 		return 0, fmt.Errorf("decide fires: delete old answers: %w", err)
+	}
+	if _, err := m.db.pool.Exec(ctx, `DELETE FROM fire_merges WHERE merged_at < now() - interval '1 hour'`); err != nil {
+		return 0, fmt.Errorf("decide fires: delete old merges: %w", err)
 	}
 	n := 0
 	for {

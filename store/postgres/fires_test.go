@@ -118,3 +118,39 @@ func TestFireRequests(t *testing.T) {
 		t.Errorf("decided f5 later: %d %v", n, err)
 	}
 }
+
+// TestMergeFire: a fire request merged into a pending run is recorded
+// with the merge, in its transaction, while the request's row is held by
+// the scheduler deciding it (no lock between the two); a merge into a run
+// that is not queued stores nothing, the merge record included.
+func TestMergeFire(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db := open(t, url)
+	worker, sched := db.Member("w", 2, time.Minute), db.Member("s", 2, time.Minute)
+	must(t, db.InsertRun(ctx, &engine.Run{ID: "p", Hook: "h", Status: engine.StatusQueued, Trigger: "manual", QueuedAt: time.Now()}))
+	must(t, db.InsertRun(ctx, &engine.Run{ID: "done", Hook: "h", Status: engine.StatusSkipped, Trigger: "manual", QueuedAt: time.Now(), FinishedAt: time.Now()}))
+	must(t, worker.RequestFire(ctx, engine.FireRequest{ID: "f1", Hook: "h", Node: "w"}))
+	n, err := sched.DecideFires(ctx, func(ctx context.Context, req engine.FireRequest) (engine.FireAnswer, error) {
+		p := &engine.Run{ID: "p", Hook: "h", Trigger: "manual", Reason: "pending: 1 coalesced", Event: []byte(`{"n":1}`)}
+		if err := sched.MergeFire(ctx, p, req.ID); err != nil {
+			return engine.FireAnswer{}, err
+		}
+		return engine.FireAnswer{Run: p}, nil
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("decide: %d %v", n, err)
+	}
+	if id, err := sched.FireMergedInto(ctx, "f1"); err != nil || id != "p" {
+		t.Errorf("f1 merged into %q, %v; want p", id, err)
+	}
+	if r, err := db.GetRun(ctx, "p"); err != nil || string(r.Event) != `{"n": 1}` && string(r.Event) != `{"n":1}` {
+		t.Errorf("merged run: %+v %v", r, err)
+	}
+	if err := sched.MergeFire(ctx, &engine.Run{ID: "done", Hook: "h"}, "f2"); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("merge into a run that is not queued: %v; want ErrNotFound", err)
+	}
+	if id, err := sched.FireMergedInto(ctx, "f2"); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("a failed merge was recorded: %q %v", id, err)
+	}
+}

@@ -115,6 +115,7 @@ CREATE TABLE retries (
 	{6, "cluster: runs released to the nodes", sqlReleased},            // member.go
 	{7, "cluster: fires stored for the scheduler", sqlFires},           // fires.go
 	{8, "cluster: the previous start of a released run", sqlPrevStart}, // member.go
+	{9, "cluster: fires merged into pending runs", sqlFireMerges},      // fires.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

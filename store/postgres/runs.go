@@ -319,30 +319,33 @@ func (d *DB) QueuedRuns(ctx context.Context) ([]*engine.Run, error) {
 // slot, in the same transaction. A run that is not queued is
 // engine.ErrNotFound.
 func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged time.Time) error {
-	err := d.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE runs SET event = $1, event_type = $2, "trigger" = $3,
-			reason = $4, depth = $5 WHERE id = $6 AND status = $7`,
-			rawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() > 0 {
-			return claimSlot(ctx, tx, r.Hook, merged, r.ID)
-		}
-		var st string
-		err = tx.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, r.ID).Scan(&st)
-		if errNoRows(err) {
-			return engine.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("run is %s, not queued: %w", st, engine.ErrNotFound)
-	})
+	err := d.tx(ctx, func(tx pgx.Tx) error { return updateQueued(ctx, tx, r, merged) })
 	if err != nil {
 		return fmt.Errorf("update queued run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// updateQueued is UpdateQueued in tx.
+func updateQueued(ctx context.Context, tx pgx.Tx, r *engine.Run, merged time.Time) error {
+	tag, err := tx.Exec(ctx, `UPDATE runs SET event = $1, event_type = $2, "trigger" = $3,
+		reason = $4, depth = $5 WHERE id = $6 AND status = $7`,
+		rawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() > 0 {
+		return claimSlot(ctx, tx, r.Hook, merged, r.ID)
+	}
+	var st string
+	err = tx.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, r.ID).Scan(&st)
+	if errNoRows(err) {
+		return engine.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("run is %s, not queued: %w", st, engine.ErrNotFound)
 }
 
 // RecoverInterrupted marks every run left running interrupted, finished
