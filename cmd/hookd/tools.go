@@ -68,6 +68,14 @@ func protectedPaths(d *config.Daemon) []string {
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock", procJournalSuffix} {
 			out = append(out, db+suffix)
 		}
+		// SQLite keeps its -wal, -shm and -journal beside the database
+		// file's real path: beside the target of a db: that is a
+		// symbolic link (as store.Open narrows them).
+		if real, err := filepath.EvalSymlinks(db); err == nil && real != db {
+			for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+				out = append(out, real+suffix)
+			}
+		}
 	}
 	return out
 }

@@ -168,3 +168,60 @@ func TestHostileModelCannotReadSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileModelCannotTouchSymlinkedDatabaseLog performs the attack on
+// a database opened through a symbolic link (db: state/hookd.db, a link
+// to data/hookd.db in the hook's workdir, where it may write): SQLite
+// keeps the -wal and -shm files beside the target, and a scripted model
+// with read_file and write_file goes for them there, and for the journal
+// SQLite would make there, while the daemon has them open. Every call is
+// refused as hookd's own file, and nothing is written.
+func TestHostileModelCannotTouchSymlinkedDatabaseLog(t *testing.T) {
+	call := func(id, name, args string) llmtest.ToolCall {
+		return llmtest.ToolCall{ID: id, Name: name, Args: args}
+	}
+	model := llmtest.New(llmtest.Calls(
+		call("read_wal", "read_file", `{"path":"data/hookd.db-wal"}`),
+		call("read_shm", "read_file", `{"path":"data/hookd.db-shm"}`),
+		call("write_wal", "write_file", `{"path":"data/hookd.db-wal","content":"pwned"}`),
+		call("write_shm", "write_file", `{"path":"data/hookd.db-shm","content":"pwned"}`),
+		call("write_journal", "write_file", `{"path":"data/hookd.db-journal","content":"pwned"}`),
+	), llmtest.Answer("done"))
+	defer model.Close()
+	e := newEnv(t, "db: state/hookd.db\n", map[string]string{
+		"curious.yaml": "llm: {model: m, base_url: " + model.BaseURL() + "}\nprompt: look around\ntools: [read_file, write_file]\nwrite_roots: [data]\n",
+	})
+	for _, d := range []string{"state", "data"} {
+		if err := os.Mkdir(e.path(d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(e.path("data/hookd.db"), e.path("state/hookd.db")); err != nil {
+		t.Fatal(err)
+	}
+	e.serve() // stopped at cleanup
+	run := e.getRun(runID(t, e.must(0, "fire", "curious", "--wait")))
+	if run.Status != engine.StatusCompleted {
+		t.Fatalf("%s %q", run.Status, run.Error)
+	}
+	tr, err := llm.DecodeTranscript(run)
+	if err != nil || tr == nil || len(tr.Rounds) == 0 {
+		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
+	}
+	if n := len(tr.Rounds[0].ToolCalls); n != 5 {
+		t.Fatalf("%d tool calls; want 5", n)
+	}
+	for _, c := range tr.Rounds[0].ToolCalls {
+		if !strings.Contains(c.Error, "refused") || !strings.Contains(c.Error, "hookd's own") {
+			t.Errorf("%s was not refused as hookd's own file: result %d bytes, error %q", c.ID, len(c.Result), c.Error)
+		}
+	}
+	for _, f := range []string{"data/hookd.db-wal", "data/hookd.db-shm", "data/hookd.db-journal"} {
+		if b, err := os.ReadFile(e.path(f)); err == nil && string(b) == "pwned" {
+			t.Errorf("%s was written", f)
+		}
+	}
+	if left, _ := filepath.Glob(e.path("data/.hookd-write-*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
