@@ -88,12 +88,43 @@ func (s *state) errorf(n *yaml.Node, path, format string, args ...any) {
 // alias) or a limit is passed; the caller then skips n and must not call
 // leave.
 func (s *state) enter(n *yaml.Node, path string) bool {
-	*s.budget--
-	if slices.Contains(s.active, n) {
-		s.errorf(n, path, "an alias refers to a value that contains it")
+	if r := s.tryEnter(n); r != entered {
+		s.refuse(n, path, r)
 		return false
 	}
+	return true
+}
+
+// An enterResult says whether tryEnter entered a node, or why not.
+type enterResult int
+
+const (
+	entered enterResult = iota
+	enterCycle
+	enterOverflow
+)
+
+// tryEnter is enter without the report, for callers that build the path
+// of n only when there is something to report: it hands the report to
+// refuse.
+func (s *state) tryEnter(n *yaml.Node) enterResult {
+	*s.budget--
+	if slices.Contains(s.active, n) {
+		return enterCycle
+	}
 	if *s.budget < 0 || len(s.active) >= maxDepth {
+		return enterOverflow
+	}
+	s.active = append(s.active, n)
+	return entered
+}
+
+// refuse reports why tryEnter did not enter n, at path.
+func (s *state) refuse(n *yaml.Node, path string, r enterResult) {
+	switch r {
+	case enterCycle:
+		s.errorf(n, path, "an alias refers to a value that contains it")
+	case enterOverflow:
 		if !s.overflow {
 			s.overflow = true
 			if len(path) > 80 {
@@ -101,10 +132,7 @@ func (s *state) enter(n *yaml.Node, path string) bool {
 			}
 			s.errorf(n, path, "nested too deeply or expands to too many values")
 		}
-		return false
 	}
-	s.active = append(s.active, n)
-	return true
 }
 
 // leave ends what enter(n) began. Nodes are left in the reverse order of

@@ -197,30 +197,70 @@ func knownKinds() string {
 // placeholdersIn checks every string inside n, the kind-specific fields
 // of step before, against the hook's steps.
 func (s *state) placeholdersIn(n *yaml.Node, path string, steps []*engine.StepDef, before int) {
+	s.placeholdersBelow(n, lazyPath{root: path, segs: make([]pathSeg, 0, 8)}, steps, before)
+}
+
+// placeholdersBelow is placeholdersIn with the path of n built only when
+// an error names it: most values hold no placeholder and no error.
+func (s *state) placeholdersBelow(n *yaml.Node, p lazyPath, steps []*engine.StepDef, before int) {
 	n = resolve(n)
-	if n == nil || !s.enter(n, path) {
+	if n == nil {
+		return
+	}
+	if r := s.tryEnter(n); r != entered {
+		s.refuse(n, p.String(), r)
 		return
 	}
 	defer s.leave(n)
 	switch n.Kind {
 	case yaml.ScalarNode:
-		if n.ShortTag() == "!!str" {
-			s.placeholders(n, path, n.Value, steps, before)
+		// Text without "{{" holds no placeholder and no error.
+		if strings.Contains(n.Value, "{{") && n.ShortTag() == "!!str" {
+			s.placeholders(n, p.String(), n.Value, steps, before)
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			s.placeholdersIn(c, index(path, i), steps, before)
+			s.placeholdersBelow(c, p.with(pathSeg{index: i}), steps, before)
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := resolve(n.Content[i])
-			p := path
-			if k != nil && k.ShortTag() != "!!merge" {
-				p = join(path, k.Value)
-			}
-			s.placeholdersIn(n.Content[i+1], p, steps, before)
+			s.placeholdersBelow(n.Content[i+1], p.with(pathSeg{key: n.Content[i], index: -1}), steps, before)
 		}
 	}
+}
+
+// A lazyPath is the field path of a node met by placeholdersBelow: root
+// followed by segs, as join and index would build it.
+type lazyPath struct {
+	root string
+	segs []pathSeg
+}
+
+// A pathSeg is a step of a lazyPath: the value of key (nothing for a
+// merge key "<<") or, when index is not negative, an index.
+type pathSeg struct {
+	key   *yaml.Node
+	index int
+}
+
+// with returns p followed by seg. Siblings share segs' array: each
+// overwrites the slot of the one before, which is done with it.
+func (p lazyPath) with(seg pathSeg) lazyPath {
+	p.segs = append(p.segs, seg)
+	return p
+}
+
+// String builds the path as join and index do.
+func (p lazyPath) String() string {
+	path := p.root
+	for _, seg := range p.segs {
+		if seg.index >= 0 {
+			path = index(path, seg.index)
+		} else if k := resolve(seg.key); k != nil && k.ShortTag() != "!!merge" {
+			path = join(path, k.Value)
+		}
+	}
+	return path
 }
 
 // placeholders checks the placeholders of text, the value of n, against
