@@ -141,6 +141,29 @@ func (g *grammarGen) corrupt(s string) string {
 	return s[:i] + ins + s[i:]
 }
 
+// mutate changes one to three bytes of s (inserts, replaces or deletes),
+// with bytes that matter to YAML, so that some of the changes stay in the
+// subset and test where its edges are.
+func (g *grammarGen) mutate(s string) string {
+	const significant = " \n-:#'\"|>[]{},?&*!%@`\\.~0a\t\r"
+	for range 1 + g.r.IntN(3) {
+		i := g.r.IntN(len(s) + 1)
+		c := string(significant[g.r.IntN(len(significant))])
+		if g.chance(0.05) {
+			c = g.wide()
+		}
+		switch op := g.r.IntN(3); {
+		case op == 0 || i == len(s):
+			s = s[:i] + c + s[i:]
+		case op == 1:
+			s = s[:i] + c + s[i+1:]
+		default:
+			s = s[:i] + s[i+1:]
+		}
+	}
+	return s
+}
+
 // filler writes a blank line (maybe of spaces) or a comment line, at an
 // indentation around ind.
 func (g *grammarGen) filler(ind int) {
@@ -613,27 +636,34 @@ func shrinkYAML(s string) string {
 func TestFastYAMLGrammar(t *testing.T) {
 	n, seed := fastYAMLDocs(t)
 	progress := os.Getenv("HOOKD_FASTYAML_DOCS") != ""
-	fast, failed := 0, 0
+	fast, fastMutants, failed := 0, 0, 0
 	for i := range n {
-		s := newGrammarGen(seed + uint64(i)).doc()
-		took, problem := fastYAMLProblem([]byte(s))
-		if took {
-			fast++
-		}
-		if progress && (i+1)%200000 == 0 {
-			fmt.Fprintf(os.Stderr, "%s: %d documents, %d took the fast path\n", time.Now().UTC().Format(time.TimeOnly), i+1, fast)
-		}
-		if problem != "" {
+		g := newGrammarGen(seed + uint64(i))
+		s := g.doc()
+		m := g.mutate(s)
+		for j, doc := range []string{s, m} {
+			took, problem := fastYAMLProblem([]byte(doc))
+			if took && j == 0 {
+				fast++
+			} else if took {
+				fastMutants++
+			}
+			if problem == "" {
+				continue
+			}
 			failed++
-			m := shrinkYAML(s)
-			_, p := fastYAMLProblem([]byte(m))
-			t.Errorf("seed %d: %s\ninput %q\nshrunk to %q: %s", seed+uint64(i), problem, s, m, p)
+			short := shrinkYAML(doc)
+			_, p := fastYAMLProblem([]byte(short))
+			t.Errorf("seed %d (mutant %v): %s\ninput %q\nshrunk to %q: %s", seed+uint64(i), j == 1, problem, doc, short, p)
 			if failed == 20 {
 				t.Fatal("too many failures")
 			}
 		}
+		if progress && (i+1)%200000 == 0 {
+			fmt.Fprintf(os.Stderr, "%s: %d documents and as many mutants, %d and %d took the fast path\n", time.Now().UTC().Format(time.TimeOnly), i+1, fast, fastMutants)
+		}
 	}
-	t.Logf("%d documents (seeds %d to %d), %d (%.1f%%) took the fast path", n, seed, seed+uint64(n)-1, fast, 100*float64(fast)/float64(max(n, 1)))
+	t.Logf("%d documents (seeds %d to %d), %d (%.1f%%) took the fast path; of as many mutants, %d", n, seed, seed+uint64(n)-1, fast, 100*float64(fast)/float64(max(n, 1)), fastMutants)
 	if fast*10 < n*4 {
 		t.Errorf("only %d of %d generated documents took the fast path; the generator strays too far from the subset", fast, n)
 	}
