@@ -2,7 +2,6 @@ package config
 
 import (
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -422,7 +421,7 @@ func (p *fastYAML) scalar(flow bool) (n *yaml.Node, colon, ok bool) {
 		if n.Value == "<<" {
 			return nil, false, false // a merge key: yaml.v3 tags it !!merge
 		}
-		n.Tag = plainTag(n)
+		n.Tag = plainTag(n) // yaml.v3's own resolution of a plain scalar
 	}
 	p.pos = end
 	if end < len(s) && s[end] == ':' {
@@ -797,34 +796,3 @@ func (p *fastYAML) literal(indent int) (*yaml.Node, bool) {
 	}
 	return n, true
 }
-
-// plainTag returns the tag yaml.v3 gives the plain scalar n: its own
-// resolution (Node.ShortTag resolves an untagged scalar as its parser
-// does). That allocates (it boxes the value) and, for a value that begins
-// like a number ("30s", "5m"), tries a timestamp, two integers and a
-// float regexp; the answers for short values, which are mostly keys and
-// repeat from file to file, are kept process-wide, up to a bound.
-func plainTag(n *yaml.Node) string {
-	v := n.Value
-	if len(v) > 24 {
-		return n.ShortTag()
-	}
-	tagMemo.RLock()
-	tag, ok := tagMemo.m[v]
-	tagMemo.RUnlock()
-	if ok {
-		return tag
-	}
-	tag = n.ShortTag()
-	tagMemo.Lock()
-	if len(tagMemo.m) < 4096 {
-		tagMemo.m[strings.Clone(v)] = tag // not a slice of the file
-	}
-	tagMemo.Unlock()
-	return tag
-}
-
-var tagMemo = struct {
-	sync.RWMutex
-	m map[string]string
-}{m: map[string]string{}}
