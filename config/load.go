@@ -181,13 +181,27 @@ var fileBufs = sync.Pool{New: func() any { return new([]byte) }}
 // file's buffer is left to the collector.
 const maxPooledBuf = 64 << 10
 
+// afterStat is called between a hook file's first stat and its open: a
+// test replaces the file there.
+var afterStat = func(file string) {}
+
 // loadFile checks, reads and parses the file name in dir, once: the
 // parsed document says whether it is a handler or a hook.
 func loadFile(dir *hookDir, name string, opts Options) loaded {
 	file := filepath.Join(dir.path, name)
-	st, err := dir.stat(name) // a symlink is followed
-	if err != nil || !st.regular {
+	// The stat skips what is not a regular file without opening it (a
+	// FIFO, a device); the checks are of the open file's own stat.
+	if st, err := dir.stat(name); err != nil || !st.regular { // a symlink is followed
 		return loaded{} // not a hook file
+	}
+	afterStat(file)
+	f, st, err := dir.open(name)
+	if err != nil {
+		return loaded{errs: []error{&Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err}}}
+	}
+	defer f.close()
+	if !st.regular {
+		return loaded{} // replaced by something else since its stat
 	}
 	if !opts.AllowInsecure {
 		if err := checkOwner(file, false, st.perm, st.uid); err != nil {
@@ -195,7 +209,7 @@ func loadFile(dir *hookDir, name string, opts Options) loaded {
 		}
 	}
 	buf := fileBufs.Get().(*[]byte)
-	data, err := dir.readFile(name, st.size, *buf)
+	data, err := f.read(st.size, *buf)
 	if cap(data) <= maxPooledBuf {
 		*buf = data[:0]
 		defer fileBufs.Put(buf)

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestLoadRefusesWritableByOthers: a hooks directory or hook file that
@@ -113,4 +115,97 @@ func TestBroadWorkdir(t *testing.T) {
 			t.Errorf("%q in %s: %v; want %q", tc.src, tc.root, err, tc.want)
 		}
 	}
+}
+
+// TestLoadChecksTheFileItReads performs the swap a hostile local user
+// can make when a hook file is a symbolic link into a directory they can
+// write: between the loader's stat of the file and its open, the link's
+// target is renamed over by a file writable by every user (or by a
+// FIFO). The checks are of the file read, so the swapped-in file is
+// refused (the FIFO skipped without waiting for a writer), and its hook
+// is never loaded.
+func TestLoadChecksTheFileItReads(t *testing.T) {
+	swap := func(t *testing.T, put func(shared string) error) ([]string, []error) {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "hooks.d")
+		shared := filepath.Join(t.TempDir(), "shared") // the other user's directory
+		for _, d := range []string{dir, shared} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		target := filepath.Join(shared, "mine.yaml")
+		if err := os.WriteFile(target, []byte("name: mine\nprompt: hi\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, "mine.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		swapped := false
+		afterStat = func(file string) {
+			if filepath.Base(file) == "mine.yaml" && !swapped {
+				swapped = true
+				if err := put(shared); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		defer func() { afterStat = func(string) {} }()
+		type result struct {
+			hooks []string
+			errs  []error
+		}
+		done := make(chan result, 1)
+		go func() {
+			hooks, _, errs := LoadDirAll(dir, Options{})
+			var names []string
+			for _, h := range hooks {
+				names = append(names, h.Name)
+			}
+			done <- result{names, errs}
+		}()
+		select {
+		case r := <-done:
+			if !swapped {
+				t.Fatal("the file was never swapped")
+			}
+			return r.hooks, r.errs
+		case <-time.After(2 * time.Minute):
+			// An open waiting for a FIFO's writer: release it.
+			if w, err := os.OpenFile(target, os.O_WRONLY, 0); err == nil {
+				w.Close()
+			}
+			<-done
+			t.Fatal("loading waited on the FIFO put in the hook file's place")
+			return nil, nil
+		}
+	}
+
+	t.Run("file writable by all", func(t *testing.T) {
+		hooks, errs := swap(t, func(shared string) error {
+			evil := filepath.Join(shared, "evil.tmp")
+			if err := os.WriteFile(evil, []byte("name: evil\nprompt: pwned\n"), 0o600); err != nil {
+				return err
+			}
+			if err := os.Chmod(evil, 0o666); err != nil {
+				return err
+			}
+			return os.Rename(evil, filepath.Join(shared, "mine.yaml"))
+		})
+		if len(hooks) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "refusing to load: the file is writable by every user (mode 0666") {
+			t.Errorf("loaded hooks %v, errors %v; want the swapped-in file refused", hooks, errs)
+		}
+	})
+	t.Run("FIFO", func(t *testing.T) {
+		hooks, errs := swap(t, func(shared string) error {
+			target := filepath.Join(shared, "mine.yaml")
+			if err := os.Remove(target); err != nil {
+				return err
+			}
+			return syscall.Mkfifo(target, 0o644)
+		})
+		if len(hooks) != 0 || len(errs) != 0 {
+			t.Errorf("loaded hooks %v, errors %v; want the FIFO skipped", hooks, errs)
+		}
+	})
 }

@@ -56,35 +56,63 @@ func (d *hookDir) stat(name string) (fileStat, error) {
 	if err != nil {
 		return fileStat{}, &fs.PathError{Op: "stat", Path: d.join(name), Err: err}
 	}
-	return fileStat{regular: st.Mode&unix.S_IFMT == unix.S_IFREG, perm: fs.FileMode(st.Mode & 0o777), uid: st.Uid, size: st.Size}, nil
+	return statOf(&st), nil
+}
+
+func statOf(st *unix.Stat_t) fileStat {
+	return fileStat{regular: st.Mode&unix.S_IFMT == unix.S_IFREG, perm: fs.FileMode(st.Mode & 0o777), uid: st.Uid, size: st.Size}
 }
 
 func (d *hookDir) join(name string) string { return d.path + string(os.PathSeparator) + name }
 
-// readFile reads the file name in the directory, whose stat gave size,
-// into buf (reusing its storage) and returns the contents, stopping past
-// maxFileSize bytes. It is os.ReadFile without what a loader of
-// thousands of small files pays for and does not need: the *os.File and
-// its cleanup, the registration with the network poller (refused for a
-// regular file, one more system call), the fstat that sizes the buffer
-// (the stat before gave the size) and, when a read returns fewer bytes
-// than asked and the file then holds the size its stat gave, the last
-// read that would return 0 (a short read of a regular file is its end; a
-// file that grew since the stat is read on to its end). Errors are
-// os.ReadFile's, naming the file's path.
-func (d *hookDir) readFile(name string, size int64, buf []byte) ([]byte, error) {
+// hookFile is a hook file open for reading.
+type hookFile struct {
+	fd   int
+	path string
+}
+
+// open opens the file name in the directory and stats the open file, so
+// what the stat says (regular, owner, mode, size) is of the very file
+// read, whatever replaces the name meanwhile: a file that passed the
+// ownership check is never swapped for one that would not. O_NONBLOCK:
+// a FIFO put in a regular file's place between the caller's stat and
+// this open is opened without waiting for a writer (and refused, not
+// being regular).
+func (d *hookDir) open(name string) (hookFile, fileStat, error) {
 	var fd int
 	var err error
 	for {
-		fd, err = unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err = unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 		if err != unix.EINTR {
 			break
 		}
 	}
 	if err != nil {
-		return buf[:0], &fs.PathError{Op: "open", Path: d.join(name), Err: err}
+		return hookFile{fd: -1}, fileStat{}, &fs.PathError{Op: "open", Path: d.join(name), Err: err}
 	}
-	defer syscall.Close(fd)
+	f := hookFile{fd: fd, path: d.join(name)}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.close()
+		return hookFile{fd: -1}, fileStat{}, &fs.PathError{Op: "stat", Path: f.path, Err: err}
+	}
+	return f, statOf(&st), nil
+}
+
+func (f hookFile) close() { _ = syscall.Close(f.fd) }
+
+// read reads the open file, whose stat gave size, into buf (reusing its
+// storage) and returns the contents, stopping past maxFileSize bytes. It
+// is os.ReadFile without what a loader of thousands of small files pays
+// for and does not need: the *os.File and its cleanup, the registration
+// with the network poller (refused for a regular file, one more system
+// call) and, when a read returns fewer bytes than asked and the file
+// then holds the size its stat gave, the last read that would return 0
+// (a short read of a regular file is its end; a file that grew since the
+// stat is read on to its end). Errors are os.ReadFile's, naming the
+// file's path.
+func (f hookFile) read(size int64, buf []byte) ([]byte, error) {
+	fd := f.fd
 	buf = buf[:0]
 	if want := int(min(max(size, 0), maxFileSize)) + 1; cap(buf) < want {
 		buf = slices.Grow(buf, want)
@@ -102,7 +130,7 @@ func (d *hookDir) readFile(name string, size int64, buf []byte) ([]byte, error) 
 		case err == syscall.EINTR:
 			continue
 		case err != nil:
-			return buf, &fs.PathError{Op: "read", Path: d.join(name), Err: err}
+			return buf, &fs.PathError{Op: "read", Path: f.path, Err: err}
 		case n == 0:
 			return buf, nil
 		}
