@@ -960,10 +960,6 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		}
 		return c.paramExp(n, stack)
 	case *syntax.Stmt:
-		ce, ok := n.Cmd.(*syntax.CallExpr)
-		if !ok {
-			return nil
-		}
 		feeds := func(r *syntax.Redirect) bool {
 			return r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc || r.Op == syntax.RdrIn
 		}
@@ -972,7 +968,7 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		if !slices.ContainsFunc(n.Redirs, feeds) {
 			return nil
 		}
-		what := c.readsCode(ce)
+		what := c.readsInput(n.Cmd)
 		if what == "" {
 			return nil
 		}
@@ -996,13 +992,9 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		if n.Op != syntax.Pipe && n.Op != syntax.PipeAll {
 			return nil
 		}
-		ce, ok := n.Y.Cmd.(*syntax.CallExpr)
-		if !ok {
-			return nil
-		}
 		// As above: whether it runs its input first, then the data (a
 		// walk of the whole left side).
-		if what := c.readsCode(ce); what != "" {
+		if what := c.readsInput(n.Y.Cmd); what != "" {
 			if fed := c.wordTaint(n.X); fed != nil {
 				return fmt.Errorf("%s is piped into %s, which runs its standard input as code", c.describeRoots(fed), what)
 			}
@@ -1015,6 +1007,39 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		}
 	}
 	return nil
+}
+
+// readsInput names the command of cmd that runs the standard input cmd
+// is given as code, or returns "". A compound command ({ sh; }, (sh),
+// if, while, a pipeline) passes its input on to the commands in it: any
+// of them that does not read another input (<, <<, <<<, <&) and runs
+// what it reads as code is named.
+func (c *checker) readsInput(cmd syntax.Command) string {
+	if ce, ok := cmd.(*syntax.CallExpr); ok {
+		return c.readsCode(ce)
+	}
+	what := ""
+	syntax.Walk(cmd, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			return false
+		case *syntax.Stmt:
+			if what != "" {
+				return false
+			}
+			for _, r := range n.Redirs {
+				if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc || r.Op == syntax.RdrIn || r.Op == syntax.DplIn {
+					return false // its input is another
+				}
+			}
+			if ce, ok := n.Cmd.(*syntax.CallExpr); ok {
+				what = c.readsCode(ce)
+				return false
+			}
+		}
+		return what == ""
+	})
+	return what
 }
 
 // assigningExp returns the variable an expansion ${v:=word} or
@@ -1306,6 +1331,9 @@ func (c *checker) readsCode(ce *syntax.CallExpr) string {
 					}
 				}
 				return ""
+			}
+			if x.isLit && !strings.HasPrefix(x.lit, "--") && matchOpt(x.lit, []string{"-s"}) {
+				return name // -s: the script is read from standard input, the operands are its parameters
 			}
 			if operand(x) && !stdin(x) {
 				return ""

@@ -258,7 +258,7 @@ func (r *callRules) command(args []callArg, s, depth int) {
 			all("an argument of " + name + " " + opt + ", which runs it as shell code")
 			return
 		}
-		if !hasVal && matchOpt(opt, valOpts) {
+		if !hasVal && valueNext(opt, valOpts) {
 			i++
 		}
 	}
@@ -306,6 +306,28 @@ func matchOpt(opt string, opts []string) bool {
 		}
 		if len(o) == 2 && len(opt) > 2 && opt[0] == '-' && opt[1] != '-' && strings.IndexByte(opt[1:], o[1]) >= 0 {
 			return true
+		}
+	}
+	return false
+}
+
+// valueNext reports whether the option word opt takes the next argument
+// as its value, opts being the options that take one: opt is one of
+// them, or a cluster of short options whose first letter that takes a
+// value is its last (-vk: the next argument is -k's value). In -k5 the
+// value is 5, and the next argument is not an option's value: counting
+// it as one would hide the command or script that follows (timeout -k5
+// 10 sh -c ..., awk -F: PROGRAM).
+func valueNext(opt string, opts []string) bool {
+	if slices.Contains(opts, opt) {
+		return true
+	}
+	if len(opt) <= 2 || opt[0] != '-' || opt[1] == '-' {
+		return false
+	}
+	for i := 1; i < len(opt); i++ {
+		if slices.Contains(opts, "-"+opt[i:i+1]) {
+			return i == len(opt)-1
 		}
 	}
 	return false
@@ -416,7 +438,7 @@ func (r *callRules) script(args []callArg, s int, name, valOpts, fileOpts, codeO
 				i++
 				r.set(i, "the file of the script "+name+" runs")
 			}
-		case !hasVal && matchOpt(opt, vals):
+		case !hasVal && valueNext(opt, vals):
 			i++
 		}
 	}
