@@ -15,6 +15,9 @@ type codeProgram struct {
 	all   bool   // every argument is (or may become) code
 	opts  string // space-separated options whose value is code: "--opt VAL", "--opt=VAL", "-oVAL"
 	stdin bool   // runs what it reads on standard input (unless one of opts gives the code)
+	// stdinOpts: space-separated options that, naming standard input as
+	// their value (make -f -), make it run what it reads there.
+	stdinOpts string
 }
 
 // codePrograms is the list of programs whose arguments or standard input
@@ -25,9 +28,9 @@ var codePrograms = map[string]codeProgram{
 	// Build tools: an argument with '=' is a variable assignment whose
 	// value make expands ($(shell ...) runs a command), -f names the
 	// makefile, --eval is makefile text.
-	"make":  {why: "reads an argument holding '=' as a variable assignment whose value it expands ($(shell ...) runs commands)", all: true},
-	"gmake": {why: "reads an argument holding '=' as a variable assignment whose value it expands ($(shell ...) runs commands)", all: true},
-	"bmake": {why: "reads an argument holding '=' as a variable assignment whose value it expands ($(shell ...) runs commands)", all: true},
+	"make":  {why: "reads an argument holding '=' as a variable assignment whose value it expands ($(shell ...) runs commands), and a makefile from -f - (recipes run commands)", all: true, stdinOpts: "-f --file --makefile"},
+	"gmake": {why: "reads an argument holding '=' as a variable assignment whose value it expands ($(shell ...) runs commands), and a makefile from -f - (recipes run commands)", all: true, stdinOpts: "-f --file --makefile"},
+	"bmake": {why: "reads an argument holding '=' as a variable assignment whose value it expands ($(shell ...) runs commands), and a makefile from -f - (recipes run commands)", all: true, stdinOpts: "-f --file --makefile"},
 	// Database shells: SQL text holds client commands that run programs.
 	"sqlite3": {why: "runs its arguments as SQL and dot-commands (.shell and .system run programs)", all: true, stdin: true},
 	"psql":    {why: "runs it as SQL and meta-commands (\\! runs a shell)", opts: "-c --command -f --file", stdin: true},
@@ -216,7 +219,13 @@ func shortIn(p string, opts []string) bool {
 // with rest, runs what it reads on its standard input.
 func stdinCode(name string, rest []callArg) bool {
 	p, ok := codePrograms[name]
-	if !ok || !p.stdin {
+	if !ok {
+		return false
+	}
+	if p.stdinOpts != "" && optNamesStdin(rest, strings.Fields(p.stdinOpts)) {
+		return true
+	}
+	if !p.stdin {
 		return false
 	}
 	opts := strings.Fields(p.opts)
@@ -232,9 +241,47 @@ func stdinCode(name string, rest []callArg) bool {
 			val = rest[i+1].lit
 		}
 		// The code comes from the option, unless it names stdin (-f -).
-		return val == "-" || val == "/dev/stdin"
+		return namesStdin(val)
 	}
 	return true
+}
+
+// namesStdin reports whether the file name s is standard input.
+func namesStdin(s string) bool {
+	return s == "-" || s == "/dev/stdin" || s == "/dev/fd/0" || s == "/proc/self/fd/0"
+}
+
+// optNamesStdin reports whether one of the options opts in rest is given
+// standard input as its value: "-f -", "-f-", "--file=-", "--file -",
+// or a cluster of short options holding the letter ("-sf -", "-sf-").
+// It errs toward yes: a cluster counts when the letter is anywhere in it.
+func optNamesStdin(rest []callArg, opts []string) bool {
+	next := func(i int) bool { return i+1 < len(rest) && rest[i+1].isLit && namesStdin(rest[i+1].lit) }
+	for i, x := range rest {
+		if !x.isLit || !strings.HasPrefix(x.lit, "-") {
+			continue
+		}
+		opt, val, hasVal := strings.Cut(x.lit, "=")
+		for _, o := range opts {
+			switch {
+			case opt == o && hasVal:
+				if namesStdin(val) {
+					return true
+				}
+			case opt == o:
+				if next(i) {
+					return true
+				}
+			case len(o) == 2 && len(x.lit) > 2 && x.lit[1] != '-':
+				if k := strings.IndexByte(x.lit[1:], o[1]); k >= 0 {
+					if glued := x.lit[k+2:]; glued == "" && next(i) || namesStdin(glued) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // xargsSplice names an xargs -I (-i, --replace) whose replacement string

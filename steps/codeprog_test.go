@@ -40,6 +40,7 @@ func TestCodeProgramAttacks(t *testing.T) {
 		{"git config value", "git init -q . && git config alias.y {{event.v}} && git y", "!touch MARK", "git", "argument of git config"},
 		{"xargs -I into sh -c", "printf '%s\\n' {{event.v}} | xargs -I{} sh -c 'echo {}'", "$(touch MARK)", "xargs", "xargs -I {}"},
 		{"xargs make", "printf '%s' {{event.v}} | xargs -0 make", "X:=$(shell touch MARK)", "make", "is piped into xargs (it appends"},
+		{"make -f - on stdin", "printf '%s\\n' {{event.v}} | make -f -", "all:;@touch MARK", "make", "is piped into make"},
 		{"xargs sh -c positional", "printf '%s' {{event.v}} | xargs -0 sh -c 'eval \"$1\"' sh", "touch MARK", "xargs", "is piped into xargs (it appends"},
 		{"xargs python3 -c", "printf '%s' {{event.v}} | xargs -0 python3 -c 'import sys; exec(sys.argv[1])'", "open('MARK', 'w')", "python3", "is piped into xargs (it appends"},
 		{"LESSOPEN", "LESSOPEN={{event.v}} less Makefile | cat", "|touch MARK; cat %s", "less", "LESSOPEN, assigned data from {{event.v}}"},
@@ -88,6 +89,10 @@ func TestCodeProgramsRefused(t *testing.T) {
 	tests := []struct{ name, cmd, want string }{
 		{"gmake", `gmake -C sub {{event.v}}`, "argument of gmake"},
 		{"make -f", `make -f {{event.v}} all`, "argument of make"},
+		{"make --file=- stdin", `printf '%s' "{{event.v}}" | make --file=- all`, "is piped into make"},
+		{"make -sf- stdin", `printf '%s' "{{event.v}}" | make -sf-`, "is piped into make"},
+		{"make -s -f /dev/stdin", `printf '%s' "{{event.v}}" | make -s -f /dev/stdin`, "is piped into make"},
+		{"gmake --makefile - heredoc", "gmake --makefile - <<EOF\n{{event.v}}\nEOF", "is fed to gmake"},
 		{"make via env list", `list: [make, "V={{event.v}}"]`, "argument of make"},
 		{"sqlite3 list", `list: [sqlite3, db, "{{event.v}}"]`, "argument of sqlite3"},
 		{"sqlite3 heredoc", "sqlite3 db <<EOF\nselect '{{event.v}}';\nEOF", "is fed to sqlite3"},

@@ -1303,7 +1303,7 @@ func (c *checker) readsCode(ce *syntax.CallExpr) string {
 	name := path.Base(ci.args[s].lit)
 	rest := ci.args[s+1:]
 	stdin := func(x callArg) bool {
-		return x.isLit && (x.lit == "-" || x.lit == "/dev/stdin" || x.lit == "/dev/fd/0")
+		return x.isLit && namesStdin(x.lit)
 	}
 	operand := func(x callArg) bool {
 		return !x.isLit || !strings.HasPrefix(x.lit, "-") && !strings.HasPrefix(x.lit, "+")
