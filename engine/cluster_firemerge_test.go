@@ -3,8 +3,6 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
-	"github.com/hookd/hookd/triggers"
 )
 
 // dyingDecider is a scheduler that dies, once die is set, right after it
@@ -84,32 +81,13 @@ func TestClusterFireMergedOnceAcrossFailover(t *testing.T) {
 		a.Overlap = engine.OverlapQueue
 		return []*engine.Hook{a}
 	}
-	node := func(name string, cl engine.Cluster) *engine.Engine {
-		eng, err := engine.New(engine.Config{
-			Store: db, Cluster: cl, Events: triggers.NewEventIndex(),
-			MaxConcurrent: 4, Grace: 50 * time.Millisecond,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Tick: 100 * time.Millisecond,
-		}, hooks())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := eng.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(eng.Stop)
-		return eng
-	}
-	lock := func(name string) {
-		l, err := postgres.LockNode(ctx, url, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Unlock() })
+	node := func(cl engine.Cluster) *engine.Engine {
+		return startClusterNode(ctx, t, engine.Config{Store: db, Cluster: cl, MaxConcurrent: 4}, hooks())
 	}
 
-	lock("node-a")
+	lockNode(ctx, t, url, "node-a")
 	dying := &dyingDecider{Member: db.Member("node-a", 1, 2*time.Second), decided: make(chan engine.FireAnswer, 1)}
-	a := node("node-a", dying)
+	a := node(dying)
 	var first *engine.Run
 	poll(t, "node A leads", func() bool {
 		first, err = a.Fire(ctx, "a", engine.FireOptions{})
@@ -124,7 +102,7 @@ func TestClusterFireMergedOnceAcrossFailover(t *testing.T) {
 	// Another node asks for a fire of a; A merges it into the pending
 	// rerun and dies before its answer is stored.
 	dying.die.Store(true)
-	lock("node-c")
+	lockNode(ctx, t, url, "node-c")
 	asker := db.Member("node-c", 1, 2*time.Second)
 	req := engine.FireRequest{ID: engine.NewID(), Hook: "a", Event: map[string]any{"n": 2}, Node: "node-c"}
 	if err := asker.RequestFire(ctx, req); err != nil {
@@ -140,8 +118,8 @@ func TestClusterFireMergedOnceAcrossFailover(t *testing.T) {
 	}
 	a.Stop()
 
-	lock("node-b")
-	b := node("node-b", db.Member("node-b", 4, 2*time.Second))
+	lockNode(ctx, t, url, "node-b")
+	b := node(db.Member("node-b", 4, 2*time.Second))
 	var ans engine.FireAnswer
 	poll(t, "B answers the fire request", func() bool {
 		var ok bool

@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
-	"github.com/hookd/hookd/triggers"
 )
 
 // TestClusterPendingRefusedQueueFull performs a failover to a scheduler
@@ -40,24 +37,10 @@ func TestClusterPendingRefusedQueueFull(t *testing.T) {
 		return []*engine.Hook{withSteps(newHook("hold"), holdA), a, withSteps(newHook("b"), runB), withSteps(newHook("c"), newBlock())}
 	}
 	node := func(name string, nodeMax, maxConcurrent int) *engine.Engine {
-		lock, err := postgres.LockNode(ctx, url, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { lock.Unlock() })
-		eng, err := engine.New(engine.Config{
-			Store: db, Cluster: db.Member(name, nodeMax, 2*time.Second), Events: triggers.NewEventIndex(),
-			MaxConcurrent: maxConcurrent, QueueSize: 1, Grace: 50 * time.Millisecond,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Tick: 100 * time.Millisecond,
+		lockNode(ctx, t, url, name)
+		return startClusterNode(ctx, t, engine.Config{
+			Store: db, Cluster: db.Member(name, nodeMax, 2*time.Second), MaxConcurrent: maxConcurrent, QueueSize: 1,
 		}, hooks())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := eng.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(eng.Stop)
-		return eng
 	}
 
 	// A leads and executes hold itself (its one slot as a node).
