@@ -66,7 +66,7 @@ func toolConfigName(name string) bool {
 // hooks directory are also paths no tool may read.
 type protectedPath struct {
 	what  string      // how errors name it
-	hooks bool        // the hooks directory
+	hooks bool        // the hooks directory, or a hook file it links to
 	real  string      // absolute, with the symbolic links of its existing part resolved
 	info  fs.FileInfo // the file or directory, nil when it does not exist
 }
@@ -110,7 +110,10 @@ func newGuard(env *engine.ToolEnv, workdir string) *guard {
 		}
 		g.protected = append(g.protected, pp)
 	}
-	add("the hooks directory", env.HooksDir, true)
+	add("inside the hooks directory", env.HooksDir, true)
+	for _, l := range linkedHooks(env.HooksDir) {
+		add("linked from the hooks directory ("+l.link+")", l.target, true)
+	}
 	for _, p := range env.Protected {
 		add("inside hookd's own "+p, p, false)
 	}
@@ -119,9 +122,53 @@ func newGuard(env *engine.ToolEnv, workdir string) *guard {
 
 func (p *protectedPath) refuse(rel string) error {
 	if p.hooks {
-		return fmt.Errorf("refused: %s is inside the hooks directory; tools cannot create or edit hooks", rel)
+		return fmt.Errorf("refused: %s is %s; tools cannot create or edit hooks", rel, p.what)
 	}
 	return fmt.Errorf("refused: %s is %s; tools cannot change it", rel, p.what)
+}
+
+// hookLink is a symbolic link in the hooks directory and one place it
+// leads to.
+type hookLink struct{ link, target string }
+
+// linkedHooks lists what the symbolic links in the hooks directory lead
+// to: hookd loads a hook file that is a link from its target, so the
+// target (and every link on the way to it) is a hook file wherever it
+// lies, also when it does not exist yet (a dangling link loads what is
+// written there at the next reload). Every link counts, whatever its
+// name: which names load is the loader's business, and a hooks
+// directory holds little else.
+func linkedHooks(dir string) []hookLink {
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []hookLink
+	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink == 0 {
+			continue
+		}
+		link := filepath.Join(dir, e.Name())
+		p := link
+		for range 40 { // as many links as the kernel follows
+			t, err := os.Readlink(p)
+			if err != nil {
+				break
+			}
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(filepath.Dir(p), t)
+			}
+			out = append(out, hookLink{link, t})
+			if fi, err := os.Lstat(t); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+				break
+			}
+			p = t
+		}
+	}
+	return out
 }
 
 // realish resolves the symbolic links of the longest existing part of
