@@ -129,3 +129,23 @@ func TestOK200WithErrorBody(t *testing.T) {
 		t.Errorf("%d requests: a named 400 must not be retried", len(srv.Requests()))
 	}
 }
+
+// TestHugeAnswerRefused performs a hostile server's attack on hookd's
+// memory: an answer of 20 MiB, and an error body as long. hookd reads no
+// more than MaxAnswerBytes of either, fails the run saying why, without
+// retrying, and keeps none of it in the record.
+func TestHugeAnswerRefused(t *testing.T) {
+	huge := strings.Repeat("A", 20<<20)
+	for _, rep := range []llmtest.Reply{llmtest.Answer(huge), llmtest.Fail(500, huge)} {
+		srv := llmtest.New(rep, rep, rep)
+		run, _, _ := fireOne(t, srv)
+		wantStatus(t, run, engine.StatusFailed, "longer than 16 MiB")
+		if n := srv.Served(); n != 1 {
+			t.Errorf("status %d: the server was asked %d times; an answer too long is not retried", rep.Status, n)
+		}
+		if len(run.Response) > 0 || len(run.Error) > 4096 || len(run.ToolCalls) > 1<<20 {
+			t.Errorf("status %d: the record keeps the answer: response %d bytes, error %d, transcript %d",
+				rep.Status, len(run.Response), len(run.Error), len(run.ToolCalls))
+		}
+	}
+}

@@ -77,6 +77,9 @@ type doer struct{ c *http.Client }
 
 func (d doer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.c.Do(req)
+	if resp != nil {
+		resp.Body = teeBody{&capReader{r: resp.Body, left: MaxAnswerBytes}, resp.Body}
+	}
 	if s, ok := req.Context().Value(slotKey{}).(*slot); ok && resp != nil {
 		s.status, s.header = resp.StatusCode, resp.Header
 		var w io.Writer = &s.body
@@ -91,6 +94,40 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 type teeBody struct {
 	io.Reader
 	io.Closer
+}
+
+// MaxAnswerBytes bounds the body of one model server response, an answer
+// or an error: what is past it is not read, and the call fails, not
+// retried. A model's answer is bounded by its output tokens (128k tokens
+// are about 0.5 MiB of JSON), so only a broken or hostile server comes
+// near it; without a bound it could make hookd hold any amount in memory
+// (go-openai reads bodies whole).
+const MaxAnswerBytes = 16 << 20
+
+// errAnswerTooLarge is the error of a body longer than MaxAnswerBytes.
+var errAnswerTooLarge = fmt.Errorf("the server's answer is longer than %d MiB; hookd reads no more of it", MaxAnswerBytes>>20)
+
+// capReader reads r up to left bytes, then fails with errAnswerTooLarge.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more says whether the body ends exactly at the bound.
+		var one [1]byte
+		if n, err := c.r.Read(one[:]); n == 0 && err != nil {
+			return 0, err
+		}
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // capWriter keeps the first max bytes written to it.
@@ -129,6 +166,9 @@ func (e *callError) Unwrap() error { return e.err }
 // it. An HTTP error is judged by its status, whatever shape its body has;
 // the message is the one the body holds, or the body itself.
 func classify(err error, actx context.Context, s *slot) *callError {
+	if errors.Is(err, errAnswerTooLarge) {
+		return &callError{status: s.status, msg: errAnswerTooLarge.Error(), err: err}
+	}
 	if s.status >= 300 {
 		body := s.body.Bytes()
 		msg, _, _ := serverSaid(body)
