@@ -38,7 +38,9 @@ func (s *state) decode(n *yaml.Node, path string, rv reflect.Value) {
 	defer s.leave(n)
 	switch c := classOf(t); {
 	case c == classNode:
-		rv.Set(reflect.ValueOf(*n))
+		// A copy: the loader reuses the nodes of a file's tree for the
+		// next file (fastYAML.parse), and this one is kept.
+		rv.Set(reflect.ValueOf(*copyTree(n, nil)))
 		return
 	case c == classDuration:
 		if d, ok := s.duration(n, path); ok {
@@ -46,7 +48,7 @@ func (s *state) decode(n *yaml.Node, path string, rv reflect.Value) {
 		}
 		return
 	case c == classUnmarshaler && rv.CanAddr():
-		if err := rv.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
+		if err := rv.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(copyTree(n, nil)); err != nil { // it may keep it
 			s.errorf(n, path, "%s", err)
 		}
 		return
@@ -135,6 +137,32 @@ func (s *state) decode(n *yaml.Node, path string, rv reflect.Value) {
 	default:
 		s.errorf(n, path, "cannot decode into Go type %s", t)
 	}
+}
+
+// copyTree returns a deep copy of the tree at n, in which an alias
+// points at the copy of its anchor. copies maps the nodes copied so far
+// to their copies (nil: none yet).
+func copyTree(n *yaml.Node, copies map[*yaml.Node]*yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if c, ok := copies[n]; ok {
+		return c
+	}
+	if copies == nil {
+		copies = map[*yaml.Node]*yaml.Node{}
+	}
+	c := new(yaml.Node)
+	*c = *n
+	copies[n] = c
+	if n.Content != nil {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, k := range n.Content {
+			c.Content[i] = copyTree(k, copies)
+		}
+	}
+	c.Alias = copyTree(n.Alias, copies)
+	return c
 }
 
 // typeClass says how decode treats a type before its kind: a yaml.Node,

@@ -22,6 +22,11 @@ import (
 // Go duration strings, or whole seconds when the key ends in _seconds.
 // Types implementing yaml.Unmarshaler or encoding.TextUnmarshaler decode
 // themselves. Null values leave fields as they are.
+//
+// A Decoder is for the step kind's New that it is handed to: the loader
+// reuses the nodes of a file's parsed tree for its next file, so a
+// Decoder kept past New must not be used. What Decode fills (a yaml.Node
+// field too) is the caller's to keep.
 type Decoder struct {
 	file   string
 	path   string

@@ -31,6 +31,16 @@ import (
 // data is not referenced after fastParse returns: it is copied once into
 // a string, and the Values of plain and quoted scalars are slices of it.
 func fastParse(data []byte) (top *yaml.Node, ok bool) {
+	var p fastYAML
+	return p.parse(data)
+}
+
+// parse is fastParse with p's slabs: the nodes of the tree are taken from
+// arrays that p keeps, and the next parse with p clears and reuses them,
+// so a loader of many files allocates its nodes once. The caller must
+// hold no node of a tree (nor a copy of one: its Content) past the next
+// parse with p, or drop p's slabs (p.drop) before it.
+func (p *fastYAML) parse(data []byte) (top *yaml.Node, ok bool) {
 	wide := false
 	lines, commas := 0, 0 // for the size of the slabs
 	for i := 0; i < len(data); {
@@ -55,7 +65,11 @@ func fastParse(data []byte) (top *yaml.Node, ok bool) {
 		wide = true
 		i += size
 	}
-	p := fastYAML{src: string(data), lineNo: 1, wide: wide}
+	p.nodes.reset()
+	p.ptrs.reset()
+	clear(p.stack)
+	*p = fastYAML{src: string(data), lineNo: 1, wide: wide,
+		nodes: p.nodes, ptrs: p.ptrs, stack: p.stack[:0], buf: p.buf[:0]}
 	p.chunk = 2*lines + commas + 8 // a key and a value a line, an item a comma: one slab for most files
 	p.nextLine()
 	if p.ind < 0 || p.seqEntry() {
@@ -88,19 +102,21 @@ type fastYAML struct {
 
 	colLine, colPos, colRunes int // col's last answer when wide
 
-	chunk int          // slab size
-	nodes []yaml.Node  // slab the nodes are taken from
-	ptrs  []*yaml.Node // slab the Content slices are taken from
-	stack []*yaml.Node // children of the collections being parsed
-	buf   []byte       // scratch for values that are not slices of src
+	chunk int              // size of a new slab array
+	nodes slab[yaml.Node]  // the nodes are taken from it
+	ptrs  slab[*yaml.Node] // the Content slices are taken from it
+	stack []*yaml.Node     // children of the collections being parsed
+	buf   []byte           // scratch for values that are not slices of src
+}
+
+// drop forgets p's slabs: the tree of the last parse is the caller's to
+// keep, and the next parse allocates new ones.
+func (p *fastYAML) drop() {
+	p.nodes, p.ptrs = slab[yaml.Node]{}, slab[*yaml.Node]{}
 }
 
 func (p *fastYAML) node(kind yaml.Kind, tag string, line, col int) *yaml.Node {
-	if len(p.nodes) == cap(p.nodes) {
-		p.nodes = make([]yaml.Node, 0, p.chunk)
-	}
-	p.nodes = p.nodes[:len(p.nodes)+1]
-	n := &p.nodes[len(p.nodes)-1]
+	n := &p.nodes.take(1, p.chunk)[0]
 	n.Kind, n.Tag, n.Line, n.Column = kind, tag, line, col+1
 	return n
 }
@@ -109,15 +125,53 @@ func (p *fastYAML) node(kind yaml.Kind, tag string, line, col int) *yaml.Node {
 func (p *fastYAML) content(n *yaml.Node, start int) {
 	kids := p.stack[start:]
 	if len(kids) > 0 {
-		if cap(p.ptrs)-len(p.ptrs) < len(kids) {
-			p.ptrs = make([]*yaml.Node, 0, max(len(kids), p.chunk))
-		}
-		l := len(p.ptrs)
-		p.ptrs = append(p.ptrs, kids...)
-		n.Content = p.ptrs[l:len(p.ptrs):len(p.ptrs)]
+		n.Content = p.ptrs.take(len(kids), p.chunk)
+		copy(n.Content, kids)
 	}
 	clear(kids)
 	p.stack = p.stack[:start]
+}
+
+// A slab hands out runs of zeroed elements from a few large arrays,
+// which reset clears for the next use.
+type slab[T any] struct {
+	arrays [][]T // all[:next] are in use, the last of them being cur
+	next   int
+	cur    []T // cur[:used] is taken
+	used   int
+}
+
+// take returns k zeroed elements (len and cap k), from a new array of
+// max(k, size) elements when no kept one has room.
+func (s *slab[T]) take(k, size int) []T {
+	if len(s.cur)-s.used < k {
+		if s.next == len(s.arrays) || len(s.arrays[s.next]) < k {
+			a := make([]T, max(k, size))
+			if s.next == len(s.arrays) {
+				s.arrays = append(s.arrays, a)
+			} else {
+				// Keep the short array for a later, smaller take.
+				s.arrays = append(s.arrays, s.arrays[s.next])
+				s.arrays[s.next] = a
+			}
+		}
+		s.cur, s.used = s.arrays[s.next], 0
+		s.next++
+	}
+	r := s.cur[s.used : s.used+k : s.used+k]
+	s.used += k
+	return r
+}
+
+// reset clears what was taken since the last reset, to be taken again.
+func (s *slab[T]) reset() {
+	if s.next > 0 {
+		for _, a := range s.arrays[:s.next-1] {
+			clear(a)
+		}
+		clear(s.cur[:s.used])
+	}
+	s.next, s.cur, s.used = 0, nil, 0
 }
 
 // col is pos's column from 0, counted in characters as yaml.v3 does.

@@ -102,8 +102,9 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(files)) {
 		wg.Go(func() {
+			fast := new(fastYAML) // the worker's parser: its nodes are reused file after file
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				results[i] = loadFile(hd, files[i], opts)
+				results[i] = loadFile(hd, files[i], opts, fast)
 				if r := &results[i]; r.hook != nil {
 					r.name, r.file = r.hook.Name, r.hook.Source.File
 					if !keep {
@@ -186,8 +187,10 @@ const maxPooledBuf = 64 << 10
 var afterStat = func(file string) {}
 
 // loadFile checks, reads and parses the file name in dir, once: the
-// parsed document says whether it is a handler or a hook.
-func loadFile(dir *hookDir, name string, opts Options) loaded {
+// parsed document says whether it is a handler or a hook. fast parses it
+// (nil: a new parser); nothing loaded keeps a node of the parsed tree,
+// so fast's next parse may reuse them.
+func loadFile(dir *hookDir, name string, opts Options, fast *fastYAML) loaded {
 	file := filepath.Join(dir.path, name)
 	// The stat skips what is not a regular file without opening it (a
 	// FIFO, a device); the checks are of the open file's own stat.
@@ -222,6 +225,7 @@ func loadFile(dir *hookDir, name string, opts Options) loaded {
 	}
 	opts.DefaultName = strings.TrimSuffix(name, filepath.Ext(name))
 	s := newState(file)
+	s.fast = fast
 	top := s.parseDoc(data, false)
 	var r loaded
 	switch {

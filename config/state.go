@@ -31,6 +31,10 @@ type state struct {
 	active   []*yaml.Node // nodes being decoded (at most maxDepth), to stop alias cycles
 	overflow bool
 
+	// fast, when set, parses the file (parseDoc) with its slabs kept
+	// from the loader's previous file: see fastYAML.parse.
+	fast *fastYAML
+
 	// extra lists keys that the mapping at extraPath also accepts,
 	// besides the fields of the struct decoded there (suggestions only).
 	extra     []string
@@ -299,7 +303,11 @@ func (s *state) parseDoc(data []byte, allowEmpty bool) *yaml.Node {
 		// raw tabs are invalid JSON anyway) they are only whitespace.
 		data = bytes.ReplaceAll(data, []byte("\t"), []byte(" "))
 	}
-	if top, ok := fastParse(data); ok {
+	fast := s.fast
+	if fast == nil {
+		fast = new(fastYAML)
+	}
+	if top, ok := fast.parse(data); ok {
 		return top // the subset hook files use; yaml.v3's tree, faster
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))

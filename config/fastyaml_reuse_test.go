@@ -1,0 +1,98 @@
+package config
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/hookd/hookd/internal/benchhooks"
+	"gopkg.in/yaml.v3"
+)
+
+// TestFastYAMLReuse parses files of every size in turn with one parser,
+// as a loader's worker does, so that each parse takes nodes and Content
+// slices from arrays the previous parses filled: every tree must still be
+// yaml.v3's, with nothing left over from the file before.
+func TestFastYAMLReuse(t *testing.T) {
+	corpus := yamlCorpus(t)
+	names := make([]string, 0, len(corpus))
+	for name := range corpus {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var files [][]byte
+	for _, name := range names {
+		files = append(files, corpus[name])
+	}
+	for i := range 8 {
+		files = append(files, benchhooks.HookFile(i))
+	}
+	// Small after big and big after small.
+	files = append(files, []byte("a: [1, {b: c}]\n"), benchhooks.HookFile(9), []byte("x: |\n  y\n"))
+	files = append(files, slices.Clone(files)...)
+	slices.Reverse(files[len(files)/2:])
+
+	var p fastYAML
+	taken := 0
+	for i, data := range files {
+		got, ok := p.parse(data)
+		if !ok {
+			continue
+		}
+		taken++
+		want, err := yamlV3Top(data)
+		if err != nil {
+			t.Fatalf("file %d: fastParse took %q, which yaml.v3 refuses: %v", i, data, err)
+		}
+		if d := nodeDiff("top", got, want); d != "" {
+			t.Fatalf("file %d, parsed after %d others: %s", i, i, d)
+		}
+	}
+	if taken < 20 {
+		t.Fatalf("fastParse took only %d of %d files", taken, len(files))
+	}
+}
+
+// keptNode keeps the node it is decoded from, as a type implementing
+// yaml.Unmarshaler may.
+type keptNode struct{ n *yaml.Node }
+
+func (k *keptNode) UnmarshalYAML(n *yaml.Node) error {
+	k.n = n
+	return nil
+}
+
+// TestDecodedNodeOutlivesParse decodes a file into a yaml.Node field and
+// a yaml.Unmarshaler that keeps its node, then parses another file with
+// the same parser, which reuses the first tree's nodes: what was decoded
+// must still be the first file's.
+func TestDecodedNodeOutlivesParse(t *testing.T) {
+	first := []byte("raw: {a: [1, 2], b: x}\nkept:\n  - c: d\n  - e\n")
+	var p fastYAML
+	top, ok := p.parse(first)
+	if !ok {
+		t.Fatal("fastParse declined the first file")
+	}
+	var v struct {
+		Raw  yaml.Node `yaml:"raw"`
+		Kept keptNode  `yaml:"kept"`
+	}
+	if err := NewDecoder("first.yaml", "", top).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.parse([]byte("q: [r, s, t, u, v, w]\nz: {y: x, w: v}\nlist:\n  - 1\n  - 2\n  - 3\n")); !ok {
+		t.Fatal("fastParse declined the second file")
+	}
+	want, err := yamlV3Top(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := nodeDiff("raw", &v.Raw, want.Content[1]); d != "" {
+		t.Errorf("the yaml.Node field changed with the next parse: %s", d)
+	}
+	if v.Kept.n == nil {
+		t.Fatal("UnmarshalYAML was not called")
+	}
+	if d := nodeDiff("kept", v.Kept.n, want.Content[3]); d != "" {
+		t.Errorf("the node kept by UnmarshalYAML changed with the next parse: %s", d)
+	}
+}
