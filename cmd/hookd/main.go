@@ -32,11 +32,11 @@ type command struct {
 }
 
 var commands = []command{
-	{"serve", "[--hooks DIR] [--db PATH] [--config FILE]", "run the daemon", cmdServe},
+	{"serve", "[--hooks DIR] [--db PATH] [--config FILE] [--log-format text|json]", "run the daemon", cmdServe},
 	{"fire", "NAME [--wait] [--force] [--event JSON] [--json]", "fire a hook through the running daemon, or in-process if none runs", cmdFire},
-	{"emit", "TYPE [key=value ...] [--data JSON] [--json]", "publish an event", cmdEmit},
+	{"emit", "TYPE [key=value ...] [--data JSON] [--id ID] [--wait] [--json]", "publish an event", cmdEmit},
 	{"list", "[--json] [--names]", "hooks, trigger, next due, last status", cmdList},
-	{"runs", "[NAME] [--status S] [--limit N] [--json]", "recent runs, newest first", cmdRuns},
+	{"runs", "[NAME] [--status S] [--limit N] [--before ID] [--json]", "recent runs, newest first", cmdRuns},
 	{"run", "ID|PREFIX|HOOK|last [--brief] [--json]", "one run: outcome and answer, then steps, prompt, tool calls, tokens", cmdRun},
 	{"search", "QUERY [--hook H] [--limit N] [--json]", "finished runs whose records best match the words", cmdSearch},
 	{"validate", "[DIR] [--json]", "check hook files; exit 1 on error", cmdValidate},
@@ -49,7 +49,7 @@ var commands = []command{
 	{"status", "[--json]", "runs in flight, the queue, overdue hooks, counters since start", cmdStatus},
 	{"prune", "[--dry-run] [--json]", "delete the history retention lets go, through the daemon or in-process", cmdPrune},
 	{"ui", "", "print a one-time login link to the web dashboard of the running daemon", cmdUI},
-	{"watch", "[--since SEQ] [--hook NAME] [--type PATTERNS] [--json] [-n N]", "follow the live event stream, one line per event", cmdWatch},
+	{"watch", "[--since SEQ] [--hook NAME] [--type PATTERNS] [--json] [-n N] [--url URL]", "follow the live event stream, one line per event", cmdWatch},
 	{"guard", "--allow 'CMD ARGS' [--allow ...]", "the allowlist guard of run_command, run as a tool:call:before handler (hooks.d/allow-commands.yaml)", cmdGuard},
 }
 
