@@ -314,7 +314,7 @@ func (s *state) parseDoc(data []byte, allowEmpty bool) *yaml.Node {
 	var doc yaml.Node
 	if err := s.yamlDecode(dec, &doc); err != nil {
 		if !errors.Is(err, io.EOF) {
-			s.syntaxError(err)
+			s.syntaxError(err, data)
 		} else if !allowEmpty {
 			s.add(1, "", "file is empty")
 		}
@@ -326,7 +326,7 @@ func (s *state) parseDoc(data []byte, allowEmpty bool) *yaml.Node {
 		s.add(next.Line, "", "a file holds one YAML document; found a second one")
 		return nil
 	case !errors.Is(err, io.EOF):
-		s.syntaxError(err)
+		s.syntaxError(err, data)
 		return nil
 	}
 	var top *yaml.Node
@@ -356,7 +356,10 @@ func (s *state) yamlDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	return dec.Decode(n)
 }
 
-func (s *state) syntaxError(err error) {
+// syntaxError reports the parser's err about data. A tab that indents a
+// line is named as the cause: the parser's words for it ("found character
+// that cannot start any token") do not say so.
+func (s *state) syntaxError(err error, data []byte) {
 	msg := err.Error()
 	line := 1 // the parser did not say; point an editor at the top
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -365,7 +368,24 @@ func (s *state) syntaxError(err error) {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
+	if strings.Contains(msg, "cannot start any token") && tabIndented(data, line) {
+		msg += " (a tab indents this line: YAML indents with spaces only)"
+	}
 	s.add(line, "", "syntax error: "+msg)
+}
+
+// tabIndented reports whether line n (from 1) of data has a tab in its
+// indentation.
+func tabIndented(data []byte, n int) bool {
+	for i := 1; i < n; i++ {
+		j := bytes.IndexByte(data, '\n')
+		if j < 0 {
+			return false
+		}
+		data = data[j+1:]
+	}
+	indent := bytes.TrimLeft(data, " \t")
+	return bytes.IndexByte(data[:len(data)-len(indent)], '\t') >= 0
 }
 
 // readAll reads a whole file from r, refusing absurd sizes.
