@@ -38,7 +38,8 @@ type Cluster interface {
 	// Resign gives the lease up, so another node takes it at once.
 	Resign(ctx context.Context) error
 	// Release records r (new, or queued before) as queued for the nodes to
-	// claim, claiming its slot, and marks the stored event markSeq
+	// claim, claiming its slot, recording r.EventSeq as dispatched to r's
+	// hook (DispatchStore.DispatchedTo), and marks the stored event markSeq
 	// dispatched (0: none), in one transaction that also checks the lease:
 	// an error wrapping ErrLeaseLost when this node no longer holds it,
 	// ErrSlotTaken when the slot fired before.

@@ -638,7 +638,7 @@ func (e *Engine) emitClustered(ctx context.Context, ds DispatchStore, ev *Event)
 		e.notify(ev)
 		return &dispatched{elsewhere: true}, nil
 	}
-	out, err := e.dispatchDurable(ctx, ds, ev)
+	out, err := e.dispatchDurable(ctx, ds, ev, false)
 	if errors.Is(err, ErrNotScheduler) {
 		return &dispatched{elsewhere: true}, nil
 	}

@@ -7,20 +7,32 @@ import (
 )
 
 // DispatchStore is implemented by stores that remember, per event, whether
-// it was dispatched. With one, Emit is at least once across a crash: the
-// event is stored as pending, dispatched, and marked dispatched once the
-// records of what it triggered are stored; DispatchPending, called when a
-// daemon starts, dispatches what a crash left pending.
+// it was dispatched, and to which hooks. With one, an event is delivered
+// once to each hook it matches across a crash (or a cluster's failover):
+// the event is stored as pending and dispatched; the first record of each
+// run it triggers (started, queued, pending or refused by a gate) and
+// each merge of it into a pending run records, in its own transaction,
+// that the event reached that hook (Run.EventSeq, Merged.EventSeq); the
+// event is marked dispatched once those records are stored.
+// DispatchPending, called when a daemon starts (and on a cluster's
+// scheduler), dispatches what a crash left pending, to the hooks it had
+// not reached.
 type DispatchStore interface {
 	// AppendPendingEvent stores ev, marked not yet dispatched, and sets its
 	// Seq; an ID stored before gives ErrDuplicateEvent (and the stored Seq)
 	// and changes nothing.
 	AppendPendingEvent(ctx context.Context, ev *Event) error
-	// MarkDispatched records that the event with this seq was dispatched.
+	// MarkDispatched records that the event with this seq was dispatched,
+	// and drops the records of the hooks it reached (DispatchedTo): they
+	// are kept only while it is pending.
 	MarkDispatched(ctx context.Context, seq int64) error
 	// PendingEvents returns up to limit events not yet dispatched, oldest
 	// first.
 	PendingEvents(ctx context.Context, limit int) ([]*Event, error)
+	// DispatchedTo returns the hooks the event with this seq reached while
+	// it was pending, sorted: those a run record or a merge recorded it
+	// for. A record is kept only for an event still pending.
+	DispatchedTo(ctx context.Context, seq int64) ([]string, error)
 }
 
 // DispatchStarter is a DispatchStore that records a run's start and
@@ -50,8 +62,18 @@ type EventStarter interface {
 // dispatchDurable dispatches a stored pending event, waits until the runs
 // it started have their start recorded, and marks it dispatched. An event
 // that arrives while the engine stops stays pending for the next start.
-func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Event) (*dispatched, error) {
-	out, err := e.dispatchOnLoop(ctx, ev, true, nil)
+// again says the event may have been dispatched before (DispatchPending:
+// a crash or a failover came before its mark): it then skips the hooks the
+// store recorded it reached, and so reaches each hook once.
+func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Event, again bool) (*dispatched, error) {
+	var reached []string
+	if again {
+		var err error
+		if reached, err = ds.DispatchedTo(ctx, ev.Seq); err != nil {
+			return nil, err
+		}
+	}
+	out, err := e.dispatchOnLoop(ctx, ev, true, nil, reached)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +94,8 @@ func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Even
 			marked = marked && act.marked
 		case <-ctx.Done():
 			// The runs are decided and their goroutines record them; the
-			// mark waits for the next start, which dispatches it again.
+			// mark waits for the next start, which dispatches it again to
+			// the hooks it did not reach.
 			return out, ctx.Err()
 		}
 	}
@@ -80,7 +103,7 @@ func (e *Engine) dispatchDurable(ctx context.Context, ds DispatchStore, ev *Even
 		return out, nil // with the start of the one run it started
 	}
 	if err := ds.MarkDispatched(context.WithoutCancel(ctx), ev.Seq); err != nil {
-		e.log.Error("mark event dispatched; it will be dispatched again at the next start",
+		e.log.Error("mark event dispatched; it will be dispatched again at the next start, to the hooks it did not reach",
 			"event", ev.ID, "type", ev.Type, "err", err)
 	}
 	return out, nil
@@ -103,6 +126,7 @@ func (e *Engine) DispatchPending(ctx context.Context) (int, error) {
 		defer e.dispatchMu.Unlock()
 	}
 	n := 0
+	done := map[int64]bool{}
 	for {
 		evs, err := ds.PendingEvents(ctx, 256)
 		if err != nil {
@@ -112,7 +136,13 @@ func (e *Engine) DispatchPending(ctx context.Context) (int, error) {
 			return n, nil
 		}
 		for _, ev := range evs {
-			out, err := e.dispatchDurable(ctx, ds, ev)
+			if done[ev.Seq] {
+				// Dispatched in this call and pending still: its mark was
+				// not stored. Reading it again would loop.
+				return n, fmt.Errorf("dispatch pending event %s: it stays pending, its mark was not stored", ev.ID)
+			}
+			done[ev.Seq] = true
+			out, err := e.dispatchDurable(ctx, ds, ev, true)
 			if errors.Is(err, ErrNotScheduler) {
 				return n, nil // another node schedules now, and dispatches them
 			}

@@ -459,7 +459,7 @@ func (e *Engine) emit(ctx context.Context, ev *Event) (*dispatched, error) {
 		return nil, fmt.Errorf("store event: %w", err)
 	}
 	if durable {
-		return e.dispatchDurable(ctx, ds, ev)
+		return e.dispatchDurable(ctx, ds, ev, false)
 	}
 	return e.dispatch(ctx, ev)
 }
@@ -475,7 +475,7 @@ func (e *Engine) Dispatch(ctx context.Context, ev *Event) ([]*Run, error) {
 }
 
 func (e *Engine) dispatch(ctx context.Context, ev *Event) (*dispatched, error) {
-	out, err := e.dispatchOnLoop(ctx, ev, false, nil)
+	out, err := e.dispatchOnLoop(ctx, ev, false, nil, nil)
 	if errors.Is(err, ErrNotScheduler) {
 		return nil, nil // a cluster's other nodes dispatch only what is stored
 	}
@@ -496,7 +496,7 @@ func (e *Engine) dispatch(ctx context.Context, ev *Event) (*dispatched, error) {
 // pending when a run carried it: nothing is left for DispatchPending.
 func (e *Engine) emitWithStart(ctx context.Context, es EventStarter, ev *Event) (*dispatched, error) {
 	carry := *ev // the carrier's copy: its store sets Seq on another goroutine
-	out, err := e.dispatchOnLoop(ctx, ev, false, &carry)
+	out, err := e.dispatchOnLoop(ctx, ev, false, &carry, nil)
 	bg := context.WithoutCancel(ctx)
 	switch {
 	case errors.Is(err, ErrStopped) || err == nil && out.stopping:
@@ -539,8 +539,9 @@ func (e *Engine) emitWithStart(ctx context.Context, es EventStarter, ev *Event) 
 // started channels are closed once their start is recorded). With mark,
 // a run that is the only one ev starts marks it dispatched with its
 // start (active.marked); with carry (ev not stored yet), such a run
-// stores carry with its start and is the carrier.
-func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry *Event) (*dispatched, error) {
+// stores carry with its start and is the carrier. reached are the hooks
+// ev reached before (DispatchStore.DispatchedTo): passed by.
+func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry *Event, reached []string) (*dispatched, error) {
 	e.notify(ev)
 	out := &dispatched{}
 	if out.claimed = e.claimed(ctx, ev); out.claimed {
@@ -555,7 +556,7 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry
 			return
 		}
 		var fired []*Run
-		fired, out.gated, out.carrier = s.dispatch(ev, mark, carry)
+		fired, out.gated, out.carrier = s.dispatch(ev, mark, carry, reached)
 		for _, r := range fired {
 			ent := s.hooks[r.Hook]
 			if ent != nil && ent.active != nil && ent.active.run.ID == r.ID {

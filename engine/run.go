@@ -90,6 +90,14 @@ type Run struct {
 	// prompt's seconds since the last run. A cluster's store keeps it for
 	// the node that executes the run; single-node stores need not.
 	PrevStart time.Time `json:"-"`
+	// EventSeq is the seq of the stored event, still pending, whose
+	// dispatch triggered this run (0: none, or its start marks the event
+	// dispatched itself). A DispatchStore records the event's dispatch to
+	// the run's hook (DispatchStore.DispatchedTo) with the run's first
+	// record, in its transaction, so that a dispatch of the event again
+	// after a crash or a failover passes the hook by. Not kept with the
+	// run.
+	EventSeq int64 `json:"-"`
 
 	// A run of a hook with retry: is attempt Attempt of Attempts (1 for
 	// the first); a retry names the first run of its chain in RetryOf.

@@ -116,6 +116,7 @@ type trig struct {
 	id        string                                                // the run's id, when the caller chose it (a forwarded fire)
 	note      string                                                // a note for the run's record
 	retry     *PendingRetry                                         // the retry this trigger is (TriggerRetry)
+	eventSeq  int64                                                 // the stored event, pending still, it came from (Run.EventSeq)
 	merge     func(pending json.RawMessage) (map[string]any, error) // Event.Merge
 }
 
@@ -543,7 +544,7 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	now := s.cfg.Clock.Now()
 	run := &Run{
 		ID: NewID(), Hook: h.Name, Project: h.Project, Trigger: t.reason, Slot: t.slot,
-		EventType: t.eventType, Depth: t.depth, QueuedAt: now, HookVersion: h.Source.Version,
+		EventType: t.eventType, Depth: t.depth, QueuedAt: now, HookVersion: h.Source.Version, EventSeq: t.eventSeq,
 	}
 	if t.id != "" {
 		run.ID = t.id
@@ -653,14 +654,16 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 		}
 		p.Reason = fmt.Sprintf("pending: waits for run %s; %d later trigger(s) coalesced into it", occupant.ID, ent.coalesce)
 		// A slot merged here is the pending run's: stored with it, so a
-		// restart does not fire it again as missed. So is a fire another
-		// cluster node forwarded (t.id): one decided again after a
-		// failover is not fired again (decideFire).
+		// restart does not fire it again as missed. So is the stored event
+		// it came from (reached this hook: not merged again by a dispatch
+		// after a crash or failover), and a fire another cluster node
+		// forwarded (t.id): one decided again after a failover is not
+		// fired again (decideFire).
 		var err error
 		if cl := s.e.cfg.Cluster; cl != nil && t.id != "" {
 			err = cl.MergeFire(context.Background(), p, t.id)
 		} else {
-			err = s.cfg.Store.UpdateQueued(context.Background(), p, t.slot)
+			err = s.cfg.Store.UpdateQueued(context.Background(), p, Merged{Slot: t.slot, EventSeq: t.eventSeq})
 		}
 		if err != nil {
 			s.e.log.Error("store coalesced run", "hook", ent.hook.Name, "run", p.ID, "err", err)
@@ -795,7 +798,7 @@ func (s *state) admit(ent *entry, run *Run) trigResult {
 	run.Status = StatusQueued
 	run.Reason = fmt.Sprintf("queued: waits for a concurrency slot (max_concurrent %d)", s.cfg.MaxConcurrent)
 	if known {
-		if err := s.cfg.Store.UpdateQueued(context.Background(), run, time.Time{}); err != nil {
+		if err := s.cfg.Store.UpdateQueued(context.Background(), run, Merged{}); err != nil {
 			s.e.log.Error("store queued run", "hook", ent.hook.Name, "run", run.ID, "err", err)
 		}
 	} else {
@@ -833,10 +836,14 @@ func (s *state) record(ent *entry, run *Run) {
 	s.events = append(s.events, RunEvent(run))
 }
 
+// insertRecord stores the first record of a run that did not start now,
+// and with it the event it came from as dispatched to its hook
+// (Run.EventSeq): its later writes need not.
 func (s *state) insertRecord(run *Run) {
 	if err := s.cfg.Store.InsertRun(context.Background(), run); err != nil {
 		s.e.log.Error("store run record", "hook", run.Hook, "run", run.ID, "status", run.Status, "err", err)
 	}
+	run.EventSeq = 0
 }
 
 func (s *state) finishRecord(run *Run) {
@@ -885,6 +892,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	if (s.marking.seq != 0 || s.marking.ev != nil) && s.marking.hook == run.Hook {
 		act.markSeq, act.carry = s.marking.seq, s.marking.ev
 		s.marking = marking{carrier: act}
+		run.EventSeq = 0 // its start marks the event dispatched: no record of it is needed
 	}
 	run.PrevStart = ent.lastStart
 	run.Status = StatusRunning
@@ -978,8 +986,11 @@ func (s *state) drainQueue() {
 // carry, when set, is ev not stored yet: the run ev starts at once, when
 // it is the only hook ev fires, stores it with its start (EventStarter)
 // and is returned as carrier. refused are the matching hooks a gate
-// refused, each with the record the refusal left (a copy).
-func (s *state) dispatch(ev *Event, mark bool, carry *Event) (fired []*Run, refused []Refusal, carrier *active) {
+// refused, each with the record the refusal left (a copy). A stored
+// event (mark) is recorded with what it does to each hook (Run.EventSeq,
+// Merged.EventSeq); the hooks in reached, which it reached before a
+// crash or failover, are passed by.
+func (s *state) dispatch(ev *Event, mark bool, carry *Event, reached []string) (fired []*Run, refused []Refusal, carrier *active) {
 	// Progress events are for watchers, never for hooks (progress.go).
 	if s.cfg.Events == nil || s.stopping() || !s.schedules() || ProgressEventType(ev.Type) {
 		return nil, nil, nil
@@ -992,9 +1003,20 @@ func (s *state) dispatch(ev *Event, mark bool, carry *Event) (fired []*Run, refu
 	if ev.Data != nil {
 		raw, _ = MarshalData(ev.Data)
 	}
+	var seq int64 // ev is stored pending: each hook it reaches is recorded (Run.EventSeq)
+	if mark {
+		seq = ev.Seq
+	}
 	for _, name := range s.match {
 		ent := s.hooks[name]
 		if ent == nil || !inProject(ent.hook, ev.Data) {
+			continue
+		}
+		if slices.Contains(reached, name) {
+			// The one place a redispatched event is decided: it reached
+			// this hook before a crash or failover (a run started, waits or
+			// was refused, or it merged into a pending run), and the record
+			// of that stands.
 			continue
 		}
 		if c := ent.hook.Trigger.WhereIf; c != nil {
@@ -1016,7 +1038,7 @@ func (s *state) dispatch(ev *Event, mark bool, carry *Event) (fired []*Run, refu
 		if carry != nil && len(s.match) == 1 {
 			s.marking = marking{hook: name, ev: carry}
 		}
-		res := s.trigger(ent, trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth})
+		res := s.trigger(ent, trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth, eventSeq: seq})
 		if s.marking.carrier != nil && s.marking.carrier.carry != nil {
 			carrier = s.marking.carrier
 		}
@@ -1048,7 +1070,7 @@ func (s *state) flushEvents() {
 			s.track(ev)
 		}
 		s.e.notify(ev)
-		s.dispatch(ev, false, nil)
+		s.dispatch(ev, false, nil, nil)
 	}
 	s.events = s.events[:0]
 }

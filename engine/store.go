@@ -26,6 +26,15 @@ type HookState struct {
 	LastStatus Status
 }
 
+// Merged is what a trigger coalesced into a queued run brings that its
+// store records with the merge (Store.UpdateQueued): the schedule slot it
+// fired for, and the seq of the stored event, still pending, it came from
+// (each zero when none).
+type Merged struct {
+	Slot     time.Time
+	EventSeq int64
+}
+
 // Store persists runs, schedule state, the queue and events. The engine
 // consumes it; package store implements it on SQLite.
 type Store interface {
@@ -51,10 +60,12 @@ type Store interface {
 	// QueuedRuns returns the runs with status queued, oldest first.
 	QueuedRuns(ctx context.Context) ([]*Run, error)
 	// UpdateQueued replaces the event data of a queued run (coalescing).
-	// When merged is set, that schedule slot was merged into r: in the
-	// same transaction it is recorded as r's and the hook's last slot
-	// advances to it, so that a restart does not fire it again.
-	UpdateQueued(ctx context.Context, r *Run, merged time.Time) error
+	// What merged names was merged into r, and is recorded in the same
+	// transaction: a schedule slot as r's, the hook's last slot advancing
+	// to it, so that a restart does not fire it again; a stored event
+	// still pending as dispatched to r's hook (DispatchStore), so that a
+	// dispatch of it again after a crash does not merge it twice.
+	UpdateQueued(ctx context.Context, r *Run, merged Merged) error
 	// RecoverInterrupted marks runs left running by a crash interrupted,
 	// and the hooks' last status with them, and returns them.
 	RecoverInterrupted(ctx context.Context, now time.Time) ([]*Run, error)

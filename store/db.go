@@ -45,6 +45,8 @@ type DB struct {
 	stmtInsertEvts [len(eventChunks)]*sql.Stmt // inserts of eventChunks[i] events
 	stmtEventSeq   *sql.Stmt
 	stmtMarkEvt    *sql.Stmt
+	stmtReached    *sql.Stmt // records a pending event's dispatch to a hook (dispatch.go)
+	stmtUnreach    *sql.Stmt // drops those records once it is marked
 	stmtAddProc    *sql.Stmt
 
 	// Prepared on r.
@@ -202,7 +204,7 @@ func (d *DB) Close() error {
 		for _, s := range []*sql.Stmt{
 			d.stmtInsertRun, d.stmtUpsertRun, d.stmtFinishRun, d.stmtSlotOwner,
 			d.stmtClaimSlot, d.stmtBumpSlot, d.stmtStartState,
-			d.stmtEventSeq, d.stmtMarkEvt, d.stmtAddProc, d.stmtGetRun,
+			d.stmtEventSeq, d.stmtMarkEvt, d.stmtReached, d.stmtUnreach, d.stmtAddProc, d.stmtGetRun,
 			d.gc.savepoint, d.gc.release, d.gc.rollbackTo,
 		} {
 			if s != nil {
@@ -252,6 +254,8 @@ func (d *DB) prepare() error {
 				last_status = excluded.last_status`},
 		{d.w, &d.stmtEventSeq, `SELECT seq FROM events WHERE id = ?`},
 		{d.w, &d.stmtMarkEvt, `UPDATE events SET dispatched = 1 WHERE seq = ? AND dispatched = 0`},
+		{d.w, &d.stmtReached, sqlReached},
+		{d.w, &d.stmtUnreach, `DELETE FROM event_dispatches WHERE seq = ?`},
 		{d.w, &d.stmtAddProc, `UPDATE runs SET procs = json_insert(coalesce(procs, '[]'), '$[#]', json(?))
 			WHERE id = ?`},
 		{d.r, &d.stmtGetRun, `SELECT ` + runCols + `, seq FROM runs WHERE id = ?`},

@@ -18,7 +18,49 @@ ALTER TABLE events ADD COLUMN dispatched INTEGER NOT NULL DEFAULT 1;
 CREATE INDEX events_pending ON events (seq) WHERE dispatched = 0;
 `
 
+// sqlDispatches is migration 14: which hooks a pending event reached
+// (engine.DispatchStore.DispatchedTo). A row is written with the first
+// record of each run the event triggers and with each merge of it into a
+// pending run, in that write's transaction, and only while the event is
+// pending; marking the event dispatched drops its rows. So the table holds
+// the rows of pending events only: none once every event is dispatched.
+const sqlDispatches = `
+CREATE TABLE event_dispatches (
+	seq    INTEGER NOT NULL,
+	hook   TEXT    NOT NULL,
+	run_id TEXT    NOT NULL,
+	PRIMARY KEY (seq, hook)
+) WITHOUT ROWID;
+`
+
+// sqlReached records that the pending event with seq (?1) reached hook
+// (?2) with run id (?3); nothing for an event not pending, or a hook
+// recorded already.
+const sqlReached = `INSERT INTO event_dispatches (seq, hook, run_id)
+	SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM events WHERE seq = ?1 AND dispatched = 0)
+	ON CONFLICT (seq, hook) DO NOTHING`
+
 var _ engine.EventStarter = (*DB)(nil)
+
+// reached records, in tx, that the pending event with seq reached hook
+// with run id (seq 0: nothing).
+func (d *DB) reached(ctx context.Context, tx *sql.Tx, seq int64, hook, id string) error {
+	if seq == 0 {
+		return nil
+	}
+	_, err := tx.StmtContext(ctx, d.stmtReached).ExecContext(ctx, seq, hook, id)
+	return err
+}
+
+// markIn marks the event with seq dispatched in tx and drops the records
+// of the hooks it reached.
+func (d *DB) markIn(ctx context.Context, tx *sql.Tx, seq int64) error {
+	if _, err := tx.StmtContext(ctx, d.stmtMarkEvt).ExecContext(ctx, seq); err != nil {
+		return err
+	}
+	_, err := tx.StmtContext(ctx, d.stmtUnreach).ExecContext(ctx, seq)
+	return err
+}
 
 // AppendPendingEvent stores an event marked not yet dispatched and sets
 // ev.Seq, in one transaction. An ID stored before is not stored again: its
@@ -35,12 +77,10 @@ func (d *DB) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
 	return nil
 }
 
-// MarkDispatched records that the event with this seq was dispatched.
+// MarkDispatched records that the event with this seq was dispatched and
+// drops the records of the hooks it reached, in one transaction.
 func (d *DB) MarkDispatched(ctx context.Context, seq int64) error {
-	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, d.stmtMarkEvt).ExecContext(ctx, seq)
-		return err
-	})
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.markIn(ctx, tx, seq) })
 	if err != nil {
 		return fmt.Errorf("mark event %d dispatched: %w", seq, err)
 	}
@@ -59,6 +99,28 @@ func (d *DB) PendingEvents(ctx context.Context, limit int) ([]*engine.Event, err
 		return nil, fmt.Errorf("read pending events: %w", err)
 	}
 	return evs, nil
+}
+
+// DispatchedTo returns the hooks the pending event with this seq reached
+// (engine.DispatchStore), sorted.
+func (d *DB) DispatchedTo(ctx context.Context, seq int64) ([]string, error) {
+	rows, err := d.r.QueryContext(ctx, `SELECT hook FROM event_dispatches WHERE seq = ? ORDER BY hook`, seq)
+	if err != nil {
+		return nil, fmt.Errorf("read the hooks event %d reached: %w", seq, err)
+	}
+	defer rows.Close()
+	var hooks []string
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, fmt.Errorf("read the hooks event %d reached: %w", seq, err)
+		}
+		hooks = append(hooks, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the hooks event %d reached: %w", seq, err)
+	}
+	return hooks, nil
 }
 
 // EventsAfter returns up to limit stored events whose seq is greater than

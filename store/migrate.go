@@ -85,6 +85,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{11, "token usage", sqlUsage},                 // usage.go
 	{12, "run search mark", sqlRunSearchMark},     // searchindex.go
 	{13, "events by type", sqlEventsByType},       // events.go
+	{14, "event dispatches", sqlDispatches},       // dispatch.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

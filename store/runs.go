@@ -75,6 +75,9 @@ func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
 		if err := d.insertOrCollapse(ctx, tx, r, args); err != nil { // collapse.go
 			return err
 		}
+		if err := d.reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
+			return err
+		}
 		return d.claimSlot(ctx, tx, r.Hook, r.Slot, r.ID)
 	})
 	if err != nil {
@@ -170,8 +173,11 @@ func (d *DB) startIn(ctx context.Context, tx *sql.Tx, r *engine.Run, args []any,
 			return err
 		}
 	}
+	if err := d.reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
+		return err
+	}
 	if seq != 0 {
-		if _, err := tx.StmtContext(ctx, d.stmtMarkEvt).ExecContext(ctx, seq); err != nil {
+		if err := d.markIn(ctx, tx, seq); err != nil {
 			return err
 		}
 	}
@@ -292,12 +298,12 @@ func (d *DB) QueuedRuns(ctx context.Context) ([]*engine.Run, error) {
 }
 
 // UpdateQueued replaces the event, event type, trigger, reason and depth of
-// a queued run (when a later trigger coalesces into it). When merged is
-// set, that schedule slot was merged into the run: in the same
-// transaction the slot is recorded as the run's and the hook's last slot
-// advances to it, so a restart never fires it again. A run that is not
-// queued is engine.ErrNotFound.
-func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged time.Time) error {
+// a queued run (when a later trigger coalesces into it). What merged names
+// was merged into the run, and is recorded in the same transaction: a
+// slot as the run's, the hook's last slot advancing to it, so a restart
+// never fires it again; a pending event as having reached the run's hook
+// (DispatchedTo). A run that is not queued is engine.ErrNotFound.
+func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged engine.Merged) error {
 	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET event = ?, event_type = ?, "trigger" = ?,
 			reason = ?, depth = ? WHERE id = ? AND status = ?`,
@@ -308,7 +314,10 @@ func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged time.Time) 
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n > 0 {
-			return d.claimSlot(ctx, tx, r.Hook, merged, r.ID)
+			if err := d.reached(ctx, tx, merged.EventSeq, r.Hook, r.ID); err != nil {
+				return err
+			}
+			return d.claimSlot(ctx, tx, r.Hook, merged.Slot, r.ID)
 		}
 		var st string
 		err = tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, r.ID).Scan(&st)

@@ -140,7 +140,7 @@ func (readOnlyStore) SetPaused(context.Context, string, bool) error { return err
 func (readOnlyStore) InsertRun(context.Context, *engine.Run) error  { return errReadOnly }
 func (readOnlyStore) StartRun(context.Context, *engine.Run) error   { return errReadOnly }
 func (readOnlyStore) FinishRun(context.Context, *engine.Run) error  { return errReadOnly }
-func (readOnlyStore) UpdateQueued(context.Context, *engine.Run, time.Time) error {
+func (readOnlyStore) UpdateQueued(context.Context, *engine.Run, engine.Merged) error {
 	return errReadOnly
 }
 func (readOnlyStore) AppendEvent(context.Context, *engine.Event) error    { return errReadOnly }

@@ -116,12 +116,65 @@ func (d *DB) ListEvents(ctx context.Context, typ string, limit int) ([]*engine.E
 	return evs, nil
 }
 
-// MarkDispatched records that the event with this seq was dispatched.
+// sqlDispatches is migration 10: which hooks a pending event reached
+// (engine.DispatchStore.DispatchedTo), as in the SQLite store: a row is
+// written with the first record of each run the event triggers (a
+// release included) and with each merge of it into a pending run, in that
+// write's transaction, only while the event is pending; marking the
+// event dispatched drops its rows.
+const sqlDispatches = `
+CREATE TABLE IF NOT EXISTS event_dispatches (
+	seq    BIGINT NOT NULL,
+	hook   TEXT   NOT NULL,
+	run_id TEXT   NOT NULL,
+	PRIMARY KEY (seq, hook)
+);
+`
+
+// reached records, in tx, that the pending event with seq reached hook
+// with run id; nothing for seq 0, an event not pending, or a hook
+// recorded already.
+func reached(ctx context.Context, tx pgx.Tx, seq int64, hook, id string) error {
+	if seq == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO event_dispatches (seq, hook, run_id)
+		SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM events WHERE seq = $1 AND NOT dispatched)
+		ON CONFLICT (seq, hook) DO NOTHING`, seq, hook, id)
+	return err
+}
+
+// markIn marks the event with seq dispatched in tx and drops the records
+// of the hooks it reached.
+func markIn(ctx context.Context, tx pgx.Tx, seq int64) error {
+	if _, err := tx.Exec(ctx, `UPDATE events SET dispatched = true WHERE seq = $1 AND NOT dispatched`, seq); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM event_dispatches WHERE seq = $1`, seq)
+	return err
+}
+
+// MarkDispatched records that the event with this seq was dispatched and
+// drops the records of the hooks it reached, in one transaction.
 func (d *DB) MarkDispatched(ctx context.Context, seq int64) error {
-	if _, err := d.pool.Exec(ctx, `UPDATE events SET dispatched = true WHERE seq = $1 AND NOT dispatched`, seq); err != nil {
+	if err := d.tx(ctx, func(tx pgx.Tx) error { return markIn(ctx, tx, seq) }); err != nil {
 		return fmt.Errorf("mark event %d dispatched: %w", seq, err)
 	}
 	return nil
+}
+
+// DispatchedTo returns the hooks the pending event with this seq reached
+// (engine.DispatchStore), sorted.
+func (d *DB) DispatchedTo(ctx context.Context, seq int64) ([]string, error) {
+	rows, err := d.pool.Query(ctx, `SELECT hook FROM event_dispatches WHERE seq = $1 ORDER BY hook`, seq)
+	if err != nil {
+		return nil, fmt.Errorf("read the hooks event %d reached: %w", seq, err)
+	}
+	hooks, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the hooks event %d reached: %w", seq, err)
+	}
+	return hooks, nil
 }
 
 // PendingEvents returns up to limit events not yet dispatched, oldest

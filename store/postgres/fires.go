@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/hookd/hookd/engine"
 	"github.com/jackc/pgx/v5"
@@ -48,7 +47,7 @@ CREATE TABLE IF NOT EXISTS fire_merges (
 // transaction.
 func (m *Member) MergeFire(ctx context.Context, r *engine.Run, fire string) error {
 	err := m.db.tx(ctx, func(tx pgx.Tx) error {
-		if err := updateQueued(ctx, tx, r, time.Time{}); err != nil {
+		if err := updateQueued(ctx, tx, r, engine.Merged{}); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO fire_merges (fire_id, run_id) VALUES ($1, $2)

@@ -173,8 +173,11 @@ func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) erro
 		if err := claimSlot(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
 			return err
 		}
+		if err := reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
+			return err
+		}
 		if markSeq != 0 {
-			if _, err := tx.Exec(ctx, `UPDATE events SET dispatched = true WHERE seq = $1`, markSeq); err != nil {
+			if err := markIn(ctx, tx, markSeq); err != nil {
 				return err
 			}
 		}

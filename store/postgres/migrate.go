@@ -116,6 +116,7 @@ CREATE TABLE retries (
 	{7, "cluster: fires stored for the scheduler", sqlFires},           // fires.go
 	{8, "cluster: the previous start of a released run", sqlPrevStart}, // member.go
 	{9, "cluster: fires merged into pending runs", sqlFireMerges},      // fires.go
+	{10, "hooks reached by pending events", sqlDispatches},             // events.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

@@ -57,6 +57,9 @@ func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
 		if err := insertOrCollapse(ctx, tx, r, args); err != nil {
 			return err
 		}
+		if err := reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
+			return err
+		}
 		return claimSlot(ctx, tx, r.Hook, r.Slot, r.ID)
 	})
 	if err != nil {
@@ -141,6 +144,9 @@ func (d *DB) StartRun(ctx context.Context, r *engine.Run) error {
 					return err
 				}
 			}
+		}
+		if err := reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO hook_state (hook, last_slot, last_start, last_run_id, last_status)
 			VALUES ($1, $2, $3, $4, $5)
@@ -315,10 +321,11 @@ func (d *DB) QueuedRuns(ctx context.Context) ([]*engine.Run, error) {
 }
 
 // UpdateQueued replaces the event, event type, trigger, reason and depth
-// of a queued run; a merged slot becomes the run's, and the hook's last
-// slot, in the same transaction. A run that is not queued is
-// engine.ErrNotFound.
-func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged time.Time) error {
+// of a queued run; in the same transaction a merged slot becomes the
+// run's, and the hook's last slot, and a merged pending event is recorded
+// as having reached the run's hook (DispatchedTo). A run that is not
+// queued is engine.ErrNotFound.
+func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged engine.Merged) error {
 	err := d.tx(ctx, func(tx pgx.Tx) error { return updateQueued(ctx, tx, r, merged) })
 	if err != nil {
 		return fmt.Errorf("update queued run %s: %w", r.ID, err)
@@ -327,7 +334,7 @@ func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged time.Time) 
 }
 
 // updateQueued is UpdateQueued in tx.
-func updateQueued(ctx context.Context, tx pgx.Tx, r *engine.Run, merged time.Time) error {
+func updateQueued(ctx context.Context, tx pgx.Tx, r *engine.Run, merged engine.Merged) error {
 	tag, err := tx.Exec(ctx, `UPDATE runs SET event = $1, event_type = $2, "trigger" = $3,
 		reason = $4, depth = $5 WHERE id = $6 AND status = $7`,
 		rawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))
@@ -335,7 +342,10 @@ func updateQueued(ctx context.Context, tx pgx.Tx, r *engine.Run, merged time.Tim
 		return err
 	}
 	if tag.RowsAffected() > 0 {
-		return claimSlot(ctx, tx, r.Hook, merged, r.ID)
+		if err := reached(ctx, tx, merged.EventSeq, r.Hook, r.ID); err != nil {
+			return err
+		}
+		return claimSlot(ctx, tx, r.Hook, merged.Slot, r.ID)
 	}
 	var st string
 	err = tx.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, r.ID).Scan(&st)

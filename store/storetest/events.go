@@ -156,6 +156,73 @@ func testPendingEvents(t *testing.T, e *env) {
 	}
 }
 
+// testDispatchRecords: each first record of a run a pending event
+// triggers (queued, refused, started) and each merge of it into a queued
+// run records the hook it reached, in that write (a write that fails
+// records nothing); a hook is recorded once; nothing is recorded for an
+// event not pending; the records survive a reopen and go when the event
+// is marked dispatched.
+func testDispatchRecords(t *testing.T, e *env) {
+	ctx := context.Background()
+	s, err := e.open()
+	must(t, err)
+	a := &engine.Event{ID: "a", Type: "deploy.finished", Source: "api"}
+	must(t, s.AppendPendingEvent(ctx, a))
+	reached := func(s Store, seq int64) []string {
+		t.Helper()
+		hooks, err := s.DispatchedTo(ctx, seq)
+		must(t, err)
+		return hooks
+	}
+	if got := reached(s, a.Seq); len(got) != 0 {
+		t.Fatalf("a new event reached %v", got)
+	}
+	must(t, s.InsertRun(ctx, &engine.Run{ID: "q1", Hook: "h1", Status: engine.StatusQueued, Trigger: "event", QueuedAt: t0, EventSeq: a.Seq}))
+	must(t, s.InsertRun(ctx, &engine.Run{ID: "r2", Hook: "h2", Status: engine.StatusSkipped, Gate: engine.GateCooldown,
+		Trigger: "event", QueuedAt: t0, FinishedAt: t0, EventSeq: a.Seq}))
+	must(t, s.StartRun(ctx, &engine.Run{ID: "s3", Hook: "h3", Trigger: "event", QueuedAt: t0, StartedAt: t0, EventSeq: a.Seq}))
+	must(t, s.InsertRun(ctx, &engine.Run{ID: "p4", Hook: "h4", Status: engine.StatusQueued, Trigger: "manual", QueuedAt: t0}))
+	must(t, s.UpdateQueued(ctx, &engine.Run{ID: "p4", Hook: "h4", Trigger: "event", Reason: "coalesced"}, engine.Merged{EventSeq: a.Seq}))
+	// Writes that fail record nothing: a merge into a run not queued, a
+	// start for a slot another run holds.
+	if err := s.UpdateQueued(ctx, &engine.Run{ID: "r2", Hook: "h5"}, engine.Merged{EventSeq: a.Seq}); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("merge into a refused run: %v, want ErrNotFound", err)
+	}
+	must(t, s.StartRun(ctx, &engine.Run{ID: "slot", Hook: "h6", Trigger: "schedule", Slot: t0, QueuedAt: t0, StartedAt: t0}))
+	if err := s.StartRun(ctx, &engine.Run{ID: "s6", Hook: "h6", Trigger: "event", Slot: t0, QueuedAt: t0, StartedAt: t0,
+		EventSeq: a.Seq}); !isSlotTaken(err) {
+		t.Errorf("start for a taken slot: %v, want ErrSlotTaken", err)
+	}
+	// A hook is recorded once, with its first run.
+	must(t, s.StartRun(ctx, &engine.Run{ID: "q1", Hook: "h1", Trigger: "event", QueuedAt: t0, StartedAt: t0, EventSeq: a.Seq}))
+	want := []string{"h1", "h2", "h3", "h4"}
+	if got := reached(s, a.Seq); !reflect.DeepEqual(got, want) {
+		t.Fatalf("a reached %v, want %v", got, want)
+	}
+
+	// An event that is not pending records nothing.
+	b := &engine.Event{ID: "b", Type: "deploy.finished", Source: "api"}
+	must(t, s.AppendEvent(ctx, b))
+	must(t, s.InsertRun(ctx, &engine.Run{ID: "q7", Hook: "h7", Status: engine.StatusQueued, Trigger: "event", QueuedAt: t0, EventSeq: b.Seq}))
+	if got := reached(s, b.Seq); len(got) != 0 {
+		t.Errorf("an event not pending reached %v", got)
+	}
+
+	must(t, s.Close())
+	s = e.store()
+	if got := reached(s, a.Seq); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after a reopen, a reached %v, want %v", got, want)
+	}
+	must(t, s.MarkDispatched(ctx, a.Seq))
+	if got := reached(s, a.Seq); len(got) != 0 {
+		t.Errorf("a dispatched event keeps its records: %v", got)
+	}
+	must(t, s.InsertRun(ctx, &engine.Run{ID: "q8", Hook: "h8", Status: engine.StatusQueued, Trigger: "event", QueuedAt: t0, EventSeq: a.Seq}))
+	if got := reached(s, a.Seq); len(got) != 0 {
+		t.Errorf("a record for a dispatched event: %v", got)
+	}
+}
+
 func testEventsAfter(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store()

@@ -420,7 +420,7 @@ func testQueuedRunsSurviveReopen(t *testing.T, e *env) {
 			Event: json.RawMessage(`{"i":1}`), EventType: "e"}))
 	}
 	must(t, s.UpdateQueued(ctx, &engine.Run{ID: "q2", Trigger: "event", Reason: "coalesced",
-		Event: json.RawMessage(`{"i":2}`), EventType: "e2", Depth: 1}, time.Time{}))
+		Event: json.RawMessage(`{"i":2}`), EventType: "e2", Depth: 1}, engine.Merged{}))
 	must(t, s.Close())
 	must(t, s.Close()) // safe twice
 
@@ -445,7 +445,7 @@ func testUpdateQueuedRecordsMergedSlot(t *testing.T, e *env) {
 	s := e.store()
 	s1, s2 := t0.Add(10*time.Second), t0.Add(20*time.Second)
 	must(t, s.InsertRun(ctx, &engine.Run{ID: "p", Hook: "h", Status: engine.StatusQueued, Slot: s1, QueuedAt: s1}))
-	must(t, s.UpdateQueued(ctx, &engine.Run{ID: "p", Hook: "h", Reason: "coalesced"}, s2))
+	must(t, s.UpdateQueued(ctx, &engine.Run{ID: "p", Hook: "h", Reason: "coalesced"}, engine.Merged{Slot: s2}))
 	st, err := s.HookStates(ctx)
 	must(t, err)
 	if !st["h"].LastSlot.Equal(s2) {
@@ -464,7 +464,7 @@ func testUpdateQueuedRefusesOthers(t *testing.T, e *env) {
 	s := e.store()
 	must(t, s.InsertRun(ctx, &engine.Run{ID: "s", Hook: "h", Status: engine.StatusSkipped, Event: json.RawMessage(`{}`)}))
 	for _, id := range []string{"s", "missing"} {
-		err := s.UpdateQueued(ctx, &engine.Run{ID: id, Hook: "h", Event: json.RawMessage(`{"x":1}`)}, t0)
+		err := s.UpdateQueued(ctx, &engine.Run{ID: id, Hook: "h", Event: json.RawMessage(`{"x":1}`)}, engine.Merged{Slot: t0})
 		if !errors.Is(err, engine.ErrNotFound) {
 			t.Errorf("UpdateQueued(%s): %v, want ErrNotFound", id, err)
 		}

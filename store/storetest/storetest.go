@@ -98,6 +98,7 @@ var tests = []struct {
 	{"AppendEvent", testAppendEvent},
 	{"AppendEventsBatch", testAppendEventsBatch},
 	{"PendingEvents", testPendingEvents},
+	{"DispatchRecords", testDispatchRecords},
 	{"EventsAfter", testEventsAfter},
 	{"WatchSnapshots", testWatchSnapshots},
 	{"PendingRetries", testPendingRetries},

@@ -1,0 +1,168 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store/pgtest"
+	"github.com/hookd/hookd/store/postgres"
+)
+
+// dyingDispatcher is a scheduler's PostgreSQL store whose node dies, once
+// die is set, at the moment it would mark an event dispatched: the mark is
+// not stored, and the node reads no pending event again.
+type dyingDispatcher struct {
+	*postgres.DB
+	die, dead atomic.Bool
+}
+
+var errNodeDied = errors.New("the node died before the event's mark was stored")
+
+func (d *dyingDispatcher) MarkDispatched(ctx context.Context, seq int64) error {
+	if d.die.Load() {
+		d.dead.Store(true)
+		return errNodeDied
+	}
+	return d.DB.MarkDispatched(ctx, seq)
+}
+
+func (d *dyingDispatcher) PendingEvents(ctx context.Context, limit int) ([]*engine.Event, error) {
+	if d.dead.Load() {
+		return nil, errNodeDied
+	}
+	return d.DB.PendingEvents(ctx, limit)
+}
+
+// TestClusterEventOnceAcrossFailover performs a scheduler failover between
+// the runs an event started and the event's mark, on a real PostgreSQL.
+// Event e1 matches three hooks: node A, the scheduler, releases a run of a
+// and one of b, merges e1 into c's pending rerun (overlap: queue; c's
+// first run executes on A), and dies where it would mark e1 dispatched.
+// Node B takes over and dispatches e1 again, as it must (pending): it must
+// reach none of the three hooks a second time. a and b ran once; c ran its
+// first run and the pending run e1 merged into.
+func TestClusterEventOnceAcrossFailover(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var (
+		mu  sync.Mutex
+		ran = map[string]int{}
+	)
+	counted := func(name string) engine.Step {
+		return funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+			mu.Lock()
+			ran[name]++
+			first := ran[name] == 1
+			mu.Unlock()
+			if name == "c" && first { // c's first run executes until its node stops
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return &engine.StepResult{Output: "ran"}, nil
+		})
+	}
+	steps := func(name string) int { mu.Lock(); defer mu.Unlock(); return ran[name] }
+	hooks := func() []*engine.Hook {
+		var hs []*engine.Hook
+		for _, name := range []string{"a", "b", "c"} {
+			h := withSteps(newHook(name), counted(name))
+			h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+			hs = append(hs, h)
+		}
+		hs[2].Overlap = engine.OverlapQueue
+		return hs
+	}
+
+	lockNode(ctx, t, url, "node-a")
+	dying := &dyingDispatcher{DB: db}
+	a := startClusterNode(ctx, t, engine.Config{Store: dying, Cluster: db.Member("node-a", 4, 2*time.Second), MaxConcurrent: 8}, hooks())
+	poll(t, "node A leads", func() bool {
+		_, err := a.Fire(ctx, "c", engine.FireOptions{})
+		return err == nil
+	})
+	poll(t, "c's first run executes on A", func() bool { return steps("c") == 1 })
+	pending, err := a.Fire(ctx, "c", engine.FireOptions{})
+	if err != nil || pending.Status != engine.StatusQueued {
+		t.Fatalf("fire c again: %v, %+v; want a pending rerun", err, pending)
+	}
+
+	dying.die.Store(true)
+	runs, err := a.Emit(ctx, &engine.Event{ID: "e1", Type: "deploy.finished", Data: map[string]any{"n": 1.0}})
+	if err != nil {
+		t.Fatalf("emit e1 on the scheduler: %v", err)
+	}
+	got := map[string]string{}
+	for _, r := range runs {
+		got[r.Hook] = r.ID
+	}
+	if got["a"] == "" || got["b"] == "" || got["c"] != pending.ID || len(got) != 3 {
+		t.Fatalf("e1 gave runs %v; want a and b released and c's pending run %s", got, pending.ID)
+	}
+	if !dying.dead.Load() {
+		t.Fatal("node A did not come to marking e1 dispatched")
+	}
+	a.Stop()
+
+	lockNode(ctx, t, url, "node-b")
+	startClusterNode(ctx, t, engine.Config{Store: db, Cluster: db.Member("node-b", 4, 2*time.Second), MaxConcurrent: 8}, hooks())
+	final := func() (map[string]int, bool) {
+		if p, err := db.PendingEvents(ctx, 10); err != nil || len(p) != 0 {
+			return nil, false // B has not dispatched e1 yet
+		}
+		n := map[string]int{}
+		for _, h := range []string{"a", "b", "c"} {
+			rs, err := db.ListRuns(ctx, engine.RunFilter{Hook: h, Limit: 100})
+			if err != nil {
+				return nil, false
+			}
+			for _, r := range rs {
+				if !r.Status.Final() {
+					return nil, false
+				}
+			}
+			n[h] = len(rs)
+		}
+		return n, n["c"] >= 2
+	}
+	var records map[string]int
+	poll(t, "B dispatches e1 and every run is final", func() bool {
+		var ok bool
+		records, ok = final()
+		return ok
+	})
+	want := map[string]int{"a": 1, "b": 1, "c": 2}
+	for name, n := range want {
+		if records[name] != n || steps(name) != n {
+			t.Errorf("hook %s has %d runs and ran its step %d times, want %d", name, records[name], steps(name), n)
+		}
+	}
+	if hooks, err := db.DispatchedTo(ctx, eventSeqPG(t, db, "e1")); err != nil || len(hooks) != 0 {
+		t.Errorf("e1's dispatch records after its mark: %v %v; want none", hooks, err)
+	}
+}
+
+// eventSeqPG returns the seq of the stored event with id.
+func eventSeqPG(t *testing.T, db *postgres.DB, id string) int64 {
+	t.Helper()
+	evs, err := db.ListEvents(context.Background(), "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.ID == id {
+			return ev.Seq
+		}
+	}
+	t.Fatalf("no event %s stored", id)
+	return 0
+}
