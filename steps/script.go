@@ -1015,6 +1015,9 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 // of them that does not read another input (<, <<, <<<, <&) and runs
 // what it reads as code is named.
 func (c *checker) readsInput(cmd syntax.Command) string {
+	if cmd == nil {
+		return "" // a redirection alone: < f, $(< f)
+	}
 	if ce, ok := cmd.(*syntax.CallExpr); ok {
 		return c.readsCode(ce)
 	}
