@@ -33,7 +33,12 @@ type Config struct {
 	Protected      []string      // more paths tools may not write or read (the settings file, token file, state directory, database files)
 	Database       string        // hookd's own database file, which steps may not open (db_query reads it through Records)
 	Credentials    []string      // variables holding hookd's own credentials: redacted from every run, like a hook's secrets
-	Budget         DaemonBudget  // tokens all hooks together may use per hour and day, and prices (budget.go)
+	// CredentialValues are hookd's own credentials read from elsewhere
+	// than the environment (the API token of token_file), by the name
+	// redaction shows them under: redacted from every run like
+	// Credentials.
+	CredentialValues map[string]string
+	Budget           DaemonBudget // tokens all hooks together may use per hour and day, and prices (budget.go)
 
 	// Lifecycle holds the lifecycle handlers the engine calls at each
 	// point of a run (nil: an empty registry of the engine's own).

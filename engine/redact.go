@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,7 +94,8 @@ func NewRedactor(names []string, environ []string) *Redactor {
 }
 
 // redactor builds the Redactor of h's runs: its secrets, its model key
-// and notify URL variables, and hookd's own credentials.
+// and notify URL variables, and hookd's own credentials (variables and
+// CredentialValues).
 func (e *Engine) redactor(h *Hook) *Redactor {
 	names := append(append([]string(nil), h.Secrets...), e.cfg.Credentials...)
 	if h.LLM.APIKeyEnv != "" {
@@ -104,7 +106,14 @@ func (e *Engine) redactor(h *Hook) *Redactor {
 			names = append(names, t.URLEnv)
 		}
 	}
-	return NewRedactor(names, e.cfg.Environ)
+	environ := e.cfg.Environ
+	if len(e.cfg.CredentialValues) > 0 {
+		environ = slices.Clip(environ) // appending must not write into the shared slice
+		for k, v := range e.cfg.CredentialValues {
+			names, environ = append(names, k), append(environ, k+"="+v)
+		}
+	}
+	return NewRedactor(names, environ)
 }
 
 // secretForms lists the texts that stand for v: v itself, its escaped

@@ -34,3 +34,18 @@ func credentialEnv(d *config.Daemon) []string {
 	}
 	return out
 }
+
+// credentialValues holds hookd's credentials that are not in its
+// environment, for engine.Config.CredentialValues: the API token read
+// from token_file (a token in token_env is among credentialEnv's names).
+// A token_file that cannot be read gives none here; serve reports it.
+func credentialValues(d *config.Daemon) map[string]string {
+	if d.TokenFile == "" {
+		return nil
+	}
+	tok, err := apiToken(d, func(string) string { return "" })
+	if err != nil || tok == "" {
+		return nil
+	}
+	return map[string]string{"token_file": tok}
+}

@@ -67,6 +67,8 @@ func cmdRender(c *cli, args []string) int {
 		DefaultTimeout: d.DefaultTimeout,
 		Credentials:    credentialEnv(d),
 		Manual:         true,
+
+		CredentialValues: credentialValues(d),
 	}, hooks)
 	if err != nil {
 		return c.errorf("%v", err)

@@ -317,6 +317,8 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		Guard:          l.guard,
 		Cluster:        cluster,
 		OthersStored:   l.feed.wake,
+
+		CredentialValues: credentialValues(d),
 	}, hooks)
 	if err != nil {
 		l.close()
