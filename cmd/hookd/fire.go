@@ -17,7 +17,7 @@ import (
 
 func cmdFire(c *cli, args []string) int {
 	fs := c.flags()
-	wait := fs.Bool("wait", false, "wait for the run to end; exit 0 if it completed or was skipped, 1 otherwise")
+	wait := fs.Bool("wait", false, "wait for the run to end; exit 0 if it completed or was skipped, 1 if not (75, at once, when a gate refused it)")
 	force := fs.Bool("force", false, "skip the cooldown (never the in-flight gate)")
 	eventJSON := fs.String("event", "", "event payload as a JSON object, visible as {{event}}")
 	asJSON := fs.Bool("json", false, "print the run as JSON (with --wait, the final run) instead of its id, progress and outcome")

@@ -132,13 +132,17 @@ func (c *cli) flush() {
 	}
 }
 
+// noCommonFlags are the commands that do not take the flags every other
+// command takes (--config, --db, --hooks).
+var noCommonFlags = []string{"guard", "completion", "help"}
+
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "hookd: scheduled automation with LLM-driven hooks")
 	fmt.Fprintln(w, "\nUsage:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  hookd %-9s %s\n  %10s %s\n", c.name, c.args, "", c.summary)
 	}
-	fmt.Fprintln(w, "\nEvery command takes --config FILE (default hookd.yaml if present), --db PATH and --hooks DIR.")
+	fmt.Fprintln(w, "\nEvery command but "+strings.Join(noCommonFlags, ", ")+" takes --config FILE (default hookd.yaml if present), --db PATH and --hooks DIR.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 usage, 75 a fire (or every hook an emit matched) was refused by a gate.")
 }
 

@@ -114,3 +114,21 @@ func TestReadmeExamplesLoad(t *testing.T) {
 	}
 	e.must(0, "next", "tests")
 }
+
+// TestUsageCommonFlags checks the line under `hookd --help` that names the
+// commands without --config, --db and --hooks against the commands' flags.
+func TestUsageCommonFlags(t *testing.T) {
+	for _, cmd := range commands {
+		flags := commandFlags(cmd)
+		has := 0
+		for _, f := range commonFlags {
+			if slices.Contains(flags, f) {
+				has++
+			}
+		}
+		if excepted := slices.Contains(noCommonFlags, cmd.name); excepted && has != 0 || !excepted && has != len(commonFlags) {
+			t.Errorf("hookd %s takes %s; --help says it %s --config, --db and --hooks", cmd.name, strings.Join(flags, " "),
+				map[bool]string{true: "does not take", false: "takes"}[excepted])
+		}
+	}
+}
