@@ -252,8 +252,10 @@ func TestMaxConcurrentQueueAndOverflow(t *testing.T) {
 }
 
 // TestPendingRerunTakesItsSlot: on one node, a pending rerun (overlap:
-// queue) is admitted when the run before it ends, whose slot it takes:
-// with max_concurrent and the queue full it starts, never refused for
+// queue) is admitted when the run before it ends, whose slot it takes
+// when no run queued before it was made (b was queued after; see
+// TestPendingRerunWaitsItsTurn for the other case): with max_concurrent
+// and the queue full it starts, never refused for
 // queue_full (that needs more runs in flight than max_concurrent, which
 // only a cluster's failover to a node with a lower max_concurrent gives:
 // TestClusterPendingRefusedQueueFull).
@@ -279,6 +281,52 @@ func TestPendingRerunTakesItsSlot(t *testing.T) {
 		}
 		if r := h.run(b.ID); r.Status != engine.StatusCompleted {
 			t.Errorf("b: %s %q; want completed", r.Status, r.Reason)
+		}
+	})
+}
+
+// TestPendingRerunWaitsItsTurn: on one node, a pending rerun (overlap:
+// queue) admitted when its hook's run ends takes its place in the global
+// queue by when it began waiting: a run queued before the rerun began
+// waiting gets the freed slot, and the rerun starts after it, without
+// being refused by the full queue it joins.
+func TestPendingRerunWaitsItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		aBlock, bBlock := newBlock(), newBlock()
+		a := withSteps(newHook("a"), aBlock)
+		a.Overlap = engine.OverlapQueue
+		h := newHarness(t, []*engine.Hook{a, withSteps(newHook("b"), bBlock)},
+			func(c *engine.Config) { c.MaxConcurrent = 1; c.QueueSize = 1 })
+		defer h.stop()
+		first := h.mustFire("a")
+		h.settle()
+		b := h.mustFire("b")       // waits for the slot a's run holds
+		pending := h.mustFire("a") // waits for a's run, from after b
+		if b.Status != engine.StatusQueued || pending.Status != engine.StatusQueued {
+			t.Fatalf("b: %s, a again: %s; want b queued and a pending rerun", b.Status, pending.Status)
+		}
+		aBlock.release <- struct{}{} // a's first run ends
+		h.settle()
+		if r := h.run(first.ID); r.Status != engine.StatusCompleted {
+			t.Fatalf("a's first run: %s %q; want completed", r.Status, r.Reason)
+		}
+		if r := h.run(b.ID); r.Status != engine.StatusRunning {
+			t.Errorf("b, queued first: %s %q; want running in the freed slot", r.Status, r.Reason)
+		}
+		if r := h.run(pending.ID); r.Status != engine.StatusQueued {
+			t.Errorf("a's pending rerun: %s %q; want queued behind b", r.Status, r.Reason)
+		}
+		close(bBlock.release)
+		h.settle()
+		if r := h.run(pending.ID); r.Status != engine.StatusRunning {
+			t.Errorf("a's pending rerun after b: %s %q; want running", r.Status, r.Reason)
+		}
+		close(aBlock.release)
+		h.settle()
+		for _, id := range []string{b.ID, pending.ID} {
+			if r := h.run(id); r.Status != engine.StatusCompleted {
+				t.Errorf("run %s of %s: %s %q; want completed", id, r.Hook, r.Status, r.Reason)
+			}
 		}
 	})
 }

@@ -19,7 +19,8 @@ type state struct {
 	cfg   *Config
 	hooks map[string]*entry
 	due   dueHeap
-	queue []*queuedRun // FIFO of runs waiting for a concurrency slot
+	queue []*queuedRun // runs waiting for a concurrency slot, in the order they began waiting
+	waits uint64       // counts the runs that began waiting: their place in line (admit)
 
 	running int               // runs executing
 	live    map[string]*entry // run id -> hook, for active, queued and pending runs
@@ -53,8 +54,9 @@ type marking struct {
 }
 
 type queuedRun struct {
-	run *Run
-	ent *entry
+	run   *Run
+	ent   *entry
+	since uint64 // when it began waiting (state.waits): its place in the queue
 }
 
 // entry is one hook's scheduling and gate state.
@@ -67,11 +69,12 @@ type entry struct {
 	lastSlot  time.Time // latest slot fired or recorded
 	catchup   []time.Time
 
-	active   *active
-	queued   *Run        // waiting in the global queue
-	pending  *Run        // overlap: queue rerun, waiting for active/queued
-	coalesce int         // triggers merged into pending
-	shared   *hookShared // what every run of its hook uses alike (shared)
+	active    *active
+	queued    *Run        // waiting in the global queue
+	pending   *Run        // overlap: queue rerun, waiting for active/queued
+	pendSince uint64      // when pending began waiting (state.waits)
+	coalesce  int         // triggers merged into pending
+	shared    *hookShared // what every run of its hook uses alike (shared)
 
 	lastStart  time.Time
 	starts     []time.Time // admitted starts within the hook's rate window (rate.go)
@@ -305,10 +308,10 @@ func (s *state) requeue(runs []*Run, now time.Time) {
 			s.endWaiting(r)
 		case ent.queued == nil && ent.active == nil:
 			ent.queued = r
-			s.queue = append(s.queue, &queuedRun{r, ent})
+			s.queue = append(s.queue, &queuedRun{r, ent, s.nextWait()})
 			s.setLive(r.ID, ent)
 		case ent.pending == nil:
-			ent.pending = r
+			ent.pending, ent.pendSince = r, s.nextWait()
 			s.setLive(r.ID, ent)
 		default:
 			r.Status, r.Reason, r.FinishedAt = StatusCancelled, "coalesced: the hook already had a pending run", now
@@ -620,7 +623,13 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	if g := s.startGates(ent, now); g != nil {
 		return s.refuse(ent, run, StatusSkipped, g)
 	}
-	return s.admit(ent, run)
+	return s.admit(ent, run, s.nextWait())
+}
+
+// nextWait is the place in line of a run that begins waiting now.
+func (s *state) nextWait() uint64 {
+	s.waits++
+	return s.waits
 }
 
 // startGates applies the gates that count a hook's starts, rate then
@@ -674,7 +683,7 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 	run.Status = StatusQueued
 	run.Reason = fmt.Sprintf("pending: waits for run %s", occupant.ID)
 	s.insertRecord(run)
-	ent.pending = run
+	ent.pending, ent.pendSince = run, s.nextWait()
 	s.setLive(run.ID, ent)
 	return trigResult{run: run}
 }
@@ -774,13 +783,21 @@ func mergeEvent(old json.RawMessage, data map[string]any) json.RawMessage {
 	return b
 }
 
-// admit starts run now or puts it in the global queue.
-func (s *state) admit(ent *entry, run *Run) trigResult {
-	if s.running < s.cfg.MaxConcurrent && !s.stopping() {
+// admit starts run, which began waiting at since (state.waits), now, when
+// a concurrency slot is free and no run in the global queue began waiting
+// before it; else it puts run in the queue in that order. So a pending
+// rerun admitted when its hook's run ends takes the freed slot only if no
+// run was queued before the rerun began waiting: otherwise it waits behind
+// those (the caller drains the queue), as a trigger of that moment would.
+// The queue's bound refuses a run only when no slot is free: with one
+// free, the queue's head starts at once and the queue stays in bounds.
+func (s *state) admit(ent *entry, run *Run, since uint64) trigResult {
+	free := s.running < s.cfg.MaxConcurrent && !s.stopping()
+	if free && (len(s.queue) == 0 || s.queue[0].since > since) {
 		act, snap := s.startRun(ent, run)
 		return trigResult{run: snap, act: act}
 	}
-	if len(s.queue) >= s.cfg.QueueSize {
+	if !free && len(s.queue) >= s.cfg.QueueSize {
 		g := &GateError{Gate: GateQueueFull, Hook: ent.hook.Name,
 			Detail: fmt.Sprintf("%d runs already wait for a concurrency slot (max_concurrent %d, queue_size %d)",
 				len(s.queue), s.cfg.MaxConcurrent, s.cfg.QueueSize)}
@@ -806,7 +823,11 @@ func (s *state) admit(ent *entry, run *Run) trigResult {
 	}
 	ent.queued = run
 	s.setLive(run.ID, ent)
-	s.queue = append(s.queue, &queuedRun{run, ent})
+	i := len(s.queue)
+	for i > 0 && s.queue[i-1].since > since {
+		i--
+	}
+	s.queue = slices.Insert(s.queue, i, &queuedRun{run, ent, since})
 	return trigResult{run: run}
 }
 
@@ -956,7 +977,7 @@ func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 		if g := s.startGates(ent, s.cfg.Clock.Now()); g != nil {
 			s.refuseWaiting(ent, p, StatusSkipped, g)
 		} else {
-			s.admit(ent, p)
+			s.admit(ent, p, ent.pendSince)
 		}
 	} else if ent.active == nil && ent.queued == nil {
 		s.nextCatchup(ent)
