@@ -122,17 +122,13 @@ func readSide(t *testing.T, path string) []sideLine {
 	return out
 }
 
-// checkSlotsOnce fails the test for a slot of a hook that ran in two
-// runs, and returns how many slots ran.
-func checkSlotsOnce(t *testing.T, lines []sideLine) int {
-	t.Helper()
+// slotRuns returns the runs each slot of a hook ran in ("hook slot" ->
+// run ids), from the side log's SLOT lines.
+func slotRuns(lines []sideLine) map[string]map[string]bool {
 	runs := map[string]map[string]bool{}
 	for _, l := range lines {
 		if l.kind != "SLOT" {
 			continue
-		}
-		if !strings.Contains(l.key, "T") {
-			t.Errorf("side log line without a slot: %+v", l)
 		}
 		k := l.hook + " " + l.key
 		if runs[k] == nil {
@@ -140,6 +136,19 @@ func checkSlotsOnce(t *testing.T, lines []sideLine) int {
 		}
 		runs[k][l.run] = true
 	}
+	return runs
+}
+
+// checkSlotsOnce fails the test for a slot of a hook that ran in two
+// runs, and returns how many slots ran.
+func checkSlotsOnce(t *testing.T, lines []sideLine) int {
+	t.Helper()
+	for _, l := range lines {
+		if l.kind == "SLOT" && !strings.Contains(l.key, "T") {
+			t.Errorf("side log line without a slot: %+v", l)
+		}
+	}
+	runs := slotRuns(lines)
 	for k, ids := range runs {
 		if len(ids) > 1 {
 			t.Errorf("slot %s ran in %d runs: %v", k, len(ids), ids)

