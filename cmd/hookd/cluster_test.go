@@ -57,23 +57,66 @@ func newCluster(t *testing.T, url string, n int, nodeOpts, settings string, hook
 	return nodes, side
 }
 
-// scheduler returns the node holding an unexpired scheduler lease, or "".
-func scheduler(t *testing.T, url string) string {
+// leaseWatch reads the scheduler lease's row over one connection.
+type leaseWatch struct{ conn *pgx.Conn }
+
+func newLeaseWatch(t testing.TB, url string) *leaseWatch {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	var holder string
-	err = conn.QueryRow(ctx, `SELECT holder FROM leases WHERE name = 'scheduler' AND expires_at > now()`).Scan(&holder)
-	if err != nil {
-		return ""
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return &leaseWatch{conn}
+}
+
+// leaseRow is the scheduler lease as one read saw it, with the database
+// server's clock at that read (leases live on that clock).
+type leaseRow struct {
+	node    string // the holder's node name
+	token   int64
+	expires time.Time
+	now     time.Time
+}
+
+func (l leaseRow) live() bool { return l.node != "" && l.expires.After(l.now) }
+
+// row reads the lease; ok is false when there is none (or the read
+// failed).
+func (w *leaseWatch) row() (l leaseRow, ok bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var h string
+	if err := w.conn.QueryRow(ctx, `SELECT holder, token, expires_at, now() FROM leases WHERE name = 'scheduler'`).
+		Scan(&h, &l.token, &l.expires, &l.now); err != nil {
+		return leaseRow{}, false
 	}
-	name, _, _ := strings.Cut(holder, "/")
-	return name
+	l.node, _, _ = strings.Cut(h, "/")
+	return l, true
+}
+
+// holder is the node holding an unexpired lease, "" when none does.
+func (w *leaseWatch) holder() string {
+	if l, ok := w.row(); ok && l.live() {
+		return l.node
+	}
+	return ""
+}
+
+// waitOther waits until a node other than gone holds an unexpired lease,
+// and returns the lease as first seen so.
+func (w *leaseWatch) waitOther(t testing.TB, gone string, logs func() string) leaseRow {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for {
+		if l, ok := w.row(); ok && l.live() && l.node != gone {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no node took the scheduler lease over from %s; logs:\n%s", gone, logs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func nodeNamed(nodes []*clusterNode, name string) *clusterNode {
@@ -235,8 +278,9 @@ func TestClusterTwoNodes(t *testing.T) {
 		n.d = n.e.serve()
 	}
 	logs := func() string { return clusterLogs(nodes) }
+	lease := newLeaseWatch(t, url)
 	var lead *clusterNode
-	waitFor(t, "a scheduler", func() bool { lead = nodeNamed(nodes, scheduler(t, url)); return lead != nil }, logs)
+	waitFor(t, "a scheduler", func() bool { lead = nodeNamed(nodes, lease.holder()); return lead != nil }, logs)
 	other := nodes[0]
 	if other == lead {
 		other = nodes[1]
@@ -296,10 +340,10 @@ func TestClusterTwoNodes(t *testing.T) {
 	// SIGKILL the scheduler: the other node takes over within the lease.
 	lead.d.kill()
 	killed := time.Now()
-	waitFor(t, "the other node to schedule", func() bool { return scheduler(t, url) == other.name }, logs)
+	waitFor(t, "the other node to schedule", func() bool { return lease.holder() == other.name }, logs)
 	t.Logf("failover took %s", time.Since(killed).Round(time.Millisecond))
 	slots := checkSlotsOnce(t, readSide(t, side))
-	waitFor(t, "the periodic hook to go on", func() bool { return checkSlotsOnce(t, readSide(t, side)) >= slots+2 }, logs)
+	waitFor(t, "the periodic hook to go on", func() bool { return len(slotRuns(readSide(t, side))) >= slots+2 }, logs)
 	if err := os.WriteFile(filepath.Join(watched, "b.txt"), []byte("2"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +351,7 @@ func TestClusterTwoNodes(t *testing.T) {
 
 	// The killed node comes back as a worker under the same name.
 	lead.d = lead.e.serve()
-	if got := scheduler(t, url); got != other.name {
+	if got := lease.holder(); got != other.name {
 		t.Errorf("scheduler after the restart: %q, want %s", got, other.name)
 	}
 	lead.e.must(0, "emit", "work.item", "key=k3")

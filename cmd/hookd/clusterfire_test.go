@@ -52,8 +52,9 @@ func TestClusterFireOnWorker(t *testing.T) {
 		n.d = n.e.serve()
 	}
 	logs := func() string { return clusterLogs(nodes) }
+	lease := newLeaseWatch(t, url)
 	var lead *clusterNode
-	waitFor(t, "a scheduler", func() bool { lead = nodeNamed(nodes, scheduler(t, url)); return lead != nil }, logs)
+	waitFor(t, "a scheduler", func() bool { lead = nodeNamed(nodes, lease.holder()); return lead != nil }, logs)
 	worker := nodes[0]
 	if worker == lead {
 		worker = nodes[1]

@@ -15,7 +15,6 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/pgtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // clusterKillHooks: periodic hooks of every overlap policy and an event
@@ -69,68 +68,6 @@ skip_llm: true
 const clusterTimeout = 2 * time.Second
 
 func failoverBound(timeout time.Duration) time.Duration { return timeout + 2*timeout/5 }
-
-// leaseWatch reads the scheduler lease's row over one connection.
-type leaseWatch struct{ conn *pgx.Conn }
-
-func newLeaseWatch(t testing.TB, url string) *leaseWatch {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return &leaseWatch{conn}
-}
-
-// leaseRow is the scheduler lease as one read saw it, with the database
-// server's clock at that read (leases live on that clock).
-type leaseRow struct {
-	node    string // the holder's node name
-	token   int64
-	expires time.Time
-	now     time.Time
-}
-
-func (l leaseRow) live() bool { return l.node != "" && l.expires.After(l.now) }
-
-// row reads the lease; ok is false when there is none (or the read
-// failed).
-func (w *leaseWatch) row() (l leaseRow, ok bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var h string
-	if err := w.conn.QueryRow(ctx, `SELECT holder, token, expires_at, now() FROM leases WHERE name = 'scheduler'`).
-		Scan(&h, &l.token, &l.expires, &l.now); err != nil {
-		return leaseRow{}, false
-	}
-	l.node, _, _ = strings.Cut(h, "/")
-	return l, true
-}
-
-// holder is the node holding an unexpired lease, "" when none does.
-func (w *leaseWatch) holder() string {
-	if l, ok := w.row(); ok && l.live() {
-		return l.node
-	}
-	return ""
-}
-
-// waitOther waits until a node other than gone holds an unexpired lease,
-// and returns the lease as first seen so.
-func (w *leaseWatch) waitOther(t testing.TB, gone string, logs func() string) leaseRow {
-	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for {
-		if l, ok := w.row(); ok && l.live() && l.node != gone {
-			return l
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no node took the scheduler lease over from %s; logs:\n%s", gone, logs())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // checkTakeover checks, on the database's clock, a failover from the
 // lease old (read after its holder was killed) to next (another node's,

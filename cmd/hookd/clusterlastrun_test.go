@@ -43,7 +43,8 @@ func TestClusterLastRunTime(t *testing.T) {
 	}
 	logs := func() string { return clusterLogs(nodes) }
 	n1.d = n1.e.serve()
-	waitFor(t, "n1 to schedule", func() bool { return scheduler(t, url) == "n1" }, logs)
+	lease := newLeaseWatch(t, url)
+	waitFor(t, "n1 to schedule", func() bool { return lease.holder() == "n1" }, logs)
 	n2.d = n2.e.serve()
 	db := openPG(t, url)
 	block := runID(t, n1.e.must(0, "fire", "block"))

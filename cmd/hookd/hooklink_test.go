@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -54,15 +52,8 @@ func TestHostileModelCannotEditLinkedHook(t *testing.T) {
 	}
 	before := e.run("validate").stdout
 
-	run := e.getRun(runID(t, e.must(0, "fire", "writer", "--wait")))
-	if run.Status != engine.StatusCompleted {
-		t.Fatalf("%s %q", run.Status, run.Error)
-	}
-	tr, err := llm.DecodeTranscript(run)
-	if err != nil || tr == nil || len(tr.Rounds) == 0 {
-		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
-	}
-	for _, c := range tr.Rounds[0].ToolCalls {
+	_, calls := e.firstRound("writer")
+	for _, c := range calls {
 		switch {
 		case c.ID == "legit" && c.Error != "":
 			t.Errorf("the legitimate write failed: %s", c.Error)

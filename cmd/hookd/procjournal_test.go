@@ -15,7 +15,6 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/procjournal"
-	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -322,12 +321,11 @@ func TestHostileModelCannotWriteJournal(t *testing.T) {
 	e := newEnv(t, "", map[string]string{"wide.yaml": hook(""), "inside.yaml": hook("workdir: .hookd\n")})
 	d := e.serve()
 	for _, name := range []string{"wide", "inside"} {
-		run := e.getRun(runID(t, e.must(0, "fire", name, "--wait")))
-		tr, err := llm.DecodeTranscript(run)
-		if err != nil || tr == nil || len(tr.Rounds) == 0 || len(tr.Rounds[0].ToolCalls) != 3 {
-			t.Fatalf("%s: %s %q; transcript %v: %s", name, run.Status, run.Error, err, run.ToolCalls)
+		run, calls := e.firstRound(name)
+		if len(calls) != 3 {
+			t.Fatalf("%s: %d tool calls, want 3: %s", name, len(calls), run.ToolCalls)
 		}
-		for _, c := range tr.Rounds[0].ToolCalls {
+		for _, c := range calls {
 			if !strings.Contains(c.Error, "refused") {
 				t.Errorf("%s: %s was not refused: result %q error %q", name, c.ID, c.Result, c.Error)
 			}

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/config"
-	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -53,16 +51,8 @@ func TestHostileModelCannotTakeOverHookd(t *testing.T) {
 	hooksBefore := e.must(0, "validate").stdout
 
 	for _, name := range []string{"narrow", "wide"} {
-		r := e.must(0, "fire", name, "--wait")
-		run := e.getRun(runID(t, r))
-		if run.Status != engine.StatusCompleted {
-			t.Fatalf("%s: %s %q", name, run.Status, run.Error)
-		}
-		tr, err := llm.DecodeTranscript(run)
-		if err != nil || tr == nil || len(tr.Rounds) == 0 {
-			t.Fatalf("%s: transcript %v: %s", name, err, run.ToolCalls)
-		}
-		for _, c := range tr.Rounds[0].ToolCalls {
+		_, calls := e.firstRound(name)
+		for _, c := range calls {
 			ok := strings.HasSuffix(c.ID, "_legit")
 			switch {
 			case ok && c.Error != "":
@@ -144,15 +134,8 @@ func TestHostileModelCannotReadSecrets(t *testing.T) {
 	if err := os.Symlink(e.path("secrets/token"), e.path("data/t")); err != nil {
 		t.Fatal(err)
 	}
-	run := e.getRun(runID(t, e.must(0, "fire", "curious", "--wait")))
-	if run.Status != engine.StatusCompleted {
-		t.Fatalf("%s %q", run.Status, run.Error)
-	}
-	tr, err := llm.DecodeTranscript(run)
-	if err != nil || tr == nil || len(tr.Rounds) == 0 {
-		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
-	}
-	for _, c := range tr.Rounds[0].ToolCalls {
+	run, calls := e.firstRound("curious")
+	for _, c := range calls {
 		if !strings.Contains(c.Error, "refused") {
 			t.Errorf("%s was not refused: result %q error %q", c.ID, c.Result, c.Error)
 		}
@@ -200,18 +183,11 @@ func TestHostileModelCannotTouchSymlinkedDatabaseLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.serve() // stopped at cleanup
-	run := e.getRun(runID(t, e.must(0, "fire", "curious", "--wait")))
-	if run.Status != engine.StatusCompleted {
-		t.Fatalf("%s %q", run.Status, run.Error)
-	}
-	tr, err := llm.DecodeTranscript(run)
-	if err != nil || tr == nil || len(tr.Rounds) == 0 {
-		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
-	}
-	if n := len(tr.Rounds[0].ToolCalls); n != 5 {
+	_, calls := e.firstRound("curious")
+	if n := len(calls); n != 5 {
 		t.Fatalf("%d tool calls; want 5", n)
 	}
-	for _, c := range tr.Rounds[0].ToolCalls {
+	for _, c := range calls {
 		if !strings.Contains(c.Error, "refused") || !strings.Contains(c.Error, "hookd's own") {
 			t.Errorf("%s was not refused as hookd's own file: result %d bytes, error %q", c.ID, len(c.Result), c.Error)
 		}
