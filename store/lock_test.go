@@ -184,6 +184,11 @@ func TestLockLeftToAChild(t *testing.T) {
 		return func() { stdin.Close(); child.Wait() }
 	}
 
+	// Lock waits up to orphanWait for the child: a minute here, not the
+	// daemon's 5s, so that a loaded machine's slow child exit cannot fail
+	// the test (a wait that succeeds returns at once).
+	defer func(d time.Duration) { orphanWait = d }(orphanWait)
+	orphanWait = time.Minute
 	release := hold()
 	got := make(chan error, 1)
 	go func() {
@@ -200,7 +205,6 @@ func TestLockLeftToAChild(t *testing.T) {
 	}
 
 	// A child that keeps the lock: Lock gives up and says why.
-	defer func(d time.Duration) { orphanWait = d }(orphanWait)
 	orphanWait = 200 * time.Millisecond
 	release = hold()
 	defer release()
