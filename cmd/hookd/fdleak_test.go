@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hookd/hookd/engine"
 )
 
 // fdHooks leave what a long-running daemon must clean up after every run:
@@ -55,11 +58,22 @@ func openFDs(t *testing.T, pid int) []string {
 func TestDaemonKeepsNoDescriptorsAcrossRuns(t *testing.T) {
 	e := newEnv(t, "", fdHooks)
 	d := e.serve()
+	// The runs are fired and waited for as `hookd fire --wait` does, with
+	// the same two requests on a new connection each, but from the test:
+	// 200 CLI processes took most of the test's time.
+	api := e.socketClient()
+	api.http.Transport.(*http.Transport).DisableKeepAlives = true
 	names := []string{"bg", "slow", "plain"}
-	codes := []int{0, 1, 0} // slow fails at its timeout
+	want := []engine.Status{engine.StatusCompleted, engine.StatusFailed, engine.StatusCompleted} // slow fails at its timeout
 	fire := func(n int) {
 		for i := 0; i < n; i++ {
-			e.must(codes[i%len(names)], "fire", names[i%len(names)], "--wait")
+			var fired runAnswer
+			api.json("POST", "/v1/hooks/"+names[i%len(names)]+"/fire", nil, http.StatusOK, &fired)
+			var final engine.Run
+			api.json("GET", "/v1/runs/"+fired.Run.ID+"/wait", nil, http.StatusOK, &final)
+			if final.Status != want[i%len(names)] {
+				t.Fatalf("run %s of %s: %s %q, want %s", final.ID, final.Hook, final.Status, final.Error, want[i%len(names)])
+			}
 		}
 	}
 	fire(6) // what the daemon opens once (database connections, /dev/null)
