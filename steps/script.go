@@ -393,6 +393,8 @@ type checker struct {
 	changed    bool            // learn: the pass learnt something
 	taintOut   map[string]bool // wordTaint: the roots found by its walk
 	taintVisit func(syntax.Node) bool
+	funcDecls  map[string][]*syntax.Stmt // learn: the bodies of the script's functions
+	inFunc     map[string]bool           // a function's body being followed (shellstreams.go)
 }
 
 type callInfo struct {
@@ -503,8 +505,20 @@ func (c *checker) wordTaint(n syntax.Node) map[string]bool {
 	}
 	if c.taintVisit == nil {
 		c.taintVisit = func(n syntax.Node) bool {
-			if pe, ok := n.(*syntax.ParamExp); ok {
-				c.addTaint(pe, &c.taintOut)
+			switch n := n.(type) {
+			case *syntax.ParamExp:
+				c.addTaint(n, &c.taintOut)
+			case *syntax.CallExpr, *syntax.DeclClause, *syntax.Stmt:
+				// A command that prints data: its output is data.
+				saved := c.taintOut
+				t := c.emitted(n)
+				c.taintOut = saved
+				if t != nil && c.taintOut == nil {
+					c.taintOut = map[string]bool{}
+				}
+				for r := range t {
+					c.taintOut[r] = true
+				}
 			}
 			return true
 		}
@@ -594,6 +608,10 @@ func (c *checker) learn() {
 					c.funcs = map[string]bool{}
 				}
 				c.funcs[n.Name.Value] = true
+				if c.funcDecls == nil {
+					c.funcDecls = map[string][]*syntax.Stmt{}
+				}
+				c.funcDecls[n.Name.Value] = append(c.funcDecls[n.Name.Value], n.Body)
 				c.changed = true // call sites before it are seen again
 			}
 		case *syntax.Assign:
@@ -714,7 +732,7 @@ func (c *checker) learn() {
 		}
 		return true
 	}
-	c.funcs = nil
+	c.funcs, c.funcDecls = nil, nil
 	for c.pass, c.changed = 0, true; c.changed; c.pass++ {
 		c.changed = false
 		syntax.Walk(c.file, visit)
@@ -732,6 +750,9 @@ func (c *checker) check() error {
 		}
 		if c.err == nil {
 			c.err = c.node(n, c.stack)
+		}
+		if c.err == nil {
+			c.err = c.streamNode(n)
 		}
 		c.stack = append(c.stack, n)
 		return true
@@ -976,6 +997,9 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		for _, r := range n.Redirs {
 			if feeds(r) {
 				for _, t := range []map[string]bool{c.wordTaint(r.Word), c.wordTaint(r.Hdoc)} {
+					if t != nil && fed == nil {
+						fed = map[string]bool{} // data read from input has no root
+					}
 					for x := range t {
 						if fed == nil {
 							fed = map[string]bool{}
@@ -985,7 +1009,7 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 				}
 			}
 		}
-		if len(fed) > 0 {
+		if fed != nil {
 			return fmt.Errorf("%s is fed to %s on its standard input, which it runs as code", c.describeRoots(fed), what)
 		}
 	case *syntax.BinaryCmd:
@@ -997,6 +1021,11 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		if what := c.readsInput(n.Y.Cmd); what != "" {
 			if fed := c.wordTaint(n.X); fed != nil {
 				return fmt.Errorf("%s is piped into %s, which runs its standard input as code", c.describeRoots(fed), what)
+			}
+			if c.holdsData() {
+				if culprit := c.opaqueOutput(n.X); culprit != "" {
+					return c.opaqueErr(culprit, "is piped into "+what+", which runs its standard input as code")
+				}
 			}
 		}
 	case *syntax.CallExpr:
@@ -1311,29 +1340,48 @@ func (c *checker) readsCode(ce *syntax.CallExpr) string {
 	operand := func(x callArg) bool {
 		return !x.isLit || !strings.HasPrefix(x.lit, "-") && !strings.HasPrefix(x.lit, "+")
 	}
+	if c.funcDecls[name] != nil && s == 0 {
+		if what := c.funcReadsInput(name); what != "" {
+			return name + " (a function running " + what + ")"
+		}
+		return ""
+	}
 	switch {
 	case name == "eval":
+		code := make([]string, 0, len(rest))
 		for _, x := range rest {
 			if !x.isLit {
 				return "eval (its code is built from expansions)"
 			}
+			code = append(code, x.lit)
+		}
+		if what := c.scriptReadsInput(strings.Join(code, " ")); what != "" {
+			return "eval (its code runs " + what + ")"
 		}
 	case name == "source" || name == ".":
 		if len(rest) > 0 && stdin(rest[0]) {
 			return name + " " + rest[0].lit
 		}
 	case shells[name] && name != "busybox" && name != "toybox":
-		for i, x := range rest {
+		for i := 0; i < len(rest); i++ {
+			x := rest[i]
 			if x.isLit && (matchOpt(x.lit, []string{"-c"}) || x.lit == "--command") {
 				for _, y := range rest[i+1:] {
 					if operand(y) {
 						if !y.isLit {
 							return name + " -c (its script is built from expansions)"
 						}
+						if what := c.scriptReadsInput(y.lit); what != "" {
+							return name + " -c (its script runs " + what + ")"
+						}
 						return ""
 					}
 				}
 				return ""
+			}
+			if x.isLit && (x.lit == "-o" || x.lit == "+o" || x.lit == "-O" || x.lit == "+O" || x.lit == "--rcfile" || x.lit == "--init-file") {
+				i++ // the option's value, not a script
+				continue
 			}
 			if x.isLit && !strings.HasPrefix(x.lit, "--") && matchOpt(x.lit, []string{"-s"}) {
 				return name // -s: the script is read from standard input, the operands are its parameters
@@ -1447,7 +1495,19 @@ func wordLit(w *syntax.Word) (string, bool) {
 				if !ok {
 					return "", false
 				}
-				b.WriteString(l.Value)
+				// Inside double quotes a backslash escapes only $, `,
+				// ", \ and a newline: sh -c "echo \"\$V\"" runs
+				// echo "$V".
+				v := l.Value
+				for i := 0; i < len(v); i++ {
+					if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\\n", v[i+1]) >= 0 {
+						i++
+						if v[i] == '\n' {
+							continue
+						}
+					}
+					b.WriteByte(v[i])
+				}
 			}
 		default:
 			return "", false

@@ -107,6 +107,19 @@ func walkTaint(c *checker, n syntax.Node) map[string]bool {
 				out[r] = true
 			}
 		}
+		switch n.(type) {
+		case *syntax.CallExpr, *syntax.DeclClause, *syntax.Stmt:
+			// A command that prints data (printenv, a function
+			// echoing its data argument): its output is data.
+			if t := c.emitted(n); t != nil {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				for r := range t {
+					out[r] = true
+				}
+			}
+		}
 		return true
 	})
 	return out

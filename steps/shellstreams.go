@@ -1,0 +1,541 @@
+package steps
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// This file holds the checker's rules for data that travels as a stream
+// rather than as a word: through a program's standard output (the
+// environment printed back by printenv, env, set or declare -p; an
+// inner shell or a function that prints data).
+//
+// The rules apply only where the script holds data (a placeholder that
+// is not a literal, or a tainted env entry):
+//
+//   - A command known to print data is a source of data: its output
+//     (a $(…), the left side of a pipe) holds the data roots it may
+//     print, and every word rule applies to it. See emitted.
+//   - What a code reader reads (the left side of a pipe into sh, the
+//     words fed to it, an argument that is code: eval "$(…)", sh -c
+//     "$(…)", a command name $(…)) must come from commands whose
+//     output is known: echo, printf, cat and plain text filters
+//     (safeOutput). Any other program may print the environment, which
+//     holds the data, so it is refused there. See opaqueOutput.
+
+// holdsData reports whether any variable of the script holds data.
+func (c *checker) holdsData() bool { return len(c.tainted) > 0 }
+
+// allRoots returns every data root the script holds: what a program that
+// prints its environment (or reads a descriptor holding data) may print.
+func (c *checker) allRoots() map[string]bool {
+	out := map[string]bool{}
+	for _, roots := range c.tainted {
+		for r := range roots {
+			out[r] = true
+		}
+	}
+	return out
+}
+
+// envListers are the builtins that print variables with their values
+// when called with no name (declare, set) or with -p.
+var envListers = map[string]bool{
+	"declare": true, "typeset": true, "export": true, "readonly": true, "local": true,
+}
+
+// envReaders are the programs whose code (a literal argument) is looked
+// at for a use of the environment: interpreters, awk and jq.
+func envReader(name string) bool {
+	switch name {
+	case "awk", "gawk", "mawk", "nawk", "jq", "gojq", "yq":
+		return true
+	}
+	return interpreters[name] != nil
+}
+
+// envWords mark a program's code that reads the environment: os.environ,
+// getenv, $ENV{…}, ENV[…], ENVIRON[…], process.env, jq's env and $ENV.
+var envWords = []string{"ENV", "environ", "getenv", "process.env", "env."}
+
+// emitted returns the data roots the command n may print (nil if none
+// known): printenv, env and envsubst, set and declare/export -p (the
+// environment and the variables), an interpreter, awk or jq whose code
+// reads the environment, an inner shell or eval whose script expands
+// data, a function of the script whose body does, and a command that
+// reads a descriptor (<&3, /dev/fd/3) or /proc/…/environ. n is a node
+// met while walking a command's output (a $(…), a pipe's left side).
+func (c *checker) emitted(n syntax.Node) map[string]bool {
+	if !c.holdsData() {
+		return nil
+	}
+	switch n := n.(type) {
+	case *syntax.DeclClause:
+		if envListers[n.Variant.Value] && listsVars(n) {
+			return c.allRoots()
+		}
+	case *syntax.Stmt:
+		for _, r := range n.Redirs {
+			if readsDescriptor(r) || fdPath(wordText(r.Word)) != "" {
+				return c.allRoots()
+			}
+		}
+	case *syntax.CallExpr:
+		return c.callEmits(n)
+	}
+	return nil
+}
+
+// listsVars reports whether a declare, export, … prints variables: it
+// names none, or it is given -p.
+func listsVars(n *syntax.DeclClause) bool {
+	named := false
+	for _, a := range n.Args {
+		if a.Naked && a.Name == nil && a.Value != nil {
+			if l := a.Value.Lit(); strings.HasPrefix(l, "-") && strings.ContainsRune(l, 'p') {
+				return true
+			}
+			continue
+		}
+		named = true
+	}
+	return !named
+}
+
+// callEmits is emitted for a simple command. It analyzes the command
+// afresh rather than with call, whose answers are kept: learn calls it
+// while what holds data is still being learnt.
+func (c *checker) callEmits(ce *syntax.CallExpr) map[string]bool {
+	if len(ce.Args) == 0 {
+		return nil
+	}
+	args := make([]callArg, len(ce.Args))
+	for i, w := range ce.Args {
+		args[i].lit, args[i].isLit = wordLit(w)
+		if fdPath(wordText(w)) != "" {
+			return c.allRoots()
+		}
+	}
+	rules := analyzeCall(args)
+	for k, s := range rules.starts {
+		if s >= len(args) || !args[s].isLit {
+			continue
+		}
+		name := path.Base(args[s].lit)
+		rest := args[s+1:]
+		last := k == len(rules.starts)-1
+		switch {
+		case name == "printenv":
+			return c.printenvRoots(rest)
+		case name == "env" && last, name == "envsubst":
+			return c.allRoots() // env with no command prints the environment
+		case name == "set" && len(rest) == 0:
+			return c.allRoots()
+		case envListers[name] && last:
+			return c.allRoots() // builtin declare -p
+		case envReader(name):
+			for _, a := range rest {
+				if a.isLit && containsAny(a.lit, envWords) {
+					return c.allRoots()
+				}
+			}
+		}
+		if decls := c.funcDecls[name]; decls != nil && s == 0 {
+			return c.funcEmits(name, decls)
+		}
+	}
+	var out map[string]bool
+	for _, script := range rules.scripts {
+		for r := range c.scriptEmits(script) {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[r] = true
+		}
+	}
+	return out
+}
+
+// printenvRoots returns what printenv NAME… may print: the data the
+// variables named hold, or all of it when it names none or names one
+// with an expansion.
+func (c *checker) printenvRoots(names []callArg) map[string]bool {
+	var out map[string]bool
+	named := false
+	for _, a := range names {
+		if a.isLit && strings.HasPrefix(a.lit, "-") {
+			continue
+		}
+		if !a.isLit {
+			return c.allRoots()
+		}
+		named = true
+		roots, ok := c.tainted[a.lit] // roots of a variable named as a word
+		if !ok {
+			if _, ph := placeholderNum(a.lit); !ph {
+				continue
+			}
+			roots = map[string]bool{a.lit: true}
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		for r := range roots {
+			out[r] = true
+		}
+	}
+	if !named {
+		return c.allRoots()
+	}
+	return out
+}
+
+// funcEmits returns what a call of the script's function name may print:
+// the data its bodies expand or print.
+func (c *checker) funcEmits(name string, decls []*syntax.Stmt) map[string]bool {
+	if c.inFunc[name] {
+		return nil // recursion: what it prints is found at the outer call
+	}
+	if c.inFunc == nil {
+		c.inFunc = map[string]bool{}
+	}
+	c.inFunc[name] = true
+	defer delete(c.inFunc, name)
+	var out map[string]bool
+	for _, body := range decls {
+		for r := range c.wordTaint(body) {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[r] = true
+		}
+	}
+	return out
+}
+
+// scriptEmits returns the data roots an inner shell's script (sh -c
+// 'script', eval 'code') expands or prints, with the variables that hold
+// data in this one.
+func (c *checker) scriptEmits(script string) map[string]bool {
+	inner := c.innerChecker(script)
+	if inner == nil {
+		return c.allRoots()
+	}
+	inner.learn()
+	return inner.wordTaint(inner.file)
+}
+
+// innerChecker returns a checker of an inner shell's script that knows
+// the variables holding data here, or nil when the script cannot be
+// parsed or is nested too deep (the callers then assume the worst).
+func (c *checker) innerChecker(script string) *checker {
+	if c.depth >= 4 {
+		return nil
+	}
+	_, file, err := joinContinuations(script, nil)
+	if err != nil {
+		return nil
+	}
+	inner := newChecker(file, nil, nil)
+	inner.depth = c.depth + 1
+	inner.rootOccs = c.rootOccs
+	for name, roots := range c.tainted {
+		inner.tainted[name] = roots
+	}
+	return inner
+}
+
+// scriptReadsInput names the command of an inner shell's script (sh -c
+// 'cat | sh', eval 'sh') that runs the standard input the inner shell is
+// given as code, or returns "".
+func (c *checker) scriptReadsInput(script string) string {
+	inner := c.innerChecker(script)
+	if inner == nil {
+		return "an inner shell whose script hookd cannot follow"
+	}
+	inner.learn()
+	for _, st := range inner.file.Stmts {
+		if ownInput(st) {
+			continue
+		}
+		if what := inner.readsInput(st.Cmd); what != "" {
+			return what
+		}
+	}
+	return ""
+}
+
+// funcReadsInput names the command in the script's function name that
+// runs the standard input the function is given as code, or returns "".
+func (c *checker) funcReadsInput(name string) string {
+	if c.inFunc[name] {
+		return ""
+	}
+	if c.inFunc == nil {
+		c.inFunc = map[string]bool{}
+	}
+	c.inFunc[name] = true
+	defer delete(c.inFunc, name)
+	for _, body := range c.funcDecls[name] {
+		if ownInput(body) {
+			continue
+		}
+		if what := c.readsInput(body.Cmd); what != "" {
+			return what
+		}
+	}
+	return ""
+}
+
+// ownInput reports whether a statement reads its standard input from
+// elsewhere than what it is given (<, <<, <<<, <&).
+func ownInput(st *syntax.Stmt) bool {
+	for _, r := range st.Redirs {
+		if inputRedirect(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// inputRedirect reports whether r redirects standard input.
+func inputRedirect(r *syntax.Redirect) bool {
+	if r.N != nil && r.N.Value != "0" {
+		return false
+	}
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.RdrIn, syntax.DplIn, syntax.RdrInOut:
+		return true
+	}
+	return false
+}
+
+// readsDescriptor reports whether r makes standard input a copy of
+// another descriptor (<&3, 0<&"$fd", <&3-), which hookd does not follow.
+func readsDescriptor(r *syntax.Redirect) bool {
+	if r.Op != syntax.DplIn || r.N != nil && r.N.Value != "0" {
+		return false
+	}
+	l, ok := wordLit(r.Word)
+	return !ok || l != "-" && l != "0"
+}
+
+// wordText returns the text of a word with each expansion written as
+// "$": enough to recognise a path such as /dev/fd/$fd.
+func wordText(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	if l, ok := wordLit(w); ok {
+		return l
+	}
+	var b strings.Builder
+	var parts func([]syntax.WordPart)
+	parts = func(ps []syntax.WordPart) {
+		for _, p := range ps {
+			switch p := p.(type) {
+			case *syntax.Lit:
+				b.WriteString(p.Value)
+			case *syntax.SglQuoted:
+				b.WriteString(p.Value)
+			case *syntax.DblQuoted:
+				parts(p.Parts)
+			default:
+				b.WriteByte('$')
+			}
+		}
+	}
+	parts(w.Parts)
+	return b.String()
+}
+
+// fdRE matches a path naming an open descriptor (/dev/fd/N,
+// /proc/PID/fd/N, /proc/PID/task/TID/fd/N) or a process's environment.
+var fdRE = regexp.MustCompile(`/dev/fd/[^/\s]*|/proc/[^\s]*?/fd/[^/\s]*|/proc/[^\s]*?environ`)
+
+// fdPath returns the part of s that names an open descriptor other than
+// standard input, output and error by path (/dev/fd/3, /dev/fd/$fd,
+// /proc/self/fd/3, /proc/$$/fd/3, the directory /dev/fd/ itself) or a
+// process's environment (/proc/self/environ), or "".
+func fdPath(s string) string {
+	if !strings.Contains(s, "/dev/fd") && !strings.Contains(s, "/proc/") {
+		return ""
+	}
+	if strings.HasSuffix(s, "/dev/fd") {
+		return "/dev/fd"
+	}
+	for _, m := range fdRE.FindAllString(s, -1) {
+		n := m[strings.LastIndexByte(m, '/')+1:]
+		if strings.HasSuffix(m, "environ") || n != "0" && n != "1" && n != "2" {
+			return m
+		}
+	}
+	return ""
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// safeOutput are the programs whose output is their arguments, their
+// standard input or the files they name: what they print holds data
+// only where those do (which the word rules see).
+var safeOutput = map[string]bool{
+	"echo": true, "printf": true, "cat": true, "head": true, "tail": true, "sort": true, "uniq": true,
+	"tr": true, "cut": true, "grep": true, "egrep": true, "fgrep": true, "wc": true, "true": true,
+	"false": true, ":": true, "seq": true, "basename": true, "dirname": true, "tee": true, "rev": true,
+	"nl": true, "paste": true, "fold": true, "expand": true, "unexpand": true, "comm": true,
+	"join": true, "fmt": true, "column": true, "base64": true, "base32": true, "od": true,
+	"test": true, "[": true, "sleep": true, "read": true,
+}
+
+// transparent are the wrappers whose output is the wrapped command's.
+var transparent = map[string]bool{
+	"command": true, "builtin": true, "exec": true, "nohup": true, "nice": true, "timeout": true,
+	"stdbuf": true, "env": true, "time": true,
+}
+
+// opaqueOutput names a command in n (the left side of a pipe, a word
+// fed to a program or run as code) whose output hookd cannot tell free
+// of data, or returns "": any program but those of safeOutput, a
+// declare or export (which may list variables), a function of the
+// script, and a command reading another descriptor.
+func (c *checker) opaqueOutput(n syntax.Node) string {
+	if n == nil {
+		return ""
+	}
+	what := ""
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if what != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			for _, r := range n.Redirs {
+				if readsDescriptor(r) {
+					what = fmt.Sprintf("a command reading descriptor %s (line %d)", wordText(r.Word), r.Pos().Line())
+				}
+			}
+		case *syntax.DeclClause:
+			what = fmt.Sprintf("%s (line %d)", n.Variant.Value, n.Pos().Line())
+		case *syntax.CoprocClause, *syntax.FuncDecl:
+			what = fmt.Sprintf("a %s (line %d)", nodeKind(n), n.Pos().Line())
+		case *syntax.CallExpr:
+			if len(n.Args) == 0 {
+				break
+			}
+			ci := c.call(n)
+			for k, s := range ci.rules.starts {
+				if s >= len(ci.args) {
+					continue
+				}
+				a := ci.args[s]
+				if !a.isLit {
+					what = fmt.Sprintf("a command named by an expansion (line %d)", n.Pos().Line())
+					break
+				}
+				name := path.Base(a.lit)
+				last := k == len(ci.rules.starts)-1
+				if last && safeOutput[name] && c.funcDecls[name] == nil {
+					continue
+				}
+				if !last && transparent[name] {
+					continue
+				}
+				if name == "command" || name == "type" || name == "which" {
+					if s+1 < len(ci.args) && ci.args[s+1].isLit && (ci.args[s+1].lit == "-v" || ci.args[s+1].lit == "-V" || ci.args[s+1].lit == "-P") || name == "which" {
+						break // command -v NAME prints where a program is
+					}
+				}
+				what = fmt.Sprintf("%s (line %d)", a.lit, n.Pos().Line())
+				break
+			}
+		}
+		return what == ""
+	})
+	return what
+}
+
+func nodeKind(n syntax.Node) string {
+	switch n.(type) {
+	case *syntax.CoprocClause:
+		return "coprocess"
+	case *syntax.FuncDecl:
+		return "function declaration"
+	}
+	return "command"
+}
+
+// opaqueErr is the error for data-free-looking input to a code reader
+// that comes from a program hookd cannot see into.
+func (c *checker) opaqueErr(culprit, how string) error {
+	return fmt.Errorf("the output of %s %s; the script holds %s, which that program may print (from its environment, a descriptor or a file), and hookd cannot tell: only echo, printf, cat and plain text filters may feed code here", culprit, how, c.describeRoots(c.allRoots()))
+}
+
+// streamNode applies the rules of this file to one node; node calls it
+// for the kinds it concerns.
+func (c *checker) streamNode(n syntax.Node) error {
+	if !c.holdsData() {
+		return nil
+	}
+	switch n := n.(type) {
+	case *syntax.Stmt:
+		return c.stdinRedirects(n)
+	case *syntax.CallExpr:
+		ci := c.call(n)
+		for j, w := range n.Args {
+			why, bad := ci.rules.refused(j)
+			if !bad {
+				continue
+			}
+			if culprit := c.opaqueOutput(w); culprit != "" {
+				return c.opaqueErr(culprit, "is "+why)
+			}
+		}
+	}
+	return nil
+}
+
+// stdinRedirects checks a statement's redirections of standard input:
+// a code reader given a stream from a program hookd cannot see into
+// (sh <<< "$(curl …)", sh < <(…)).
+func (c *checker) stdinRedirects(st *syntax.Stmt) error {
+	var in []*syntax.Redirect
+	for _, r := range st.Redirs {
+		if inputRedirect(r) {
+			in = append(in, r)
+		}
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	what := c.readsInput(st.Cmd)
+	if what == "" {
+		return nil
+	}
+	for _, r := range in {
+		for _, w := range []*syntax.Word{r.Word, r.Hdoc} {
+			if w == nil {
+				continue
+			}
+			if r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut {
+				if _, ok := wordLit(w); ok {
+					continue // a file the author names
+				}
+			}
+			if culprit := c.opaqueOutput(w); culprit != "" {
+				return c.opaqueErr(culprit, "is fed to "+what+" on its standard input, which it runs as code")
+			}
+		}
+	}
+	return nil
+}
