@@ -115,10 +115,15 @@ func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 		}
 	}
 	out, err := callSafely(ctx, bt.tool, env, []byte(args))
+	// Redacted before a tool:call:after handler sees it, as a step's
+	// result is before step:after: a handler is a program the secrets
+	// were not given to. What a handler puts in its place is redacted
+	// too.
+	out = redact(out)
 	if lc.Active(engine.PointToolCallAfter) {
 		p := &engine.Payload{Hook: env.Hook, RunID: env.RunID, ToolName: bt.qualified, ToolInput: json.RawMessage(args), ToolResult: out}
 		if err != nil {
-			p.ToolError = err.Error()
+			p.ToolError = redact(err.Error())
 		}
 		o := lc.Call(ctx, engine.PointToolCallAfter, p)
 		if o.Cancelled {
@@ -127,16 +132,15 @@ func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 		}
 		if v, ok := o.Changes[engine.ChangeToolResult]; ok {
 			if s, isStr := v.(string); isStr {
-				out, err, rec.ResultAmendedBy = s, nil, o.ChangedBy[engine.ChangeToolResult]
+				out, err, rec.ResultAmendedBy = redact(s), nil, o.ChangedBy[engine.ChangeToolResult]
 			} else if b, jerr := jsonValue(v); jerr == nil {
-				out, err, rec.ResultAmendedBy = string(b), nil, o.ChangedBy[engine.ChangeToolResult]
+				out, err, rec.ResultAmendedBy = redact(string(b)), nil, o.ChangedBy[engine.ChangeToolResult]
 			}
 		}
 	}
 	if err != nil {
 		return errResult(err.Error())
 	}
-	out = redact(out)
 	rec.ResultBytes = len(out)
 	var cut bool
 	out, cut = capText(out, c.opts.MaxResult)
