@@ -69,14 +69,20 @@ func ValidateEventType(t string) error {
 }
 
 // ErrReservedEvent refuses a published event whose type belongs to hookd.
-var ErrReservedEvent = errors.New("engine: hook.* events are published by hookd itself")
+var ErrReservedEvent = errors.New("engine: hook.* and hookd.* events are published by hookd itself")
 
 // ReservedEventType reports whether typ is one of hookd's own event types,
-// which only the engine publishes: "hook" and every type under "hook."
+// which only hookd publishes: "hook" and every type under "hook."
 // (hook.run.*, hook.tool.*, hook.run with two segments, and whatever
-// hookd adds there later).
+// hookd adds there later), and "hookd" and every type under "hookd."
+// (the daemon's hookd.started and hookd.stopping).
 func ReservedEventType(typ string) bool {
-	return typ == "hook" || strings.HasPrefix(typ, "hook.")
+	for _, ns := range [...]string{"hook", "hookd"} {
+		if typ == ns || strings.HasPrefix(typ, ns+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // DataJSON returns the payload as a JSON object.

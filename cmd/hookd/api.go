@@ -380,7 +380,7 @@ func checkEvent(req *emitRequest) error {
 	case len(req.Type) > maxEventType:
 		return fmt.Errorf("type is longer than %d bytes", maxEventType)
 	case engine.ReservedEventType(req.Type):
-		return errors.New("type: hook.* events are published by hookd itself")
+		return errors.New("type: hook.* and hookd.* events are published by hookd itself")
 	}
 	if err := engine.ValidateEventType(req.Type); err != nil {
 		return fmt.Errorf("type: %w", err)
