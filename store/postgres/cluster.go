@@ -320,7 +320,7 @@ const InterruptedByTimeout = "its node stopped heartbeating"
 // FinishRunOn leaves them as they are.
 func (d *DB) ExpireNodes(ctx context.Context, timeout time.Duration, now time.Time) ([]*engine.Run, error) {
 	runs, err := d.interrupt(ctx, now, InterruptedByTimeout, `node IN (SELECT name FROM nodes
-		WHERE `+silent("heartbeat_at", "$4")+`)`, timeout.Microseconds())
+		WHERE `+silent("heartbeat_at", "$2")+`)`, timeout.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("expire silent nodes: %w", err)
 	}
@@ -331,15 +331,27 @@ func (d *DB) ExpireNodes(ctx context.Context, timeout time.Duration, now time.Ti
 // (a node restarted under the same name) left running, and returns them
 // oldest first with their process groups, which are on this machine.
 func (d *DB) RecoverNode(ctx context.Context, node string, now time.Time) ([]*engine.Run, error) {
-	runs, err := d.interrupt(ctx, now, store.InterruptedReason, `node = $4`, node)
+	runs, err := d.interrupt(ctx, now, store.InterruptedReason, `node = $2`, node)
 	if err != nil {
 		return nil, fmt.Errorf("recover runs of node %s: %w", node, err)
 	}
 	return runs, nil
 }
 
-// interrupt marks interrupted the running runs that cond ($4 is arg)
+// interrupt marks interrupted the running runs that cond ($2 is arg)
 // selects, and the hooks' last status with them.
+//
+// It locks those runs first, oldest first (by seq), and only then updates
+// them. An UPDATE alone locks rows in the order its plan meets them: the
+// table's order for a scan, an index's for another plan, and a row an
+// update moved comes later in the table. Two interrupts with different
+// plans (the scheduler's ExpireNodes and a restarted node's RecoverNode
+// over the same node's runs, or two expiries during a failover, or
+// after the planner's statistics changed) could then each hold a run the
+// other waits for: PostgreSQL then fails one with "deadlock detected"
+// (TestFinishWhileExpired, which races ten expiries, did so under load;
+// TestExpireLocksRunsOldestFirst does it at will). Locked in one order, they
+// wait for each other in line; FinishRunOn locks one run.
 func (d *DB) interrupt(ctx context.Context, now time.Time, reason, cond string, arg any) ([]*engine.Run, error) {
 	var runs []*engine.Run
 	err := d.tx(ctx, func(tx pgx.Tx) error {
@@ -347,9 +359,21 @@ func (d *DB) interrupt(ctx context.Context, now time.Time, reason, cond string, 
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `UPDATE runs SET status = 'interrupted', reason = $1, finished_at = $2
-			WHERE status = $3 AND `+cond+` RETURNING `+runCols+`, seq`,
-			reason, timeArg(now), string(engine.StatusRunning), arg)
+		rows, err := tx.Query(ctx, `SELECT id FROM runs WHERE status = $1 AND `+cond+` ORDER BY seq FOR UPDATE`,
+			string(engine.StatusRunning), arg)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		// A run another transaction finished or interrupted while this
+		// one waited for it is not locked here (PostgreSQL checks the
+		// row again once it has it): it is left as it is.
+		rows, err = tx.Query(ctx, `UPDATE runs SET status = 'interrupted', reason = $1, finished_at = $2
+			WHERE id = ANY($3) AND status = $4 RETURNING `+runCols+`, seq`,
+			reason, timeArg(now), ids, string(engine.StatusRunning))
 		if err != nil {
 			return err
 		}

@@ -155,3 +155,72 @@ func TestFinishWhileExpired(t *testing.T) {
 	}
 	t.Logf("%d of %d runs interrupted, the others finished", raced, n)
 }
+
+// TestExpireLocksRunsOldestFirst: ExpireNodes (and RecoverNode) lock the
+// runs they interrupt oldest first, whatever order the plan visits them
+// in, so two of them, or one and a transaction taking runs in that order,
+// never wait for each other in a cycle. Run r1 is older than r2 but lies
+// after it in the table and its indexes (an update of an indexed column
+// gave it a new place), where a scan meets it second. Another transaction
+// holds r1; the expiry must wait for it holding nothing, so that this
+// transaction can then take r2 too. An expiry that took r2 first, by its
+// plan's order, deadlocks with it (as ExpireNodes did before it locked
+// the runs first).
+func TestExpireLocksRunsOldestFirst(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	d, other := open(t, url), open(t, url)
+	must(t, d.Heartbeat(ctx, "a", 4, ""))
+	r1, r2 := claimOn(t, d, "a", "r1", "h1"), claimOn(t, d, "a", "r2", "h2")
+	if _, err := d.pool.Exec(ctx, `UPDATE runs SET queued_at = queued_at + 1 WHERE id = $1`, r1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.pool.Exec(ctx, `UPDATE nodes SET heartbeat_at = now() - interval '1 hour' WHERE name = 'a'`); err != nil {
+		t.Fatal(err)
+	}
+
+	tx, err := other.pool.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, r1.ID); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		runs []*engine.Run
+		err  error
+	}
+	expired := make(chan result, 1)
+	go func() {
+		runs, err := d.ExpireNodes(ctx, time.Minute, t0.Add(time.Second))
+		expired <- result{runs, err}
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var waiting int
+		must(t, other.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid()`).Scan(&waiting))
+		if waiting == 1 {
+			break
+		}
+		select {
+		case res := <-expired:
+			t.Fatalf("the expiry did not wait for the run held by another transaction: %v %v", runIDs(res.runs), res.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the expiry does not wait for the held run within a minute")
+		}
+	}
+	// The other transaction takes r2 as well, in the same order: the
+	// expiry holds nothing yet.
+	if _, err := tx.Exec(ctx, `UPDATE runs SET reason = 'taken' WHERE id = $1`, r2.ID); err != nil {
+		t.Fatalf("take r2 while the expiry waits for r1: %v", err)
+	}
+	must(t, tx.Commit(ctx))
+	res := <-expired
+	if res.err != nil {
+		t.Fatalf("expiry: %v", res.err)
+	}
+	if got := runIDs(res.runs); len(got) != 2 || got[0] != r1.ID || got[1] != r2.ID {
+		t.Errorf("expired %v, want [%s %s]", got, r1.ID, r2.ID)
+	}
+}
