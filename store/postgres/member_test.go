@@ -150,3 +150,40 @@ func lockSoon(t *testing.T, take func() (*DaemonLock, error)) *DaemonLock {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestReleaseRecordsDispatch: a release of a run that a pending event
+// triggered records, in its transaction, the hook the event reached; one
+// refused (a slot taken) records nothing; a release that marks the event
+// dispatched drops the event's records.
+func TestReleaseRecordsDispatch(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	d := open(t, url)
+	a := d.Member("a", 4, time.Minute)
+	if _, ok, err := a.Lead(ctx); err != nil || !ok {
+		t.Fatalf("a takes the free lease: %v %v", ok, err)
+	}
+	ev := &engine.Event{ID: "ev1", Type: "x.y", Time: t0}
+	must(t, d.AppendPendingEvent(ctx, ev))
+	slot := t0.Add(time.Minute)
+	must(t, a.Release(ctx, &engine.Run{ID: "r1", Hook: "h1", Status: engine.StatusRunning, Slot: slot, QueuedAt: t0, EventSeq: ev.Seq}, 0))
+	if err := a.Release(ctx, &engine.Run{ID: "r2", Hook: "h1b", Status: engine.StatusRunning, Slot: slot, QueuedAt: t0,
+		EventSeq: ev.Seq}, 0); err != nil {
+		t.Fatalf("another hook's slot: %v", err)
+	}
+	must(t, a.Release(ctx, &engine.Run{ID: "s3", Hook: "h3", Status: engine.StatusRunning, Slot: slot, QueuedAt: t0}, 0))
+	if err := a.Release(ctx, &engine.Run{ID: "r3", Hook: "h3", Status: engine.StatusRunning, Slot: slot, QueuedAt: t0,
+		EventSeq: ev.Seq}, 0); !errors.Is(err, engine.ErrSlotTaken) {
+		t.Fatalf("a slot released twice: %v", err)
+	}
+	if hooks, err := d.DispatchedTo(ctx, ev.Seq); err != nil || len(hooks) != 2 || hooks[0] != "h1" || hooks[1] != "h1b" {
+		t.Errorf("ev1 reached %v %v; want [h1 h1b]", hooks, err)
+	}
+	must(t, a.Release(ctx, &engine.Run{ID: "r4", Hook: "h4", Status: engine.StatusRunning, QueuedAt: t0}, ev.Seq))
+	if hooks, err := d.DispatchedTo(ctx, ev.Seq); err != nil || len(hooks) != 0 {
+		t.Errorf("ev1's records after the release that marked it: %v %v; want none", hooks, err)
+	}
+	if pend, _ := d.PendingEvents(ctx, 10); len(pend) != 0 {
+		t.Errorf("still pending: %v", pend)
+	}
+}
