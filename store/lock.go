@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,11 @@ import (
 type LockError struct {
 	Path string // the database path
 	PID  int    // the holder's pid, 0 if unknown
+	// Holder is the hookd command that holds the lock, as recorded in the
+	// lock file: Daemon for `hookd serve`, else the command run without a
+	// daemon ("fire", "emit", "pause", "prune", ...); "" when unknown (an
+	// older hookd recorded only its pid).
+	Holder string
 	// Gone says that the process PID has exited: the lock is held by a
 	// process that inherited it (one that hookd started).
 	Gone bool
@@ -29,15 +35,36 @@ func (e *LockError) Error() string {
 		return fmt.Sprintf("database %s is still locked by a process that hookd (pid %d, which has exited) started; "+
 			"find it with `fuser %s.lock` and stop it, or use --db", e.Path, e.PID, e.Path)
 	}
+	return fmt.Sprintf("database %s is in use by another hookd (%s); stop it first or use --db", e.Path, e.holderText())
+}
+
+// holderText names the holder: "hookd fire, pid 1234", "pid 1234" when
+// the command is unknown.
+func (e *LockError) holderText() string {
 	pid := "pid unknown"
 	if e.PID > 0 {
 		pid = "pid " + strconv.Itoa(e.PID)
 	}
-	return fmt.Sprintf("database %s is in use by another hookd (%s); stop it first or use --db", e.Path, pid)
+	if e.Holder == "" {
+		return pid
+	}
+	return "hookd " + e.Holder + ", " + pid
+}
+
+// Transient reports whether the holder is a hookd command run without a
+// daemon (fire, emit, pause, prune, ...), alive: it ends by itself, so a
+// daemon that starts may wait for it (LockWait). A daemon, a holder whose
+// command is unknown, and a lock left to the child of an exited process
+// are not.
+func (e *LockError) Transient() bool {
+	return e.Holder != "" && e.Holder != Daemon && !e.Gone
 }
 
 // Unwrap returns engine.ErrLocked.
 func (e *LockError) Unwrap() error { return engine.ErrLocked }
+
+// Daemon is the holder that `hookd serve` records in the lock file.
+const Daemon = "serve"
 
 // held keeps the files of held locks reachable: a lock file closed by a
 // finalizer would release the lock behind its holder's back.
@@ -55,7 +82,8 @@ type DaemonLock struct {
 
 // Lock takes the daemon's exclusive lock on the database at dbPath: a
 // non-blocking flock on dbPath+".lock", into which it writes the holder's
-// pid. When another process (or another Lock in this one) holds it, the
+// pid and holder, the hookd command taking it (Daemon for `hookd serve`).
+// When another process (or another Lock in this one) holds it, the
 // error is a *LockError wrapping engine.ErrLocked. The lock is released by
 // Unlock, which is safe to call more than once, or when the process exits.
 //
@@ -67,7 +95,7 @@ type DaemonLock struct {
 // or the lock file replaced, a second daemon can lock a new file at the
 // same path. The holder must call Check (and DB.Check) periodically and
 // stop when they fail.
-func Lock(dbPath string) (*DaemonLock, error) {
+func Lock(dbPath, holder string) (*DaemonLock, error) {
 	path := dbPath + ".lock"
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("lock database %s: create directory: %w", dbPath, err)
@@ -86,7 +114,7 @@ func Lock(dbPath string) (*DaemonLock, error) {
 		}
 		return nil, fmt.Errorf("lock database %s: flock %s: %w", dbPath, path, err)
 	}
-	if err := writePID(f); err != nil {
+	if err := writeHolder(f, holder); err != nil {
 		f.Close() // releases the flock
 		return nil, fmt.Errorf("lock database %s: write pid to %s: %w", dbPath, path, err)
 	}
@@ -176,12 +204,12 @@ func flockHeld(f *os.File) error {
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			return err
 		}
-		pid := readPID(f)
+		pid, holder := readHolder(f)
 		if pid > 0 && alive(pid) {
-			return &LockError{PID: pid}
+			return &LockError{PID: pid, Holder: holder}
 		}
 		if time.Now().After(deadline) {
-			return &LockError{PID: pid, Gone: pid > 0}
+			return &LockError{PID: pid, Holder: holder, Gone: pid > 0}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -193,22 +221,93 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func writePID(f *os.File) error {
+// pidWidth is the width of the pid line of a lock file, newline
+// included. An older hookd reads the first 32 bytes of the file as the
+// pid (spaces trimmed); the holder goes on the line after, past them, so
+// that it still reads the pid.
+const pidWidth = 32
+
+// writeHolder records this process in the lock file: its pid on a line
+// padded to pidWidth, then the holder's command on a line of its own
+// ("1234" + spaces + "\n" + "fire\n").
+func writeHolder(f *os.File, holder string) error {
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
-	if _, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
+	text := fmt.Sprintf("%-*d\n", pidWidth-1, os.Getpid())
+	if holder != "" {
+		text += holder + "\n"
+	}
+	if _, err := f.WriteAt([]byte(text), 0); err != nil {
 		return err
 	}
 	return f.Sync()
 }
 
-func readPID(f *os.File) int {
-	b := make([]byte, 32)
+// readHolder reads the pid and holder a lock file records; 0 and "" when
+// unknown. A file of an older hookd holds only the pid.
+func readHolder(f *os.File) (pid int, holder string) {
+	b := make([]byte, 2*pidWidth)
 	n, _ := f.ReadAt(b, 0)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
-	if err != nil {
-		return 0
+	fields := strings.Fields(string(b[:n]))
+	if len(fields) == 0 {
+		return 0, ""
 	}
-	return pid
+	pid, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 0, ""
+	}
+	if len(fields) == 2 && validHolder(fields[1]) {
+		holder = fields[1]
+	}
+	return pid, holder
+}
+
+// validHolder reports whether s can be a command's name; anything else
+// in a lock file is not believed.
+func validHolder(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && r != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// lockPoll is how often LockWait tries the lock again.
+const lockPoll = 100 * time.Millisecond
+
+// LockWait is Lock for a daemon that starts: while the lock is held by a
+// hookd command run without a daemon (LockError.Transient: `hookd fire`,
+// `hookd emit`, ...), which ends by itself, it waits for it, trying again
+// every lockPoll, and calls waiting with the holder each time it finds a
+// new one (a different pid). Any other refusal (another daemon, a holder
+// an older hookd recorded without its command) is returned at once, as by
+// Lock. When ctx ends first it returns an error wrapping ctx's cause.
+//
+// The wait is not fair: a command started while the daemon waits may take
+// the lock before it; the daemon then waits for that one too.
+func LockWait(ctx context.Context, dbPath, holder string, waiting func(*LockError)) (*DaemonLock, error) {
+	lastPID := -1
+	for {
+		l, err := Lock(dbPath, holder)
+		var le *LockError
+		if err == nil || !errors.As(err, &le) || !le.Transient() {
+			return l, err
+		}
+		if le.PID != lastPID {
+			lastPID = le.PID
+			if waiting != nil {
+				waiting(le)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lock database %s: stopped waiting for %s: %w", dbPath, le.holderText(), context.Cause(ctx))
+		case <-time.After(lockPoll):
+		}
+	}
 }

@@ -2,11 +2,14 @@ package store
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,15 +20,15 @@ import (
 
 func TestLockInProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state", "hookd.db")
-	lock, err := Lock(path)
+	lock, err := Lock(path, Daemon)
 	mustRun(t, err)
 
 	// A second open file description cannot take the flock.
-	_, err = Lock(path)
+	_, err = Lock(path, Daemon)
 	if !errors.Is(err, engine.ErrLocked) {
 		t.Fatalf("second Lock: %v, want ErrLocked", err)
 	}
-	want := fmt.Sprintf("database %s is in use by another hookd (pid %d); stop it first or use --db", path, os.Getpid())
+	want := fmt.Sprintf("database %s is in use by another hookd (hookd serve, pid %d); stop it first or use --db", path, os.Getpid())
 	if err.Error() != want {
 		t.Errorf("error:\n got %s\nwant %s", err, want)
 	}
@@ -41,7 +44,7 @@ func TestLockInProcess(t *testing.T) {
 
 	mustRun(t, lock.Unlock())
 	mustRun(t, lock.Unlock()) // safe twice
-	lock2, err := Lock(path)
+	lock2, err := Lock(path, Daemon)
 	if err != nil {
 		t.Fatalf("Lock after unlock: %v", err)
 	}
@@ -55,7 +58,7 @@ func TestLockHelperProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process only")
 	}
-	if _, err := Lock(path); err != nil {
+	if _, err := Lock(path, os.Getenv("HOOKD_STORE_LOCK_HOLDER")); err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
@@ -66,11 +69,13 @@ func TestLockHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
-func TestLockSubprocess(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hookd.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHelperProcess$")
+// lockHelper starts a process holding the lock of path as holder; closing
+// stdin makes it exit.
+func lockHelper(t *testing.T, path, holder string) (cmd *exec.Cmd, stdin io.WriteCloser) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^TestLockHelperProcess$")
 	// GORACE: under -race, a process otherwise lingers 1s at exit.
-	cmd.Env = append(os.Environ(), "HOOKD_STORE_LOCK_HELPER="+path, "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), "HOOKD_STORE_LOCK_HELPER="+path, "HOOKD_STORE_LOCK_HOLDER="+holder, "GORACE=atexit_sleep_ms=0")
 	stdin, err := cmd.StdinPipe()
 	mustRun(t, err)
 	stdout, err := cmd.StdoutPipe()
@@ -83,19 +88,26 @@ func TestLockSubprocess(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("helper said %q, %v", line, err)
 	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	return cmd, stdin
+}
 
-	_, err = Lock(path)
+func TestLockSubprocess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hookd.db")
+	cmd, stdin := lockHelper(t, path, Daemon)
+
+	_, err := Lock(path, Daemon)
 	var le *LockError
 	if !errors.As(err, &le) || !errors.Is(err, engine.ErrLocked) {
 		t.Fatalf("Lock while another process holds it: %v", err)
 	}
-	if le.PID != cmd.Process.Pid {
-		t.Errorf("holder pid %d, want %d (%v)", le.PID, cmd.Process.Pid, err)
+	if le.PID != cmd.Process.Pid || le.Holder != Daemon || le.Transient() {
+		t.Errorf("holder pid %d %q (transient %v), want %d %q (%v)", le.PID, le.Holder, le.Transient(), cmd.Process.Pid, Daemon, err)
 	}
 
 	stdin.Close()
 	mustRun(t, cmd.Wait())
-	lock, err := Lock(path)
+	lock, err := Lock(path, Daemon)
 	if err != nil {
 		t.Fatalf("Lock after the holder exited: %v", err)
 	}
@@ -126,7 +138,7 @@ func TestLockFollowsFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "state")
 			path := filepath.Join(dir, "hookd.db")
-			lock, err := Lock(path)
+			lock, err := Lock(path, Daemon)
 			mustRun(t, err)
 			defer lock.Unlock()
 			d, err := Open(path)
@@ -147,7 +159,7 @@ func TestLockFollowsFile(t *testing.T) {
 			// A second daemon can now take a lock at the same path: that
 			// is why the first must stop.
 			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-				second, err := Lock(path)
+				second, err := Lock(path, Daemon)
 				mustRun(t, err)
 				mustRun(t, second.Unlock())
 			}
@@ -192,7 +204,7 @@ func TestLockLeftToAChild(t *testing.T) {
 	release := hold()
 	got := make(chan error, 1)
 	go func() {
-		lock, err := Lock(path)
+		lock, err := Lock(path, Daemon)
 		if err == nil {
 			err = lock.Unlock()
 		}
@@ -208,12 +220,114 @@ func TestLockLeftToAChild(t *testing.T) {
 	orphanWait = 200 * time.Millisecond
 	release = hold()
 	defer release()
-	_, err := Lock(path)
+	_, err := Lock(path, Daemon)
 	var le *LockError
 	if !errors.As(err, &le) || !le.Gone || le.PID != deadPID {
 		t.Fatalf("Lock while a child holds it: %v (%+v), want a LockError naming the exited pid", err, le)
 	}
 	if !strings.Contains(err.Error(), "which has exited") {
 		t.Errorf("error %q does not say the holder exited", err)
+	}
+}
+
+// TestLockHolderRecorded: the lock file names the command holding it, a
+// file of an older hookd (a pid alone) is read as before (holder unknown,
+// not to be waited for), and an older hookd, which reads the first 32
+// bytes as the pid, still reads the pid of a file this one wrote.
+func TestLockHolderRecorded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hookd.db")
+	lock, err := Lock(path, "fire")
+	mustRun(t, err)
+	_, err = Lock(path, Daemon)
+	var le *LockError
+	if !errors.As(err, &le) || le.Holder != "fire" || le.PID != os.Getpid() || !le.Transient() {
+		t.Fatalf("Lock while `fire` holds it: %v (%+v), want a transient LockError of fire", err, le)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("(hookd fire, pid %d)", os.Getpid())) {
+		t.Errorf("error %q does not name the command and pid", err)
+	}
+	// What an older hookd reads: the first 32 bytes, trimmed.
+	b, err := os.ReadFile(path + ".lock")
+	mustRun(t, err)
+	if len(b) < 32 || strings.TrimSpace(string(b[:32])) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("an older hookd would not read the pid from %q", b)
+	}
+	mustRun(t, lock.Unlock())
+
+	// A lock file written by an older hookd: the pid alone.
+	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	mustRun(t, err)
+	defer f.Close()
+	mustRun(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	mustRun(t, f.Truncate(0))
+	_, err = f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
+	mustRun(t, err)
+	_, err = Lock(path, Daemon)
+	if !errors.As(err, &le) || le.Holder != "" || le.PID != os.Getpid() || le.Transient() {
+		t.Fatalf("Lock while an older hookd holds it: %v (%+v), want a LockError of unknown holder", err, le)
+	}
+	want := fmt.Sprintf("database %s is in use by another hookd (pid %d); stop it first or use --db", path, os.Getpid())
+	if err.Error() != want {
+		t.Errorf("error:\n got %s\nwant %s", err, want)
+	}
+	// Nor is a holder that is not a command's name believed.
+	mustRun(t, f.Truncate(0))
+	_, err = f.WriteAt([]byte(fmt.Sprintf("%d\nfire; rm -rf /\n", os.Getpid())), 0)
+	mustRun(t, err)
+	_, err = Lock(path, Daemon)
+	if !errors.As(err, &le) || le.Holder != "" || le.Transient() {
+		t.Fatalf("Lock with a garbled holder: %v (%+v), want a LockError of unknown holder", err, le)
+	}
+}
+
+// TestLockWait: a daemon starting waits for a command (another process)
+// holding the lock and takes it once the command exits; it does not wait
+// for another daemon, and stops waiting when its context ends.
+func TestLockWait(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hookd.db")
+
+	cmd, stdin := lockHelper(t, path, "emit")
+	waiting := make(chan *LockError, 10)
+	got := make(chan error, 1)
+	go func() {
+		lock, err := LockWait(context.Background(), path, Daemon, func(le *LockError) { waiting <- le })
+		if err == nil {
+			err = lock.Unlock()
+		}
+		got <- err
+	}()
+	select {
+	case le := <-waiting:
+		if le.PID != cmd.Process.Pid || le.Holder != "emit" {
+			t.Errorf("waiting for %+v, want emit pid %d", le, cmd.Process.Pid)
+		}
+	case err := <-got:
+		t.Fatalf("LockWait returned while the command held the lock: %v", err)
+	}
+	stdin.Close()
+	mustRun(t, cmd.Wait())
+	if err := <-got; err != nil {
+		t.Fatalf("LockWait after the command exited: %v", err)
+	}
+	if len(waiting) != 0 {
+		t.Errorf("waiting called again for the same holder: %+v", <-waiting)
+	}
+
+	// Another daemon: refused at once, waiting not called.
+	cmd, stdin = lockHelper(t, path, Daemon)
+	_, err := LockWait(context.Background(), path, Daemon, func(le *LockError) { t.Errorf("waiting for a daemon: %+v", le) })
+	var le *LockError
+	if !errors.As(err, &le) || le.PID != cmd.Process.Pid || le.Holder != Daemon {
+		t.Fatalf("LockWait while a daemon holds it: %v, want its LockError", err)
+	}
+	stdin.Close()
+	mustRun(t, cmd.Wait())
+
+	// A signal while waiting (the context ends): an error, no lock.
+	lockHelper(t, path, "fire")
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = LockWait(ctx, path, Daemon, func(*LockError) { cancel() })
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "stopped waiting for hookd fire") {
+		t.Fatalf("LockWait cancelled: %v, want context.Canceled naming the command", err)
 	}
 }

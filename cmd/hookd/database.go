@@ -48,19 +48,26 @@ type daemonLock interface {
 // dbTimeout bounds connecting to PostgreSQL and taking its lock.
 const dbTimeout = 30 * time.Second
 
-// lockAndOpen takes the database's daemon lock and opens the store. sqlite
-// is the SQLite store when that is the store (its own features: vacuum,
-// retention, file checks), nil on PostgreSQL. On PostgreSQL a node of a
-// cluster (node set: `hookd serve`) takes its node lock, which any number
-// of nodes of different names hold at once; anything else (node "", an
-// offline command) takes the database alone.
-func lockAndOpen(d *config.Daemon, node string) (st daemonStore, sqlite *store.DB, lock daemonLock, err error) {
+// lockAndOpen takes the database's daemon lock for the command holder
+// (store.Daemon for `hookd serve`, else the command's name, recorded in
+// a SQLite lock file) and opens the store. sqlite is the SQLite store
+// when that is the store (its own features: vacuum, retention, file
+// checks), nil on PostgreSQL. On PostgreSQL a node of a cluster (node
+// set: `hookd serve`) takes its node lock, which any number of nodes of
+// different names hold at once; anything else (node "", an offline
+// command) takes the database alone.
+//
+// With waiting set (`hookd serve`), a lock held by a hookd command run
+// without a daemon is waited for, until ctx ends; waiting is called when
+// the wait begins (store.LockWait). Without it, a held lock is an error at
+// once.
+func lockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, waiting func(*store.LockError)) (st daemonStore, sqlite *store.DB, lock daemonLock, err error) {
 	if d.Database != "" {
 		// The node's own state (its socket) stays in the directory of db.
 		if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
 			return nil, nil, nil, fmt.Errorf("create state directory: %w", err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
+		ctx, cancel := context.WithTimeout(ctx, dbTimeout)
 		defer cancel()
 		pl, err := lockWaiting(ctx, func(ctx context.Context) (*postgres.DaemonLock, error) {
 			if node != "" {
@@ -78,7 +85,12 @@ func lockAndOpen(d *config.Daemon, node string) (st daemonStore, sqlite *store.D
 		}
 		return db, nil, pl, nil
 	}
-	sl, err := store.Lock(d.DB)
+	var sl *store.DaemonLock
+	if waiting != nil {
+		sl, err = store.LockWait(ctx, d.DB, holder, waiting)
+	} else {
+		sl, err = store.Lock(d.DB, holder)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}

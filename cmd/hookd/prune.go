@@ -214,7 +214,7 @@ func (c *cli) pruneLocal(ctx context.Context, d *config.Daemon, dryRun bool) (*p
 	if _, err := os.Stat(d.DB); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no database at %s: nothing to prune", d.DB)
 	}
-	lock, err := store.Lock(d.DB)
+	lock, err := store.Lock(d.DB, c.name)
 	if err != nil {
 		if errors.Is(err, engine.ErrLocked) {
 			return nil, fmt.Errorf("%w; its socket %s does not answer", err, socketPath(d.DB))

@@ -583,7 +583,7 @@ func setPaused(c *cli, args []string, paused bool) int {
 	if !found {
 		return c.errorf("no hook named %q", name)
 	}
-	db, _, lock, err := lockAndOpen(d, "")
+	db, _, lock, err := lockAndOpen(ctx, d, c.name, "", nil)
 	if err != nil {
 		return c.errorf("%v", err)
 	}

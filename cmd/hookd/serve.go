@@ -49,7 +49,21 @@ func cmdServe(c *cli, args []string) int {
 		}
 	}
 
-	l, err := c.newLocal(d, log, false)
+	// SIGINT or SIGTERM while waiting for the lock held by a hookd command
+	// (newLocal) stops the wait, and hookd exits 0: nothing had started.
+	startCtx, stopStartSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	l, err := c.newLocal(startCtx, d, log, false)
+	stopStartSignals()
+	// The cause is context.Canceled itself unless a signal came first (a
+	// signal's cause is another error, which errors.Is reads as Canceled).
+	if cause := context.Cause(startCtx); cause != context.Canceled {
+		// A signal during start-up: stop before anything runs.
+		if err == nil {
+			l.close()
+		}
+		log.Info("hookd stopped before it started", "signal", cause.Error())
+		return exitOK
+	}
 	if err != nil {
 		if errors.Is(err, engine.ErrLocked) {
 			return c.errorf("%v", err)

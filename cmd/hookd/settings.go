@@ -178,7 +178,7 @@ type local struct {
 // builds and starts an engine. manual engines fire only what they are
 // told to.
 func (c *cli) openLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
-	l, err := c.newLocal(d, log, manual)
+	l, err := c.newLocal(context.Background(), d, log, manual)
 	if err != nil {
 		return nil, err
 	}
@@ -228,8 +228,11 @@ func raiseGCPercent(p int) (restore func(), raised bool) {
 }
 
 // newLocal is openLocal without starting the engine, so that observers
-// can subscribe before the first event.
-func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
+// can subscribe before the first event. A daemon (not manual) waits for a
+// SQLite lock held by a hookd command run without a daemon (a `hookd
+// fire` or `hookd emit` of a script while the daemon restarts), logging
+// what it waits for, until ctx ends; a manual engine does not wait.
+func (c *cli) newLocal(ctx context.Context, d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
 	// hookd serve on PostgreSQL is a node of a cluster (docs/cluster.md).
 	node := ""
 	if d.Database != "" && !manual {
@@ -255,7 +258,18 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		r.hooks, r.hs, r.errs, r.err = c.loadAll(d)
 		loadDone <- r
 	}()
-	st, sqlite, lock, err := lockAndOpen(d, node)
+	holder, waiting, waited := c.name, func(*store.LockError) {}, false
+	if manual {
+		waiting = nil
+	} else {
+		holder = store.Daemon
+		waiting = func(le *store.LockError) {
+			waited = true
+			log.Warn("database locked by a hookd command run without a daemon: waiting for it to end",
+				"command", "hookd "+le.Holder, "pid", le.PID, "db", d.DB)
+		}
+	}
+	st, sqlite, lock, err := lockAndOpen(ctx, d, holder, node, waiting)
 	if err != nil {
 		return nil, err
 	}
@@ -271,6 +285,10 @@ func (c *cli) newLocal(d *config.Daemon, log *slog.Logger, manual bool) (*local,
 		cluster = l.member
 	}
 	r := <-loadDone
+	if waited {
+		// hooks.d was loaded before the wait: load what it holds now.
+		r.hooks, r.hs, r.errs, r.err = c.loadAll(d)
+	}
 	gcDone()
 	hooks, hs, errs, err := r.hooks, r.hs, r.errs, r.err
 	if err != nil {

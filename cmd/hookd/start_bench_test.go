@@ -56,7 +56,7 @@ func BenchmarkServeStart(b *testing.B) {
 		}
 		cpu0 := selfCPU(b)
 		start := time.Now()
-		l, err := c.newLocal(d, log, false)
+		l, err := c.newLocal(context.Background(), d, log, false)
 		if err != nil {
 			b.Fatal(err)
 		}
