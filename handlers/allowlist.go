@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -27,11 +28,23 @@ type allowEntry struct {
 	wild  []bool
 }
 
-// runners run another program or code given in their arguments; an
-// entry that gives one of them a wildcard argument would allow anything.
+// runners run another program, or code, given in their arguments or
+// read on their standard input: an entry that gives one of them a
+// wildcard argument would allow anything, and so would a call that
+// feeds one of them standard input (sqlite3's .shell, sh -s, an
+// interpreter with no script, a wrapper passing its input on). Shells,
+// interpreters and wrappers first, then programs with a command
+// language of their own (database shells, editors, calculators,
+// debuggers, schedulers: the shell steps' list, steps/codeprog.go).
 var runners = []string{"sh", "bash", "dash", "zsh", "ksh", "fish", "busybox", "env", "xargs", "sudo", "su", "doas",
 	"nice", "nohup", "timeout", "exec", "eval", "command", "python", "python3", "perl", "ruby", "node", "php", "lua",
-	"awk", "gawk", "ssh", "npx"}
+	"awk", "gawk", "ssh", "npx",
+	"sqlite3", "psql", "mysql", "mariadb", "ed", "ex", "vi", "vim", "nvim", "view", "vimdiff", "dc", "m4",
+	"gdb", "lldb", "at", "batch", "crontab", "parallel", "make", "gmake", "bmake"}
+
+// runner reports whether the program prog (as an entry or a call names
+// it, a path or not) is one of the runners.
+func runner(prog string) bool { return slices.Contains(runners, path.Base(prog)) }
 
 // ParseAllowlist parses the entries of an allowlist. A bad entry is an
 // error naming it.
@@ -72,7 +85,7 @@ func parseEntry(parser *syntax.Parser, text string) (allowEntry, error) {
 		}
 		e.words, e.wild = append(e.words, word), append(e.wild, wild)
 	}
-	if slices.Contains(e.wild, true) && slices.Contains(runners, e.words[0]) {
+	if slices.Contains(e.wild, true) && runner(e.words[0]) {
 		return e, fmt.Errorf("%s runs what its arguments say: list its exact command lines, without *", e.words[0])
 	}
 	return e, nil
@@ -117,6 +130,18 @@ func literal(w *syntax.Word) (string, bool, error) {
 // Allows reports whether argv is one of the allowed commands.
 func (a *Allowlist) Allows(argv []string) bool {
 	return slices.ContainsFunc(a.entries, func(e allowEntry) bool { return e.matches(argv) })
+}
+
+// StdinRefused says why a call of argv that is given standard input is
+// refused, or "" when it is not: the entries say what the arguments
+// may be, not what a runner reads on its standard input, which it may
+// run as code (sqlite3 runs .shell, sh -s its script), so a runner gets
+// none.
+func StdinRefused(argv []string) string {
+	if len(argv) == 0 || !runner(argv[0]) {
+		return ""
+	}
+	return fmt.Sprintf("%s may run what it reads on standard input as code, so the guard does not let a call give it any; call it without stdin", path.Base(argv[0]))
 }
 
 func (e *allowEntry) matches(argv []string) bool {

@@ -71,3 +71,23 @@ func TestAllowlistEntryErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRunnersByPathAndStdin checks the runners rules: a runner named by
+// a path is a runner (an entry `/usr/bin/python3 *` would allow any
+// code), the programs with a command language are runners, and a
+// runner is refused standard input, which it may run.
+func TestRunnersByPathAndStdin(t *testing.T) {
+	for _, entry := range []string{"/usr/bin/python3 *", "/bin/sh *", "sqlite3 data.db *", "ed *"} {
+		if _, err := ParseAllowlist([]string{entry}); err == nil || !strings.Contains(err.Error(), "runs what its arguments say") {
+			t.Errorf("%q: %v; want it refused", entry, err)
+		}
+	}
+	for argv, refused := range map[string]bool{
+		"sh -s": true, "/bin/bash": true, "sqlite3 -readonly data.db": true, "timeout 5 cat": true,
+		"python3 tools/report.py": true, "wc -l": false, "jq .": false,
+	} {
+		if got := StdinRefused(strings.Fields(argv)) != ""; got != refused {
+			t.Errorf("StdinRefused(%s) = %v; want %v", argv, got, refused)
+		}
+	}
+}

@@ -56,7 +56,8 @@ func cmdGuard(c *cli, args []string) int {
 		return exitOK // not a command: another handler's business
 	}
 	var call struct {
-		Argv []string `json:"argv"`
+		Argv  []string `json:"argv"`
+		Stdin string   `json:"stdin"`
 	}
 	if err := json.Unmarshal(in.ToolInput, &call); err != nil {
 		fmt.Fprintf(c.stderr, "run_command arguments the guard cannot read: %v\n", err)
@@ -64,6 +65,10 @@ func cmdGuard(c *cli, args []string) int {
 	}
 	if !list.Allows(call.Argv) {
 		fmt.Fprintf(c.stderr, "command not allowed: %s; the allowed commands are: %s\n", quoteArgv(call.Argv), strings.Join(list.Entries(), "; "))
+		return exitDeny
+	}
+	if why := handlers.StdinRefused(call.Argv); why != "" && call.Stdin != "" {
+		fmt.Fprintf(c.stderr, "standard input not allowed: %s\n", why)
 		return exitDeny
 	}
 	return exitOK
