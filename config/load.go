@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -86,13 +88,13 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 		}
 	}
 	opts.broad = new(sync.Map)
-	var files []string
+	var files []dirFile
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || !slices.Contains(hookExts, filepath.Ext(name)) || e.IsDir() {
 			continue
 		}
-		files = append(files, name)
+		files = append(files, dirFile{name, e.Type().IsRegular()})
 	}
 	// The files are read and parsed in parallel, one worker a CPU; the
 	// results are then taken in name order, so names, errors and the
@@ -104,7 +106,7 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 		wg.Go(func() {
 			fast := new(fastYAML) // the worker's parser: its nodes are reused file after file
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				results[i] = loadFile(hd, files[i], opts, fast)
+				results[i] = loadFile(hd, files[i].name, files[i].regular, opts, fast)
 				if r := &results[i]; r.hook != nil {
 					r.name, r.file = r.hook.Name, r.hook.Source.File
 					if !keep {
@@ -161,6 +163,13 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 	return hooks, names, handlers, errs
 }
 
+// dirFile is a hook file named in a hooks directory, and whether its
+// entry is a regular file (not a symbolic link nor anything else).
+type dirFile struct {
+	name    string
+	regular bool
+}
+
 // loaded is what one file of a hooks directory gave: a hook (with its
 // name, its file and the line that names it; only these when the hook
 // was checked, not kept), a handler, errors, or nothing (not a hook
@@ -187,18 +196,26 @@ const maxPooledBuf = 64 << 10
 var afterStat = func(file string) {}
 
 // loadFile checks, reads and parses the file name in dir, once: the
-// parsed document says whether it is a handler or a hook. fast parses it
-// (nil: a new parser); nothing loaded keeps a node of the parsed tree,
-// so fast's next parse may reuse them.
-func loadFile(dir *hookDir, name string, opts Options, fast *fastYAML) loaded {
+// parsed document says whether it is a handler or a hook. regular says
+// that the directory's entry was a regular file when it was read. fast
+// parses it (nil: a new parser); nothing loaded keeps a node of the
+// parsed tree, so fast's next parse may reuse them.
+func loadFile(dir *hookDir, name string, regular bool, opts Options, fast *fastYAML) loaded {
 	file := filepath.Join(dir.path, name)
-	// The stat skips what is not a regular file without opening it (a
-	// FIFO, a device); the checks are of the open file's own stat.
-	if st, err := dir.stat(name); err != nil || !st.regular { // a symlink is followed
-		return loaded{} // not a hook file
+	// What is not a regular file is skipped without being opened (a
+	// FIFO, a device): the entry's type says so, or for a symbolic link
+	// a stat, which follows it. The checks are of the open file's own
+	// stat, whatever the name is by then.
+	if !regular {
+		if st, err := dir.stat(name); err != nil || !st.regular { // a symlink is followed
+			return loaded{} // not a hook file
+		}
 	}
 	afterStat(file)
 	f, st, err := dir.open(name)
+	if regular && errors.Is(err, fs.ErrNotExist) {
+		return loaded{} // removed since the directory was read, as a failed stat
+	}
 	if err != nil {
 		return loaded{errs: []error{&Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err}}}
 	}

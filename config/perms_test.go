@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -208,4 +209,75 @@ func TestLoadChecksTheFileItReads(t *testing.T) {
 			t.Errorf("loaded hooks %v, errors %v; want the FIFO skipped", hooks, errs)
 		}
 	})
+}
+
+// TestLoadEntryReplaced replaces a hook file that the directory listed
+// as a regular file (whose type the loader takes from the listing,
+// without a stat) between the listing and the open: by a FIFO, which is
+// skipped without waiting for a writer, and by nothing (removed), which
+// is skipped as a file that is not there.
+func TestLoadEntryReplaced(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		put  func(file string) error
+	}{
+		{"FIFO", func(file string) error {
+			if err := os.Remove(file); err != nil {
+				return err
+			}
+			return syscall.Mkfifo(file, 0o644)
+		}},
+		{"removed", os.Remove},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "hooks.d")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"a", "b"} {
+				if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte("prompt: hi\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			swapped := false
+			afterStat = func(file string) {
+				if filepath.Base(file) == "a.yaml" && !swapped {
+					swapped = true
+					if err := tc.put(file); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			defer func() { afterStat = func(string) {} }()
+			type result struct {
+				hooks []string
+				errs  []error
+			}
+			done := make(chan result, 1)
+			go func() {
+				hooks, errs := LoadDir(dir, Options{})
+				var names []string
+				for _, h := range hooks {
+					names = append(names, h.Name)
+				}
+				done <- result{names, errs}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(2 * time.Minute):
+				if w, err := os.OpenFile(filepath.Join(dir, "a.yaml"), os.O_WRONLY, 0); err == nil {
+					w.Close()
+				}
+				<-done
+				t.Fatal("loading waited on the FIFO put in the hook file's place")
+			}
+			if !swapped {
+				t.Fatal("the file was never replaced")
+			}
+			if len(r.errs) != 0 || !slices.Equal(r.hooks, []string{"b"}) {
+				t.Errorf("loaded hooks %v, errors %v; want b alone, no error", r.hooks, r.errs)
+			}
+		})
+	}
 }
