@@ -35,6 +35,7 @@ type Decoder struct {
 	known  []string // keys handled around this mapping, for suggestions
 	used   bool
 	budget *int // nodes left to visit in the file
+	sc     *scratch
 }
 
 var _ engine.Decoder = (*Decoder)(nil)
@@ -62,7 +63,8 @@ func (d *Decoder) Decode(v any) error {
 		return &Error{File: d.file, Line: d.line, Field: d.path,
 			Msg: fmt.Sprintf("config: Decode needs a non-nil pointer, got %T", v)}
 	}
-	s := &state{file: d.file, budget: d.budget, extra: d.known, extraPath: d.path}
+	s := &state{file: d.file, budget: d.budget, extra: d.known, extraPath: d.path, sc: d.sc}
+	s.active = s.activeBuf[:0]
 	if d.node == nil {
 		// Nothing to decode, but a struct still accepts an empty mapping.
 		return nil

@@ -82,7 +82,7 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	h := &engine.Hook{
 		Enabled: true,
 		Overlap: engine.OverlapSkip,
-		Source:  engine.Source{File: s.file, Line: top.Line, Version: hex.EncodeToString(sum[:])[:12]},
+		Source:  engine.Source{File: s.file, Line: top.Line, Version: hex.EncodeToString(sum[:6])}, // 12 hex digits
 	}
 	if len(top.Content) > 0 {
 		h.Source.Line = top.Content[0].Line

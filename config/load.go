@@ -104,9 +104,9 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(files)) {
 		wg.Go(func() {
-			fast := new(fastYAML) // the worker's parser: its nodes are reused file after file
+			sc := new(scratch) // the worker's: reused file after file
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				results[i] = loadFile(hd, files[i].name, files[i].regular, opts, fast)
+				results[i] = loadFile(hd, files[i].name, files[i].regular, opts, sc)
 				if r := &results[i]; r.hook != nil {
 					r.name, r.file = r.hook.Name, r.hook.Source.File
 					if !keep {
@@ -198,9 +198,8 @@ var afterStat = func(file string) {}
 // loadFile checks, reads and parses the file name in dir, once: the
 // parsed document says whether it is a handler or a hook. regular says
 // that the directory's entry was a regular file when it was read. fast
-// parses it (nil: a new parser); nothing loaded keeps a node of the
-// parsed tree, so fast's next parse may reuse them.
-func loadFile(dir *hookDir, name string, regular bool, opts Options, fast *fastYAML) loaded {
+// memory sc holds for the loader's next file (nil: none kept).
+func loadFile(dir *hookDir, name string, regular bool, opts Options, sc *scratch) loaded {
 	file := filepath.Join(dir.path, name)
 	// What is not a regular file is skipped without being opened (a
 	// FIFO, a device): the entry's type says so, or for a symbolic link
@@ -242,7 +241,7 @@ func loadFile(dir *hookDir, name string, regular bool, opts Options, fast *fastY
 	}
 	opts.DefaultName = strings.TrimSuffix(name, filepath.Ext(name))
 	s := newState(file)
-	s.fast = fast
+	s.sc = sc.reset()
 	top := s.parseDoc(data, false)
 	var r loaded
 	switch {

@@ -22,6 +22,53 @@ const (
 	maxErrors   = 50      // errors reported per file
 )
 
+// scratch is memory that a loader's worker keeps from file to file for
+// what decoding a file needs only while it decodes it: the parser's
+// nodes, and the key-value pairs of its mappings. Nothing loaded refers
+// to it.
+type scratch struct {
+	fast      fastYAML
+	pairArena []pair // pairs takes from its spare capacity
+}
+
+// reset makes sc's memory ready for the next file and returns sc.
+func (sc *scratch) reset() *scratch {
+	if sc != nil {
+		clear(sc.pairArena)
+		sc.pairArena = sc.pairArena[:0]
+	}
+	return sc
+}
+
+// pairs returns an empty slice with room for n pairs, from sc's arena
+// when sc is set. Appending past n allocates.
+func (sc *scratch) pairs(n int) []pair {
+	if sc == nil {
+		return make([]pair, 0, n)
+	}
+	a := sc.pairArena
+	if cap(a)-len(a) < n {
+		// A new array; the slices taken from the old one stay valid.
+		a = make([]pair, 0, max(n, 2*cap(a), 64))
+	}
+	l := len(a)
+	sc.pairArena = a[:l+n]
+	return a[l : l : l+n]
+}
+
+// mapping returns an empty mapping node at n's position with room for
+// the key-value pairs of n, from sc's slabs when sc is set.
+func (sc *scratch) mapping(n *yaml.Node) *yaml.Node {
+	if sc == nil {
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column,
+			Content: make([]*yaml.Node, 0, len(n.Content))}
+	}
+	m := &sc.fast.nodes.take(1, 16)[0]
+	m.Kind, m.Tag, m.Line, m.Column = yaml.MappingNode, "!!map", n.Line, n.Column
+	m.Content = sc.fast.ptrs.take(len(n.Content), 64)[:0]
+	return m
+}
+
 // state collects the errors of one file while its nodes are decoded.
 type state struct {
 	file     string
@@ -31,9 +78,12 @@ type state struct {
 	active   []*yaml.Node // nodes being decoded (at most maxDepth), to stop alias cycles
 	overflow bool
 
-	// fast, when set, parses the file (parseDoc) with its slabs kept
-	// from the loader's previous file: see fastYAML.parse.
-	fast *fastYAML
+	ownBudget int           // what budget points to, but in a Decoder's state
+	activeBuf [8]*yaml.Node // active's first array: most files nest less
+
+	// sc, when set, is memory kept from the loader's previous file for
+	// what decoding needs only while it decodes this one.
+	sc *scratch
 
 	// extra lists keys that the mapping at extraPath also accepts,
 	// besides the fields of the struct decoded there (suggestions only).
@@ -42,8 +92,9 @@ type state struct {
 }
 
 func newState(file string) *state {
-	budget := maxNodes
-	return &state{file: file, budget: &budget}
+	s := &state{file: file, ownBudget: maxNodes}
+	s.budget, s.active = &s.ownBudget, s.activeBuf[:0]
+	return s
 }
 
 func (s *state) add(line int, path, msg string) {
@@ -215,7 +266,7 @@ type pair struct {
 // explicit keys win over merged ones, earlier merges over later ones. A
 // key given twice or a key that is not a scalar is reported.
 func (s *state) pairs(n *yaml.Node, path string) []pair {
-	out := make([]pair, 0, len(n.Content)/2)
+	out := s.sc.pairs(len(n.Content) / 2)
 	var merges []pair
 	// seen finds a key already taken: by a search of out while it is
 	// short (most mappings are), by a map past that.
@@ -303,9 +354,9 @@ func (s *state) parseDoc(data []byte, allowEmpty bool) *yaml.Node {
 		// raw tabs are invalid JSON anyway) they are only whitespace.
 		data = bytes.ReplaceAll(data, []byte("\t"), []byte(" "))
 	}
-	fast := s.fast
-	if fast == nil {
-		fast = new(fastYAML)
+	fast := new(fastYAML)
+	if s.sc != nil {
+		fast = &s.sc.fast
 	}
 	if top, ok := fast.parse(data); ok {
 		return top // the subset hook files use; yaml.v3's tree, faster

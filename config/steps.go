@@ -33,7 +33,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		runIfNode *yaml.Node
 		runIf     string
 	}
-	var todo []pending
+	todo := make([]pending, 0, len(n.Content))
 	names := map[string]int{} // step name -> line
 	for i, item := range n.Content {
 		item = resolve(item)
@@ -47,7 +47,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		if !s.enter(item, p) {
 			return
 		}
-		rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: item.Line, Column: item.Column}
+		rest := s.sc.mapping(item) // the kind's keys, taken from item
 		var typeNode, ifNode, allowNode, runIfNode *yaml.Node
 		var runIf string
 		for _, kv := range s.pairs(item, p) {
@@ -139,7 +139,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		if t.kind == nil {
 			continue
 		}
-		dec := &Decoder{file: s.file, path: t.path, node: t.rest, line: t.def.Line, known: stepKeys, budget: s.budget}
+		dec := &Decoder{file: s.file, path: t.path, node: t.rest, line: t.def.Line, known: stepKeys, budget: s.budget, sc: s.sc}
 		step, err := t.kind.New(t.def, dec)
 		switch {
 		case err != nil:
