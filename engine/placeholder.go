@@ -47,6 +47,9 @@ func isLiteralPath(path string) bool { return strings.HasPrefix(path, `"`) }
 // the text.
 func ParsePlaceholders(s string) ([]Placeholder, error) {
 	var out []Placeholder
+	if k := strings.Count(s, "{{"); k > 0 {
+		out = make([]Placeholder, 0, k) // most "{{" open one
+	}
 	for i := 0; ; {
 		j := strings.Index(s[i:], "{{")
 		if j < 0 {
