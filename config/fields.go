@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"regexp"
 	"slices"
 	"time"
 
@@ -141,9 +140,46 @@ func written(n *yaml.Node, v any) string {
 	return fmt.Sprint(v)
 }
 
-// Identifiers.
+// Identifiers: ^[A-Za-z0-9_.-]+$, ^[A-Za-z0-9_-]+$ and
+// ^[A-Za-z_][A-Za-z0-9_]*$ (TestNameSyntax holds them to these regexps).
 var (
-	hookName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	stepName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	hookName = newNameSyntax(alnum+"_.-", alnum+"_.-")
+	stepName = newNameSyntax(alnum+"_-", alnum+"_-")
+	envName  = newNameSyntax(letters+"_", alnum+"_")
 )
+
+const (
+	letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	alnum   = letters + "0123456789"
+)
+
+// A nameSyntax is a kind of identifier: a non-empty string of ASCII
+// characters of a set, the first of a set of its own. Loading checks a
+// few names a file; a table is a fraction of a regexp's time.
+type nameSyntax struct {
+	first, rest [256]bool
+}
+
+func newNameSyntax(first, rest string) *nameSyntax {
+	n := new(nameSyntax)
+	for i := range len(first) {
+		n.first[first[i]] = true
+	}
+	for i := range len(rest) {
+		n.rest[rest[i]] = true
+	}
+	return n
+}
+
+// MatchString reports whether s is such a name.
+func (n *nameSyntax) MatchString(s string) bool {
+	if s == "" || !n.first[s[0]] {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !n.rest[s[i]] {
+			return false
+		}
+	}
+	return true
+}
