@@ -63,8 +63,8 @@ func (d *Decoder) Decode(v any) error {
 		return &Error{File: d.file, Line: d.line, Field: d.path,
 			Msg: fmt.Sprintf("config: Decode needs a non-nil pointer, got %T", v)}
 	}
-	s := &state{file: d.file, budget: d.budget, extra: d.known, extraPath: d.path, sc: d.sc}
-	s.active = s.activeBuf[:0]
+	s := d.sc.newState(d.file)
+	s.budget, s.extra, s.extraPath = d.budget, d.known, d.path
 	if d.node == nil {
 		// Nothing to decode, but a struct still accepts an empty mapping.
 		return nil

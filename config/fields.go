@@ -24,7 +24,8 @@ type fields struct {
 // fields indexes mapping n. Keys other than known and the aliases'
 // names are reported with a suggestion; aliases maps alias -> canonical.
 func (s *state) fields(n *yaml.Node, path string, known []string, aliases map[string]string) *fields {
-	f := &fields{s: s, path: path, node: n}
+	f := s.sc.newFields()
+	f.s, f.path, f.node = s, path, n
 	if n.Kind != yaml.MappingNode {
 		s.errorf(n, path, "expected a mapping, got %s", describe(n))
 		return f

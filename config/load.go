@@ -240,8 +240,7 @@ func loadFile(dir *hookDir, name string, regular bool, opts Options, sc *scratch
 		return loaded{errs: []error{&Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err}}}
 	}
 	opts.DefaultName = strings.TrimSuffix(name, filepath.Ext(name))
-	s := newState(file)
-	s.sc = sc.reset()
+	s := sc.reset().newState(file)
 	top := s.parseDoc(data, false)
 	var r loaded
 	switch {

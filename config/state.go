@@ -29,6 +29,10 @@ const (
 type scratch struct {
 	fast      fastYAML
 	pairArena []pair // pairs takes from its spare capacity
+	states    slab[state]
+	fields    slab[fields]
+	decoders  slab[Decoder]
+	segs      slab[pathSeg]
 }
 
 // reset makes sc's memory ready for the next file and returns sc.
@@ -36,8 +40,48 @@ func (sc *scratch) reset() *scratch {
 	if sc != nil {
 		clear(sc.pairArena)
 		sc.pairArena = sc.pairArena[:0]
+		sc.states.reset()
+		sc.fields.reset()
+		sc.decoders.reset()
+		sc.segs.reset()
 	}
 	return sc
+}
+
+// newState returns a new state for file, from sc when sc is set.
+func (sc *scratch) newState(file string) *state {
+	if sc == nil {
+		return newState(file)
+	}
+	s := &sc.states.take(1, 4)[0]
+	s.file, s.ownBudget, s.sc = file, maxNodes, sc
+	s.budget, s.active = &s.ownBudget, s.activeBuf[:0]
+	return s
+}
+
+// newFields returns a zero fields, from sc when sc is set.
+func (sc *scratch) newFields() *fields {
+	if sc == nil {
+		return new(fields)
+	}
+	return &sc.fields.take(1, 16)[0]
+}
+
+// newDecoder returns a zero Decoder, from sc when sc is set.
+func (sc *scratch) newDecoder() *Decoder {
+	if sc == nil {
+		return new(Decoder)
+	}
+	return &sc.decoders.take(1, 4)[0]
+}
+
+// pathSegs returns an empty slice with room for n path segments, from
+// sc when sc is set.
+func (sc *scratch) pathSegs(n int) []pathSeg {
+	if sc == nil {
+		return make([]pathSeg, 0, n)
+	}
+	return sc.segs.take(n, 4*n)[:0]
 }
 
 // pairs returns an empty slice with room for n pairs, from sc's arena

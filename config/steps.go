@@ -33,7 +33,8 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		runIfNode *yaml.Node
 		runIf     string
 	}
-	todo := make([]pending, 0, len(n.Content))
+	var todoBuf [4]pending // most hooks have a few steps
+	todo := todoBuf[:0]
 	names := map[string]int{} // step name -> line
 	for i, item := range n.Content {
 		item = resolve(item)
@@ -139,7 +140,8 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		if t.kind == nil {
 			continue
 		}
-		dec := &Decoder{file: s.file, path: t.path, node: t.rest, line: t.def.Line, known: stepKeys, budget: s.budget, sc: s.sc}
+		dec := s.sc.newDecoder()
+		*dec = Decoder{file: s.file, path: t.path, node: t.rest, line: t.def.Line, known: stepKeys, budget: s.budget, sc: s.sc}
 		step, err := t.kind.New(t.def, dec)
 		switch {
 		case err != nil:
@@ -197,7 +199,7 @@ func knownKinds() string {
 // placeholdersIn checks every string inside n, the kind-specific fields
 // of step before, against the hook's steps.
 func (s *state) placeholdersIn(n *yaml.Node, path string, steps []*engine.StepDef, before int) {
-	s.placeholdersBelow(n, lazyPath{root: path, segs: make([]pathSeg, 0, 8)}, steps, before)
+	s.placeholdersBelow(n, lazyPath{root: path, segs: s.sc.pathSegs(8)}, steps, before)
 }
 
 // placeholdersBelow is placeholdersIn with the path of n built only when
