@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"encoding/binary"
 	"strings"
 	"unicode/utf8"
 
@@ -42,15 +44,15 @@ func fastParse(data []byte) (top *yaml.Node, ok bool) {
 // parse with p, or drop p's slabs (p.drop) before it.
 func (p *fastYAML) parse(data []byte) (top *yaml.Node, ok bool) {
 	wide := false
-	lines, commas := 0, 0 // for the size of the slabs
 	for i := 0; i < len(data); {
+		// Eight bytes at a time while none is outside ' '..'~' (most
+		// words hold no line break).
+		if i+8 <= len(data) && !unprintable8(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
+			continue
+		}
 		if c := data[i]; c < 0x80 {
-			switch {
-			case c == '\n':
-				lines++
-			case c == ',':
-				commas++
-			case c == 0x7f || c < 0x20:
+			if c == 0x7f || c < 0x20 && c != '\n' {
 				return nil, false
 			}
 			i++
@@ -70,7 +72,8 @@ func (p *fastYAML) parse(data []byte) (top *yaml.Node, ok bool) {
 	clear(p.stack)
 	*p = fastYAML{src: string(data), lineNo: 1, wide: wide,
 		nodes: p.nodes, ptrs: p.ptrs, stack: p.stack[:0], buf: p.buf[:0]}
-	p.chunk = 2*lines + commas + 8 // a key and a value a line, an item a comma: one slab for most files
+	// A key and a value a line, an item a comma: one slab for most files.
+	p.chunk = 2*bytes.Count(data, newline) + bytes.Count(data, comma) + 8
 	p.nextLine()
 	if p.ind < 0 || p.seqEntry() {
 		return nil, false
@@ -80,6 +83,16 @@ func (p *fastYAML) parse(data []byte) (top *yaml.Node, ok bool) {
 		return nil, false
 	}
 	return top, true
+}
+
+var newline, comma = []byte("\n"), []byte(",")
+
+// unprintable8 reports whether one of the eight bytes of w is outside
+// ' '..'~': below 0x20 (a line break too), 0x7f, or 0x80 and above.
+func unprintable8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	del := w ^ (0x7f * ones) // a zero byte where w has 0x7f
+	return (w|(w-0x20*ones)&^w|(del-ones)&^del)&highs != 0
 }
 
 const (

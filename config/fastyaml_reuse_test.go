@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/binary"
 	"slices"
 	"testing"
 
@@ -94,5 +95,34 @@ func TestDecodedNodeOutlivesParse(t *testing.T) {
 	}
 	if d := nodeDiff("kept", v.Kept.n, want.Content[3]); d != "" {
 		t.Errorf("the node kept by UnmarshalYAML changed with the next parse: %s", d)
+	}
+}
+
+// TestUnprintable8 holds the eight-byte test of fastParse's first scan to
+// the byte-by-byte one, with every byte value at every position among
+// printable neighbours, and with pairs of byte values that may borrow
+// into each other.
+func TestUnprintable8(t *testing.T) {
+	bad := func(c byte) bool { return c < 0x20 || c >= 0x7f }
+	check := func(b [8]byte) {
+		want := false
+		for _, c := range b {
+			want = want || bad(c)
+		}
+		if got := unprintable8(binary.LittleEndian.Uint64(b[:])); got != want {
+			t.Fatalf("unprintable8(%q) = %v, want %v", b[:], got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			b := [8]byte{'a', ' ', '~', '0', 'z', '!', '}', 'M'}
+			b[pos] = byte(c)
+			check(b)
+		}
+	}
+	for c := range 256 {
+		for d := range 256 {
+			check([8]byte{byte(c), byte(d), ' ', ' ', '~', '~', byte(d), byte(c)})
+		}
 	}
 }

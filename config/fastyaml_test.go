@@ -452,7 +452,8 @@ func TestFastYAMLDeclines(t *testing.T) {
 }
 
 // BenchmarkParseHookYAML parses the 10,000 files of BenchmarkLoadHookFiles
-// in turn with fastParse and with yaml.v3 as parseDoc did before it.
+// in turn with fastParse, with one parser reused (as a loader's worker
+// does) and with yaml.v3 as parseDoc did before it.
 //
 //	go test -run '^$' -bench 'BenchmarkParseHookYAML' -benchmem ./config/
 func BenchmarkParseHookYAML(b *testing.B) {
@@ -466,6 +467,17 @@ func BenchmarkParseHookYAML(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			if _, ok := fastParse(files[i%n]); !ok {
+				b.Fatal("declined")
+			}
+			i++
+		}
+	})
+	b.Run("fast-reused", func(b *testing.B) { // as a loader's worker parses
+		b.ReportAllocs()
+		var p fastYAML
+		i := 0
+		for b.Loop() {
+			if _, ok := p.parse(files[i%n]); !ok {
 				b.Fatal("declined")
 			}
 			i++
