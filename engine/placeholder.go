@@ -146,7 +146,7 @@ func checkPath(p string) error {
 	if p == "" {
 		return fmt.Errorf("empty path")
 	}
-	for _, seg := range strings.Split(p, ".") {
+	for seg := range strings.SplitSeq(p, ".") {
 		if seg == "" {
 			return fmt.Errorf("empty path segment")
 		}

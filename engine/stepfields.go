@@ -44,6 +44,9 @@ func checkStepField(kind, field, who string) error {
 	if !ok {
 		return nil
 	}
+	if dk, ok := d.(DeclaredKind); ok && (slices.Contains(CommonFields, field) || slices.Contains(dk.Fields, field)) {
+		return nil // ResultFields holds it, without building that list
+	}
 	fields := d.ResultFields()
 	if slices.Contains(fields, field) {
 		return nil
