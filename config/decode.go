@@ -305,16 +305,49 @@ func (s *state) anyNode(n *yaml.Node, path string) any {
 	case yaml.SequenceNode:
 		out := make([]any, len(n.Content))
 		for i, c := range n.Content {
-			out[i] = s.anyValue(c, index(path, i))
+			if v, done := s.anyLeaf(c, path, pathSeg{index: i}); done {
+				out[i] = v
+			} else {
+				out[i] = s.anyValue(c, index(path, i))
+			}
 		}
 		return out
 	case yaml.MappingNode:
 		out := make(map[string]any, len(n.Content)/2)
 		for _, p := range s.pairs(n, path) {
-			out[p.key] = s.anyValue(p.v, join(path, p.key))
+			if v, done := s.anyLeaf(p.v, path, pathSeg{key: p.k, index: -1}); done {
+				out[p.key] = v
+			} else {
+				out[p.key] = s.anyValue(p.v, join(path, p.key))
+			}
 		}
 		return out
 	}
+	return anyScalar(n)
+}
+
+// anyLeaf is anyValue for the child of a collection at path that seg
+// names, when the child is null or a scalar: it builds the child's path
+// only to report it (a scalar yields no error of its own). It reports
+// false, having done nothing, for a collection.
+func (s *state) anyLeaf(n *yaml.Node, path string, seg pathSeg) (any, bool) {
+	n = resolve(n)
+	if isNull(n) {
+		return nil, true
+	}
+	if n.Kind != yaml.ScalarNode {
+		return nil, false
+	}
+	if r := s.tryEnter(n); r != entered {
+		s.refuse(n, lazyPath{root: path, segs: []pathSeg{seg}}.String(), r)
+		return nil, true
+	}
+	s.leave(n)
+	return anyScalar(n), true
+}
+
+// anyScalar is the plain Go value of scalar n.
+func anyScalar(n *yaml.Node) any {
 	switch n.ShortTag() {
 	case "!!bool":
 		var b bool
