@@ -45,8 +45,8 @@ func fastParse(data []byte) (top *yaml.Node, ok bool) {
 func (p *fastYAML) parse(data []byte) (top *yaml.Node, ok bool) {
 	wide := false
 	for i := 0; i < len(data); {
-		// Eight bytes at a time while none is outside ' '..'~' (most
-		// words hold no line break).
+		// Eight bytes at a time while each is a line break or within
+		// ' '..'~'.
 		if i+8 <= len(data) && !unprintable8(binary.LittleEndian.Uint64(data[i:])) {
 			i += 8
 			continue
@@ -87,12 +87,18 @@ func (p *fastYAML) parse(data []byte) (top *yaml.Node, ok bool) {
 
 var newline, comma = []byte("\n"), []byte(",")
 
-// unprintable8 reports whether one of the eight bytes of w is outside
-// ' '..'~': below 0x20 (a line break too), 0x7f, or 0x80 and above.
+// unprintable8 reports whether one of the eight bytes of w is neither a
+// line break nor within ' '..'~': below 0x20 but '\n', 0x7f, or 0x80 and
+// above. Each byte's test is its own (no carry crosses bytes): the high
+// bit of (b&0x7f)+k is set when b&0x7f >= 0x80-k.
 func unprintable8(w uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	del := w ^ (0x7f * ones) // a zero byte where w has 0x7f
-	return (w|(w-0x20*ones)&^w|(del-ones)&^del)&highs != 0
+	low := w &^ highs
+	control := ^(low + (0x80-0x20)*ones) // high bit: b&0x7f < 0x20
+	nl := low ^ ('\n' * ones)            // zero where b&0x7f is '\n'
+	notNL := nl + 0x7f*ones              // high bit: b&0x7f != '\n'
+	del := low + ones                    // high bit: b&0x7f == 0x7f
+	return (w|control&notNL|del)&highs != 0
 }
 
 const (

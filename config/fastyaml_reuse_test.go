@@ -103,7 +103,7 @@ func TestDecodedNodeOutlivesParse(t *testing.T) {
 // printable neighbours, and with pairs of byte values that may borrow
 // into each other.
 func TestUnprintable8(t *testing.T) {
-	bad := func(c byte) bool { return c < 0x20 || c >= 0x7f }
+	bad := func(c byte) bool { return c < 0x20 && c != '\n' || c >= 0x7f }
 	check := func(b [8]byte) {
 		want := false
 		for _, c := range b {
@@ -115,14 +115,15 @@ func TestUnprintable8(t *testing.T) {
 	}
 	for pos := range 8 {
 		for c := range 256 {
-			b := [8]byte{'a', ' ', '~', '0', 'z', '!', '}', 'M'}
+			b := [8]byte{'a', ' ', '~', '\n', 'z', '!', '}', 'M'}
 			b[pos] = byte(c)
 			check(b)
 		}
 	}
 	for c := range 256 {
 		for d := range 256 {
-			check([8]byte{byte(c), byte(d), ' ', ' ', '~', '~', byte(d), byte(c)})
+			check([8]byte{byte(c), byte(d), ' ', '\n', '~', '~', byte(d), byte(c)})
+			check([8]byte{'\n', byte(c), byte(d), '\n', byte(d), '\n', byte(c), '\n'})
 		}
 	}
 }
