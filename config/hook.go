@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"sync"
 
@@ -259,7 +258,7 @@ func (s *state) writeRoots(f *fields, h *engine.Hook) {
 		}
 		tools := f.get("tools")
 		for i, t := range h.Tools {
-			if ok, _ := path.Match(t, "write_file"); ok && tools != nil && i < len(tools.Content) {
+			if toolMatch(t, "write_file") && tools != nil && i < len(tools.Content) {
 				s.errorf(tools.Content[i], index("tools", i), "%q grants write_file, which needs write_roots: the directories, "+
 					"relative to the workdir, where the model may write (e.g. write_roots: [out]; [] for nowhere)", t)
 			}

@@ -173,10 +173,21 @@ func holdsPowerfulTools(tools []string) bool {
 			return true
 		}
 		for _, p := range powerfulTools {
-			if ok, _ := path.Match(t, p); ok {
+			if toolMatch(t, p) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// toolMatch reports whether the tools: pattern t grants the tool name,
+// as path.Match does: a pattern without *, ?, [ or \ (most are tool
+// names) is compared as it is, without path.Match's scan.
+func toolMatch(t, name string) bool {
+	if !strings.ContainsAny(t, `*?[\`) {
+		return t == name
+	}
+	ok, _ := path.Match(t, name)
+	return ok
 }

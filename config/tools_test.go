@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -90,6 +91,21 @@ func TestToolTargetErrors(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), "accept_from_tools") {
 			t.Errorf("tools: %s: a bad accept_from_tools is not reported: %v", tc.tools, err)
+		}
+	}
+}
+
+// TestToolMatch holds toolMatch to path.Match on patterns with and
+// without its special characters, malformed ones included.
+func TestToolMatch(t *testing.T) {
+	names := []string{"write_file", "read_file", "run_command", "fire_hook", "", "a.b", "write_fil", "write_file2"}
+	patterns := append([]string{"*", "write_*", "*_file", "w?ite_file", "[rw]*", "write_fil[", `write\_file`, `\`, "[", "a.b", "a?b", "", "write_file"}, names...)
+	for _, p := range patterns {
+		for _, n := range names {
+			want, _ := path.Match(p, n)
+			if got := toolMatch(p, n); got != want {
+				t.Errorf("toolMatch(%q, %q) = %v, path.Match says %v", p, n, got, want)
+			}
 		}
 	}
 }
