@@ -127,3 +127,45 @@ func TestUnprintable8(t *testing.T) {
 		}
 	}
 }
+
+// TestPairsOfFastTree checks the shortcut pairs takes for a tree from
+// fastParse (no key to find twice, no merge): on every mapping of every
+// corpus file fastParse takes, it gives what the full search gives, and
+// reports nothing.
+func TestPairsOfFastTree(t *testing.T) {
+	var walk func(n *yaml.Node, f func(*yaml.Node))
+	walk = func(n *yaml.Node, f func(*yaml.Node)) {
+		if n.Kind == yaml.MappingNode {
+			f(n)
+		}
+		for _, c := range n.Content {
+			walk(c, f)
+		}
+	}
+	maps := 0
+	for name, data := range yamlCorpus(t) {
+		sc := new(scratch)
+		sc.reset()
+		s := sc.newState(name)
+		top := s.parseDoc(data, true)
+		if top == nil || !sc.uniqueKeys {
+			continue
+		}
+		walk(top, func(m *yaml.Node) {
+			maps++
+			fast := s.pairs(m, "p")
+			sc.uniqueKeys = false
+			full := s.pairs(m, "p")
+			sc.uniqueKeys = true
+			if !slices.Equal(fast, full) {
+				t.Errorf("%s: mapping at line %d: pairs %v, the full search %v", name, m.Line, fast, full)
+			}
+		})
+		if s.count() > 0 {
+			t.Errorf("%s: %v", name, s.result())
+		}
+	}
+	if maps < 50 {
+		t.Fatalf("only %d mappings checked", maps)
+	}
+}

@@ -33,6 +33,10 @@ type scratch struct {
 	fields    slab[fields]
 	decoders  slab[Decoder]
 	segs      slab[pathSeg]
+
+	// uniqueKeys says that the file's tree is fastParse's: its
+	// mappings' keys are scalars, none repeated, no merge key (<<).
+	uniqueKeys bool
 }
 
 // reset makes sc's memory ready for the next file and returns sc.
@@ -44,6 +48,7 @@ func (sc *scratch) reset() *scratch {
 		sc.fields.reset()
 		sc.decoders.reset()
 		sc.segs.reset()
+		sc.uniqueKeys = false
 	}
 	return sc
 }
@@ -311,6 +316,14 @@ type pair struct {
 // key given twice or a key that is not a scalar is reported.
 func (s *state) pairs(n *yaml.Node, path string) []pair {
 	out := s.sc.pairs(len(n.Content) / 2)
+	if s.sc != nil && s.sc.uniqueKeys {
+		// Nothing to find: every key is a scalar, taken once.
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			out = append(out, pair{k.Value, k, n.Content[i+1]})
+		}
+		return out
+	}
 	var merges []pair
 	// seen finds a key already taken: by a search of out while it is
 	// short (most mappings are), by a map past that.
@@ -403,6 +416,9 @@ func (s *state) parseDoc(data []byte, allowEmpty bool) *yaml.Node {
 		fast = &s.sc.fast
 	}
 	if top, ok := fast.parse(data); ok {
+		if s.sc != nil {
+			s.sc.uniqueKeys = true
+		}
 		return top // the subset hook files use; yaml.v3's tree, faster
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
