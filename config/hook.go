@@ -32,6 +32,8 @@ type Options struct {
 	// broad remembers broadDir's answers during one LoadDir: its hooks
 	// mostly share a workdir (the project root). Nil: not remembered.
 	broad *sync.Map // dir -> string
+	// cleanDir is LoadDir's directory, cleaned (filepath.Clean).
+	cleanDir string
 }
 
 // Canonical hook keys, and the agent-queue names accepted for them.

@@ -88,6 +88,7 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 		}
 	}
 	opts.broad = new(sync.Map)
+	opts.cleanDir = filepath.Clean(dir)
 	var files []dirFile
 	for _, e := range entries {
 		name := e.Name()
@@ -163,6 +164,19 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 	return hooks, names, handlers, errs
 }
 
+// joinName is filepath.Join(dir, name) for dir already cleaned and a
+// name read from it (no separator, not . nor ..), without Join's scan of
+// the whole path.
+func joinName(dir, name string) string {
+	switch dir {
+	case ".":
+		return name
+	case string(filepath.Separator):
+		return dir + name
+	}
+	return dir + string(filepath.Separator) + name
+}
+
 // dirFile is a hook file named in a hooks directory, and whether its
 // entry is a regular file (not a symbolic link nor anything else).
 type dirFile struct {
@@ -200,7 +214,7 @@ var afterStat = func(file string) {}
 // that the directory's entry was a regular file when it was read. fast
 // memory sc holds for the loader's next file (nil: none kept).
 func loadFile(dir *hookDir, name string, regular bool, opts Options, sc *scratch) loaded {
-	file := filepath.Join(dir.path, name)
+	file := joinName(opts.cleanDir, name)
 	// What is not a regular file is skipped without being opened (a
 	// FIFO, a device): the entry's type says so, or for a symbolic link
 	// a stat, which follows it. The checks are of the open file's own

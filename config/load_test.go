@@ -184,3 +184,15 @@ func TestCheckDirKeepsNoHook(t *testing.T) {
 		t.Errorf("CheckDir of %d files keeps %d KB live (LoadDir %d KB): want at most 128 KB and an eighth of LoadDir's", n, checked>>10, loaded>>10)
 	}
 }
+
+// TestJoinName holds joinName to filepath.Join for the directories a
+// loader may be given and the names a directory lists.
+func TestJoinName(t *testing.T) {
+	for _, dir := range []string{".", "./", "/", "//", "hooks.d", "hooks.d/", "./hooks.d", "../x/hooks.d/.", "/a/b/../hooks.d", "a//b", ".."} {
+		for _, name := range []string{"a.yaml", "hook-00001.yml", "x y.json", "..a.yaml", "a..yaml"} {
+			if got, want := joinName(filepath.Clean(dir), name), filepath.Join(dir, name); got != want {
+				t.Errorf("joinName(Clean(%q), %q) = %q, filepath.Join gives %q", dir, name, got, want)
+			}
+		}
+	}
+}

@@ -65,10 +65,12 @@ func statOf(st *unix.Stat_t) fileStat {
 
 func (d *hookDir) join(name string) string { return d.path + string(os.PathSeparator) + name }
 
-// hookFile is a hook file open for reading.
+// hookFile is a hook file open for reading: the file name in dir, whose
+// path only an error needs.
 type hookFile struct {
 	fd   int
-	path string
+	dir  *hookDir
+	name string
 }
 
 // open opens the file name in the directory and stats the open file, so
@@ -90,11 +92,11 @@ func (d *hookDir) open(name string) (hookFile, fileStat, error) {
 	if err != nil {
 		return hookFile{fd: -1}, fileStat{}, &fs.PathError{Op: "open", Path: d.join(name), Err: err}
 	}
-	f := hookFile{fd: fd, path: d.join(name)}
+	f := hookFile{fd: fd, dir: d, name: name}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		f.close()
-		return hookFile{fd: -1}, fileStat{}, &fs.PathError{Op: "stat", Path: f.path, Err: err}
+		return hookFile{fd: -1}, fileStat{}, &fs.PathError{Op: "stat", Path: d.join(name), Err: err}
 	}
 	return f, statOf(&st), nil
 }
@@ -130,7 +132,7 @@ func (f hookFile) read(size int64, buf []byte) ([]byte, error) {
 		case err == syscall.EINTR:
 			continue
 		case err != nil:
-			return buf, &fs.PathError{Op: "read", Path: f.path, Err: err}
+			return buf, &fs.PathError{Op: "read", Path: f.dir.join(f.name), Err: err}
 		case n == 0:
 			return buf, nil
 		}
