@@ -94,27 +94,40 @@ func TestVersionHelpCompletion(t *testing.T) {
 	}
 }
 
-// TestVersionRevision builds hookd with VCS stamping, as go install from
-// a repository does, and checks `hookd version` prints the commit. A
-// checkout Go cannot stamp (a git worktree, no git) skips.
+// TestVersionRevision checks `hookd version` prints the commit of a
+// build with VCS stamping, as go install from a repository makes: the
+// binary TestMain built (go build stamps where it can), else one built
+// with -buildvcs=true. A checkout Go cannot stamp (a git worktree, no
+// git) skips.
 func TestVersionRevision(t *testing.T) {
 	head, err := exec.Command(testtool.Need(t, "git"), "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("cmd/hookd: not a git checkout (%v)", err)
 	}
-	bin := filepath.Join(t.TempDir(), "hookd")
-	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOFLAGS=")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Skipf("cmd/hookd: cannot build with VCS stamping here: %v\n%s", err, out)
+	version := func(bin string) (versionInfo, []byte) {
+		out, err := exec.Command(bin, "version", "--json").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v versionInfo
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v, out
 	}
-	out, err := exec.Command(bin, "version", "--json").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v versionInfo
-	if err := json.Unmarshal(out, &v); err != nil {
-		t.Fatal(err)
+	// A second build of hookd (not for -race, SQLite's C included) is
+	// the longest part of this test on a fresh machine: made only when
+	// the first has no revision.
+	bin := hookdBin
+	v, out := version(bin)
+	if v.Revision == "" {
+		bin = filepath.Join(t.TempDir(), "hookd")
+		build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".")
+		build.Env = append(os.Environ(), "GOFLAGS=")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Skipf("cmd/hookd: cannot build with VCS stamping here: %v\n%s", err, out)
+		}
+		v, out = version(bin)
 	}
 	if v.Revision == "" {
 		t.Skipf("cmd/hookd: Go did not stamp a revision in this checkout (a git worktree?): %s", out)
