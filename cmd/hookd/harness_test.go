@@ -56,10 +56,16 @@ func testMain(m *testing.M) int {
 		// The daemon's own data races are findings too.
 		args = append(args, "-race")
 	}
-	build := exec.Command(goTool, append(args, ".")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build hookd: %v\n%s", err, out)
-		return 1
+	// With the revision stamped where Go can (TestVersionRevision reads
+	// it, and builds hookd again only without it); where it cannot (no
+	// git), the build goes on without.
+	build := exec.Command(goTool, append(append(args, "-buildvcs=true"), ".")...)
+	if _, err := build.CombinedOutput(); err != nil {
+		build = exec.Command(goTool, append(args, ".")...)
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build hookd: %v\n%s", err, out)
+			return 1
+		}
 	}
 	return pgtest.Main(m) // m.Run, then stop the PostgreSQL server if a test started one
 }

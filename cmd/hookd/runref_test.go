@@ -96,9 +96,9 @@ func TestVersionHelpCompletion(t *testing.T) {
 
 // TestVersionRevision checks `hookd version` prints the commit of a
 // build with VCS stamping, as go install from a repository makes: the
-// binary TestMain built (go build stamps where it can), else one built
-// with -buildvcs=true. A checkout Go cannot stamp (a git worktree, no
-// git) skips.
+// binary TestMain built with -buildvcs=true, else (that build fell back
+// to none) one built here. A checkout Go cannot stamp (a git worktree,
+// no git) skips.
 func TestVersionRevision(t *testing.T) {
 	head, err := exec.Command(testtool.Need(t, "git"), "rev-parse", "HEAD").Output()
 	if err != nil {
@@ -115,9 +115,8 @@ func TestVersionRevision(t *testing.T) {
 		}
 		return v, out
 	}
-	// A second build of hookd (not for -race, SQLite's C included) is
-	// the longest part of this test on a fresh machine: made only when
-	// the first has no revision.
+	// A second build of hookd (not for -race, SQLite's C included) took
+	// most of this test's time: made only when the first has no revision.
 	bin := hookdBin
 	v, out := version(bin)
 	if v.Revision == "" {
