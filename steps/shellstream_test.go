@@ -73,6 +73,7 @@ func TestShellStillLoads(t *testing.T) {
 		"echo {{event.v}}; cat <<EOF | sh\necho hi\nEOF",
 		"echo {{event.v}} | sort | head -n1",
 		"echo {{event.v}}; v=$(git rev-parse --short HEAD); echo \"$v\"",
+		"\"$(command -v go)\" test ./... -run {{event.t}}",
 		"echo {{event.v}}; exec 3>/dev/null; echo x >&3; exec 3>&-",
 		"echo {{event.v}}; exec </dev/null; exec <&-",
 		"printf '%s\\n' {{event.v}} >&2 2>/dev/stderr",

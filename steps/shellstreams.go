@@ -12,7 +12,8 @@ import (
 // This file holds the checker's rules for data that travels as a stream
 // rather than as a word: through a program's standard output (the
 // environment printed back by printenv, env, set or declare -p; an
-// inner shell or a function that prints data).
+// inner shell or a function that prints data), and through a file
+// descriptor (exec 3<<< …; sh <&3, /dev/fd/3).
 //
 // The rules apply only where the script holds data (a placeholder that
 // is not a literal, or a tainted env entry):
@@ -26,6 +27,11 @@ import (
 //     output is known: echo, printf, cat and plain text filters
 //     (safeOutput). Any other program may print the environment, which
 //     holds the data, so it is refused there. See opaqueOutput.
+//   - hookd does not follow what a descriptor holds: a code reader may
+//     not read its standard input from another descriptor (sh <&3), no
+//     word may name a descriptor by path (/dev/fd/3, /proc/self/fd/3)
+//     or a process's environment (/proc/self/environ), and exec may not
+//     redirect the script's own standard input. See streamNode.
 
 // holdsData reports whether any variable of the script holds data.
 func (c *checker) holdsData() bool { return len(c.tainted) > 0 }
@@ -377,6 +383,53 @@ func fdPath(s string) string {
 	return ""
 }
 
+// mentionsPath reports whether the text of parts may name a descriptor
+// or /proc path: it holds "/dev/fd", "/proc/" or "/fd/".
+func mentionsPath(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		var v string
+		switch p := p.(type) {
+		case *syntax.Lit:
+			v = p.Value
+		case *syntax.SglQuoted:
+			v = p.Value
+		case *syntax.DblQuoted:
+			if mentionsPath(p.Parts) {
+				return true
+			}
+			continue
+		default:
+			continue
+		}
+		if strings.Contains(v, "/dev/fd") || strings.Contains(v, "/proc/") || strings.Contains(v, "/fd/") {
+			return true
+		}
+	}
+	return false
+}
+
+// mayRunCommand reports whether parts may hold a command substitution or
+// a process substitution: one of them, or an expansion with words inside
+// (${v:-$(cmd)}).
+func mayRunCommand(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			if mayRunCommand(p.Parts) {
+				return true
+			}
+		case *syntax.ParamExp:
+			if p.Exp != nil || p.Repl != nil || p.Index != nil || p.Slice != nil || p.NestedParam != nil {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 func containsAny(s string, subs []string) bool {
 	for _, x := range subs {
 		if strings.Contains(s, x) {
@@ -445,16 +498,16 @@ func (c *checker) opaqueOutput(n syntax.Node) string {
 				}
 				name := path.Base(a.lit)
 				last := k == len(ci.rules.starts)-1
+				if name == "command" || name == "type" || name == "which" {
+					if s+1 < len(ci.args) && ci.args[s+1].isLit && (ci.args[s+1].lit == "-v" || ci.args[s+1].lit == "-V" || ci.args[s+1].lit == "-P") || name == "which" {
+						break // command -v NAME prints where a program is
+					}
+				}
 				if last && safeOutput[name] && c.funcDecls[name] == nil {
 					continue
 				}
 				if !last && transparent[name] {
 					continue
-				}
-				if name == "command" || name == "type" || name == "which" {
-					if s+1 < len(ci.args) && ci.args[s+1].isLit && (ci.args[s+1].lit == "-v" || ci.args[s+1].lit == "-V" || ci.args[s+1].lit == "-P") || name == "which" {
-						break // command -v NAME prints where a program is
-					}
 				}
 				what = fmt.Sprintf("%s (line %d)", a.lit, n.Pos().Line())
 				break
@@ -488,13 +541,23 @@ func (c *checker) streamNode(n syntax.Node) error {
 		return nil
 	}
 	switch n := n.(type) {
+	case *syntax.Word:
+		if !mentionsPath(n.Parts) {
+			break // most words: no walk, no text built
+		}
+		if p := fdPath(wordText(n)); p != "" {
+			if strings.Contains(p, "environ") {
+				return fmt.Errorf("%s names a process's environment, which holds %s: a program reading it may run that as code", p, c.describeRoots(c.allRoots()))
+			}
+			return fmt.Errorf("%s names an open descriptor by path; the script holds %s and hookd does not follow what a descriptor holds, so a program could read that as code (sh %s, source %s): read it with <&N into a command that does not run it", p, c.describeRoots(c.allRoots()), p, p)
+		}
 	case *syntax.Stmt:
 		return c.stdinRedirects(n)
 	case *syntax.CallExpr:
 		ci := c.call(n)
 		for j, w := range n.Args {
 			why, bad := ci.rules.refused(j)
-			if !bad {
+			if !bad || !mayRunCommand(w.Parts) {
 				continue
 			}
 			if culprit := c.opaqueOutput(w); culprit != "" {
@@ -506,8 +569,10 @@ func (c *checker) streamNode(n syntax.Node) error {
 }
 
 // stdinRedirects checks a statement's redirections of standard input:
-// a code reader given a stream from a program hookd cannot see into
-// (sh <<< "$(curl …)", sh < <(…)).
+// exec redirecting the script's own (every later command reads it, and
+// hookd does not follow which of them runs it), and a code reader given
+// another descriptor (sh <&3) or a stream from a program hookd cannot
+// see into (sh <<< "$(curl …)").
 func (c *checker) stdinRedirects(st *syntax.Stmt) error {
 	var in []*syntax.Redirect
 	for _, r := range st.Redirs {
@@ -518,11 +583,23 @@ func (c *checker) stdinRedirects(st *syntax.Stmt) error {
 	if len(in) == 0 {
 		return nil
 	}
+	if ce, ok := st.Cmd.(*syntax.CallExpr); ok && len(ce.Args) == 1 && ce.Args[0].Lit() == "exec" {
+		for _, r := range in {
+			if l, ok := wordLit(r.Word); ok && (r.Op == syntax.RdrIn && l == "/dev/null" || r.Op == syntax.DplIn && l == "-") {
+				continue
+			}
+			return fmt.Errorf("exec redirects the script's standard input (line %d) for every command after it; the script holds %s and hookd does not follow which later command runs what it reads as code: redirect the input of the one command that reads it", r.Pos().Line(), c.describeRoots(c.allRoots()))
+		}
+		return nil
+	}
 	what := c.readsInput(st.Cmd)
 	if what == "" {
 		return nil
 	}
 	for _, r := range in {
+		if readsDescriptor(r) {
+			return fmt.Errorf("%s reads its standard input from descriptor %s (line %d) and runs it as code; the script holds %s and hookd does not follow what a descriptor holds", what, wordText(r.Word), r.Pos().Line(), c.describeRoots(c.allRoots()))
+		}
 		for _, w := range []*syntax.Word{r.Word, r.Hdoc} {
 			if w == nil {
 				continue
