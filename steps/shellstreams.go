@@ -12,8 +12,9 @@ import (
 // This file holds the checker's rules for data that travels as a stream
 // rather than as a word: through a program's standard output (the
 // environment printed back by printenv, env, set or declare -p; an
-// inner shell or a function that prints data), and through a file
-// descriptor (exec 3<<< …; sh <&3, /dev/fd/3).
+// inner shell or a function that prints data), through a file
+// descriptor (exec 3<<< …; sh <&3, /dev/fd/3), and through a coprocess
+// or a >(…) process substitution that runs what is written to it.
 //
 // The rules apply only where the script holds data (a placeholder that
 // is not a literal, or a tainted env entry):
@@ -32,6 +33,8 @@ import (
 //     word may name a descriptor by path (/dev/fd/3, /proc/self/fd/3)
 //     or a process's environment (/proc/self/environ), and exec may not
 //     redirect the script's own standard input. See streamNode.
+//   - A coprocess or a >(…) whose command runs its input as code is
+//     refused: what the script writes to it would be code.
 
 // holdsData reports whether any variable of the script holds data.
 func (c *checker) holdsData() bool { return len(c.tainted) > 0 }
@@ -550,6 +553,22 @@ func (c *checker) streamNode(n syntax.Node) error {
 				return fmt.Errorf("%s names a process's environment, which holds %s: a program reading it may run that as code", p, c.describeRoots(c.allRoots()))
 			}
 			return fmt.Errorf("%s names an open descriptor by path; the script holds %s and hookd does not follow what a descriptor holds, so a program could read that as code (sh %s, source %s): read it with <&N into a command that does not run it", p, c.describeRoots(c.allRoots()), p, p)
+		}
+	case *syntax.CoprocClause:
+		if what := c.readsInput(n.Stmt.Cmd); what != "" {
+			return fmt.Errorf("coproc runs %s, which runs as code what the script writes to the coprocess; the script holds %s and hookd does not follow what is written to ${COPROC[1]}", what, c.describeRoots(c.allRoots()))
+		}
+	case *syntax.ProcSubst:
+		if n.Op != syntax.CmdOut {
+			break
+		}
+		for _, st := range n.Stmts {
+			if ownInput(st) {
+				continue
+			}
+			if what := c.readsInput(st.Cmd); what != "" {
+				return fmt.Errorf(">(%s) runs as code what is written to it; the script holds %s and hookd does not follow what is written there", what, c.describeRoots(c.allRoots()))
+			}
 		}
 	case *syntax.Stmt:
 		return c.stdinRedirects(n)
