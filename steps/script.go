@@ -395,6 +395,7 @@ type checker struct {
 	taintVisit func(syntax.Node) bool
 	funcDecls  map[string][]*syntax.Stmt // learn: the bodies of the script's functions
 	inFunc     map[string]bool           // a function's body being followed (shellstreams.go)
+	aliases    map[string]string         // learn: the script's aliases; nil until one is defined
 }
 
 type callInfo struct {
@@ -679,6 +680,8 @@ func (c *checker) learn() {
 				}
 			}
 			switch n.Args[0].Lit() {
+			case "alias":
+				c.learnAliases(n)
 			case "getopts":
 				// getopts reads the positional parameters (its own
 				// arguments may not hold data) and puts an option's
@@ -1329,11 +1332,25 @@ func (c *checker) readsCode(ce *syntax.CallExpr) string {
 	if what := xargsAppend(ci.args, ci.rules); what != "" {
 		return what
 	}
-	if s >= len(ci.args) || !ci.args[s].isLit {
+	if what := c.wrapperReadsInput(ci); what != "" {
+		return what
+	}
+	if s >= len(ci.args) {
 		return ""
 	}
+	if !ci.args[s].isLit {
+		return "a command named by an expansion"
+	}
 	name := path.Base(ci.args[s].lit)
-	rest := ci.args[s+1:]
+	rest := findExecArgs(ci, s)
+	if v, ok := c.alias(name); ok && s == 0 {
+		if what := c.scriptReadsInput(v); what != "" {
+			return name + " (an alias running " + what + ")"
+		}
+	}
+	if runsInput(name, rest) {
+		return name + " (its program runs commands from what it reads)"
+	}
 	stdin := func(x callArg) bool {
 		return x.isLit && namesStdin(x.lit)
 	}

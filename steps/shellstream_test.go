@@ -27,8 +27,8 @@ func asRun(tmpl string) string {
 
 // runStreamAttacks asserts that each template is refused when the step
 // is built, naming the context, and that the attack is real: the script
-// hookd would have run, run by bash with the value hookd would pass,
-// makes the marker. Were a template built, the built step is run under
+// hookd would have run, run by bash (or else /bin/sh) with the value
+// hookd would pass, makes the marker. Were a template built, the built step is run under
 // bash and the test reports whether the marker was made.
 func runStreamAttacks(t *testing.T, tests []streamAttack) {
 	bash := testtool.Need(t, "bash")
@@ -50,14 +50,19 @@ func runStreamAttacks(t *testing.T, tests []streamAttack) {
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("%q: %v; want an error saying %q", tt.tmpl, err, tt.want)
 			}
-			// Without the rule: the script as hookd would run it.
-			cmd := exec.Command(bash, "-c", asRun(tt.tmpl))
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "HOOKD_P1="+tt.value)
-			out, _ := cmd.CombinedOutput()
-			if !fileExists(marker) {
-				t.Fatalf("the attack did not work without the rule (output %q): the test shows nothing", out)
+			// Without the rule: the script as hookd would run it, by
+			// bash or else by /bin/sh (which expands aliases).
+			var out []byte
+			for _, sh := range []string{bash, "/bin/sh"} {
+				cmd := exec.Command(sh, "-c", asRun(tt.tmpl))
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "HOOKD_P1="+tt.value)
+				out, _ = cmd.CombinedOutput()
+				if fileExists(marker) {
+					return
+				}
 			}
+			t.Fatalf("the attack did not work without the rule (output %q): the test shows nothing", out)
 		})
 	}
 }

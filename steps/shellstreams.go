@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -634,4 +635,131 @@ func (c *checker) stdinRedirects(st *syntax.Stmt) error {
 		}
 	}
 	return nil
+}
+
+// wrapperReadsInput names a wrapper whose option runs shell code (env
+// -S, su -c, runuser -c, script -c, flock -c, sudo -s/-i) when that
+// code runs its standard input as code (su -c sh, sudo -s with no
+// command: a shell reading its input), or returns "".
+func (c *checker) wrapperReadsInput(ci *callInfo) string {
+	for _, s := range ci.rules.starts {
+		if s >= len(ci.args) || !ci.args[s].isLit {
+			continue
+		}
+		name := path.Base(ci.args[s].lit)
+		w, ok := wrappers[name]
+		if !ok || w.code == "" {
+			continue
+		}
+		codeOpts := strings.Fields(w.code)
+		for i := s + 1; i < len(ci.args); i++ {
+			x := ci.args[i]
+			if !x.isLit || !strings.HasPrefix(x.lit, "-") || x.lit == "--" {
+				break
+			}
+			opt, val, hasVal := strings.Cut(x.lit, "=")
+			if !matchOpt(opt, codeOpts) {
+				continue
+			}
+			var code []callArg
+			switch {
+			case hasVal:
+				code = []callArg{{lit: val, isLit: true}}
+			case name == "sudo":
+				code = ci.args[i+1:] // sudo -s CMD...: the shell runs CMD
+			case i+1 < len(ci.args):
+				code = ci.args[i+1 : i+2]
+			}
+			words := make([]string, 0, len(code))
+			for _, y := range code {
+				if !y.isLit {
+					return name + " " + opt + " (its code is built from expansions)"
+				}
+				words = append(words, y.lit)
+			}
+			if len(words) == 0 {
+				return name + " " + opt + " (a shell reading its input)"
+			}
+			if what := c.scriptReadsInput(strings.Join(words, " ")); what != "" {
+				return name + " " + opt + " (its code runs " + what + ")"
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// findExecArgs returns the arguments of the command starting at s, up
+// to the ";" or "+" that ends it when find runs it (find -exec sh \;).
+func findExecArgs(ci *callInfo, s int) []callArg {
+	rest := ci.args[s+1:]
+	for _, st := range ci.rules.starts {
+		if st < s && ci.args[st].isLit && path.Base(ci.args[st].lit) == "find" {
+			for i, x := range rest {
+				if x.isLit && (x.lit == ";" || x.lit == "+") {
+					return rest[:i]
+				}
+			}
+		}
+	}
+	return rest
+}
+
+// learnAliases records the aliases an alias command defines (alias
+// r=sh: dash expands aliases in a script, and bash with expand_aliases).
+func (c *checker) learnAliases(ce *syntax.CallExpr) {
+	for _, w := range ce.Args[1:] {
+		if l, ok := wordLit(w); ok {
+			if k, v, ok := strings.Cut(l, "="); ok {
+				if c.aliases == nil {
+					c.aliases = map[string]string{}
+				}
+				c.aliases[k] = v
+			}
+		}
+	}
+}
+
+// alias returns the value of the script's alias name.
+func (c *checker) alias(name string) (string, bool) {
+	v, ok := c.aliases[name]
+	return v, ok
+}
+
+// runCommandRE finds, in an awk, perl, ruby, python, node or php
+// program, a call that runs a command or evaluates code: fed data, such
+// a program can run it (awk '{system($0)}', perl -ne 'system $_').
+var runCommandRE = regexp.MustCompile("system|exec|eval|popen|subprocess|child_process|spawn|passthru|`|\\bqx|%x|\\|\\s*(\"|&|getline)")
+
+// sedExecRE finds GNU sed's e command or the e flag of s///, which run
+// the pattern space as a command.
+var sedExecRE = regexp.MustCompile(`(^|[;{}\n])\s*([0-9$]+|/[^/]*/)?\s*e(\s|;|}|$)|s([/|#:,@!]).*[/|#:,@!][a-zA-Z0-9]*e[a-zA-Z0-9]*\s*($|[;}\n])`)
+
+// runsInput reports whether a program given a literal program runs
+// commands built from what it reads: awk, sed or an interpreter whose
+// code calls system, exec, eval and the like.
+func runsInput(name string, rest []callArg) bool {
+	var re *regexp.Regexp
+	switch {
+	case name == "awk" || name == "gawk" || name == "mawk" || name == "nawk":
+		re = runCommandRE
+	case name == "sed" || name == "gsed":
+		re = sedExecRE
+	case interpreters[name] != nil:
+		// Only code given with a flag: a script operand is a file.
+		if !slices.ContainsFunc(rest, func(x callArg) bool {
+			return x.isLit && matchOpt(strings.SplitN(x.lit, "=", 2)[0], interpreters[name])
+		}) {
+			return false
+		}
+		re = runCommandRE
+	default:
+		return false
+	}
+	for _, x := range rest {
+		if x.isLit && !strings.HasPrefix(x.lit, "-") && re.MatchString(x.lit) {
+			return true
+		}
+	}
+	return false
 }
