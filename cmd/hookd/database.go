@@ -58,26 +58,22 @@ const dbTimeout = 30 * time.Second
 // command) takes the database alone.
 //
 // With waiting set (`hookd serve`), a lock held by a hookd command run
-// without a daemon is waited for, until ctx ends; waiting is called when
-// the wait begins (store.LockWait). Without it, a held lock is an error at
-// once.
-func lockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, waiting func(*store.LockError)) (st daemonStore, sqlite *store.DB, lock daemonLock, err error) {
+// without a daemon is waited for, until ctx ends; waiting is called with
+// the command and its pid when the wait begins, and again if another
+// command takes the lock meanwhile (store.LockWait, lockPostgres).
+// Without it, a held lock is an error at once.
+func lockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (st daemonStore, sqlite *store.DB, lock daemonLock, err error) {
 	if d.Database != "" {
 		// The node's own state (its socket) stays in the directory of db.
 		if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
 			return nil, nil, nil, fmt.Errorf("create state directory: %w", err)
 		}
-		ctx, cancel := context.WithTimeout(ctx, dbTimeout)
-		defer cancel()
-		pl, err := lockWaiting(ctx, func(ctx context.Context) (*postgres.DaemonLock, error) {
-			if node != "" {
-				return postgres.LockNode(ctx, d.Database, node)
-			}
-			return postgres.Lock(ctx, d.Database)
-		})
+		pl, err := lockPostgres(ctx, d, holder, node, waiting)
 		if err != nil {
 			return nil, nil, nil, lockError(err, d)
 		}
+		ctx, cancel := context.WithTimeout(ctx, dbTimeout)
+		defer cancel()
 		db, err := postgres.Open(ctx, d.Database)
 		if err != nil {
 			pl.Unlock()
@@ -87,7 +83,7 @@ func lockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, wai
 	}
 	var sl *store.DaemonLock
 	if waiting != nil {
-		sl, err = store.LockWait(ctx, d.DB, holder, waiting)
+		sl, err = store.LockWait(ctx, d.DB, holder, func(le *store.LockError) { waiting(le.Holder, le.PID) })
 	} else {
 		sl, err = store.Lock(d.DB, holder)
 	}
@@ -169,6 +165,43 @@ func lockWaiting(ctx context.Context, take func(context.Context) (*postgres.Daem
 		case <-ctx.Done():
 			return nil, err
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// commandPoll is how often a node waiting for an offline command's
+// PostgreSQL lock tries again (a connection each time).
+const commandPoll = 250 * time.Millisecond
+
+// lockPostgres takes the PostgreSQL lock of d's database: the node lock
+// of node, or with node "" the lock alone for command holder. With
+// waiting set, while an offline hookd command holds the database
+// (postgres.CommandError) it waits for it, as store.LockWait does for
+// SQLite, until ctx ends.
+func lockPostgres(ctx context.Context, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (*postgres.DaemonLock, error) {
+	lastPID := -1
+	for {
+		tctx, cancel := context.WithTimeout(ctx, dbTimeout)
+		pl, err := lockWaiting(tctx, func(ctx context.Context) (*postgres.DaemonLock, error) {
+			if node != "" {
+				return postgres.LockNode(ctx, d.Database, node)
+			}
+			return postgres.Lock(ctx, d.Database, holder)
+		})
+		cancel()
+		var ce *postgres.CommandError
+		if err == nil || waiting == nil || !errors.As(err, &ce) || !ce.Transient() {
+			return pl, err
+		}
+		if ce.PID != lastPID {
+			lastPID = ce.PID
+			waiting(ce.Command, ce.PID)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lock database %s: stopped waiting for hookd %s, pid %d: %w",
+				postgres.Describe(d.Database), ce.Command, ce.PID, context.Cause(ctx))
+		case <-time.After(commandPoll):
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store/pgtest"
 )
 
 // fireInProcess runs `hookd fire NAME --wait` with no daemon (so the
@@ -47,7 +48,24 @@ func awaitResult(t *testing.T, what string, done <-chan result) result {
 // recorded once. Another command meanwhile is refused at once, naming
 // the fire; a second serve beside the running one still exits at once.
 func TestServeWaitsForCommand(t *testing.T) {
-	e := newEnv(t, "", map[string]string{"busy.yaml": busyHook, "quick.yaml": quickHook})
+	testServeWaitsForCommand(t, "")
+}
+
+// TestServeWaitsForCommandOnPostgres: the same with the store in
+// PostgreSQL, where the offline fire holds the database alone and the
+// node waits for it.
+func TestServeWaitsForCommandOnPostgres(t *testing.T) {
+	testServeWaitsForCommand(t, pgtest.NewDatabase(t))
+}
+
+// testServeWaitsForCommand runs the test on SQLite (url "") or on the
+// PostgreSQL database at url.
+func testServeWaitsForCommand(t *testing.T, url string) {
+	settings := ""
+	if url != "" {
+		settings = "database: " + url + "\n"
+	}
+	e := newEnv(t, settings, map[string]string{"busy.yaml": busyHook, "quick.yaml": quickHook})
 	fired := fireInProcess(t, e, "busy")
 	waitFor(t, "the busy step to start", func() bool { return pidIn(e, "busy.pid") > 0 }, nil)
 
@@ -56,11 +74,15 @@ func TestServeWaitsForCommand(t *testing.T) {
 	if !strings.Contains(d.log.String(), `command="hookd fire"`) {
 		t.Errorf("the daemon does not say which command it waits for:\n%s", d.log)
 	}
-	// A command beside the fire: refused at once, naming the holder
-	// (commands do not wait for each other).
+	// A command beside the fire: refused at once (commands do not wait
+	// for each other), naming the holder on SQLite.
 	r := e.must(1, "fire", "quick")
-	if !strings.Contains(r.stderr, "in use by another hookd (hookd fire, pid ") {
-		t.Errorf("want the fire named as the lock's holder:\n%s", r)
+	want := "in use by another hookd"
+	if url == "" {
+		want += " (hookd fire, pid "
+	}
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("want %q on stderr:\n%s", want, r)
 	}
 	if d.exited() {
 		t.Fatalf("hookd serve exited while the fire held the lock (code %d):\n%s", d.code, d.log)
@@ -84,10 +106,15 @@ func TestServeWaitsForCommand(t *testing.T) {
 		t.Fatalf("want the fire's run %s recorded once, completed; got %d runs: %+v", id, len(runs), runs)
 	}
 
-	// A second daemon does not wait: it exits at once naming the first.
+	// A second daemon does not wait: it exits at once naming the first
+	// (on PostgreSQL: the node of the same name).
 	r = e.must(1, "serve")
-	if !strings.Contains(r.stderr, "in use by another hookd (hookd serve, pid "+strconv.Itoa(d.pid())+")") {
-		t.Errorf("want the refusal naming the daemon:\n%s", r)
+	want = "in use by another hookd (hookd serve, pid " + strconv.Itoa(d.pid()) + ")"
+	if url != "" {
+		want = "a live hookd runs as node"
+	}
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("want %q on stderr:\n%s", want, r)
 	}
 	if d.exited() {
 		t.Fatalf("the first daemon exited:\n%s", d.log)

@@ -122,7 +122,7 @@ func waitUnlocked(t *testing.T, url string) {
 	var err error
 	waitFor(t, "the database lock to be free", func() bool {
 		var l *postgres.DaemonLock
-		if l, err = postgres.Lock(context.Background(), url); err != nil {
+		if l, err = postgres.Lock(context.Background(), url, ""); err != nil {
 			return false
 		}
 		return l.Unlock() == nil

@@ -258,15 +258,14 @@ func (c *cli) newLocal(ctx context.Context, d *config.Daemon, log *slog.Logger, 
 		r.hooks, r.hs, r.errs, r.err = c.loadAll(d)
 		loadDone <- r
 	}()
-	holder, waiting, waited := c.name, func(*store.LockError) {}, false
-	if manual {
-		waiting = nil
-	} else {
+	holder, waited := c.name, false
+	var waiting func(command string, pid int)
+	if !manual {
 		holder = store.Daemon
-		waiting = func(le *store.LockError) {
+		waiting = func(command string, pid int) {
 			waited = true
 			log.Warn("database locked by a hookd command run without a daemon: waiting for it to end",
-				"command", "hookd "+le.Holder, "pid", le.PID, "db", d.DB)
+				"command", "hookd "+command, "pid", pid, "db", databaseName(d))
 		}
 	}
 	st, sqlite, lock, err := lockAndOpen(ctx, d, holder, node, waiting)

@@ -142,11 +142,11 @@ func TestDaemonLock(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	open(t, url) // migrated
-	l1, err := Lock(ctx, url)
+	l1, err := Lock(ctx, url, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Lock(ctx, url); !errors.Is(err, engine.ErrLocked) {
+	if _, err := Lock(ctx, url, ""); !errors.Is(err, engine.ErrLocked) {
 		t.Fatalf("second Lock: %v, want ErrLocked", err)
 	}
 	if err := l1.Check(); err != nil {
@@ -154,7 +154,7 @@ func TestDaemonLock(t *testing.T) {
 	}
 	l1.Unlock()
 	l1.Unlock() // safe twice
-	l2, err := Lock(ctx, url)
+	l2, err := Lock(ctx, url, "")
 	if err != nil {
 		t.Fatalf("Lock after Unlock: %v", err)
 	}
@@ -165,7 +165,7 @@ func TestDaemonLock(t *testing.T) {
 	}
 	var l3 *DaemonLock
 	for deadline := time.Now().Add(time.Minute); ; {
-		if l3, err = Lock(ctx, url); err == nil {
+		if l3, err = Lock(ctx, url, ""); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -89,10 +91,21 @@ type DaemonLock struct {
 	err  error
 }
 
-// Lock takes the daemon lock of the database at url, or fails with an
-// error wrapping engine.ErrLocked when another daemon holds it.
-func Lock(ctx context.Context, url string) (*DaemonLock, error) {
-	conn, err := pgx.Connect(ctx, url)
+// Lock takes the daemon lock of the database at url alone (an offline
+// command), or fails with an error wrapping engine.ErrLocked when another
+// process holds it. command, the hookd command taking it ("fire",
+// "emit", ...; "" for none), names the lock's session (its
+// application_name, "hookd fire pid 1234"), so that a node that finds the
+// database held can say by what, and wait for it (CommandError).
+func Lock(ctx context.Context, url, command string) (*DaemonLock, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("lock database %s: parse database URL: %w", Describe(url), err)
+	}
+	if command != "" {
+		cfg.RuntimeParams["application_name"] = fmt.Sprintf("hookd %s pid %d", command, os.Getpid())
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("lock database %s: %w", Describe(url), err)
 	}
@@ -173,4 +186,67 @@ func nullTime(ns *int64) time.Time {
 		return time.Time{}
 	}
 	return intTime(*ns)
+}
+
+// CommandError says that an offline hookd command (fire, emit, pause,
+// ... run with no daemon answering) holds a database's daemon lock alone,
+// so no node can start. It wraps engine.ErrLocked.
+type CommandError struct {
+	Node     string // the node refused
+	Database string // the database, without its password
+	// Command and PID name the holder, as its session's application_name
+	// records them (Lock); "" and 0 when unknown: an older hookd names
+	// no session.
+	Command string
+	PID     int
+}
+
+func (e *CommandError) Error() string {
+	who := "an offline hookd command"
+	if e.Command != "" {
+		who += fmt.Sprintf(" (hookd %s, pid %d)", e.Command, e.PID)
+	}
+	return fmt.Sprintf("lock node %s on %s: %s holds the database: %v", e.Node, e.Database, who, engine.ErrLocked)
+}
+
+// Unwrap returns engine.ErrLocked.
+func (e *CommandError) Unwrap() error { return engine.ErrLocked }
+
+// Transient reports whether the holder is known to be a hookd command,
+// which ends by itself: a node that starts may wait for it.
+func (e *CommandError) Transient() bool { return e.Command != "" }
+
+// lockCommand returns the command and pid holding the daemon lock alone,
+// as its session's application_name records them; "" and 0 when unknown.
+func lockCommand(ctx context.Context, conn *pgx.Conn) (string, int) {
+	var app string
+	err := conn.QueryRow(ctx, `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid AND l.objsubid = 1
+		AND l.mode = 'ExclusiveLock' AND l.granted LIMIT 1`, lockDaemon).Scan(&app)
+	if err != nil {
+		return "", 0
+	}
+	f := strings.Fields(app)
+	if len(f) != 4 || f[0] != "hookd" || f[2] != "pid" || !commandName(f[1]) {
+		return "", 0
+	}
+	pid, err := strconv.Atoi(f[3])
+	if err != nil || pid <= 0 {
+		return "", 0
+	}
+	return f[1], pid
+}
+
+// commandName reports whether s can be a hookd command's name.
+func commandName(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && r != '-' {
+			return false
+		}
+	}
+	return true
 }

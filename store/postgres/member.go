@@ -357,8 +357,9 @@ func LockNode(ctx context.Context, url, name string) (*DaemonLock, error) {
 		conn.Close(ctx)
 		return nil, fmt.Errorf("lock node %s on %s: %w", name, Describe(url), err)
 	case !shared:
+		command, pid := lockCommand(ctx, conn)
 		conn.Close(ctx)
-		return nil, fmt.Errorf("lock node %s on %s: an offline hookd command holds the database: %w", name, Describe(url), engine.ErrLocked)
+		return nil, &CommandError{Node: name, Database: Describe(url), Command: command, PID: pid}
 	case !own:
 		conn.Close(ctx)
 		return nil, fmt.Errorf("lock node %s on %s: %w: a live hookd runs as node %s; give each node its own node.name",

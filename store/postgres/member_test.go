@@ -3,6 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,15 +123,29 @@ func TestLockNode(t *testing.T) {
 	}
 	b, err := LockNode(ctx, url, "b")
 	must(t, err)
-	if _, err := Lock(ctx, url); !errors.Is(err, engine.ErrLocked) {
+	if _, err := Lock(ctx, url, ""); !errors.Is(err, engine.ErrLocked) {
 		t.Errorf("the offline lock while nodes run: %v", err)
 	}
 	must(t, a.Unlock())
 	must(t, b.Unlock())
 	// The server drops a closed session's locks a moment after the close.
-	off := lockSoon(t, func() (*DaemonLock, error) { return Lock(ctx, url) })
+	off := lockSoon(t, func() (*DaemonLock, error) { return Lock(ctx, url, "") })
 	if _, err := LockNode(ctx, url, "c"); !errors.Is(err, engine.ErrLocked) {
 		t.Errorf("a node while an offline command holds the database: %v", err)
+	}
+	var ce *CommandError
+	if _, err := LockNode(ctx, url, "c"); !errors.As(err, &ce) || ce.Transient() {
+		t.Errorf("a node while an unnamed offline command holds the database: %v, want a CommandError of unknown holder", err)
+	}
+	must(t, off.Unlock())
+	// A named command: the node learns which, and may wait for it.
+	off = lockSoon(t, func() (*DaemonLock, error) { return Lock(ctx, url, "fire") })
+	_, err = LockNode(ctx, url, "c")
+	if !errors.As(err, &ce) || !ce.Transient() || ce.Command != "fire" || ce.PID != os.Getpid() || !errors.Is(err, engine.ErrLocked) {
+		t.Errorf("a node while `hookd fire` holds the database: %v (%+v), want a CommandError naming it", err, ce)
+	}
+	if !strings.Contains(fmt.Sprint(err), fmt.Sprintf("(hookd fire, pid %d)", os.Getpid())) {
+		t.Errorf("error %q does not name the command", err)
 	}
 	must(t, off.Unlock())
 	must(t, lockSoon(t, func() (*DaemonLock, error) { return LockNode(ctx, url, "a") }).Unlock())
