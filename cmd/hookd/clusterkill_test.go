@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -131,35 +129,15 @@ func TestClusterKills(t *testing.T) {
 	lease := newLeaseWatch(t, url)
 	waitFor(t, "a scheduler", func() bool { return lease.holder() != "" }, logs)
 
-	// Events go to a random live node; mu orders them with kills.
-	var (
-		mu       sync.Mutex
-		accepted []int
-		stop     = make(chan struct{})
-		emitted  = make(chan struct{})
-	)
-	go func() {
-		defer close(emitted)
-		for n := 0; ; n++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(30+rng2(n)%70) * time.Millisecond):
-			}
-			mu.Lock()
-			to := nodes[rng2(n*3+1)%len(nodes)]
-			r, err := to.e.exec("emit", "crash.ev", fmt.Sprintf("e%d=1", n))
-			if err == nil && r.code == 0 {
-				accepted = append(accepted, n)
-			}
-			mu.Unlock()
-		}
-	}()
+	// Events go to a random node; em.mu orders them with kills.
+	em := startEmitter(func(n int) (result, error) {
+		return nodes[rng2(n*3+1)%len(nodes)].e.exec("emit", "crash.ev", fmt.Sprintf("e%d=1", n))
+	})
 
 	var failovers, lags []time.Duration
 	for i := range kills {
 		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
-		mu.Lock()
+		em.mu.Lock()
 		victim := nodes[rng.IntN(len(nodes))]
 		lead := lease.holder()
 		if i%2 == 0 {
@@ -191,18 +169,14 @@ func TestClusterKills(t *testing.T) {
 				n.d = n.e.serve()
 			}
 		}
-		mu.Unlock()
+		em.mu.Unlock()
 	}
 	// Enough happened to tell: events accepted and slots run (a loaded
 	// machine runs fewer of both in the same time).
 	waitFor(t, "enough accepted events and slots", func() bool {
-		mu.Lock()
-		n := len(accepted)
-		mu.Unlock()
-		return n >= kills && len(slotRuns(readSide(t, side))) >= kills
+		return em.count() >= kills && len(slotRuns(readSide(t, side))) >= kills
 	}, logs)
-	close(stop)
-	<-emitted
+	accepted := em.end()
 
 	// The last runs of the event hook and every posted event end.
 	db := openPG(t, url)
@@ -249,26 +223,7 @@ func TestClusterKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	interruptedRerun := func(n int) bool {
-		key := fmt.Sprintf(`"e%d"`, n)
-		for _, r := range runs {
-			if r.Status == engine.StatusInterrupted && r.Trigger == engine.TriggerRerun && strings.Contains(string(r.Event), key) {
-				return true
-			}
-		}
-		return false
-	}
-	lost, excused := 0, 0
-	for _, n := range accepted {
-		switch {
-		case seen[n]:
-		case interruptedRerun(n):
-			excused++
-		default:
-			lost++
-			t.Errorf("event e%d was accepted but no step saw it", n)
-		}
-	}
+	lost, excused := checkReached(t, accepted, seen, runs)
 	slices.Sort(failovers)
 	slices.Sort(lags)
 	t.Logf("%d kills (%d of the scheduler, failovers %v, taken %v after the lease ran out), %d slots ran, %d events accepted (%d lost, %d excused), side lines by node %v",

@@ -364,44 +364,21 @@ func TestCrashLoop(t *testing.T) {
 
 	// Events are emitted only while a daemon serves: with none, `hookd
 	// emit` runs the hooks in-process and holds the lock a starting
-	// daemon needs. mu orders emits with kills and restarts.
-	var (
-		mu       sync.Mutex
-		accepted []int
-		stop     = make(chan struct{})
-		emitted  = make(chan struct{})
-	)
-	go func() {
-		defer close(emitted)
-		for n := 0; ; n++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(20+rng2(n)%80) * time.Millisecond):
-			}
-			mu.Lock()
-			r, err := e.exec("emit", "crash.ev", fmt.Sprintf("e%d=1", n))
-			if err == nil && r.code == 0 {
-				accepted = append(accepted, n)
-			}
-			mu.Unlock()
-		}
-	}()
-
-	mu.Lock()
+	// daemon needs. em.mu orders emits with kills and restarts.
+	em := startEmitter(func(n int) (result, error) { return e.exec("emit", "crash.ev", fmt.Sprintf("e%d=1", n)) })
+	em.mu.Lock()
 	d := e.serve()
-	mu.Unlock()
+	em.mu.Unlock()
 	for i := range kills {
 		time.Sleep(time.Duration(200+rng.IntN(1300)) * time.Millisecond)
-		mu.Lock()
+		em.mu.Lock()
 		d.signal(syscall.SIGKILL)
 		d.wait()
 		d = e.serve()
-		mu.Unlock()
+		em.mu.Unlock()
 		t.Logf("kill %d done", i+1)
 	}
-	close(stop)
-	<-emitted
+	accepted := em.end()
 
 	// The last daemon runs what is queued and what the event hook has to
 	// re-run, then stops cleanly once no event run waits or runs.
@@ -458,26 +435,7 @@ func TestCrashLoop(t *testing.T) {
 	// An accepted event missing from the side log must have had its run
 	// and that run's rerun interrupted.
 	runs := e.listRuns("events", "--limit", "10000")
-	interruptedRerun := func(n int) bool {
-		key := fmt.Sprintf(`"e%d"`, n)
-		for _, r := range runs {
-			if r.Status == engine.StatusInterrupted && r.Trigger == "rerun" && strings.Contains(string(r.Event), key) {
-				return true
-			}
-		}
-		return false
-	}
-	lost, excused := 0, 0
-	for _, n := range accepted {
-		switch {
-		case seen[n]:
-		case interruptedRerun(n):
-			excused++
-		default:
-			lost++
-			t.Errorf("event e%d was accepted but no step saw it", n)
-		}
-	}
+	lost, excused := checkReached(t, accepted, seen, runs)
 	var interrupted, reruns int
 	for _, r := range runs {
 		if r.Status == engine.StatusInterrupted {
@@ -497,3 +455,76 @@ func TestCrashLoop(t *testing.T) {
 // rng2 spreads the emitter's pauses without sharing the test's generator
 // across goroutines.
 func rng2(n int) int { return (n*7919 + 13) % 97 }
+
+// emitter posts events crash.ev with e<n>=1 through post (a `hookd
+// emit`), one every 20 to 100 ms until end; a test holds mu to order the
+// posts with its kills and restarts. accepted lists the n of the posts
+// hookd accepted (exit 0).
+type emitter struct {
+	mu       sync.Mutex
+	accepted []int
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func startEmitter(post func(n int) (result, error)) *emitter {
+	em := &emitter{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(em.done)
+		for n := 0; ; n++ {
+			select {
+			case <-em.stop:
+				return
+			case <-time.After(time.Duration(20+rng2(n)%80) * time.Millisecond):
+			}
+			em.mu.Lock()
+			if r, err := post(n); err == nil && r.code == 0 {
+				em.accepted = append(em.accepted, n)
+			}
+			em.mu.Unlock()
+		}
+	}()
+	return em
+}
+
+// checkReached fails the test for an accepted event (e<n>) that no step
+// saw, unless the event hook's runs show a rerun of it interrupted (its
+// run and that one rerun were both interrupted); it returns how many were
+// lost and how many excused.
+func checkReached(t *testing.T, accepted []int, seen map[int]bool, runs []*engine.Run) (lost, excused int) {
+	t.Helper()
+	interruptedRerun := func(n int) bool {
+		key := fmt.Sprintf(`"e%d"`, n)
+		for _, r := range runs {
+			if r.Status == engine.StatusInterrupted && r.Trigger == engine.TriggerRerun && strings.Contains(string(r.Event), key) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, n := range accepted {
+		switch {
+		case seen[n]:
+		case interruptedRerun(n):
+			excused++
+		default:
+			lost++
+			t.Errorf("event e%d was accepted but no step saw it", n)
+		}
+	}
+	return lost, excused
+}
+
+// count is how many posts were accepted so far.
+func (em *emitter) count() int {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	return len(em.accepted)
+}
+
+// end stops the posts and returns the accepted ones.
+func (em *emitter) end() []int {
+	close(em.stop)
+	<-em.done
+	return em.accepted
+}
