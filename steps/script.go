@@ -1062,10 +1062,8 @@ func (c *checker) readsInput(cmd syntax.Command) string {
 			if what != "" {
 				return false
 			}
-			for _, r := range n.Redirs {
-				if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc || r.Op == syntax.RdrIn || r.Op == syntax.DplIn {
-					return false // its input is another
-				}
+			if ownInput(n) {
+				return false // its input is another
 			}
 			if ce, ok := n.Cmd.(*syntax.CallExpr); ok {
 				what = c.readsCode(ce)
@@ -1350,6 +1348,9 @@ func (c *checker) readsCode(ce *syntax.CallExpr) string {
 	}
 	if runsInput(name, rest) {
 		return name + " (its program runs commands from what it reads)"
+	}
+	if (shells[name] || interpreters[name] != nil || name == "source" || name == ".") && inputSubst(ci.ce.Args[s+1:]) {
+		return name + " (its script comes from <(...), which reads the same standard input)"
 	}
 	stdin := func(x callArg) bool {
 		return x.isLit && namesStdin(x.lit)

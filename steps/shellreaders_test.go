@@ -33,3 +33,19 @@ func TestShellHiddenReaderAttacks(t *testing.T) {
 		}
 	}
 }
+
+// TestShellInputCopyAttacks performs attacks where a code reader's
+// standard input reaches it in a way the pipe check took for another
+// input: <&0 (a copy of the same input), a redirection of another
+// descriptor (3<<< x), and a script given as <(cat), which reads the
+// reader's own standard input.
+func TestShellInputCopyAttacks(t *testing.T) {
+	v := "touch MARK"
+	runStreamAttacks(t, []streamAttack{
+		{"bash <(cat)", "printf '%s\\n' {{event.v}} | bash <(cat)", v, "is piped into bash (its script comes from <(...)"},
+		{"source <(cat)", "printf '%s\\n' {{event.v}} | source <(cat)", v, "is piped into source (its script comes from <(...)"},
+		{"sh <&0 in a function", "f() { sh <&0; }; printf '%s\\n' {{event.v}} | f", v, "is piped into f (a function running sh)"},
+		{"sh <&0 in a group", "printf '%s\\n' {{event.v}} | { sh <&0; }", v, "is piped into sh"},
+		{"another descriptor's here-string", "printf '%s\\n' {{event.v}} | { sh 3<<< x; }", v, "is piped into sh"},
+	})
+}

@@ -302,14 +302,34 @@ func (c *checker) funcReadsInput(name string) string {
 }
 
 // ownInput reports whether a statement reads its standard input from
-// elsewhere than what it is given (<, <<, <<<, <&).
+// elsewhere than what it is given (<, <<, <<<, <&3; not <&0, and not a
+// redirection of another descriptor, 3<<< x).
 func ownInput(st *syntax.Stmt) bool {
 	for _, r := range st.Redirs {
 		if inputRedirect(r) {
+			if l, ok := wordLit(r.Word); ok && r.Op == syntax.DplIn && l == "0" {
+				continue
+			}
 			return true
 		}
 	}
 	return false
+}
+
+// inputSubst reports whether one of words holds an input process
+// substitution, <(...): given to a code reader as its script, it may read
+// the reader's own standard input (bash <(cat)).
+func inputSubst(words []*syntax.Word) bool {
+	found := false
+	for _, w := range words {
+		syntax.Walk(w, func(n syntax.Node) bool {
+			if ps, ok := n.(*syntax.ProcSubst); ok && ps.Op == syntax.CmdIn {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 // inputRedirect reports whether r redirects standard input.
