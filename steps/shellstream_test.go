@@ -51,7 +51,13 @@ func runStreamAttacks(t *testing.T, tests []streamAttack) {
 				t.Errorf("%q: %v; want an error saying %q", tt.tmpl, err, tt.want)
 			}
 			// Without the rule: the script as hookd would run it, by
-			// bash or else by /bin/sh (which expands aliases).
+			// bash or else by /bin/sh (which expands aliases). A program
+			// not in every base system is needed to show the attack.
+			for _, p := range []string{"envsubst"} {
+				if strings.Contains(tt.tmpl, p) {
+					testtool.Need(t, p)
+				}
+			}
 			var out []byte
 			for _, sh := range []string{bash, "/bin/sh"} {
 				cmd := exec.Command(sh, "-c", asRun(tt.tmpl))
