@@ -257,15 +257,16 @@ func readHolder(f *os.File) (pid int, holder string) {
 	if err != nil {
 		return 0, ""
 	}
-	if len(fields) == 2 && validHolder(fields[1]) {
+	if len(fields) == 2 && CommandName(fields[1]) {
 		holder = fields[1]
 	}
 	return pid, holder
 }
 
-// validHolder reports whether s can be a command's name; anything else
-// in a lock file is not believed.
-func validHolder(s string) bool {
+// CommandName reports whether s can be a hookd command's name, as a lock
+// holder names itself (in the lock file here, in the lock session's
+// application_name on PostgreSQL); anything else is not believed.
+func CommandName(s string) bool {
 	if s == "" || len(s) > 20 {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -228,7 +229,7 @@ func lockCommand(ctx context.Context, conn *pgx.Conn) (string, int) {
 		return "", 0
 	}
 	f := strings.Fields(app)
-	if len(f) != 4 || f[0] != "hookd" || f[2] != "pid" || !commandName(f[1]) {
+	if len(f) != 4 || f[0] != "hookd" || f[2] != "pid" || !store.CommandName(f[1]) {
 		return "", 0
 	}
 	pid, err := strconv.Atoi(f[3])
@@ -236,17 +237,4 @@ func lockCommand(ctx context.Context, conn *pgx.Conn) (string, int) {
 		return "", 0
 	}
 	return f[1], pid
-}
-
-// commandName reports whether s can be a hookd command's name.
-func commandName(s string) bool {
-	if s == "" || len(s) > 20 {
-		return false
-	}
-	for _, r := range s {
-		if (r < 'a' || r > 'z') && r != '-' {
-			return false
-		}
-	}
-	return true
 }
