@@ -55,6 +55,15 @@ func (g *grammarGen) spaces(n int) {
 	}
 }
 
+// lineAt writes the spaces of a line at column ind, or, oddly, one off.
+func (g *grammarGen) lineAt(ind int) {
+	at := ind
+	if g.oddly() {
+		at = max(0, ind+g.r.IntN(3)-1)
+	}
+	g.spaces(at)
+}
+
 // wide returns text beyond ASCII that yaml.v3 takes as ordinary
 // characters (of 2, 3 and 4 bytes, a no-break space, U+FFFD), or, oddly,
 // one it does not (NEL, LS and PS break lines; a BOM; C1 controls,
@@ -214,11 +223,7 @@ func (g *grammarGen) mapping(ind, n int) {
 	g.depth++
 	defer func() { g.depth-- }()
 	for range n {
-		at := ind
-		if g.oddly() {
-			at = max(0, ind+g.r.IntN(3)-1)
-		}
-		g.spaces(at)
+		g.lineAt(ind)
 		g.entry(ind)
 	}
 }
@@ -369,11 +374,7 @@ func (g *grammarGen) sequence(ind, n int) {
 	g.depth++
 	defer func() { g.depth-- }()
 	for range n {
-		at := ind
-		if g.oddly() {
-			at = max(0, ind+g.r.IntN(3)-1)
-		}
-		g.spaces(at)
+		g.lineAt(ind)
 		g.b.WriteByte('-')
 		g.seqValue(ind)
 	}
@@ -401,11 +402,7 @@ func (g *grammarGen) compact(col int) {
 		g.b.WriteByte('-')
 		g.seqValue(col)
 		for range g.r.IntN(3) {
-			at := col
-			if g.oddly() {
-				at = max(0, col+g.r.IntN(3)-1)
-			}
-			g.spaces(at)
+			g.lineAt(col)
 			g.b.WriteByte('-')
 			g.seqValue(col)
 		}
@@ -415,11 +412,7 @@ func (g *grammarGen) compact(col int) {
 	defer func() { g.depth-- }()
 	g.entry(col)
 	for range g.r.IntN(3) {
-		at := col
-		if g.oddly() {
-			at = max(0, col+g.r.IntN(3)-1)
-		}
-		g.spaces(at)
+		g.lineAt(col)
 		g.entry(col)
 	}
 }

@@ -179,8 +179,10 @@ func TestRedispatchReachesEachHookOnce(t *testing.T) {
 	})
 }
 
-// eventSeq returns the seq of the stored event with id.
-func eventSeq(t *testing.T, db *store.DB, id string) int64 {
+// eventSeq returns the seq of the stored event with id, from either store.
+func eventSeq(t *testing.T, db interface {
+	ListEvents(ctx context.Context, typ string, limit int) ([]*engine.Event, error)
+}, id string) int64 {
 	t.Helper()
 	evs, err := db.ListEvents(context.Background(), "", 1000)
 	if err != nil {
