@@ -173,8 +173,12 @@ func (d *DB) startIn(ctx context.Context, tx *sql.Tx, r *engine.Run, args []any,
 			return err
 		}
 	}
-	if err := d.reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
-		return err
+	// An event marked dispatched here needs no record of the hooks it
+	// reached: the mark drops them.
+	if r.EventSeq != seq {
+		if err := d.reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
+			return err
+		}
 	}
 	if seq != 0 {
 		if err := d.markIn(ctx, tx, seq); err != nil {

@@ -173,8 +173,12 @@ func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) erro
 		if err := claimSlot(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
 			return err
 		}
-		if err := reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
-			return err
+		// An event marked dispatched here needs no record of the hooks
+		// it reached: the mark drops them.
+		if r.EventSeq != markSeq {
+			if err := reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
+				return err
+			}
 		}
 		if markSeq != 0 {
 			if err := markIn(ctx, tx, markSeq); err != nil {
