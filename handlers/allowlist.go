@@ -16,8 +16,11 @@ import (
 // (mvdan.cc/sh): its words, quotes removed, are compared with the argv
 // the model asks for, word by word, and the lengths must be equal. An
 // unquoted `*` word stands for any one argument that does not begin with
-// "-" (so it never adds an option). Nothing else is a pattern: no
-// expansion, no glob, no prefix match; `/bin/rm` is not `rm`.
+// "-" (so it never adds an option), is not an absolute path and has no
+// ".." path element (so it names nothing outside the directory the call
+// runs in, which run_command keeps inside the hook's workdir). Nothing
+// else is a pattern: no expansion, no glob, no prefix match; `/bin/rm`
+// is not `rm`.
 type Allowlist struct {
 	entries []allowEntry
 }
@@ -150,7 +153,7 @@ func (e *allowEntry) matches(argv []string) bool {
 	}
 	for i, arg := range argv {
 		if e.wild[i] {
-			if arg == "" || strings.HasPrefix(arg, "-") {
+			if WildRefused(arg) != "" {
 				return false
 			}
 		} else if arg != e.words[i] {
@@ -158,6 +161,50 @@ func (e *allowEntry) matches(argv []string) bool {
 		}
 	}
 	return true
+}
+
+// WildReason says, for an argv refused only because an argument given
+// for a `*` is not allowed there, which entry and argument and why, so the
+// model learns what to change; "" otherwise.
+func (a *Allowlist) WildReason(argv []string) string {
+	for _, e := range a.entries {
+		if len(argv) != len(e.words) {
+			continue
+		}
+		why, other := "", false
+		for i, arg := range argv {
+			switch {
+			case !e.wild[i]:
+				other = other || arg != e.words[i]
+			case why == "":
+				if w := WildRefused(arg); w != "" {
+					why = fmt.Sprintf("%q cannot stand for the * of %q: %s (a * is one argument inside the call's directory: no option, no absolute path, no ..)", arg, e.text, w)
+				}
+			}
+		}
+		if why != "" && !other {
+			return why
+		}
+	}
+	return ""
+}
+
+// WildRefused says why arg cannot stand for a `*` of an entry, or ""
+// when it can: it is empty, begins with "-" (an option), is an absolute
+// path, or has a ".." path element (it would name something above the
+// call's directory: `..`, `../..`, `docs/../../etc`).
+func WildRefused(arg string) string {
+	switch {
+	case arg == "":
+		return "it is empty"
+	case strings.HasPrefix(arg, "-"):
+		return "it begins with -"
+	case strings.HasPrefix(arg, "/"):
+		return "it is an absolute path"
+	case slices.Contains(strings.Split(arg, "/"), ".."):
+		return "it has a .. path element"
+	}
+	return ""
 }
 
 // Entries returns the entries as written.

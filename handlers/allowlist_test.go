@@ -27,6 +27,14 @@ func TestAllowlist(t *testing.T) {
 		{[]string{"git", "log", "--oneline", "-n", "20"}, true},
 		{[]string{"git", "log", "--oneline", "-n", "20", "--output=x"}, false},
 		{[]string{"ls", "docs"}, true},
+		{[]string{"ls", "docs/sub"}, true},
+		{[]string{"ls", "a..b"}, true},
+		{[]string{"ls", "/etc"}, false},
+		{[]string{"ls", "/"}, false},
+		{[]string{"ls", ".."}, false},
+		{[]string{"ls", "../.."}, false},
+		{[]string{"ls", "docs/../../etc"}, false},
+		{[]string{"ls", "docs/.."}, false},
 		{[]string{"ls", "-la"}, false},
 		{[]string{"ls", ""}, false},
 		{[]string{"ls"}, false},
@@ -43,6 +51,28 @@ func TestAllowlist(t *testing.T) {
 	}
 	if got := strings.Join(a.Entries(), "|"); !strings.HasPrefix(got, "go test ./...|git log") {
 		t.Errorf("entries %s", got)
+	}
+}
+
+func TestAllowlistWildReason(t *testing.T) {
+	a, err := ParseAllowlist([]string{"ls", "ls *", "git log --oneline -n 20"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"ls", "/etc"}, `"/etc" cannot stand for the * of "ls *": it is an absolute path`},
+		{[]string{"ls", "../.."}, `"../.." cannot stand for the * of "ls *": it has a .. path element`},
+		{[]string{"ls", "-la"}, `it begins with -`},
+		{[]string{"ls", "docs"}, ""},
+		{[]string{"cat", "/etc"}, ""},
+		{[]string{"git", "log", "/etc"}, ""},
+	} {
+		if got := a.WildReason(tc.argv); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("WildReason(%q) = %q; want %q", tc.argv, got, tc.want)
+		}
 	}
 }
 

@@ -25,7 +25,7 @@ func cmdGuard(c *cli, args []string) int {
 	fs := flag.NewFlagSet("hookd guard", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	var allow []string
-	fs.Func("allow", "a command line run_command may run, in shell syntax (repeat for more); a lone * is one argument not beginning with -",
+	fs.Func("allow", "a command line run_command may run, in shell syntax (repeat for more); a lone * is one argument not beginning with -, not an absolute path and without a .. element",
 		func(s string) error { allow = append(allow, s); return nil })
 	fs.Usage = func() {
 		fmt.Fprintf(c.stderr, "Usage: hookd guard %s\n", c.argsHelp)
@@ -64,7 +64,11 @@ func cmdGuard(c *cli, args []string) int {
 		return exitDeny
 	}
 	if !list.Allows(call.Argv) {
-		fmt.Fprintf(c.stderr, "command not allowed: %s; the allowed commands are: %s\n", quoteArgv(call.Argv), strings.Join(list.Entries(), "; "))
+		why := ""
+		if w := list.WildReason(call.Argv); w != "" {
+			why = " (" + w + ")"
+		}
+		fmt.Fprintf(c.stderr, "command not allowed: %s%s; the allowed commands are: %s\n", quoteArgv(call.Argv), why, strings.Join(list.Entries(), "; "))
 		return exitDeny
 	}
 	if why := handlers.StdinRefused(call.Argv); why != "" && call.Stdin != "" {

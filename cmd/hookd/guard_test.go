@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,6 +82,70 @@ func TestAllowlistGuardBypasses(t *testing.T) {
 		}
 	}
 	if ok := got[len(bypasses)]; ok.DeniedBy != "" || ok.Error != "" || !strings.Contains(ok.Result, "keep.txt") {
+		t.Errorf("the allowed command: %+v", ok)
+	}
+}
+
+// TestAllowlistGuardPaths runs the shipped guard in the real daemon
+// against a model that uses its `ls *` to list what lies outside the
+// workdir: an absolute path, the workdir's parents, a path climbing out
+// through a subdirectory. Each call is denied with the reason, and the
+// listing of a directory inside the workdir is allowed. The same argv run
+// without the guard does list the secret file beside the workdir.
+func TestAllowlistGuardPaths(t *testing.T) {
+	guard, err := os.ReadFile("../../hooks.d/allow-commands.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := llmtest.New(llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+		{ID: "abs", Name: "run_command", Args: `{"argv":["ls","/etc"]}`},
+		{ID: "up", Name: "run_command", Args: `{"argv":["ls",".."]}`},
+		{ID: "upup", Name: "run_command", Args: `{"argv":["ls","../.."]}`},
+		{ID: "through", Name: "run_command", Args: `{"argv":["ls","src/../.."]}`},
+		{ID: "ok", Name: "run_command", Args: `{"argv":["ls","src"]}`},
+	}}, llmtest.Answer("done"))
+	defer model.Close()
+	e := newEnv(t, "llm: {model: test-model, base_url: "+model.BaseURL()+"}\n", map[string]string{
+		"allow-commands.yaml": string(guard),
+		"look.yaml":           "prompt: look around\ntools: [run_command]\n",
+	})
+	e.environ = []string{withHookdOnPath()}
+	if err := os.MkdirAll(e.path("src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.write("src/main.go", "package main\n")
+	// A file beside the workdir: what `ls ..` would show.
+	name := filepath.Base(e.dir) + "-outside-secret-name"
+	outside := filepath.Join(filepath.Dir(e.dir), name)
+	if err := os.WriteFile(outside, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(outside) })
+	// Live: the argv the model asks for does list it when run as is.
+	cmd := exec.Command("ls", "..")
+	cmd.Dir = e.dir
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), name) {
+		t.Fatalf("ls .. in the workdir, unguarded: %v %q", err, out)
+	}
+	e.serve()
+
+	run := e.getRun(runID(t, e.must(0, "fire", "look", "--wait")))
+	if run.Status != engine.StatusCompleted {
+		t.Fatalf("run %s %q", run.Status, run.Error)
+	}
+	tr, err := llm.DecodeTranscript(run)
+	if err != nil || tr == nil || len(tr.Rounds) != 2 || len(tr.Rounds[0].ToolCalls) != 5 {
+		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
+	}
+	got := tr.Rounds[0].ToolCalls
+	for i, why := range []string{"it is an absolute path", "it has a .. path element", "it has a .. path element", "it has a .. path element"} {
+		c := got[i]
+		if c.DeniedBy != "allow-commands" || !strings.Contains(c.Error, "command not allowed") || !strings.Contains(c.Error, why) ||
+			c.Result != "" || strings.Contains(c.Error, name) || strings.Contains(c.Error, "passwd") {
+			t.Errorf("call %s: denied by %q, error %q, result %q", c.ID, c.DeniedBy, c.Error, c.Result)
+		}
+	}
+	if ok := got[4]; ok.DeniedBy != "" || ok.Error != "" || !strings.Contains(ok.Result, "main.go") {
 		t.Errorf("the allowed command: %+v", ok)
 	}
 }
