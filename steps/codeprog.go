@@ -2,6 +2,7 @@ package steps
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -326,8 +327,8 @@ func xargsSplice(args []callArg, r *callRules) string {
 // command with one more argument, holding data, at its end.
 func xargsAppend(args []callArg, r *callRules) string {
 	for _, s := range r.starts {
-		if !args[s].isLit || path.Base(args[s].lit) != "xargs" {
-			continue
+		if !args[s].isLit || path.Base(args[s].lit) != "xargs" || !slices.ContainsFunc(r.starts, func(st int) bool { return st > s }) {
+			continue // no command: xargs runs echo
 		}
 		more := append(append([]callArg(nil), args...), callArg{tainted: true, lead: true})
 		r2 := analyzeCall(more)

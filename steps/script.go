@@ -364,10 +364,14 @@ func quotedDelim(w *syntax.Word) bool {
 // checker walks a parsed script once to learn which variables hold data,
 // then again to find where data stands.
 type checker struct {
-	file     *syntax.File
-	occs     []occurrence
-	byOff    map[int]int // offset of an occurrence -> its index; nil while occs are few enough to search
-	tainted  map[string]map[string]bool
+	file    *syntax.File
+	occs    []occurrence
+	byOff   map[int]int // offset of an occurrence -> its index; nil while occs are few enough to search
+	tainted map[string]map[string]bool
+	// derived names the variables whose data is derived rather than
+	// copied (read, mapfile, $(…), …), with how (derived.go); nil
+	// until one is.
+	derived  map[string]string
 	intVars  map[string]bool   // nil until one is declared
 	quote    []bool            // per occurrence: wrap the reference in double quotes
 	found    []bool            // per occurrence: the parser saw the reference
@@ -602,6 +606,7 @@ var positionalParams = []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "@"
 // point that knowing the functions first would reach.
 func (c *checker) learn() {
 	visit := func(n syntax.Node) bool {
+		c.learnDerived(n)
 		switch n := n.(type) {
 		case *syntax.FuncDecl:
 			if c.pass == 0 && n.Name != nil {
@@ -1032,7 +1037,11 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 			}
 		}
 	case *syntax.CallExpr:
-		for _, script := range c.call(n).rules.scripts {
+		ci := c.call(n)
+		if err := c.derivedCall(ci); err != nil {
+			return err
+		}
+		for _, script := range ci.rules.scripts {
 			if err := c.nested(script); err != nil {
 				return err
 			}
@@ -1112,7 +1121,7 @@ func (c *checker) assignment(name string, value *syntax.Word, t map[string]bool)
 // nested checks the script an inner shell runs (sh -c 'script', eval
 // 'code') with the variables that hold data in the outer one.
 func (c *checker) nested(script string) error {
-	opt, err := checkInnerScript(script, c.tainted, c.rootOccs, c.depth+1)
+	opt, err := checkInnerScript(script, c.tainted, c.derived, c.rootOccs, c.depth+1)
 	for r, where := range opt {
 		c.setOptionAt(r, where)
 	}
@@ -1133,7 +1142,7 @@ func (c *checker) setOptionAt(r, where string) {
 
 // checkInnerScript checks script, run by an inner shell that sees the
 // variables in tainted, and returns where data may begin an argument.
-func checkInnerScript(script string, tainted map[string]map[string]bool, rootOccs []occurrence, depth int) (map[string]string, error) {
+func checkInnerScript(script string, tainted map[string]map[string]bool, derived map[string]string, rootOccs []occurrence, depth int) (map[string]string, error) {
 	if depth > 4 {
 		return nil, fmt.Errorf("shell scripts nested more than 4 deep")
 	}
@@ -1146,6 +1155,9 @@ func checkInnerScript(script string, tainted map[string]map[string]bool, rootOcc
 	inner.rootOccs = rootOccs
 	for name, roots := range tainted {
 		inner.tainted[name] = roots
+	}
+	for name, why := range derived {
+		inner.derive(name, why)
 	}
 	if err := inner.check(); err != nil {
 		return nil, fmt.Errorf("in the script of an inner shell: %w", err)
@@ -1214,6 +1226,9 @@ func (c *checker) paramExp(pe *syntax.ParamExp, stack []syntax.Node) error {
 				return c.dataErr(pe, "is %s", why)
 			}
 			if ci.rules.optionPosition(ci.args, j) && leads(w, pe) {
+				if why := c.derived[pe.Param.Value]; why != "" && !optionHarmless(ci.args, ci.rules, j) {
+					return derivedOptionErr(ci, j, fmt.Sprintf("$%s, which holds %s, %s,", pe.Param.Value, c.describeRoots(c.roots(pe)), why))
+				}
 				where := ""
 				for r := range c.roots(pe) {
 					if c.optionAt[r] == "" {
@@ -1536,8 +1551,12 @@ func wordLit(w *syntax.Word) (string, bool) {
 
 // leads reports whether pe's value may begin the word w: nothing but
 // empty quotes and data come before it.
-func leads(w *syntax.Word, pe *syntax.ParamExp) bool {
-	off := pe.Pos().Offset()
+func leads(w *syntax.Word, pe *syntax.ParamExp) bool { return leadsAt(w, pe) }
+
+// leadsAt reports whether the value of n, an expansion in w, may begin
+// w: nothing but empty quotes and data come before it.
+func leadsAt(w *syntax.Word, n syntax.Node) bool {
+	off := n.Pos().Offset()
 	var first func(parts []syntax.WordPart) bool
 	first = func(parts []syntax.WordPart) bool {
 		for _, p := range parts {

@@ -331,7 +331,7 @@ func checkArgv(argv []string, taintedEnv map[string]bool) ([]string, map[string]
 	}
 	envOpt := map[string]string{}
 	for _, script := range r.scripts {
-		o, err := checkInnerScript(script, tainted, nil, 1)
+		o, err := checkInnerScript(script, tainted, nil, nil, 1)
 		if err != nil {
 			return nil, nil, err
 		}

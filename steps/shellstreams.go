@@ -256,6 +256,9 @@ func (c *checker) innerChecker(script string) *checker {
 	for name, roots := range c.tainted {
 		inner.tainted[name] = roots
 	}
+	for name, why := range c.derived {
+		inner.derive(name, why)
+	}
 	return inner
 }
 
