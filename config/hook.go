@@ -167,6 +167,7 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	if n, path := f.either("steps", "context_steps"); n != nil {
 		s.steps(n, path, h)
 	}
+	s.unnamedSecrets(f.get("secrets"), h)
 	if n, path := f.either("prompt", "prompt_template"); n != nil && s.decodeAt(n, path, &h.Prompt) {
 		s.placeholders(n, path, h.Prompt, h.Steps, len(h.Steps))
 	}

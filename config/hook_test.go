@@ -123,6 +123,7 @@ func dump(t *testing.T, h *engine.Hook) string {
 		Required bool                 `json:",omitempty"`
 		Allow    bool                 `json:"AllowFailure,omitempty"`
 		Skip     *engine.ShortCircuit `json:",omitempty"`
+		Secrets  []string             `json:",omitempty"`
 		Config   any                  `json:",omitempty"`
 	}
 	dur := func(d time.Duration) string {
@@ -160,7 +161,7 @@ func dump(t *testing.T, h *engine.Hook) string {
 	var steps []stepView
 	for _, d := range h.Steps {
 		v := stepView{Index: d.Index, Name: d.Name, Type: d.Type, Line: d.Line,
-			Timeout: dur(d.Timeout), Required: d.Required, Allow: d.AllowFailure}
+			Timeout: dur(d.Timeout), Required: d.Required, Allow: d.AllowFailure, Secrets: d.Secrets}
 		if d.Skip != (engine.ShortCircuit{}) {
 			sk := d.Skip
 			v.Skip = &sk
@@ -185,6 +186,9 @@ func dump(t *testing.T, h *engine.Hook) string {
 	}
 	if h.Project != "" {
 		view["Project"] = h.Project
+	}
+	if h.ToolSecrets != nil {
+		view["ToolSecrets"] = h.ToolSecrets
 	}
 	if h.EnvPassthrough != nil {
 		view["EnvPassthrough"] = h.EnvPassthrough

@@ -48,8 +48,9 @@ func init() {
 		}
 		return nil, errors.New("test_fail: refused")
 	}))
-	// test_cmd declares the fields of its results, like shell.
-	engine.RegisterStep("test_cmd", engine.DeclaredKind{Fields: []string{"stdout", "exit_code", "used_pct"},
+	// test_cmd declares the fields of its results and starts processes
+	// (it may name secrets), like shell.
+	engine.RegisterStep("test_cmd", engine.DeclaredKind{Fields: []string{"stdout", "exit_code", "used_pct"}, Processes: true,
 		Build: func(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 			s := &echoStep{}
 			return s, cfg.Decode(&s.cfg)

@@ -12,7 +12,7 @@ import (
 
 // stepKeys are the keys every step has; the others belong to its kind.
 var stepKeys = []string{"name", "type", "timeout", "required", "allow_failure", "skip_llm_if_exit_zero",
-	"skip_llm_if_status_ok", "skip_llm_if_empty", "skip_llm_if_unchanged", "skip_llm_if", "if"}
+	"skip_llm_if_status_ok", "skip_llm_if_empty", "skip_llm_if_unchanged", "skip_llm_if", "if", "secrets"}
 
 // steps decodes a hook's steps. The common keys fill the StepDef; the
 // rest go to the step kind through a Decoder. Placeholders in a step may
@@ -32,6 +32,8 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		// if: the condition under which the step runs
 		runIfNode *yaml.Node
 		runIf     string
+		// secrets: the hook's secrets the step's processes get
+		secretsNode *yaml.Node
 	}
 	var todoBuf [4]pending // most hooks have a few steps
 	todo := todoBuf[:0]
@@ -49,7 +51,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 			return
 		}
 		rest := s.sc.mapping(item) // the kind's keys, taken from item
-		var typeNode, ifNode, allowNode, runIfNode *yaml.Node
+		var typeNode, ifNode, allowNode, runIfNode, secretsNode *yaml.Node
 		var runIf string
 		for _, kv := range s.pairs(item, p) {
 			fp := join(p, kv.key)
@@ -93,6 +95,9 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 				if s.decodeAt(v, fp, &runIf) {
 					runIfNode = v
 				}
+			case "secrets":
+				s.secretNames(v, fp, h.Secrets, &def.Secrets)
+				secretsNode = v
 			case "skip_llm_if":
 				if s.decodeAt(v, fp, &def.Skip.If) {
 					if strings.TrimSpace(def.Skip.If) == "" {
@@ -111,7 +116,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		}
 		kind := s.stepKind(typeNode, item, p, def)
 		todo = append(todo, pending{def: def, path: p, kind: kind, rest: rest, ifNode: ifNode, ifValue: def.Skip.If,
-			runIfNode: runIfNode, runIf: runIf})
+			runIfNode: runIfNode, runIf: runIf, secretsNode: secretsNode})
 	}
 
 	for _, t := range todo {
@@ -139,6 +144,9 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		}
 		if t.kind == nil {
 			continue
+		}
+		if t.secretsNode != nil {
+			s.stepSecretsAllowed(t.secretsNode, join(t.path, "secrets"), t.def, t.kind)
 		}
 		dec := s.sc.newDecoder()
 		*dec = Decoder{file: s.file, path: t.path, node: t.rest, line: t.def.Line, known: stepKeys, budget: s.budget, sc: s.sc}

@@ -22,9 +22,16 @@ import (
 //
 //	tools:
 //	  - search_runs: {hooks: [ci-triage]}   # or ["*"]: every hook
+//
+// and the tool that starts processes, with the hook's secrets they get
+// (secrets.go; without it, none):
+//
+//	tools:
+//	  - run_command: {secrets: [GITHUB_TOKEN]}
 const (
 	toolFireHook  = "fire_hook"
 	toolEmitEvent = "emit_event"
+	toolCommand   = "run_command"
 )
 
 // runTools read hookd's run records; the hooks listed with any of them
@@ -77,10 +84,18 @@ func (s *state) tools(n *yaml.Node, h *engine.Hook) {
 // toolTargets decodes `fire_hook: {hooks: [...]}` or
 // `emit_event: {types: [...]}`.
 func (s *state) toolTargets(n *yaml.Node, path string, h *engine.Hook) {
-	keys := append([]string{toolFireHook, toolEmitEvent}, runTools...)
+	keys := append([]string{toolFireHook, toolEmitEvent, toolCommand}, runTools...)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i]; k.Kind == yaml.ScalarNode && !slices.Contains(keys, k.Value) {
-			s.errorf(k, join(path, k.Value), "only fire_hook, emit_event, list_runs, get_run and search_runs take settings; list %s as a plain name", k.Value)
+		k := n.Content[i]
+		switch {
+		case k.Kind != yaml.ScalarNode || slices.Contains(keys, k.Value):
+		case strings.Contains(k.Value, "."):
+			s.errorf(k, join(path, k.Value), "a tool of an MCP server takes no settings here, and no secret of the hook reaches "+
+				"its server: the server's environment is its env: in hookd.yaml's mcp_servers; list %s as a plain name", k.Value)
+			return
+		default:
+			s.errorf(k, join(path, k.Value), "only fire_hook, emit_event, list_runs, get_run, search_runs and run_command "+
+				"take settings; list %s as a plain name", k.Value)
 			return
 		}
 	}
@@ -103,6 +118,11 @@ func (s *state) toolTargets(n *yaml.Node, path string, h *engine.Hook) {
 			h.FireHooks = append(h.FireHooks, hooks...)
 		}
 		h.Tools = append(h.Tools, toolFireHook)
+		return
+	}
+	if v := f.get(toolCommand); v != nil {
+		s.toolSecrets(v, join(path, toolCommand), toolCommand, h)
+		h.Tools = append(h.Tools, toolCommand)
 		return
 	}
 	if v := f.get(toolEmitEvent); v != nil {

@@ -76,7 +76,7 @@ func TestToolTargetErrors(t *testing.T) {
 		{"\n  - emit_event: {types: [report.x*]}", "x.yaml:3: tools[0].emit_event.types[0]: event pattern"},
 		{"\n  - emit_event: {types: report.*}", "x.yaml:3: tools[0].emit_event.types: expected a list"},
 		{"\n  - emit_event:", "x.yaml:3: tools[0].emit_event: expected the emit_event settings"},
-		{"\n  - read_file: {x: 1}", "x.yaml:3: tools[0].read_file: only fire_hook, emit_event, list_runs, get_run and search_runs take settings; list read_file as a plain name"},
+		{"\n  - read_file: {x: 1}", "x.yaml:3: tools[0].read_file: only fire_hook, emit_event, list_runs, get_run, search_runs and run_command take settings; list read_file as a plain name"},
 		{"\n  - search_runs: {hooks: [a b]}", `x.yaml:3: tools[0].search_runs.hooks[0]: "a b" is not a valid hook name (or "*" for every hook)`},
 		{"\n  - get_run: {hooks: []}", "x.yaml:3: tools[0].get_run.hooks: must not be empty"},
 		{"\n  - list_runs:", "x.yaml:3: tools[0].list_runs: expected the list_runs settings"},

@@ -46,14 +46,83 @@ func ChildEnv(environ []string, pass []string, set map[string]string) []string {
 	return out
 }
 
-// ChildEnv builds the environment of the processes h's steps and tools
-// start: the allowlist, h's secrets and env_passthrough from environ,
-// and h's env on top. The engine builds it once per loaded hook and its
-// runs share it (hookShared): the slice has no room to append in place,
-// and callers copy it before they add to it, as they do for any
-// environment they did not make.
-func (h *Hook) ChildEnv(environ []string) []string {
-	pass := make([]string, 0, len(h.Secrets)+len(h.EnvPassthrough))
-	pass = append(append(pass, h.Secrets...), h.EnvPassthrough...)
+// ChildEnv builds the environment of a process one of h's steps or tools
+// starts: the allowlist, the variables named in secrets (those of h's
+// secrets the step or tool names) and h's env_passthrough from environ,
+// and h's env on top. The slice has no room to append in place: callers
+// copy it before they add to it, as they do for any environment they did
+// not make.
+func (h *Hook) ChildEnv(environ []string, secrets []string) []string {
+	pass := make([]string, 0, len(secrets)+len(h.EnvPassthrough))
+	pass = append(append(pass, secrets...), h.EnvPassthrough...)
 	return slices.Clip(ChildEnv(environ, pass, h.Env))
+}
+
+// ChildEnvs are the environments of the processes a hook's steps and
+// tools start (Hook.ChildEnv): a secret of the hook reaches only the
+// steps and tools that name it (StepDef.Secrets, Hook.ToolSecrets). The
+// engine builds them once per loaded hook and its runs share them: they
+// are only read.
+type ChildEnvs struct {
+	base  []string            // for a step or tool that names no secret
+	steps map[int][]string    // by StepDef.Index, for steps that name secrets
+	tools map[string][]string // by tool name, for tools that name secrets
+}
+
+// ChildEnvs builds the environments of h's steps and tools from environ
+// (hookd's own). A name a step or tool gives that is not one of h's
+// secrets (the loader refuses it) passes nothing: it would not be
+// redacted.
+func (h *Hook) ChildEnvs(environ []string) *ChildEnvs {
+	c := &ChildEnvs{base: h.ChildEnv(environ, nil)}
+	for _, d := range h.Steps {
+		if names := h.ownSecrets(d.Secrets); len(names) > 0 {
+			if c.steps == nil {
+				c.steps = make(map[int][]string)
+			}
+			c.steps[d.Index] = h.ChildEnv(environ, names)
+		}
+	}
+	for tool, names := range h.ToolSecrets {
+		if names = h.ownSecrets(names); len(names) > 0 {
+			if c.tools == nil {
+				c.tools = make(map[string][]string, len(h.ToolSecrets))
+			}
+			c.tools[tool] = h.ChildEnv(environ, names)
+		}
+	}
+	return c
+}
+
+// ownSecrets returns the names among names that are h's secrets.
+func (h *Hook) ownSecrets(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if slices.Contains(h.Secrets, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Base is the environment of a process whose step or tool names no
+// secret.
+func (c *ChildEnvs) Base() []string { return c.base }
+
+// Step is the environment of the processes of the step at index i: the
+// base, with the secrets the step names.
+func (c *ChildEnvs) Step(i int) []string {
+	if env, ok := c.steps[i]; ok {
+		return env
+	}
+	return c.base
+}
+
+// Tool is the environment of the processes the model's tool name starts:
+// the base, with the secrets the hook's tools: entry of that tool names.
+func (c *ChildEnvs) Tool(name string) []string {
+	if env, ok := c.tools[name]; ok {
+		return env
+	}
+	return c.base
 }

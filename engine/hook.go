@@ -52,7 +52,7 @@ type Hook struct {
 	Timeout     time.Duration // whole run; 0 means the daemon default
 	Workdir     string        // absolute; steps and file tools are confined here
 	Env         map[string]string
-	Secrets     []string // names of environment variables, passed to child processes and redacted everywhere
+	Secrets     []string // names of environment variables: redacted everywhere; each reaches only the steps and tools naming it
 	Steps       []*StepDef
 	System      string
 	Prompt      string
@@ -81,6 +81,10 @@ type Hook struct {
 	// EnvPassthrough names more variables of hookd's environment that the
 	// hook's child processes inherit (see ChildEnv); they are not redacted.
 	EnvPassthrough []string
+
+	// ToolSecrets names, by tool (run_command), the hook's secrets that
+	// the processes the tool starts get; a tool not listed gets none.
+	ToolSecrets map[string][]string
 
 	// WriteRoots lists the directories, relative to Workdir, in which the
 	// write_file tool may write; none means nowhere.
@@ -262,6 +266,9 @@ type StepDef struct {
 	// If, when set, is the condition under which the step runs (if:);
 	// when it is false the step is skipped (StepResult.Skipped).
 	If *Condition
+	// Secrets names the hook's secrets that the processes this step
+	// starts get (secrets:); the hook's other secrets do not reach them.
+	Secrets []string
 
 	// Step is built by the step kind from the kind-specific fields.
 	Step Step

@@ -120,7 +120,7 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 	}
 	var model string
 	if run.Status != StatusCancelled {
-		model = e.pipeline(rctx, h, run, run.PrevStart, red, shared.environ, &act.out)
+		model = e.pipeline(rctx, h, run, run.PrevStart, red, shared.envs, &act.out)
 	}
 	cancel()
 
@@ -170,8 +170,8 @@ func (e *Engine) startRecord(ctx context.Context, act *active) error {
 // pipeline executes the steps, the short-circuits and the model stage,
 // leaving the outcome in run. It returns the model the stage called ("":
 // none was called).
-func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, environ []string, out *outbox) (model string) {
-	toModel := e.prepare(ctx, h, run, prevStart, red, environ, out)
+func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, envs *ChildEnvs, out *outbox) (model string) {
+	toModel := e.prepare(ctx, h, run, prevStart, red, envs, out)
 	if !toModel {
 		return ""
 	}
@@ -181,7 +181,7 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 			"set skip_llm: true to run its steps only"
 		return ""
 	}
-	req := &LLMRequest{Hook: h, Run: run, System: red.String(h.System), Env: e.toolEnv(h, run, environ, red)}
+	req := &LLMRequest{Hook: h, Run: run, System: red.String(h.System), Env: e.toolEnv(h, run, envs, red)}
 	e.flush(out)
 	if err := e.cfg.LLM.Complete(ctx, req); err != nil {
 		if stopped(ctx, run) {
@@ -205,13 +205,13 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 
 // prepare runs everything before the model stage: the steps, the
 // fingerprint, the short-circuits and the prompt. It returns whether the
-// model is to be called; when not, the outcome is in run. environ is the
-// environment of the hook's processes (h.ChildEnv), shared by its runs:
+// model is to be called; when not, the outcome is in run. envs are the
+// environments of the hook's processes (h.ChildEnvs), shared by its runs:
 // read only. A preview (Engine.Preview) publishes no events from
 // steps and renders the prompt even when a short-circuit or skip_llm
 // decided the run. out holds the progress events of a run (outbox.go);
 // a preview (nil) publishes none.
-func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, environ []string, out *outbox) (toModel bool) {
+func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, envs *ChildEnvs, out *outbox) (toModel bool) {
 	preview := out == nil
 	scope := &Scope{
 		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
@@ -262,7 +262,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 			e.flush(out) // the step (and its handlers) may take a while
 		}
 		res := e.lifecycleStep(ctx, h, run, def, &StepEnv{
-			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: environ, Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
+			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: envs.Step(def.Index), Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
 			Records: e.cfg.Store, Emit: emit, Redactor: red, Database: e.cfg.Database,
 			TrackProcess: e.tracker(run, def.Index, preview),
 		})

@@ -60,7 +60,7 @@ func (e *Engine) Preview(ctx context.Context, name string, event map[string]any)
 	rctx, cancel := e.runContext(ctx, h)
 	defer cancel()
 	red := e.redactor(h)
-	if e.prepare(rctx, h, run, prevStart, red, h.ChildEnv(e.cfg.Environ), nil) {
+	if e.prepare(rctx, h, run, prevStart, red, h.ChildEnvs(e.cfg.Environ), nil) {
 		run.Status, run.Reason = StatusCompleted, PreviewReason
 	}
 	red.Run(run)

@@ -747,14 +747,14 @@ func (s *state) redactEvent(ent *entry, ev json.RawMessage) json.RawMessage {
 // environment. Both depend only on the hook and the engine's Config, and
 // are only read: runs in flight share them.
 type hookShared struct {
-	hook    *Hook
-	red     *Redactor
-	environ []string // h.ChildEnv(Config.Environ); never written to
+	hook *Hook
+	red  *Redactor
+	envs *ChildEnvs // h.ChildEnvs(Config.Environ); never written to
 }
 
 // newHookShared builds h's hookShared.
 func (e *Engine) newHookShared(h *Hook) *hookShared {
-	return &hookShared{hook: h, red: e.redactor(h), environ: h.ChildEnv(e.cfg.Environ)}
+	return &hookShared{hook: h, red: e.redactor(h), envs: h.ChildEnvs(e.cfg.Environ)}
 }
 
 // shared returns the hookShared of ent's hook, built once per loaded hook

@@ -19,6 +19,14 @@ type StepKind interface {
 	New(def *StepDef, cfg Decoder) (Step, error)
 }
 
+// ProcessKind is implemented by a step kind that says whether its steps
+// start processes. Only such steps may name the hook's secrets
+// (StepDef.Secrets): a secret reaches nothing but a process's
+// environment.
+type ProcessKind interface {
+	StartsProcesses() bool
+}
+
 // StepKindFunc adapts a function to StepKind.
 type StepKindFunc func(def *StepDef, cfg Decoder) (Step, error)
 
@@ -30,7 +38,7 @@ type StepEnv struct {
 	Hook    *Hook
 	RunID   string
 	Workdir string
-	Env     []string // KEY=VALUE, the environment of child processes (Hook.ChildEnv)
+	Env     []string // KEY=VALUE, the environment of child processes: the hook's, with the secrets the step names (Hook.ChildEnvs)
 	Scope   *Scope   // event and earlier results, for placeholders
 	Def     *StepDef
 	Now     time.Time

@@ -18,14 +18,19 @@ type FieldDeclarer interface {
 }
 
 // DeclaredKind is a step kind built by Build whose results have the
-// Fields listed (besides CommonFields).
+// Fields listed (besides CommonFields). Processes says that its steps
+// start processes (ProcessKind).
 type DeclaredKind struct {
-	Build  StepKindFunc
-	Fields []string
+	Build     StepKindFunc
+	Fields    []string
+	Processes bool
 }
 
 // New calls k.Build.
 func (k DeclaredKind) New(def *StepDef, cfg Decoder) (Step, error) { return k.Build(def, cfg) }
+
+// StartsProcesses reports k.Processes.
+func (k DeclaredKind) StartsProcesses() bool { return k.Processes }
 
 // ResultFields returns the fields k's results have, CommonFields included.
 func (k DeclaredKind) ResultFields() []string {

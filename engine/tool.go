@@ -38,7 +38,12 @@ type ToolEnv struct {
 	// not they exist: hookd's settings file, its token file, its state
 	// directory and database files (tools/protect.go decides).
 	Protected []string
-	Environ   []string // KEY=VALUE: the environment of child processes (Hook.ChildEnv)
+	// Environ (KEY=VALUE) is the environment of child processes of a
+	// tool that names no secret; ToolEnviron gives a tool's own.
+	Environ []string
+	// envs, when set, hold the environments of the processes of each
+	// tool (Hook.ChildEnvs).
+	envs *ChildEnvs
 
 	// Records reads hookd's own runs and events.
 	Records RecordReader
@@ -62,6 +67,15 @@ type ToolEnv struct {
 	// Publish publishes an engine event about this run (hook.tool.denied),
 	// one level deeper in the chain; nil means none is published.
 	Publish func(typ string, data map[string]any)
+}
+
+// ToolEnviron is the environment of the processes the tool name starts:
+// Environ, with the secrets the hook's tools: entry for name lists.
+func (e *ToolEnv) ToolEnviron(name string) []string {
+	if e.envs == nil {
+		return e.Environ
+	}
+	return e.envs.Tool(name)
 }
 
 // Redact replaces the hook's secrets in s.
@@ -127,11 +141,11 @@ func ToolNames() []string {
 // toolEnv builds what the tools of run see: its workdir and environment,
 // the records, and publishers that act as the run, one level deeper in
 // the event chain.
-func (e *Engine) toolEnv(h *Hook, run *Run, environ []string, red *Redactor) *ToolEnv {
+func (e *Engine) toolEnv(h *Hook, run *Run, envs *ChildEnvs, red *Redactor) *ToolEnv {
 	return &ToolEnv{
 		Hook: h, RunID: run.ID, Depth: run.Depth, Workdir: h.Workdir, HooksDir: e.cfg.HooksDir,
 		Protected: e.cfg.Protected,
-		Environ:   environ, Records: e.cfg.Store, Emit: e.emitAs(run, red, ToolOrigin(run.Hook)), Redactor: red,
+		Environ:   envs.Base(), envs: envs, Records: e.cfg.Store, Emit: e.emitAs(run, red, ToolOrigin(run.Hook)), Redactor: red,
 		Lifecycle: e.cfg.Lifecycle, TrackProcess: e.tracker(run, -1, false),
 		Publish: func(typ string, data map[string]any) {
 			e.publish(&Event{ID: NewID(), Type: typ, Data: red.Map(data), Source: "engine", Depth: run.Depth + 1})

@@ -49,7 +49,7 @@ func init() {
 		}})
 	engine.RegisterTool(&testTool{name: "test_secret", schema: `{"type":"object"}`,
 		fn: func(_ context.Context, env *engine.ToolEnv, _ json.RawMessage) (string, error) {
-			for _, kv := range env.Environ {
+			for _, kv := range env.ToolEnviron("test_secret") {
 				if v, ok := strings.CutPrefix(kv, "SECRET="); ok {
 					return "the secret is " + v, nil
 				}
@@ -77,7 +77,8 @@ func newHook(t *testing.T, srv *llmtest.Server, tweak ...func(*engine.Hook)) *en
 	h := &engine.Hook{
 		Name: "ask", Enabled: true, Overlap: engine.OverlapSkip, Prompt: "What now?",
 		Workdir: t.TempDir(), Timeout: 30 * time.Second, Secrets: []string{"SECRET"},
-		LLM: engine.LLMConfig{Model: "test-model", BaseURL: srv.BaseURL()},
+		ToolSecrets: map[string][]string{"test_secret": {"SECRET"}}, // the tool that reads it
+		LLM:         engine.LLMConfig{Model: "test-model", BaseURL: srv.BaseURL()},
 	}
 	for _, f := range tweak {
 		f(h)

@@ -14,7 +14,8 @@ import (
 
 func init() {
 	engine.RegisterStep("file_diff", engine.DeclaredKind{Build: newFileDiff,
-		Fields: []string{"diff", "path", "files", "count", "truncated", "untracked", "exit_code"}})
+		Fields:    []string{"diff", "path", "files", "count", "truncated", "untracked", "exit_code"},
+		Processes: true})
 }
 
 type fileDiffConfig struct {

@@ -9,7 +9,8 @@ import (
 
 func init() {
 	engine.RegisterStep("git_diff", engine.DeclaredKind{Build: newGitDiff,
-		Fields: []string{"diff", "files", "count", "truncated", "base", "head", "exit_code"}})
+		Fields:    []string{"diff", "files", "count", "truncated", "base", "head", "exit_code"},
+		Processes: true})
 }
 
 type gitDiffConfig struct {

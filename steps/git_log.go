@@ -19,7 +19,8 @@ const maxFilesPerCommit = 50
 
 func init() {
 	engine.RegisterStep("git_log", engine.DeclaredKind{Build: newGitLog,
-		Fields: []string{"log", "commits", "files", "count", "truncated", "since"}})
+		Fields:    []string{"log", "commits", "files", "count", "truncated", "since"},
+		Processes: true})
 }
 
 type gitLogConfig struct {

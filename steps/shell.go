@@ -18,7 +18,8 @@ const DefaultShellTimeout = 5 * time.Minute
 
 func init() {
 	engine.RegisterStep("shell", engine.DeclaredKind{Build: newShell,
-		Fields: []string{"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms", "command"}})
+		Fields:    []string{"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms", "command"},
+		Processes: true})
 }
 
 // shellConfig is the kind-specific part of a shell step definition.

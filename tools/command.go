@@ -17,8 +17,12 @@ const (
 	commandMaxOutput  = 16 << 10 // bytes of stdout, and of stderr, kept
 )
 
+// runCommandName is run_command's name, which also keys the hook's
+// secrets its processes get (engine.Hook.ToolSecrets).
+const runCommandName = "run_command"
+
 func init() {
-	register("run_command",
+	register(runCommandName,
 		"Run a program in the hook's working directory and return its exit code, stdout and stderr. "+
 			"argv is the program and its arguments, run without a shell (no pipes, globs or $VARS). "+
 			"The command is killed after timeout_seconds (default 60, at most 600).",
@@ -56,7 +60,7 @@ func runCommand(ctx context.Context, env *engine.ToolEnv, a *commandArgs) (strin
 	if a.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, commandMaxTimeout)
 	}
-	cmd := &steps.Command{Argv: a.Argv, Dir: dir, Env: env.Environ, Timeout: timeout, MaxOutput: commandMaxOutput,
+	cmd := &steps.Command{Argv: a.Argv, Dir: dir, Env: env.ToolEnviron(runCommandName), Timeout: timeout, MaxOutput: commandMaxOutput,
 		Redactor: env.Redactor, Track: env.TrackProcess}
 	if a.Stdin != "" {
 		cmd.Stdin = strings.NewReader(a.Stdin)

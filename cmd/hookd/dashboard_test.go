@@ -28,6 +28,7 @@ steps:
   - name: read
     type: shell
     command: printf 'token=%s\n' "$MY_SECRET"
+    secrets: [MY_SECRET]
 skip_llm: true
 `,
 	"ondeploy.yaml": `trigger:

@@ -10,7 +10,7 @@ import (
 )
 
 // TestToolResultRedactedBeforeHandler performs a read of a file holding
-// a hook's secret while a tool:call:after command handler (an audit log,
+// a hook's secret (its step wrote it there) while a tool:call:after command handler (an audit log,
 // say) records every result: the handler, a program outside the run that
 // was never given the secret, gets the result redacted, as a step:after
 // handler gets a step's result; the model and the record too.
@@ -21,11 +21,15 @@ func TestToolResultRedactedBeforeHandler(t *testing.T) {
 	), llmtest.Answer("done"))
 	defer model.Close()
 	e := newEnv(t, "", map[string]string{
-		"reader.yaml": "llm: {model: m, base_url: " + model.BaseURL() + "}\nprompt: read the notes\ntools: [read_file]\nsecrets: [NOTES_TOKEN]\n",
-		"audit.yaml":  "on: tool:call:after\ncommand: [sh, -c, 'cat >> audit.jsonl']\n",
+		"reader.yaml": "llm: {model: m, base_url: " + model.BaseURL() + "}\nprompt: read the notes\ntools: [read_file]\nsecrets: [NOTES_TOKEN]\n" + `steps:
+  - type: shell
+    command: |
+      printf 'deploy token: %s\n' "$NOTES_TOKEN" > notes.txt
+    secrets: [NOTES_TOKEN]
+`,
+		"audit.yaml": "on: tool:call:after\ncommand: [sh, -c, 'cat >> audit.jsonl']\n",
 	})
 	e.environ = append(e.environ, "NOTES_TOKEN="+secret)
-	e.write("notes.txt", "deploy token: "+secret+"\n")
 	run := e.getRun(runID(t, e.must(0, "fire", "reader", "--wait")))
 	if run.Status != engine.StatusCompleted {
 		t.Fatalf("%s %q", run.Status, run.Error)

@@ -25,6 +25,7 @@ trigger:
 steps:
   - type: shell
     command: 'echo $$ > keeper.pid; sleep 30'
+    secrets: [MY_SECRET]
 skip_llm: true
 `})
 	e.environ = []string{"MY_SECRET=" + hookSecret}

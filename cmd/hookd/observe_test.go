@@ -200,6 +200,7 @@ steps:
     command: [ls, "--"]
     workdir: "missing-{{event.token}}"
     required: true
+    secrets: [API_KEY]
 skip_llm: true
 `,
 		"quiet.yaml": `notify: []

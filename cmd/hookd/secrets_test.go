@@ -92,6 +92,7 @@ steps:
   - name: read
     type: shell
     command: printf 'token=%s\n' "$MY_SECRET"
+    secrets: [MY_SECRET]
   - name: out
     type: emit
     event_type: leak.out
@@ -101,9 +102,11 @@ steps:
   - name: env
     type: shell
     command: env
+    secrets: [MY_SECRET]
   - name: encoded
     type: shell
     command: printf '%s' "$MY_SECRET" | base64 -w0; echo; printf 'u:%s' "$MY_SECRET" | base64 -w0
+    secrets: [MY_SECRET]
   - name: api
     type: http
     url: ` + api.URL + `/account
@@ -123,8 +126,10 @@ steps:
   - name: read
     type: shell
     command: printf '%s' "$MY_SECRET"
+    secrets: [MY_SECRET]
 prompt: "The token is {{steps.read.output}}; the event is {{event}}."
-tools: [run_command]
+tools:
+  - run_command: {secrets: [MY_SECRET]}
 `,
 	})
 	e.environ = []string{"MY_SECRET=" + hookSecret, "PASSED_VAR=passed-value"}

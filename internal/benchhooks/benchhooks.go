@@ -43,6 +43,7 @@ steps:
       printf 'service %%s (%%s) at %%s\n' svc%[2]d {{event.env}} {{now}}
       systemctl status "svc%[2]d" 2>&1 | head -n 20
     timeout: 30s
+    secrets: [GITHUB_TOKEN]
     skip_llm_if_exit_zero: true
   - name: logs
     type: shell
