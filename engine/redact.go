@@ -29,9 +29,10 @@ const minEncodedLen = 8
 // as printf %q and declare -p write a value with control characters,
 // single quotes as bash -x and shlex.quote write them), Python's repr
 // and ascii() (with \xhh, \uhhhh and \Uhhhhhhhh escapes),
-// percent-encoding (query and path forms) and base64 (standard and URL
+// percent-encoding (query and path forms), base64 (standard and URL
 // alphabets, padded and raw, also when the value sits inside a longer
-// encoded text). A secret transformed in any other way
+// encoded text, and wrapped across lines at any column: redactwrap.go)
+// and JSON that escapes / as \/. A secret transformed in any other way
 // (reversed, split, hex-encoded, compressed) is not found.
 //
 // The engine builds one Redactor per run and applies it at every sink:
@@ -43,6 +44,12 @@ const minEncodedLen = 8
 type Redactor struct {
 	pats   []redactPattern // longest first
 	maxLen int             // length of the longest pattern
+	span   int             // the longest text a pattern may take, line breaks inside included (wrapped)
+	// wrapPats are the patterns made of base64 characters alone, which
+	// a program may wrap across lines (wrapped), and wrapMin the length
+	// of the shortest.
+	wrapPats []redactPattern
+	wrapMin  int
 }
 
 type redactPattern struct{ from, to string }
@@ -90,7 +97,17 @@ func NewRedactor(names []string, environ []string) *Redactor {
 	}
 	// Longest first: at one position the longest form is replaced whole.
 	sort.SliceStable(pats, func(i, j int) bool { return len(pats[i].from) > len(pats[j].from) })
-	return &Redactor{pats: pats, maxLen: len(pats[0].from)}
+	r := &Redactor{pats: pats, maxLen: len(pats[0].from), span: len(pats[0].from)}
+	for _, p := range pats {
+		if strings.IndexFunc(p.from, func(c rune) bool { return c >= utf8.RuneSelf || !isWrapChar(byte(c)) }) < 0 {
+			r.wrapPats = append(r.wrapPats, p)
+			r.wrapMin = len(p.from) // longest first: the last is the shortest
+			// Wrapped at one column it takes a line break, "\r\n" at
+			// most, after each of its characters but the last.
+			r.span = max(r.span, 3*len(p.from)-2)
+		}
+	}
+	return r
 }
 
 // redactor builds the Redactor of h's runs: its secrets, its model key
@@ -160,6 +177,13 @@ func secretForms(v string) []string {
 			if core := base64Core(enc.WithPadding(base64.NoPadding), v, off); len(core) >= minEncodedLen {
 				forms = append(forms, core)
 			}
+		}
+	}
+	// JSON with every / escaped as \/ (PHP's json_encode, some Java
+	// encoders): of the value, its JSON forms and its base64 forms.
+	for _, f := range forms {
+		if strings.Contains(f, "/") {
+			forms = append(forms, strings.ReplaceAll(f, "/", `\/`))
 		}
 	}
 	return forms
@@ -331,25 +355,39 @@ func (r *Redactor) next(s string, from int, idx []int) (int, *redactPattern) {
 // redact replaces what it can decide in s and returns the text up to
 // where it decided, and how much of s that consumed. Unless final, a
 // pattern that may still continue past the end of s is left undecided:
-// the last maxLen-1 bytes wait for more.
+// the last span-1 bytes wait for more. A form wrapped across lines
+// (wrapped) is replaced whole, its line breaks with it.
 func (r *Redactor) redact(s string, final bool, out *strings.Builder) int {
 	idx := make([]int, len(r.pats))
 	for i := range idx {
 		idx[i] = -2 // not searched yet
 	}
+	wrapped := r.wrapped(s)
 	pos := 0
 	for {
 		start, p := r.next(s, pos, idx)
-		if p == nil || (!final && start+r.maxLen > len(s)) {
+		end, to := 0, ""
+		if p != nil {
+			end, to = start+len(p.from), p.to
+		}
+		for len(wrapped) > 0 && wrapped[0].start < pos {
+			wrapped = wrapped[1:]
+		}
+		if len(wrapped) > 0 {
+			if w := wrapped[0]; p == nil || w.start < start || w.start == start && w.end > end {
+				start, end, to = w.start, w.end, w.to
+			}
+		}
+		if to == "" || (!final && start+r.span > len(s)) {
 			break
 		}
 		out.WriteString(s[pos:start])
-		out.WriteString(p.to)
-		pos = start + len(p.from)
+		out.WriteString(to)
+		pos = end
 	}
 	end := len(s)
 	if !final {
-		end = max(pos, len(s)-(r.maxLen-1))
+		end = max(pos, len(s)-(r.span-1))
 	}
 	out.WriteString(s[pos:end])
 	return end
@@ -368,15 +406,15 @@ func (r *Redactor) String(s string) string {
 	return b.String()
 }
 
-// Span is the length of the longest text the Redactor replaces (0 for
-// nil). A reader that keeps only the first N bytes of a text reads N+Span
+// Span is the length of the longest text the Redactor replaces, a form
+// of a secret wrapped across lines included (0 for nil). A reader that keeps only the first N bytes of a text reads N+Span
 // bytes and redacts them before it cuts (see Writer), so that a secret
 // across the cut is replaced whole.
 func (r *Redactor) Span() int {
 	if r == nil {
 		return 0
 	}
-	return r.maxLen
+	return r.span
 }
 
 // TrimCutStart removes from the start of s, the kept end of a longer

@@ -274,6 +274,7 @@ func FuzzRedactorWriter(f *testing.F) {
 	f.Add("hunter2hunter2hunter2hunter2", uint8(1))
 	f.Add(`"q\"uo\\te" hunt`, uint8(7))
 	f.Add("hunter2hunte", uint8(2))
+	f.Add("x aHVudGVy\nMmh1bnRl\r\ncjI= y\nhunter2\nhunter2\n", uint8(5)) // wrapped base64, and a value across lines
 	red := engine.NewRedactor([]string{"A", "B", "C"}, []string{"A=hunter2hunter2", "B=hunter2", `C=q"uo\te`})
 	f.Fuzz(func(t *testing.T, text string, chunk uint8) {
 		want := red.String(text)
