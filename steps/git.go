@@ -18,6 +18,7 @@ const (
 // gitConfig holds the fields every git step has.
 type gitConfig struct {
 	Workspace string `yaml:"workspace"`
+	GitDir    string `yaml:"git_dir"`
 	MaxOutput int    `yaml:"max_output"`
 	MaxFiles  int    `yaml:"max_files"`
 }
@@ -27,20 +28,24 @@ type gitConfig struct {
 // the step's timeout.
 type gitRepo struct {
 	workspace string // may hold placeholders; "" is the hook's workdir
+	gitDir    string // may hold placeholders; "": git finds the repository itself
 	maxOutput int
 	maxFiles  int
 	timeout   time.Duration
 }
 
 func newGitRepo(def *engine.StepDef, cfg engine.Decoder, c gitConfig) (gitRepo, error) {
-	g := gitRepo{workspace: c.Workspace, maxOutput: c.MaxOutput, maxFiles: c.MaxFiles, timeout: def.Timeout}
-	if c.Workspace != "" {
-		if err := checkPathTemplate(cfg, "workspace", c.Workspace, false); err != nil {
+	g := gitRepo{workspace: c.Workspace, gitDir: c.GitDir, maxOutput: c.MaxOutput, maxFiles: c.MaxFiles, timeout: def.Timeout}
+	for _, f := range []struct{ field, path string }{{"workspace", c.Workspace}, {"git_dir", c.GitDir}} {
+		if f.path == "" {
+			continue
+		}
+		if err := checkPathTemplate(cfg, f.field, f.path, false); err != nil {
 			return g, err
 		}
-		if !strings.Contains(c.Workspace, "{{") {
-			if err := checkLocal(c.Workspace); err != nil {
-				return g, fieldErr(cfg, "workspace", "%v", err)
+		if !strings.Contains(f.path, "{{") {
+			if err := checkLocal(f.path); err != nil {
+				return g, fieldErr(cfg, f.field, "%v", err)
 			}
 		}
 	}
@@ -64,37 +69,57 @@ func newGitRepo(def *engine.StepDef, cfg engine.Decoder, c gitConfig) (gitRepo, 
 
 // templates returns the git fields that may hold placeholders.
 func (g *gitRepo) templates() []string {
-	if g.workspace == "" {
-		return nil
+	var out []string
+	for _, t := range []string{g.workspace, g.gitDir} {
+		if t != "" {
+			out = append(out, t)
+		}
 	}
-	return []string{g.workspace}
+	return out
 }
 
-// dir resolves the workspace inside the hook's workdir.
-func (g *gitRepo) dir(env *engine.StepEnv) (string, error) {
-	if g.workspace == "" {
-		roots, err := NewRoots(env.Workdir, nil)
+// gitPlace is where a git step runs git: the hook's real workdir, the
+// workspace (the directory git runs in) and the git directory named with
+// git_dir ("" when git finds it).
+type gitPlace struct{ workdir, dir, gitDir string }
+
+// place resolves the workspace and git_dir inside the hook's workdir.
+func (g *gitRepo) place(env *engine.StepEnv) (gitPlace, error) {
+	roots, err := NewRoots(env.Workdir, nil)
+	if err != nil {
+		return gitPlace{}, err
+	}
+	p := gitPlace{workdir: roots.Workdir(), dir: roots.Workdir()}
+	resolve := func(field, tmpl string) (string, error) {
+		rel, err := engine.Expand(tmpl, scopeOf(env), nil)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("%s: %w", field, err)
 		}
-		return roots.Workdir(), nil
+		if err := checkLocal(rel); err != nil {
+			return "", fmt.Errorf("%s: %w", field, err)
+		}
+		real, err := roots.Resolve(rel)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", field, err)
+		}
+		return real, nil
 	}
-	rel, err := engine.Expand(g.workspace, scopeOf(env), nil)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
+	if g.workspace != "" {
+		if p.dir, err = resolve("workspace", g.workspace); err != nil {
+			return p, err
+		}
 	}
-	if err := checkLocal(rel); err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
+	if g.gitDir != "" {
+		if p.gitDir, err = resolve("git_dir", g.gitDir); err != nil {
+			return p, err
+		}
 	}
-	real, err := Confine(env.Workdir, nil, rel)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
-	}
-	return real, nil
+	return p, nil
 }
 
 // gitCmd is one git invocation.
 type gitCmd struct {
+	globals   []string // options before the subcommand (-C dir, -c k=v)
 	args      []string
 	tee       func(string) // when set, gets each line (each NUL-ended record with nul)
 	nul       bool
@@ -103,8 +128,8 @@ type gitCmd struct {
 }
 
 // gitSession runs the git commands of one step run in one workspace,
-// each made safe by gitSafeArgs and gitSafeEnv, with the filter drivers
-// of the workspace's repository turned off.
+// each made safe by gitSafeArgs and gitSafeEnv, with the filter, textconv
+// and external diff drivers of the workspace's repository turned off.
 type gitSession struct {
 	repo *gitRepo
 	dir  string
@@ -112,25 +137,25 @@ type gitSession struct {
 	red  *engine.Redactor
 }
 
-// open resolves the workspace and reads which filter drivers its
-// repository configures (git config runs none of them), so that every
-// later command runs with them turned off.
+// open resolves the workspace and reads which drivers its repository
+// configures (git config runs none of them), so that every later
+// command runs with them turned off.
 func (g *gitRepo) open(ctx context.Context, env *engine.StepEnv) (*gitSession, error) {
-	dir, err := g.dir(env)
+	p, err := g.place(env)
 	if err != nil {
 		return nil, err
 	}
-	s := &gitSession{repo: g, dir: dir, env: gitSafeEnv(env.Env, nil), red: env.Redactor}
+	s := &gitSession{repo: g, dir: p.dir, env: gitSafeEnv(env.Env, p.workdir, p.gitDir, nil), red: env.Redactor}
 	var keys []string
 	if _, err := s.run(ctx, gitCmd{
-		args:    []string{"config", "--null", "--name-only", "--get-regexp", `^filter\.`},
+		args:    gitDriverKeys,
 		okCodes: []int{1}, // none
 		nul:     true,
 		tee:     func(k string) { keys = append(keys, k) },
 	}); err != nil {
 		return nil, err
 	}
-	s.env = gitSafeEnv(env.Env, filterOverrides(keys))
+	s.env = gitSafeEnv(env.Env, p.workdir, p.gitDir, gitDrivers(keys))
 	return s, nil
 }
 
@@ -140,7 +165,7 @@ func (g *gitRepo) open(ctx context.Context, env *engine.StepEnv) (*gitSession, e
 func (s *gitSession) run(ctx context.Context, gc gitCmd) (CommandResult, error) {
 	g := s.repo
 	c := Command{
-		Argv:      append(append([]string{"git"}, gitSafeArgs...), gc.args...),
+		Argv:      append(append(append([]string{"git"}, gitSafeArgs...), gc.globals...), gc.args...),
 		Dir:       s.dir,
 		Env:       s.env,
 		Timeout:   g.timeout,

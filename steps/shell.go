@@ -255,6 +255,9 @@ func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 		return Command{}, fmt.Errorf("workdir: %w", err)
 	}
 	c.Dir = dir
+	// The git the script runs may not run what a repository configures
+	// (GitEnv): after the step's env, which it outranks.
+	c.Env = GitEnv(c.Env, env.Workdir, nil)
 	return c, nil
 }
 

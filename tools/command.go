@@ -60,7 +60,13 @@ func runCommand(ctx context.Context, env *engine.ToolEnv, a *commandArgs) (strin
 	if a.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, commandMaxTimeout)
 	}
-	cmd := &steps.Command{Argv: a.Argv, Dir: dir, Env: env.ToolEnviron(runCommandName), Timeout: timeout, MaxOutput: commandMaxOutput,
+	// git, run directly or by what the model runs, may not run what a
+	// repository configures (steps.GitEnv).
+	environ, err := steps.GitCommandEnv(ctx, a.Argv, dir, r.Workdir(), env.ToolEnviron(runCommandName), env.Redactor)
+	if err != nil {
+		return "", err
+	}
+	cmd := &steps.Command{Argv: a.Argv, Dir: dir, Env: environ, Timeout: timeout, MaxOutput: commandMaxOutput,
 		Redactor: env.Redactor, Track: env.TrackProcess}
 	if a.Stdin != "" {
 		cmd.Stdin = strings.NewReader(a.Stdin)
