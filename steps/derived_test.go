@@ -17,7 +17,13 @@ import (
 type liveAttack struct {
 	name, tmpl, value, want string
 	bashOnly                bool // uses bash's mapfile, printf -v, <(…)
+	// leak, when set, is what the attack prints instead of making MARK:
+	// the secret in HOOKD_TEST_SECRET (hunter2), changed.
+	leak string
 }
+
+// testSecret is the secret the leaking attacks read from the environment.
+const testSecret = "HOOKD_TEST_SECRET=hunter2"
 
 // runLiveAttacks asserts that each template is refused when the step is
 // built, with an error saying want, and that the attack is real: the
@@ -33,13 +39,16 @@ func runLiveAttacks(t *testing.T, setup func(t *testing.T, dir string), tests []
 			if err == nil {
 				dir := t.TempDir()
 				setup(t, dir)
-				env := &engine.StepEnv{Workdir: dir, Env: os.Environ(), Scope: &engine.Scope{Hook: "h", Event: map[string]any{"v": tt.value}}}
+				env := &engine.StepEnv{Workdir: dir, Env: append(os.Environ(), testSecret), Scope: &engine.Scope{Hook: "h", Event: map[string]any{"v": tt.value}}}
 				c, cerr := s.(*shellStep).command(env)
 				if cerr != nil {
 					t.Fatalf("%q: built, and refused when run: %v; want it refused at load (%s)", tt.tmpl, cerr, tt.want)
 				}
 				c.Argv[0] = shells[0]
-				c.Run(context.Background())
+				r := c.Run(context.Background())
+				if tt.leak != "" {
+					t.Fatalf("%q: built (the attack printed %q: %v); want it refused (%s)", tt.tmpl, tt.leak, strings.Contains(r.Stdout, tt.leak), tt.want)
+				}
 				t.Fatalf("%q: built (the attack made MARK: %v); want it refused (%s)", tt.tmpl, fileExists(filepath.Join(dir, "MARK")), tt.want)
 			}
 			if !strings.Contains(err.Error(), tt.want) {
@@ -53,8 +62,14 @@ func runLiveAttacks(t *testing.T, setup func(t *testing.T, dir string), tests []
 				setup(t, dir)
 				cmd := exec.Command(sh, "-c", asRun(tt.tmpl))
 				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), "HOOKD_P1="+tt.value)
+				cmd.Env = append(os.Environ(), "HOOKD_P1="+tt.value, testSecret)
 				out, _ := cmd.CombinedOutput()
+				if tt.leak != "" {
+					if !strings.Contains(string(out), tt.leak) {
+						t.Fatalf("the attack did not print %q under %s without the rule (output %q): the test shows nothing", tt.leak, sh, out)
+					}
+					continue
+				}
 				if !fileExists(filepath.Join(dir, "MARK")) {
 					t.Fatalf("the attack did not work under %s without the rule (output %q): the test shows nothing", sh, out)
 				}

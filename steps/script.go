@@ -1361,6 +1361,9 @@ func (c *checker) readsCode(ce *syntax.CallExpr) string {
 			return name + " (an alias running " + what + ")"
 		}
 	}
+	if what := programFromStdin(name, rest, ci.ce.Args[s+1:]); what != "" {
+		return what
+	}
 	if runsInput(name, rest) {
 		return name + " (its program runs commands from what it reads)"
 	}

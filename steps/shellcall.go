@@ -217,6 +217,9 @@ func (r *callRules) command(args []callArg, s, depth int) {
 			}
 		}
 		return
+	case jqPrograms[name]:
+		r.jq(args, s, name)
+		return
 	case codePrograms[name].why != "":
 		r.codeProgram(args, s, name, depth)
 		return
