@@ -41,7 +41,7 @@ func TestCodeProgramAttacks(t *testing.T) {
 		{"xargs -I into sh -c", "printf '%s\\n' {{event.v}} | xargs -I{} sh -c 'echo {}'", "$(touch MARK)", "xargs", "xargs -I {}"},
 		{"xargs make", "printf '%s' {{event.v}} | xargs -0 make", "X:=$(shell touch MARK)", "make", "is piped into xargs (it appends"},
 		{"make -f - on stdin", "printf '%s\\n' {{event.v}} | make -f -", "all:;@touch MARK", "make", "is piped into make"},
-		{"xargs sh -c positional", "printf '%s' {{event.v}} | xargs -0 sh -c 'eval \"$1\"' sh", "touch MARK", "xargs", "is piped into xargs (it appends"},
+		{"xargs sh -c positional", "printf '%s' {{event.v}} | xargs -0 sh -c 'eval \"$1\"' sh", "touch MARK", "xargs", "is piped into sh -c (its script runs eval"},
 		{"xargs python3 -c", "printf '%s' {{event.v}} | xargs -0 python3 -c 'import sys; exec(sys.argv[1])'", "open('MARK', 'w')", "python3", "is piped into xargs (it appends"},
 		{"LESSOPEN", "LESSOPEN={{event.v}} less Makefile | cat", "|touch MARK; cat %s", "less", "LESSOPEN, assigned data from {{event.v}}"},
 		{"node -e", "node -e {{event.v}}", `require("fs").writeFileSync("MARK", "")`, "node", "argument of node -e"},

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 
@@ -85,6 +86,9 @@ func (c *checker) derivedWord(n syntax.Node) string {
 // assigned, iterated over, read or parsed from derived data, or from
 // input, is derived.
 func (c *checker) learnDerived(n syntax.Node) {
+	if !c.holdsData() {
+		return // nothing is data, so nothing is derived from it
+	}
 	derive := func(name, why string) {
 		c.changed = c.derive(name, why) || c.changed
 	}
@@ -103,6 +107,13 @@ func (c *checker) learnDerived(n syntax.Node) {
 		}
 	case *syntax.ForClause:
 		if wi, ok := n.Loop.(*syntax.WordIter); ok {
+			if !wi.InPos.IsValid() {
+				// for f; do …: over "$@".
+				if roots, ok := c.tainted["@"]; ok {
+					c.changed = c.taint(wi.Name.Value, roots) || c.changed
+				}
+				derive(wi.Name.Value, c.derived["@"])
+			}
 			for _, w := range wi.Items {
 				if why := c.derivedWord(w); why != "" {
 					derive(wi.Name.Value, why)
@@ -285,7 +296,19 @@ func (c *checker) xargsOptions(ci *callInfo) error {
 			continue // xargs runs echo, or data names the command (refused as such)
 		}
 		what := fmt.Sprintf("a word xargs (line %d) reads from its input (the script holds %s)", ci.ce.Pos().Line(), c.describeRoots(c.allRoots()))
+		line := ci.ce.Pos().Line()
 		if repl := xargsRepl(args, s); repl != "" {
+			err := c.xargsScripts(r.scripts, func(argv int) bool {
+				for k := argv; k < len(args); k++ {
+					if args[k].isLit && strings.Contains(args[k].lit, repl) {
+						return true
+					}
+				}
+				return false
+			}, line)
+			if err != nil {
+				return err
+			}
 			for j := cmd + 1; j < len(args); j++ {
 				if args[j].isLit && strings.HasPrefix(args[j].lit, repl) && r.optionPosition(args, j) && !optionHarmless(args, r, j) {
 					return derivedOptionErr(ci, j, what+", put in place of "+repl+",")
@@ -299,8 +322,49 @@ func (c *checker) xargsOptions(ci *callInfo) error {
 		if _, bad := r2.refused(j); bad {
 			continue // xargsAppend refuses it where data is piped in
 		}
+		if err := c.xargsScripts(r2.scripts, func(argv int) bool { return argv <= j }, line); err != nil {
+			return err
+		}
 		if r2.optionPosition(more, j) && !optionHarmless(more, r2, j) {
 			return derivedOptionErr(&callInfo{ce: ci.ce, args: more, rules: r2}, j, what+", appended to the arguments,")
+		}
+	}
+	return nil
+}
+
+// withPositional returns copies of tainted and derived in which an
+// inner shell's positional parameters ($0, $1, ..., $@, $*) hold the
+// data roots, derived as why: hookd does not check them when the step
+// runs, so they are refused where they may begin an option.
+func withPositional(tainted map[string]map[string]bool, derived map[string]string, roots map[string]bool, why string) (map[string]map[string]bool, map[string]string) {
+	t := make(map[string]map[string]bool, len(tainted)+len(positionalParams)+1)
+	maps.Copy(t, tainted)
+	d := make(map[string]string, len(derived)+len(positionalParams)+1)
+	maps.Copy(d, derived)
+	for _, p := range append([]string{"0"}, positionalParams...) {
+		all := maps.Clone(t[p])
+		if all == nil {
+			all = map[string]bool{}
+		}
+		maps.Copy(all, roots)
+		t[p] = all
+		d[p] = why
+	}
+	return t, d
+}
+
+// xargsScripts checks the scripts of inner shells that the xargs of ci
+// passes the words it reads to as positional parameters (xargs sh -c
+// 'script' sh, xargs -I{} sh -c 'script' sh {}), with those holding
+// data read from input.
+func (c *checker) xargsScripts(scripts []innerScript, passed func(argv int) bool, line uint) error {
+	for _, sc := range scripts {
+		if sc.argv < 0 || !passed(sc.argv) {
+			continue
+		}
+		t, d := withPositional(c.tainted, c.derived, map[string]bool{}, fmt.Sprintf("a word xargs reads at line %d, passed to the inner shell as a positional parameter", line))
+		if err := c.nestedWith(sc.text, t, d); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -371,11 +371,14 @@ type checker struct {
 	// derived names the variables whose data is derived rather than
 	// copied (read, mapfile, $(…), …), with how (derived.go); nil
 	// until one is.
-	derived  map[string]string
-	intVars  map[string]bool   // nil until one is declared
-	quote    []bool            // per occurrence: wrap the reference in double quotes
-	found    []bool            // per occurrence: the parser saw the reference
-	optionAt map[string]string // data root -> where it may begin an argument; nil until one may
+	derived map[string]string
+	// dataFiles are the files the script writes data to, by name
+	// (datafile.go); nil until one is.
+	dataFiles map[string]dataFile
+	intVars   map[string]bool   // nil until one is declared
+	quote     []bool            // per occurrence: wrap the reference in double quotes
+	found     []bool            // per occurrence: the parser saw the reference
+	optionAt  map[string]string // data root -> where it may begin an argument; nil until one may
 	// calls are the commands analyzed (call), searched in turn while
 	// few; callIndex finds them past searchOccs.
 	calls     []*callInfo
@@ -607,6 +610,7 @@ var positionalParams = []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "@"
 func (c *checker) learn() {
 	visit := func(n syntax.Node) bool {
 		c.learnDerived(n)
+		c.learnDataFiles(n)
 		switch n := n.(type) {
 		case *syntax.FuncDecl:
 			if c.pass == 0 && n.Name != nil {
@@ -802,6 +806,11 @@ func (c *checker) describeRoots(roots map[string]bool) string {
 	if len(names) == 0 {
 		return "data read from input"
 	}
+	for i, n := range names {
+		if strings.HasPrefix(n, "env command[") {
+			names[i] = n[len("env "):] // an element of the list form
+		}
+	}
 	return "data from " + strings.Join(names, ", ")
 }
 
@@ -989,6 +998,9 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		}
 		return c.paramExp(n, stack)
 	case *syntax.Stmt:
+		if err := c.feedsDataFile(n); err != nil {
+			return err
+		}
 		feeds := func(r *syntax.Redirect) bool {
 			return r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc || r.Op == syntax.RdrIn
 		}
@@ -1041,8 +1053,11 @@ func (c *checker) node(n syntax.Node, stack []syntax.Node) error {
 		if err := c.derivedCall(ci); err != nil {
 			return err
 		}
+		if err := c.runsDataFile(ci); err != nil {
+			return err
+		}
 		for _, script := range ci.rules.scripts {
-			if err := c.nested(script); err != nil {
+			if err := c.nested(script, n); err != nil {
 				return err
 			}
 		}
@@ -1119,9 +1134,33 @@ func (c *checker) assignment(name string, value *syntax.Word, t map[string]bool)
 }
 
 // nested checks the script an inner shell runs (sh -c 'script', eval
-// 'code') with the variables that hold data in the outer one.
-func (c *checker) nested(script string) error {
-	opt, err := checkInnerScript(script, c.tainted, c.derived, c.rootOccs, c.depth+1)
+// 'code') with the variables that hold data in the outer one, and its
+// positional parameters holding the data of the arguments after the
+// script (sh -c 'script' sh ARGS).
+func (c *checker) nested(script innerScript, ce *syntax.CallExpr) error {
+	tainted, derived := c.tainted, c.derived
+	if script.argv >= 0 && script.argv < len(ce.Args) {
+		var roots map[string]bool
+		for _, w := range ce.Args[script.argv:] {
+			t := c.wordTaint(w)
+			if t != nil && roots == nil {
+				roots = map[string]bool{}
+			}
+			for r := range t {
+				roots[r] = true
+			}
+		}
+		if roots != nil {
+			tainted, derived = withPositional(tainted, derived, roots, fmt.Sprintf("passed to the inner shell as a positional parameter at line %d", ce.Pos().Line()))
+		}
+	}
+	return c.nestedWith(script.text, tainted, derived)
+}
+
+// nestedWith checks an inner shell's script that sees the variables
+// tainted and derived.
+func (c *checker) nestedWith(script string, tainted map[string]map[string]bool, derived map[string]string) error {
+	opt, err := checkInnerScript(script, tainted, derived, c.dataFiles, c.rootOccs, c.depth+1)
 	for r, where := range opt {
 		c.setOptionAt(r, where)
 	}
@@ -1142,7 +1181,7 @@ func (c *checker) setOptionAt(r, where string) {
 
 // checkInnerScript checks script, run by an inner shell that sees the
 // variables in tainted, and returns where data may begin an argument.
-func checkInnerScript(script string, tainted map[string]map[string]bool, derived map[string]string, rootOccs []occurrence, depth int) (map[string]string, error) {
+func checkInnerScript(script string, tainted map[string]map[string]bool, derived map[string]string, files map[string]dataFile, rootOccs []occurrence, depth int) (map[string]string, error) {
 	if depth > 4 {
 		return nil, fmt.Errorf("shell scripts nested more than 4 deep")
 	}
@@ -1159,6 +1198,7 @@ func checkInnerScript(script string, tainted map[string]map[string]bool, derived
 	for name, why := range derived {
 		inner.derive(name, why)
 	}
+	inner.dataFiles = files
 	if err := inner.check(); err != nil {
 		return nil, fmt.Errorf("in the script of an inner shell: %w", err)
 	}

@@ -195,7 +195,7 @@ func TestShellRefusedTemplates(t *testing.T) {
 		{"ksh -c", `ksh -c "echo {{event.v}}"`, "", "ksh -c"},
 		{"busybox sh -c", `busybox sh -c "echo {{event.v}}"`, "", "sh -c"},
 		{"absolute shell path", `/bin/bash -c "echo {{event.v}}"`, "", "bash -c"},
-		{"sh -c positional", `sh -c 'echo "$1"' sh "{{event.v}}"`, "", "sh -c"},
+		{"sh -c positional into eval", `sh -c 'eval "$1"' sh "{{event.v}}"`, "", "$1, which holds data from {{event.v}}, is an argument of eval"},
 		{"shell script from data", `bash "{{event.v}}"`, "", "the script bash runs"},
 		{"ssh", `ssh host "ls {{event.v}}"`, "", "remote shell"},
 		{"su -c", `su -c "id {{event.v}}" root`, "", "su -c"},
@@ -252,7 +252,7 @@ func TestShellRefusedTemplates(t *testing.T) {
 		// The list form.
 		{"argv program", `list: ["{{event.cmd}}", x]`, "", "element 0"},
 		{"argv sh -c", `list: [sh, -c, "echo {{event.v}}"]`, "", "sh -c"},
-		{"argv bash -c positional", `list: [bash, -c, 'echo "$1"', bash, "{{event.v}}"]`, "", "bash -c"},
+		{"argv bash -c positional into eval", `list: [bash, -c, 'eval "$1"', bash, "{{event.v}}"]`, "", "$1, which holds data from command[4], is an argument of eval"},
 		{"argv env command", `list: [env, "{{event.cmd}}"]`, "", "in command position"},
 		{"argv env PATH", `list: [env, "PATH={{event.v}}", ls]`, "", "assigned by env to PATH"},
 		{"argv xargs sh -c", `list: [xargs, sh, -c, "echo {{event.v}}"]`, "", "sh -c"},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -335,7 +336,19 @@ func checkArgv(argv []string, taintedEnv map[string]bool) ([]string, map[string]
 	}
 	envOpt := map[string]string{}
 	for _, script := range r.scripts {
-		o, err := checkInnerScript(script, tainted, nil, nil, 1)
+		t, d := tainted, map[string]string(nil)
+		if script.argv >= 0 {
+			roots := map[string]bool{}
+			for k := script.argv; k < len(args); k++ {
+				if args[k].tainted {
+					roots["command["+strconv.Itoa(k)+"]"] = true
+				}
+			}
+			if len(roots) > 0 {
+				t, d = withPositional(tainted, nil, roots, "passed to the inner shell as a positional parameter")
+			}
+		}
+		o, err := checkInnerScript(script.text, t, d, nil, nil, 1)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -26,8 +26,12 @@ type callRules struct {
 	// scripts holds the code the author wrote for an inner shell (sh -c
 	// 'script', eval 'code'): it is checked like the command itself, as
 	// it may use variables that hold data.
-	scripts []string
-	seen    []int // command starts already checked (few)
+	scripts []innerScript
+	// params are the indexes from which the arguments are an inner
+	// shell's positional parameters ($0, $1, ...: sh -c 'script' sh
+	// ARGS): not options of anything.
+	params []int
+	seen   []int // command starts already checked (few)
 
 	// Room for what most commands need, so that analyzing one takes a
 	// single allocation (loading runs it for every command of every
@@ -35,6 +39,22 @@ type callRules struct {
 	refuseBuf [8]string
 	startsBuf [2]int
 	seenBuf   [2]int
+}
+
+// innerScript is code the author wrote for an inner shell.
+type innerScript struct {
+	text string
+	// argv is the index of the argument that becomes the inner shell's
+	// $0, those after it $1, $2, ... (sh -c 'script' sh ARGS); -1 when
+	// none are passed (eval 'code').
+	argv int
+}
+
+// posixShells are the shells whose -c script reads the arguments after
+// it as $0, $1, ... with the quoting rules the checker knows.
+var posixShells = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "ksh": true, "mksh": true, "lksh": true, "pdksh": true,
+	"ash": true, "yash": true, "posh": true, "rbash": true,
 }
 
 // sinkCommands run an argument of theirs as code, or use it as the name of
@@ -195,7 +215,7 @@ func (r *callRules) command(args []callArg, s, depth int) {
 				}
 				parts = append(parts, x.lit)
 			}
-			r.scripts = append(r.scripts, strings.Join(parts, " "))
+			r.scripts = append(r.scripts, innerScript{text: strings.Join(parts, " "), argv: -1})
 		}
 		return
 	case shells[name]:
@@ -280,6 +300,9 @@ func (r *callRules) command(args []callArg, s, depth int) {
 	// Whatever the option tables miss: any later word naming a shell,
 	// an interpreter or a wrapper is checked as a command too.
 	for j := i + 1; j < len(args); j++ {
+		if slices.ContainsFunc(r.params, func(p int) bool { return p > i && j >= p }) {
+			break // an inner shell's $0, $1, ...: sh -c 'script' sh
+		}
 		if x := args[j]; x.isLit && isRunner(path.Base(x.lit)) {
 			r.command(args, j, depth+1)
 		}
@@ -341,9 +364,11 @@ func isRunner(name string) bool {
 	return w || shells[name] || interpreters[name] != nil || sinkCommands[name] != ""
 }
 
-// shell applies the rules to a shell: with -c every argument is refused
-// (the inner shell parses the script, and its positional parameters are
-// for the script to misuse); without, its first operand is the script.
+// shell applies the rules to a shell: with -c the script and the options
+// are refused, and the arguments after the script are its positional
+// parameters, which the script is checked with (holding data, of a
+// POSIX shell; every argument of another); without, its first operand is
+// the script.
 func (r *callRules) shell(args []callArg, s int, name string, depth int) {
 	i := s + 1
 	if name == "busybox" || name == "toybox" {
@@ -362,16 +387,21 @@ func (r *callRules) shell(args []callArg, s int, name string, depth int) {
 			break
 		}
 		if matchOpt(x.lit, []string{"-c"}) || x.lit == "--command" {
-			for j := s + 1; j < len(args); j++ {
-				r.set(j, "an argument of "+name+" -c: the inner shell would parse it as code")
-			}
+			last := len(args) - 1 // the last argument refused
 			for j := i + 1; j < len(args); j++ {
 				if y := args[j]; !y.isLit || !strings.HasPrefix(y.lit, "-") && !strings.HasPrefix(y.lit, "+") {
-					if y.isLit {
-						r.scripts = append(r.scripts, y.lit)
+					if y.isLit && posixShells[name] {
+						r.scripts = append(r.scripts, innerScript{text: y.lit, argv: j + 1})
+						r.params = append(r.params, j+1)
+						last = j
+					} else if y.isLit {
+						r.scripts = append(r.scripts, innerScript{text: y.lit, argv: -1})
 					}
 					break
 				}
+			}
+			for j := s + 1; j <= last; j++ {
+				r.set(j, "an argument of "+name+" -c: the inner shell would parse it as code")
 			}
 			return
 		}
@@ -489,6 +519,11 @@ func (r *callRules) optionPosition(args []callArg, i int) bool {
 	s := r.start(i)
 	if s < 0 || s == i {
 		return false
+	}
+	for _, p := range r.params {
+		if i >= p && s < p {
+			return false // sh -c 'script' sh ARGS: $0, $1, ...
+		}
 	}
 	for j := s + 1; j < i; j++ {
 		if args[j].isLit && args[j].lit == "--" {

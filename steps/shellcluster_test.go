@@ -28,7 +28,7 @@ func TestShellClusteredOptionAttacks(t *testing.T) {
 		{"timeout -k5", `timeout -k5 10 sh -c {{event.v}}`, "touch MARKER", "is an argument of sh -c"},
 		{"timeout -sKILL", `timeout -sKILL 10 bash -c {{event.v}}`, "touch MARKER", "is an argument of bash -c"},
 		{"nice -n5", `nice -n5 sh -c {{event.v}}`, "touch MARKER", "is an argument of sh -c"},
-		{"xargs -L1", `printf '%s\n' {{event.v}} | xargs -L1 sh -c 'eval "$0"'`, "touch${IFS}MARKER", "is piped into xargs"},
+		{"xargs -L1", `printf '%s\n' {{event.v}} | xargs -L1 sh -c 'eval "$0"'`, "touch${IFS}MARKER", "is piped into sh -c"},
 		{"awk -F:", `awk -F: {{event.v}} /dev/null`, `BEGIN{system("touch MARKER")}`, "is the program awk runs"},
 		{"sed -l5", `echo x | sed -l5 {{event.v}}`, "1e touch MARKER", "is the script sed runs"},
 		{"sh -s operand", `printf '%s\n' {{event.v}} | sh -s x`, "touch MARKER", "is piped into sh"},

@@ -57,7 +57,7 @@ func TestParseShellScriptConcurrent(t *testing.T) {
 		strings.Repeat("echo a; grep -c x {{event.a}}\n", 12), // past searchOccs commands
 	}
 	refused := []string{
-		"sh -c 'echo \"$1\"' sh {{event.arg}}",
+		"sh -c 'eval \"$1\"' sh {{event.arg}}",
 		"eval {{event.code}}",
 		"x={{event.x}}; sh -c \"$x\"",
 		"echo {{event.x}} | bash",

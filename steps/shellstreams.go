@@ -93,6 +93,11 @@ func (c *checker) emitted(n syntax.Node) map[string]bool {
 			if readsDescriptor(r) || fdPath(wordText(r.Word)) != "" {
 				return c.allRoots()
 			}
+			if inputRedirect(r) {
+				if t := c.dataFileRoots([]*syntax.Word{r.Word}); t != nil {
+					return t // $(< f)
+				}
+			}
 		}
 	case *syntax.CallExpr:
 		return c.callEmits(n)
@@ -122,6 +127,9 @@ func listsVars(n *syntax.DeclClause) bool {
 func (c *checker) callEmits(ce *syntax.CallExpr) map[string]bool {
 	if len(ce.Args) == 0 {
 		return nil
+	}
+	if t := c.dataFileRoots(ce.Args[1:]); t != nil {
+		return t // a command reading a file that holds data: cat f
 	}
 	args := make([]callArg, len(ce.Args))
 	for i, w := range ce.Args {
@@ -160,7 +168,7 @@ func (c *checker) callEmits(ce *syntax.CallExpr) map[string]bool {
 	}
 	var out map[string]bool
 	for _, script := range rules.scripts {
-		for r := range c.scriptEmits(script) {
+		for r := range c.scriptEmits(script.text) {
 			if out == nil {
 				out = map[string]bool{}
 			}
@@ -259,6 +267,7 @@ func (c *checker) innerChecker(script string) *checker {
 	for name, why := range c.derived {
 		inner.derive(name, why)
 	}
+	inner.dataFiles = c.dataFiles
 	return inner
 }
 
@@ -504,6 +513,9 @@ func (c *checker) opaqueOutput(n syntax.Node) string {
 				if readsDescriptor(r) {
 					what = fmt.Sprintf("a command reading descriptor %s (line %d)", wordText(r.Word), r.Pos().Line())
 				}
+				if k, _, ok := c.dataFileOf(r.Word); ok && inputRedirect(r) {
+					what = fmt.Sprintf("a command reading %s, a file written with data (line %d)", k, r.Pos().Line())
+				}
 			}
 		case *syntax.DeclClause:
 			what = fmt.Sprintf("%s (line %d)", n.Variant.Value, n.Pos().Line())
@@ -512,6 +524,12 @@ func (c *checker) opaqueOutput(n syntax.Node) string {
 		case *syntax.CallExpr:
 			if len(n.Args) == 0 {
 				break
+			}
+			for _, w := range n.Args[1:] {
+				if k, _, ok := c.dataFileOf(w); ok {
+					what = fmt.Sprintf("%s %s, a file written with data (line %d)", n.Args[0].Lit(), k, n.Pos().Line())
+					return false
+				}
 			}
 			ci := c.call(n)
 			for k, s := range ci.rules.starts {
