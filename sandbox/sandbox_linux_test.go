@@ -1,0 +1,281 @@
+package sandbox
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// run starts sh -c script under p (nil: unconfined) in dir and waits.
+func run(t *testing.T, sb *Sandbox, p *Policy, dir, script string) (string, *Process) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	proc, err := sb.Start(cmd, p)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	_ = cmd.Wait()
+	return out.String(), proc
+}
+
+func need(t *testing.T, sb *Sandbox) {
+	t.Helper()
+	st := sb.Status()
+	if !st.Contained() {
+		t.Skipf("no containment here: %v", st.Lines())
+	}
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+func TestWritesOnlyWhereDeclared(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	wd, declared := t.TempDir(), t.TempDir()
+	// Outside /tmp, which a process may see replaced by its private one.
+	outside, err := os.MkdirTemp(".", ".canary-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside, _ = filepath.Abs(outside)
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	script := "echo x > ok; echo x > " + outside + "/canary; echo x > " + declared + "/out; mkdir " + outside + "/d; ln -s /etc " + outside + "/l"
+
+	// Live: without the sandbox the same script writes the canary.
+	run(t, sb, nil, wd, script)
+	if !exists(filepath.Join(outside, "canary")) {
+		t.Fatal("the unconfined script did not write the canary: the test shows nothing")
+	}
+	os.RemoveAll(outside)
+	os.Mkdir(outside, 0o755)
+
+	out, proc := run(t, sb, &Policy{Workdir: wd, Writes: []string{declared}}, wd, script)
+	proc.Release(false)
+	if !exists(filepath.Join(wd, "ok")) || !exists(filepath.Join(declared, "out")) {
+		t.Fatalf("the workdir or the declared tree was not writable:\n%s", out)
+	}
+	for _, p := range []string{"canary", "d", "l"} {
+		if exists(filepath.Join(outside, p)) {
+			t.Errorf("%s was made outside the declared paths:\n%s", p, out)
+		}
+	}
+	if !strings.Contains(out, "Permission denied") {
+		t.Errorf("no EACCES reported:\n%s", out)
+	}
+}
+
+func TestHookdFilesHidden(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	wd := t.TempDir()
+	state := filepath.Join(wd, ".hookd")
+	os.Mkdir(state, 0o700)
+	os.WriteFile(filepath.Join(state, "token"), []byte("TOKEN-CANARY"), 0o600)
+	os.WriteFile(filepath.Join(wd, "hookd.yaml"), []byte("CONFIG-CANARY"), 0o600)
+	hooks := filepath.Join(wd, "hooks.d")
+	os.Mkdir(hooks, 0o755)
+	script := "cat .hookd/token hookd.yaml; echo 'trigger: {every: 1s}' > hooks.d/evil.yaml; echo x >> hookd.yaml; " +
+		"cat /proc/" + strconv.Itoa(os.Getpid()) + "/root" + state + "/token; rm -rf .hookd; mv hookd.yaml gone.yaml"
+	out, _ := run(t, sb, nil, wd, script)
+	if !strings.Contains(out, "TOKEN-CANARY") {
+		t.Fatalf("unconfined, the script did not read the token: %s", out)
+	}
+	os.RemoveAll(wd)
+	os.MkdirAll(state, 0o700)
+	os.Mkdir(hooks, 0o755)
+	os.WriteFile(filepath.Join(state, "token"), []byte("TOKEN-CANARY"), 0o600)
+	os.WriteFile(filepath.Join(wd, "hookd.yaml"), []byte("CONFIG-CANARY"), 0o600)
+
+	out, proc := run(t, sb, &Policy{Workdir: wd, Hidden: []string{state, filepath.Join(wd, "hookd.yaml"), hooks}}, wd, script)
+	proc.Release(false)
+	if strings.Contains(out, "CANARY") {
+		t.Errorf("hookd's files were read:\n%s", out)
+	}
+	if exists(filepath.Join(hooks, "evil.yaml")) {
+		t.Error("a hook file was written")
+	}
+	if b, _ := os.ReadFile(filepath.Join(wd, "hookd.yaml")); string(b) != "CONFIG-CANARY" {
+		t.Errorf("hookd.yaml changed: %q", b)
+	}
+	if !exists(filepath.Join(state, "token")) {
+		t.Error("the state directory was removed")
+	}
+}
+
+func TestMissingHookdFileCannotBeMade(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	wd := t.TempDir()
+	os.Mkdir(filepath.Join(wd, "sub"), 0o755)
+	cfg := filepath.Join(wd, "hookd.yaml")
+	out, proc := run(t, sb, &Policy{Workdir: wd, Hidden: []string{cfg}}, wd, "echo 'sandbox: off' > hookd.yaml; echo x > sub/ok")
+	proc.Release(false)
+	if exists(cfg) {
+		t.Errorf("the process made hookd.yaml:\n%s", out)
+	}
+	if !exists(filepath.Join(wd, "sub", "ok")) {
+		t.Errorf("the workdir's other entries stopped being writable:\n%s", out)
+	}
+}
+
+// listener accepts on loopback and counts connections.
+func listener(t *testing.T) (port int, got func() int) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	n := make(chan struct{}, 100)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			n <- struct{}{}
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, func() int {
+		time.Sleep(50 * time.Millisecond)
+		return len(n)
+	}
+}
+
+func TestNetwork(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash (Debian package bash)")
+	}
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	port, got := listener(t)
+	_, other := listener(t)
+	_ = other
+	wd := t.TempDir()
+	script := "bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + strconv.Itoa(port) + "' && echo CONNECTED"
+	for _, c := range []struct {
+		name string
+		p    *Policy
+		want bool
+	}{
+		{"unconfined", nil, true},
+		{"none", &Policy{Workdir: wd, Key: "h"}, false},
+		{"all", &Policy{Workdir: wd, Network: Network{All: true}}, true},
+		{"port", &Policy{Workdir: wd, Network: Network{Ports: []uint16{uint16(port)}}}, true},
+		{"other port", &Policy{Workdir: wd, Network: Network{Ports: []uint16{1}}}, false},
+	} {
+		before := got()
+		out, proc := run(t, sb, c.p, wd, script)
+		if c.p != nil {
+			proc.Release(false)
+		}
+		if connected := got() > before; connected != c.want {
+			t.Errorf("%s: connected %v, want %v:\n%s", c.name, connected, c.want, out)
+		}
+	}
+	// UDP (and so DNS) is closed too without network.
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	udp := "echo hi > /dev/udp/127.0.0.1/" + strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
+	_, proc := run(t, sb, &Policy{Workdir: wd, Key: "h"}, wd, "bash -c '"+udp+"'")
+	proc.Release(false)
+	pc.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, _, err := pc.ReadFrom(make([]byte, 10)); err == nil {
+		t.Error("a datagram left a process without network")
+	}
+}
+
+func TestTreeEndsWithIt(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	if !sb.Status().CgroupsOK {
+		t.Skip("no cgroup delegation here")
+	}
+	wd := t.TempDir()
+	out, proc := run(t, sb, &Policy{Workdir: wd}, wd, "setsid sleep 300 >/dev/null 2>&1 & (sleep 301 >/dev/null 2>&1 &) ; sleep 0.1; echo started")
+	left := proc.Pids()
+	if len(left) < 2 {
+		t.Fatalf("the setsid'd and double-forked sleeps are not in the tree: %v\n%s", left, out)
+	}
+	proc.Release(false)
+	for _, pid := range left {
+		if syscall.Kill(pid, 0) == nil {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			if !strings.Contains(string(b), ") Z ") {
+				t.Errorf("pid %d outlived the step: %s", pid, b)
+			}
+		}
+	}
+}
+
+func TestNoSignalsOut(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	victim := exec.Command("sleep", "30")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Process.Kill()
+	wd := t.TempDir()
+	out, proc := run(t, sb, &Policy{Workdir: wd}, wd, "kill "+strconv.Itoa(victim.Process.Pid)+" && echo KILLED")
+	proc.Release(false)
+	if strings.Contains(out, "KILLED") {
+		t.Errorf("a contained process signalled one outside: %s", out)
+	}
+}
+
+func TestContainsPeer(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	wd := t.TempDir()
+	cmd := exec.Command("/bin/sh", "-c", "sleep 5")
+	cmd.Dir, cmd.Env = wd, []string{"PATH=/usr/bin:/bin"}
+	proc, err := sb.Start(cmd, &Policy{Workdir: wd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { proc.Kill(); cmd.Wait(); proc.Release(false) }()
+	if !sb.Contains(cmd.Process.Pid) {
+		t.Error("the contained process is not recognised")
+	}
+	if sb.Contains(os.Getpid()) {
+		t.Error("hookd itself is taken for a contained process")
+	}
+}
+
+func TestPidsLimit(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	if !sb.Status().LimitsOK {
+		t.Skip("limits are not enforceable here: " + sb.Status().Limits)
+	}
+	wd := t.TempDir()
+	out, proc := run(t, sb, &Policy{Workdir: wd, Limits: Limits{Pids: 5}}, wd, "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1 & done; wait; echo done")
+	proc.Release(false)
+	if !strings.Contains(strings.ToLower(out), "fork") && !strings.Contains(out, "Resource temporarily unavailable") {
+		t.Errorf("ten processes started under pids: 5:\n%s", out)
+	}
+}
