@@ -30,7 +30,8 @@ type Config struct {
 	MaxEventDepth  int           // event chains deeper than this are cut (default 8)
 	Environ        []string      // the environment runs inherit (default os.Environ())
 	HooksDir       string        // the hooks directory; tools may not write inside it
-	Protected      []string      // more paths tools may not write or read (the settings file, token file, state directory, database files)
+	Protected      []string      // more paths tools may not write or read (the settings file, token file, state directory, database files); hidden from every process a hook starts
+	CacheDir       string        // where each hook's persistent cache directory is made (default: the user's cache directory, hookd/hooks)
 	Database       string        // hookd's own database file, which steps may not open (db_query reads it through Records)
 	Credentials    []string      // variables holding hookd's own credentials: redacted from every run, like a hook's secrets
 	// CredentialValues are hookd's own credentials read from elsewhere
@@ -109,6 +110,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Grace <= 0 {
 		c.Grace = 30 * time.Second
+	}
+	if c.CacheDir == "" {
+		c.CacheDir = defaultCacheDir()
 	}
 	if c.DefaultTimeout <= 0 {
 		c.DefaultTimeout = 30 * time.Minute

@@ -213,6 +213,7 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 // a preview (nil) publishes none.
 func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, envs *ChildEnvs, out *outbox) (toModel bool) {
 	preview := out == nil
+	policy := e.SandboxPolicy(h)
 	scope := &Scope{
 		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
 		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
@@ -264,7 +265,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		res := e.lifecycleStep(ctx, h, run, def, &StepEnv{
 			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: envs.Step(def.Index), Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
 			Records: e.cfg.Store, Emit: emit, Redactor: red, Database: e.cfg.Database,
-			TrackProcess: e.tracker(run, def.Index, preview),
+			TrackProcess: e.tracker(run, def.Index, preview), Sandbox: policy,
 		})
 		scope.Steps[i] = res
 		run.Steps = append(run.Steps, res)

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/hookd/hookd/sandbox"
+
 	"context"
 	"fmt"
 	"sort"
@@ -61,6 +63,10 @@ type StepEnv struct {
 	// kill what the step left running, and returns the function that
 	// drops the record once the group has ended (nil: none to drop).
 	TrackProcess func(ProcGroup) (done func())
+	// Sandbox is the policy of the hook's processes (Engine.SandboxPolicy);
+	// a step that starts one contains it so, with what the step declares
+	// on top (steps.Command.Policy). Nil: unconfined.
+	Sandbox *sandbox.Policy
 }
 
 // RecordReader is the read side of the store that steps may use.

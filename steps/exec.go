@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/sandbox"
 )
 
 // DefaultMaxOutput is how many bytes of stdout, and separately of stderr,
@@ -85,6 +86,12 @@ type Command struct {
 	// goroutine at a time. It is how a caller parses output longer than
 	// MaxOutput. Its errors are ignored.
 	Tee io.Writer
+	// Policy, when set, contains the command (sandbox.Default): it reaches
+	// only the files and network the policy declares, and every process it
+	// starts lives in its cgroup, so that setsid'd and double-forked ones
+	// are found and stopped with it too. Nil runs it with hookd's own
+	// rights, in its process group.
+	Policy *sandbox.Policy
 }
 
 // CommandResult is what a Command run produced.
@@ -99,6 +106,9 @@ type CommandResult struct {
 	// after it exited, which were then stopped; Detached those left
 	// running because of Detach.
 	Killed, Detached []Process
+	// Containment says what confined the command ("landlock ABI 7, mount
+	// namespace, network: none (namespace), cgroup"); "" when nothing did.
+	Containment string
 	// Err is nil when the command ran to an exit of its own, whatever its
 	// exit code. It is set when the command could not start, timed out
 	// (wrapping ErrTimeout) or was cancelled (wrapping the context's error).
@@ -191,8 +201,18 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		before, clockOK = bootTick() // the leader starts after this (procGroupOf)
 	}
 	start := time.Now()
-	err = cmd.Start()
-	pipes.closeWriteEnds() // the command holds its own
+	var proc *sandbox.Process
+	if c.Policy != nil {
+		proc, err = sandbox.Default().Start(cmd, c.Policy)
+		if err == nil {
+			res.Containment = proc.Containment()
+			defer proc.Release(c.Detach)
+		}
+	} else {
+		err = cmd.Start()
+	}
+	tree := proc != nil && proc.Tracked() // every process the command starts is in its cgroup
+	pipes.closeWriteEnds()                // the command holds its own
 	if err != nil {
 		pipes.closeReadEnds()
 		res.Duration = time.Since(start)
@@ -230,17 +250,21 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		killed = true
 		if errors.Is(context.Cause(runCtx), engine.ErrForcedStop) {
 			// hookd is exiting at once: no grace for the group.
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			killTree(proc, pgid)
 			mu.Unlock()
 			return
 		}
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		if tree {
+			proc.Signal(syscall.SIGTERM)
+		} else {
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		}
 		mu.Unlock()
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {
 		case <-t.C:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			killTree(proc, pgid)
 		case <-exited:
 		}
 	})
@@ -261,10 +285,15 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	stop()
 	switch {
 	case killed:
-		// The leader is gone; sweep whatever in its group ignored SIGTERM.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		// The leader is gone; sweep whatever in its group (its cgroup)
+		// ignored SIGTERM.
+		killTree(proc, pgid)
+	case c.Detach && tree:
+		res.Detached = treeMembers(proc)
 	case c.Detach:
 		res.Detached = listGroup(pgid)
+	case tree:
+		res.Killed = sweepTree(proc, grace)
 	default:
 		res.Killed = sweepGroup(pgid, grace)
 	}
@@ -325,6 +354,11 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		if len(res.Detached) > 0 {
 			note(fmt.Sprintf("hookd: left %d background process(es) running (detach: true): %s",
 				len(res.Detached), processList(res.Detached)))
+		}
+	}
+	if c.Policy != nil && !killed && res.ExitCode != 0 {
+		if n := sandboxNote(c.Policy, res.Stdout+res.Stderr); n != "" {
+			note(n)
 		}
 	}
 	return res

@@ -1,6 +1,8 @@
 package steps
 
 import (
+	"github.com/hookd/hookd/sandbox"
+
 	"context"
 	"fmt"
 	"strings"
@@ -135,6 +137,9 @@ type gitSession struct {
 	dir  string
 	env  []string
 	red  *engine.Redactor
+	// policy contains each git process: the hook's, without network
+	// (hookd's git steps read the local repository only).
+	policy *sandbox.Policy
 }
 
 // open resolves the workspace and reads which drivers its repository
@@ -146,6 +151,9 @@ func (g *gitRepo) open(ctx context.Context, env *engine.StepEnv) (*gitSession, e
 		return nil, err
 	}
 	s := &gitSession{repo: g, dir: p.dir, env: gitSafeEnv(env.Env, p.workdir, p.gitDir, nil), red: env.Redactor}
+	if env.Sandbox != nil {
+		s.policy = env.Sandbox.With(nil, &sandbox.Network{})
+	}
 	var keys []string
 	if _, err := s.run(ctx, gitCmd{
 		args:    gitDriverKeys,
@@ -171,6 +179,7 @@ func (s *gitSession) run(ctx context.Context, gc gitCmd) (CommandResult, error) 
 		Timeout:   g.timeout,
 		MaxOutput: gc.maxOutput,
 		Redactor:  s.red,
+		Policy:    s.policy,
 	}
 	if c.MaxOutput == 0 {
 		c.MaxOutput = g.maxOutput

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/sandbox"
 )
 
 // Process is one process of a command's group that was still running
@@ -337,4 +338,45 @@ func ReapGroup(g engine.ProcGroup) ([]string, error) {
 		return out, fmt.Errorf("reap process group %d: still running %s after SIGKILL", g.PGID, DefaultKillGrace)
 	}
 	return out, nil
+}
+
+// killTree kills the command's whole tree: its cgroup when it has one,
+// else its process group.
+func killTree(proc *sandbox.Process, pgid int) {
+	if proc != nil && proc.Tracked() {
+		proc.Kill()
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// treeMembers lists the live processes of a contained command's cgroup.
+func treeMembers(proc *sandbox.Process) []Process {
+	var out []Process
+	for _, pid := range proc.Pids() {
+		if st, err := readStat(pid); err == nil && st.live() {
+			out = append(out, Process{PID: pid, Name: st.name})
+		}
+	}
+	return out
+}
+
+// sweepTree ends what is left of a contained command's tree once its
+// leader is reaped: SIGTERM to every process of its cgroup, then, after
+// grace, cgroup.kill. It returns the processes it found running.
+func sweepTree(proc *sandbox.Process, grace time.Duration) []Process {
+	found := treeMembers(proc)
+	if len(found) == 0 {
+		return nil
+	}
+	proc.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for len(treeMembers(proc)) > 0 {
+		if time.Now().After(deadline) {
+			proc.Kill()
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return found
 }

@@ -201,7 +201,7 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 	scope := scopeOf(env)
 
-	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput, Redactor: env.Redactor, Detach: s.detach, Track: env.TrackProcess}
+	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput, Redactor: env.Redactor, Detach: s.detach, Track: env.TrackProcess, Policy: env.Sandbox}
 	base := env.Env
 	if base == nil {
 		base = engine.ChildEnv(os.Environ(), nil, nil)
