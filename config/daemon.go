@@ -48,7 +48,53 @@ type Daemon struct {
 }
 
 // HookOptions are the options the hooks directory is loaded with.
-func (d *Daemon) HookOptions() Options { return Options{AllowInsecure: d.AllowInsecureHooks} }
+func (d *Daemon) HookOptions() Options {
+	return Options{AllowInsecure: d.AllowInsecureHooks, Protected: d.OwnPaths()}
+}
+
+// ProcJournalSuffix names the process journal after the database file
+// (hookd.db.procs).
+const ProcJournalSuffix = ".procs"
+
+// OwnPaths lists hookd's own paths, which no tool may write or read and
+// no hook's writes: may touch: the settings file whether or not one was
+// read (a model must not create one), the file read if it has another
+// name, the token file, the state directory (the database, its lock,
+// process journal and socket: with db: hookd.db that is the directory
+// of hookd.yaml) and the database's own files and the journal, named so
+// that they stay protected from reading when the state directory is also
+// a hook's workdir (tools/protect.go decides). The hooks directory is
+// not among them: it is passed on its own.
+func (d *Daemon) OwnPaths() []string {
+	var out []string
+	for _, p := range []string{d.SettingsPath, d.File, d.TokenFile, filepath.Dir(d.DB)} {
+		if p != "" {
+			out = append(out, absPath(p))
+		}
+	}
+	if d.DB != "" {
+		db := absPath(d.DB)
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock", ProcJournalSuffix} {
+			out = append(out, db+suffix)
+		}
+		// SQLite keeps its -wal, -shm and -journal beside the database
+		// file's real path: beside the target of a db: that is a
+		// symbolic link (as store.Open narrows them).
+		if real, err := filepath.EvalSymlinks(db); err == nil && real != db {
+			for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+				out = append(out, real+suffix)
+			}
+		}
+	}
+	return out
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
 
 // Default daemon settings.
 const (

@@ -28,6 +28,11 @@ type Options struct {
 	// that another user could have written (hookd.yaml's
 	// allow_insecure_hooks); by default they are refused.
 	AllowInsecure bool
+	// Protected are hookd's own paths (the settings file, the token file,
+	// the state directory, the database's files; Daemon.OwnPaths): a
+	// writes: may neither hold one nor lie inside one. LoadDir adds the
+	// hooks directory.
+	Protected []string
 
 	// broad remembers broadDir's answers during one LoadDir: its hooks
 	// mostly share a workdir (the project root). Nil: not remembered.
@@ -40,7 +45,8 @@ type Options struct {
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap", "on_interrupted",
 		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
-		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots", "id", "project_id", "retry", "rate"}
+		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots", "id", "project_id", "retry", "rate",
+		"writes", "reads", "network", "limits"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
 		"prompt_template":    "prompt",
@@ -143,6 +149,7 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	}
 
 	h.Workdir = s.workdir(f, opts.Root, opts.broad)
+	s.sandboxFields(f, h, opts)
 	h.Env = s.env(f.get("env"), "env")
 	s.envNames(f, "secrets", &h.Secrets)
 	s.envNames(f, "env_passthrough", &h.EnvPassthrough)
@@ -165,7 +172,7 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 		}
 	}
 	if n, path := f.either("steps", "context_steps"); n != nil {
-		s.steps(n, path, h)
+		s.steps(n, path, h, opts)
 	}
 	s.unnamedSecrets(f.get("secrets"), h)
 	if n, path := f.either("prompt", "prompt_template"); n != nil && s.decodeAt(n, path, &h.Prompt) {

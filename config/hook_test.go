@@ -125,6 +125,8 @@ func dump(t *testing.T, h *engine.Hook) string {
 		Skip     *engine.ShortCircuit `json:",omitempty"`
 		Secrets  []string             `json:",omitempty"`
 		Config   any                  `json:",omitempty"`
+		Writes   []string             `json:",omitempty"`
+		Network  string               `json:",omitempty"`
 	}
 	dur := func(d time.Duration) string {
 		if d == 0 {
@@ -161,7 +163,10 @@ func dump(t *testing.T, h *engine.Hook) string {
 	var steps []stepView
 	for _, d := range h.Steps {
 		v := stepView{Index: d.Index, Name: d.Name, Type: d.Type, Line: d.Line,
-			Timeout: dur(d.Timeout), Required: d.Required, Allow: d.AllowFailure, Secrets: d.Secrets}
+			Timeout: dur(d.Timeout), Required: d.Required, Allow: d.AllowFailure, Secrets: d.Secrets, Writes: d.Writes}
+		if d.Network != nil {
+			v.Network = d.Network.String()
+		}
 		if d.Skip != (engine.ShortCircuit{}) {
 			sk := d.Skip
 			v.Skip = &sk
@@ -195,6 +200,18 @@ func dump(t *testing.T, h *engine.Hook) string {
 	}
 	if h.WriteRoots != nil {
 		view["WriteRoots"] = h.WriteRoots
+	}
+	if h.Writes != nil {
+		view["Writes"] = h.Writes
+	}
+	if h.Reads != nil {
+		view["Reads"] = h.Reads
+	}
+	if h.Network != nil {
+		view["Network"] = h.Network.String()
+	}
+	if !h.Limits.IsZero() {
+		view["Limits"] = h.Limits
 	}
 	if r := h.Retention; r.Runs != nil || r.KeepLast != nil {
 		ret := map[string]any{}

@@ -48,9 +48,15 @@ func init() {
 		}
 		return nil, errors.New("test_fail: refused")
 	}))
-	// test_cmd declares the fields of its results and starts processes
-	// (it may name secrets), like shell.
-	engine.RegisterStep("test_cmd", engine.DeclaredKind{Fields: []string{"stdout", "exit_code", "used_pct"}, Processes: true,
+	// test_cmd declares the fields of its results, and starts processes
+	// whose writes: and network: its steps declare, like shell.
+	engine.RegisterStep("test_cmd", engine.DeclaredKind{Fields: []string{"stdout", "exit_code", "used_pct"}, Processes: engine.ProcessesDeclared,
+		Build: func(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
+			s := &echoStep{}
+			return s, cfg.Decode(&s.cfg)
+		}})
+	// test_git starts processes under its hook's policy, like git_diff.
+	engine.RegisterStep("test_git", engine.DeclaredKind{Processes: engine.ProcessesFixed,
 		Build: func(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 			s := &echoStep{}
 			return s, cfg.Decode(&s.cfg)

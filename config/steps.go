@@ -12,12 +12,12 @@ import (
 
 // stepKeys are the keys every step has; the others belong to its kind.
 var stepKeys = []string{"name", "type", "timeout", "required", "allow_failure", "skip_llm_if_exit_zero",
-	"skip_llm_if_status_ok", "skip_llm_if_empty", "skip_llm_if_unchanged", "skip_llm_if", "if", "secrets"}
+	"skip_llm_if_status_ok", "skip_llm_if_empty", "skip_llm_if_unchanged", "skip_llm_if", "if", "secrets", "writes", "network"}
 
 // steps decodes a hook's steps. The common keys fill the StepDef; the
 // rest go to the step kind through a Decoder. Placeholders in a step may
 // only name earlier steps.
-func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
+func (s *state) steps(n *yaml.Node, path string, h *engine.Hook, opts Options) {
 	if n.Kind != yaml.SequenceNode {
 		s.errorf(n, path, "expected a list of steps, got %s", describe(n))
 		return
@@ -34,6 +34,8 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		runIf     string
 		// secrets: the hook's secrets the step's processes get
 		secretsNode *yaml.Node
+		// writes: and network: (sandbox.go)
+		writes, network *yaml.Node
 	}
 	var todoBuf [4]pending // most hooks have a few steps
 	todo := todoBuf[:0]
@@ -51,7 +53,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 			return
 		}
 		rest := s.sc.mapping(item) // the kind's keys, taken from item
-		var typeNode, ifNode, allowNode, runIfNode, secretsNode *yaml.Node
+		var typeNode, ifNode, allowNode, runIfNode, secretsNode, writesNode, networkNode *yaml.Node
 		var runIf string
 		for _, kv := range s.pairs(item, p) {
 			fp := join(p, kv.key)
@@ -98,6 +100,10 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 			case "secrets":
 				s.secretNames(v, fp, h.Secrets, &def.Secrets)
 				secretsNode = v
+			case "writes":
+				writesNode = v
+			case "network":
+				networkNode = v
 			case "skip_llm_if":
 				if s.decodeAt(v, fp, &def.Skip.If) {
 					if strings.TrimSpace(def.Skip.If) == "" {
@@ -116,7 +122,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		}
 		kind := s.stepKind(typeNode, item, p, def)
 		todo = append(todo, pending{def: def, path: p, kind: kind, rest: rest, ifNode: ifNode, ifValue: def.Skip.If,
-			runIfNode: runIfNode, runIf: runIf, secretsNode: secretsNode})
+			runIfNode: runIfNode, runIf: runIf, secretsNode: secretsNode, writes: writesNode, network: networkNode})
 	}
 
 	for _, t := range todo {
@@ -148,6 +154,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook) {
 		if t.secretsNode != nil {
 			s.stepSecretsAllowed(t.secretsNode, join(t.path, "secrets"), t.def, t.kind)
 		}
+		s.stepSandbox(t.def, t.path, t.writes, t.network, h, opts)
 		dec := s.sc.newDecoder()
 		*dec = Decoder{file: s.file, path: t.path, node: t.rest, line: t.def.Line, known: stepKeys, budget: s.budget, sc: s.sc}
 		step, err := t.kind.New(t.def, dec)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hookd/hookd/sandbox"
 )
 
 // Overlap is what a trigger does when its hook already has a run in flight.
@@ -89,6 +91,17 @@ type Hook struct {
 	// WriteRoots lists the directories, relative to Workdir, in which the
 	// write_file tool may write; none means nowhere.
 	WriteRoots []string
+
+	// Writes are more trees, absolute, that the hook's processes may
+	// write besides its workdir (writes:). Reads, when not nil, narrows
+	// what they may read (reads:, sandbox.Policy.Reads). Network, when
+	// set, is what they may reach (network:); nil: none for a hook that
+	// takes untrusted input (UntrustedInput), all for others. Limits
+	// bound each of their process trees (limits:).
+	Writes  []string
+	Reads   []string
+	Network *sandbox.Network
+	Limits  sandbox.Limits
 
 	// Notify lists the webhooks told about this hook's runs. When NotifySet
 	// is false the daemon-wide notify: list applies; when it is true this
@@ -269,6 +282,11 @@ type StepDef struct {
 	// Secrets names the hook's secrets that the processes this step
 	// starts get (secrets:); the hook's other secrets do not reach them.
 	Secrets []string
+	// Writes (absolute) and Network are what a step of a kind that starts
+	// processes declares on top of its hook's policy (writes:, network:;
+	// ProcessesDeclared); nil Network: the hook's.
+	Writes  []string
+	Network *sandbox.Network
 
 	// Step is built by the step kind from the kind-specific fields.
 	Step Step

@@ -265,7 +265,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 		res := e.lifecycleStep(ctx, h, run, def, &StepEnv{
 			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: envs.Step(def.Index), Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
 			Records: e.cfg.Store, Emit: emit, Redactor: red, Database: e.cfg.Database,
-			TrackProcess: e.tracker(run, def.Index, preview), Sandbox: policy,
+			TrackProcess: e.tracker(run, def.Index, preview), Sandbox: StepPolicy(policy, def),
 		})
 		scope.Steps[i] = res
 		run.Steps = append(run.Steps, res)

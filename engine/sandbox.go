@@ -17,6 +17,12 @@ func (h *Hook) UntrustedInput() bool {
 	case TriggerEvent, TriggerWatch:
 		return true
 	}
+	return h.modelStartsProcesses()
+}
+
+// modelStartsProcesses reports whether h's tools may start processes:
+// run_command, MCP tools, or a glob that may grant either.
+func (h *Hook) modelStartsProcesses() bool {
 	for _, t := range h.Tools {
 		if t == "run_command" || strings.Contains(t, "*") || strings.Contains(t, ".") || strings.HasPrefix(t, "mcp") {
 			return true
@@ -25,24 +31,59 @@ func (h *Hook) UntrustedInput() bool {
 	return false
 }
 
-// SandboxPolicy is the policy of h's processes: its workdir writable,
-// hookd's own files (HooksDir, Protected) hidden, the network as the
-// trigger decides (none for untrusted input, all otherwise), its cache
-// directory under CacheDir. Steps and tools narrow or widen it with what
-// they declare (sandbox.Policy.With).
+// StartsProcesses reports whether a run of h starts processes: a step of
+// a kind that does (KindProcesses), or a model with tools that do.
+func (h *Hook) StartsProcesses() bool {
+	for _, d := range h.Steps {
+		if KindProcesses(d.Type) != ProcessesNone {
+			return true
+		}
+	}
+	return h.modelStartsProcesses()
+}
+
+// NeedsContainment reports whether h may only run where processes can be
+// contained: it starts processes from untrusted input. Where files or the
+// network cannot be confined (sandbox.Status.Contained), and hookd.yaml
+// does not set sandbox: off, its triggers are refused
+// (GateSandboxUnavailable).
+func (h *Hook) NeedsContainment() bool { return h.UntrustedInput() && h.StartsProcesses() }
+
+// SandboxPolicy is the policy of h's processes: its workdir and writes:
+// writable, reads narrowed as reads: says, hookd's own files (HooksDir,
+// Protected) hidden, the network as network: says or else as the trigger
+// decides (none for untrusted input, all otherwise), its limits:, its
+// cache directory under CacheDir. Steps and tools narrow or widen it with
+// what they declare (StepPolicy, sandbox.Policy.With).
 func (e *Engine) SandboxPolicy(h *Hook) *sandbox.Policy {
 	p := &sandbox.Policy{
 		Workdir: h.Workdir,
+		Writes:  h.Writes,
+		Reads:   h.Reads,
+		Limits:  h.Limits,
 		Key:     h.Name,
 		Hidden:  e.hookdPaths(),
 	}
-	if !h.UntrustedInput() {
+	switch {
+	case h.Network != nil:
+		p.Network = *h.Network
+	case !h.UntrustedInput():
 		p.Network = sandbox.Network{All: true}
 	}
 	if e.cfg.CacheDir != "" {
 		p.Cache = filepath.Join(e.cfg.CacheDir, h.Name)
 	}
 	return p
+}
+
+// StepPolicy is the policy of the processes of step def of a hook whose
+// policy is hook: the hook's, with what the step declares (writes:,
+// network:).
+func StepPolicy(hook *sandbox.Policy, def *StepDef) *sandbox.Policy {
+	if hook == nil || len(def.Writes) == 0 && def.Network == nil {
+		return hook
+	}
+	return hook.With(def.Writes, def.Network)
 }
 
 // hookdPaths are the paths no process of a hook may read or write.

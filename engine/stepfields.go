@@ -18,19 +18,48 @@ type FieldDeclarer interface {
 }
 
 // DeclaredKind is a step kind built by Build whose results have the
-// Fields listed (besides CommonFields). Processes says that its steps
-// start processes (ProcessKind).
+// Fields listed (besides CommonFields). Processes says whether its steps
+// start processes.
 type DeclaredKind struct {
 	Build     StepKindFunc
 	Fields    []string
-	Processes bool
+	Processes Processes
+}
+
+// Processes says whether a step kind starts processes, and whether its
+// steps may declare what those processes reach.
+type Processes int
+
+const (
+	// ProcessesNone: the kind starts no process.
+	ProcessesNone Processes = iota
+	// ProcessesFixed: the kind starts processes under its hook's policy,
+	// narrowed as the kind decides (the git steps: no network); its steps
+	// declare nothing.
+	ProcessesFixed
+	// ProcessesDeclared: the kind starts processes under its hook's
+	// policy widened by what each step declares (writes:, network:).
+	ProcessesDeclared
+)
+
+// KindProcesses says whether steps of the kind named kind start
+// processes; ProcessesNone for a kind that does not say (or is unknown).
+func KindProcesses(kind string) Processes {
+	k, ok := LookupStep(kind)
+	if !ok {
+		return ProcessesNone
+	}
+	if dk, ok := k.(DeclaredKind); ok {
+		return dk.Processes
+	}
+	return ProcessesNone
 }
 
 // New calls k.Build.
 func (k DeclaredKind) New(def *StepDef, cfg Decoder) (Step, error) { return k.Build(def, cfg) }
 
-// StartsProcesses reports k.Processes.
-func (k DeclaredKind) StartsProcesses() bool { return k.Processes }
+// StartsProcesses reports whether k's steps start processes.
+func (k DeclaredKind) StartsProcesses() bool { return k.Processes != ProcessesNone }
 
 // ResultFields returns the fields k's results have, CommonFields included.
 func (k DeclaredKind) ResultFields() []string {

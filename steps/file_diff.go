@@ -14,8 +14,7 @@ import (
 
 func init() {
 	engine.RegisterStep("file_diff", engine.DeclaredKind{Build: newFileDiff,
-		Fields:    []string{"diff", "path", "files", "count", "truncated", "untracked", "exit_code"},
-		Processes: true})
+		Fields: []string{"diff", "path", "files", "count", "truncated", "untracked", "exit_code"}, Processes: engine.ProcessesFixed})
 }
 
 type fileDiffConfig struct {

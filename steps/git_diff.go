@@ -9,8 +9,7 @@ import (
 
 func init() {
 	engine.RegisterStep("git_diff", engine.DeclaredKind{Build: newGitDiff,
-		Fields:    []string{"diff", "files", "count", "truncated", "base", "head", "exit_code"},
-		Processes: true})
+		Fields: []string{"diff", "files", "count", "truncated", "base", "head", "exit_code"}, Processes: engine.ProcessesFixed})
 }
 
 type gitDiffConfig struct {

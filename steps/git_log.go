@@ -19,8 +19,7 @@ const maxFilesPerCommit = 50
 
 func init() {
 	engine.RegisterStep("git_log", engine.DeclaredKind{Build: newGitLog,
-		Fields:    []string{"log", "commits", "files", "count", "truncated", "since"},
-		Processes: true})
+		Fields: []string{"log", "commits", "files", "count", "truncated", "since"}, Processes: engine.ProcessesFixed})
 }
 
 type gitLogConfig struct {

@@ -19,8 +19,7 @@ const DefaultShellTimeout = 5 * time.Minute
 
 func init() {
 	engine.RegisterStep("shell", engine.DeclaredKind{Build: newShell,
-		Fields:    []string{"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms", "command"},
-		Processes: true})
+		Fields: []string{"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms", "command"}, Processes: engine.ProcessesDeclared})
 }
 
 // shellConfig is the kind-specific part of a shell step definition.

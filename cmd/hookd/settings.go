@@ -77,7 +77,7 @@ func socketPath(db string) string {
 // (.hookd/hookd.db -> .hookd/hookd.db.procs), beside its lock: the file
 // where the lock's holder records the process groups of its running
 // steps (internal/procjournal), for both stores.
-const procJournalSuffix = ".procs"
+const procJournalSuffix = config.ProcJournalSuffix
 
 // loadHooks loads the hooks directory, reporting bad files on stderr.
 func (c *cli) loadHooks(d *config.Daemon) ([]*engine.Hook, []error, error) {

@@ -48,37 +48,8 @@ func newModel(d *config.Daemon, log *slog.Logger) *model {
 }
 
 // protectedPaths lists hookd's own paths, which no tool may write or
-// read: the settings file whether or not one was read (a model must not
-// create one), the file read if it has another name, the token file, the
-// state directory (the database, its lock, process journal and socket:
-// with db: hookd.db that is the directory of hookd.yaml) and the
-// database's own files and the journal, named so that they stay
-// protected from reading when the state directory is also a hook's
-// workdir (tools/protect.go decides). The hooks directory is passed on
-// its own.
-func protectedPaths(d *config.Daemon) []string {
-	var out []string
-	for _, p := range []string{d.SettingsPath, d.File, d.TokenFile, filepath.Dir(d.DB)} {
-		if p != "" {
-			out = append(out, absPath(p))
-		}
-	}
-	if d.DB != "" {
-		db := absPath(d.DB)
-		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock", procJournalSuffix} {
-			out = append(out, db+suffix)
-		}
-		// SQLite keeps its -wal, -shm and -journal beside the database
-		// file's real path: beside the target of a db: that is a
-		// symbolic link (as store.Open narrows them).
-		if real, err := filepath.EvalSymlinks(db); err == nil && real != db {
-			for _, suffix := range []string{"-wal", "-shm", "-journal"} {
-				out = append(out, real+suffix)
-			}
-		}
-	}
-	return out
-}
+// read and no writes: may touch (config.Daemon.OwnPaths).
+func protectedPaths(d *config.Daemon) []string { return d.OwnPaths() }
 
 // close stops the MCP servers that were started.
 func (m *model) close() {

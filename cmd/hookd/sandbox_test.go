@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
+)
+
+// TestSandboxWrites fires hooks whose steps write a declared directory
+// outside the workdir and a canary directory beside it: with writes:
+// [../out] the first write lands and the canary stays empty; without the
+// declaration both are refused, and the step's note names the rule.
+func TestSandboxWrites(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"declared.yaml":   writesHook("writes: [../out]"),
+		"undeclared.yaml": writesHook(""),
+	})
+	for _, d := range []string{"work", "out", "canary"} {
+		if err := os.Mkdir(e.path(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := e.getRun(runID(t, e.must(0, "fire", "declared", "--wait")))
+	if run.Status != engine.StatusCompleted {
+		t.Fatalf("declared: run %s %s: %s", run.ID, run.Status, run.Error)
+	}
+	if b, err := os.ReadFile(e.path("out/declared")); err != nil || string(b) != "ok\n" {
+		t.Errorf("the declared write did not land: %q, %v; step: %+v", b, err, run.Steps[0])
+	}
+	if !e.exists("work/inside") {
+		t.Errorf("the write to the workdir did not land; step: %+v", run.Steps[2])
+	}
+	outside := run.Steps[1]
+	if *outside.ExitCode == 0 || !strings.Contains(fmt.Sprint(outside.Fields["stderr"]), "Permission denied") {
+		t.Errorf("the write outside the declared paths was not refused: %+v", outside)
+	}
+	if !strings.Contains(fmt.Sprint(outside.Fields["stderr"]), "writes:") {
+		t.Errorf("the refused write has no note naming writes: %+v", outside.Fields["stderr"])
+	}
+
+	run = e.getRun(runID(t, e.must(0, "fire", "undeclared", "--wait")))
+	if e.exists("out/undeclared") || *run.Steps[0].ExitCode == 0 {
+		t.Errorf("without writes: the hook wrote out/: %+v", run.Steps[0])
+	}
+	if files, _ := os.ReadDir(e.path("canary")); len(files) > 0 {
+		t.Errorf("a step wrote the canary directory: %v", files)
+	}
+}
+
+func writesHook(writes string) string {
+	return `workdir: work
+` + writes + `
+steps:
+  - name: declared
+    type: shell
+    command: 'echo ok > ../out/$HOOK_NAME'
+    env: {HOOK_NAME: '{{hook.name}}'}
+    allow_failure: true
+  - name: outside
+    type: shell
+    command: echo bad > ../canary/bad
+    allow_failure: true
+  - name: inside
+    type: shell
+    command: echo ok > inside
+`
+}
+
+// canary is a loopback TCP listener that records the first line of each
+// connection, in order.
+type canary struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	lines []string
+	done  chan struct{}
+}
+
+func newCanary(t *testing.T) *canary {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &canary{ln: ln, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			line, _ := bufio.NewReader(conn).ReadString('\n')
+			conn.Close()
+			c.mu.Lock()
+			c.lines = append(c.lines, strings.TrimSpace(line))
+			c.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-c.done })
+	return c
+}
+
+func (c *canary) port() int { return c.ln.Addr().(*net.TCPAddr).Port }
+
+// seen returns the lines received so far: every connection made before
+// it was called included (it connects last itself and waits for that
+// connection, which the listener accepts after the earlier ones).
+func (c *canary) seen(t *testing.T) []string {
+	conn, err := net.Dial("tcp4", c.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(conn, "END")
+	conn.Close()
+	waitFor(t, "the canary's own connection", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.lines) > 0 && c.lines[len(c.lines)-1] == "END"
+	}, func() string { return fmt.Sprint(c.lines) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.lines[:len(c.lines)-1]...)
+}
+
+// TestSandboxStepNetwork emits an event to hooks that take it (so their
+// processes get no network by default) and whose steps connect to a
+// loopback canary: only the steps that declare network: true, or the
+// canary's port, reach it.
+func TestSandboxStepNetwork(t *testing.T) {
+	bash := testtool.Need(t, "bash")
+	c := newCanary(t)
+	connect := func(name, network string) string {
+		s := fmt.Sprintf("  - name: %s\n    type: shell\n    allow_failure: true\n    command: [%s, -c, 'echo %s > /dev/tcp/127.0.0.1/%d']\n", name, bash, name, c.port())
+		if network != "" {
+			s += "    network: " + network + "\n"
+		}
+		return s
+	}
+	e := newEnv(t, "", map[string]string{
+		"steps.yaml": "trigger: {event: canary.steps}\nsteps:\n" +
+			connect("undeclared", "") + connect("closed", "false") + connect("otherport", "[1]") +
+			connect("open", "true") + connect("port", fmt.Sprintf("[%d]", c.port())),
+		"hook.yaml": "trigger: {event: canary.hook}\nnetwork: true\nsteps:\n" +
+			connect("hookopen", "") + connect("stepclosed", "false"),
+	})
+	for _, typ := range []string{"canary.steps", "canary.hook"} {
+		for name, id := range emitted(t, e.must(0, "emit", typ, "--wait")) {
+			run := e.getRun(id)
+			if run.Status != engine.StatusCompleted {
+				t.Errorf("%s: run %s %s: %s", name, id, run.Status, run.Error)
+			}
+			for _, s := range run.Steps {
+				t.Logf("%s %s: exit %d, %v", name, s.Name, *s.ExitCode, s.Fields["stderr"])
+			}
+		}
+	}
+	got := strings.Join(c.seen(t), " ")
+	if want := "open port hookopen"; got != want {
+		t.Errorf("the canary was reached by %q, want %q", got, want)
+	}
+}
