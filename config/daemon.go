@@ -45,6 +45,11 @@ type Daemon struct {
 	// and hook files that are writable by every user or owned by another
 	// user, which are refused by default.
 	AllowInsecureHooks bool
+	// SandboxOff (sandbox: off) starts every process of a hook with
+	// hookd's own rights, on purpose: nothing is contained, and hooks that
+	// take untrusted input run where containment is missing. Read at
+	// start only.
+	SandboxOff bool
 }
 
 // HookOptions are the options the hooks directory is loaded with.
@@ -117,7 +122,7 @@ const (
 var daemonKeys = []string{"hooks_dir", "db", "database", "max_concurrent", "tick", "queue_size", "grace",
 	"default_timeout", "max_catchup", "log_format", "listen", "dashboard_hosts", "llm",
 	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks", "budget",
-	"node"}
+	"node", "sandbox"}
 
 // defaultDaemon returns the default settings, with paths in dir.
 func defaultDaemon(dir string) *Daemon {
@@ -253,6 +258,17 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 		d.Notify = s.notify(n, "notify", nil)
 	}
 	f.decode("allow_insecure_hooks", &d.AllowInsecureHooks)
+	if n := f.get("sandbox"); n != nil {
+		if v, ok := s.text(n, "sandbox"); ok {
+			switch v {
+			case "on", "true":
+			case "off", "false":
+				d.SandboxOff = true
+			default:
+				s.errorf(n, "sandbox", "must be on or off (got %q); off starts every process of a hook with hookd's own rights", v)
+			}
+		}
+	}
 	if n := f.get("llm"); n != nil {
 		s.llm(n, "llm", &d.LLM)
 		if d.LLM.MaxRounds == 0 {

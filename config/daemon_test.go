@@ -57,6 +57,7 @@ retention:
   skipped: 0
   every: 10m
 node: {name: worker-a, max_concurrent: 8, heartbeat_timeout: 3s}
+sandbox: off
 `
 	d, err := LoadDaemon(strings.NewReader(src), "/srv/hookd.yaml")
 	if err != nil {
@@ -71,6 +72,7 @@ node: {name: worker-a, max_concurrent: 8, heartbeat_timeout: 3s}
 		Retention:  engine.Retention{Runs: 90 * 24 * time.Hour, KeepLast: 0, Events: 36 * time.Hour, Skipped: 0},
 		PruneEvery: 10 * time.Minute,
 		Node:       Node{Name: "worker-a", MaxConcurrent: 8, HeartbeatTimeout: 3 * time.Second},
+		SandboxOff: true,
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("\n got %+v\nwant %+v", d, want)
@@ -96,6 +98,7 @@ retention:
   skiped: 3d
   every: 0s
 node: {name: "a b", max_concurrent: 0, heartbeat_timeout: 100ms, nme: x}
+sandbox: maybe
 `
 	_, err := LoadDaemon(strings.NewReader(src), "hookd.yaml")
 	want := `hookd.yaml:1: hooks_dir: must not be empty
@@ -118,7 +121,8 @@ hookd.yaml:17: retention.every: must be > 0 (got 0s)
 hookd.yaml:18: node.nme: unknown field; did you mean name?
 hookd.yaml:18: node.name: want letters, digits, '.', '_' and '-', starting with a letter or digit, at most 63 (got "a b")
 hookd.yaml:18: node.max_concurrent: must be >= 1 (got 0)
-hookd.yaml:18: node.heartbeat_timeout: must be >= 1s (got 100ms)`
+hookd.yaml:18: node.heartbeat_timeout: must be >= 1s (got 100ms)
+hookd.yaml:19: sandbox: must be on or off (got "maybe"); off starts every process of a hook with hookd's own rights`
 	if err == nil || err.Error() != want {
 		t.Errorf("got\n%v\nwant\n%s", err, want)
 	}

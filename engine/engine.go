@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookd/hookd/sandbox"
 )
 
 // Config holds what an Engine is built from. Store is required; the rest
@@ -75,6 +77,12 @@ type Config struct {
 	// OthersStored, when set, is called when another node stored events
 	// (for the live stream, which reads the shared event log).
 	OthersStored func()
+
+	// Sandbox is which containment the hooks' processes get (nil: that of
+	// sandbox.Default()). Where files or the network cannot be confined
+	// and the sandbox is not off on purpose, hooks that start processes
+	// from untrusted input are refused (GateSandboxUnavailable).
+	Sandbox *sandbox.Status
 }
 
 // PromptRenderer renders a hook's prompt from the gathered context.
@@ -113,6 +121,10 @@ func (c *Config) setDefaults() {
 	}
 	if c.CacheDir == "" {
 		c.CacheDir = defaultCacheDir()
+	}
+	if c.Sandbox == nil {
+		st := sandbox.Default().Status()
+		c.Sandbox = &st
 	}
 	if c.DefaultTimeout <= 0 {
 		c.DefaultTimeout = 30 * time.Minute

@@ -86,6 +86,10 @@ func StepPolicy(hook *sandbox.Policy, def *StepDef) *sandbox.Policy {
 	return hook.With(def.Writes, def.Network)
 }
 
+// SandboxStatus is which containment the hooks' processes get
+// (Config.Sandbox).
+func (e *Engine) SandboxStatus() sandbox.Status { return *e.cfg.Sandbox }
+
 // hookdPaths are the paths no process of a hook may read or write.
 func (e *Engine) hookdPaths() []string {
 	paths := make([]string, 0, len(e.cfg.Protected)+1)

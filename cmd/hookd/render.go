@@ -54,6 +54,7 @@ func cmdRender(c *cli, args []string) int {
 		return c.errorf("no hook named %q (see `hookd list`, or `hookd validate` if its file has errors)", name)
 	}
 
+	sbStatus := installSandbox(d, newLogger(d.LogFormat, os.Stderr, slog.LevelWarn))
 	db, done, err := previewStore(d)
 	if err != nil {
 		return c.errorf("%v", err)
@@ -67,6 +68,7 @@ func cmdRender(c *cli, args []string) int {
 		DefaultTimeout: d.DefaultTimeout,
 		Credentials:    credentialEnv(d),
 		Manual:         true,
+		Sandbox:        &sbStatus,
 
 		CredentialValues: credentialValues(d),
 	}, hooks)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -163,5 +164,59 @@ func TestSandboxStepNetwork(t *testing.T) {
 	got := strings.Join(c.seen(t), " ")
 	if want := "open port hookopen"; got != want {
 		t.Errorf("the canary was reached by %q, want %q", got, want)
+	}
+}
+
+// TestSandboxStatus: hookd serve logs which containment its hooks'
+// processes get, and `hookd status` (and its JSON) shows it.
+func TestSandboxStatus(t *testing.T) {
+	e := newEnv(t, "", nil)
+	d := e.serve()
+	if !strings.Contains(d.log.String(), "sandbox: landlock: ABI") || !strings.Contains(d.log.String(), "sandbox: files: Landlock") {
+		t.Errorf("the start-up log does not say which containment applies:\n%s", d.log)
+	}
+	text := e.must(0, "status").stdout
+	if !strings.Contains(text, "sandbox: contained\n  landlock: ABI") || !strings.Contains(text, "  network: ") {
+		t.Errorf("hookd status does not show the sandbox:\n%s", text)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(e.must(0, "status", "--json").stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Sandbox; s == nil || !s.Contained || s.Off || s.Landlock == 0 || !s.FilesOK || !s.NetworkOK || len(s.Lines) == 0 {
+		t.Errorf("status JSON sandbox: %+v", s)
+	}
+}
+
+// TestSandboxOff: with sandbox: off in hookd.yaml, processes run with
+// hookd's own rights (the write the sandbox refuses lands), hookd says so
+// at warn and in its status; taking sandbox: off out of hookd.yaml while
+// it runs changes nothing until the next start.
+func TestSandboxOff(t *testing.T) {
+	e := newEnv(t, "sandbox: off\n", map[string]string{"undeclared.yaml": writesHook("")})
+	for _, dir := range []string{"work", "out", "canary"} {
+		if err := os.Mkdir(e.path(dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := e.serve()
+	if !strings.Contains(d.log.String(), "level=WARN msg=\"sandbox: off in hookd.yaml") {
+		t.Errorf("sandbox: off is not logged at warn:\n%s", d.log)
+	}
+	if text := e.must(0, "status").stdout; !strings.Contains(text, "sandbox: OFF") {
+		t.Errorf("hookd status does not say the sandbox is off:\n%s", text)
+	}
+	run := e.getRun(runID(t, e.must(0, "fire", "undeclared", "--wait")))
+	if !e.exists("out/undeclared") || !e.exists("canary/bad") {
+		t.Errorf("with sandbox: off the writes did not land: %+v", run.Steps)
+	}
+
+	e.write("hookd.yaml.new", "")
+	if err := os.Rename(e.path("hookd.yaml.new"), e.path("hookd.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	d.waitLog("settings=[sandbox]")
+	if text := e.must(0, "status").stdout; !strings.Contains(text, "sandbox: OFF") {
+		t.Errorf("a reload changed the sandbox:\n%s", text)
 	}
 }

@@ -233,6 +233,7 @@ func raiseGCPercent(p int) (restore func(), raised bool) {
 // fire` or `hookd emit` of a script while the daemon restarts), logging
 // what it waits for, until ctx ends; a manual engine does not wait.
 func (c *cli) newLocal(ctx context.Context, d *config.Daemon, log *slog.Logger, manual bool) (*local, error) {
+	sbStatus := installSandbox(d, log)
 	// hookd serve on PostgreSQL is a node of a cluster (docs/cluster.md).
 	node := ""
 	if d.Database != "" && !manual {
@@ -334,6 +335,7 @@ func (c *cli) newLocal(ctx context.Context, d *config.Daemon, log *slog.Logger, 
 		Guard:          l.guard,
 		Cluster:        cluster,
 		OthersStored:   l.feed.wake,
+		Sandbox:        &sbStatus,
 
 		CredentialValues: credentialValues(d),
 	}, hooks)

@@ -67,7 +67,7 @@ func settingsKeys(d *config.Daemon) map[string]any {
 		"max_catchup": d.MaxCatchup, "log_format": d.LogFormat, "listen": d.Listen, "token_env": d.TokenEnv,
 		"token_file": d.TokenFile, "overdue_grace": d.OverdueGrace, "prompt_value_max": d.PromptValueMax,
 		"retention": []any{d.Retention, d.PruneEvery}, "allow_insecure_hooks": d.AllowInsecureHooks,
-		"budget": d.Budget,
+		"budget": d.Budget, "sandbox": d.SandboxOff,
 	}
 }
 

@@ -38,6 +38,7 @@ type statusReport struct {
 	Notifications  counts               `json:"notifications"`  // outcome -> count
 	Database       *dbReport            `json:"database,omitempty"`
 	Cluster        *clusterReport       `json:"cluster,omitempty"` // the nodes sharing a PostgreSQL database; absent on SQLite
+	Sandbox        *sandboxReport       `json:"sandbox"`           // which containment the hooks' processes get (sandbox.go)
 }
 
 // dbReport is the database's size and the last prune, in /v1/status. On
@@ -90,6 +91,7 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 		OverdueGrace: engine.DurationText(a.grace), Overdue: overdue,
 		Runs: countsBy{}, Skips: countsBy{}, Drops: countsBy{}, Tokens: countsBy{}, ToolCalls: countsBy{},
 		Durations: map[string]dist{}, Lateness: map[string]dist{}, Events: counts{}, Notifications: counts{}, ShortCircuits: counts{},
+		Sandbox: newSandboxReport(a.eng.SandboxStatus()),
 	}
 	for _, l := range []*[]string{&rep.InFlight, &rep.Queued, &rep.Overdue} {
 		if *l == nil {
@@ -225,6 +227,7 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 	if rep.Cluster != nil {
 		printCluster(w, rep.Cluster)
 	}
+	writeSandbox(w, rep.Sandbox)
 
 	hooks := map[string]bool{}
 	for _, m := range []countsBy{rep.Runs, rep.Skips, rep.Drops, rep.Tokens} {
