@@ -82,6 +82,7 @@ func (d *Daemon) OwnPaths() []string {
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock", ProcJournalSuffix} {
 			out = append(out, db+suffix)
 		}
+		out = append(out, strings.TrimSuffix(db, filepath.Ext(db))+".sock") // the API socket
 		// SQLite keeps its -wal, -shm and -journal beside the database
 		// file's real path: beside the target of a db: that is a
 		// symbolic link (as store.Open narrows them).

@@ -24,6 +24,9 @@ type MCPServer struct {
 	StartTimeout time.Duration
 	// CallTimeout bounds one tool call (call_timeout, default 2m).
 	CallTimeout time.Duration
+	// Sandbox is what a stdio server's process may reach (sandbox:); a
+	// stdio server without sandbox.network does not start.
+	Sandbox *ProcessSandbox
 }
 
 // Defaults of an MCP server's timeouts.
@@ -33,7 +36,7 @@ const (
 )
 
 var (
-	mcpKeys = []string{"command", "args", "env", "dir", "url", "headers", "start_timeout", "call_timeout"}
+	mcpKeys = []string{"command", "args", "env", "dir", "url", "headers", "start_timeout", "call_timeout", "sandbox"}
 	// mcpName leaves room for "NAME__TOOL" within the 64 characters a
 	// tool name may have.
 	mcpName = regexp.MustCompile(`^[A-Za-z0-9-]{1,32}$`)
@@ -96,6 +99,7 @@ func (s *state) mcpServers(n *yaml.Node, path, dir string) []MCPServer {
 		if h := f.get("headers"); h != nil {
 			s.decodeAt(h, join(fp, "headers"), &srv.Headers)
 		}
+		srv.Sandbox = s.processSandbox(f.get("sandbox"), join(fp, "sandbox"), srv.Dir)
 		if t, ok := f.decode("start_timeout", &srv.StartTimeout); ok {
 			positive(s, t, join(fp, "start_timeout"), srv.StartTimeout)
 		}
@@ -109,6 +113,8 @@ func (s *state) mcpServers(n *yaml.Node, path, dir string) []MCPServer {
 			s.add(f.keyLine("url"), join(fp, "url"), "give command (a stdio server) or url (a streamable-HTTP server), not both")
 		case srv.URL != "" && (srv.Env != nil || f.has("dir")):
 			s.add(f.keyLine("url"), fp, "env and dir apply to stdio servers (command), not to url")
+		case srv.URL != "" && srv.Sandbox != nil:
+			s.add(f.keyLine("sandbox"), join(fp, "sandbox"), "sandbox applies to stdio servers (command), not to url")
 		case srv.Command != nil && srv.Headers != nil:
 			s.add(f.keyLine("headers"), join(fp, "headers"), "headers apply to url servers, not to command")
 		}

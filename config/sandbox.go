@@ -317,3 +317,39 @@ func keyOf(n, writes *yaml.Node) string {
 	}
 	return "network"
 }
+
+// ProcessSandbox is what a process hookd starts outside a hook's steps
+// declares (an MCP stdio server's sandbox:): its network and the trees it
+// may write beside its working directory.
+type ProcessSandbox struct {
+	// Network is nil when the key is absent (an MCP stdio server must
+	// say).
+	Network *sandbox.Network
+	Writes  []string // absolute
+}
+
+var processSandboxKeys = []string{"network", "writes"}
+
+// processSandbox decodes sandbox: {network: ..., writes: [...]}; relative
+// writes are taken from dir.
+func (s *state) processSandbox(n *yaml.Node, path, dir string) *ProcessSandbox {
+	if n == nil {
+		return nil
+	}
+	v := resolve(n)
+	if v.Kind != yaml.MappingNode {
+		s.errorf(v, path, "expected a mapping {network: true|false|[PORT, ...], writes: [PATH, ...]}, got %s", describe(v))
+		return nil
+	}
+	ps := &ProcessSandbox{}
+	f := s.fields(v, path, processSandboxKeys, nil)
+	if nn := f.get("network"); nn != nil {
+		ps.Network = s.network(resolve(nn), join(path, "network"))
+	}
+	if w := f.get("writes"); w != nil {
+		// hookd's own paths inside are hidden all the same (the
+		// sandbox keeps them out of every grant).
+		ps.Writes = s.sandboxPaths(resolve(w), join(path, "writes"), dir)
+	}
+	return ps
+}

@@ -113,3 +113,20 @@ func defaultCacheDir() string {
 	}
 	return filepath.Join(d, "hookd", "hooks")
 }
+
+// ToolPolicy is the policy of the processes the model's run_command
+// starts for h: it reads what the hook's processes read, writes only the
+// hook's write_roots and its private TMPDIR, and has no network.
+func (e *Engine) ToolPolicy(h *Hook) *sandbox.Policy {
+	p := e.SandboxPolicy(h)
+	p.ReadOnlyWorkdir = true
+	p.Writes = nil
+	for _, w := range h.WriteRoots {
+		if !filepath.IsAbs(w) {
+			w = filepath.Join(h.Workdir, w)
+		}
+		p.Writes = append(p.Writes, filepath.Clean(w))
+	}
+	p.Network = sandbox.Network{}
+	return p
+}

@@ -1,13 +1,13 @@
 package engine
 
 import (
-	"github.com/hookd/hookd/sandbox"
-
 	"context"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/hookd/hookd/sandbox"
 )
 
 // Step gathers one piece of context for a run.

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+
+	"github.com/hookd/hookd/sandbox"
 )
 
 // Tool is something the model may call during a run's model stage. Built-in
@@ -67,6 +69,9 @@ type ToolEnv struct {
 	// Publish publishes an engine event about this run (hook.tool.denied),
 	// one level deeper in the chain; nil means none is published.
 	Publish func(typ string, data map[string]any)
+	// Sandbox is the policy of the processes the model's tools start
+	// (Engine.ToolPolicy): nil leaves them unconfined.
+	Sandbox *sandbox.Policy
 }
 
 // ToolEnviron is the environment of the processes the tool name starts:
@@ -146,7 +151,7 @@ func (e *Engine) toolEnv(h *Hook, run *Run, envs *ChildEnvs, red *Redactor) *Too
 		Hook: h, RunID: run.ID, Depth: run.Depth, Workdir: h.Workdir, HooksDir: e.cfg.HooksDir,
 		Protected: e.cfg.Protected,
 		Environ:   envs.Base(), envs: envs, Records: e.cfg.Store, Emit: e.emitAs(run, red, ToolOrigin(run.Hook)), Redactor: red,
-		Lifecycle: e.cfg.Lifecycle, TrackProcess: e.tracker(run, -1, false),
+		Lifecycle: e.cfg.Lifecycle, TrackProcess: e.tracker(run, -1, false), Sandbox: e.ToolPolicy(h),
 		Publish: func(typ string, data map[string]any) {
 			e.publish(&Event{ID: NewID(), Type: typ, Data: red.Map(data), Source: "engine", Depth: run.Depth + 1})
 		},

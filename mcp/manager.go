@@ -12,6 +12,8 @@
 package mcp
 
 import (
+	"github.com/hookd/hookd/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +41,10 @@ type ServerConfig struct {
 	// CallTimeout bounds one tool call (default 2m).
 	StartTimeout time.Duration
 	CallTimeout  time.Duration
+	// Sandbox contains a stdio server (its Workdir defaults to Dir); a
+	// stdio server without one does not start, unless the process's
+	// sandbox is off.
+	Sandbox *sandbox.Policy
 }
 
 // Options configure a Manager.

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 	"github.com/hookd/hookd/mcp"
+	"github.com/hookd/hookd/sandbox"
 	"github.com/hookd/hookd/store"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -57,7 +61,8 @@ func newManager(t *testing.T, environ []string, servers ...mcp.ServerConfig) *mc
 }
 
 func stdio(name string, env map[string]string) mcp.ServerConfig {
-	return mcp.ServerConfig{Name: name, Command: []string{serverBin}, Env: env, StartTimeout: 20 * time.Second}
+	return mcp.ServerConfig{Name: name, Command: []string{serverBin}, Env: env, StartTimeout: 20 * time.Second,
+		Sandbox: &sandbox.Policy{}}
 }
 
 func call(t *testing.T, tool engine.Tool, args string) (string, error) {
@@ -85,7 +90,7 @@ func TestToolsAndNames(t *testing.T) {
 	tools := resolve(t, m, "t.*")
 	want := map[string]string{
 		"t.add": "t__add", "t.crash": "t__crash", "t.echo": "t__echo", "t.env": "t__env", "t.fail": "t__fail",
-		"t.pid": "t__pid", "t.search.issues": "t__search_issues",
+		"t.pid": "t__pid", "t.search.issues": "t__search_issues", "t.escape": "t__escape",
 	}
 	if len(tools) != len(want) {
 		t.Fatalf("tools %v", tools)
@@ -192,7 +197,7 @@ func TestStartFailureFailsOnlyItsRuns(t *testing.T) {
 	m := newManager(t, os.Environ(),
 		stdio("bad", map[string]string{"MCP_TEST_FAIL_START": "cannot start: GITHUB_TOKEN is not set"}),
 		stdio("good", nil),
-		mcp.ServerConfig{Name: "missing", Command: []string{"/no/such/mcp-server"}},
+		mcp.ServerConfig{Name: "missing", Command: []string{"/no/such/mcp-server"}, Sandbox: &sandbox.Policy{}},
 	)
 	_, err := m.Resolve(context.Background(), "bad.*")
 	if err == nil || !strings.Contains(err.Error(), "start mcp server bad") || !strings.Contains(err.Error(), "stderr: cannot start: GITHUB_TOKEN is not set") {
@@ -302,5 +307,91 @@ func TestHookUsesMCPTools(t *testing.T) {
 	model.Push(llmtest.Answer("plain answer"))
 	if run := fire("plain"); run.Status != engine.StatusCompleted || run.Response != "plain answer" {
 		t.Errorf("plain: %s %q %q", run.Status, run.Error, run.Response)
+	}
+}
+
+// TestStdioServerContained: a stdio server that misbehaves (writes
+// outside its dir, connects to a loopback canary, leaves a setsid'd
+// daemon behind) reaches none of it under its sandbox: entry. Shown live
+// first: the same server with the canary declared writable and the
+// network open does write and connect.
+func TestStdioServerContained(t *testing.T) {
+	if !sandbox.Default().Status().Contained() {
+		t.Skip("no containment here")
+	}
+	outside, err := os.MkdirTemp(".", ".canary-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside, _ = filepath.Abs(outside)
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	args := func(name string) string {
+		b, _ := json.Marshal(map[string]string{"path": filepath.Join(outside, name), "addr": ln.Addr().String()})
+		return string(b)
+	}
+	escape := func(name string, p *sandbox.Policy) string {
+		cfg := stdio(name, nil)
+		cfg.Sandbox = p
+		m := newManager(t, nil, cfg)
+		out, err := call(t, resolve(t, m, name+".escape")[name+".escape"], args(name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		m.Close()
+		return out
+	}
+	wd := t.TempDir()
+	open := escape("open", &sandbox.Policy{Workdir: wd, Writes: []string{outside}, Network: sandbox.Network{All: true}})
+	if !strings.Contains(open, "write: ok") || !strings.Contains(open, "connect: ok") {
+		t.Fatalf("the open server did not escape: the test shows nothing:\n%s", open)
+	}
+	shut := escape("shut", &sandbox.Policy{Workdir: wd, Key: "mcp:shut"})
+	if strings.Contains(shut, "write: ok") || strings.Contains(shut, "connect: ok") {
+		t.Errorf("the contained server escaped:\n%s", shut)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "shut")); err == nil {
+		t.Error("the contained server wrote outside")
+	}
+	for _, out := range []string{open, shut} {
+		_, pid, ok := strings.Cut(out, "daemon: ")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(pid))
+		if n > 0 && syscall.Kill(n, 0) == nil {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n)); !strings.Contains(string(b), ") Z ") {
+				t.Errorf("the server's daemon %d outlived it", n)
+				syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// TestStdioServerWithoutNetworkKey: a stdio server that declares no
+// network does not start, and says how to fix it.
+func TestStdioServerWithoutNetworkKey(t *testing.T) {
+	if sandbox.Default().Status().Off {
+		t.Skip("sandbox off")
+	}
+	cfg := stdio("bare", nil)
+	cfg.Sandbox = nil
+	m := newManager(t, nil, cfg)
+	_, err := m.Resolve(context.Background(), "bare.echo")
+	if err == nil || !strings.Contains(err.Error(), "sandbox: {network: false}") {
+		t.Fatalf("err = %v, want the fix", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/sandbox"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -72,7 +74,7 @@ func (s *server) start(ctx context.Context) error {
 	s.starts++
 	transport, err := s.transport()
 	if err != nil {
-		return err
+		return s.failed("start", err)
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "hookd", Version: "1"}, &sdk.ClientOptions{
 		Logger: slog.New(slog.DiscardHandler),
@@ -162,7 +164,23 @@ func (s *server) transport() (sdk.Transport, error) {
 	// Its own process group: a signal to hookd's terminal does not reach
 	// it before hookd has stopped it in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return &sdk.CommandTransport{Command: cmd, TerminateDuration: s.m.opts.StopTimeout}, nil
+	policy := s.cfg.Sandbox
+	if policy == nil && !sandbox.Default().Status().Off {
+		return nil, fmt.Errorf("a stdio server must declare its network in hookd.yaml: add sandbox: {network: false} to mcp_servers.%s "+
+			"(or network: true, or a list of TCP ports, if it needs the network; writes: [PATH, ...] for what it may write beside its dir)", s.cfg.Name)
+	}
+	if policy != nil && policy.Workdir == "" {
+		policy = policy.With(nil, nil)
+		policy.Workdir = cmd.Dir
+		if policy.Workdir == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return nil, err
+			}
+			policy.Workdir = wd
+		}
+	}
+	return &sandboxTransport{cmd: cmd, policy: policy, terminate: s.m.opts.StopTimeout}, nil
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,6 +30,7 @@ type system struct {
 	abi     int  // Landlock ABI, 0: none
 	mountNS bool // a mount namespace can be made (root)
 	netNS   bool // a network namespace can be made (root)
+	root    bool // hookd runs as root: processes lose every capability
 	cg      *cgroups
 
 	mu       sync.Mutex
@@ -59,6 +61,7 @@ func newSystem() (*system, Status) {
 		st.Problems = append(st.Problems, "files are not confined: Landlock is unavailable")
 	}
 	if os.Geteuid() == 0 {
+		s.root = true
 		s.mountNS = onLockedThread(func() error { return unix.Unshare(unix.CLONE_NEWNS) }) == nil
 		s.netNS = onLockedThread(func() error { return unix.Unshare(unix.CLONE_NEWNET) }) == nil
 	}
@@ -204,7 +207,7 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 		// A private /tmp, unless the workdir or a writable tree lies under
 		// /tmp: the private one would hide it (and a tree mounted back
 		// under the writable /tmp would be writable whole, holes and all).
-		pr.swapTmp = true
+		pr.swapTmp = !within(realPath(cmd.Path), "/tmp") // the program itself may live there
 		for _, w := range append([]string{wd}, writes...) {
 			if w != tmp && within(w, "/tmp") {
 				pr.swapTmp = false
@@ -304,6 +307,11 @@ func (s *system) fork(cmd *exec.Cmd, pr *prepared) error {
 			return err
 		}
 	}
+	if s.root {
+		if err := dropCapabilities(); err != nil {
+			return err
+		}
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
@@ -330,6 +338,44 @@ func (s *system) fork(cmd *exec.Cmd, pr *prepared) error {
 	}
 	return err
 }
+
+// dropCapabilities empties the calling thread's capability bounding,
+// ambient, inheritable, permitted and effective sets, and locks root's
+// special treatment off: a process it starts as root has no capability
+// (no mount, setns, ptrace, DAC override ...), whatever it execs.
+func dropCapabilities() error {
+	for c := 0; c <= lastCap(); c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("sandbox: drop capability %d: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
+		return fmt.Errorf("sandbox: clear ambient capabilities: %w", err)
+	}
+	const secbits = 1<<0 | 1<<1 | 1<<2 | 1<<3 // SECBIT_NOROOT, _LOCKED, SECBIT_NO_SETUID_FIXUP, _LOCKED
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbits, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: securebits: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("sandbox: drop capabilities: %w", err)
+	}
+	return nil
+}
+
+// lastCap is the highest capability the kernel knows.
+var lastCap = sync.OnceValue(func() int {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 63
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 63
+	}
+	return n
+})
 
 // hide covers path, in the thread's mount namespace, with an empty
 // read-only directory or /dev/null.
@@ -481,15 +527,31 @@ func carve(root string, holes []string, access uint64, add func(string, uint64) 
 	return nil
 }
 
-// missing returns the paths that do not exist.
+// missing returns the paths that do not exist, less those inside one
+// that does (a hidden directory covers what may appear in it).
 func missing(paths []string) []string {
-	var out []string
+	var out, present []string
 	for _, p := range paths {
 		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 			out = append(out, p)
+		} else {
+			present = append(present, p)
 		}
 	}
-	return out
+	kept := out[:0]
+	for _, m := range out {
+		covered := false
+		for _, p := range present {
+			if within(m, p) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			kept = append(kept, m)
+		}
+	}
+	return kept
 }
 
 // systemDirs are what any program needs to read and run: libraries,

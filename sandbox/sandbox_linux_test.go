@@ -279,3 +279,49 @@ func TestPidsLimit(t *testing.T) {
 		t.Errorf("ten processes started under pids: 5:\n%s", out)
 	}
 }
+
+// TestRootLosesCapabilities: a process started by a root hookd can
+// neither undo the hiding (umount), nor leave its namespaces (nsenter),
+// nor read the non-dumpable daemon's environment.
+func TestRootLosesCapabilities(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a non-root hookd has no capabilities to lose")
+	}
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	// What /proc/PID/environ shows of the daemon: its initial environment.
+	environ, err := os.ReadFile("/proc/self/environ")
+	if err != nil || len(environ) == 0 {
+		t.Skip("no environment to steal")
+	}
+	envCanary := strings.SplitN(string(environ), "\x00", 2)[0]
+	// hookd makes itself non-dumpable (cmd/hookd hideEnviron); so does the test.
+	if err := unixPrctlDumpable(0); err != nil {
+		t.Fatal(err)
+	}
+	defer unixPrctlDumpable(1)
+	wd := t.TempDir()
+	state := filepath.Join(wd, ".hookd")
+	os.Mkdir(state, 0o700)
+	os.WriteFile(filepath.Join(state, "token"), []byte("TOKEN-CANARY"), 0o600)
+	pid := strconv.Itoa(os.Getpid())
+	script := "umount " + state + "; cat " + state + "/token; nsenter -t 1 -n -m cat " + state + "/token; " +
+		"tr '\\0' '\\n' < /proc/" + pid + "/environ; grep Cap /proc/self/status"
+	out, proc := run(t, sb, &Policy{Workdir: wd, Hidden: []string{state}}, wd, script)
+	proc.Release(false)
+	if strings.Contains(out, "CANARY") || strings.Contains(out, envCanary) {
+		t.Errorf("a contained root process reached hookd's secrets:\n%s", out)
+	}
+	if !strings.Contains(out, "CapEff:\t0000000000000000") {
+		t.Errorf("capabilities left:\n%s", out)
+	}
+}
+
+func unixPrctlDumpable(v uintptr) error {
+	_, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, v, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}

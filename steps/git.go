@@ -1,14 +1,13 @@
 package steps
 
 import (
-	"github.com/hookd/hookd/sandbox"
-
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/sandbox"
 )
 
 // Defaults of the git steps (git_diff, file_diff, git_log).

@@ -67,7 +67,7 @@ func runCommand(ctx context.Context, env *engine.ToolEnv, a *commandArgs) (strin
 		return "", err
 	}
 	cmd := &steps.Command{Argv: a.Argv, Dir: dir, Env: environ, Timeout: timeout, MaxOutput: commandMaxOutput,
-		Redactor: env.Redactor, Track: env.TrackProcess}
+		Redactor: env.Redactor, Track: env.TrackProcess, Policy: env.Sandbox}
 	if a.Stdin != "" {
 		cmd.Stdin = strings.NewReader(a.Stdin)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/authlimit"
 	"github.com/hookd/hookd/metrics"
+	"github.com/hookd/hookd/sandbox"
 )
 
 // The control API, served on the unix socket in the state directory and,
@@ -135,6 +136,7 @@ func (a *apiServer) serveUnix(path string) (*http.Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("restrict socket: %w", err)
 	}
+	ln = sandboxedPeerListener{Listener: ln, sb: sandbox.Default(), log: a.log}
 	srv := newHTTPServer(a.handler(a.dash))
 	srv.RegisterOnShutdown(a.close)
 	go func() {

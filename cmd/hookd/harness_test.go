@@ -94,9 +94,13 @@ func newEnv(t *testing.T, settings string, hooks map[string]string) *env {
 	if err := os.Mkdir(e.path("hooks.d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if settings != "" {
-		e.write("hookd.yaml", settings)
+	if settings == "" {
+		// An empty settings file: without one, the sandbox keeps steps
+		// from making new files at the top of the workdir that would
+		// hold it (a step must not write a hookd.yaml hookd would load).
+		settings = "# defaults\n"
 	}
+	e.write("hookd.yaml", settings)
 	for name, body := range hooks {
 		e.write(filepath.Join("hooks.d", name), body)
 	}

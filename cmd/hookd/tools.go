@@ -16,6 +16,7 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/mcp"
+	"github.com/hookd/hookd/sandbox"
 
 	_ "github.com/hookd/hookd/tools" // registers the built-in tools
 )
@@ -69,9 +70,25 @@ func mcpConfigs(d *config.Daemon) []mcp.ServerConfig {
 	out := make([]mcp.ServerConfig, len(d.MCPServers))
 	for i, s := range d.MCPServers {
 		out[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, Dir: s.Dir, URL: s.URL,
-			Headers: s.Headers, StartTimeout: s.StartTimeout, CallTimeout: s.CallTimeout}
+			Headers: s.Headers, StartTimeout: s.StartTimeout, CallTimeout: s.CallTimeout,
+			Sandbox: processPolicy(d, s.Sandbox, s.Dir, "mcp:"+s.Name)}
 	}
 	return out
+}
+
+// processPolicy is the sandbox policy of a process hookd starts outside
+// a hook's steps (an MCP stdio server, a handler's command): what its
+// sandbox: declares, in dir, with hookd's own files hidden; nil when it
+// declares no network.
+func processPolicy(d *config.Daemon, ps *config.ProcessSandbox, dir, key string) *sandbox.Policy {
+	if ps == nil || ps.Network == nil {
+		return nil
+	}
+	hidden := protectedPaths(d)
+	if d.HooksDir != "" {
+		hidden = append(hidden, absPath(d.HooksDir))
+	}
+	return &sandbox.Policy{Workdir: dir, Writes: ps.Writes, Network: *ps.Network, Hidden: hidden, Key: key}
 }
 
 // toolInfo describes one tool for `hookd tools`.

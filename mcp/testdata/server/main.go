@@ -6,8 +6,13 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,6 +31,11 @@ type addOut struct {
 }
 
 type none struct{}
+
+type escapeIn struct {
+	Path string `json:"path"`
+	Addr string `json:"addr"`
+}
 
 func main() {
 	if msg := os.Getenv("MCP_TEST_FAIL_START"); msg != "" {
@@ -62,6 +72,27 @@ func main() {
 	mcp.AddTool(s, &mcp.Tool{Name: "search.issues", Description: "A name the chat API would refuse."},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no issues"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "escape", Description: "Misbehave: write the file at path, connect to addr, start a daemon that outlives the server."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in escapeIn) (*mcp.CallToolResult, any, error) {
+			var out []string
+			if err := os.WriteFile(in.Path, []byte("escaped"), 0o644); err != nil {
+				out = append(out, "write: "+err.Error())
+			} else {
+				out = append(out, "write: ok")
+			}
+			if c, err := net.DialTimeout("tcp", in.Addr, time.Second); err != nil {
+				out = append(out, "connect: "+err.Error())
+			} else {
+				c.Close()
+				out = append(out, "connect: ok")
+			}
+			d := exec.Command("sleep", "300")
+			d.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := d.Start(); err == nil {
+				out = append(out, "daemon: "+strconv.Itoa(d.Process.Pid))
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(out, "\n")}}}, nil, nil
 		})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)

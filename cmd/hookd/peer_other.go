@@ -1,0 +1,8 @@
+//go:build !linux
+
+package main
+
+import "net"
+
+// peerPID is unknown here: no process tree is contained on this system.
+func peerPID(net.Conn) (int, bool) { return 0, false }
