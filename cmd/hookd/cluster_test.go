@@ -45,7 +45,9 @@ func newCluster(t *testing.T, url string, n int, nodeOpts, settings string, hook
 	}
 	expanded := map[string]string{}
 	for name, body := range hooks {
-		expanded[name] = strings.ReplaceAll(strings.ReplaceAll(body, "%[1]s", side), "%[2]s", watched)
+		// The side log lies outside every node's workdir: each hook
+		// declares it writable.
+		expanded[name] = "writes: ['" + dir + "']\n" + strings.ReplaceAll(strings.ReplaceAll(body, "%[1]s", side), "%[2]s", watched)
 	}
 	var nodes []*clusterNode
 	for i := 1; i <= n; i++ {
