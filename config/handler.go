@@ -41,6 +41,12 @@ type Handler struct {
 	// EnvPassthrough names variables of hookd's environment the command
 	// gets besides the allowlist (engine.ChildEnv).
 	EnvPassthrough []string
+	// Sandbox is what the command may reach (sandbox: {network, writes}):
+	// by default its Dir is writable and it has no network, as it reads
+	// payloads that carry event data and the model's tool calls.
+	Sandbox ProcessSandbox
+	// Hidden are hookd's own paths, hidden from the command.
+	Hidden []string
 }
 
 // Matches reports whether the handler is for a call with this hook and
@@ -56,7 +62,7 @@ func (h *Handler) Matches(hook, tool string) bool {
 
 var (
 	handlerKeys = []string{"on", "label", "description", "enabled", "match", "command", "priority",
-		"timeout", "on_error", "plugin", "env_passthrough"}
+		"timeout", "on_error", "plugin", "env_passthrough", "sandbox"}
 	matchKeys = []string{"hook", "tool"}
 )
 
@@ -142,6 +148,10 @@ func (s *state) handler(top *yaml.Node, opts Options) *Handler {
 		s.add(f.keyLine("command"), "command", "required: the program and its arguments, as a list")
 	}
 	s.envNames(f, "env_passthrough", &h.EnvPassthrough)
+	if ps := s.processSandbox(f.get("sandbox"), "sandbox", h.Dir); ps != nil {
+		h.Sandbox = *ps
+	}
+	h.Hidden = opts.ownPaths()
 	f.decode("priority", &h.Priority)
 	if n, ok := f.decode("timeout", &h.Timeout); ok {
 		positive(s, n, "timeout", h.Timeout)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/sandbox"
 	"github.com/hookd/hookd/steps"
 )
 
@@ -100,6 +101,20 @@ func Options(h *config.Handler) engine.HandlerOptions {
 	}
 }
 
+// Policy is the sandbox policy of h's command: its Dir writable with
+// what sandbox: writes declares, no network unless sandbox: network
+// says, hookd's own files hidden.
+func Policy(h *config.Handler) *sandbox.Policy {
+	p := &sandbox.Policy{Workdir: h.Dir, Writes: h.Sandbox.Writes, Hidden: h.Hidden, Key: "handler:" + h.File}
+	if h.Sandbox.Network != nil {
+		p.Network = *h.Sandbox.Network
+	}
+	if p.Workdir == "" {
+		p.Workdir, _ = os.Getwd()
+	}
+	return p
+}
+
 // Command returns the lifecycle handler that runs h's command. environ is
 // hookd's environment (nil: the process's own), of which the command gets
 // the allowlisted part and h's env_passthrough (engine.ChildEnv);
@@ -109,6 +124,7 @@ func Command(h *config.Handler, environ []string) engine.Handler {
 		environ = os.Environ()
 	}
 	environ = engine.ChildEnv(environ, h.EnvPassthrough, nil)
+	policy := Policy(h)
 	return func(ctx context.Context, p *engine.Payload) (engine.Decision, error) {
 		hook := ""
 		if p.Hook != nil {
@@ -126,6 +142,7 @@ func Command(h *config.Handler, environ []string) engine.Handler {
 			KillGrace: killGrace, MaxOutput: MaxOutput,
 			Env: append(append([]string(nil), environ...),
 				"HOOKD_POINT="+string(p.Point), "HOOKD_HOOK="+hook, "HOOKD_RUN_ID="+p.RunID),
+			Policy: policy,
 		}
 		res := cmd.Run(ctx)
 		return decide(p.Point, res)

@@ -1,6 +1,9 @@
 package handlers_test
 
 import (
+	"net"
+	"strconv"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -12,6 +15,8 @@ import (
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/handlers"
+	"github.com/hookd/hookd/internal/testtool"
+	"github.com/hookd/hookd/sandbox"
 )
 
 // script writes a shell script and returns a handler running it.
@@ -22,7 +27,9 @@ func script(t *testing.T, body string, failClosed bool) *config.Handler {
 		t.Fatal(err)
 	}
 	return &config.Handler{File: path, On: engine.PointToolCallBefore, Label: "test-handler", Enabled: true,
-		Command: []string{path}, Priority: 100, Timeout: 5 * time.Second, FailClosed: failClosed}
+		Command: []string{path}, Priority: 100, Timeout: 5 * time.Second, FailClosed: failClosed,
+		// The tests' scripts write what they saw to files of their own.
+		Sandbox: config.ProcessSandbox{Writes: []string{os.TempDir()}}}
 }
 
 func call(t *testing.T, h *config.Handler) engine.Outcome {
@@ -105,6 +112,7 @@ func TestCommandHandlerEnv(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "env.txt")
 	h := script(t, "cat >/dev/null; env > "+out, false)
 	h.EnvPassthrough = []string{"HANDLER_VAR"}
+	h.Sandbox.Writes = []string{filepath.Dir(out)}
 	call(t, h)
 	env, err := os.ReadFile(out)
 	if err != nil {
@@ -131,5 +139,56 @@ func TestCommandHandlerMatch(t *testing.T) {
 	h.HookGlob = "tri*"
 	if o := call(t, h); !o.Cancelled {
 		t.Errorf("a handler for tri* did not run for triage")
+	}
+}
+
+// TestCommandHandlerContained: a handler's command writes only its dir
+// and what its sandbox: declares, and has no network unless declared.
+// Shown live first: with the canary's directory declared and the network
+// open, the same command writes it and connects.
+func TestCommandHandlerContained(t *testing.T) {
+	if !sandbox.Default().Status().Contained() {
+		t.Skip("no containment here")
+	}
+	testtool.Need(t, "bash")
+	outside, err := os.MkdirTemp(".", ".canary-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside, _ = filepath.Abs(outside)
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conns := make(chan struct{}, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			conns <- struct{}{}
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	attack := func(name string, ps config.ProcessSandbox) (wrote, connected bool) {
+		h := script(t, "cat >/dev/null; echo x > "+filepath.Join(outside, name)+
+			"; bash -c 'exec 3<>/dev/tcp/127.0.0.1/"+port+"'; exit 0", false)
+		h.Dir = t.TempDir()
+		h.Sandbox = ps
+		before := len(conns)
+		call(t, h)
+		_, err := os.Stat(filepath.Join(outside, name))
+		time.Sleep(50 * time.Millisecond)
+		return err == nil, len(conns) > before
+	}
+	if w, c := attack("open", config.ProcessSandbox{Writes: []string{outside}, Network: &sandbox.Network{All: true}}); !w || !c {
+		t.Fatalf("the open handler wrote %v, connected %v: the test shows nothing", w, c)
+	}
+	if w, c := attack("shut", config.ProcessSandbox{}); w || c {
+		t.Errorf("the contained handler wrote %v, connected %v", w, c)
 	}
 }
