@@ -90,7 +90,7 @@ func TestToolsAndNames(t *testing.T) {
 	tools := resolve(t, m, "t.*")
 	want := map[string]string{
 		"t.add": "t__add", "t.crash": "t__crash", "t.echo": "t__echo", "t.env": "t__env", "t.fail": "t__fail",
-		"t.pid": "t__pid", "t.search.issues": "t__search_issues", "t.escape": "t__escape",
+		"t.pid": "t__pid", "t.search.issues": "t__search_issues", "t.misbehave": "t__misbehave",
 	}
 	if len(tools) != len(want) {
 		t.Fatalf("tools %v", tools)
@@ -347,7 +347,7 @@ func TestStdioServerContained(t *testing.T) {
 		cfg := stdio(name, nil)
 		cfg.Sandbox = p
 		m := newManager(t, nil, cfg)
-		out, err := call(t, resolve(t, m, name+".escape")[name+".escape"], args(name))
+		out, err := call(t, resolve(t, m, name+".misbehave")[name+".misbehave"], args(name))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

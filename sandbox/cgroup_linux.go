@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -27,6 +28,11 @@ type cgroups struct {
 	v1     map[string]string // controller → our directory in its v1 hierarchy
 	v2base string            // the cgroup2 mount point
 	seq    atomic.Uint64
+	// stale are the parents of cgroups a hookd that is gone may have
+	// left; they are swept at the first start (sweepOnce), after hookd's
+	// crash recovery has killed (and reported) what its journal knew.
+	stale     []string
+	sweepOnce sync.Once
 }
 
 // cgroup is one process tree's.
@@ -116,7 +122,7 @@ func newCgroups(st Status) (*cgroups, Status) {
 				continue
 			}
 			parent := filepath.Join(m.point, path)
-			sweepStale(parent)
+			cg.stale = append(cg.stale, parent)
 			dir := filepath.Join(parent, name)
 			if err := freshDir(dir); err != nil {
 				st.Problems = append(st.Problems, fmt.Sprintf("no cgroup of hookd's own in %s (%v): a process that leaves its group (setsid) outlives its step; run hookd as root or with cgroup delegation (systemd Delegate=yes)", parent, err))
@@ -143,7 +149,7 @@ func newCgroups(st Status) (*cgroups, Status) {
 					continue
 				}
 				parent := filepath.Join(m.point, path)
-				sweepStale(parent)
+				cg.stale = append(cg.stale, parent)
 				dir := filepath.Join(parent, name)
 				if freshDir(dir) == nil {
 					cg.v1[c] = dir
@@ -255,8 +261,18 @@ func writeFile(path, s string) error {
 	return err
 }
 
+// sweep removes, once, the cgroups of hookd processes that are gone.
+func (cs *cgroups) sweep() {
+	cs.sweepOnce.Do(func() {
+		for _, p := range cs.stale {
+			sweepStale(p)
+		}
+	})
+}
+
 // create makes the cgroup of one process tree.
 func (cs *cgroups) create(lim Limits) (*cgroup, error) {
+	cs.sweep()
 	name := "t" + strconv.FormatUint(cs.seq.Add(1), 10)
 	c := &cgroup{fd: -1}
 	if cs.v2 != "" {

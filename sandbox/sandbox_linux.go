@@ -193,10 +193,11 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 		writes = append(writes, realPath(w))
 	}
 	writes = append(writes, tmp)
+	cacheErr := error(nil)
 	if p.Cache != "" {
-		if err := os.MkdirAll(p.Cache, 0o700); err != nil {
-			return nil, fmt.Errorf("sandbox: make the hook's cache directory: %w", err)
-		}
+		cacheErr = os.MkdirAll(p.Cache, 0o700)
+	}
+	if p.Cache != "" && cacheErr == nil {
 		c := realPath(p.Cache)
 		writes = append(writes, c)
 		cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+c, "GOCACHE="+filepath.Join(c, "go-build"),
@@ -220,6 +221,10 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 	}
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmpEnv)
 	var notes []string
+	if cacheErr != nil {
+		// No cache is no reason not to run: the process goes without.
+		notes = append(notes, "no cache directory ("+cacheErr.Error()+")")
+	}
 	if s.abi > 0 {
 		rs, err := s.ruleset(p, wd, writes, hidden)
 		if err != nil {

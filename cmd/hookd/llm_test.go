@@ -38,6 +38,7 @@ llm:
 mcp_servers:
   t:
     command: [`+mcpBin+`]
+    sandbox: {network: false}
 `, map[string]string{
 		"ask.yaml": `steps:
   - type: shell

@@ -347,7 +347,7 @@ func TestJournalModelTool(t *testing.T) {
 		Args: `{"argv":["sh","-c","echo $$ > tool.pid; until [ -e release ]; do sleep 0.05; done"]}`}), llmtest.Answer("done"))
 	defer model.Close()
 	e := newEnv(t, "", map[string]string{
-		"agent.yaml": "llm: {model: m, base_url: " + model.BaseURL() + "}\nprompt: run it\ntools: [run_command]\n",
+		"agent.yaml": "llm: {model: m, base_url: " + model.BaseURL() + "}\nprompt: run it\ntools: [run_command]\nwrite_roots: [.]\n",
 	})
 	d := e.serve()
 	id := runID(t, e.must(0, "fire", "agent"))

@@ -281,6 +281,6 @@ skip_llm: true
 		t.Errorf("a step read hookd's environment: exit %v\n%s", st.ExitCode, st.Output)
 	}
 	if !strings.Contains(st.Fields["stderr"].(string), "Permission denied") {
-		t.Errorf("stderr %q, want Permission denied", st.Fields["stderr"])
+		t.Errorf("stderr %q, want Permission denied (output %q, error %q)", st.Fields["stderr"], st.Output, st.Error)
 	}
 }

@@ -66,7 +66,10 @@ func TestHostileModelCannotTakeOverHookd(t *testing.T) {
 		}
 	}
 
-	for _, p := range []string{"hookd.yaml", "evil.d", "hooks.d/pwn.yaml", ".hookd/pwn", "pwned"} {
+	if b, _ := os.ReadFile(e.path("hookd.yaml")); string(b) != "# defaults\n" {
+		t.Errorf("hookd.yaml holds %q", b)
+	}
+	for _, p := range []string{"evil.d", "hooks.d/pwn.yaml", ".hookd/pwn", "pwned"} {
 		if _, err := os.Lstat(e.path(p)); err == nil {
 			t.Errorf("%s was written", p)
 		}
@@ -95,7 +98,7 @@ func TestProtectedPaths(t *testing.T) {
 	got := protectedPaths(d)
 	db := filepath.Join(dir, ".hookd", "hookd.db")
 	want := []string{filepath.Join(dir, "hookd.yaml"), filepath.Join(dir, "secrets", "token"), filepath.Join(dir, ".hookd"),
-		db, db + "-wal", db + "-shm", db + "-journal", db + ".lock", db + ".procs"}
+		db, db + "-wal", db + "-shm", db + "-journal", db + ".lock", db + ".procs", filepath.Join(dir, ".hookd", "hookd.sock")}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("protected:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

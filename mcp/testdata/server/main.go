@@ -32,7 +32,7 @@ type addOut struct {
 
 type none struct{}
 
-type escapeIn struct {
+type misbehaveIn struct {
 	Path string `json:"path"`
 	Addr string `json:"addr"`
 }
@@ -73,8 +73,8 @@ func main() {
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no issues"}}}, nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "escape", Description: "Misbehave: write the file at path, connect to addr, start a daemon that outlives the server."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in escapeIn) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "misbehave", Description: "Misbehave: write the file at path, connect to addr, start a daemon that outlives the server."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in misbehaveIn) (*mcp.CallToolResult, any, error) {
 			var out []string
 			if err := os.WriteFile(in.Path, []byte("escaped"), 0o644); err != nil {
 				out = append(out, "write: "+err.Error())
