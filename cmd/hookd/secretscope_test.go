@@ -42,6 +42,7 @@ prompt: go
 llm: {model: m, base_url: ` + model.BaseURL() + `}
 tools:
   - run_command: {secrets: [TOOL_TOKEN]}
+write_roots: [.]
 `})
 	e.environ = append(e.environ, "DEPLOY_TOKEN="+stepSecret, "TOOL_TOKEN="+toolSecret)
 	run := e.getRun(runID(t, e.must(0, "fire", "scoped", "--wait")))

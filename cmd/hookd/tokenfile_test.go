@@ -10,11 +10,12 @@ import (
 )
 
 // TestTokenFileRedacted performs a hostile model's read of hookd's API
-// token from its token_file with run_command (which reads what hookd's
-// user can: read_file refuses the file, a program does not): as it is,
-// and base64-encoded. The token, hookd's own credential as much as one
-// in token_env, is redacted from what the model is sent and from the
-// record, as [REDACTED:token_file].
+// token from its token_file with run_command: as it is, and
+// base64-encoded. The sandbox hides the file from the command (it reads
+// an empty file, or none); were it read, the token, hookd's own
+// credential as much as one in token_env, is redacted from what the
+// model is sent and from the record, as [REDACTED:token_file]
+// (engine's redaction tests show that wall).
 func TestTokenFileRedacted(t *testing.T) {
 	const token = "hkd-tokenfile-5e1f2a9c77"
 	model := llmtest.New(llmtest.Calls(
@@ -34,9 +35,6 @@ func TestTokenFileRedacted(t *testing.T) {
 		t.Fatalf("%s %q", run.Status, run.Error)
 	}
 	record := e.must(0, "run", run.ID, "--json").stdout
-	if !strings.Contains(record, "[REDACTED:token_file]") {
-		t.Errorf("the record does not show the token redacted:\n%s", record)
-	}
 	sent := ""
 	for _, r := range model.Requests() {
 		sent += string(r.Raw)
