@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/url"
@@ -24,16 +25,21 @@ const minEncodedLen = 8
 
 // Redactor replaces the values of a hook's secrets with [REDACTED:NAME]:
 // the value as it is and the forms it takes when hookd or a program
-// quotes, escapes or encodes it — JSON and Go string escapes (also
-// ASCII-only ones), shell quoting (printf %q's backslashes, bash's $'...'
+// quotes, escapes or encodes it — JSON string escapes as the common
+// encoders write them (a slash as \/ or not, non-ASCII as \uXXXX or not,
+// HTML characters as \u00XX or not, hex digits in either case), Go's
+// (also ASCII-only), shell quoting (printf %q's backslashes, bash's $'...'
 // as printf %q and declare -p write a value with control characters,
 // single quotes as bash -x and shlex.quote write them), Python's repr
 // and ascii() (with \xhh, \uhhhh and \Uhhhhhhhh escapes),
 // percent-encoding (query and path forms), base64 (standard and URL
 // alphabets, padded and raw, also when the value sits inside a longer
-// encoded text, and wrapped across lines at any column: redactwrap.go)
-// and JSON that escapes / as \/. A secret transformed in any other way
-// (reversed, split, hex-encoded, compressed) is not found.
+// encoded text) and hex (either case). Each form without a line break of
+// its own is also found wrapped into lines of any width (base64's 76
+// columns, PEM's 64, base64 -w N, xxd -p, fold): one line break ("\n",
+// "\r\n" or "\r") may sit between any two of its characters. A secret
+// transformed in any other way (shifted, reversed, split, compressed) is
+// not found.
 //
 // The engine builds one Redactor per run and applies it at every sink:
 // step results as soon as a step ends (before later steps, the prompt or
@@ -42,17 +48,29 @@ const minEncodedLen = 8
 // as it streams, before it is capped (Writer), so a cut never leaves a
 // fragment of a secret behind. The nil *Redactor redacts nothing.
 type Redactor struct {
-	pats   []redactPattern // longest first
-	maxLen int             // length of the longest pattern
-	span   int             // the longest text a pattern may take, line breaks inside included (wrapped)
-	// wrapPats are the patterns made of base64 characters alone, which
-	// a program may wrap across lines (wrapped), and wrapMin the length
-	// of the shortest.
-	wrapPats []redactPattern
-	wrapMin  int
+	pats []redactPattern // longest first
+	span int             // the longest text a pattern matches
+	wrap *wrapIndex      // nil when no pattern is wrapped
 }
 
-type redactPattern struct{ from, to string }
+// redactPattern is one form of a secret and what replaces it. A form
+// without a line break ('\r' or '\n') is wrapped: it is also found with
+// one line break ("\n", "\r\n" or "\r") between any two of its
+// characters, as base64, hex and fold write a long text in lines of any
+// width.
+type redactPattern struct {
+	from, to string
+	wrapped  bool
+}
+
+// extent is the length of the longest text p matches: with a line break
+// of up to 2 bytes between each two of its characters when wrapped.
+func (p *redactPattern) extent() int {
+	if p.wrapped {
+		return 3*len(p.from) - 2
+	}
+	return len(p.from)
+}
 
 // NewRedactor builds a Redactor for the secrets named in names whose
 // values environ (KEY=VALUE; the last of a repeated key wins) holds.
@@ -88,7 +106,7 @@ func NewRedactor(names []string, environ []string) *Redactor {
 		for _, f := range secretForms(v) {
 			if f != "" && !seen[f] {
 				seen[f] = true
-				pats = append(pats, redactPattern{f, to})
+				pats = append(pats, redactPattern{f, to, !strings.ContainsAny(f, "\r\n")})
 			}
 		}
 	}
@@ -97,15 +115,13 @@ func NewRedactor(names []string, environ []string) *Redactor {
 	}
 	// Longest first: at one position the longest form is replaced whole.
 	sort.SliceStable(pats, func(i, j int) bool { return len(pats[i].from) > len(pats[j].from) })
-	r := &Redactor{pats: pats, maxLen: len(pats[0].from), span: len(pats[0].from)}
-	for _, p := range pats {
-		if strings.IndexFunc(p.from, func(c rune) bool { return c >= utf8.RuneSelf || !isWrapChar(byte(c)) }) < 0 {
-			r.wrapPats = append(r.wrapPats, p)
-			r.wrapMin = len(p.from) // longest first: the last is the shortest
-			// Wrapped at one column it takes a line break, "\r\n" at
-			// most, after each of its characters but the last.
-			r.span = max(r.span, 3*len(p.from)-2)
-		}
+	span := 0
+	for i := range pats {
+		span = max(span, pats[i].extent())
+	}
+	r := &Redactor{pats: pats, span: span}
+	if slices.ContainsFunc(pats, func(p redactPattern) bool { return p.wrapped }) {
+		r.wrap = newWrapIndex(pats)
 	}
 	return r
 }
@@ -150,6 +166,22 @@ func secretForms(v string) []string {
 		forms = append(forms, unquote(b.String()))
 	}
 	forms = append(forms, jsonASCII(v))
+	// JSON as other encoders write it: a slash as \/ (PHP's json_encode,
+	// Perl's escape_slash), non-ASCII characters as \uXXXX or not, hex
+	// digits in lower or upper case (.NET, Jackson, PHP's JSON_HEX_*), and
+	// the characters some escape for HTML as \u00XX: none (Python, jq,
+	// Node), < > & (Go), also ' and = (Gson), also " + and ` (.NET).
+	for _, html := range []string{"", "<>&", "<>&'=", "<>&'\"+`"} {
+		for _, o := range []jsonStyle{{}, {ascii: true}, {upper: true}, {ascii: true, upper: true}} {
+			o.html = html
+			forms = append(forms, o.quote(v))
+			o.slash = true
+			forms = append(forms, o.quote(v))
+		}
+	}
+	// Hex, lower and upper case (xxd -p, od, basenc --base16): each byte
+	// is two digits whatever surrounds it.
+	forms = append(forms, hex.EncodeToString([]byte(v)), strings.ToUpper(hex.EncodeToString([]byte(v))))
 	// Go's %q, as error messages and the prompt's inline values quote.
 	forms = append(forms, unquote(strconv.Quote(v)), unquote(strconv.QuoteToASCII(v)))
 	// Shell quoting: the backslash form of bash's printf %q (a leading ~
@@ -179,8 +211,9 @@ func secretForms(v string) []string {
 			}
 		}
 	}
-	// JSON with every / escaped as \/ (PHP's json_encode, some Java
-	// encoders): of the value, its JSON forms and its base64 forms.
+	// Every form with / also with each / escaped as \/, as JSON encoders
+	// that escape slashes (PHP's json_encode, Perl's escape_slash) write
+	// it inside a string: the value's base64 in a JSON document, say.
 	for _, f := range forms {
 		if strings.Contains(f, "/") {
 			forms = append(forms, strings.ReplaceAll(f, "/", `\/`))
@@ -314,6 +347,59 @@ func jsonASCII(v string) string {
 	return b.String()
 }
 
+// jsonStyle is how a JSON encoder escapes a string, beyond the quote,
+// the backslash and control characters, which all escape (\b \f \n \r
+// \t, \u00XX for the others).
+type jsonStyle struct {
+	html  string // characters written as \u00XX
+	ascii bool   // every non-ASCII character as \uXXXX (a surrogate pair beyond the BMP)
+	upper bool   // hex digits in upper case
+	slash bool   // a slash as \/
+}
+
+// quote writes v as the body of a JSON string in style o. U+2028 and
+// U+2029 are escaped (as every encoder that escapes for JavaScript
+// does) unless neither ascii nor html is set; invalid UTF-8 is kept.
+func (o jsonStyle) quote(v string) string {
+	var b strings.Builder
+	u := func(r rune) {
+		h := hex4(r)
+		if o.upper {
+			h = strings.ToUpper(h)
+		}
+		b.WriteString(`\u` + h)
+	}
+	for i, r := range v {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(v[i:], "\uFFFD"):
+			b.WriteByte(v[i]) // a byte of invalid UTF-8, as it is
+		case r == '"' && !strings.ContainsRune(o.html, r), r == '\\':
+			b.WriteString(`\` + string(r))
+		case r == '/' && o.slash:
+			b.WriteString(`\/`)
+		case r < 0x20:
+			if e := strings.IndexRune("\b\f\n\r\t", r); e >= 0 {
+				b.WriteString(`\` + string("bfnrt"[e]))
+			} else {
+				u(r)
+			}
+		case r < utf8.RuneSelf && strings.ContainsRune(o.html, r):
+			u(r)
+		case r >= utf8.RuneSelf && (o.ascii || (r == 0x2028 || r == 0x2029) && o.html != ""):
+			if r > 0xFFFF {
+				r -= 0x10000
+				u(0xD800 + r>>10)
+				u(0xDC00 + r&0x3FF)
+			} else {
+				u(r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 func hex4(r rune) string {
 	s := strconv.FormatInt(int64(r), 16)
 	return strings.Repeat("0", 4-len(s)) + s
@@ -333,64 +419,91 @@ func base64Core(enc *base64.Encoding, v string, off int) string {
 	return s[first:last]
 }
 
-// next finds the leftmost pattern in s at or after from, the longest at
-// that position: its start, its pattern, and whether there is one.
-func (r *Redactor) next(s string, from int, idx []int) (int, *redactPattern) {
-	best, bp := -1, (*redactPattern)(nil)
-	for i := range r.pats {
-		if idx[i] < from && idx[i] != -1 {
-			j := strings.Index(s[from:], r.pats[i].from)
-			if j >= 0 {
-				j += from
+// matcher finds the matches in one text, leftmost first.
+type matcher struct {
+	r          *Redactor
+	s          string
+	start, end []int          // each pattern's next match without a line break: -2 not searched yet, -1 none
+	wrapped    []wrappedMatch // the matches with one, by pattern and start
+	wnext      []int          // each pattern's first entry in wrapped not yet passed
+}
+
+func (r *Redactor) matcher(s string) *matcher {
+	m := &matcher{r: r, s: s, start: make([]int, len(r.pats)), end: make([]int, len(r.pats))}
+	for i := range m.start {
+		m.start[i] = -2
+	}
+	if r.wrap != nil {
+		m.wrapped = r.wrappedMatches(s)
+		if len(m.wrapped) > 0 {
+			m.wnext = make([]int, len(r.pats))
+			for i := range m.wnext {
+				m.wnext[i] = len(m.wrapped)
 			}
-			idx[i] = j
-		}
-		if j := idx[i]; j >= 0 && (best < 0 || j < best) {
-			best, bp = j, &r.pats[i]
+			for i := len(m.wrapped) - 1; i >= 0; i-- {
+				m.wnext[m.wrapped[i].pat] = i
+			}
 		}
 	}
-	return best, bp
+	return m
+}
+
+// next finds the leftmost match at or after from, of the longest
+// pattern at that position: its start, its end and its pattern, nil when
+// there is none.
+func (m *matcher) next(from int) (int, int, *redactPattern) {
+	best, bestEnd, bp := -1, -1, -1
+	for i := range m.r.pats {
+		if m.start[i] < from && m.start[i] != -1 {
+			if j := strings.Index(m.s[from:], m.r.pats[i].from); j >= 0 {
+				m.start[i], m.end[i] = from+j, from+j+len(m.r.pats[i].from)
+			} else {
+				m.start[i] = -1
+			}
+		}
+		a, e := m.start[i], m.end[i]
+		if m.wnext != nil {
+			w := m.wnext[i]
+			for w < len(m.wrapped) && m.wrapped[w].pat == i && m.wrapped[w].start < from {
+				w++
+			}
+			m.wnext[i] = w
+			if w < len(m.wrapped) && m.wrapped[w].pat == i && (a < 0 || m.wrapped[w].start < a) {
+				a, e = m.wrapped[w].start, m.wrapped[w].end
+			}
+		}
+		if a >= 0 && (best < 0 || a < best) {
+			best, bestEnd, bp = a, e, i
+		}
+	}
+	if bp < 0 {
+		return -1, -1, nil
+	}
+	return best, bestEnd, &m.r.pats[bp]
 }
 
 // redact replaces what it can decide in s and returns the text up to
 // where it decided, and how much of s that consumed. Unless final, a
-// pattern that may still continue past the end of s is left undecided:
-// the last span-1 bytes wait for more. A form wrapped across lines
-// (wrapped) is replaced whole, its line breaks with it.
+// match that may still continue past the end of s is left undecided:
+// the last span-1 bytes wait for more.
 func (r *Redactor) redact(s string, final bool, out *strings.Builder) int {
-	idx := make([]int, len(r.pats))
-	for i := range idx {
-		idx[i] = -2 // not searched yet
-	}
-	wrapped := r.wrapped(s)
+	m := r.matcher(s)
 	pos := 0
 	for {
-		start, p := r.next(s, pos, idx)
-		end, to := 0, ""
-		if p != nil {
-			end, to = start+len(p.from), p.to
-		}
-		for len(wrapped) > 0 && wrapped[0].start < pos {
-			wrapped = wrapped[1:]
-		}
-		if len(wrapped) > 0 {
-			if w := wrapped[0]; p == nil || w.start < start || w.start == start && w.end > end {
-				start, end, to = w.start, w.end, w.to
-			}
-		}
-		if to == "" || (!final && start+r.span > len(s)) {
+		a, e, p := m.next(pos)
+		if p == nil || (!final && a+r.span > len(s)) {
 			break
 		}
-		out.WriteString(s[pos:start])
-		out.WriteString(to)
-		pos = end
+		out.WriteString(s[pos:a])
+		out.WriteString(p.to)
+		pos = e
 	}
-	end := len(s)
+	cut := len(s)
 	if !final {
-		end = max(pos, len(s)-(r.span-1))
+		cut = max(pos, len(s)-(r.span-1))
 	}
-	out.WriteString(s[pos:end])
-	return end
+	out.WriteString(s[pos:cut])
+	return cut
 }
 
 // String redacts s.
@@ -406,8 +519,8 @@ func (r *Redactor) String(s string) string {
 	return b.String()
 }
 
-// Span is the length of the longest text the Redactor replaces, a form
-// of a secret wrapped across lines included (0 for nil). A reader that keeps only the first N bytes of a text reads N+Span
+// Span is the length of the longest text the Redactor replaces (0 for
+// nil). A reader that keeps only the first N bytes of a text reads N+Span
 // bytes and redacts them before it cuts (see Writer), so that a secret
 // across the cut is replaced whole.
 func (r *Redactor) Span() int {
@@ -419,7 +532,8 @@ func (r *Redactor) Span() int {
 
 // TrimCutStart removes from the start of s, the kept end of a longer
 // text, the end of a secret whose beginning was cut away: the longest
-// prefix of s, MinSecretLen bytes or more, that ends a form of a secret.
+// prefix of s, MinSecretLen bytes or more, that ends a form of a secret
+// (a wrapped one across line breaks, as the Redactor finds it).
 // It is for a text whose start was cut after redaction, where a secret
 // across the cut can no longer be found whole.
 func (r *Redactor) TrimCutStart(s string) string {
@@ -428,6 +542,18 @@ func (r *Redactor) TrimCutStart(s string) string {
 	}
 	cut := 0
 	for _, p := range r.pats {
+		if p.wrapped {
+			// The end of a wrapped form, maybe after the line break the
+			// cut fell before.
+			from := skipBreak(s, 0)
+			for n := min(len(p.from)-1, len(s)-from); n >= MinSecretLen; n-- {
+				if e := matchWrapped(s, from, p.from[len(p.from)-n:]); e >= 0 {
+					cut = max(cut, e)
+					break
+				}
+			}
+			continue
+		}
 		for n := min(len(p.from)-1, len(s)); n > cut && n >= MinSecretLen; n-- {
 			if strings.HasSuffix(p.from, s[:n]) {
 				cut = n

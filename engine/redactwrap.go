@@ -1,119 +1,130 @@
 package engine
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strings"
 )
 
-// A wrappedMatch is a form of a secret found in a text with line breaks
-// inside it, as programs wrap base64 (base64's 76 columns, PEM's and
-// openssl's 64, any -w N, CRLF in MIME): s[start:end] is replaced by to.
-type wrappedMatch struct {
-	start, end int
-	to         string
+// wrapIndex finds, at a line break, the wrapped patterns that may go on
+// across it: by the characters on either side of it, which are two
+// consecutive characters of the pattern.
+type wrapIndex struct {
+	bits  [1 << 16 / 64]uint64 // the pairs some candidate has
+	cands map[uint16][]wrapCand
 }
 
-// isWrapChar reports whether c may be part of a line of base64 (either
-// alphabet, with padding).
-func isWrapChar(c byte) bool {
-	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
-		c == '+' || c == '/' || c == '=' || c == '-' || c == '_'
-}
+// wrapCand is a pattern whose k-th character follows a line break.
+type wrapCand struct{ pat, k int }
 
-// wrapped finds the forms of secrets that lie across line breaks in s:
-// it joins each chain of base64 runs (maximal runs of base64 characters)
-// separated by one line break ("\n" or "\r\n") and looks for the
-// patterns made of base64 characters in the joined text; a match that
-// crosses a break is reported with its place in s. The result is sorted
-// by start, longest first. A chain shorter than the shortest such
-// pattern is not joined: ordinary text costs a scan of its line ends.
-func (r *Redactor) wrapped(s string) []wrappedMatch {
-	if len(r.wrapPats) == 0 {
-		return nil
+func pairKey(x, y byte) uint16 { return uint16(x)<<8 | uint16(y) }
+
+func newWrapIndex(pats []redactPattern) *wrapIndex {
+	w := &wrapIndex{cands: map[uint16][]wrapCand{}}
+	for i, p := range pats {
+		if !p.wrapped {
+			continue
+		}
+		for k := 1; k < len(p.from); k++ {
+			key := pairKey(p.from[k-1], p.from[k])
+			w.bits[key/64] |= 1 << (key % 64)
+			w.cands[key] = append(w.cands[key], wrapCand{i, k})
+		}
 	}
-	var out []wrappedMatch
-	var runBuf [8]int
-	for i := 0; i < len(s); {
-		j := strings.IndexByte(s[i:], '\n')
+	return w
+}
+
+// wrappedMatch is a match of a wrapped pattern with a line break in it.
+type wrappedMatch struct{ pat, start, end int }
+
+// wrappedMatches lists the matches in s of the wrapped patterns that
+// hold a line break, by pattern and then start. (The ones without are
+// found by strings.Index.) Each is found at a line break inside it: the
+// pattern must spell the text on both sides of it.
+func (r *Redactor) wrappedMatches(s string) []wrappedMatch {
+	var ms []wrappedMatch
+	set := "\n"
+	if strings.IndexByte(s, '\r') >= 0 {
+		set = "\r\n"
+	}
+	for i := 0; ; {
+		j := strings.IndexAny(s[i:], set)
 		if j < 0 {
 			break
 		}
-		nl := i + j
-		end := nl // the first run ends before the line break
-		if end > i && s[end-1] == '\r' {
-			end--
-		}
-		start := end
-		for start > i && isWrapChar(s[start-1]) {
-			start--
-		}
-		if start == end || nl+1 >= len(s) || !isWrapChar(s[nl+1]) {
-			i = nl + 1
+		bs := i + j
+		be := skipBreak(s, bs)
+		i = be
+		if bs == 0 || be >= len(s) {
 			continue
 		}
-		// The chain's runs, as [from, to) pairs, and their length.
-		runs := append(runBuf[:0], start, end)
-		n := end - start
-		for {
-			next := end
-			if next < len(s) && s[next] == '\r' {
-				next++
-			}
-			if next >= len(s) || s[next] != '\n' || next+1 >= len(s) || !isWrapChar(s[next+1]) {
-				break
-			}
-			start, end = next+1, next+1
-			for end < len(s) && isWrapChar(s[end]) {
-				end++
-			}
-			runs = append(runs, start, end)
-			n += end - start
+		key := pairKey(s[bs-1], s[be])
+		if r.wrap.bits[key/64]&(1<<(key%64)) == 0 {
+			continue
 		}
-		if n >= r.wrapMin {
-			out = r.wrappedIn(s, runs, n, out)
-		}
-		i = max(end, i+1)
-	}
-	if len(out) > 1 {
-		sort.Slice(out, func(a, b int) bool {
-			if out[a].start != out[b].start {
-				return out[a].start < out[b].start
+		for _, c := range r.wrap.cands[key] {
+			p := r.pats[c.pat].from
+			a := matchWrappedBack(s, bs, p[:c.k])
+			if a < 0 {
+				continue
 			}
-			return out[a].end > out[b].end
-		})
+			if e := matchWrapped(s, be, p[c.k:]); e >= 0 {
+				ms = append(ms, wrappedMatch{c.pat, a, e})
+			}
+		}
 	}
-	return out
+	if len(ms) > 1 {
+		// A match with more than one line break was found at each.
+		slices.SortFunc(ms, func(x, y wrappedMatch) int { return cmp.Or(x.pat-y.pat, x.start-y.start) })
+		ms = slices.CompactFunc(ms, func(x, y wrappedMatch) bool { return x.pat == y.pat && x.start == y.start })
+	}
+	return ms
 }
 
-// wrappedIn appends to out each base64 pattern found in the chain of
-// runs of s (from, to pairs; n characters in all) joined, that crosses
-// a line break, with its place in s.
-func (r *Redactor) wrappedIn(s string, runs []int, n int, out []wrappedMatch) []wrappedMatch {
-	joined := make([]byte, 0, n)
-	at := make([]int, 0, n) // at[i]: where joined[i] is in s
-	for k := 0; k < len(runs); k += 2 {
-		joined = append(joined, s[runs[k]:runs[k+1]]...)
-		for x := runs[k]; x < runs[k+1]; x++ {
-			at = append(at, x)
+// matchWrapped returns the end of the text at s[i:] that spells p with
+// one line break at most between two of its characters, or -1.
+func matchWrapped(s string, i int, p string) int {
+	for k := 0; k < len(p); k++ {
+		if k > 0 && i < len(s) && s[i] != p[k] {
+			i = skipBreak(s, i)
 		}
+		if i >= len(s) || s[i] != p[k] {
+			return -1
+		}
+		i++
 	}
-	text := string(joined)
-	for _, p := range r.wrapPats {
-		if len(p.from) > len(text) {
-			continue
-		}
-		for from := 0; ; {
-			k := strings.Index(text[from:], p.from)
-			if k < 0 {
-				break
+	return i
+}
+
+// matchWrappedBack returns the start of the text that ends at s[:i] and
+// spells p with one line break at most between two of its characters,
+// or -1.
+func matchWrappedBack(s string, i int, p string) int {
+	for k := len(p) - 1; k >= 0; k-- {
+		if k < len(p)-1 && i > 0 && s[i-1] != p[k] {
+			if s[i-1] == '\n' {
+				i--
 			}
-			k += from
-			last := k + len(p.from) - 1
-			if at[last]-at[k] != last-k { // crosses a break
-				out = append(out, wrappedMatch{start: at[k], end: at[last] + 1, to: p.to})
+			if i > 0 && s[i-1] == '\r' {
+				i--
 			}
-			from = k + 1
 		}
+		if i == 0 || s[i-1] != p[k] {
+			return -1
+		}
+		i--
 	}
-	return out
+	return i
+}
+
+// skipBreak returns i past one line break at s[i:] ("\n", "\r\n" or
+// "\r"), or i when there is none.
+func skipBreak(s string, i int) int {
+	if i < len(s) && s[i] == '\r' {
+		i++
+	}
+	if i < len(s) && s[i] == '\n' {
+		i++
+	}
+	return i
 }
