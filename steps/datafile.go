@@ -111,11 +111,17 @@ func (c *checker) learnDataFiles(n syntax.Node) {
 	}
 	switch n := n.(type) {
 	case *syntax.Stmt:
+		if !writesFiles(n) {
+			return // most statements: no walk for the data they hold
+		}
 		if t := c.stmtData(n); t != nil {
 			c.writesOf(n, t, false)
 		}
 	case *syntax.BinaryCmd:
 		if n.Op != syntax.Pipe && n.Op != syntax.PipeAll {
+			return
+		}
+		if !writesFiles(n.Y) && !innerWrites(n.Y) {
 			return
 		}
 		t := c.stmtData(n.X)
@@ -134,6 +140,48 @@ func (c *checker) learnDataFiles(n syntax.Node) {
 			return true
 		})
 	}
+}
+
+// fileWriters are the programs writesOf knows to write their operands.
+var fileWriters = map[string]bool{"tee": true, "cp": true, "mv": true, "install": true, "ln": true, "rsync": true, "dd": true}
+
+// writesFiles reports whether st may write a file writesOf finds: it has
+// an output redirection, or a word of its command names a program of
+// fileWriters.
+func writesFiles(st *syntax.Stmt) bool {
+	for _, r := range st.Redirs {
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll, syntax.RdrInOut:
+			return true
+		}
+	}
+	if ce, ok := st.Cmd.(*syntax.CallExpr); ok {
+		for _, w := range ce.Args {
+			if l := w.Lit(); l != "" && fileWriters[path.Base(l)] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// innerWrites reports whether a statement of the compound command st
+// (a loop, a group) writes a file writesOf finds.
+func innerWrites(st *syntax.Stmt) bool {
+	if _, simple := st.Cmd.(*syntax.CallExpr); simple {
+		return false
+	}
+	writes := false
+	syntax.Walk(st, func(m syntax.Node) bool {
+		switch m := m.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			return false
+		case *syntax.Stmt:
+			writes = writes || writesFiles(m)
+		}
+		return !writes
+	})
+	return writes
 }
 
 // writesOf records the files the statement st writes as receiving the

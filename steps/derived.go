@@ -199,7 +199,7 @@ func optionHarmless(args []callArg, r *callRules, j int) bool {
 // of ci's command, described by what.
 func derivedOptionErr(ci *callInfo, j int, what string) error {
 	where := ci.rules.where(ci.args, j)
-	return fmt.Errorf("%s may begin %s, where a value beginning with '-' is read as an option (tar --use-compress-program=CMD runs CMD, git --output=FILE writes FILE); hookd checks a placeholder's own value when the step runs, not words split or rewritten from it: put -- before it (%s) or text such as ./ in front", what, where, fixWithDashes(ci, j))
+	return fmt.Errorf("%s may begin %s, where a value beginning with '-' is read as an option (tar --use-compress-program=CMD runs CMD, git --output=FILE writes FILE); hookd checks a placeholder's own value when the step runs, not words split or rewritten from it: put -- before it (%s), text such as ./ in front, or, for an option's value, glue it to the option (-n\"$n\", --lines=\"$n\")", what, where, fixWithDashes(ci, j))
 }
 
 // fixWithDashes renders ci's command with "--" inserted before argument
@@ -234,25 +234,24 @@ func wordSource(w *syntax.Word) string {
 // data and that may begin w or stands unquoted (where the shell splits
 // its output into several arguments, any of which may begin with '-').
 func (c *checker) substOption(w *syntax.Word) *syntax.CmdSubst {
-	var found *syntax.CmdSubst
-	var parts func(ps []syntax.WordPart, quoted bool)
-	parts = func(ps []syntax.WordPart, quoted bool) {
-		for _, p := range ps {
-			if found != nil {
-				return
+	return c.substIn(w, w.Parts, false)
+}
+
+// substIn is substOption for parts of w, inside double quotes if quoted.
+func (c *checker) substIn(w *syntax.Word, parts []syntax.WordPart, quoted bool) *syntax.CmdSubst {
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.DblQuoted:
+			if cs := c.substIn(w, p.Parts, true); cs != nil {
+				return cs
 			}
-			switch p := p.(type) {
-			case *syntax.DblQuoted:
-				parts(p.Parts, true)
-			case *syntax.CmdSubst:
-				if (!quoted || leadsAt(w, p)) && c.wordTaint(p) != nil {
-					found = p
-				}
+		case *syntax.CmdSubst:
+			if (!quoted || leadsAt(w, p)) && c.wordTaint(p) != nil {
+				return p
 			}
 		}
 	}
-	parts(w.Parts, false)
-	return found
+	return nil
 }
 
 // derivedCall applies the rule to a simple command: a command

@@ -267,14 +267,27 @@
 // --exec, submodule foreach, bisect run, --upload-pack, ...), tar
 // (--to-command, --checkpoint-action, -I, ...), rsync -e, scp/sftp -o
 // and -S, zip -TT, man -P, wget -e and curl -K; xargs -I splicing its
-// input into a shell's code; and xargs appending its input to a command
-// that would take it as code (xargs make, xargs sh -c '...' sh). Data is refused there, and fed to the
-// standard input of those that run it. analyzeCall holds the command
-// rules; the list form is checked with them too.
+// input into a shell's code; xargs appending its input to a command
+// that would take it as code (xargs make); and jq's and yq's filter
+// (progtext.go). Data is refused there, and fed to the standard input of
+// those that run it (also an awk, sed, jq or yq program read from
+// standard input: awk -f -, sed -f /dev/stdin). analyzeCall holds the
+// command rules; the list form is checked with them too. The arguments
+// after a POSIX shell's -c script are its positional parameters: the
+// script is checked with $0, $1, ... holding their data.
+//
+// A file the script writes data to (by redirection, tee, cp, ...) and
+// then runs — by path, with source, as a shell's, interpreter's or awk's
+// script, on a code reader's standard input — is refused (datafile.go).
 //
 // A value that begins with '-' where it would begin an argument of a
 // command (not after a "--" argument) is refused when the step runs,
-// unless the step sets allow_option_values: true.
+// unless the step sets allow_option_values: true. Data derived from a
+// value rather than copied — split by read or mapfile, the output of
+// $(...), a for list over $(...), a word xargs reads, an inner shell's
+// positional parameters — cannot be checked that way: where it may begin
+// an argument before "--" the hook is refused when it loads
+// (derived.go).
 //
 // # Running processes
 //
