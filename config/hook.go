@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/sandbox"
 	"gopkg.in/yaml.v3"
 )
 
@@ -28,6 +29,14 @@ type Options struct {
 	// that another user could have written (hookd.yaml's
 	// allow_insecure_hooks); by default they are refused.
 	AllowInsecure bool
+	// Warn, when set, is called (from any goroutine) with each warning
+	// about a hook that loads: something that will not work as written
+	// on this machine (Sandbox), or likely not as meant.
+	Warn func(*Error)
+	// Sandbox, when set, is which containment hookd's processes get here,
+	// for Warn: a hook refused where containment is missing, limits that
+	// cannot be enforced.
+	Sandbox *sandbox.Status
 	// Protected are hookd's own paths (the settings file, the token file,
 	// the state directory, the database's files; Daemon.OwnPaths): a
 	// writes: may neither hold one nor lie inside one. LoadDir adds the
@@ -193,6 +202,9 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	}
 	if n := f.get("rate"); n != nil {
 		s.rate(n, "rate", &h.Rate)
+	}
+	if opts.Warn != nil && s.count() == 0 {
+		s.sandboxWarnings(f, h, opts)
 	}
 	return h, nameLine, s.result()
 }

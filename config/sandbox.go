@@ -353,3 +353,31 @@ func (s *state) processSandbox(n *yaml.Node, path, dir string) *ProcessSandbox {
 	}
 	return ps
 }
+
+// sandboxWarnings reports through opts.Warn what of h's sandbox will not
+// work as written on this machine (opts.Sandbox): its triggers refused
+// where containment is missing, its limits: not enforced.
+func (s *state) sandboxWarnings(f *fields, h *engine.Hook, opts Options) {
+	st := opts.Sandbox
+	if st == nil {
+		return
+	}
+	warn := func(key, msg string) {
+		opts.Warn(&Error{File: s.file, Line: f.keyLine(key), Field: key, Msg: msg})
+	}
+	if !st.Off && !st.Contained() && h.NeedsContainment() {
+		key := "trigger"
+		if h.Trigger.Kind != engine.TriggerEvent && h.Trigger.Kind != engine.TriggerWatch {
+			key = "tools"
+		}
+		warn(key, "this hook starts processes from untrusted input, which hookd cannot contain on this machine "+
+			"(see hookd status): its triggers will be refused (sandbox_unavailable) unless hookd.yaml sets sandbox: off")
+	}
+	if !h.Limits.IsZero() && (st.Off || !st.LimitsOK) {
+		why := st.Limits
+		if st.Off {
+			why = "sandbox: off in hookd.yaml"
+		}
+		warn("limits", h.Limits.String()+" will not be enforced on this machine: "+why)
+	}
+}

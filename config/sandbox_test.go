@@ -3,8 +3,11 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hookd/hookd/sandbox"
 )
 
 // TestWritesRefusesHookdPaths loads a project whose hooks declare
@@ -126,6 +129,47 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("ParseSize(%q) = %d, %v; want an error saying %q", c.in, got, err, c.err)
 		case c.err == "" && (err != nil || got != c.want):
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		}
+	}
+}
+
+// TestSandboxWarnings: where containment is missing, a hook that starts
+// processes from untrusted input is warned about (its triggers will be
+// refused), and limits that cannot be enforced are; hooks that run as
+// written get no warning.
+func TestSandboxWarnings(t *testing.T) {
+	uncontained := &sandbox.Status{Files: "unconfined", NetworkOK: true, Limits: "not enforceable here"}
+	off := &sandbox.Status{Off: true}
+	contained := &sandbox.Status{FilesOK: true, NetworkOK: true, LimitsOK: true}
+	files := map[string]string{
+		"event.yaml":   "trigger: {event: upload.*}\nsteps:\n  - type: test_cmd\n    command: make\n",
+		"tools.yaml":   "prompt: hi\ntools: [run_command]\n",
+		"limits.yaml":  "steps:\n  - type: test_cmd\n    command: make\nlimits: {pids: 10}\n",
+		"noproc.yaml":  "trigger: {event: upload.*}\nsteps:\n  - type: test_echo\n    text: hi\n",
+		"manual.yaml":  "steps:\n  - type: test_cmd\n    command: make\n",
+		"invalid.yaml": "trigger: {event: upload.*}\nsteps:\n  - type: test_cmd\n    command: make\ntimeout: -1s\n",
+	}
+	for _, c := range []struct {
+		status *sandbox.Status
+		want   []string
+	}{
+		{uncontained, []string{
+			"hooks.d/event.yaml:1: trigger: this hook starts processes from untrusted input, which hookd cannot contain on this machine (see hookd status): its triggers will be refused (sandbox_unavailable) unless hookd.yaml sets sandbox: off",
+			"hooks.d/limits.yaml:4: limits: pids 10 will not be enforced on this machine: not enforceable here",
+			"hooks.d/tools.yaml:2: tools: this hook starts processes from untrusted input, which hookd cannot contain on this machine (see hookd status): its triggers will be refused (sandbox_unavailable) unless hookd.yaml sets sandbox: off",
+		}},
+		{off, []string{"hooks.d/limits.yaml:4: limits: pids 10 will not be enforced on this machine: sandbox: off in hookd.yaml"}},
+		{contained, nil},
+	} {
+		var got []string
+		for name, body := range files {
+			opts := Options{Root: "/project", DefaultName: strings.TrimSuffix(name, ".yaml"), Sandbox: c.status,
+				Warn: func(e *Error) { got = append(got, e.Error()) }}
+			ParseHook(strings.NewReader(body), "hooks.d/"+name, opts)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("status %+v: warnings\n%s\nwant\n%s", c.status, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 		}
 	}
 }

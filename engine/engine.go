@@ -664,6 +664,10 @@ type HookStatus struct {
 	// Budget is the hook's token usage in the last hour and day against
 	// its budget (budget.go), when it has a budget or used tokens.
 	Budget *SpendWindows `json:"budget,omitempty"`
+	// Sandbox says what the sandbox cannot give the hook here: its
+	// triggers are refused (sandbox_unavailable), or its limits: are not
+	// enforced. "" when neither.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Hooks returns the live state of every hook, sorted by name.

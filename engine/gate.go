@@ -20,6 +20,12 @@ const (
 	// see FromTool) for a hook that does not accept one
 	// (Hook.AcceptFromTools).
 	GateFromTool = "from_tool"
+	// GateSandboxUnavailable refuses a trigger of a hook that starts
+	// processes from untrusted input (Hook.NeedsContainment) where
+	// hookd cannot contain them (files or the network cannot be
+	// confined, sandbox.Status.Contained) and hookd.yaml does not set
+	// sandbox: off.
+	GateSandboxUnavailable = "sandbox_unavailable"
 	// Not gates, but what else leaves a skipped record: slots that passed
 	// while hookd was down or suspended, and a slot that fired before.
 	GateMissed    = "missed"

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,6 +90,58 @@ func StepPolicy(hook *sandbox.Policy, def *StepDef) *sandbox.Policy {
 // SandboxStatus is which containment the hooks' processes get
 // (Config.Sandbox).
 func (e *Engine) SandboxStatus() sandbox.Status { return *e.cfg.Sandbox }
+
+// sandboxGate refuses h's triggers where its processes need containment
+// (NeedsContainment) that this machine cannot give; nil when h may run.
+func (e *Engine) sandboxGate(h *Hook) *GateError {
+	st := e.cfg.Sandbox
+	if st.Off || st.Contained() || !h.NeedsContainment() {
+		return nil
+	}
+	var missing []string
+	if !st.FilesOK {
+		missing = append(missing, "files ("+st.Files+")")
+	}
+	if !st.NetworkOK {
+		missing = append(missing, "network ("+st.Network+")")
+	}
+	return &GateError{Gate: GateSandboxUnavailable, Hook: h.Name,
+		Detail: fmt.Sprintf("hook %s starts processes from untrusted input, and hookd cannot confine their %s here; "+
+			"see hookd status, or set sandbox: off in hookd.yaml to run such hooks unconfined", h.Name, strings.Join(missing, " nor "))}
+}
+
+// SandboxProblem says what the sandbox cannot give h here: "refused:
+// …" when its triggers are refused (GateSandboxUnavailable), "limits: …
+// not enforced here: …" when its limits: are not; "" when neither.
+func (e *Engine) SandboxProblem(h *Hook) string {
+	if g := e.sandboxGate(h); g != nil {
+		return "refused: " + g.reason()
+	}
+	return e.limitsNote(h)
+}
+
+// LimitsUnenforced says why h's limits: cannot be enforced here, or ""
+// when they can (or h sets none).
+func (e *Engine) LimitsUnenforced(h *Hook) string {
+	st := e.cfg.Sandbox
+	switch {
+	case h.Limits.IsZero() || st.LimitsOK && !st.Off:
+		return ""
+	case st.Off:
+		return "sandbox: off in hookd.yaml"
+	}
+	return st.Limits
+}
+
+// limitsNote is the note a run of h gets when its limits: are not
+// enforced, or "".
+func (e *Engine) limitsNote(h *Hook) string {
+	why := e.LimitsUnenforced(h)
+	if why == "" {
+		return ""
+	}
+	return "limits: " + h.Limits.String() + " not enforced here: " + why
+}
 
 // hookdPaths are the paths no process of a hook may read or write.
 func (e *Engine) hookdPaths() []string {

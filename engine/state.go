@@ -587,6 +587,12 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GatePaused, Hook: h.Name,
 			Detail: fmt.Sprintf("hook %s is paused; run `hookd resume %s` first", h.Name, h.Name)})
 	}
+	if g := s.e.sandboxGate(h); g != nil {
+		return s.refuse(ent, run, StatusSkipped, g)
+	}
+	if note := s.e.limitsNote(h); note != "" {
+		run.Notes = append(run.Notes, note)
+	}
 	if from, ok := FromTool(t.reason); ok && !h.AcceptFromTools {
 		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateFromTool, Hook: h.Name,
 			Detail: fmt.Sprintf("the model of hook %s asked for this run with a tool call; hook %s does not accept that "+
@@ -1158,6 +1164,7 @@ func (s *state) statuses() []HookStatus {
 			Name: h.Name, Trigger: h.Trigger.String(), Enabled: h.Enabled, Paused: ent.paused,
 			NextDue: ent.due, LastRunID: ent.lastRunID, LastStatus: ent.lastStatus, LastStart: ent.lastStart,
 			File: h.Source.File, Version: h.Source.Version, Project: h.Project,
+			Sandbox: s.e.SandboxProblem(h),
 		}
 		if ent.active != nil {
 			st.InFlight = ent.active.run.ID

@@ -19,6 +19,9 @@ type validateJSON struct {
 	Hooks    []string        `json:"hooks"`    // names of the hooks that loaded
 	Handlers int             `json:"handlers"` // lifecycle handlers that loaded
 	Errors   []loadErrorJSON `json:"errors"`
+	// Warnings are about hooks that load but will not work as written
+	// here, or likely not as meant; they do not make the hooks invalid.
+	Warnings []loadErrorJSON `json:"warnings"`
 }
 
 // loadErrorJSON is one problem in a file: where, and what.

@@ -474,12 +474,17 @@ func cmdValidate(c *cli, args []string) int {
 	if len(pos) == 1 {
 		d.HooksDir = pos[0]
 	}
-	hooks, hs, errs, err := c.checkAll(d)
+	var warns warnings
+	hooks, hs, errs, err := c.checkAll(d, warns.collect(d))
 	if err != nil {
 		return c.errorf("%v", err)
 	}
 	if *asJSON {
-		out := validateJSON{Dir: d.HooksDir, Valid: len(errs) == 0, Hooks: hooks, Handlers: len(hs), Errors: []loadErrorJSON{}}
+		out := validateJSON{Dir: d.HooksDir, Valid: len(errs) == 0, Hooks: hooks, Handlers: len(hs), Errors: []loadErrorJSON{},
+			Warnings: []loadErrorJSON{}}
+		for _, w := range warns.sorted() {
+			out.Warnings = append(out.Warnings, loadErrorOf(w))
+		}
 		if hooks == nil {
 			out.Hooks = []string{}
 		}
@@ -493,6 +498,9 @@ func cmdValidate(c *cli, args []string) int {
 	}
 	for _, e := range errs {
 		fmt.Fprintln(c.stderr, e)
+	}
+	for _, w := range warns.sorted() {
+		fmt.Fprintln(c.stderr, "warning: "+w.Error())
 	}
 	fmt.Fprintf(c.stdout, "%d hook(s) valid in %s", len(hooks), d.HooksDir)
 	if len(hs) > 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -193,7 +194,7 @@ func TestSandboxStatus(t *testing.T) {
 // at warn and in its status; taking sandbox: off out of hookd.yaml while
 // it runs changes nothing until the next start.
 func TestSandboxOff(t *testing.T) {
-	e := newEnv(t, "sandbox: off\n", map[string]string{"undeclared.yaml": writesHook("")})
+	e := newEnv(t, "sandbox: off\n", map[string]string{"undeclared.yaml": writesHook("limits: {pids: 50}")})
 	for _, dir := range []string{"work", "out", "canary"} {
 		if err := os.Mkdir(e.path(dir), 0o755); err != nil {
 			t.Fatal(err)
@@ -203,12 +204,20 @@ func TestSandboxOff(t *testing.T) {
 	if !strings.Contains(d.log.String(), "level=WARN msg=\"sandbox: off in hookd.yaml") {
 		t.Errorf("sandbox: off is not logged at warn:\n%s", d.log)
 	}
-	if text := e.must(0, "status").stdout; !strings.Contains(text, "sandbox: OFF") {
-		t.Errorf("hookd status does not say the sandbox is off:\n%s", text)
+	const unenforced = "limits: pids 50 not enforced here: sandbox: off in hookd.yaml"
+	if text := e.must(0, "status").stdout; !strings.Contains(text, "sandbox: OFF") || !strings.Contains(text, "hook undeclared: "+unenforced) {
+		t.Errorf("hookd status does not say the sandbox is off and the limits unenforced:\n%s", text)
+	}
+	r := e.must(0, "validate")
+	if !strings.Contains(r.stderr, "warning: hooks.d/undeclared.yaml:2: limits: pids 50 will not be enforced on this machine: sandbox: off in hookd.yaml") {
+		t.Errorf("validate does not warn of unenforced limits:\n%s", r)
 	}
 	run := e.getRun(runID(t, e.must(0, "fire", "undeclared", "--wait")))
 	if !e.exists("out/undeclared") || !e.exists("canary/bad") {
 		t.Errorf("with sandbox: off the writes did not land: %+v", run.Steps)
+	}
+	if !slices.Contains(run.Notes, unenforced) {
+		t.Errorf("the run's notes do not say its limits were not enforced: %q", run.Notes)
 	}
 
 	e.write("hookd.yaml.new", "")

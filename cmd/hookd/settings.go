@@ -104,12 +104,16 @@ func (c *cli) loadAll(d *config.Daemon) ([]*engine.Hook, []*config.Handler, []er
 // checkAll checks the hooks directory as loadAll loads it, keeping of
 // each hook only its name (config.CheckDir): for validate, which prints
 // no more.
-func (c *cli) checkAll(d *config.Daemon) ([]string, []*config.Handler, []error, error) {
+func (c *cli) checkAll(d *config.Daemon, with ...func(*config.Options)) ([]string, []*config.Handler, []error, error) {
 	if err := hooksDirExists(d); err != nil {
 		return nil, nil, nil, err
 	}
 	defer checkGC()()
-	names, hs, errs := config.CheckDir(d.HooksDir, d.HookOptions())
+	opts := d.HookOptions()
+	for _, f := range with {
+		f(&opts)
+	}
+	names, hs, errs := config.CheckDir(d.HooksDir, opts)
 	return names, hs, errs, nil
 }
 

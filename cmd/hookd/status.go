@@ -93,6 +93,18 @@ func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
 		Durations: map[string]dist{}, Lateness: map[string]dist{}, Events: counts{}, Notifications: counts{}, ShortCircuits: counts{},
 		Sandbox: newSandboxReport(a.eng.SandboxStatus()),
 	}
+	hooks, err := a.eng.Hooks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range hooks {
+		if h.Sandbox != "" {
+			if rep.Sandbox.Hooks == nil {
+				rep.Sandbox.Hooks = map[string]string{}
+			}
+			rep.Sandbox.Hooks[h.Name] = h.Sandbox
+		}
+	}
 	for _, l := range []*[]string{&rep.InFlight, &rep.Queued, &rep.Overdue} {
 		if *l == nil {
 			*l = []string{}
