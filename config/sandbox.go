@@ -355,9 +355,13 @@ func (s *state) processSandbox(n *yaml.Node, path, dir string) *ProcessSandbox {
 }
 
 // sandboxWarnings reports through opts.Warn what of h's sandbox will not
-// work as written on this machine (opts.Sandbox): its triggers refused
-// where containment is missing, its limits: not enforced.
+// work as written: steps that run programs needing the network without
+// it, and on this machine (opts.Sandbox) its triggers refused where
+// containment is missing, its limits: not enforced.
 func (s *state) sandboxWarnings(f *fields, h *engine.Hook, opts Options) {
+	networkWarnings(h, s.cmds, func(line int, path, msg string) {
+		opts.Warn(&Error{File: s.file, Line: line, Field: path, Msg: msg})
+	})
 	st := opts.Sandbox
 	if st == nil {
 		return

@@ -138,6 +138,10 @@ type state struct {
 	// besides the fields of the struct decoded there (suggestions only).
 	extra     []string
 	extraPath string
+
+	// cmds are the command: fields of the hook's steps that start
+	// processes, for the warnings about them (Options.Warn).
+	cmds []stepCommand
 }
 
 func newState(file string) *state {

@@ -37,6 +37,7 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook, opts Options) {
 		// writes: and network: (sandbox.go)
 		writes, network *yaml.Node
 	}
+	s.cmds = nil
 	var todoBuf [4]pending // most hooks have a few steps
 	todo := todoBuf[:0]
 	names := map[string]int{} // step name -> line
@@ -155,6 +156,13 @@ func (s *state) steps(n *yaml.Node, path string, h *engine.Hook, opts Options) {
 			s.stepSecretsAllowed(t.secretsNode, join(t.path, "secrets"), t.def, t.kind)
 		}
 		s.stepSandbox(t.def, t.path, t.writes, t.network, h, opts)
+		if opts.Warn != nil && engine.KindProcesses(t.def.Type) != engine.ProcessesNone {
+			for i := 0; i+1 < len(t.rest.Content); i += 2 {
+				if resolve(t.rest.Content[i]).Value == "command" {
+					s.cmds = append(s.cmds, stepCommand{def: t.def, path: t.path, node: t.rest.Content[i+1]})
+				}
+			}
+		}
 		dec := s.sc.newDecoder()
 		*dec = Decoder{file: s.file, path: t.path, node: t.rest, line: t.def.Line, known: stepKeys, budget: s.budget, sc: s.sc}
 		step, err := t.kind.New(t.def, dec)

@@ -14,7 +14,7 @@ const DefaultTestTimeout = 10 * time.Minute
 func init() {
 	engine.RegisterStep("run_tests", engine.DeclaredKind{Build: newRunTests, Fields: []string{
 		"passed", "failures", "failure_count", "test_count", "passed_count", "skipped_count", "framework",
-		"exit_code", "timed_out", "truncated", "duration_ms", "command", "stdout", "stderr"}, Processes: engine.ProcessesDeclared})
+		"exit_code", "timed_out", "truncated", "duration_ms", "command", "stdout", "stderr", "containment"}, Processes: engine.ProcessesDeclared})
 }
 
 type runTestsConfig struct {
@@ -81,6 +81,7 @@ func (s *runTestsStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 		"output": "", "passed": false, "failures": []any{}, "failure_count": 0, "test_count": 0,
 		"passed_count": 0, "skipped_count": 0, "framework": "", "command": s.shell.written,
 		"stdout": "", "stderr": "", // agent-queue's names: stdout is output, stderr is merged into it
+		"containment": "",
 	})
 	res.ExitCode = new(-1)
 	c, err := s.shell.command(env)
@@ -102,6 +103,7 @@ func (s *runTestsStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	res.Output = r.Stdout
 	res.Fields["output"] = r.Stdout
 	res.Fields["stdout"] = r.Stdout
+	res.Fields["containment"] = containment(c.Policy, r)
 	res.Fields["passed"] = r.Err == nil && r.ExitCode == 0 && rep.Failed == 0
 	res.Fields["failures"] = failures
 	res.Fields["failure_count"] = rep.Failed

@@ -19,7 +19,7 @@ const DefaultShellTimeout = 5 * time.Minute
 
 func init() {
 	engine.RegisterStep("shell", engine.DeclaredKind{Build: newShell,
-		Fields: []string{"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms", "command"}, Processes: engine.ProcessesDeclared})
+		Fields: []string{"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms", "command", "containment"}, Processes: engine.ProcessesDeclared})
 }
 
 // shellConfig is the kind-specific part of a shell step definition.
@@ -171,7 +171,7 @@ func (s *shellStep) Templates() []string {
 // result, not an error; not starting, a placeholder that does not resolve,
 // a workdir outside the hook's and a timeout are errors.
 func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-	res := newResult(s.def, map[string]any{"stdout": "", "stderr": "", "command": s.written})
+	res := newResult(s.def, map[string]any{"stdout": "", "stderr": "", "command": s.written, "containment": ""})
 	res.ExitCode = new(-1)
 	c, err := s.command(env)
 	if err != nil {
@@ -182,6 +182,7 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 	res.Output = r.Stdout
 	res.Fields["stdout"] = r.Stdout
 	res.Fields["stderr"] = r.Stderr
+	res.Fields["containment"] = containment(c.Policy, r)
 	res.ExitCode, res.TimedOut, res.Truncated = new(r.ExitCode), r.TimedOut, r.Truncated
 	if len(r.Killed) > 0 {
 		res.Fields["killed_pids"] = pids(r.Killed)

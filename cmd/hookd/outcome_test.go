@@ -172,9 +172,10 @@ func TestRunsEmptyAndUnknown(t *testing.T) {
 var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // varying matches the values of a run record that differ from run to
-// run: ids, times, durations, the model server's address and the
-// fingerprint (of step errors that name the temporary workdir).
-var varying = regexp.MustCompile(`("(?:id|run_id|queued_at|started_at|finished_at|started|slot|base_url|fingerprint)": )"[^"]*"|` +
+// run: ids, times, durations, the model server's address, the
+// fingerprint (of step errors that name the temporary workdir) and the
+// containment this machine gives.
+var varying = regexp.MustCompile(`("(?:id|run_id|queued_at|started_at|finished_at|started|slot|base_url|fingerprint|containment)": )"[^"]*"|` +
 	`("(?:duration_ns|duration_ms|latency_ns)": )[0-9]+|(- Time: )[0-9TZ:.+-]+`)
 
 // TestRunJSONShape pins the JSON of `hookd run --json` for a run that

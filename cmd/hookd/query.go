@@ -432,6 +432,9 @@ func printRun(c *cli, r *engine.Run, brief bool) {
 		if s.Error != "" {
 			fmt.Fprintf(w, "  error: %s\n", s.Error)
 		}
+		if cn, ok := s.Fields["containment"].(string); ok && cn != "" {
+			fmt.Fprintf(w, "  containment: %s\n", cn)
+		}
 		printBlock(w, "output", s.Output)
 		if se, ok := s.Fields["stderr"].(string); ok {
 			printBlock(w, "stderr", se)

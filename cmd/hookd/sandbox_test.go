@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +46,9 @@ func TestSandboxWrites(t *testing.T) {
 	}
 	if !strings.Contains(fmt.Sprint(outside.Fields["stderr"]), "writes:") {
 		t.Errorf("the refused write has no note naming writes: %+v", outside.Fields["stderr"])
+	}
+	if text := e.must(0, "run", run.ID).stdout; strings.Count(text, "  containment: landlock ABI") != 3 {
+		t.Errorf("hookd run does not say which containment each step had:\n%s", text)
 	}
 
 	run = e.getRun(runID(t, e.must(0, "fire", "undeclared", "--wait")))
@@ -216,6 +220,9 @@ func TestSandboxOff(t *testing.T) {
 	if !e.exists("out/undeclared") || !e.exists("canary/bad") {
 		t.Errorf("with sandbox: off the writes did not land: %+v", run.Steps)
 	}
+	if text := e.must(0, "run", run.ID).stdout; !strings.Contains(text, "  containment: none (hookd.yaml sandbox: off)") {
+		t.Errorf("hookd run does not say the steps ran unconfined:\n%s", text)
+	}
 	if !slices.Contains(run.Notes, unenforced) {
 		t.Errorf("the run's notes do not say its limits were not enforced: %q", run.Notes)
 	}
@@ -227,5 +234,80 @@ func TestSandboxOff(t *testing.T) {
 	d.waitLog("settings=[sandbox]")
 	if text := e.must(0, "status").stdout; !strings.Contains(text, "sandbox: OFF") {
 		t.Errorf("a reload changed the sandbox:\n%s", text)
+	}
+}
+
+// TestValidateNetworkWarning: hookd validate warns about a step that runs
+// a program that usually needs the network in a hook that takes
+// untrusted input, without network: — and the hook still loads.
+func TestValidateNetworkWarning(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"sync.yaml": "trigger: {event: repo.pushed}\nsteps:\n  - type: shell\n    command: git fetch origin && git log -1\n",
+		"ok.yaml":   "trigger: {event: repo.pushed}\nsteps:\n  - type: shell\n    command: git fetch origin\n    network: true\n",
+	})
+	r := e.must(0, "validate")
+	if !strings.HasPrefix(r.stdout, "2 hook(s) valid") ||
+		!strings.Contains(r.stderr, "warning: hooks.d/sync.yaml:4: steps[0].command: git fetch usually needs the network") ||
+		strings.Contains(r.stderr, "ok.yaml") {
+		t.Errorf("validate:\n%s", r)
+	}
+	var out validateJSON
+	if err := json.Unmarshal([]byte(e.must(0, "validate", "--json").stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Warnings) != 1 || out.Warnings[0].Line != 4 || out.Warnings[0].Field != "steps[0].command" || !out.Valid {
+		t.Errorf("validate --json warnings: %+v", out.Warnings)
+	}
+}
+
+// TestShippedExamplesRunContained runs the steps of every hook shipped in
+// hooks.d/ and of the README's first hook for real (hookd render: the
+// steps run, no model is called) under the default sandbox: each step that
+// starts a process ran contained, and none was refused by it.
+func TestShippedExamplesRunContained(t *testing.T) {
+	testtool.Need(t, "go")
+	files, err := filepath.Glob("../../hooks.d/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no shipped hooks: %v", err)
+	}
+	hooks := map[string]string{"tests.yaml": readmeBlock(t, "## A first hook")}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hooks[filepath.Base(f)] = string(b)
+	}
+	e := newEnv(t, "", hooks)
+	// What the README's first hook tests: a module of its own, no network.
+	e.write("go.mod", "module example.com/m\n\ngo 1.21\n")
+	e.write("m_test.go", "package m\n\nimport \"testing\"\n\nfunc TestOK(t *testing.T) {}\n")
+	event := `{"service": "api", "env": "prod", "error": "boom", "hook": "nightly", "run_id": "r1"}`
+	ran := 0
+	for name, body := range hooks {
+		if strings.HasPrefix(body, "on:") || strings.Contains(body, "\non:") {
+			continue // a lifecycle handler, not a hook
+		}
+		hook := strings.TrimSuffix(name, ".yaml")
+		r := e.run("render", hook, "--json", "--event", event)
+		var run engine.Run
+		if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
+			t.Fatalf("render %s: %v\n%s", hook, err, r)
+		}
+		for _, s := range run.Steps {
+			cn, ok := s.Fields["containment"].(string)
+			if !ok {
+				continue // a step that starts no process
+			}
+			ran++
+			stderr := fmt.Sprint(s.Fields["stderr"])
+			if !strings.Contains(cn, "landlock ABI") || s.Error != "" || strings.Contains(stderr, "hookd: the sandbox") ||
+				*s.ExitCode != 0 && s.Name != "usage" { // disk-space's usage exits 1 on a full disk
+				t.Errorf("%s %s: containment %q, exit %d, error %q, stderr %s\noutput %s", hook, s.Name, cn, *s.ExitCode, s.Error, stderr, s.Output)
+			}
+		}
+	}
+	if ran < 5 {
+		t.Errorf("only %d steps started a process; the examples changed?", ran)
 	}
 }
