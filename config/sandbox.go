@@ -284,8 +284,8 @@ func (s *state) stepSandbox(def *engine.StepDef, path string, writes, network *y
 	case engine.ProcessesFixed:
 		for _, n := range []*yaml.Node{writes, network} {
 			if n != nil {
-				s.errorf(n, join(path, keyOf(n, writes)), "a %s step runs its program under the hook's policy without network "+
-					"and declares nothing; declare writes: or network: on the hook", def.Type)
+				s.errorf(n, join(path, keyOf(n, writes)), "a %s step runs its program under the hook's policy, never with network, "+
+					"and declares nothing (declare writes: on the hook)", def.Type)
 			}
 		}
 		return

@@ -14,7 +14,7 @@ import (
 
 func init() {
 	engine.RegisterStep("file_diff", engine.DeclaredKind{Build: newFileDiff,
-		Fields: []string{"diff", "path", "files", "count", "truncated", "untracked", "exit_code"}, Processes: engine.ProcessesFixed})
+		Fields: []string{"diff", "path", "files", "count", "truncated", "untracked", "exit_code", "containment"}, Processes: engine.ProcessesFixed})
 }
 
 type fileDiffConfig struct {
@@ -59,7 +59,7 @@ func (s *fileDiffStep) Templates() []string { return append(s.repo.templates(), 
 // one without changes gives an empty diff.
 func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.def, map[string]any{
-		"diff": "", "path": "", "files": []any{}, "untracked": false,
+		"diff": "", "path": "", "files": []any{}, "untracked": false, "containment": "",
 	})
 	res.Count, res.ExitCode = new(0), new(-1)
 	p, err := engine.Expand(s.path, scopeOf(env), nil)
@@ -71,7 +71,7 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	}
 	p = filepath.Clean(p)
 	res.Fields["path"] = filepath.ToSlash(p)
-	git, err := s.repo.open(ctx, env)
+	git, err := s.repo.open(ctx, env, res)
 	if err != nil {
 		return fail(res, err)
 	}

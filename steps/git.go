@@ -139,17 +139,20 @@ type gitSession struct {
 	// policy contains each git process: the hook's, without network
 	// (hookd's git steps read the local repository only).
 	policy *sandbox.Policy
+	// res, when set, is the step's result, whose containment field each
+	// git process sets.
+	res *engine.StepResult
 }
 
 // open resolves the workspace and reads which drivers its repository
 // configures (git config runs none of them), so that every later
 // command runs with them turned off.
-func (g *gitRepo) open(ctx context.Context, env *engine.StepEnv) (*gitSession, error) {
+func (g *gitRepo) open(ctx context.Context, env *engine.StepEnv, res *engine.StepResult) (*gitSession, error) {
 	p, err := g.place(env)
 	if err != nil {
 		return nil, err
 	}
-	s := &gitSession{repo: g, dir: p.dir, env: gitSafeEnv(env.Env, p.workdir, p.gitDir, nil), red: env.Redactor}
+	s := &gitSession{repo: g, dir: p.dir, env: gitSafeEnv(env.Env, p.workdir, p.gitDir, nil), red: env.Redactor, res: res}
 	if env.Sandbox != nil {
 		s.policy = env.Sandbox.With(nil, &sandbox.Network{})
 	}
@@ -198,6 +201,9 @@ func (s *gitSession) run(ctx context.Context, gc gitCmd) (CommandResult, error) 
 	r := c.Run(ctx)
 	if sw != nil {
 		sw.Flush()
+	}
+	if s.res != nil {
+		s.res.Fields["containment"] = containment(c.Policy, r)
 	}
 	if r.Err != nil {
 		return r, fmt.Errorf("git %s: %w", gc.args[0], r.Err)

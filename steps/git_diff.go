@@ -9,7 +9,7 @@ import (
 
 func init() {
 	engine.RegisterStep("git_diff", engine.DeclaredKind{Build: newGitDiff,
-		Fields: []string{"diff", "files", "count", "truncated", "base", "head", "exit_code"}, Processes: engine.ProcessesFixed})
+		Fields: []string{"diff", "files", "count", "truncated", "base", "head", "exit_code", "containment"}, Processes: engine.ProcessesFixed})
 }
 
 type gitDiffConfig struct {
@@ -61,7 +61,7 @@ func (s *gitDiffStep) Templates() []string {
 // that is not a git repository and a timeout are errors.
 func (s *gitDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.def, map[string]any{
-		"diff": "", "files": []any{}, "base": "", "head": "",
+		"diff": "", "files": []any{}, "base": "", "head": "", "containment": "",
 	})
 	res.Count, res.ExitCode = new(0), new(-1)
 	scope := scopeOf(env)
@@ -74,7 +74,7 @@ func (s *gitDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Ste
 		return fail(res, err)
 	}
 	res.Fields["base"], res.Fields["head"] = base, head
-	git, err := s.repo.open(ctx, env)
+	git, err := s.repo.open(ctx, env, res)
 	if err != nil {
 		return fail(res, err)
 	}

@@ -19,7 +19,7 @@ const maxFilesPerCommit = 50
 
 func init() {
 	engine.RegisterStep("git_log", engine.DeclaredKind{Build: newGitLog,
-		Fields: []string{"log", "commits", "files", "count", "truncated", "since"}, Processes: engine.ProcessesFixed})
+		Fields: []string{"log", "commits", "files", "count", "truncated", "since", "containment"}, Processes: engine.ProcessesFixed})
 }
 
 type gitLogConfig struct {
@@ -122,7 +122,7 @@ type commitRecord struct {
 // and a timeout are errors.
 func (s *gitLogStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 	res := newResult(s.def, map[string]any{
-		"log": "", "commits": []any{}, "files": []any{}, "since": "",
+		"log": "", "commits": []any{}, "files": []any{}, "since": "", "containment": "",
 	})
 	res.Count = new(0)
 	scope := scopeOf(env)
@@ -160,7 +160,7 @@ func (s *gitLogStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Step
 		}
 		paths = append(paths, p)
 	}
-	git, err := s.repo.open(ctx, env)
+	git, err := s.repo.open(ctx, env, res)
 	if err != nil {
 		return fail(res, err)
 	}

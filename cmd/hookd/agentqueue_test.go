@@ -185,7 +185,7 @@ prompt: |
 `)
 	r = e.must(1, "validate")
 	for _, want := range []string{
-		`hooks.d/typo.yaml:5: steps[1].command: placeholder {{steps.diff.dif}}: step "diff" is a git_diff step: its results have no field "dif" (they have base, count, diff, error, exit_code, files, head, name, output, truncated, type)`,
+		`hooks.d/typo.yaml:5: steps[1].command: placeholder {{steps.diff.dif}}: step "diff" is a git_diff step: its results have no field "dif" (they have base, containment, count, diff, error, exit_code, files, head, name, output, truncated, type)`,
 		`hooks.d/typo.yaml:8: prompt: placeholder {{step_1.stdot}}: step_1 is a shell step: its results have no field "stdot"`,
 	} {
 		if !strings.Contains(r.stdout+r.stderr, want) {
