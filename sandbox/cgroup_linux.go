@@ -33,13 +33,49 @@ type cgroups struct {
 	// crash recovery has killed (and reported) what its journal knew.
 	stale     []string
 	sweepOnce sync.Once
+
+	// free are empty cgroups of trees without limits, kept for the next
+	// tree: making and removing a cgroup takes the kernel's global
+	// cgroup lock and an RCU grace period, which with a few concurrent
+	// spawns cost milliseconds each.
+	mu   sync.Mutex
+	free []*cgroup
 }
+
+// maxFree bounds the empty cgroups kept for reuse.
+const maxFree = 64
 
 // cgroup is one process tree's.
 type cgroup struct {
 	dir string   // in cgroup2
 	fd  int      // dir opened, for clone3's CLONE_INTO_CGROUP; -1 once closed
 	v1  []string // the tree's directories in v1 hierarchies
+	// pool takes the cgroup back once empty when poolable (no limits).
+	pool     *cgroups
+	poolable bool
+	// killed: cgroup.kill was written. Such a cgroup is not reused: on
+	// 6.x kernels a process cloned into it later (CLONE_INTO_CGROUP)
+	// from a cgroup that was not killed is killed at birth (kill_seq).
+	killed atomic.Bool
+}
+
+// release removes the cgroup once its processes are gone, or keeps it
+// for the next tree.
+func (c *cgroup) release() {
+	c.closeFD()
+	if c.poolable && !c.killed.Load() && c.pool != nil && c.dir != "" && len(c.v1) == 0 {
+		empty := !c.populated() || c.waitEmpty(2*time.Second)
+		if empty {
+			c.pool.mu.Lock()
+			if len(c.pool.free) < maxFree {
+				c.pool.free = append(c.pool.free, c)
+				c.pool.mu.Unlock()
+				return
+			}
+			c.pool.mu.Unlock()
+		}
+	}
+	c.remove()
 }
 
 type mountInfo struct {
@@ -270,11 +306,28 @@ func (cs *cgroups) sweep() {
 	})
 }
 
-// create makes the cgroup of one process tree.
+// create makes the cgroup of one process tree (or takes an empty one
+// back from the pool when the tree has no limits).
 func (cs *cgroups) create(lim Limits) (*cgroup, error) {
 	cs.sweep()
+	if lim.IsZero() && cs.v2 != "" {
+		cs.mu.Lock()
+		var c *cgroup
+		if n := len(cs.free); n > 0 {
+			c, cs.free = cs.free[n-1], cs.free[:n-1]
+		}
+		cs.mu.Unlock()
+		if c != nil {
+			fd, err := unix.Open(c.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				c.fd = fd
+				return c, nil
+			}
+			c.remove()
+		}
+	}
 	name := "t" + strconv.FormatUint(cs.seq.Add(1), 10)
-	c := &cgroup{fd: -1}
+	c := &cgroup{fd: -1, pool: cs, poolable: lim.IsZero()}
 	if cs.v2 != "" {
 		c.dir = filepath.Join(cs.v2, name)
 		if err := os.Mkdir(c.dir, 0o755); err != nil {
@@ -429,6 +482,7 @@ func (c *cgroup) kill() {
 	if c.dir == "" {
 		return
 	}
+	c.killed.Store(true)
 	if writeFile(filepath.Join(c.dir, "cgroup.kill"), "1") == nil {
 		return
 	}
@@ -462,8 +516,12 @@ func (c *cgroup) waitEmpty(d time.Duration) bool {
 func (c *cgroup) remove() {
 	c.closeFD()
 	if c.dir != "" {
-		c.waitEmpty(2 * time.Second)
-		_ = unix.Rmdir(c.dir)
+		// Most often the tree is gone by now: try first, wait only if
+		// something is still leaving.
+		if err := unix.Rmdir(c.dir); err == unix.EBUSY {
+			c.waitEmpty(2 * time.Second)
+			_ = unix.Rmdir(c.dir)
+		}
 	}
 	for _, d := range c.v1 {
 		for i := 0; i < 100; i++ {
@@ -493,6 +551,9 @@ func (cs *cgroups) contains(pid int) bool {
 }
 
 func (cs *cgroups) close() {
+	cs.mu.Lock()
+	cs.free = nil
+	cs.mu.Unlock()
 	if cs.v2 != "" {
 		removeTree(cs.v2)
 	}

@@ -75,7 +75,7 @@ func (p *Process) Release(leave bool) {
 		return
 	}
 	p.sys.mu.Unlock()
-	if p.cg != nil {
+	if p.cg != nil && p.cg.populated() {
 		p.cg.kill()
 	}
 	p.cleanup()
@@ -84,7 +84,7 @@ func (p *Process) Release(leave bool) {
 func (p *Process) cleanup() {
 	p.once.Do(func() {
 		if p.cg != nil {
-			p.cg.remove()
+			p.cg.release()
 		}
 		if p.tmp != "" {
 			os.RemoveAll(p.tmp)

@@ -434,14 +434,14 @@ func (s *system) ruleset(p *Policy, wd string, writes, hidden []string) (int, er
 			readRoots = append(readRoots, realPath(r))
 		}
 	}
+	// A path that does not exist cannot be read: only the existing ones
+	// are holes, and only where no mount namespace hides them.
+	var readHoles []string
+	if !s.mountNS {
+		readHoles = present(hidden)
+	}
 	for _, r := range readRoots {
-		var holes []string
-		if !s.mountNS {
-			holes = hidden // no namespace to hide them: keep them out of the grant
-		} else {
-			holes = missing(hidden) // a file hookd has not made yet must not be made by the process
-		}
-		if err := carve(r, holes, readAccess, add); err != nil {
+		if err := carve(r, readHoles, readAccess, add); err != nil {
 			return fail(err)
 		}
 	}
@@ -530,6 +530,17 @@ func carve(root string, holes []string, access uint64, add func(string, uint64) 
 		}
 	}
 	return nil
+}
+
+// present returns the paths that exist.
+func present(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // missing returns the paths that do not exist, less those inside one
