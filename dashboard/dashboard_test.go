@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 )
 
 var t0 = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
@@ -66,9 +66,9 @@ func TestTimelineEscapes(t *testing.T) {
 func TestWaterfall(t *testing.T) {
 	run := &engine.Run{ID: "r", StartedAt: t0, FinishedAt: t0.Add(10 * time.Second), Status: engine.StatusCompleted,
 		Steps: []*engine.StepResult{{Index: 0, Name: "fetch", Type: "shell", Started: t0, Duration: 2 * time.Second}}}
-	tr := &llm.Transcript{Rounds: []*llm.Round{{
-		Call:      llm.ModelCall{Started: t0.Add(2 * time.Second), Latency: 3 * time.Second},
-		ToolCalls: []*llm.ToolCall{{Name: "read_file", Duration: time.Second}, {Name: "run_command", DeniedBy: "allow-commands"}},
+	tr := &agent.Transcript{Rounds: []*agent.Round{{
+		Call:      agent.ModelCall{Started: t0.Add(2 * time.Second), Latency: 3 * time.Second},
+		ToolCalls: []*agent.ToolCall{{Name: "read_file", Duration: time.Second}, {Name: "run_command", DeniedBy: "allow-commands"}},
 	}}}
 	svg := string(waterfall(run, tr, t0))
 	for _, want := range []string{">step 0 fetch</text>", ">model call 1</text>", "tool read_file", "tool run_command",

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/internal/authlimit"
-	"github.com/hookd/hookd/llm"
 )
 
 // Sizes of what the pages show.
@@ -304,7 +304,7 @@ type runData struct {
 	Run        *engine.Run
 	Event      string // the payload, indented
 	Steps      []stepView
-	Transcript *llm.Transcript
+	Transcript *agent.Transcript
 	TransErr   string
 	Waterfall  template.HTML
 	Progress   *engine.RunProgress // the run in flight's steps so far; nil when it is not in flight
@@ -363,7 +363,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *request) {
 		v.Long = isLong(st.Output) || isLong(v.Stderr)
 		d.Steps = append(d.Steps, v)
 	}
-	d.Transcript, err = llm.DecodeTranscript(run)
+	d.Transcript, err = agent.DecodeTranscript(run)
 	if err != nil {
 		d.TransErr = err.Error()
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 )
 
 // The charts are inline SVG built here from numbers and escaped text;
@@ -185,7 +185,7 @@ const (
 // against the run's time. A tool call's start is not recorded: it is
 // placed after its model call's answer and the calls before it in the
 // same round, which is how hookd runs them.
-func waterfall(r *engine.Run, tr *llm.Transcript, now time.Time) template.HTML {
+func waterfall(r *engine.Run, tr *agent.Transcript, now time.Time) template.HTML {
 	var bars []bar
 	for _, s := range r.Steps {
 		label := fmt.Sprintf("step %d %s", s.Index, s.Type)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm"
 )
 
@@ -91,10 +92,10 @@ func BenchmarkModelRound(b *testing.B) {
 			} else {
 				client = &http.Client{Transport: handlerTransport{srv}}
 			}
-			c := llm.New(llm.Options{
+			c := agent.New(agent.Options{Chat: llm.New(llm.Options{
 				HTTPClient: client, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				LookupEnv: func(string) (string, bool) { return "", false },
-			})
+			})})
 			h := &engine.Hook{Name: "bench", Prompt: "x", Workdir: b.TempDir(), Tools: []string{"test_echo"},
 				LLM: engine.LLMConfig{Model: "bench", BaseURL: base}}
 			env := &engine.ToolEnv{Hook: h, Workdir: h.Workdir}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 )
@@ -412,17 +413,28 @@ func TestResolveOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Model != "env-model" || s.BaseURL != "http://daemon/v1" || s.APIKeyEnv != "OPENAI_API_KEY" || !s.KeySet || s.MaxRounds != 4 {
+	if s.Model != "env-model" || s.BaseURL != "http://daemon/v1" || s.APIKeyEnv != "OPENAI_API_KEY" || !s.KeySet {
 		t.Errorf("defaults: %+v", s)
 	}
 	s, _ = c.Resolve(&engine.Hook{LLM: engine.LLMConfig{Model: "4", BaseURL: "http://hook/v1", APIKeyEnv: "OTHER_KEY", MaxRounds: 2}})
-	if s.Model != "4" || s.BaseURL != "http://hook/v1" || s.APIKeyEnv != "OTHER_KEY" || !s.KeySet || s.MaxRounds != 2 {
+	if s.Model != "4" || s.BaseURL != "http://hook/v1" || s.APIKeyEnv != "OTHER_KEY" || !s.KeySet {
 		t.Errorf("hook: %+v", s)
 	}
 	c = llm.New(llm.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	s, err = c.Resolve(&engine.Hook{LLM: engine.LLMConfig{Model: "m"}})
-	if err != nil || s.BaseURL != llm.DefaultBaseURL || s.MaxRounds != llm.DefaultMaxRounds || s.KeySet {
+	if err != nil || s.BaseURL != llm.DefaultBaseURL || s.KeySet {
 		t.Errorf("nothing set: %+v, %v", s, err)
+	}
+	// The loop's settings: the hook's, then hookd.yaml's, then the defaults.
+	a := agent.New(agent.Options{Chat: c, Defaults: engine.LLMConfig{MaxRounds: 4}})
+	if got := a.Resolve(&engine.Hook{}).MaxRounds; got != 4 {
+		t.Errorf("max_rounds from hookd.yaml: %d", got)
+	}
+	if got := a.Resolve(&engine.Hook{LLM: engine.LLMConfig{MaxRounds: 2}}).MaxRounds; got != 2 {
+		t.Errorf("max_rounds from the hook: %d", got)
+	}
+	if got := agent.New(agent.Options{Chat: c}).Resolve(&engine.Hook{}).MaxRounds; got != agent.DefaultMaxRounds {
+		t.Errorf("max_rounds by default: %d", got)
 	}
 }
 

@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 	"github.com/hookd/hookd/store"
 )
 
-// The tests run the real engine on a real SQLite store with an llm.Client
-// talking to a scripted chat-completions server, and assert on the run
+// The tests run the real engine on a real SQLite store with the agent
+// over an llm.Client talking to a scripted chat-completions server, and assert on the run
 // record as stored.
 
 // testTool is a tool for the tests.
@@ -62,7 +63,7 @@ func init() {
 		}})
 }
 
-// fixture is an engine with an llm.Client on a real store.
+// fixture is an engine with the agent over an llm.Client on a real store.
 type fixture struct {
 	t     *testing.T
 	srv   *llmtest.Server
@@ -108,7 +109,7 @@ func start(t *testing.T, srv *llmtest.Server, h *engine.Hook, tweak ...func(*llm
 	}
 	f.db = db
 	eng, err := engine.New(engine.Config{
-		Store: db, LLM: llm.New(opts), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Store: db, LLM: agent.New(agent.Options{Chat: llm.New(opts)}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Environ: []string{"SECRET=" + secretValue, "PATH=/usr/bin:/bin"},
 	}, []*engine.Hook{h})
 	if err != nil {
@@ -128,7 +129,7 @@ func start(t *testing.T, srv *llmtest.Server, h *engine.Hook, tweak ...func(*llm
 
 // fire runs the hook to its end and returns the stored record and its
 // transcript.
-func (f *fixture) fire() (*engine.Run, *llm.Transcript) {
+func (f *fixture) fire() (*engine.Run, *agent.Transcript) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -143,7 +144,7 @@ func (f *fixture) fire() (*engine.Run, *llm.Transcript) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	tr, err := llm.DecodeTranscript(run)
+	tr, err := agent.DecodeTranscript(run)
 	if err != nil {
 		f.t.Fatalf("decode transcript: %v\n%s", err, run.ToolCalls)
 	}
@@ -154,7 +155,7 @@ func (f *fixture) fire() (*engine.Run, *llm.Transcript) {
 }
 
 // fireOne is start + fire for a test with one hook and default options.
-func fireOne(t *testing.T, srv *llmtest.Server, tweak ...func(*engine.Hook)) (*engine.Run, *llm.Transcript, *fixture) {
+func fireOne(t *testing.T, srv *llmtest.Server, tweak ...func(*engine.Hook)) (*engine.Run, *agent.Transcript, *fixture) {
 	t.Helper()
 	f := start(t, srv, newHook(t, srv, tweak...))
 	run, tr := f.fire()

@@ -132,7 +132,7 @@ func (m *Manager) Tools(ctx context.Context, name string) ([]*Tool, error) {
 	return tools, err
 }
 
-// Resolve implements llm.ToolServers: entry is SERVER.TOOL, where TOOL
+// Resolve implements agent.ToolServers: entry is SERVER.TOOL, where TOOL
 // may be a glob (SERVER.*). A glob may match nothing; a plain name must
 // match a tool.
 func (m *Manager) Resolve(ctx context.Context, entry string) ([]engine.Tool, error) {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 	"github.com/hookd/hookd/mcp"
@@ -261,7 +262,7 @@ func TestHookUsesMCPTools(t *testing.T) {
 			Timeout: time.Minute, Tools: tools, LLM: engine.LLMConfig{Model: "m", BaseURL: model.BaseURL()}}
 	}
 	eng, err := engine.New(engine.Config{Store: db, Logger: quiet,
-		LLM: llm.New(llm.Options{Servers: m, Logger: quiet, LookupEnv: func(string) (string, bool) { return "", false }})},
+		LLM: agent.New(agent.Options{Servers: m, Chat: llm.New(llm.Options{Logger: quiet, LookupEnv: func(string) (string, bool) { return "", false }})})},
 		[]*engine.Hook{mk("uses-mcp", "t.echo", "t.search*"), mk("uses-bad", "bad.*"), mk("plain")})
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +292,7 @@ func TestHookUsesMCPTools(t *testing.T) {
 	if run.Status != engine.StatusCompleted {
 		t.Fatalf("uses-mcp: %s %s", run.Status, run.Error)
 	}
-	tr, _ := llm.DecodeTranscript(run)
+	tr, _ := agent.DecodeTranscript(run)
 	calls := tr.Rounds[0].ToolCalls
 	if len(calls) != 2 || calls[0].Tool != "t.echo" || calls[0].Result != "echo: via mcp" || calls[1].Tool != "t.search.issues" || calls[1].Result != "no issues" {
 		t.Errorf("tool calls %+v", calls)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/store"
 )
 
@@ -27,7 +27,7 @@ func call(t *testing.T, env *engine.ToolEnv, name, args string) (string, error) 
 	if !ok {
 		t.Fatalf("no tool %s", name)
 	}
-	s, err := llm.CompileSchema(tool.Schema())
+	s, err := agent.CompileSchema(tool.Schema())
 	if err != nil {
 		t.Fatalf("%s: schema: %v", name, err)
 	}
@@ -108,7 +108,7 @@ func TestRegistered(t *testing.T) {
 		if tool.Description() == "" {
 			t.Errorf("%s has no description", n)
 		}
-		if _, err := llm.CompileSchema(tool.Schema()); err != nil {
+		if _, err := agent.CompileSchema(tool.Schema()); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -99,7 +99,7 @@ skip_llm: true
 		t.Errorf("notes: %s trigger %q %q", notes.Status, notes.Trigger, notes.Error)
 	}
 
-	tr, err := llm.DecodeTranscript(e.getRun(intake.ID))
+	tr, err := agent.DecodeTranscript(e.getRun(intake.ID))
 	if err != nil || tr == nil || len(tr.Rounds) == 0 {
 		t.Fatalf("intake transcript: %v", err)
 	}

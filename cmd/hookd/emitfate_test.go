@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -42,7 +42,7 @@ func TestEmitToolSaysFates(t *testing.T) {
 		t.Fatalf("deploy: %s gate %q; want skipped by from_tool", deploy.Status, deploy.Gate)
 	}
 
-	tr, err := llm.DecodeTranscript(e.getRun(e.listRuns("intake")[0].ID))
+	tr, err := agent.DecodeTranscript(e.getRun(e.listRuns("intake")[0].ID))
 	if err != nil || tr == nil || len(tr.Rounds) == 0 || len(tr.Rounds[0].ToolCalls) != 1 {
 		t.Fatalf("intake transcript: %v %+v", err, tr)
 	}

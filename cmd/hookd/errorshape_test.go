@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -83,7 +83,7 @@ func TestErrorShapesEndToEnd(t *testing.T) {
 			t.Errorf("%s: %s %q, want failed %q", s.name, run.Status, run.Error, wantErr)
 			continue
 		}
-		tr, err := llm.DecodeTranscript(run)
+		tr, err := agent.DecodeTranscript(run)
 		if err != nil || tr == nil || len(tr.Rounds) != 1 {
 			t.Fatalf("%s: transcript %v: %s", s.name, err, run.ToolCalls)
 		}

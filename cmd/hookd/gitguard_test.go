@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/internal/testtool"
-	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -59,7 +59,7 @@ func TestGitBareRepoFromModel(t *testing.T) {
 	if run.Status != engine.StatusCompleted {
 		t.Fatalf("run %s %q", run.Status, run.Error)
 	}
-	tr, err := llm.DecodeTranscript(run)
+	tr, err := agent.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) != 3 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -68,7 +68,7 @@ func TestAllowlistGuardBypasses(t *testing.T) {
 	if b, err := os.ReadFile(e.path("victim/keep.txt")); err != nil || string(b) != "still here\n" {
 		t.Fatalf("the victim directory was touched: %q %v", b, err)
 	}
-	tr, err := llm.DecodeTranscript(run)
+	tr, err := agent.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) != 2 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}
@@ -133,7 +133,7 @@ func TestAllowlistGuardPaths(t *testing.T) {
 	if run.Status != engine.StatusCompleted {
 		t.Fatalf("run %s %q", run.Status, run.Error)
 	}
-	tr, err := llm.DecodeTranscript(run)
+	tr, err := agent.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) != 2 || len(tr.Rounds[0].ToolCalls) != 5 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}
@@ -179,7 +179,7 @@ func TestToolInputCanonical(t *testing.T) {
 	if strings.Contains(seen, `\u00`) || strings.Contains(seen, `"true"`) {
 		t.Errorf("the handler saw the raw arguments:\n%s", seen)
 	}
-	tr, err := llm.DecodeTranscript(run)
+	tr, err := agent.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) == 0 || len(tr.Rounds[0].ToolCalls) != 2 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -43,7 +43,7 @@ func TestAllowlistGuardStdin(t *testing.T) {
 	if run.Status != engine.StatusCompleted {
 		t.Fatalf("%s %q", run.Status, run.Error)
 	}
-	tr, err := llm.DecodeTranscript(run)
+	tr, err := agent.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) == 0 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}

@@ -6,8 +6,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/internal/procjournal"
-	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -49,7 +49,7 @@ func TestHostileModelJournalOtherNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := e.getRun(runID(t, e.must(0, "fire", "hostile", "--wait")))
-	tr, err := llm.DecodeTranscript(run)
+	tr, err := agent.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) == 0 || len(tr.Rounds[0].ToolCalls) != len(paths) {
 		t.Fatalf("%s %q; transcript %v: %s", run.Status, run.Error, err, run.ToolCalls)
 	}

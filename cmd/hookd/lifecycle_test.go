@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm/llmtest"
 	"github.com/hookd/hookd/store"
 )
@@ -48,7 +48,7 @@ func TestExampleGuardDeniesRunCommand(t *testing.T) {
 	if run.Status != engine.StatusCompleted {
 		t.Fatalf("run %s %q", run.Status, run.Error)
 	}
-	tr, err := llm.DecodeTranscript(run)
+	tr, err := agent.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) != 2 || len(tr.Rounds[0].ToolCalls) != 2 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -69,7 +69,7 @@ tools: [read_file, t.echo]
 	if want := (engine.Tokens{Prompt: 50, Completion: 12, Cached: 8, Known: true}); run.Tokens != want {
 		t.Errorf("tokens %+v, want %+v", run.Tokens, want)
 	}
-	tr, err := llm.DecodeTranscript(run)
+	tr, err := agent.DecodeTranscript(run)
 	if err != nil || tr == nil || len(tr.Rounds) != 2 {
 		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm/llmtest"
 	"github.com/hookd/hookd/store/pgtest"
 )
@@ -93,7 +93,7 @@ func TestSearchRunsOtherHooks(t *testing.T) {
 	if intake.Status != engine.StatusCompleted {
 		t.Fatalf("intake: %s %s", intake.Status, intake.Error)
 	}
-	tr, err := llm.DecodeTranscript(intake)
+	tr, err := agent.DecodeTranscript(intake)
 	if err != nil || tr == nil || len(tr.Rounds) == 0 {
 		t.Fatalf("intake transcript: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestSearchRunsOtherHooks(t *testing.T) {
 	}
 
 	audit := e.getRun(runID(t, e.must(0, "fire", "audit", "--wait")))
-	tr, err = llm.DecodeTranscript(audit)
+	tr, err = agent.DecodeTranscript(audit)
 	if err != nil || tr == nil || len(tr.Rounds) == 0 {
 		t.Fatalf("audit transcript: %v", err)
 	}

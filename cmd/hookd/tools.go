@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/mcp"
 	"github.com/hookd/hookd/sandbox"
@@ -21,8 +22,8 @@ import (
 	_ "github.com/hookd/hookd/tools" // registers the built-in tools
 )
 
-// model is the model stage of a hookd process: the LLM client, the MCP
-// servers it may start, and the paths no tool may write.
+// model is the model stage of a hookd process: the agent over the LLM
+// client, the MCP servers it may start, and the paths no tool may write.
 type model struct {
 	llm       engine.LLM
 	mcp       *mcp.Manager
@@ -34,7 +35,7 @@ type model struct {
 // only when a run needs them.
 func newModel(d *config.Daemon, log *slog.Logger) *model {
 	m := &model{hooksDir: absPath(d.HooksDir), protected: protectedPaths(d)}
-	opts := llm.Options{Defaults: d.LLM, Logger: log}
+	opts := agent.Options{Defaults: d.LLM}
 	if len(d.MCPServers) > 0 {
 		mgr, err := mcp.NewManager(mcpConfigs(d), mcp.Options{Logger: log,
 			Redactor: engine.NewRedactor(credentialEnv(d), os.Environ())})
@@ -44,7 +45,8 @@ func newModel(d *config.Daemon, log *slog.Logger) *model {
 			m.mcp, opts.Servers = mgr, mgr
 		}
 	}
-	m.llm = llm.New(opts)
+	opts.Chat = llm.New(llm.Options{Defaults: d.LLM, Logger: log})
+	m.llm = agent.New(opts)
 	return m
 }
 

@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/llm"
+	"github.com/hookd/hookd/engine/agent"
 )
 
 // printTranscript prints the model stage of a run: each model call with
 // its retries and usage, each tool call with its arguments and result,
 // and how the stage ended.
 func printTranscript(w io.Writer, r *engine.Run) {
-	tr, err := llm.DecodeTranscript(r)
+	tr, err := agent.DecodeTranscript(r)
 	if err != nil {
 		fmt.Fprintf(w, "\n  transcript: cannot read it: %v\n", err)
 		return

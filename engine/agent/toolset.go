@@ -1,4 +1,4 @@
-package llm
+package agent
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/hookd/hookd/engine"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // ToolServers resolves the tools of external (MCP) servers that a hook
@@ -44,7 +43,7 @@ func (ts *toolset) qualified(name string) string {
 // toolset is what one run's model may call, by the names it sees.
 type toolset struct {
 	byName map[string]*boundTool
-	defs   []openai.Tool
+	defs   []ToolDef
 	names  []string
 }
 
@@ -73,7 +72,7 @@ func qualifiedName(t engine.Tool) string {
 
 // resolveTools builds the toolset of a hook from its allowlist: exactly
 // the tools it names, none when it names none.
-func (c *Client) resolveTools(ctx context.Context, allow []string) (*toolset, error) {
+func (a *Agent) resolveTools(ctx context.Context, allow []string) (*toolset, error) {
 	ts := &toolset{byName: map[string]*boundTool{}}
 	if len(allow) == 0 {
 		return ts, nil
@@ -100,17 +99,15 @@ func (c *Client) resolveTools(ctx context.Context, allow []string) (*toolset, er
 		bt := &boundTool{tool: t, qualified: qualifiedName(t), server: server, schema: s}
 		ts.byName[name] = bt
 		ts.names = append(ts.names, name)
-		ts.defs = append(ts.defs, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name: name, Description: t.Description(), Parameters: raw,
-		}})
+		ts.defs = append(ts.defs, ToolDef{Name: name, Description: t.Description(), Parameters: raw})
 		return nil
 	}
 	for i, entry := range allow {
 		if server, _, ok := strings.Cut(entry, "."); ok {
-			if c.opts.Servers == nil {
+			if a.opts.Servers == nil {
 				return nil, fmt.Errorf("tools[%d]: %q names a tool of MCP server %q, but hookd.yaml declares no mcp_servers", i, entry, server)
 			}
-			found, err := c.opts.Servers.Resolve(ctx, entry)
+			found, err := a.opts.Servers.Resolve(ctx, entry)
 			if err != nil {
 				return nil, fmt.Errorf("tools[%d]: %s: %w", i, entry, err)
 			}
@@ -149,24 +146,26 @@ func (c *Client) resolveTools(ctx context.Context, allow []string) (*toolset, er
 
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
 
-// toolChoice turns the hook's tool_choice into what the API takes.
-func (ts *toolset) toolChoice(choice string) (any, error) {
+// toolChoice turns the hook's tool_choice into a request's: a mode
+// (auto, none, required), or the name the model knows the tool it must
+// call by.
+func (ts *toolset) toolChoice(choice string) (mode, force string, err error) {
 	switch choice {
 	case "":
-		return nil, nil
+		return "", "", nil
 	case "auto", "none", "required":
 		if len(ts.defs) == 0 {
-			return nil, fmt.Errorf("llm.tool_choice is %s, but the hook lists no tools", choice)
+			return "", "", fmt.Errorf("llm.tool_choice is %s, but the hook lists no tools", choice)
 		}
-		return choice, nil
+		return choice, "", nil
 	}
 	if _, ok := ts.byName[choice]; ok {
-		return openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: choice}}, nil
+		return "", choice, nil
 	}
 	for name, bt := range ts.byName {
 		if bt.qualified == choice {
-			return openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: name}}, nil
+			return "", name, nil
 		}
 	}
-	return nil, fmt.Errorf("llm.tool_choice %q is not one of the hook's tools (%s)", choice, strings.Join(ts.names, ", "))
+	return "", "", fmt.Errorf("llm.tool_choice %q is not one of the hook's tools (%s)", choice, strings.Join(ts.names, ", "))
 }

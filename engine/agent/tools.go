@@ -1,4 +1,4 @@
-package llm
+package agent
 
 import (
 	"bytes"
@@ -11,15 +11,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookd/hookd/engine"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // runTools runs the tool calls of one answer, up to ToolParallelism at
 // once, and returns their records and the tool messages answering them, in
 // the order of the calls.
-func (c *Client) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset, calls []openai.ToolCall, redact func(string) string, round int) ([]*ToolCall, []openai.ChatCompletionMessage) {
+func (a *Agent) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset, calls []ToolRequest, redact func(string) string, round int) ([]*ToolCall, []Message) {
 	recs := make([]*ToolCall, len(calls))
-	replies := make([]openai.ChatCompletionMessage, len(calls))
+	replies := make([]Message, len(calls))
 	one := func(i int) {
 		tc := calls[i]
 		var content string
@@ -28,16 +27,16 @@ func (c *Client) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset,
 				Outcome: engine.ToolNotRun, Error: fmt.Sprintf("not run: more than %d tool calls in one answer", DefaultMaxToolCallsSeen)}
 			content = "error: " + recs[i].Error
 		} else {
-			recs[i], content = c.runTool(ctx, env, ts, tc, redact)
+			recs[i], content = a.runTool(ctx, env, ts, tc, redact)
 		}
-		replies[i] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Content: content}
+		replies[i] = Message{Role: RoleTool, ToolCallID: tc.ID, Content: content}
 		publishTool(env, round, recs[i])
 	}
 	if len(calls) == 1 {
 		one(0)
 		return recs, replies
 	}
-	sem := make(chan struct{}, c.opts.ToolParallelism)
+	sem := make(chan struct{}, a.opts.ToolParallelism)
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Add(1)
@@ -54,7 +53,7 @@ func (c *Client) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset,
 // runTool runs one tool call. Whatever goes wrong — an unknown tool,
 // arguments that are not JSON or do not fit the schema, a tool error or
 // panic — becomes an error result for the model, never a failed run.
-func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, tc openai.ToolCall, redact func(string) string) (*ToolCall, string) {
+func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, tc ToolRequest, redact func(string) string) (*ToolCall, string) {
 	rec := &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments, Outcome: engine.ToolOK}
 	start := time.Now()
 	defer func() { rec.Duration = time.Since(start) }()
@@ -143,9 +142,9 @@ func (c *Client) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 	}
 	rec.ResultBytes = len(out)
 	var cut bool
-	out, cut = capText(out, c.opts.MaxResult)
+	out, cut = capText(out, a.opts.MaxResult)
 	rec.Truncated = cut
-	rec.Result, _ = capText(out, c.opts.RecordResult)
+	rec.Result, _ = capText(out, a.opts.RecordResult)
 	return rec, out
 }
 
