@@ -57,16 +57,6 @@ type Usage struct {
 // Total is the tokens the budgets count: prompt plus completion.
 func (u *Usage) Total() int64 { return u.Prompt + u.Completion }
 
-// UsageStore is a Store that keeps the spend ledger, so that a restart
-// does not reset a budget.
-type UsageStore interface {
-	// AddUsage records u (a second record of the same run replaces the
-	// first) and deletes the records older than u.At - UsageKept.
-	AddUsage(ctx context.Context, u *Usage) error
-	// UsageSince returns the records at or after since, oldest first.
-	UsageSince(ctx context.Context, since time.Time) ([]*Usage, error)
-}
-
 // ledger is the usage of the last BudgetDay, oldest first; the loop owns
 // it.
 type ledger struct {
@@ -75,11 +65,7 @@ type ledger struct {
 
 // loadUsage fills the ledger from the store.
 func (s *state) loadUsage(ctx context.Context, now time.Time) error {
-	us, ok := s.cfg.Store.(UsageStore)
-	if !ok {
-		return nil
-	}
-	recs, err := us.UsageSince(ctx, now.Add(-BudgetDay))
+	recs, err := s.cfg.Store.UsageSince(ctx, now.Add(-BudgetDay))
 	if err != nil {
 		return fmt.Errorf("load token usage: %w", err)
 	}
@@ -211,13 +197,12 @@ func usageOf(run *Run, model string) *Usage {
 		Prompt: run.Tokens.Prompt, Completion: run.Tokens.Completion, Unreported: !run.Tokens.Known}
 }
 
-// recordUsage stores u in the ledger's table, when the store keeps one.
+// recordUsage stores u in the ledger's table.
 func (e *Engine) recordUsage(ctx context.Context, u *Usage) {
-	us, ok := e.cfg.Store.(UsageStore)
-	if u == nil || !ok {
+	if u == nil {
 		return
 	}
-	if err := us.AddUsage(ctx, u); err != nil {
+	if err := e.cfg.Store.AddUsage(ctx, u); err != nil {
 		e.log.Error("store token usage", "hook", u.Hook, "run", u.RunID, "err", err)
 	}
 }

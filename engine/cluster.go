@@ -39,7 +39,7 @@ type Cluster interface {
 	Resign(ctx context.Context) error
 	// Release records r (new, or queued before) as queued for the nodes to
 	// claim, claiming its slot, recording r.EventSeq as dispatched to r's
-	// hook (DispatchStore.DispatchedTo), and marks the stored event markSeq
+	// hook (Store.DispatchedTo), and marks the stored event markSeq
 	// dispatched (0: none), in one transaction that also checks the lease:
 	// an error wrapping ErrLeaseLost when this node no longer holds it,
 	// ErrSlotTaken when the slot fired before.

@@ -573,11 +573,7 @@ func (s *state) remoteFinished(ctx context.Context, r *Run) {
 
 // plannedRetry is the pending retry the node that ran r stored.
 func (s *state) plannedRetry(ctx context.Context, r *Run) *PendingRetry {
-	rs, ok := s.cfg.Store.(RetryStore)
-	if !ok {
-		return nil
-	}
-	pending, err := rs.PendingRetries(ctx)
+	pending, err := s.cfg.Store.PendingRetries(ctx)
 	if err != nil {
 		s.e.log.Error("read the retry of a run; it is retried at the next takeover", "run", r.ID, "err", err)
 		return nil
@@ -621,13 +617,13 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 // emitClustered is Emit on a cluster node: the event is stored pending
 // and the other nodes told; the scheduler dispatches it (here, at once,
 // when this node schedules).
-func (e *Engine) emitClustered(ctx context.Context, ds DispatchStore, ev *Event) (*dispatched, error) {
+func (e *Engine) emitClustered(ctx context.Context, ev *Event) (*dispatched, error) {
 	leading := e.leading.Load()
 	if leading {
 		e.dispatchMu.Lock()
 		defer e.dispatchMu.Unlock()
 	}
-	if err := ds.AppendPendingEvent(ctx, ev); err != nil {
+	if err := e.cfg.Store.AppendPendingEvent(ctx, ev); err != nil {
 		if errors.Is(err, ErrDuplicateEvent) {
 			return nil, err
 		}
@@ -638,7 +634,7 @@ func (e *Engine) emitClustered(ctx context.Context, ds DispatchStore, ev *Event)
 		e.notify(ev)
 		return &dispatched{elsewhere: true}, nil
 	}
-	out, err := e.dispatchDurable(ctx, ds, ev, false)
+	out, err := e.dispatchDurable(ctx, ev, false)
 	if errors.Is(err, ErrNotScheduler) {
 		return &dispatched{elsewhere: true}, nil
 	}
@@ -648,18 +644,13 @@ func (e *Engine) emitClustered(ctx context.Context, ds DispatchStore, ev *Event)
 // storePending stores an event raised on a node that does not schedule,
 // for the scheduler to dispatch.
 func (e *Engine) storePending(ev *Event) {
-	ds, ok := e.cfg.Store.(DispatchStore)
-	if !ok {
-		e.logEvent(ev)
-		return
-	}
 	if ev.ID == "" {
 		ev.ID = NewID()
 	}
 	if ev.Time.IsZero() {
 		ev.Time = e.cfg.Clock.Now()
 	}
-	if err := ds.AppendPendingEvent(context.Background(), ev); err != nil && !errors.Is(err, ErrDuplicateEvent) {
+	if err := e.cfg.Store.AppendPendingEvent(context.Background(), ev); err != nil && !errors.Is(err, ErrDuplicateEvent) {
 		e.log.Error("store an event for the scheduler", "type", ev.Type, "err", err)
 		return
 	}

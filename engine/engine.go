@@ -55,7 +55,7 @@ type Config struct {
 	Guard func() error
 
 	// Reap, when set, kills what is left of a process group a step of a
-	// run interrupted by a crash started (recorded through a ProcStore),
+	// run interrupted by a crash started (recorded through Store.AddRunProc),
 	// and returns the processes it killed ("4242 (sleep)"). The engine
 	// calls it at start, before anything runs.
 	Reap func(ProcGroup) (killed []string, err error)
@@ -411,7 +411,7 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 
 // Emit stores ev and then dispatches it to the hooks whose event trigger
 // matches. It returns the runs it started or queued (a copy of each, as
-// it was when the loop decided). On a DispatchStore the event is kept
+// it was when the loop decided). The event is kept
 // pending until it is dispatched, so a crash in between does not lose it
 // (see DispatchPending); an event emitted while the engine stops gives
 // ErrStopped and stays pending for the next start. EmitReport also says
@@ -462,27 +462,19 @@ func (e *Engine) emit(ctx context.Context, ev *Event) (*dispatched, error) {
 	if fresh {
 		ev.ID = NewID()
 	}
-	store := e.cfg.Store.AppendEvent
-	ds, durable := e.cfg.Store.(DispatchStore)
-	if durable {
-		store = ds.AppendPendingEvent
+	if e.cfg.Cluster != nil {
+		return e.emitClustered(ctx, ev)
 	}
-	if e.cfg.Cluster != nil && durable {
-		return e.emitClustered(ctx, ds, ev)
+	if fresh {
+		return e.emitWithStart(ctx, ev)
 	}
-	if es, ok := e.cfg.Store.(EventStarter); ok && fresh {
-		return e.emitWithStart(ctx, es, ev)
-	}
-	if err := store(ctx, ev); err != nil {
+	if err := e.cfg.Store.AppendPendingEvent(ctx, ev); err != nil {
 		if errors.Is(err, ErrDuplicateEvent) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("store event: %w", err)
 	}
-	if durable {
-		return e.dispatchDurable(ctx, ds, ev, false)
-	}
-	return e.dispatch(ctx, ev)
+	return e.dispatchDurable(ctx, ev, false)
 }
 
 // Dispatch matches ev against the event triggers in memory and fires the
@@ -506,8 +498,8 @@ func (e *Engine) dispatch(ctx context.Context, ev *Event) (*dispatched, error) {
 	return out, nil
 }
 
-// emitWithStart is Emit of an event whose ID Emit made, on a store that
-// stores an event in the transaction of the run it starts. The loop
+// emitWithStart is Emit of an event whose ID Emit made: the store stores
+// it in the transaction of the run it starts. The loop
 // decides first; when the event starts exactly one run at once, that
 // run's start stores the event (marked dispatched) in its transaction,
 // and Emit returns once that commit did. Otherwise the event is stored,
@@ -515,13 +507,13 @@ func (e *Engine) dispatch(ctx context.Context, ev *Event) (*dispatched, error) {
 // pending for the next start when the engine is stopping. Either way the
 // event is acknowledged only once it is stored, and it is never stored
 // pending when a run carried it: nothing is left for DispatchPending.
-func (e *Engine) emitWithStart(ctx context.Context, es EventStarter, ev *Event) (*dispatched, error) {
+func (e *Engine) emitWithStart(ctx context.Context, ev *Event) (*dispatched, error) {
 	carry := *ev // the carrier's copy: its store sets Seq on another goroutine
 	out, err := e.dispatchOnLoop(ctx, ev, false, &carry, nil)
 	bg := context.WithoutCancel(ctx)
 	switch {
 	case errors.Is(err, ErrStopped) || err == nil && out.stopping:
-		if err := es.AppendPendingEvent(bg, ev); err != nil {
+		if err := e.cfg.Store.AppendPendingEvent(bg, ev); err != nil {
 			return nil, fmt.Errorf("store event: %w", err)
 		}
 		return nil, ErrStopped
@@ -561,7 +553,7 @@ func (e *Engine) emitWithStart(ctx context.Context, es EventStarter, ev *Event) 
 // a run that is the only one ev starts marks it dispatched with its
 // start (active.marked); with carry (ev not stored yet), such a run
 // stores carry with its start and is the carrier. reached are the hooks
-// ev reached before (DispatchStore.DispatchedTo): passed by.
+// ev reached before (Store.DispatchedTo): passed by.
 func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry *Event, reached []string) (*dispatched, error) {
 	e.notify(ev)
 	out := &dispatched{}

@@ -150,15 +150,15 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 // one its stored event started, marks the event dispatched with it; when
 // it carries an event not stored yet, stores that event with it.
 func (e *Engine) startRecord(ctx context.Context, act *active) error {
-	if es, ok := e.cfg.Store.(EventStarter); ok && act.carry != nil {
-		if err := es.StartRunWithEvent(ctx, act.run, act.carry); err != nil {
+	if act.carry != nil {
+		if err := e.cfg.Store.StartRunWithEvent(ctx, act.run, act.carry); err != nil {
 			return err
 		}
 		act.marked = true
 		return nil
 	}
-	if ds, ok := e.cfg.Store.(DispatchStarter); ok && act.markSeq != 0 {
-		if err := ds.StartRunDispatched(ctx, act.run, act.markSeq); err != nil {
+	if act.markSeq != 0 {
+		if err := e.cfg.Store.StartRunDispatched(ctx, act.run, act.markSeq); err != nil {
 			return err
 		}
 		act.marked = true
@@ -650,15 +650,12 @@ func (e *Engine) logEvent(ev *Event) {
 const maxEventBatch = 512
 
 // eventWriter stores engine events in order, in batches, until the log is
-// closed. A store that can (EventLogStore) stores them with its next
-// commit of other writes: a run's events then cost no transaction of
+// closed, with AppendEventsLater: a store that can stores them with its
+// next commit of other writes, so a run's events cost no transaction of
 // their own.
 func (e *Engine) eventWriter() {
 	defer close(e.eventLogDone)
-	appendEvents := e.cfg.Store.AppendEvents
-	if ls, ok := e.cfg.Store.(EventLogStore); ok {
-		appendEvents = ls.AppendEventsLater
-	}
+	appendEvents := e.cfg.Store.AppendEventsLater
 	batch := make([]*Event, 0, maxEventBatch)
 	for ev := range e.eventLog {
 		batch = append(batch[:0], ev)

@@ -52,19 +52,15 @@ const (
 
 // tracker returns how step (-1: a tool of the model stage) of run records
 // the process groups it starts, and drops the record once the group has
-// ended (nil when the engine keeps none, or for a preview). This is where
-// the record's place is decided: the engine's ProcJournal when it has
-// one (a pwrite, no commit), else a ProcStore (a commit; the record stays
+// ended (nil for a preview). This is where the record's place is
+// decided: the engine's ProcJournal when it has one (a pwrite, no
+// commit), else the store (Store.AddRunProc: a commit; the record stays
 // in the run's row).
 func (e *Engine) tracker(run *Run, step int, preview bool) func(ProcGroup) (done func()) {
 	if preview {
 		return nil
 	}
-	ps, _ := e.cfg.Store.(ProcStore)
 	j := e.cfg.Procs
-	if j == nil && ps == nil {
-		return nil
-	}
 	return func(g ProcGroup) func() {
 		g.Step = step
 		if j != nil {
@@ -72,13 +68,9 @@ func (e *Engine) tracker(run *Run, step int, preview bool) func(ProcGroup) (done
 			if err == nil {
 				return done
 			}
-			if ps == nil {
-				e.log.Error("record a step's process group", "hook", run.Hook, "run", run.ID, "pgid", g.PGID, "err", err)
-				return nil
-			}
 			e.log.Warn("record a step's process group in the store instead", "hook", run.Hook, "run", run.ID, "pgid", g.PGID, "err", err)
 		}
-		if err := ps.AddRunProc(context.Background(), run.ID, g); err != nil {
+		if err := e.cfg.Store.AddRunProc(context.Background(), run.ID, g); err != nil {
 			e.log.Error("record a step's process group", "hook", run.Hook, "run", run.ID, "pgid", g.PGID, "err", err)
 		}
 		return nil

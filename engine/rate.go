@@ -16,22 +16,13 @@ type Rate struct {
 // last Rate.Window.
 const GateRate = "rate"
 
-// RateStore is a Store that tells when a hook's runs started, so that a
-// restart keeps counting a rate window.
-type RateStore interface {
-	// StartsSince returns the start times of hook's runs that started at
-	// or after since, oldest first.
-	StartsSince(ctx context.Context, hook string, since time.Time) ([]time.Time, error)
-}
-
 // loadStarts fills ent's rate window from the store.
 func (s *state) loadStarts(ctx context.Context, ent *entry, now time.Time) error {
 	r := ent.hook.Rate
-	rs, ok := s.cfg.Store.(RateStore)
-	if r.N <= 0 || !ok {
+	if r.N <= 0 {
 		return nil
 	}
-	starts, err := rs.StartsSince(ctx, ent.hook.Name, now.Add(-r.Window))
+	starts, err := s.cfg.Store.StartsSince(ctx, ent.hook.Name, now.Add(-r.Window))
 	if err != nil {
 		return fmt.Errorf("hook %s: load rate window: %w", ent.hook.Name, err)
 	}

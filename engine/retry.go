@@ -101,27 +101,11 @@ type PendingRetry struct {
 	Depth     int
 }
 
-// RetryStore is a Store that keeps pending retries. Without one, a hook's
-// retry: is not applied (the engine logs it).
-type RetryStore interface {
-	// AddRetry records a pending retry.
-	AddRetry(ctx context.Context, r *PendingRetry) error
-	// PendingRetries returns the pending retries, earliest due first.
-	PendingRetries(ctx context.Context) ([]*PendingRetry, error)
-	// DeleteRetry forgets a pending retry (it fired, or its hook is gone).
-	DeleteRetry(ctx context.Context, runID string) error
-}
-
 // planRetry decides, on the run's goroutine before its final record is
 // stored, whether run is retried; if so it stores the pending retry and
 // sets run.Retry. It returns the pending retry for the loop, or nil.
 func (e *Engine) planRetry(ctx context.Context, h *Hook, run *Run, now time.Time) *PendingRetry {
 	if !h.Retry.retries(run.Status, run.Attempt) {
-		return nil
-	}
-	rs, ok := e.cfg.Store.(RetryStore)
-	if !ok {
-		e.log.Warn("the store keeps no retries; retry: not applied", "hook", h.Name, "run", run.ID)
 		return nil
 	}
 	attempt := max(run.Attempt, 1) + 1
@@ -133,7 +117,7 @@ func (e *Engine) planRetry(ctx context.Context, h *Hook, run *Run, now time.Time
 	if run.RetryOf != "" {
 		p.RetryOf = run.RetryOf
 	}
-	if err := rs.AddRetry(ctx, p); err != nil {
+	if err := e.cfg.Store.AddRetry(ctx, p); err != nil {
 		e.log.Error("store pending retry; the run is not retried", "hook", h.Name, "run", run.ID, "err", err)
 		return nil
 	}
@@ -154,11 +138,7 @@ func (q *retryQueue) add(p *PendingRetry) {
 // restoreRetries loads the pending retries a previous hookd left. One
 // whose run exists already fired (hookd stopped before forgetting it).
 func (s *state) restoreRetries(ctx context.Context) error {
-	rs, ok := s.cfg.Store.(RetryStore)
-	if !ok {
-		return nil
-	}
-	pending, err := rs.PendingRetries(ctx)
+	pending, err := s.cfg.Store.PendingRetries(ctx)
 	if err != nil {
 		return fmt.Errorf("load pending retries: %w", err)
 	}
@@ -230,10 +210,8 @@ func (s *state) fireRetries(now time.Time) {
 }
 
 func (s *state) forgetRetry(p *PendingRetry) {
-	if rs, ok := s.cfg.Store.(RetryStore); ok {
-		if err := rs.DeleteRetry(context.Background(), p.RunID); err != nil {
-			s.e.log.Error("forget pending retry", "hook", p.Hook, "run", p.RunID, "err", err)
-		}
+	if err := s.cfg.Store.DeleteRetry(context.Background(), p.RunID); err != nil {
+		s.e.log.Error("forget pending retry", "hook", p.Hook, "run", p.RunID, "err", err)
 	}
 }
 

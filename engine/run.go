@@ -92,8 +92,8 @@ type Run struct {
 	PrevStart time.Time `json:"-"`
 	// EventSeq is the seq of the stored event, still pending, whose
 	// dispatch triggered this run (0: none, or its start marks the event
-	// dispatched itself). A DispatchStore records the event's dispatch to
-	// the run's hook (DispatchStore.DispatchedTo) with the run's first
+	// dispatched itself). The store records the event's dispatch to
+	// the run's hook (Store.DispatchedTo) with the run's first
 	// record, in its transaction, so that a dispatch of the event again
 	// after a crash or a failover passes the hook by. Not kept with the
 	// run.

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // SearchQuery asks for the finished runs whose records best match Text.
 type SearchQuery struct {
@@ -21,11 +18,4 @@ type SearchHit struct {
 	Time    time.Time `json:"time"`    // when it finished
 	Snippet string    `json:"snippet"` // the matching text, the words in [brackets]
 	Score   float64   `json:"score"`   // BM25: higher is better
-}
-
-// RunSearcher is a store that keeps a full-text index of finished runs:
-// the memory_search step, the search_runs tool, `hookd search` and GET
-// /v1/search read it.
-type RunSearcher interface {
-	SearchRuns(ctx context.Context, q SearchQuery) ([]SearchHit, error)
 }

@@ -43,9 +43,9 @@ type state struct {
 }
 
 // marking names the stored event that the run of hook started while it
-// is dispatched marks dispatched with its start (see DispatchStarter), or
-// the event not stored yet that the run stores with its start (ev, see
-// EventStarter); carrier is the run that took it.
+// is dispatched marks dispatched with its start (Store.StartRunDispatched),
+// or the event not stored yet that the run stores with its start (ev,
+// Store.StartRunWithEvent); carrier is the run that took it.
 type marking struct {
 	hook    string
 	seq     int64
@@ -98,7 +98,7 @@ type active struct {
 	// markSeq is the stored event this run's start marks dispatched in
 	// the same transaction (0: none); marked says, once started is
 	// closed, that it did. carry is the event, not stored yet, that its
-	// start stores (EventStarter); startErr, once started is closed, why
+	// start stores (Store.StartRunWithEvent); startErr, once started is closed, why
 	// the start could not be recorded.
 	markSeq  int64
 	marked   bool
@@ -1007,11 +1007,11 @@ func (s *state) drainQueue() {
 }
 
 // dispatch fires the hooks whose event trigger matches ev. When mark is
-// set (ev is stored pending), ev matches one hook and the store can, the
-// start of the run ev starts marks ev dispatched in the same transaction.
+// set (ev is stored pending) and ev matches one hook, the start of the run
+// ev starts marks ev dispatched in the same transaction.
 //
 // carry, when set, is ev not stored yet: the run ev starts at once, when
-// it is the only hook ev fires, stores it with its start (EventStarter)
+// it is the only hook ev fires, stores it with its start (Store.StartRunWithEvent)
 // and is returned as carrier. refused are the matching hooks a gate
 // refused, each with the record the refusal left (a copy). A stored
 // event (mark) is recorded with what it does to each hook (Run.EventSeq,
@@ -1059,7 +1059,7 @@ func (s *state) dispatch(ev *Event, mark bool, carry *Event, reached []string) (
 		if _, ok := FromTool(ev.Source); ok {
 			reason = ev.Source // the data is a model's: the run is marked, and gated, as such
 		}
-		if _, ok := s.cfg.Store.(DispatchStarter); (ok || s.e.cfg.Cluster != nil) && mark && ev.Seq != 0 && len(s.match) == 1 {
+		if mark && ev.Seq != 0 && len(s.match) == 1 {
 			s.marking = marking{hook: name, seq: ev.Seq}
 		}
 		if carry != nil && len(s.match) == 1 {

@@ -69,13 +69,6 @@ type StepEnv struct {
 	Sandbox *sandbox.Policy
 }
 
-// RecordReader is the read side of the store that steps may use.
-type RecordReader interface {
-	GetRun(ctx context.Context, id string) (*Run, error)
-	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
-	ListEvents(ctx context.Context, typ string, limit int) ([]*Event, error)
-}
-
 var (
 	stepKindsMu sync.RWMutex
 	stepKinds   = map[string]StepKind{}

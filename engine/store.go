@@ -35,13 +35,24 @@ type Merged struct {
 	EventSeq int64
 }
 
-// Store persists runs, schedule state, the queue and events. The engine
-// consumes it; package store implements it on SQLite.
+// Store is the one contract of hookd's stores: every method the engine
+// and the daemon use, implemented whole by SQLite (package store) and
+// PostgreSQL (package store/postgres) and proven by one conformance suite
+// (package store/storetest) run against both. Nothing asks a store what it
+// can do: a capability is a method of this interface, or it is not one.
+//
+// Methods that later work adds (what became of an event, a run's trace
+// context) are added here, to both stores and to the suite at once.
 type Store interface {
+	RecordReader
+	WatchSnapshots
+
 	// HookStates returns the saved state of every hook that has any.
 	HookStates(ctx context.Context) (map[string]HookState, error)
 	// SetPaused records whether a hook is paused.
 	SetPaused(ctx context.Context, hook string, paused bool) error
+
+	// Runs.
 
 	// InsertRun records a run that has not started: queued, or final
 	// (skipped, dropped, cancelled) with its reason.
@@ -51,55 +62,164 @@ type Store interface {
 	// claims the slot. A slot claimed before fails with ErrSlotTaken and
 	// changes nothing.
 	StartRun(ctx context.Context, r *Run) error
+	// StartRunDispatched is StartRun that also marks the stored event with
+	// this seq dispatched, in the same transaction: an event that starts
+	// exactly one run costs a write less, and its mark is never apart from
+	// the start.
+	StartRunDispatched(ctx context.Context, r *Run, seq int64) error
+	// StartRunWithEvent stores ev, marked dispatched, setting ev.Seq, and
+	// starts r as StartRun does, in one transaction: both or neither. An ID
+	// stored before fails with ErrDuplicateEvent and changes nothing.
+	StartRunWithEvent(ctx context.Context, r *Run, ev *Event) error
 	// FinishRun stores a run's final status and results.
 	FinishRun(ctx context.Context, r *Run) error
-	// GetRun returns a run by id, or ErrNotFound.
-	GetRun(ctx context.Context, id string) (*Run, error)
-	// ListRuns returns runs, newest first.
-	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 	// QueuedRuns returns the runs with status queued, oldest first.
 	QueuedRuns(ctx context.Context) ([]*Run, error)
 	// UpdateQueued replaces the event data of a queued run (coalescing).
 	// What merged names was merged into r, and is recorded in the same
 	// transaction: a schedule slot as r's, the hook's last slot advancing
 	// to it, so that a restart does not fire it again; a stored event
-	// still pending as dispatched to r's hook (DispatchStore), so that a
+	// still pending as dispatched to r's hook (DispatchedTo), so that a
 	// dispatch of it again after a crash does not merge it twice.
 	UpdateQueued(ctx context.Context, r *Run, merged Merged) error
 	// RecoverInterrupted marks runs left running by a crash interrupted,
-	// and the hooks' last status with them, and returns them.
+	// and the hooks' last status with them, and returns them with the
+	// process groups recorded for them (AddRunProc).
 	RecoverInterrupted(ctx context.Context, now time.Time) ([]*Run, error)
+	// AddRunProc appends a process group to the record of run id, so that
+	// a hookd started after a crash can kill what the dead one left
+	// running. An engine with a ProcJournal records them there instead (no
+	// commit); what a store holds is still returned and reaped.
+	AddRunProc(ctx context.Context, id string, g ProcGroup) error
 	// LastFingerprint returns the context fingerprint of the hook's latest
 	// run that reached the model or was short-circuited.
 	LastFingerprint(ctx context.Context, hook string) (string, error)
+	// StartsSince returns the start times of hook's runs that started at
+	// or after since, oldest first (a rate: window survives a restart).
+	StartsSince(ctx context.Context, hook string, since time.Time) ([]time.Time, error)
+	// LatestBriefs returns the latest n runs of hook, newest first, with
+	// only what a chart needs.
+	LatestBriefs(ctx context.Context, hook string, n int) ([]RunBrief, error)
+	// BriefsSince returns up to limit runs queued at or after since,
+	// newest first.
+	BriefsSince(ctx context.Context, since time.Time, limit int) ([]RunBrief, error)
+	// RunIDsWithPrefix returns up to limit run ids beginning with prefix,
+	// in id order (hookd run takes a unique prefix).
+	RunIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
 
-	// AppendEvent stores an event and fills in its sequence number; an ID
-	// stored before gives ErrDuplicateEvent.
+	// Events. An event is delivered once to each hook it matches across a
+	// crash (or a cluster's failover): it is stored pending and
+	// dispatched; the first record of each run it triggers (started,
+	// queued, pending or refused by a gate) and each merge of it into a
+	// pending run records, in its own transaction, that the event reached
+	// that hook (Run.EventSeq, Merged.EventSeq); the event is marked
+	// dispatched once those records are stored. Engine.DispatchPending
+	// dispatches what a crash left pending, to the hooks it had not
+	// reached.
+
+	// AppendEvent stores an event, marked dispatched, and fills in its
+	// sequence number; an ID stored before gives ErrDuplicateEvent.
 	AppendEvent(ctx context.Context, ev *Event) error
 	// AppendEvents stores events in one transaction, skipping IDs stored
 	// before.
 	AppendEvents(ctx context.Context, evs []*Event) error
+	// AppendEventsLater stores events as AppendEvents does, where the
+	// store can in the next commit of its other writes (SQLite) or, when
+	// none comes, in one of their own a few milliseconds later, and
+	// returns once they are stored. The engine stores its own events
+	// (hook.run.*, hook.step.*, ...) this way.
+	AppendEventsLater(ctx context.Context, evs []*Event) error
+	// AppendPendingEvent stores ev, marked not yet dispatched, and sets its
+	// Seq; an ID stored before gives ErrDuplicateEvent (and the stored Seq)
+	// and changes nothing.
+	AppendPendingEvent(ctx context.Context, ev *Event) error
+	// MarkDispatched records that the event with this seq was dispatched,
+	// and drops the records of the hooks it reached (DispatchedTo): they
+	// are kept only while it is pending.
+	MarkDispatched(ctx context.Context, seq int64) error
+	// PendingEvents returns up to limit events not yet dispatched, oldest
+	// first.
+	PendingEvents(ctx context.Context, limit int) ([]*Event, error)
+	// DispatchedTo returns the hooks the event with this seq reached while
+	// it was pending, sorted: those a run record or a merge recorded it
+	// for. A record is kept only for an event still pending.
+	DispatchedTo(ctx context.Context, seq int64) ([]string, error)
+	// EventsAfter returns up to limit events whose seq is greater than
+	// after, oldest first (0 or less means 50): the live stream reads on
+	// from the last event it sent.
+	EventsAfter(ctx context.Context, after int64, limit int) ([]*Event, error)
+	// LastEventSeq returns the seq of the latest event, 0 when none.
+	LastEventSeq(ctx context.Context) (int64, error)
+
+	// Retries: a hook's retry: plans the next attempt as a pending retry,
+	// kept across a restart.
+
+	// AddRetry records a pending retry.
+	AddRetry(ctx context.Context, r *PendingRetry) error
+	// PendingRetries returns the pending retries, earliest due first.
+	PendingRetries(ctx context.Context) ([]*PendingRetry, error)
+	// DeleteRetry forgets a pending retry (it fired, or its hook is gone).
+	DeleteRetry(ctx context.Context, runID string) error
+
+	// The spend ledger, so that a restart does not reset a budget.
+
+	// AddUsage records u (a second record of the same run replaces the
+	// first) and deletes the records older than u.At - UsageKept.
+	AddUsage(ctx context.Context, u *Usage) error
+	// UsageSince returns the records at or after since, oldest first.
+	UsageSince(ctx context.Context, since time.Time) ([]*Usage, error)
+
+	// Upkeep.
+
+	// Prune deletes the history p's retention lets go, as of now.
+	Prune(ctx context.Context, now time.Time, p PrunePolicy) (PruneStats, error)
+	// Size returns the database's size on disk.
+	Size(ctx context.Context) (StoreSize, error)
+	// Close closes the store; it is safe to call twice.
+	Close() error
+}
+
+// RecordReader is the read side of the store that steps and tools use.
+type RecordReader interface {
+	// GetRun returns a run by id, or ErrNotFound.
+	GetRun(ctx context.Context, id string) (*Run, error)
+	// ListRuns returns runs, newest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 	// ListEvents returns stored events, newest first.
 	ListEvents(ctx context.Context, typ string, limit int) ([]*Event, error)
+	// SearchRuns searches the full-text index of finished runs: the
+	// memory_search step, the search_runs tool, `hookd search` and GET
+	// /v1/search read it.
+	SearchRuns(ctx context.Context, q SearchQuery) ([]SearchHit, error)
 }
 
-// EventLogStore is a Store that can store events without a transaction
-// of their own. The engine stores its own events (hook.run.*,
-// hook.step.*, ...) this way when the store is one.
-type EventLogStore interface {
-	// AppendEventsLater stores events as AppendEvents does, in the next
-	// commit of the store's other writes or, when none comes, in one of
-	// their own a few milliseconds later, and returns once they are
-	// stored.
-	AppendEventsLater(ctx context.Context, evs []*Event) error
+// PrunePolicy says what Store.Prune deletes.
+type PrunePolicy struct {
+	Retention
+	// Hooks holds the hooks' own retention of their runs, by name.
+	Hooks map[string]HookRetention
+	// Batch bounds the rows deleted per write transaction (0: the store's
+	// default), so the daemon's own writes wait at most for one.
+	Batch int
+	// DryRun counts what would be deleted and deletes nothing.
+	DryRun bool
 }
 
-// ProcStore is a Store that keeps the process groups a running run's
-// steps start, so that RecoverInterrupted returns them with the run and a
-// hookd started after a crash can kill what the dead one left running.
-// An engine with a ProcJournal records them there instead (no commit);
-// what a store holds is still returned and reaped.
-type ProcStore interface {
-	// AddRunProc appends a process group to the record of run id.
-	AddRunProc(ctx context.Context, id string, g ProcGroup) error
+// PruneStats says what Store.Prune deleted (or, on a dry run, would
+// delete).
+type PruneStats struct {
+	Runs       int64         `json:"runs"`        // finished runs
+	Skipped    int64         `json:"skipped"`     // skip and drop records
+	Events     int64         `json:"events"`      // dispatched events
+	Batches    int           `json:"batches"`     // write transactions that deleted
+	FreedBytes int64         `json:"freed_bytes"` // returned to the file system by incremental vacuum
+	Took       time.Duration `json:"took_ns"`
+	DryRun     bool          `json:"dry_run,omitempty"`
+}
+
+// StoreSize is a database's size on disk.
+type StoreSize struct {
+	Bytes     int64 `json:"bytes"`      // the database (SQLite's file)
+	WALBytes  int64 `json:"wal_bytes"`  // its write-ahead log (SQLite)
+	FreeBytes int64 `json:"free_bytes"` // pages inside the file that hold nothing (SQLite)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,10 @@ func (f *fakeRecords) ListEvents(_ context.Context, typ string, limit int) ([]*e
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeRecords) SearchRuns(context.Context, engine.SearchQuery) ([]engine.SearchHit, error) {
+	return nil, errors.New("fakeRecords keeps no search index")
 }
 
 func records() *fakeRecords {

@@ -96,8 +96,8 @@ func (s *memorySearch) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 		return fail(res, fmt.Errorf("query: %w", err))
 	}
 	res.Fields["query"] = q
-	searcher, ok := env.Records.(engine.RunSearcher)
-	if !ok {
+	searcher := env.Records
+	if searcher == nil {
 		return fail(res, errors.New("this hookd's store has no search index"))
 	}
 	sq := engine.SearchQuery{Text: q, Hook: s.hook, Limit: s.limit}

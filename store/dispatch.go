@@ -40,8 +40,6 @@ const sqlReached = `INSERT INTO event_dispatches (seq, hook, run_id)
 	SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM events WHERE seq = ?1 AND dispatched = 0)
 	ON CONFLICT (seq, hook) DO NOTHING`
 
-var _ engine.EventStarter = (*DB)(nil)
-
 // reached records, in tx, that the pending event with seq reached hook
 // with run id (seq 0: nothing).
 func (d *DB) reached(ctx context.Context, tx *sql.Tx, seq int64, hook, id string) error {

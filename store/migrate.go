@@ -86,6 +86,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{12, "run search mark", sqlRunSearchMark},     // searchindex.go
 	{13, "events by type", sqlEventsByType},       // events.go
 	{14, "event dispatches", sqlDispatches},       // dispatch.go
+	{15, "run hook version", sqlRunHookVersion},   // runs.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

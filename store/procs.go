@@ -9,8 +9,6 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
-var _ engine.ProcStore = (*DB)(nil)
-
 // sqlRunProcs adds the column that holds the process groups a run's steps
 // started (a JSON list of engine.ProcGroup), written as each starts, so a
 // hookd started after a crash finds what the dead one left running.

@@ -27,28 +27,11 @@ const scanChunk = 2000
 // vacuumStep is how many free pages one incremental_vacuum frees.
 const vacuumStep = 200
 
-// PrunePolicy says what Prune deletes.
-type PrunePolicy struct {
-	engine.Retention
-	// Hooks holds the hooks' own retention of their runs, by name.
-	Hooks map[string]engine.HookRetention
-	// Batch bounds the rows deleted per write transaction (default
-	// DefaultPruneBatch), so the daemon's own writes wait at most for one.
-	Batch int
-	// DryRun counts what would be deleted and deletes nothing.
-	DryRun bool
-}
+// PrunePolicy says what Prune deletes (Batch 0: DefaultPruneBatch).
+type PrunePolicy = engine.PrunePolicy
 
 // PruneStats says what Prune deleted (or, on a dry run, would delete).
-type PruneStats struct {
-	Runs       int64         `json:"runs"`        // finished runs
-	Skipped    int64         `json:"skipped"`     // skip and drop records
-	Events     int64         `json:"events"`      // dispatched events
-	Batches    int           `json:"batches"`     // write transactions that deleted
-	FreedBytes int64         `json:"freed_bytes"` // returned to the file system by incremental vacuum
-	Took       time.Duration `json:"took_ns"`
-	DryRun     bool          `json:"dry_run,omitempty"`
-}
+type PruneStats = engine.PruneStats
 
 // Statuses by how retention treats them.
 var (

@@ -9,8 +9,6 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
-var _ engine.RetryStore = (*DB)(nil)
-
 // sqlRetries adds the table of pending retries: a failed run's retry
 // waiting for its time (retry: in a hook), kept so that a restart keeps
 // the schedule. A row is deleted once its retry fired; the retry's run
@@ -75,8 +73,6 @@ func (d *DB) DeleteRetry(ctx context.Context, runID string) error {
 	}
 	return nil
 }
-
-var _ engine.RateStore = (*DB)(nil)
 
 // StartsSince returns when hook's runs that started at or after since
 // started, oldest first (rate: windows).

@@ -21,15 +21,19 @@ const InterruptedReason = "hookd stopped while the run was in flight"
 // (agent-queue's key), "" when the hook has none.
 const sqlRunProject = `ALTER TABLE runs ADD COLUMN project TEXT NOT NULL DEFAULT '';`
 
+// sqlRunHookVersion adds the version of the hook that triggered the run
+// (engine.Run.HookVersion), as PostgreSQL keeps it (migration 15).
+const sqlRunHookVersion = `ALTER TABLE runs ADD COLUMN hook_version TEXT NOT NULL DEFAULT '';`
+
 // defaultLimit is the number of rows a list returns when no limit is given.
 const defaultLimit = 50
 
 const runCols = `id, hook, "trigger", slot, status, reason, event_type, event, steps,
 	prompt, response, tool_calls, prompt_tokens, completion_tokens, cached_tokens,
-	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project`
+	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project, hook_version`
 
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // sqlUpsertRun inserts a run as running, or starts the queued run of the
 // same id (keeping its seq, hence its place in the history). A run already
@@ -449,7 +453,7 @@ func scanRun(row scanner) (*engine.Run, int64, error) {
 	)
 	dest := []any{&r.ID, &r.Hook, &r.Trigger, &slot, &status, &r.Reason, &r.EventType,
 		&event, &steps, &r.Prompt, &r.Response, &tools, &pt, &ct, &cached,
-		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &seq}
+		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &r.HookVersion, &seq}
 	if err := row.Scan(dest...); err != nil {
 		return nil, 0, err
 	}
@@ -498,7 +502,7 @@ func runArgs(r *engine.Run, st engine.Status) ([]any, error) {
 	return []any{r.ID, r.Hook, r.Trigger, timeArg(r.Slot), string(st), r.Reason, r.EventType,
 		rawArg(r.Event), steps, r.Prompt, r.Response, rawArg(r.ToolCalls), pt, ct, cached,
 		r.Error, r.Fingerprint, r.Depth, timeArg(r.QueuedAt), timeArg(r.StartedAt),
-		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project}, nil
+		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project, r.HookVersion}, nil
 }
 
 func stepsJSON(steps []*engine.StepResult) (any, error) {

@@ -13,8 +13,6 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
-var _ engine.RunSearcher = (*DB)(nil)
-
 // sqlRunSearch adds the full-text index of finished runs (FTS4: the
 // sqlite3 driver builds FTS3/4 in by default; FTS5 needs a build tag, which
 // would break a plain `go build`): a run that reaches a final status after

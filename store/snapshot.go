@@ -26,8 +26,6 @@ CREATE TABLE watch_files (
 ) WITHOUT ROWID;
 `
 
-var _ engine.WatchSnapshots = (*DB)(nil)
-
 // LoadSnapshot returns the files recorded for hook by path; ok is false
 // when no snapshot was ever saved for it.
 func (d *DB) LoadSnapshot(ctx context.Context, hook string) (map[string]engine.FileStamp, bool, error) {

@@ -8,8 +8,6 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
-var _ engine.UsageStore = (*DB)(nil)
-
 // sqlUsage adds the spend ledger: one row per run whose model stage made
 // a call, with the tokens its server reported, so that a restart keeps
 // counting the budgets' windows. Rows are kept engine.UsageKept, apart

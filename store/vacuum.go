@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/hookd/hookd/engine"
 )
 
 // autoVacuumIncremental is PRAGMA auto_vacuum's value for INCREMENTAL.
@@ -83,11 +85,7 @@ func (d *DB) pragma(ctx context.Context, name string) (int64, error) {
 }
 
 // Size is how much room the database takes.
-type Size struct {
-	Bytes     int64 `json:"bytes"`      // the database file
-	WALBytes  int64 `json:"wal_bytes"`  // its write-ahead log
-	FreeBytes int64 `json:"free_bytes"` // pages inside the file that hold nothing
-}
+type Size = engine.StoreSize
 
 // Size returns the database's size on disk.
 func (d *DB) Size(ctx context.Context) (Size, error) {

@@ -43,8 +43,8 @@ type searchRunsArgs struct {
 }
 
 func searchRuns(ctx context.Context, env *engine.ToolEnv, a *searchRunsArgs) (string, error) {
-	s, ok := env.Records.(engine.RunSearcher)
-	if !ok {
+	s := env.Records
+	if s == nil {
 		return "", errors.New("hookd's run history has no search index here")
 	}
 	hook, err := runsOf(env, a.Hook)

@@ -353,6 +353,10 @@ func (f fakeRecords) ListEvents(context.Context, string, int) ([]*engine.Event, 
 	return nil, errors.New("not used")
 }
 
+func (f fakeRecords) SearchRuns(context.Context, engine.SearchQuery) ([]engine.SearchHit, error) {
+	return nil, errors.New("not used")
+}
+
 func TestRuns(t *testing.T) {
 	env, _ := project(t)
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -428,6 +432,6 @@ func TestSearchRunsTool(t *testing.T) {
 	if got := mustCall(t, env, "search_runs", `{"query":"flaky","hook":"triage"}`); !strings.Contains(got, r.ID) {
 		t.Errorf("got %q", got)
 	}
-	env.Records = fakeRecords{}
+	env.Records = nil
 	wantErr(t, env, "search_runs", `{"query":"x"}`, "no search index")
 }

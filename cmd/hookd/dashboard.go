@@ -13,8 +13,6 @@ import (
 
 	"github.com/hookd/hookd/dashboard"
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store"
-	"github.com/hookd/hookd/store/postgres"
 )
 
 // The web dashboard (package dashboard) is served at / on the TCP
@@ -25,7 +23,7 @@ import (
 // dashSource is what the dashboard reads and does.
 type dashSource struct {
 	eng   *engine.Engine
-	db    daemonStore
+	db    engine.Store
 	grace time.Duration
 	nodes clusterNodes // nil on SQLite
 }
@@ -57,14 +55,8 @@ func (s dashSource) BriefsSince(ctx context.Context, since time.Time, limit int)
 	return s.db.BriefsSince(ctx, since, limit)
 }
 func (s dashSource) DatabaseBytes(ctx context.Context) (int64, error) {
-	switch db := s.db.(type) {
-	case *store.DB:
-		size, err := db.Size(ctx)
-		return size.Bytes + size.WALBytes, err
-	case *postgres.DB:
-		return db.Bytes(ctx)
-	}
-	return 0, fmt.Errorf("database size: unknown store %T", s.db)
+	size, err := s.db.Size(ctx)
+	return size.Bytes + size.WALBytes, err
 }
 
 // Nodes lists the nodes sharing a PostgreSQL database for the overview

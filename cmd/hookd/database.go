@@ -14,30 +14,10 @@ import (
 	"github.com/hookd/hookd/store/postgres"
 )
 
-// daemonStore is the daemon's store: the SQLite file (store.DB) or a
+// The daemon's store is an engine.Store: the SQLite file (store.DB) or a
 // PostgreSQL database (postgres.DB, with database: postgres://... in
-// hookd.yaml, HOOKD_DATABASE or --db). Both pass the contract suite in
-// store/storetest.
-type daemonStore interface {
-	engine.Store
-	engine.DispatchStore
-	engine.ProcStore
-	engine.WatchSnapshots
-	engine.RetryStore
-	engine.UsageStore
-	engine.RateStore
-	eventLog
-	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
-	RunIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
-	BriefsSince(ctx context.Context, since time.Time, limit int) ([]engine.RunBrief, error)
-	prunable
-	Close() error
-}
-
-var (
-	_ daemonStore = (*store.DB)(nil)
-	_ daemonStore = (*postgres.DB)(nil)
-)
+// hookd.yaml, HOOKD_DATABASE or --db). Both implement the whole contract
+// and pass its suite in store/storetest.
 
 // daemonLock lets one daemon at a time use a database.
 type daemonLock interface {
@@ -62,7 +42,7 @@ const dbTimeout = 30 * time.Second
 // the command and its pid when the wait begins, and again if another
 // command takes the lock meanwhile (store.LockWait, lockPostgres).
 // Without it, a held lock is an error at once.
-func lockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (st daemonStore, sqlite *store.DB, lock daemonLock, err error) {
+func lockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (st engine.Store, sqlite *store.DB, lock daemonLock, err error) {
 	if d.Database != "" {
 		// The node's own state (its socket) stays in the directory of db.
 		if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
@@ -109,7 +89,7 @@ func lockError(err error, d *config.Daemon) error {
 // openStore opens the database for reading, without the lock: WAL lets
 // the CLI read while the daemon writes, and PostgreSQL serves any number
 // of readers.
-func openStore(d *config.Daemon) (daemonStore, error) {
+func openStore(d *config.Daemon) (engine.Store, error) {
 	if d.Database != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
 		defer cancel()

@@ -13,7 +13,7 @@ import (
 // TestFeedStoreStartsDispatched: the store the daemon gives its engine
 // keeps SQLite's StartRunDispatched, so an event that starts one run is
 // marked dispatched in the transaction of that run's start (through a
-// wrapper that only embedded daemonStore, the engine did not see it and
+// wrapper that only embedded engine.Store, the engine did not see it and
 // marked every event in a write of its own).
 func TestFeedStoreStartsDispatched(t *testing.T) {
 	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
@@ -22,11 +22,7 @@ func TestFeedStoreStartsDispatched(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	st := newFeedStore(db, newEventFeed())
-	ds, ok := st.(engine.DispatchStarter)
-	if !ok {
-		t.Fatalf("the engine's store %T is not an engine.DispatchStarter", st)
-	}
+	ds := newFeedStore(db, newEventFeed())
 	ev := &engine.Event{Type: "deploy", Source: "test", Time: time.Now()}
 	if err := ds.AppendPendingEvent(ctx, ev); err != nil {
 		t.Fatal(err)
@@ -57,11 +53,7 @@ func TestFeedStoreStartsWithEvent(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	feed := newEventFeed()
-	st := newFeedStore(db, feed)
-	es, ok := st.(engine.EventStarter)
-	if !ok {
-		t.Fatalf("the engine's store %T is not an engine.EventStarter", st)
-	}
+	es := newFeedStore(db, feed)
 	woken := feed.changed()
 	ev := &engine.Event{ID: engine.NewID(), Type: "deploy", Source: "test", Time: time.Now()}
 	now := time.Now()

@@ -13,7 +13,7 @@ import (
 // resolveRun finds the run that ref names, for `hookd run`: "last" (the
 // newest run record), a run id, a hook's name (its newest run record),
 // or a unique prefix of a run id (in any case).
-func (c *cli) resolveRun(ctx context.Context, d *config.Daemon, db daemonStore, ref string) (*engine.Run, error) {
+func (c *cli) resolveRun(ctx context.Context, d *config.Daemon, db engine.Store, ref string) (*engine.Run, error) {
 	if ref == "last" {
 		runs, err := db.ListRuns(ctx, engine.RunFilter{Limit: 1})
 		if err != nil {

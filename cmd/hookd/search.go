@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -33,11 +32,7 @@ func cmdSearch(c *cli, args []string) int {
 		return c.errorf("%v", err)
 	}
 	defer db.Close()
-	s, ok := db.(engine.RunSearcher)
-	if !ok {
-		return c.errorf("this database has no search index")
-	}
-	hits, err := s.SearchRuns(context.Background(), engine.SearchQuery{Text: pos[0], Hook: *hook, Limit: *limit})
+	hits, err := db.SearchRuns(context.Background(), engine.SearchQuery{Text: pos[0], Hook: *hook, Limit: *limit})
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -64,11 +59,6 @@ func cmdSearch(c *cli, args []string) int {
 // search serves GET /v1/search?q=WORDS[&hook=H][&limit=N][&since=RFC3339].
 func (a *apiServer) search(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	s, ok := a.st.(engine.RunSearcher)
-	if !ok {
-		writeJSON(w, http.StatusNotImplemented, apiError{Error: "this database has no search index"})
-		return
-	}
 	sq := engine.SearchQuery{Text: q.Get("q"), Hook: q.Get("hook"), Limit: 10}
 	if strings.TrimSpace(sq.Text) == "" {
 		writeJSON(w, http.StatusBadRequest, apiError{Error: "q is required: the words to search for"})
@@ -90,7 +80,7 @@ func (a *apiServer) search(w http.ResponseWriter, r *http.Request) {
 		}
 		sq.Since = t
 	}
-	hits, err := s.SearchRuns(r.Context(), sq)
+	hits, err := a.st.SearchRuns(r.Context(), sq)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error()})
 		return
@@ -100,15 +90,3 @@ func (a *apiServer) search(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, hits)
 }
-
-// SearchRuns searches the store's full-text index, when it has one (the
-// SQLite store does), so that steps, tools and the API find it through the
-// daemon's wrapper.
-func (s *feedStore) SearchRuns(ctx context.Context, q engine.SearchQuery) ([]engine.SearchHit, error) {
-	if rs, ok := s.daemonStore.(engine.RunSearcher); ok {
-		return rs.SearchRuns(ctx, q)
-	}
-	return nil, errNoSearch
-}
-
-var errNoSearch = errors.New("this database has no search index")

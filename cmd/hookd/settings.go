@@ -164,8 +164,8 @@ func hooksDirExists(d *config.Daemon) error {
 
 // local is an engine on this process, holding the database lock.
 type local struct {
-	st    daemonStore // the store, SQLite or PostgreSQL (database.go)
-	db    *store.DB   // the same store when it is SQLite, else nil
+	st    engine.Store // the store, SQLite or PostgreSQL (database.go)
+	db    *store.DB    // the same store when it is SQLite, else nil
 	eng   *engine.Engine
 	hooks []*engine.Hook
 	feed  *eventFeed    // told whenever events are stored

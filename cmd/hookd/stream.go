@@ -49,75 +49,41 @@ func (f *eventFeed) wake() {
 // feedStore is the store the engine writes through: it wakes the feed
 // after every event write.
 type feedStore struct {
-	daemonStore
+	engine.Store
 	feed *eventFeed
 }
 
-// newFeedStore wraps st for the engine. A store that marks an event
-// dispatched in the transaction of the run it started, or stores the
-// event in it (SQLite), keeps those methods through the wrapper, so the
-// engine's checks for engine.DispatchStarter and engine.EventStarter see
-// them.
-func newFeedStore(st daemonStore, feed *eventFeed) engine.Store {
-	fs := &feedStore{daemonStore: st, feed: feed}
-	if es, ok := st.(engine.EventStarter); ok {
-		return &feedEventStarter{feedStarter: &feedStarter{feedStore: fs, ds: es}, es: es}
-	}
-	if ds, ok := st.(engine.DispatchStarter); ok {
-		return &feedStarter{feedStore: fs, ds: ds}
-	}
-	return fs
+// newFeedStore wraps st for the engine.
+func newFeedStore(st engine.Store, feed *eventFeed) engine.Store {
+	return &feedStore{Store: st, feed: feed}
 }
 
-// feedEventStarter is a feedStore over an engine.EventStarter.
-type feedEventStarter struct {
-	*feedStarter
-	es engine.EventStarter
-}
-
-func (s *feedEventStarter) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
-	err := s.es.StartRunWithEvent(ctx, r, ev)
+func (s *feedStore) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
+	err := s.Store.StartRunWithEvent(ctx, r, ev)
 	s.feed.wake()
 	return err
 }
 
-// feedStarter is a feedStore over an engine.DispatchStarter.
-type feedStarter struct {
-	*feedStore
-	ds engine.DispatchStarter
-}
-
-func (s *feedStarter) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
-	return s.ds.StartRunDispatched(ctx, r, seq)
-}
-
 func (s *feedStore) AppendEvent(ctx context.Context, ev *engine.Event) error {
-	err := s.daemonStore.AppendEvent(ctx, ev)
+	err := s.Store.AppendEvent(ctx, ev)
 	s.feed.wake()
 	return err
 }
 
 func (s *feedStore) AppendEvents(ctx context.Context, evs []*engine.Event) error {
-	err := s.daemonStore.AppendEvents(ctx, evs)
+	err := s.Store.AppendEvents(ctx, evs)
 	s.feed.wake()
 	return err
 }
 
-// AppendEventsLater stores engine events with the store's next commit
-// of other writes where the store can (SQLite), else at once.
 func (s *feedStore) AppendEventsLater(ctx context.Context, evs []*engine.Event) error {
-	var err error
-	if ls, ok := s.daemonStore.(engine.EventLogStore); ok {
-		err = ls.AppendEventsLater(ctx, evs)
-	} else {
-		err = s.daemonStore.AppendEvents(ctx, evs)
-	}
+	err := s.Store.AppendEventsLater(ctx, evs)
 	s.feed.wake()
 	return err
 }
 
 func (s *feedStore) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
-	err := s.daemonStore.AppendPendingEvent(ctx, ev)
+	err := s.Store.AppendPendingEvent(ctx, ev)
 	s.feed.wake()
 	return err
 }

@@ -16,13 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-var (
-	_ engine.Store          = (*DB)(nil)
-	_ engine.DispatchStore  = (*DB)(nil)
-	_ engine.ProcStore      = (*DB)(nil)
-	_ engine.WatchSnapshots = (*DB)(nil)
-	_ engine.RetryStore     = (*DB)(nil)
-)
+var _ engine.Store = (*DB)(nil)
 
 // DB is the PostgreSQL store. It is safe for concurrent use, and several
 // processes may use one database at once.

@@ -38,6 +38,12 @@ func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
 	return nil
 }
 
+// AppendEventsLater stores events as AppendEvents does. PostgreSQL has
+// no group commit to join: they take a transaction of their own at once.
+func (d *DB) AppendEventsLater(ctx context.Context, evs []*engine.Event) error {
+	return d.AppendEvents(ctx, evs)
+}
+
 // AppendPendingEvent stores an event marked not yet dispatched and sets
 // ev.Seq. A duplicate ID gives engine.ErrDuplicateEvent and the stored
 // Seq.

@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/hookd/hookd/engine"
 )
-
-var _ engine.RateStore = (*DB)(nil)
 
 // StartsSince returns when hook's runs that started at or after since
 // started, oldest first (rate: windows).

@@ -110,58 +110,102 @@ func insertOrCollapse(ctx context.Context, tx pgx.Tx, r *engine.Run, args []any)
 // (hook, slot) makes a concurrent claimer on any node wait for the first
 // one's transaction and then find the slot held.
 func (d *DB) StartRun(ctx context.Context, r *engine.Run) error {
+	return d.startRun(ctx, r, 0)
+}
+
+// StartRunDispatched is StartRun that also marks the event with this seq
+// dispatched, in the same transaction.
+func (d *DB) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
+	return d.startRun(ctx, r, seq)
+}
+
+// StartRunWithEvent stores ev, marked dispatched, and sets ev.Seq, and
+// starts r as StartRun does, in one transaction that holds the events
+// lock: both are stored or neither is. An ID stored before fails with
+// engine.ErrDuplicateEvent and starts nothing.
+func (d *DB) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
 	args, err := runArgs(r, engine.StatusRunning)
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
-	slot := timeInt(r.Slot)
-	err = d.tx(ctx, func(tx pgx.Tx) error {
-		if slot != 0 {
-			if err := slotFree(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
-				return err
-			}
+	err = d.eventTx(ctx, func(tx pgx.Tx) error {
+		if err := insertEvent(ctx, tx, ev, true); err != nil {
+			return fmt.Errorf("store event %s: %w", ev.ID, err)
 		}
-		tag, err := tx.Exec(ctx, sqlUpsertRun, args...)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			var st string
-			if err := tx.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, r.ID).Scan(&st); err != nil {
-				return err
-			}
-			return fmt.Errorf("run is already %s", st)
-		}
-		if slot != 0 {
-			tag, err := tx.Exec(ctx, `INSERT INTO slots (hook, slot, run_id) VALUES ($1, $2, $3)
-				ON CONFLICT (hook, slot) DO NOTHING`, r.Hook, slot, r.ID)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				// Claimed meanwhile, by this run (a retry) or another.
-				if err := slotFree(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
-					return err
-				}
-			}
-		}
-		if err := reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO hook_state (hook, last_slot, last_start, last_run_id, last_status)
-			VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (hook) DO UPDATE SET
-				last_slot = greatest(hook_state.last_slot, excluded.last_slot),
-				last_start = excluded.last_start,
-				last_run_id = excluded.last_run_id,
-				last_status = excluded.last_status`,
-			r.Hook, slot, timeInt(r.StartedAt), r.ID, string(engine.StatusRunning))
-		return err
+		return startIn(ctx, tx, r, args, 0)
 	})
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// startRun starts r and, when seq is not 0, marks that event dispatched.
+func (d *DB) startRun(ctx context.Context, r *engine.Run, seq int64) error {
+	args, err := runArgs(r, engine.StatusRunning)
+	if err != nil {
+		return fmt.Errorf("start run %s: %w", r.ID, err)
+	}
+	if err := d.tx(ctx, func(tx pgx.Tx) error { return startIn(ctx, tx, r, args, seq) }); err != nil {
+		return fmt.Errorf("start run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// startIn is the write of a run's start, in tx: r with its row's args
+// (runArgs), and the event with seq marked dispatched when seq is not 0.
+func startIn(ctx context.Context, tx pgx.Tx, r *engine.Run, args []any, seq int64) error {
+	slot := timeInt(r.Slot)
+	if slot != 0 {
+		if err := slotFree(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
+			return err
+		}
+	}
+	tag, err := tx.Exec(ctx, sqlUpsertRun, args...)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		var st string
+		if err := tx.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, r.ID).Scan(&st); err != nil {
+			return err
+		}
+		return fmt.Errorf("run is already %s", st)
+	}
+	if slot != 0 {
+		tag, err := tx.Exec(ctx, `INSERT INTO slots (hook, slot, run_id) VALUES ($1, $2, $3)
+			ON CONFLICT (hook, slot) DO NOTHING`, r.Hook, slot, r.ID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			// Claimed meanwhile, by this run (a retry) or another.
+			if err := slotFree(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
+				return err
+			}
+		}
+	}
+	// An event marked dispatched here needs no record of the hooks it
+	// reached: the mark drops them.
+	if r.EventSeq != seq {
+		if err := reached(ctx, tx, r.EventSeq, r.Hook, r.ID); err != nil {
+			return err
+		}
+	}
+	if seq != 0 {
+		if err := markIn(ctx, tx, seq); err != nil {
+			return err
+		}
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO hook_state (hook, last_slot, last_start, last_run_id, last_status)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (hook) DO UPDATE SET
+			last_slot = greatest(hook_state.last_slot, excluded.last_slot),
+			last_start = excluded.last_start,
+			last_run_id = excluded.last_run_id,
+			last_status = excluded.last_status`,
+		r.Hook, slot, timeInt(r.StartedAt), r.ID, string(engine.StatusRunning))
+	return err
 }
 
 // slotFree returns engine.ErrSlotTaken when a run other than id holds the

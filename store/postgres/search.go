@@ -10,8 +10,6 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
-var _ engine.RunSearcher = (*DB)(nil)
-
 // sqlSearch is migration 5: the full-text index of finished runs, a
 // tsvector column kept by a trigger and a GIN index on it. A run is
 // indexed when it is final after it started (its trigger, event, the

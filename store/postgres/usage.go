@@ -9,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var _ engine.UsageStore = (*DB)(nil)
-
 // sqlUsage is the spend ledger, as in SQLite (store/usage.go).
 const sqlUsage = `CREATE TABLE token_usage (
 	run_id     TEXT    PRIMARY KEY,

@@ -42,6 +42,7 @@ func fullRun(id string) *engine.Run {
 		FinishedAt:  t0,
 		Depth:       2,
 		Project:     "proj",
+		HookVersion: "sha256:v1",
 		Attempt:     2,
 		Attempts:    3,
 		RetryOf:     "first",

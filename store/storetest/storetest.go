@@ -1,6 +1,6 @@
-// Package storetest is the contract of hookd's stores as a test suite:
-// what the engine and the daemon rely on, run against every
-// implementation (SQLite in package store, PostgreSQL in package
+// Package storetest is the contract of hookd's stores (engine.Store) as
+// a test suite: every method the engine and the daemon rely on, run
+// against every implementation (SQLite in package store, PostgreSQL in package
 // store/postgres) so that they cannot drift apart.
 //
 // An implementation's test calls Run with an Opener:
@@ -20,40 +20,10 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store"
 )
 
-// Store is what the suite tests: the engine's store interfaces, the event
-// log the live stream reads, and Close.
-type Store interface {
-	engine.Store
-	engine.DispatchStore
-	engine.ProcStore
-	engine.WatchSnapshots
-	engine.RetryStore
-	engine.UsageStore
-	engine.RunSearcher
-	engine.RateStore
-	// LatestBriefs returns the latest n runs of hook, newest first, with
-	// only what a chart needs.
-	LatestBriefs(ctx context.Context, hook string, n int) ([]engine.RunBrief, error)
-	// BriefsSince returns up to limit runs queued at or after since,
-	// newest first.
-	BriefsSince(ctx context.Context, since time.Time, limit int) ([]engine.RunBrief, error)
-	// RunIDsWithPrefix returns up to limit run ids beginning with
-	// prefix, in id order (hookd run takes a unique prefix).
-	RunIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
-	// EventsAfter returns up to limit events whose seq is greater than
-	// after, oldest first (0 or less means 50).
-	EventsAfter(ctx context.Context, after int64, limit int) ([]*engine.Event, error)
-	// LastEventSeq returns the seq of the latest event, 0 when none.
-	LastEventSeq(ctx context.Context) (int64, error)
-	// Prune deletes the history a retention policy lets go (the rules are
-	// the SQLite store's, store.DB.Prune).
-	Prune(ctx context.Context, now time.Time, p store.PrunePolicy) (store.PruneStats, error)
-	// Close closes the store; it is safe to call twice.
-	Close() error
-}
+// Store is what the suite tests: the whole store contract.
+type Store = engine.Store
 
 // Open opens a handle on one database; each call opens another handle
 // on the same database.
@@ -80,6 +50,8 @@ var tests = []struct {
 	{"GetRunNotFound", testGetRunNotFound},
 	{"InsertRun", testInsertRun},
 	{"StartRunQueued", testStartRunQueued},
+	{"StartRunDispatched", testStartRunDispatched},
+	{"StartRunWithEvent", testStartRunWithEvent},
 	{"StartFinishHookState", testStartFinishHookState},
 	{"SetPaused", testSetPaused},
 	{"SlotClaim", testSlotClaim},
@@ -97,6 +69,7 @@ var tests = []struct {
 	{"SkipRecordsCollapse", testSkipRecordsCollapse},
 	{"AppendEvent", testAppendEvent},
 	{"AppendEventsBatch", testAppendEventsBatch},
+	{"AppendEventsLater", testAppendEventsLater},
 	{"PendingEvents", testPendingEvents},
 	{"DispatchRecords", testDispatchRecords},
 	{"EventsAfter", testEventsAfter},
@@ -108,6 +81,7 @@ var tests = []struct {
 	{"PruneKeepsWhatMatters", testPruneKeepsWhatMatters},
 	{"PruneInBatches", testPruneInBatches},
 	{"SearchRuns", testSearchRuns},
+	{"SizeAndClose", testSizeAndClose},
 }
 
 // t0 is a fixed instant with nanoseconds, so round trips show truncation.
