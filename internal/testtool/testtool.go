@@ -20,7 +20,7 @@ const RequireEnv = "HOOKD_REQUIRE_TOOLS"
 // debianPackage names the package of the programs whose package is not
 // named after them.
 var debianPackage = map[string]string{"node": "nodejs", "xargs": "findutils", "envsubst": "gettext-base",
-	"systemd-analyze": "systemd"}
+	"systemd-analyze": "systemd", "nsenter": "util-linux", "setsid": "util-linux", "unshare": "util-linux"}
 
 // Need returns the path of prog on the PATH. When prog is missing it
 // skips t with a message naming prog and its package, or fails t when
