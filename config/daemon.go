@@ -54,7 +54,11 @@ type Daemon struct {
 
 // HookOptions are the options the hooks directory is loaded with.
 func (d *Daemon) HookOptions() Options {
-	return Options{AllowInsecure: d.AllowInsecureHooks, Protected: d.OwnPaths()}
+	mcp := make([]string, len(d.MCPServers))
+	for i, m := range d.MCPServers {
+		mcp[i] = m.Name
+	}
+	return Options{AllowInsecure: d.AllowInsecureHooks, Protected: d.OwnPaths(), MCPServers: mcp}
 }
 
 // ProcJournalSuffix names the process journal after the database file

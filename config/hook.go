@@ -42,6 +42,12 @@ type Options struct {
 	// writes: may neither hold one nor lie inside one. LoadDir adds the
 	// hooks directory.
 	Protected []string
+	// MCPServers, when not nil, are the names of hookd.yaml's
+	// mcp_servers: a tools: entry SERVER.TOOL must name one of them
+	// (their tools are listed only when a run starts the server). Nil
+	// leaves the server unchecked, for a hook read without hookd.yaml.
+	// Daemon.HookOptions sets it.
+	MCPServers []string
 
 	// broad remembers broadDir's answers during one LoadDir: its hooks
 	// mostly share a workdir (the project root). Nil: not remembered.
@@ -162,7 +168,7 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	h.Env = s.env(f.get("env"), "env")
 	s.envNames(f, "secrets", &h.Secrets)
 	s.envNames(f, "env_passthrough", &h.EnvPassthrough)
-	s.tools(f.get("tools"), h)
+	s.tools(f.get("tools"), h, opts.MCPServers)
 	h.AcceptFromTools = !holdsPowerfulTools(h.Tools)
 	f.decode("accept_from_tools", &h.AcceptFromTools)
 	s.writeRoots(f, h)

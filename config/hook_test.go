@@ -98,6 +98,7 @@ func TestInvalidHooks(t *testing.T) {
 			// The registered step kinds depend on what the test binary
 			// links, so the golden files name them KINDS.
 			got := strings.ReplaceAll(err.Error(), "(known: "+knownKinds()+")", "(known: KINDS)")
+			got = strings.ReplaceAll(got, "(built-in: "+knownTools(), "(built-in: TOOLS")
 			golden(t, path, got+"\n")
 		})
 	}

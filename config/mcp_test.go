@@ -42,6 +42,14 @@ mcp_servers:
 	if !reflect.DeepEqual(d.MCPServers, want) {
 		t.Errorf("\n got %+v\nwant %+v", d.MCPServers, want)
 	}
+	// Hooks load knowing the servers' names, to check their tools: entries.
+	var names []string
+	for _, m := range want {
+		names = append(names, m.Name)
+	}
+	if got := d.HookOptions().MCPServers; !reflect.DeepEqual(got, names) {
+		t.Errorf("HookOptions().MCPServers %q, want %q", got, names)
+	}
 }
 
 func TestLoadDaemonMCPServerErrors(t *testing.T) {

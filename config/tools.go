@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -46,7 +47,12 @@ var powerfulTools = []string{"run_command", "write_file"}
 // tools decodes the tools: list. An entry is a tool name (a glob, or an
 // MCP SERVER.TOOL), or a mapping of one tool that triggers other hooks
 // to its targets.
-func (s *state) tools(n *yaml.Node, h *engine.Hook) {
+//
+// Built-in tools are resolved here: a name must be registered
+// (engine.RegisterTool) and a glob must match one. An MCP entry must name
+// a server of mcp (when mcp is not nil); its tools are resolved when a
+// run starts the server.
+func (s *state) tools(n *yaml.Node, h *engine.Hook, mcp []string) {
 	if n == nil {
 		return
 	}
@@ -71,7 +77,9 @@ func (s *state) tools(n *yaml.Node, h *engine.Hook) {
 			case toolEmitEvent:
 				s.errorf(item, p, "emit_event needs the event types it may publish: write `- emit_event: {types: [PATTERN, ...]}`")
 			default:
-				h.Tools = append(h.Tools, name)
+				if s.toolEntry(item, p, name, mcp) {
+					h.Tools = append(h.Tools, name)
+				}
 			}
 		case item.Kind == yaml.MappingNode:
 			s.toolTargets(item, p, h)
@@ -79,6 +87,67 @@ func (s *state) tools(n *yaml.Node, h *engine.Hook) {
 			s.errorf(item, p, "expected a tool name, or a mapping like {fire_hook: {hooks: [NAME]}}, got %s", describe(item))
 		}
 	}
+}
+
+// toolEntry checks a tools: entry listed by name: a built-in tool, a
+// glob matching at least one, or SERVER.PATTERN of a declared MCP
+// server. It reports whether the entry is good.
+func (s *state) toolEntry(n *yaml.Node, p, entry string, mcp []string) bool {
+	if server, pat, ok := strings.Cut(entry, "."); ok {
+		switch {
+		case server == "" || pat == "":
+			s.errorf(n, p, "%q: want SERVER.TOOL or SERVER.* for a tool of an MCP server", entry)
+		case !validGlob(pat):
+			s.errorf(n, p, "%q: %q is not a valid pattern", entry, pat)
+		case mcp == nil || slices.Contains(mcp, server):
+			return true
+		case len(mcp) == 0:
+			s.errorf(n, p, "%q names a tool of MCP server %q, but hookd.yaml declares no mcp_servers", entry, server)
+		default:
+			msg := fmt.Sprintf("%q names a tool of MCP server %q, which hookd.yaml does not declare", entry, server)
+			if sug := suggest(server, mcp); sug != "" {
+				msg += fmt.Sprintf("; did you mean %s?", sug)
+			}
+			s.errorf(n, p, "%s (mcp_servers: %s)", msg, strings.Join(mcp, ", "))
+		}
+		return false
+	}
+	if strings.ContainsAny(entry, "*?[") {
+		if !validGlob(entry) {
+			s.errorf(n, p, "%q is not a valid pattern", entry)
+			return false
+		}
+		for _, name := range engine.ToolNames() {
+			if toolMatch(entry, name) {
+				return true
+			}
+		}
+		s.errorf(n, p, "%q matches no built-in tool (built-in: %s)", entry, knownTools())
+		return false
+	}
+	if _, ok := engine.LookupTool(entry); ok {
+		return true
+	}
+	msg := fmt.Sprintf("unknown tool %q", entry)
+	if sug := suggest(entry, engine.ToolNames()); sug != "" {
+		msg += fmt.Sprintf("; did you mean %s?", sug)
+	}
+	s.errorf(n, p, "%s (built-in: %s; MCP tools are listed as SERVER.TOOL)", msg, knownTools())
+	return false
+}
+
+func knownTools() string {
+	t := engine.ToolNames()
+	if len(t) == 0 {
+		return "none registered"
+	}
+	return strings.Join(t, ", ")
+}
+
+// validGlob reports whether pat is a pattern path.Match accepts.
+func validGlob(pat string) bool {
+	_, err := path.Match(pat, "")
+	return err == nil
 }
 
 // toolTargets decodes `fire_hook: {hooks: [...]}` or

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	_ "github.com/hookd/hookd/tools" // the built-in tools hooks list
 )
 
 // TestToolTargets: fire_hook and emit_event are listed with the hooks and
@@ -106,6 +108,41 @@ func TestToolMatch(t *testing.T) {
 			if got := toolMatch(p, n); got != want {
 				t.Errorf("toolMatch(%q, %q) = %v, path.Match says %v", p, n, got, want)
 			}
+		}
+	}
+}
+
+// TestToolsResolvedAtLoad: a built-in tool's name or glob is resolved when
+// the hook loads, and a SERVER.TOOL entry must name a server of
+// hookd.yaml's mcp_servers (its tools are listed only when a run starts
+// the server). Without hookd.yaml (MCPServers nil) the server is not
+// checked.
+func TestToolsResolvedAtLoad(t *testing.T) {
+	cases := []struct {
+		tools string
+		mcp   []string
+		want  string // "" for none
+	}{
+		{`[read_file, "*_files", "list_*"]`, []string{}, ""},
+		{`[github.search_issues]`, nil, ""},
+		{`[github.search_issues, "github.*", "jira.get_*"]`, []string{"github", "jira"}, ""},
+		{`[read_fiel]`, nil, `x.yaml:2: tools[0]: unknown tool "read_fiel"; did you mean read_file?`},
+		{`[read_file, "gh_*"]`, nil, `x.yaml:2: tools[1]: "gh_*" matches no built-in tool (built-in: `},
+		{`["[read"]`, nil, `x.yaml:2: tools[0]: "[read" is not a valid pattern`},
+		{`[github.search_issues]`, []string{}, `x.yaml:2: tools[0]: "github.search_issues" names a tool of MCP server "github", but hookd.yaml declares no mcp_servers`},
+		{`["gihub.*"]`, []string{"github", "jira"}, `x.yaml:2: tools[0]: "gihub.*" names a tool of MCP server "gihub", which hookd.yaml does not declare; did you mean github? (mcp_servers: github, jira)`},
+		{`[github.]`, []string{"github"}, `x.yaml:2: tools[0]: "github.": want SERVER.TOOL or SERVER.*`},
+		{`["github.[x"]`, []string{"github"}, `x.yaml:2: tools[0]: "github.[x": "[x" is not a valid pattern`},
+	}
+	for _, c := range cases {
+		h, err := ParseHook(strings.NewReader("prompt: hi\ntools: "+c.tools+"\n"), "x.yaml", Options{DefaultName: "x", MCPServers: c.mcp})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("tools %s, mcp_servers %q: %v", c.tools, c.mcp, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("tools %s, mcp_servers %q: got %v, want %s", c.tools, c.mcp, err, c.want)
+		case c.want == "" && len(h.Tools) == 0:
+			t.Errorf("tools %s: none kept", c.tools)
 		}
 	}
 }

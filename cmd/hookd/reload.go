@@ -123,7 +123,11 @@ func (rl *reloader) reload(why string, attrs ...any) {
 		return
 	default:
 	}
-	hooks, hs, errs, kept, ok := loadForReload(rl.d.HooksDir, rl.d.HookOptions(), rl.hooks, rl.log)
+	opts := rl.d.HookOptions()
+	if sr := rl.settings.Load(); sr != nil {
+		opts.MCPServers = sr.hookOptions().MCPServers // hookd.yaml's mcp_servers are taken live
+	}
+	hooks, hs, errs, kept, ok := loadForReload(rl.d.HooksDir, opts, rl.hooks, rl.log)
 	if !ok {
 		return
 	}

@@ -107,6 +107,13 @@ type settingsReloader struct {
 	cur *config.Daemon // the settings last applied
 }
 
+// hookOptions are the hook loading options of the settings last applied.
+func (r *settingsReloader) hookOptions() config.Options {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur.HookOptions()
+}
+
 func (r *settingsReloader) reload(why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -66,3 +66,24 @@ func TestSettingsReload(t *testing.T) {
 		t.Errorf("refusals do not say why:\n%s", d.log)
 	}
 }
+
+// TestHookToolsOfAServerDeclaredLive: mcp_servers: is taken live, so a
+// hook written after hookd.yaml declares a server loads with that
+// server's tools; one naming a server hookd.yaml does not declare is
+// refused with its file and line, and the hooks in place keep running.
+func TestHookToolsOfAServerDeclaredLive(t *testing.T) {
+	e := newEnv(t, "llm: {model: m}\n", map[string]string{"ask.yaml": "prompt: hi\n"})
+	d := e.serve()
+	e.write("hookd.yaml.new", "llm: {model: m}\nmcp_servers:\n  t: {command: [some-mcp-server]}\n")
+	if err := os.Rename(e.path("hookd.yaml.new"), e.path("hookd.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	d.waitLog("hookd.yaml reloaded")
+	e.write("hooks.d/uses-t.yaml", "prompt: hi\ntools: [t.echo]\n")
+	e.write("hooks.d/uses-u.yaml", "prompt: hi\ntools: [u.echo]\n")
+	e.waitList("uses-t loaded", func(hs map[string]engine.HookStatus) bool { _, ok := hs["uses-t"]; return ok })
+	d.waitLog(`uses-u.yaml:2: tools[0]: \"u.echo\" names a tool of MCP server \"u\", which hookd.yaml does not declare`)
+	if _, ok := e.listJSON()["ask"]; !ok {
+		t.Errorf("ask is gone:\n%s", d.log)
+	}
+}
