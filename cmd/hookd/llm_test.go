@@ -125,22 +125,34 @@ tools: [read_file, t.echo]
 }
 
 // TestModelStageFailures: a model error fails the run with the server's
-// message, and a hook listing an unknown tool fails before the model is
-// called.
+// message, and a hook listing an unknown tool, or a tool of an MCP server
+// hookd.yaml does not declare, does not load: validate names its file and
+// line, and the model is never called for it.
 func TestModelStageFailures(t *testing.T) {
 	model := llmtest.New(llmtest.Fail(400, "model 'nope' does not exist"))
 	defer model.Close()
 	e := newEnv(t, "llm: {model: nope, base_url: "+model.BaseURL()+"}\n", map[string]string{
 		"bad-model.yaml": "prompt: hi\n",
 		"bad-tool.yaml":  "prompt: hi\ntools: [read_fiel]\n",
+		"bad-mcp.yaml":   "prompt: hi\ntools: [read_file, github.search_issues]\n",
 	})
 	r := e.must(1, "fire", "bad-model", "--wait")
 	if run := e.getRun(runID(t, r)); run.Status != engine.StatusFailed || !strings.Contains(run.Error, "HTTP 400: model 'nope' does not exist") {
 		t.Errorf("bad-model: %s %q", run.Status, run.Error)
 	}
-	r = e.must(1, "fire", "bad-tool", "--wait")
-	if run := e.getRun(runID(t, r)); run.Status != engine.StatusFailed || !strings.Contains(run.Error, `tools[0]: unknown tool "read_fiel"`) {
-		t.Errorf("bad-tool: %s %q", run.Status, run.Error)
+	r = e.must(1, "validate")
+	for _, want := range []string{
+		`hooks.d/bad-tool.yaml:2: tools[0]: unknown tool "read_fiel"; did you mean read_file?`,
+		`hooks.d/bad-mcp.yaml:2: tools[1]: "github.search_issues" names a tool of MCP server "github", but hookd.yaml declares no mcp_servers`,
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("validate does not say %s:\n%s", want, r)
+		}
+	}
+	for _, hook := range []string{"bad-tool", "bad-mcp"} {
+		if r := e.run("fire", hook, "--wait"); r.code == 0 {
+			t.Errorf("fire %s: a hook that did not load ran:\n%s", hook, r)
+		}
 	}
 	if n := len(model.Requests()); n != 1 {
 		t.Errorf("%d model requests, want 1", n)

@@ -105,7 +105,9 @@ func readmeBlock(t *testing.T, heading string) string {
 // the README — the first hook and the reference of every key — loads as
 // written, and that the reference hook file holds no key of hookd.yaml.
 func TestReadmeExamplesLoad(t *testing.T) {
-	e := newEnv(t, "", map[string]string{
+	// The hook files' example lists github.search_issues: hookd.yaml
+	// declares the server, as the README's does.
+	e := newEnv(t, "mcp_servers:\n  github: {command: [github-mcp-server, stdio]}\n", map[string]string{
 		"tests.yaml":       readmeBlock(t, "## A first hook"),
 		"test-triage.yaml": readmeBlock(t, "## Hook files"),
 	})
