@@ -9,8 +9,8 @@ package main
 // payload (write outside the workdir, directly, through a symbolic or a
 // hard link, or by removing; write hookd's state directory; connect over
 // TCP and UDP; read hookd's token, settings and database, its API socket,
-// its environment and, through /proc/PID/root, the token another mount
-// namespace shows; read the hook's secret from a step that does not name
+// its environment, another process's environment holding the secret and,
+// through /proc/PID/root, the token another mount namespace shows; read the hook's secret from a step that does not name
 // it; leave a setsid'd, double-forked or cgroup-escaped process behind;
 // kill hookd; nsenter; umount), through every trigger kind (an event, a
 // watched folder's file names, a manual fire with an event, the model's
@@ -73,7 +73,7 @@ type attackPayload struct {
 var payloads = []attackPayload{
 	{name: "write", sh: func(a *attack) string { return "echo " + a.id + " > " + a.b.canaryDir + "/" + a.id }},
 	{name: "tcp", network: true, sh: func(a *attack) string {
-		return fmt.Sprintf(`bash -c "echo %s > /dev/tcp/127.0.0.1/%d"`, a.id, a.b.tcp.port())
+		return fmt.Sprintf(`curl -s -m 10 http://127.0.0.1:%d/%s`, a.b.tcp.port(), a.id)
 	}},
 	{name: "udp", network: true, sh: func(a *attack) string {
 		return fmt.Sprintf(`bash -c "echo %s > /dev/udp/127.0.0.1/%d"`, a.id, a.b.udp.port())
@@ -101,6 +101,7 @@ var payloads = []attackPayload{
 	{name: "symlink", sh: func(a *attack) string { return "ln -s " + a.b.canaryDir + "/" + a.id + " sl && echo " + a.id + " > sl" }},
 	{name: "remove", sh: func(a *attack) string { return "rm -f " + a.target() }},
 	{name: "hookd-environ", sh: func(a *attack) string { return "tr a-y b-z < /proc/$(cat " + a.pidFile() + ")/environ >&2" }},
+	{name: "holder-environ", sh: func(a *attack) string { return "tr a-y b-z < /proc/" + strconv.Itoa(a.b.holder) + "/environ >&2" }},
 	{name: "proc-root", sh: func(a *attack) string {
 		return fmt.Sprintf("tr a-y b-z < /proc/%d/root%s >&2", os.Getpid(), a.b.e.path("secrets/token"))
 	}},
@@ -236,6 +237,10 @@ type battery struct {
 	udp       *udpCanary
 	attacks   []*attack
 	models    []*llmtest.Server
+	// holder stands for another hook's step that names the secret: a
+	// process of the same user, dumpable, with the secret in its
+	// environment, outside every sandbox.
+	holder int
 }
 
 var sleepSeq struct {
@@ -251,7 +256,7 @@ func nextSleep() int {
 }
 
 func TestContainmentBattery(t *testing.T) {
-	for _, p := range []string{"bash", "git", "jq", "tar", "python3", "setsid", "nsenter", "unshare", "xargs"} {
+	for _, p := range []string{"bash", "curl", "git", "jq", "tar", "python3", "setsid", "nsenter", "unshare", "xargs"} {
 		testtool.Need(t, p)
 	}
 	if os.Geteuid() != 0 {
@@ -323,6 +328,13 @@ func newBattery(t *testing.T, trigger, canaryDir string) *battery {
 		t.Fatal(err)
 	}
 	b.e.write("secrets/token", batteryToken+"\n")
+	holder := exec.Command("sleep", "300")
+	holder.Env = append(os.Environ(), "BATTERY_SECRET="+batterySecret)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	b.holder = holder.Process.Pid
 
 	n := 0
 	for i := range attackTemplates {
@@ -524,7 +536,7 @@ func (b *battery) run() {
 // forbidden are the forms of hookd's and the hook's secrets that no
 // stored record may hold.
 func forbidden() []string {
-	return []string{batteryToken, shifted(batteryToken), shifted(batteryMarker), sqliteShifted, shifted(`"landlock_abi"`),
+	return []string{batteryToken, shifted(batteryToken), shifted(batteryMarker), sqliteShifted, shifted(`"overdue_grace"`),
 		batterySecret, shifted(batterySecret), base64.StdEncoding.EncodeToString([]byte(batterySecret))}
 }
 
