@@ -3,7 +3,6 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -20,7 +19,9 @@ import (
 )
 
 // The tests run the real engine on a real SQLite store with the agent
-// over an llm.Client talking to a scripted chat-completions server, and assert on the run
+// over an llm.Client talking to a scripted chat-completions server (the
+// agent package's tests run it for the loop's side: this harness is the
+// same), and assert on the run
 // record as stored.
 
 // testTool is a tool for the tests.
@@ -48,19 +49,6 @@ func init() {
 			}
 			return "echo: " + a.Text, nil
 		}})
-	engine.RegisterTool(&testTool{name: "test_secret", schema: `{"type":"object"}`,
-		fn: func(_ context.Context, env *engine.ToolEnv, _ json.RawMessage) (string, error) {
-			for _, kv := range env.ToolEnviron("test_secret") {
-				if v, ok := strings.CutPrefix(kv, "SECRET="); ok {
-					return "the secret is " + v, nil
-				}
-			}
-			return "", errors.New("no secret")
-		}})
-	engine.RegisterTool(&testTool{name: "test_fail", schema: `{"type":"object"}`,
-		fn: func(context.Context, *engine.ToolEnv, json.RawMessage) (string, error) {
-			panic("boom")
-		}})
 }
 
 // fixture is an engine with the agent over an llm.Client on a real store.
@@ -78,8 +66,7 @@ func newHook(t *testing.T, srv *llmtest.Server, tweak ...func(*engine.Hook)) *en
 	h := &engine.Hook{
 		Name: "ask", Enabled: true, Overlap: engine.OverlapSkip, Prompt: "What now?",
 		Workdir: t.TempDir(), Timeout: 30 * time.Second, Secrets: []string{"SECRET"},
-		ToolSecrets: map[string][]string{"test_secret": {"SECRET"}}, // the tool that reads it
-		LLM:         engine.LLMConfig{Model: "test-model", BaseURL: srv.BaseURL()},
+		LLM: engine.LLMConfig{Model: "test-model", BaseURL: srv.BaseURL()},
 	}
 	for _, f := range tweak {
 		f(h)

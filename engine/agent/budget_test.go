@@ -1,4 +1,4 @@
-package llm_test
+package agent_test
 
 import (
 	"context"
