@@ -169,6 +169,11 @@ type Store interface {
 	// UsageSince returns the records at or after since, oldest first.
 	UsageSince(ctx context.Context, since time.Time) ([]*Usage, error)
 
+	// Observe sets what the store tells of its writes as they return
+	// (the daemon's live stream is woken so), replacing what was set
+	// before. Set it before the store is shared.
+	Observe(o StoreObserver)
+
 	// Upkeep.
 
 	// Prune deletes the history p's retention lets go, as of now.
@@ -177,6 +182,17 @@ type Store interface {
 	Size(ctx context.Context) (StoreSize, error)
 	// Close closes the store; it is safe to call twice.
 	Close() error
+}
+
+// StoreObserver is told by a store of its writes, on the writer's
+// goroutine, after each write returned (committed or not); a function
+// must not block, and a nil one is not called. The store calls it: no
+// wrapper around a store is needed to watch it.
+type StoreObserver struct {
+	// EventsStored follows every write that stores events: AppendEvent,
+	// AppendEvents, AppendEventsLater, AppendPendingEvent and
+	// StartRunWithEvent.
+	EventsStored func()
 }
 
 // RecordReader is the read side of the store that steps and tools use.

@@ -52,9 +52,10 @@ type DB struct {
 	// Prepared on r.
 	stmtGetRun *sql.Stmt
 
-	gc committer    // group commit of the frequent writes (group.go)
-	ck checkpointer // copies the log into the database file (checkpoint.go)
-	ix indexer      // the search index's background indexer (searchindex.go)
+	gc  committer    // group commit of the frequent writes (group.go)
+	obs Observer     // told of event writes (Observe)
+	ck  checkpointer // copies the log into the database file (checkpoint.go)
+	ix  indexer      // the search index's background indexer (searchindex.go)
 
 	closeOnce sync.Once
 	closeErr  error

@@ -19,7 +19,7 @@ CREATE INDEX events_pending ON events (seq) WHERE dispatched = 0;
 `
 
 // sqlDispatches is migration 14: which hooks a pending event reached
-// (engine.DispatchStore.DispatchedTo). A row is written with the first
+// (engine.Store.DispatchedTo). A row is written with the first
 // record of each run the event triggers and with each merge of it into a
 // pending run, in that write's transaction, and only while the event is
 // pending; marking the event dispatched drops its rows. So the table holds
@@ -65,6 +65,7 @@ func (d *DB) markIn(ctx context.Context, tx *sql.Tx, seq int64) error {
 // Seq is set to the stored one and the error wraps
 // engine.ErrDuplicateEvent.
 func (d *DB) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
+	defer d.obs.EventsStored()
 	row, err := newEventRow(ev, false)
 	if err == nil {
 		err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.insertEventRow(ctx, tx, row) })
@@ -100,7 +101,7 @@ func (d *DB) PendingEvents(ctx context.Context, limit int) ([]*engine.Event, err
 }
 
 // DispatchedTo returns the hooks the pending event with this seq reached
-// (engine.DispatchStore), sorted.
+// (engine.Store.DispatchedTo), sorted.
 func (d *DB) DispatchedTo(ctx context.Context, seq int64) ([]string, error) {
 	rows, err := d.r.QueryContext(ctx, `SELECT hook FROM event_dispatches WHERE seq = ? ORDER BY hook`, seq)
 	if err != nil {

@@ -9,12 +9,16 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
+// Observe sets what the store tells of its writes.
+func (d *DB) Observe(o engine.StoreObserver) { d.obs.Set(o) }
+
 // AppendEvent stores an event and sets ev.Seq. An event without an ID gets
 // a new ULID. An event whose ID was stored before is not stored again: its
 // Seq is set to the stored one and the error wraps
 // engine.ErrDuplicateEvent, which makes publishing with a client-chosen ID
 // idempotent.
 func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
+	defer d.obs.EventsStored()
 	row, err := newEventRow(ev, true)
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.ID, err)
@@ -30,6 +34,7 @@ func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
 // one's Seq. Events whose ID was stored before are skipped (their Seq is
 // the stored one); any other error stores none of them.
 func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
+	defer d.obs.EventsStored()
 	write, err := d.insertEvents(evs)
 	if err == nil {
 		err = d.write(ctx, write)
@@ -44,8 +49,9 @@ func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
 // milliseconds to be stored: they join the next commit of the store's
 // other writes (a run's start, process group or end), or one of their
 // own at most LaterDelay after they came (see group.go). It returns once
-// they are stored (engine.EventLogStore).
+// they are stored.
 func (d *DB) AppendEventsLater(ctx context.Context, evs []*engine.Event) error {
+	defer d.obs.EventsStored()
 	write, err := d.insertEvents(evs)
 	if err == nil {
 		err = d.writeLater(ctx, write)

@@ -101,16 +101,17 @@ func (d *DB) StartRun(ctx context.Context, r *engine.Run) error {
 }
 
 // StartRunDispatched is StartRun that also marks the event with this seq
-// dispatched, in the same transaction (engine.DispatchStarter).
+// dispatched, in the same transaction.
 func (d *DB) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
 	return d.startRun(ctx, r, seq)
 }
 
 // StartRunWithEvent stores ev, marked dispatched, and sets ev.Seq, and
 // starts r as StartRun does, in one transaction: both are stored or
-// neither is (engine.EventStarter). An ID stored before fails with
+// neither is. An ID stored before fails with
 // engine.ErrDuplicateEvent and starts nothing.
 func (d *DB) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
+	defer d.obs.EventsStored()
 	args, err := runArgs(r, engine.StatusRunning)
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)

@@ -278,6 +278,8 @@ func (c *cli) newLocal(ctx context.Context, d *config.Daemon, log *slog.Logger, 
 		return nil, err
 	}
 	l := &local{st: st, db: sqlite, lock: lock, feed: newEventFeed()}
+	// The store wakes the live stream after every event write.
+	st.Observe(engine.StoreObserver{EventsStored: l.feed.wake})
 	// The lock's holder alone opens the process journal, as the database.
 	if l.procs, err = procjournal.Open(d.DB + procJournalSuffix); err != nil {
 		l.close()
@@ -322,7 +324,7 @@ func (c *cli) newLocal(ctx context.Context, d *config.Daemon, log *slog.Logger, 
 		Protected:      l.model.protected,
 		Database:       absPath(d.DB),
 		Credentials:    credentialEnv(d),
-		Store:          newFeedStore(l.st, l.feed),
+		Store:          l.st,
 		Reap:           steps.ReapGroup,
 		Procs:          l.procs,
 		Events:         triggers.NewEventIndex(),

@@ -22,7 +22,9 @@ import (
 // reads on from there, whether the events it missed were written before
 // or after it came back.
 
-// eventFeed wakes stream clients when events are stored.
+// eventFeed wakes stream clients when events are stored: the store tells
+// it of every event write (engine.StoreObserver, set in settings.go), and
+// on a cluster the engine of what other nodes stored (OthersStored).
 type eventFeed struct {
 	mu sync.Mutex
 	ch chan struct{}
@@ -44,48 +46,6 @@ func (f *eventFeed) wake() {
 	close(f.ch)
 	f.ch = make(chan struct{})
 	f.mu.Unlock()
-}
-
-// feedStore is the store the engine writes through: it wakes the feed
-// after every event write.
-type feedStore struct {
-	engine.Store
-	feed *eventFeed
-}
-
-// newFeedStore wraps st for the engine.
-func newFeedStore(st engine.Store, feed *eventFeed) engine.Store {
-	return &feedStore{Store: st, feed: feed}
-}
-
-func (s *feedStore) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
-	err := s.Store.StartRunWithEvent(ctx, r, ev)
-	s.feed.wake()
-	return err
-}
-
-func (s *feedStore) AppendEvent(ctx context.Context, ev *engine.Event) error {
-	err := s.Store.AppendEvent(ctx, ev)
-	s.feed.wake()
-	return err
-}
-
-func (s *feedStore) AppendEvents(ctx context.Context, evs []*engine.Event) error {
-	err := s.Store.AppendEvents(ctx, evs)
-	s.feed.wake()
-	return err
-}
-
-func (s *feedStore) AppendEventsLater(ctx context.Context, evs []*engine.Event) error {
-	err := s.Store.AppendEventsLater(ctx, evs)
-	s.feed.wake()
-	return err
-}
-
-func (s *feedStore) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
-	err := s.Store.AppendPendingEvent(ctx, ev)
-	s.feed.wake()
-	return err
 }
 
 // eventLog is what the stream and the event list read.

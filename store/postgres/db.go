@@ -25,6 +25,7 @@ type DB struct {
 	desc string // the URL without its password, for messages
 
 	closeOnce sync.Once
+	obs       store.Observer // told of event writes (Observe)
 }
 
 // Open connects to the database at url (postgres://user@host/db?...) and

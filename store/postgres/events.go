@@ -10,10 +10,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Observe sets what the store tells of its writes.
+func (d *DB) Observe(o engine.StoreObserver) { d.obs.Set(o) }
+
 // AppendEvent stores an event and sets ev.Seq. An event without an ID
 // gets a new ULID; an ID stored before is not stored again: its Seq is
 // set to the stored one and the error wraps engine.ErrDuplicateEvent.
 func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
+	defer d.obs.EventsStored()
 	err := d.eventTx(ctx, func(tx pgx.Tx) error { return insertEvent(ctx, tx, ev, true) })
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.ID, err)
@@ -24,6 +28,7 @@ func (d *DB) AppendEvent(ctx context.Context, ev *engine.Event) error {
 // AppendEvents stores events in one transaction, in order, setting each
 // one's Seq. IDs stored before are skipped; any other error stores none.
 func (d *DB) AppendEvents(ctx context.Context, evs []*engine.Event) error {
+	defer d.obs.EventsStored()
 	err := d.eventTx(ctx, func(tx pgx.Tx) error {
 		for _, ev := range evs {
 			if err := insertEvent(ctx, tx, ev, true); err != nil && !errors.Is(err, engine.ErrDuplicateEvent) {
@@ -48,6 +53,7 @@ func (d *DB) AppendEventsLater(ctx context.Context, evs []*engine.Event) error {
 // ev.Seq. A duplicate ID gives engine.ErrDuplicateEvent and the stored
 // Seq.
 func (d *DB) AppendPendingEvent(ctx context.Context, ev *engine.Event) error {
+	defer d.obs.EventsStored()
 	err := d.eventTx(ctx, func(tx pgx.Tx) error { return insertEvent(ctx, tx, ev, false) })
 	if err != nil {
 		return fmt.Errorf("append event %s: %w", ev.ID, err)
@@ -123,7 +129,7 @@ func (d *DB) ListEvents(ctx context.Context, typ string, limit int) ([]*engine.E
 }
 
 // sqlDispatches is migration 10: which hooks a pending event reached
-// (engine.DispatchStore.DispatchedTo), as in the SQLite store: a row is
+// (engine.Store.DispatchedTo), as in the SQLite store: a row is
 // written with the first record of each run the event triggers (a
 // release included) and with each merge of it into a pending run, in that
 // write's transaction, only while the event is pending; marking the
@@ -170,7 +176,7 @@ func (d *DB) MarkDispatched(ctx context.Context, seq int64) error {
 }
 
 // DispatchedTo returns the hooks the pending event with this seq reached
-// (engine.DispatchStore), sorted.
+// (engine.Store.DispatchedTo), sorted.
 func (d *DB) DispatchedTo(ctx context.Context, seq int64) ([]string, error) {
 	rows, err := d.pool.Query(ctx, `SELECT hook FROM event_dispatches WHERE seq = $1 ORDER BY hook`, seq)
 	if err != nil {

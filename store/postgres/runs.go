@@ -124,6 +124,7 @@ func (d *DB) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) e
 // lock: both are stored or neither is. An ID stored before fails with
 // engine.ErrDuplicateEvent and starts nothing.
 func (d *DB) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
+	defer d.obs.EventsStored()
 	args, err := runArgs(r, engine.StatusRunning)
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)

@@ -137,3 +137,73 @@ func testSizeAndClose(t *testing.T, e *env) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// testObserver: every write that stores events tells the store's
+// observer once, after the events are readable (the live stream, woken
+// so, reads them); a write that stores none, and a read, tell nothing.
+func testObserver(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store()
+	var (
+		told int
+		seen int64 // the last seq the observer could read when told
+	)
+	s.Observe(engine.StoreObserver{EventsStored: func() {
+		told++
+		seq, err := s.LastEventSeq(ctx)
+		if err != nil {
+			t.Errorf("read the log when told: %v", err)
+		}
+		seen = seq
+	}})
+	writes := []struct {
+		name  string
+		write func() (int64, error) // returns the seq of the last event it stored
+	}{
+		{"AppendEvent", func() (int64, error) {
+			ev := &engine.Event{ID: "e1", Type: "deploy", Time: t0}
+			err := s.AppendEvent(ctx, ev)
+			return ev.Seq, err
+		}},
+		{"AppendEvents", func() (int64, error) {
+			evs := []*engine.Event{{ID: "e2", Type: "deploy", Time: t0}, {ID: "e3", Type: "deploy", Time: t0}}
+			err := s.AppendEvents(ctx, evs)
+			return evs[1].Seq, err
+		}},
+		{"AppendEventsLater", func() (int64, error) {
+			evs := []*engine.Event{{ID: "e4", Type: "hook.run.started", Time: t0}}
+			err := s.AppendEventsLater(ctx, evs)
+			return evs[0].Seq, err
+		}},
+		{"AppendPendingEvent", func() (int64, error) {
+			ev := &engine.Event{ID: "e5", Type: "deploy", Time: t0}
+			err := s.AppendPendingEvent(ctx, ev)
+			return ev.Seq, err
+		}},
+		{"StartRunWithEvent", func() (int64, error) {
+			ev := &engine.Event{ID: "e6", Type: "deploy", Time: t0}
+			err := s.StartRunWithEvent(ctx, &engine.Run{ID: "r1", Hook: "h", Trigger: "event", StartedAt: t0}, ev)
+			return ev.Seq, err
+		}},
+	}
+	for _, w := range writes {
+		before := told
+		seq, err := w.write()
+		if err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		if told != before+1 {
+			t.Errorf("%s told the observer %d times, want 1", w.name, told-before)
+		}
+		if seen < seq {
+			t.Errorf("%s told the observer before its event (seq %d) was readable (last seq %d)", w.name, seq, seen)
+		}
+	}
+	before := told
+	must(t, s.StartRun(ctx, &engine.Run{ID: "r2", Hook: "h", Trigger: "manual", StartedAt: t0}))
+	_, err := s.ListEvents(ctx, "", 10)
+	must(t, err)
+	if told != before {
+		t.Errorf("a run's start and a read told the observer %d times", told-before)
+	}
+}

@@ -70,6 +70,7 @@ var tests = []struct {
 	{"AppendEvent", testAppendEvent},
 	{"AppendEventsBatch", testAppendEventsBatch},
 	{"AppendEventsLater", testAppendEventsLater},
+	{"Observer", testObserver},
 	{"PendingEvents", testPendingEvents},
 	{"DispatchRecords", testDispatchRecords},
 	{"EventsAfter", testEventsAfter},
