@@ -195,6 +195,7 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	}
 	if n, path := f.either("llm", "llm_config"); n != nil {
 		s.llm(n, path, &h.LLM)
+		s.toolChoice(n, path, h)
 	}
 	s.tokenBudget(f, &h.Budget)
 	if n := f.get("notify"); n != nil {

@@ -150,6 +150,52 @@ func validGlob(pat string) bool {
 	return err == nil
 }
 
+// toolChoice checks the hook's llm.tool_choice against its tools: a mode
+// needs a tool to apply to, and a tool's name must be one the hook lists
+// (a built-in by name or glob, SERVER.TOOL of an MCP entry, or a name the
+// model knows an MCP tool by, which only the running server can confirm).
+func (s *state) toolChoice(llm *yaml.Node, path string, h *engine.Hook) {
+	choice := h.LLM.ToolChoice
+	if choice == "" {
+		return
+	}
+	at := resolve(llm)
+	for i := 0; i+1 < len(at.Content); i += 2 {
+		if at.Content[i].Value == "tool_choice" {
+			at = at.Content[i+1]
+			break
+		}
+	}
+	p := join(path, "tool_choice")
+	switch choice {
+	case "auto", "none", "required":
+		if len(h.Tools) == 0 && s.count() == 0 {
+			s.errorf(at, p, "is %s, but the hook lists no tools", choice)
+		}
+		return
+	}
+	for _, t := range h.Tools {
+		server, pat, mcp := strings.Cut(t, ".")
+		switch {
+		case !mcp && t == choice:
+			return
+		case !mcp && toolMatch(t, choice):
+			if _, ok := engine.LookupTool(choice); ok {
+				return
+			}
+		case mcp && strings.Contains(choice, "__"):
+			return // SERVER__TOOL, as the model calls it
+		case mcp:
+			if cs, ct, ok := strings.Cut(choice, "."); ok && cs == server && toolMatch(pat, ct) {
+				return
+			}
+		}
+	}
+	if s.count() == 0 {
+		s.errorf(at, p, "%q is not one of the hook's tools (%s)", choice, strings.Join(h.Tools, ", "))
+	}
+}
+
 // toolTargets decodes `fire_hook: {hooks: [...]}` or
 // `emit_event: {types: [...]}`.
 func (s *state) toolTargets(n *yaml.Node, path string, h *engine.Hook) {

@@ -146,3 +146,32 @@ func TestToolsResolvedAtLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestToolChoiceCheckedAtLoad: a hook's llm.tool_choice names one of its
+// tools, or a mode with tools to apply to, when the hook loads.
+func TestToolChoiceCheckedAtLoad(t *testing.T) {
+	cases := []struct {
+		tools, choice string
+		want          string // "" for none
+	}{
+		{`[read_file]`, `read_file`, ""},
+		{`["*_file"]`, `write_file`, ""},
+		{`[read_file]`, `required`, ""},
+		{`[github.search_issues]`, `github.search_issues`, ""},
+		{`["github.*"]`, `github__search_issues`, ""},
+		{`[read_file, list_files]`, `write_file`, `x.yaml:3: llm.tool_choice: "write_file" is not one of the hook's tools (read_file, list_files)`},
+		{`["*_file"]`, `some_file`, `x.yaml:3: llm.tool_choice: "some_file" is not one of the hook's tools (*_file)`},
+		{`[github.search_issues]`, `github.create_issue`, `x.yaml:3: llm.tool_choice: "github.create_issue" is not one of the hook's tools`},
+		{`[]`, `auto`, `x.yaml:3: llm.tool_choice: is auto, but the hook lists no tools`},
+	}
+	for _, c := range cases {
+		src := "prompt: hi\ntools: " + c.tools + "\nllm: {tool_choice: " + c.choice + "}\nwrite_roots: [out]\n"
+		_, err := ParseHook(strings.NewReader(src), "x.yaml", Options{DefaultName: "x"})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("tools %s, tool_choice %s: %v", c.tools, c.choice, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("tools %s, tool_choice %s: got %v, want %s", c.tools, c.choice, err, c.want)
+		}
+	}
+}
