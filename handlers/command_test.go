@@ -147,9 +147,7 @@ func TestCommandHandlerMatch(t *testing.T) {
 // Shown live first: with the canary's directory declared and the network
 // open, the same command writes it and connects.
 func TestCommandHandlerContained(t *testing.T) {
-	if !sandbox.Default().Status().Contained() {
-		t.Skip("no containment here")
-	}
+	testtool.NeedSandbox(t, sandbox.Default().Status(), testtool.Contained)
 	testtool.Need(t, "bash")
 	outside, err := os.MkdirTemp(".", ".canary-")
 	if err != nil {

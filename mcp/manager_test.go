@@ -20,6 +20,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
+	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 	"github.com/hookd/hookd/mcp"
@@ -317,9 +318,7 @@ func TestHookUsesMCPTools(t *testing.T) {
 // first: the same server with the canary declared writable and the
 // network open does write and connect.
 func TestStdioServerContained(t *testing.T) {
-	if !sandbox.Default().Status().Contained() {
-		t.Skip("no containment here")
-	}
+	testtool.NeedSandbox(t, sandbox.Default().Status(), testtool.CgroupTrees)
 	outside, err := os.MkdirTemp(".", ".canary-")
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ func BenchmarkSpawn(b *testing.B) {
 	sb := New(Options{})
 	defer sb.Close()
 	if !sb.Status().Contained() {
-		b.Skip("no containment here")
+		b.Skip("no containment here") // a benchmark: run by hand, never required
 	}
 	wd := b.TempDir()
 	policy := &Policy{Workdir: wd, Key: "bench", Hidden: []string{wd + "/hookd.yaml", wd + "/.hookd"}}

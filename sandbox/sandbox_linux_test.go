@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -30,12 +32,29 @@ func run(t *testing.T, sb *Sandbox, p *Policy, dir, script string) (string, *Pro
 	return out.String(), proc
 }
 
-func need(t *testing.T, sb *Sandbox) {
+// need skips t when this machine cannot give what it tests (trees: a
+// cgroup per tree; limits: memory and pids limits too), or fails it
+// under HOOKD_REQUIRE_SANDBOX (as testtool.NeedSandbox does; that
+// package imports this one).
+func need(t *testing.T, sb *Sandbox, what ...string) {
 	t.Helper()
 	st := sb.Status()
-	if !st.Contained() {
-		t.Skipf("no containment here: %v", st.Lines())
+	missing := ""
+	switch {
+	case !st.Contained():
+		missing = fmt.Sprintf("no containment here: %v", st.Lines())
+	case slices.Contains(what, "trees") && !st.CgroupsOK:
+		missing = "no cgroup delegation here: " + st.Tree
+	case slices.Contains(what, "limits") && !st.LimitsOK:
+		missing = "limits are not enforceable here: " + st.Limits
 	}
+	if missing == "" {
+		return
+	}
+	if os.Getenv("HOOKD_REQUIRE_SANDBOX") != "" {
+		t.Fatal(missing)
+	}
+	t.Skip(missing)
 }
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
@@ -213,10 +232,7 @@ func TestNetwork(t *testing.T) {
 func TestTreeEndsWithIt(t *testing.T) {
 	sb := New(Options{})
 	defer sb.Close()
-	need(t, sb)
-	if !sb.Status().CgroupsOK {
-		t.Skip("no cgroup delegation here")
-	}
+	need(t, sb, "trees")
 	wd := t.TempDir()
 	out, proc := run(t, sb, &Policy{Workdir: wd}, wd, "setsid sleep 300 >/dev/null 2>&1 & (sleep 301 >/dev/null 2>&1 &) ; sleep 0.1; echo started")
 	left := proc.Pids()
@@ -274,10 +290,7 @@ func TestContainsPeer(t *testing.T) {
 func TestPidsLimit(t *testing.T) {
 	sb := New(Options{})
 	defer sb.Close()
-	need(t, sb)
-	if !sb.Status().LimitsOK {
-		t.Skip("limits are not enforceable here: " + sb.Status().Limits)
-	}
+	need(t, sb, "limits")
 	wd := t.TempDir()
 	out, proc := run(t, sb, &Policy{Workdir: wd, Limits: Limits{Pids: 5}}, wd, "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1 & done; wait; echo done")
 	proc.Release(false)
@@ -339,10 +352,7 @@ func unixPrctlDumpable(v uintptr) error {
 func TestCgroupReuse(t *testing.T) {
 	sb := New(Options{})
 	defer sb.Close()
-	need(t, sb)
-	if !sb.Status().CgroupsOK {
-		t.Skip("no cgroup delegation here")
-	}
+	need(t, sb, "trees")
 	wd := t.TempDir()
 	p := &Policy{Workdir: wd, Network: Network{All: true}}
 	var dirs []string

@@ -22,9 +22,7 @@ func TestAPISocketRefusesContainedPeer(t *testing.T) {
 	t.Parallel()
 	py := testtool.Need(t, "python3")
 	sb := sandbox.Default()
-	if !sb.Status().CgroupsOK {
-		t.Skip("no cgroup delegation here: peers are found by ancestry only")
-	}
+	testtool.NeedSandbox(t, sb.Status(), testtool.CgroupTrees)
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "api.sock")
 	connect := `import socket,sys

@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
+
+	"github.com/hookd/hookd/sandbox"
 )
 
 // RequireEnv names the variable that, set to 1, turns a missing program
@@ -42,4 +45,40 @@ func Need(t testing.TB, prog string) string {
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// RequireSandboxEnv names the variable that turns a missing kernel
+// sandbox from a skip into a failure; CI sets it (.ci/run): its machines
+// have Landlock, namespaces and a writable cgroup tree.
+const RequireSandboxEnv = "HOOKD_REQUIRE_SANDBOX"
+
+// Sandbox is what a containment test needs of the machine.
+type Sandbox int
+
+const (
+	Contained     Sandbox = iota // files and network confined
+	CgroupTrees                  // and each process tree in a cgroup
+	CgroupLimits                 // and memory and pids limits
+)
+
+// NeedSandbox skips t, saying what is missing, when st does not give
+// what the test needs, or fails it when HOOKD_REQUIRE_SANDBOX is set.
+func NeedSandbox(t testing.TB, st sandbox.Status, need Sandbox) {
+	t.Helper()
+	var missing string
+	switch {
+	case !st.Contained():
+		missing = "files and network cannot be confined here: " + strings.Join(st.Lines(), "; ")
+	case need >= CgroupTrees && !st.CgroupsOK:
+		missing = "no cgroup delegation here: " + st.Tree
+	case need >= CgroupLimits && !st.LimitsOK:
+		missing = "limits are not enforceable here: " + st.Limits
+	}
+	if missing == "" {
+		return
+	}
+	if os.Getenv(RequireSandboxEnv) != "" {
+		t.Fatalf("%s (%s is set)", missing, RequireSandboxEnv)
+	}
+	t.Skip(missing)
 }
