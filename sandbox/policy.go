@@ -40,6 +40,9 @@ type Policy struct {
 	// Key names who the process belongs to (the hook): processes of one key
 	// share a network namespace when they have no network.
 	Key string
+	// Detach lets what the tree started keep running after its leader
+	// exits (a step's detach: true).
+	Detach bool
 }
 
 // Network is what a sandboxed process may reach: nothing (the zero value),

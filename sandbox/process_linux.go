@@ -4,6 +4,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Process is one process tree started by a Sandbox.
@@ -14,6 +15,10 @@ type Process struct {
 	tmp  string
 	note string
 	once sync.Once
+	// reaper: the leader is the tree's reaper (no cgroup), which ends
+	// the tree on SIGUSR1.
+	reaper bool
+	os     *os.Process // the leader, signalled safely once reaped
 }
 
 // Pid is the process's id (the tree's leader).
@@ -40,11 +45,24 @@ func (p *Process) Pids() []int {
 // Kill ends the whole tree at once (SIGKILL to every process of its
 // cgroup); without a cgroup only the leader's process group is killed.
 func (p *Process) Kill() {
-	if p.cg != nil {
+	switch {
+	case p.cg != nil:
 		p.cg.kill()
-		return
+	case p.reaper:
+		// The reaper kills and reaps every descendant, setsid'd ones too,
+		// then exits; a SIGKILL to the group would end it first. Should
+		// it not, the group goes after a while.
+		if p.os.Signal(syscall.SIGUSR1) == nil {
+			pgid := p.pid
+			time.AfterFunc(2*time.Second, func() {
+				if p.os.Signal(syscall.Signal(0)) == nil {
+					_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				}
+			})
+		}
+	default:
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 }
 
 // Signal sends sig to every process of the tree (its cgroup), or to the

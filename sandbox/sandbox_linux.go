@@ -31,7 +31,10 @@ type system struct {
 	mountNS bool // a mount namespace can be made (root)
 	netNS   bool // a network namespace can be made (root)
 	root    bool // hookd runs as root: processes lose every capability
-	cg      *cgroups
+	// reaperExe, where no cgroup can be had, is the binary each tree is
+	// started under as its reaper (reaper_linux.go).
+	reaperExe string
+	cg        *cgroups
 
 	mu       sync.Mutex
 	nets     map[string]int // Policy.Key → network namespace fd
@@ -88,6 +91,14 @@ func newSystem() (*system, Status) {
 		st.Hiding = "kept out of the Landlock grants (the workdir's other entries are granted one by one; new top-level files in a directory holding hookd's files cannot be created)"
 	}
 	s.cg, st = newCgroups(st)
+	if s.cg == nil || s.cg.v2 == "" {
+		// No cgroup per tree: a reaper per tree instead.
+		if exe, err := os.Executable(); err == nil {
+			s.reaperExe = exe
+			st.Tree = "a reaper per process tree (hookd started again as a child subreaper): what the tree leaves behind, " +
+				"setsid'd or double-forked, is ended with it; one more process start per step"
+		}
+	}
 	return s, st
 }
 
@@ -268,6 +279,10 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 		s.reapDetached()
 	}
 
+	if s.reaperExe != "" && pr.cg == nil {
+		reaperArgv(s.reaperExe, cmd, p.Detach)
+		notes = append(notes, "reaper")
+	}
 	err = onLockedThread(func() error { return s.fork(cmd, &pr) })
 	if pr.netFD >= 0 && !s.keeps(p.Key, pr.netFD) {
 		unix.Close(pr.netFD)
@@ -275,7 +290,8 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 	if err != nil {
 		return nil, err
 	}
-	proc = &Process{pid: cmd.Process.Pid, sys: s, cg: pr.cg, tmp: tmp, note: strings.Join(notes, ", ")}
+	proc = &Process{pid: cmd.Process.Pid, sys: s, cg: pr.cg, tmp: tmp, note: strings.Join(notes, ", "),
+		reaper: s.reaperExe != "" && pr.cg == nil, os: cmd.Process}
 	s.mu.Lock()
 	s.live[proc] = struct{}{}
 	s.mu.Unlock()
@@ -432,6 +448,9 @@ func (s *system) ruleset(p *Policy, wd string, writes, hidden []string) (int, er
 		readRoots = append([]string{wd}, systemDirs()...)
 		for _, r := range p.Reads {
 			readRoots = append(readRoots, realPath(r))
+		}
+		if s.reaperExe != "" {
+			readRoots = append(readRoots, s.reaperExe)
 		}
 	}
 	// A path that does not exist cannot be read: only the existing ones

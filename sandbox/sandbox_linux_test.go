@@ -371,3 +371,79 @@ func TestCgroupReuse(t *testing.T) {
 		t.Errorf("a killed cgroup was reused: %v", dirs)
 	}
 }
+
+// TestReaperWithoutCgroups: where no cgroup can be had, each tree runs
+// under a reaper (this test binary, started again), and what the tree
+// leaves behind — a setsid'd and a double-forked sleep — ends with it,
+// at its own end and when it is killed. Shown live first: without the
+// reaper, the setsid'd sleep outlives its tree.
+func TestReaperWithoutCgroups(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.sys.cg = nil // as on a machine without cgroup delegation
+	wd := t.TempDir()
+	script := "setsid sleep 300 >/dev/null 2>&1 & echo $! > a.pid; (sleep 301 >/dev/null 2>&1 & echo $! > b.pid); sleep 0.2"
+	alive := func(name string) (int, bool) {
+		b, _ := os.ReadFile(filepath.Join(wd, name))
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if pid <= 0 || syscall.Kill(pid, 0) != nil {
+			return pid, false
+		}
+		st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		return pid, !strings.Contains(string(st), ") Z ")
+	}
+
+	sb.sys.reaperExe = ""
+	_, proc := run(t, sb, &Policy{Workdir: wd}, wd, script)
+	proc.Release(false)
+	pid, ok := alive("a.pid")
+	if !ok {
+		t.Fatal("without a reaper the setsid'd sleep did not outlive its tree: the test shows nothing")
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	if pid, ok := alive("b.pid"); ok {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+
+	sb.sys.reaperExe = exe
+	out, proc := run(t, sb, &Policy{Workdir: wd}, wd, script+"; echo done")
+	proc.Release(false)
+	if !strings.Contains(out, "done") || !strings.Contains(proc.Containment(), "reaper") {
+		t.Fatalf("the tree did not run under its reaper: %q (%s)", out, proc.Containment())
+	}
+	for _, f := range []string{"a.pid", "b.pid"} {
+		if pid, ok := alive(f); ok {
+			t.Errorf("%s: %d outlived its tree", f, pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+
+	// Killed while it runs (a timeout).
+	cmd := exec.Command("/bin/sh", "-c", script+"; sleep 300")
+	cmd.Dir, cmd.Env = wd, []string{"PATH=/usr/bin:/bin"}
+	proc, err = sb.Start(cmd, &Policy{Workdir: wd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok := alive("b.pid"); ok || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	proc.Kill()
+	_ = cmd.Wait()
+	proc.Release(false)
+	for _, f := range []string{"a.pid", "b.pid"} {
+		if pid, ok := alive(f); ok {
+			t.Errorf("killed tree: %s: %d outlived it", f, pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}

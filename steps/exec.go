@@ -203,7 +203,13 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	start := time.Now()
 	var proc *sandbox.Process
 	if c.Policy != nil {
-		proc, err = sandbox.Default().Start(cmd, c.Policy)
+		policy := c.Policy
+		if c.Detach {
+			p := *policy
+			p.Detach = true
+			policy = &p
+		}
+		proc, err = sandbox.Default().Start(cmd, policy)
 		if err == nil {
 			res.Containment = proc.Containment()
 			defer proc.Release(c.Detach)

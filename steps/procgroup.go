@@ -343,8 +343,8 @@ func ReapGroup(g engine.ProcGroup) ([]string, error) {
 // killTree kills the command's whole tree: its cgroup when it has one,
 // else its process group.
 func killTree(proc *sandbox.Process, pgid int) {
-	if proc != nil && proc.Tracked() {
-		proc.Kill()
+	if proc != nil {
+		proc.Kill() // its cgroup, or its reaper, or its group
 		return
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
