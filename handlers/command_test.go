@@ -1,7 +1,6 @@
 package handlers_test
 
 import (
-	"net"
 	"strconv"
 
 	"context"
@@ -149,39 +148,18 @@ func TestCommandHandlerMatch(t *testing.T) {
 func TestCommandHandlerContained(t *testing.T) {
 	testtool.NeedSandbox(t, sandbox.Default().Status(), testtool.Contained)
 	testtool.Need(t, "bash")
-	outside, err := os.MkdirTemp(".", ".canary-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	outside, _ = filepath.Abs(outside)
-	t.Cleanup(func() { os.RemoveAll(outside) })
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	conns := make(chan struct{}, 10)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-			conns <- struct{}{}
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	outside := testtool.CanaryDir(t)
+	canary := testtool.NewTCPCanary(t)
+	port := strconv.Itoa(canary.Addr.Port)
 	attack := func(name string, ps config.ProcessSandbox) (wrote, connected bool) {
 		h := script(t, "cat >/dev/null; echo x > "+filepath.Join(outside, name)+
 			"; bash -c 'exec 3<>/dev/tcp/127.0.0.1/"+port+"'; exit 0", false)
 		h.Dir = t.TempDir()
 		h.Sandbox = ps
-		before := len(conns)
+		before := canary.Count()
 		call(t, h)
 		_, err := os.Stat(filepath.Join(outside, name))
-		time.Sleep(50 * time.Millisecond)
-		return err == nil, len(conns) > before
+		return err == nil, canary.More(before)
 	}
 	if w, c := attack("open", config.ProcessSandbox{Writes: []string{outside}, Network: &sandbox.Network{All: true}}); !w || !c {
 		t.Fatalf("the open handler wrote %v, connected %v: the test shows nothing", w, c)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -319,28 +318,10 @@ func TestHookUsesMCPTools(t *testing.T) {
 // network open does write and connect.
 func TestStdioServerContained(t *testing.T) {
 	testtool.NeedSandbox(t, sandbox.Default().Status(), testtool.CgroupTrees)
-	outside, err := os.MkdirTemp(".", ".canary-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	outside, _ = filepath.Abs(outside)
-	t.Cleanup(func() { os.RemoveAll(outside) })
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	outside := testtool.CanaryDir(t)
+	canary := testtool.NewTCPCanary(t)
 	args := func(name string) string {
-		b, _ := json.Marshal(map[string]string{"path": filepath.Join(outside, name), "addr": ln.Addr().String()})
+		b, _ := json.Marshal(map[string]string{"path": filepath.Join(outside, name), "addr": canary.Addr.String()})
 		return string(b)
 	}
 	escape := func(name string, p *sandbox.Policy) string {

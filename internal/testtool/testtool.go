@@ -56,9 +56,9 @@ const RequireSandboxEnv = "HOOKD_REQUIRE_SANDBOX"
 type Sandbox int
 
 const (
-	Contained     Sandbox = iota // files and network confined
-	CgroupTrees                  // and each process tree in a cgroup
-	CgroupLimits                 // and memory and pids limits
+	Contained    Sandbox = iota // files and network confined
+	CgroupTrees                 // and each process tree in a cgroup
+	CgroupLimits                // and memory and pids limits
 )
 
 // NeedSandbox skips t, saying what is missing, when st does not give
