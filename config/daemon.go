@@ -58,7 +58,22 @@ func (d *Daemon) HookOptions() Options {
 	for i, m := range d.MCPServers {
 		mcp[i] = m.Name
 	}
-	return Options{AllowInsecure: d.AllowInsecureHooks, Protected: d.OwnPaths(), MCPServers: mcp}
+	return Options{AllowInsecure: d.AllowInsecureHooks, Protected: d.OwnPaths(), MCPServers: mcp, Unconfined: d.unconfinedMCP()}
+}
+
+// unconfinedMCP are the stdio servers that declare no sandbox network
+// (and so do not start), unless sandbox: off runs every process as it is.
+func (d *Daemon) unconfinedMCP() map[string]bool {
+	var out map[string]bool
+	for _, s := range d.MCPServers {
+		if s.Command != nil && (s.Sandbox == nil || s.Sandbox.Network == nil) && !d.SandboxOff {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[s.Name] = true
+		}
+	}
+	return out
 }
 
 // ProcJournalSuffix names the process journal after the database file

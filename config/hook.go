@@ -37,6 +37,10 @@ type Options struct {
 	// for Warn: a hook refused where containment is missing, limits that
 	// cannot be enforced.
 	Sandbox *sandbox.Status
+	// Unconfined are the MCP stdio servers of hookd.yaml that declare no
+	// sandbox network, and so do not start: a hook listing their tools
+	// is warned about.
+	Unconfined map[string]bool
 	// Protected are hookd's own paths (the settings file, the token file,
 	// the state directory, the database's files; Daemon.OwnPaths): a
 	// writes: may neither hold one nor lie inside one. LoadDir adds the

@@ -362,12 +362,20 @@ func (s *state) sandboxWarnings(f *fields, h *engine.Hook, opts Options) {
 	networkWarnings(h, s.cmds, func(line int, path, msg string) {
 		opts.Warn(&Error{File: s.file, Line: line, Field: path, Msg: msg})
 	})
+	warn := func(key, msg string) {
+		opts.Warn(&Error{File: s.file, Line: f.keyLine(key), Field: key, Msg: msg})
+	}
+	for i, t := range h.Tools {
+		server, _, ok := strings.Cut(t, ".")
+		if ok && opts.Unconfined[server] {
+			opts.Warn(&Error{File: s.file, Line: f.keyLine("tools"), Field: index("tools", i), Msg: fmt.Sprintf(
+				"%s: mcp_servers.%s declares no sandbox network in hookd.yaml, so it does not start and this hook's model stage fails; "+
+					"add sandbox: {network: false} to it (or true, or a list of TCP ports)", t, server)})
+		}
+	}
 	st := opts.Sandbox
 	if st == nil {
 		return
-	}
-	warn := func(key, msg string) {
-		opts.Warn(&Error{File: s.file, Line: f.keyLine(key), Field: key, Msg: msg})
 	}
 	if !st.Off && !st.Contained() && h.NeedsContainment() {
 		key := "trigger"

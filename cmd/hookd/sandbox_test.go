@@ -311,3 +311,21 @@ func TestShippedExamplesRunContained(t *testing.T) {
 		t.Errorf("only %d steps started a process; the examples changed?", ran)
 	}
 }
+
+// TestValidateUnconfinedMCPServer: a hook that lists the tools of an MCP
+// stdio server declaring no sandbox network (which does not start) is
+// warned about by hookd validate, with the fix; one whose server declares
+// it is not.
+func TestValidateUnconfinedMCPServer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "mcp_servers:\n  bare:\n    command: [mcp-bare]\n  boxed:\n    command: [mcp-boxed]\n    sandbox: {network: false}\n",
+		map[string]string{
+			"a.yaml": "prompt: go\ntools: [bare.search]\n",
+			"b.yaml": "prompt: go\ntools: [boxed.search]\n",
+		})
+	r := e.must(0, "validate")
+	if !strings.Contains(r.stderr, "warning: hooks.d/a.yaml:2: tools[0]: bare.search: mcp_servers.bare declares no sandbox network") ||
+		!strings.Contains(r.stderr, "add sandbox: {network: false}") || strings.Contains(r.stderr, "b.yaml") {
+		t.Errorf("validate:\n%s", r)
+	}
+}
