@@ -240,13 +240,15 @@ tools:
 }
 
 // TestStepCannotReadHookdEnviron: a step cannot read hookd's own
-// environment through /proc/$PPID/environ, as hookd is not dumpable. As
+// environment through /proc/$PPID/environ, as hookd is not dumpable
+// (where no cgroup can be had, the step's parent is its reaper, whose
+// parent is hookd). As
 // root reads every process's environment, a root test runs hookd as
 // nobody.
 func TestStepCannotReadHookdEnviron(t *testing.T) {
 	e := newEnv(t, "", map[string]string{"procenv.yaml": `steps:
   - type: shell
-    command: tr '\0' '\n' < /proc/$PPID/environ
+    command: p=$PPID; if grep -q __hookd-reaper /proc/$p/cmdline; then p=$(awk '/^PPid:/ {print $2}' /proc/$p/status); fi; tr '\0' '\n' < /proc/$p/environ
 skip_llm: true
 `})
 	e.environ = []string{"OPENAI_API_KEY=" + daemonCreds["OPENAI_API_KEY"]}
