@@ -14,7 +14,7 @@ import (
 // filters of ListRuns and the dashboard's timeline.
 const sqlRunsByTime = `CREATE INDEX runs_queued_at ON runs (queued_at);`
 
-const briefCols = `id, hook, status, queued_at, started_at, finished_at`
+const briefCols = BriefCols
 
 // LatestBriefs returns the latest n runs of hook, newest first, with only
 // what a chart needs (the runs_hook_seq index serves it).
@@ -89,19 +89,5 @@ func (d *DB) queryBriefs(ctx context.Context, q string, args ...any) ([]engine.R
 		return nil, err
 	}
 	defer rows.Close()
-	var out []engine.RunBrief
-	for rows.Next() {
-		var (
-			b                    engine.RunBrief
-			status               string
-			queued, started, fin sql.NullInt64
-		)
-		if err := rows.Scan(&b.ID, &b.Hook, &status, &queued, &started, &fin); err != nil {
-			return nil, err
-		}
-		b.Status = engine.Status(status)
-		b.QueuedAt, b.StartedAt, b.FinishedAt = nullTime(queued), nullTime(started), nullTime(fin)
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	return Collect(rows, ScanBrief)
 }

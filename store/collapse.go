@@ -19,7 +19,7 @@ func collapsible(r *engine.Run) bool {
 // and event type), merges r into that record: its repeats grow by one and
 // its finished_at, event and slot become r's, so one record with a count
 // and a time range (queued_at to finished_at) stands for them all. r then
-// takes the record's ID, QueuedAt and Repeats. args are runArgs(r).
+// takes the record's ID, QueuedAt and Repeats. args are RunArgs(r).
 func (d *DB) insertOrCollapse(ctx context.Context, tx *sql.Tx, r *engine.Run, args []any) error {
 	if collapsible(r) {
 		out, err := outcomeArg(r)
@@ -40,7 +40,7 @@ func (d *DB) insertOrCollapse(ctx context.Context, tx *sql.Tx, r *engine.Run, ar
 		case err == nil:
 			_, err = tx.ExecContext(ctx, `UPDATE runs SET repeats = repeats + 1, finished_at = ?,
 				event = ?, slot = coalesce(?, slot) WHERE seq = ?`,
-				timeArg(r.FinishedAt), rawArg(r.Event), timeArg(r.Slot), seq)
+				timeArg(r.FinishedAt), RawArg(r.Event), timeArg(r.Slot), seq)
 			if err != nil {
 				return err
 			}

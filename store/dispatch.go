@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 
 	"github.com/hookd/hookd/engine"
@@ -155,21 +154,5 @@ func (d *DB) queryEvents(ctx context.Context, q string, args ...any) ([]*engine.
 		return nil, err
 	}
 	defer rows.Close()
-	var evs []*engine.Event
-	for rows.Next() {
-		var (
-			ev   engine.Event
-			data string
-			t    sql.NullInt64
-		)
-		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Type, &data, &ev.Source, &t, &ev.Depth); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(data), &ev.Data); err != nil {
-			return nil, fmt.Errorf("decode data of %s: %w", ev.ID, err)
-		}
-		ev.Time = nullTime(t)
-		evs = append(evs, &ev)
-	}
-	return evs, rows.Err()
+	return Collect(rows, ScanEvent)
 }

@@ -210,7 +210,7 @@ func (d *DB) insertEventRow(ctx context.Context, tx *sql.Tx, row eventRow) error
 }
 
 // eventCols are the columns queryEvents reads, in its order.
-const eventCols = `seq, id, type, data, source, time, depth`
+const eventCols = EventCols
 
 // ListEvents returns stored events of type typ ("" for all), newest first.
 // A limit of 0 or less means 50.

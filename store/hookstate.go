@@ -27,17 +27,10 @@ func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error
 	defer rows.Close()
 	states := make(map[string]engine.HookState)
 	for rows.Next() {
-		var (
-			s           engine.HookState
-			slot, start int64
-			status      string
-		)
-		if err := rows.Scan(&s.Hook, &s.Paused, &slot, &start, &s.LastRunID, &status); err != nil {
+		s, err := ScanHookState(rows)
+		if err != nil {
 			return nil, fmt.Errorf("read hook states: %w", err)
 		}
-		s.LastSlot = intTime(slot)
-		s.LastStart = intTime(start)
-		s.LastStatus = engine.Status(status)
 		states[s.Hook] = s
 	}
 	if err := rows.Err(); err != nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -27,9 +26,7 @@ const sqlRetries = `CREATE TABLE retries (
 
 // AddRetry records a pending retry.
 func (d *DB) AddRetry(ctx context.Context, r *engine.PendingRetry) error {
-	_, err := d.w.ExecContext(ctx, `INSERT INTO retries
-		(run_id, hook, retry_of, attempt, attempts, due_at, event, event_type, depth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.RunID, r.Hook, r.RetryOf, r.Attempt, r.Attempts, timeInt(r.At), rawArg(r.Event), r.EventType, r.Depth)
+	_, err := d.w.ExecContext(ctx, `INSERT INTO retries (`+RetryCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, RetryArgs(r)...)
 	if err != nil {
 		return fmt.Errorf("add retry of run %s: %w", r.RetryOf, err)
 	}
@@ -38,29 +35,13 @@ func (d *DB) AddRetry(ctx context.Context, r *engine.PendingRetry) error {
 
 // PendingRetries returns the pending retries, earliest due first.
 func (d *DB) PendingRetries(ctx context.Context) ([]*engine.PendingRetry, error) {
-	rows, err := d.r.QueryContext(ctx, `SELECT run_id, hook, retry_of, attempt, attempts, due_at, event, event_type, depth
-		FROM retries ORDER BY due_at, run_id`)
+	rows, err := d.r.QueryContext(ctx, `SELECT `+RetryCols+` FROM retries ORDER BY due_at, run_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list pending retries: %w", err)
 	}
 	defer rows.Close()
-	var out []*engine.PendingRetry
-	for rows.Next() {
-		var (
-			r     engine.PendingRetry
-			due   int64
-			event *string
-		)
-		if err := rows.Scan(&r.RunID, &r.Hook, &r.RetryOf, &r.Attempt, &r.Attempts, &due, &event, &r.EventType, &r.Depth); err != nil {
-			return nil, fmt.Errorf("list pending retries: %w", err)
-		}
-		r.At = intTime(due)
-		if event != nil && *event != "" {
-			r.Event = json.RawMessage(*event)
-		}
-		out = append(out, &r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := Collect(rows, ScanRetry)
+	if err != nil {
 		return nil, fmt.Errorf("list pending retries: %w", err)
 	}
 	return out, nil

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -28,9 +27,7 @@ const sqlRunHookVersion = `ALTER TABLE runs ADD COLUMN hook_version TEXT NOT NUL
 // defaultLimit is the number of rows a list returns when no limit is given.
 const defaultLimit = 50
 
-const runCols = `id, hook, "trigger", slot, status, reason, event_type, event, steps,
-	prompt, response, tool_calls, prompt_tokens, completion_tokens, cached_tokens,
-	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project, hook_version`
+const runCols = RunCols
 
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -70,7 +67,7 @@ func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
 	if r.Status == "" || r.Status == engine.StatusRunning {
 		return fmt.Errorf("insert run %s: status %q: a run is inserted queued or final; use StartRun", r.ID, r.Status)
 	}
-	args, err := runArgs(r, r.Status)
+	args, err := RunArgs(r, r.Status)
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
@@ -112,7 +109,7 @@ func (d *DB) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) e
 // engine.ErrDuplicateEvent and starts nothing.
 func (d *DB) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
 	defer d.obs.EventsStored()
-	args, err := runArgs(r, engine.StatusRunning)
+	args, err := RunArgs(r, engine.StatusRunning)
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
@@ -134,7 +131,7 @@ func (d *DB) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Ev
 
 // startRun starts r and, when seq is not 0, marks that event dispatched.
 func (d *DB) startRun(ctx context.Context, r *engine.Run, seq int64) error {
-	args, err := runArgs(r, engine.StatusRunning)
+	args, err := RunArgs(r, engine.StatusRunning)
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
@@ -201,7 +198,7 @@ func (d *DB) startIn(ctx context.Context, tx *sql.Tx, r *engine.Run, args []any,
 // (sqlHookStates), so the end writes nothing in hook_state. A run that was
 // never stored is engine.ErrNotFound.
 func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
-	steps, err := stepsJSON(r.Steps)
+	steps, err := StepsArg(r.Steps)
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.ID, err)
 	}
@@ -209,11 +206,11 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.ID, err)
 	}
-	pt, ct, cached := tokenArgs(r.Tokens)
+	pt, ct, cached := TokenArgs(r.Tokens)
 	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, d.stmtFinishRun).ExecContext(ctx,
-			string(r.Status), r.Reason, r.EventType, rawArg(r.Event), steps, r.Prompt,
-			r.Response, rawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
+			string(r.Status), r.Reason, r.EventType, RawArg(r.Event), steps, r.Prompt,
+			r.Response, RawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
 			timeArg(r.FinishedAt), out, r.ID)
 		if err != nil {
 			return err
@@ -234,7 +231,7 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 
 // GetRun returns a run by id, or an error wrapping engine.ErrNotFound.
 func (d *DB) GetRun(ctx context.Context, id string) (*engine.Run, error) {
-	r, _, err := scanRun(d.stmtGetRun.QueryRowContext(ctx, id))
+	r, _, err := ScanRun(d.stmtGetRun.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get run %s: %w", id, engine.ErrNotFound)
 	}
@@ -316,7 +313,7 @@ func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged engine.Merg
 	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET event = ?, event_type = ?, "trigger" = ?,
 			reason = ?, depth = ? WHERE id = ? AND status = ?`,
-			rawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))
+			RawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))
 		if err != nil {
 			return err
 		}
@@ -376,8 +373,9 @@ func (d *DB) RecoverInterrupted(ctx context.Context, now time.Time) ([]*engine.R
 		if err != nil {
 			return err
 		}
+		defer rows.Close()
 		var seqs []int64
-		runs, seqs, err = collectRuns(rows)
+		runs, seqs, err = CollectRuns(rows)
 		if err != nil {
 			return err
 		}
@@ -414,123 +412,9 @@ func (d *DB) queryRuns(ctx context.Context, q string, args ...any) ([]*engine.Ru
 	if err != nil {
 		return nil, err
 	}
-	runs, _, err := collectRuns(rows)
-	return runs, err
-}
-
-// collectRuns scans and closes rows of runCols then seq, in the order the
-// query gives them.
-func collectRuns(rows *sql.Rows) ([]*engine.Run, []int64, error) {
 	defer rows.Close()
-	runs := []*engine.Run{} // an empty list is [] in JSON, never null
-	var seqs []int64
-	for rows.Next() {
-		r, seq, err := scanRun(rows)
-		if err != nil {
-			return nil, nil, err
-		}
-		runs = append(runs, r)
-		seqs = append(seqs, seq)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	return runs, seqs, nil
-}
-
-type scanner interface{ Scan(dest ...any) error }
-
-// scanRun scans runCols then seq.
-func scanRun(row scanner) (*engine.Run, int64, error) {
-	var (
-		r                    engine.Run
-		status               string
-		slot, pt, ct, cached sql.NullInt64
-		queued, started, fin sql.NullInt64
-		event, steps, tools  sql.NullString
-		out                  sql.NullString
-		seq                  int64
-		repeats              int
-	)
-	dest := []any{&r.ID, &r.Hook, &r.Trigger, &slot, &status, &r.Reason, &r.EventType,
-		&event, &steps, &r.Prompt, &r.Response, &tools, &pt, &ct, &cached,
-		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &r.HookVersion, &seq}
-	if err := row.Scan(dest...); err != nil {
-		return nil, 0, err
-	}
-	r.Status = engine.Status(status)
-	if repeats > 1 { // a collapsed record (collapse.go)
-		r.Repeats = repeats
-	}
-	r.Slot = nullTime(slot)
-	r.QueuedAt = nullTime(queued)
-	r.StartedAt = nullTime(started)
-	r.FinishedAt = nullTime(fin)
-	if event.Valid && event.String != "" {
-		r.Event = json.RawMessage(event.String)
-	}
-	if tools.Valid && tools.String != "" {
-		r.ToolCalls = json.RawMessage(tools.String)
-	}
-	if steps.Valid && steps.String != "" {
-		if err := json.Unmarshal([]byte(steps.String), &r.Steps); err != nil {
-			return nil, 0, fmt.Errorf("decode steps of run %s: %w", r.ID, err)
-		}
-	}
-	if pt.Valid {
-		r.Tokens = engine.Tokens{Prompt: pt.Int64, Completion: ct.Int64, Cached: cached.Int64, Known: true}
-	}
-	if err := decodeOutcome(&r, out.String); err != nil {
-		return nil, 0, err
-	}
-	return &r, seq, nil
-}
-
-// runArgs returns the values of runCols for r, with status st.
-func runArgs(r *engine.Run, st engine.Status) ([]any, error) {
-	if r.ID == "" || r.Hook == "" {
-		return nil, errors.New("run has no id or no hook")
-	}
-	steps, err := stepsJSON(r.Steps)
-	if err != nil {
-		return nil, err
-	}
-	out, err := outcomeArg(r)
-	if err != nil {
-		return nil, err
-	}
-	pt, ct, cached := tokenArgs(r.Tokens)
-	return []any{r.ID, r.Hook, r.Trigger, timeArg(r.Slot), string(st), r.Reason, r.EventType,
-		rawArg(r.Event), steps, r.Prompt, r.Response, rawArg(r.ToolCalls), pt, ct, cached,
-		r.Error, r.Fingerprint, r.Depth, timeArg(r.QueuedAt), timeArg(r.StartedAt),
-		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project, r.HookVersion}, nil
-}
-
-func stepsJSON(steps []*engine.StepResult) (any, error) {
-	if len(steps) == 0 {
-		return nil, nil
-	}
-	b, err := engine.MarshalSteps(steps)
-	if err != nil {
-		return nil, fmt.Errorf("encode steps: %w", err)
-	}
-	return string(b), nil
-}
-
-func tokenArgs(t engine.Tokens) (prompt, completion, cached any) {
-	if !t.Known {
-		return nil, nil, nil
-	}
-	return t.Prompt, t.Completion, t.Cached
-}
-
-// rawArg stores JSON as TEXT (so that SQLite's JSON functions and the
-// sqlite3 shell see text), NULL when empty.
-func rawArg(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return string(b)
+	runs, _, err := CollectRuns(rows)
+	return runs, err
 }
 
 // sortBySeq orders runs by their seqs, ascending.

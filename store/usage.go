@@ -47,23 +47,14 @@ func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
 
 // UsageSince returns the usage records at or after since, oldest first.
 func (d *DB) UsageSince(ctx context.Context, since time.Time) ([]*engine.Usage, error) {
-	rows, err := d.r.QueryContext(ctx, `SELECT run_id, hook, model, at, prompt, completion, unreported
+	rows, err := d.r.QueryContext(ctx, `SELECT `+UsageCols+`
 		FROM token_usage WHERE at >= ? ORDER BY at, run_id`, timeInt(since))
 	if err != nil {
 		return nil, fmt.Errorf("list token usage: %w", err)
 	}
 	defer rows.Close()
-	var out []*engine.Usage
-	for rows.Next() {
-		u := &engine.Usage{}
-		var at int64
-		if err := rows.Scan(&u.RunID, &u.Hook, &u.Model, &at, &u.Prompt, &u.Completion, &u.Unreported); err != nil {
-			return nil, fmt.Errorf("list token usage: %w", err)
-		}
-		u.At = intTime(at)
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := Collect(rows, ScanUsage)
+	if err != nil {
 		return nil, fmt.Errorf("list token usage: %w", err)
 	}
 	return out, nil

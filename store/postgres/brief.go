@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
 )
 
-const briefCols = `id, hook, status, queued_at, started_at, finished_at`
+const briefCols = store.BriefCols
 
 // LatestBriefs returns the latest n runs of hook, newest first, with only
 // what a chart needs.
@@ -37,21 +38,7 @@ func (d *DB) queryBriefs(ctx context.Context, q string, args ...any) ([]engine.R
 		return nil, err
 	}
 	defer rows.Close()
-	var out []engine.RunBrief
-	for rows.Next() {
-		var (
-			b                    engine.RunBrief
-			status               string
-			queued, started, fin *int64
-		)
-		if err := rows.Scan(&b.ID, &b.Hook, &status, &queued, &started, &fin); err != nil {
-			return nil, err
-		}
-		b.Status = engine.Status(status)
-		b.QueuedAt, b.StartedAt, b.FinishedAt = nullTime(queued), nullTime(started), nullTime(fin)
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	return store.Collect(rows, store.ScanBrief)
 }
 
 // Bytes returns the size of the database on the server.

@@ -117,7 +117,7 @@ func (d *DB) EnqueueFenced(ctx context.Context, l Lease, r *engine.Run) error {
 	if r.Status != engine.StatusQueued {
 		return fmt.Errorf("enqueue run %s: status %q, want queued", r.ID, r.Status)
 	}
-	args, err := runArgs(r, r.Status)
+	args, err := store.RunArgs(r, r.Status)
 	if err != nil {
 		return fmt.Errorf("enqueue run %s: %w", r.ID, err)
 	}

@@ -2,11 +2,11 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -104,7 +104,7 @@ func insertEvent(ctx context.Context, tx pgx.Tx, ev *engine.Event, dispatched bo
 	return engine.ErrDuplicateEvent
 }
 
-const eventCols = `seq, id, type, data, source, time, depth`
+const eventCols = store.EventCols
 
 // ListEvents returns stored events of type typ ("" for all), newest
 // first. A limit of 0 or less means 50.
@@ -234,21 +234,5 @@ func (d *DB) queryEvents(ctx context.Context, q string, args ...any) ([]*engine.
 		return nil, err
 	}
 	defer rows.Close()
-	var evs []*engine.Event
-	for rows.Next() {
-		var (
-			ev   engine.Event
-			data string
-			t    *int64
-		)
-		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Type, &data, &ev.Source, &t, &ev.Depth); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(data), &ev.Data); err != nil {
-			return nil, fmt.Errorf("decode data of %s: %w", ev.ID, err)
-		}
-		ev.Time = nullTime(t)
-		evs = append(evs, &ev)
-	}
-	return evs, rows.Err()
+	return store.Collect(rows, store.ScanEvent)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -142,7 +143,7 @@ func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) erro
 	if !held {
 		return fmt.Errorf("release run %s: %w", r.ID, engine.ErrLeaseLost)
 	}
-	args, err := runArgs(r, engine.StatusQueued)
+	args, err := store.RunArgs(r, engine.StatusQueued)
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", r.ID, err)
 	}

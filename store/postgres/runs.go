@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -15,9 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const runCols = `id, hook, "trigger", slot, status, reason, event_type, event, steps,
-	prompt, response, tool_calls, prompt_tokens, completion_tokens, cached_tokens,
-	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project, hook_version`
+const runCols = store.RunCols
 
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`
@@ -48,7 +44,7 @@ func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
 	if r.Status == "" || r.Status == engine.StatusRunning {
 		return fmt.Errorf("insert run %s: status %q: a run is inserted queued or final; use StartRun", r.ID, r.Status)
 	}
-	args, err := runArgs(r, r.Status)
+	args, err := store.RunArgs(r, r.Status)
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
@@ -89,7 +85,7 @@ func insertOrCollapse(ctx context.Context, tx pgx.Tx, r *engine.Run, args []any)
 		case err == nil:
 			_, err = tx.Exec(ctx, `UPDATE runs SET repeats = repeats + 1, finished_at = $1,
 				event = $2, slot = coalesce($3, slot) WHERE seq = $4`,
-				timeArg(r.FinishedAt), rawArg(r.Event), timeArg(r.Slot), seq)
+				timeArg(r.FinishedAt), store.RawArg(r.Event), timeArg(r.Slot), seq)
 			if err != nil {
 				return err
 			}
@@ -125,7 +121,7 @@ func (d *DB) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) e
 // engine.ErrDuplicateEvent and starts nothing.
 func (d *DB) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
 	defer d.obs.EventsStored()
-	args, err := runArgs(r, engine.StatusRunning)
+	args, err := store.RunArgs(r, engine.StatusRunning)
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
@@ -143,7 +139,7 @@ func (d *DB) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Ev
 
 // startRun starts r and, when seq is not 0, marks that event dispatched.
 func (d *DB) startRun(ctx context.Context, r *engine.Run, seq int64) error {
-	args, err := runArgs(r, engine.StatusRunning)
+	args, err := store.RunArgs(r, engine.StatusRunning)
 	if err != nil {
 		return fmt.Errorf("start run %s: %w", r.ID, err)
 	}
@@ -254,23 +250,23 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 // of node's runs) commits, so a run is never both interrupted and
 // finished. A run the condition does not select wraps engine.ErrNotFound.
 func (d *DB) finishRun(ctx context.Context, r *engine.Run, node string) error {
-	steps, err := stepsJSON(r.Steps)
+	steps, err := store.StepsArg(r.Steps)
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.ID, err)
 	}
-	out, err := outcomeArg(r)
+	out, err := store.RunOutcomeArg(r)
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.ID, err)
 	}
-	pt, ct, cached := tokenArgs(r.Tokens)
+	pt, ct, cached := store.TokenArgs(r.Tokens)
 	err = d.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE runs SET
 			status = $1, reason = $2, event_type = $3, event = $4, steps = $5, prompt = $6,
 			response = $7, tool_calls = $8, prompt_tokens = $9, completion_tokens = $10,
 			cached_tokens = $11, error = $12, fingerprint = $13, finished_at = $14, outcome = $15
 			WHERE id = $16 AND ($17 = '' OR (node = $17 AND status = 'running'))`,
-			string(r.Status), r.Reason, r.EventType, rawArg(r.Event), steps, r.Prompt,
-			r.Response, rawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
+			string(r.Status), r.Reason, r.EventType, store.RawArg(r.Event), steps, r.Prompt,
+			r.Response, store.RawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
 			timeArg(r.FinishedAt), out, r.ID, node)
 		if err != nil {
 			return err
@@ -293,7 +289,7 @@ func (d *DB) finishRun(ctx context.Context, r *engine.Run, node string) error {
 
 // GetRun returns a run by id, or an error wrapping engine.ErrNotFound.
 func (d *DB) GetRun(ctx context.Context, id string) (*engine.Run, error) {
-	r, _, err := scanRun(d.pool.QueryRow(ctx, `SELECT `+runCols+`, seq FROM runs WHERE id = $1`, id))
+	r, _, err := store.ScanRun(d.pool.QueryRow(ctx, `SELECT `+runCols+`, seq FROM runs WHERE id = $1`, id))
 	if errNoRows(err) {
 		return nil, fmt.Errorf("get run %s: %w", id, engine.ErrNotFound)
 	}
@@ -382,7 +378,7 @@ func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged engine.Merg
 func updateQueued(ctx context.Context, tx pgx.Tx, r *engine.Run, merged engine.Merged) error {
 	tag, err := tx.Exec(ctx, `UPDATE runs SET event = $1, event_type = $2, "trigger" = $3,
 		reason = $4, depth = $5 WHERE id = $6 AND status = $7`,
-		rawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))
+		store.RawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))
 	if err != nil {
 		return err
 	}
@@ -463,127 +459,7 @@ func (d *DB) queryRuns(ctx context.Context, q string, args ...any) ([]*engine.Ru
 // collectRuns scans and closes rows of runCols then seq.
 func collectRuns(rows pgx.Rows) ([]*engine.Run, []int64, error) {
 	defer rows.Close()
-	runs := []*engine.Run{} // an empty list is [] in JSON, never null
-	var seqs []int64
-	for rows.Next() {
-		r, seq, err := scanRun(rows)
-		if err != nil {
-			return nil, nil, err
-		}
-		runs = append(runs, r)
-		seqs = append(seqs, seq)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	return runs, seqs, nil
-}
-
-// scanRun scans runCols then seq.
-func scanRun(row pgx.Row) (*engine.Run, int64, error) {
-	var (
-		r                    engine.Run
-		status               string
-		slot, pt, ct, cached *int64
-		queued, started, fin *int64
-		event, steps, tools  *string
-		out                  *string
-		seq                  int64
-		repeats              int
-	)
-	if err := row.Scan(&r.ID, &r.Hook, &r.Trigger, &slot, &status, &r.Reason, &r.EventType,
-		&event, &steps, &r.Prompt, &r.Response, &tools, &pt, &ct, &cached,
-		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &r.HookVersion, &seq); err != nil {
-		return nil, 0, err
-	}
-	r.Status = engine.Status(status)
-	if repeats > 1 {
-		r.Repeats = repeats
-	}
-	r.Slot, r.QueuedAt, r.StartedAt, r.FinishedAt = nullTime(slot), nullTime(queued), nullTime(started), nullTime(fin)
-	if event != nil && *event != "" {
-		r.Event = json.RawMessage(*event)
-	}
-	if tools != nil && *tools != "" {
-		r.ToolCalls = json.RawMessage(*tools)
-	}
-	if steps != nil && *steps != "" {
-		if err := json.Unmarshal([]byte(*steps), &r.Steps); err != nil {
-			return nil, 0, fmt.Errorf("decode steps of run %s: %w", r.ID, err)
-		}
-	}
-	if pt != nil {
-		r.Tokens = engine.Tokens{Prompt: *pt, Completion: deref(ct), Cached: deref(cached), Known: true}
-	}
-	if out != nil {
-		if err := store.DecodeOutcome(&r, *out); err != nil {
-			return nil, 0, err
-		}
-	}
-	return &r, seq, nil
-}
-
-func deref(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-// runArgs returns the values of runCols for r, with status st.
-func runArgs(r *engine.Run, st engine.Status) ([]any, error) {
-	if r.ID == "" || r.Hook == "" {
-		return nil, errors.New("run has no id or no hook")
-	}
-	steps, err := stepsJSON(r.Steps)
-	if err != nil {
-		return nil, err
-	}
-	out, err := outcomeArg(r)
-	if err != nil {
-		return nil, err
-	}
-	pt, ct, cached := tokenArgs(r.Tokens)
-	return []any{r.ID, r.Hook, r.Trigger, timeArg(r.Slot), string(st), r.Reason, r.EventType,
-		rawArg(r.Event), steps, r.Prompt, r.Response, rawArg(r.ToolCalls), pt, ct, cached,
-		r.Error, r.Fingerprint, r.Depth, timeArg(r.QueuedAt), timeArg(r.StartedAt),
-		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project, r.HookVersion}, nil
-}
-
-func outcomeArg(r *engine.Run) (*string, error) {
-	text, ok, err := store.EncodeOutcome(r)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &text, nil
-}
-
-func stepsJSON(steps []*engine.StepResult) (*string, error) {
-	if len(steps) == 0 {
-		return nil, nil
-	}
-	b, err := engine.MarshalSteps(steps)
-	if err != nil {
-		return nil, fmt.Errorf("encode steps: %w", err)
-	}
-	s := string(b)
-	return &s, nil
-}
-
-func tokenArgs(t engine.Tokens) (prompt, completion, cached *int64) {
-	if !t.Known {
-		return nil, nil, nil
-	}
-	return &t.Prompt, &t.Completion, &t.Cached
-}
-
-// rawArg stores JSON as text, byte for byte; NULL when empty.
-func rawArg(b json.RawMessage) *string {
-	if len(b) == 0 {
-		return nil
-	}
-	s := string(b)
-	return &s
+	return store.CollectRuns(rows)
 }
 
 func sortBySeq(runs []*engine.Run, seqs []int64) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -19,15 +20,10 @@ func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error
 	defer rows.Close()
 	states := make(map[string]engine.HookState)
 	for rows.Next() {
-		var (
-			s           engine.HookState
-			slot, start int64
-			status      string
-		)
-		if err := rows.Scan(&s.Hook, &s.Paused, &slot, &start, &s.LastRunID, &status); err != nil {
+		s, err := store.ScanHookState(rows)
+		if err != nil {
 			return nil, fmt.Errorf("read hook states: %w", err)
 		}
-		s.LastSlot, s.LastStart, s.LastStatus = intTime(slot), intTime(start), engine.Status(status)
 		states[s.Hook] = s
 	}
 	if err := rows.Err(); err != nil {
@@ -182,10 +178,8 @@ func (d *DB) DeleteSnapshot(ctx context.Context, hook string) error {
 
 // AddRetry records a pending retry.
 func (d *DB) AddRetry(ctx context.Context, r *engine.PendingRetry) error {
-	_, err := d.pool.Exec(ctx, `INSERT INTO retries
-		(run_id, hook, retry_of, attempt, attempts, due_at, event, event_type, depth)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		r.RunID, r.Hook, r.RetryOf, r.Attempt, r.Attempts, timeInt(r.At), rawArg(r.Event), r.EventType, r.Depth)
+	_, err := d.pool.Exec(ctx, `INSERT INTO retries (`+store.RetryCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, store.RetryArgs(r)...)
 	if err != nil {
 		return fmt.Errorf("add retry of run %s: %w", r.RetryOf, err)
 	}
@@ -194,29 +188,13 @@ func (d *DB) AddRetry(ctx context.Context, r *engine.PendingRetry) error {
 
 // PendingRetries returns the pending retries, earliest due first.
 func (d *DB) PendingRetries(ctx context.Context) ([]*engine.PendingRetry, error) {
-	rows, err := d.pool.Query(ctx, `SELECT run_id, hook, retry_of, attempt, attempts, due_at, event, event_type, depth
-		FROM retries ORDER BY due_at, run_id`)
+	rows, err := d.pool.Query(ctx, `SELECT `+store.RetryCols+` FROM retries ORDER BY due_at, run_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list pending retries: %w", err)
 	}
 	defer rows.Close()
-	var out []*engine.PendingRetry
-	for rows.Next() {
-		var (
-			r     engine.PendingRetry
-			due   int64
-			event *string
-		)
-		if err := rows.Scan(&r.RunID, &r.Hook, &r.RetryOf, &r.Attempt, &r.Attempts, &due, &event, &r.EventType, &r.Depth); err != nil {
-			return nil, fmt.Errorf("list pending retries: %w", err)
-		}
-		r.At = intTime(due)
-		if event != nil && *event != "" {
-			r.Event = json.RawMessage(*event)
-		}
-		out = append(out, &r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := store.Collect(rows, store.ScanRetry)
+	if err != nil {
 		return nil, fmt.Errorf("list pending retries: %w", err)
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -43,23 +44,14 @@ func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
 
 // UsageSince returns the usage records at or after since, oldest first.
 func (d *DB) UsageSince(ctx context.Context, since time.Time) ([]*engine.Usage, error) {
-	rows, err := d.pool.Query(ctx, `SELECT run_id, hook, model, at, prompt, completion, unreported
+	rows, err := d.pool.Query(ctx, `SELECT `+store.UsageCols+`
 		FROM token_usage WHERE at >= $1 ORDER BY at, run_id`, timeInt(since))
 	if err != nil {
 		return nil, fmt.Errorf("list token usage: %w", err)
 	}
 	defer rows.Close()
-	var out []*engine.Usage
-	for rows.Next() {
-		u := &engine.Usage{}
-		var at int64
-		if err := rows.Scan(&u.RunID, &u.Hook, &u.Model, &at, &u.Prompt, &u.Completion, &u.Unreported); err != nil {
-			return nil, fmt.Errorf("list token usage: %w", err)
-		}
-		u.At = intTime(at)
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := store.Collect(rows, store.ScanUsage)
+	if err != nil {
 		return nil, fmt.Errorf("list token usage: %w", err)
 	}
 	return out, nil
