@@ -29,8 +29,9 @@ type cgroups struct {
 	v2base string            // the cgroup2 mount point
 	seq    atomic.Uint64
 	// stale are the parents of cgroups a hookd that is gone may have
-	// left; they are swept at the first start (sweepOnce), after hookd's
-	// crash recovery has killed (and reported) what its journal knew.
+	// left; they are swept staleSweepDelay after start (or at Close),
+	// after hookd's crash recovery has killed (and reported) what its
+	// journal knew.
 	stale     []string
 	sweepOnce sync.Once
 
@@ -193,6 +194,7 @@ func newCgroups(st Status) (*cgroups, Status) {
 			}
 		}
 	}
+	time.AfterFunc(staleSweepDelay, cg.sweep)
 	if cg.v2 == "" {
 		st.Tree = "process group only: a process that leaves its group (setsid, a double fork) can outlive its step"
 		if len(cg.v1) == 0 {
@@ -306,10 +308,15 @@ func (cs *cgroups) sweep() {
 	})
 }
 
+// staleSweepDelay is how long after start the cgroups of a hookd that
+// is gone are swept: after the new hookd's crash recovery has killed,
+// and named in its records, what its journal knew. The sweep ends what
+// the journal did not know (a process that left its group).
+const staleSweepDelay = 30 * time.Second
+
 // create makes the cgroup of one process tree (or takes an empty one
 // back from the pool when the tree has no limits).
 func (cs *cgroups) create(lim Limits) (*cgroup, error) {
-	cs.sweep()
 	if lim.IsZero() && cs.v2 != "" {
 		cs.mu.Lock()
 		var c *cgroup
