@@ -23,7 +23,7 @@ trigger:
   every: 1s
 steps:
   - type: shell
-    command: '[ -f first.done ] || { touch first.done; echo $$ > first.pid; sleep 30; }'
+    command: '[ -f first.done ] || { touch first.done; sleep 0.5; echo $$ > first.pid; sleep 30; }'
 skip_llm: true
 `
 
