@@ -293,21 +293,7 @@ func xargsSplice(args []callArg, r *callRules) string {
 		if !args[s].isLit || path.Base(args[s].lit) != "xargs" {
 			continue
 		}
-		repl := ""
-		for i := s + 1; i < len(args) && args[i].isLit && strings.HasPrefix(args[i].lit, "-"); i++ {
-			switch l := args[i].lit; {
-			case l == "-I" && i+1 < len(args):
-				repl = args[i+1].lit
-			case strings.HasPrefix(l, "-I"):
-				repl = l[2:]
-			case l == "-i" || l == "--replace":
-				repl = "{}"
-			case strings.HasPrefix(l, "-i"):
-				repl = l[2:]
-			case strings.HasPrefix(l, "--replace="):
-				repl = l[len("--replace="):]
-			}
-		}
+		repl := xargsRepl(args, s)
 		if repl == "" {
 			continue
 		}
