@@ -37,6 +37,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -272,16 +273,37 @@ func Start(bin string) (_ *Server, err error) {
 	s.cmd.Env = serverEnv()
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	s.cmd.SysProcAttr = serverAttr(cred) // on Linux, dies with the test binary
-	if err := s.cmd.Start(); err != nil {
+	if err := s.startHeld(); err != nil {
 		s.log.Close()
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	go func() { s.waitEr = s.cmd.Wait(); close(s.exited) }()
 	if err := s.waitReady(); err != nil {
 		s.Stop()
 		return nil, err
 	}
 	return s, nil
+}
+
+// startHeld starts the server from a goroutine locked to its OS thread
+// and keeps that goroutine, and so the thread, until the server exits.
+// The parent-death signal follows the thread that forked, not the
+// process: forked from an ordinary thread, the server would be stopped
+// whenever the runtime ended that thread, which it does when any
+// goroutine that locked it returns (the sandbox's spawner does so on
+// purpose), in the middle of the test binary's run.
+func (s *Server) startHeld() error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the server
+		err := s.cmd.Start()
+		started <- err
+		if err != nil {
+			return
+		}
+		s.waitEr = s.cmd.Wait()
+		close(s.exited)
+	}()
+	return <-started
 }
 
 // waitReady polls until the server accepts a connection, it exits, or

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -157,3 +159,33 @@ type recordTB struct {
 
 func (r *recordTB) Skipf(format string, args ...any)  { r.skipped = fmt.Sprintf(format, args...) }
 func (r *recordTB) Fatalf(format string, args ...any) { r.failed = fmt.Sprintf(format, args...) }
+
+// TestServerOutlivesEndedThreads: Linux sends the parent-death signal
+// when the *thread* that forked the server ends, not the process. Code
+// under test that locks a goroutine to its thread and returns without
+// unlocking (the sandbox's spawner does) ends threads, one of which may
+// be the one that started the server; the server must keep running.
+func TestServerOutlivesEndedThreads(t *testing.T) {
+	Shared(t)
+	bin, err := FindBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	for i := 0; i < 200; i++ {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		}()
+		<-done
+	}
+	time.Sleep(200 * time.Millisecond) // let a signal, if one was sent, take effect
+	if err := s.Exec(context.Background(), "SELECT 1"); err != nil {
+		t.Fatalf("the server died when threads of the test binary ended: %v\n%s", err, s.logTail())
+	}
+}
