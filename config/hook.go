@@ -8,6 +8,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hookd/hookd/engine"
@@ -169,7 +172,7 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 
 	h.Workdir = s.workdir(f, opts.Root, opts.broad)
 	s.sandboxFields(f, h, opts)
-	h.Env = s.env(f.get("env"), "env")
+	h.Env = s.env(f.get("env"), "env", true)
 	s.envNames(f, "secrets", &h.Secrets)
 	s.envNames(f, "env_passthrough", &h.EnvPassthrough)
 	s.tools(f.get("tools"), h, opts.MCPServers)
@@ -317,8 +320,9 @@ func (s *state) writeRoots(f *fields, h *engine.Hook) {
 }
 
 // env decodes a map of environment variables. Values may be any scalar,
-// taken as written (PORT: 8080 is "8080"); null is "".
-func (s *state) env(n *yaml.Node, path string) map[string]string {
+// taken as written (PORT: 8080 is "8080"); null is "". A hook's (hook
+// set) may not refer to ${NAME}, which would be passed as written.
+func (s *state) env(n *yaml.Node, path string, hook bool) map[string]string {
 	if n == nil {
 		return nil
 	}
@@ -335,9 +339,35 @@ func (s *state) env(n *yaml.Node, path string) map[string]string {
 		}
 		if v, ok := s.text(p.v, fp); ok {
 			out[p.key] = v
+			if hook {
+				s.envExpansion(p.v, fp, v)
+			}
 		}
 	}
 	return out
+}
+
+// envRef finds ${NAME} (or ${NAME:-...} and the like) in an env: value.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
+
+// envExpansion refuses a hook's env: value that refers to ${NAME}:
+// hookd passes values as written, so the process would get the text
+// "${NAME}", not hookd's variable; secrets: and env_passthrough: are how
+// a hook's processes get hookd's variables.
+func (s *state) envExpansion(n *yaml.Node, path, v string) {
+	m := envRef.FindAllStringSubmatch(v, -1)
+	if m == nil {
+		return
+	}
+	var names []string
+	for _, sm := range m {
+		if !slices.Contains(names, sm[1]) {
+			names = append(names, sm[1])
+		}
+	}
+	s.errorf(n, path, "%q is passed as written: hookd expands no variables in env:; to give the hook's processes "+
+		"hookd's %s, list it in secrets: (redacted from records) or env_passthrough: (not redacted) instead",
+		v, strings.Join(names, ", "))
 }
 
 // names decodes a list of non-empty strings and reports whether the key

@@ -82,7 +82,7 @@ func (s *state) mcpServers(n *yaml.Node, path, dir string) []MCPServer {
 		} else if f.has("args") {
 			s.add(f.keyLine("args"), join(fp, "args"), "args needs command")
 		}
-		srv.Env = s.env(f.get("env"), join(fp, "env"))
+		srv.Env = s.env(f.get("env"), join(fp, "env"), false)
 		if d, ok := f.decode("dir", &srv.Dir); ok {
 			switch {
 			case srv.Dir == "":
