@@ -1,11 +1,10 @@
 package config
 
 import (
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 	"gopkg.in/yaml.v3"
 )
 
@@ -83,8 +82,8 @@ func (s *state) age(f *fields, key string, dst *time.Duration) bool {
 		s.errorf(n, path, "expected an age like 30d or 12h (0 keeps forever), got %s", describe(n))
 		return false
 	}
-	d, ok := parseAge(n.Value)
-	if !ok {
+	d, err := human.ParseAge(n.Value)
+	if err != nil {
 		s.errorf(n, path, "bad age %q (want a number with a unit: 30d, 12h, 90m; 0 keeps forever)", n.Value)
 		return false
 	}
@@ -94,28 +93,4 @@ func (s *state) age(f *fields, key string, dst *time.Duration) bool {
 	}
 	*dst = d
 	return true
-}
-
-// parseAge parses a Go duration that may start with whole days: "30d",
-// "1d12h", "12h".
-func parseAge(v string) (time.Duration, bool) {
-	var days time.Duration
-	if i := strings.IndexByte(v, 'd'); i > 0 {
-		n, err := strconv.ParseInt(v[:i], 10, 32)
-		if err != nil || n > 100_000 || n < -100_000 { // time.Duration ends at 292 years
-			return 0, false
-		}
-		days, v = time.Duration(n)*24*time.Hour, v[i+1:]
-		if v == "" {
-			return days, true
-		}
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, false
-	}
-	if days < 0 {
-		return days - d, true
-	}
-	return days + d, true
 }

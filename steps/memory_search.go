@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 )
 
 func init() {
@@ -63,25 +64,13 @@ func newMemorySearch(def *engine.StepDef, cfg engine.Decoder) (engine.Step, erro
 		return nil, fieldErr(cfg, field, "must be from 1 to 100 (got %d)", s.limit)
 	}
 	if c.Since != "" {
-		d, err := parseAge(c.Since)
+		d, err := human.ParseAge(c.Since)
 		if err != nil || d <= 0 {
 			return nil, fieldErr(cfg, "since", "must be a duration back from now, like 30d or 12h (got %q)", c.Since)
 		}
 		s.since = d
 	}
 	return s, nil
-}
-
-// parseAge reads a duration that may count days (30d).
-func parseAge(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days int
-		if _, err := fmt.Sscanf(n, "%d", &days); err != nil || fmt.Sprint(days) != n {
-			return 0, fmt.Errorf("bad days %q", s)
-		}
-		return time.Duration(days) * 24 * time.Hour, nil
-	}
-	return time.ParseDuration(s)
 }
 
 // Templates returns the strings of the step that may hold placeholders.

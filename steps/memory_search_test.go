@@ -21,6 +21,7 @@ func TestMemorySearchNewErrors(t *testing.T) {
 		{"top_k 0", "query: x\ntop_k: 0", "top_k: must be from 1 to 100 (got 0)"},
 		{"both limits, one 0", "query: x\nlimit: 0\ntop_k: 4", "top_k: top_k is agent-queue's name of limit"},
 		{"since", "query: x\nsince: yesterday", "since: must be a duration"},
+		{"since negative", "query: x\nsince: -1d12h", "since: must be a duration back from now"},
 		{"unknown", "query: x\ntopk: 3", "topk"},
 	})
 }
