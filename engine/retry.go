@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/hookd/hookd/internal/backoff"
 )
 
 // RetryPolicy is a hook's retry: what makes a run be run again, how many
@@ -60,18 +62,14 @@ func (p RetryPolicy) Enabled() bool { return p.Attempts > 1 && len(p.On) > 0 }
 // jitter j in [0, 1): Backoff·2^(attempt-2), at most MaxBackoff, less up
 // to a fifth of it.
 func (p RetryPolicy) Delay(attempt int, j float64) time.Duration {
-	d, limit := p.Backoff, p.MaxBackoff
-	if d <= 0 {
-		d = DefaultRetryBackoff
+	b := backoff.Policy{Base: p.Backoff, Max: p.MaxBackoff, Jitter: 0.2}
+	if b.Base <= 0 {
+		b.Base = DefaultRetryBackoff
 	}
-	if limit <= 0 {
-		limit = DefaultRetryMaxBackoff
+	if b.Max <= 0 {
+		b.Max = DefaultRetryMaxBackoff
 	}
-	for i := 2; i < attempt && d < limit; i++ {
-		d *= 2
-	}
-	d = min(d, limit)
-	return d - time.Duration(float64(d/5)*j)
+	return b.Delay(attempt-1, j)
 }
 
 // retries reports whether a run that ended with status is retried, as

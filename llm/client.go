@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
+	"github.com/hookd/hookd/internal/backoff"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -241,7 +242,7 @@ func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatC
 			return fail(" (gave up after %d attempts)", attempt)
 		}
 		wait := p.backoff(attempt)
-		if ra, ok := retryAfter(s.header, time.Now()); ok {
+		if ra, ok := backoff.RetryAfter(s.header, time.Now()); ok {
 			if ra > p.MaxRetryAfter {
 				return fail(" (the server asks to retry after %s, longer than hookd waits: %s)", ra, p.MaxRetryAfter)
 			}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hookd/hookd/internal/backoff"
 )
 
 // RetryPolicy says how a failed model call is retried: on 408, 429 and 5xx
@@ -45,14 +47,9 @@ func (p *RetryPolicy) setDefaults() {
 }
 
 // backoff is the pause before attempt n+1 (n >= 1): Base·2^(n-1), capped
-// at Max, with jitter in [d/2, d].
+// at Max, less up to half of it to jitter.
 func (p *RetryPolicy) backoff(n int) time.Duration {
-	d := p.Base
-	for i := 1; i < n && d < p.Max; i++ {
-		d *= 2
-	}
-	d = min(d, p.Max)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Policy{Base: p.Base, Max: p.Max, Jitter: 0.5}.Delay(n, rand.Float64())
 }
 
 // slot receives what the HTTP layer saw of one attempt: go-openai keeps
@@ -308,29 +305,6 @@ func trimBody(body []byte) string {
 
 func retryStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
-}
-
-// retryAfter reads Retry-After (seconds or an HTTP date) or retry-after-ms.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if h == nil {
-		return 0, false
-	}
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // sleep waits d or until ctx is done.

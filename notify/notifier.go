@@ -12,12 +12,12 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/backoff"
 )
 
 // Outcomes of a notification, as Options.Count hears them.
@@ -294,7 +294,7 @@ func (n *Notifier) deliver(j *job) {
 		n.fail(j, 0, fmt.Errorf("encode message: %w", err))
 		return
 	}
-	delay := n.o.Backoff
+	policy := backoff.Policy{Base: n.o.Backoff, Max: n.o.MaxBackoff}
 	for attempt := 1; ; attempt++ {
 		retry, wait, err := n.post(j.t, body)
 		if err == nil {
@@ -307,9 +307,7 @@ func (n *Notifier) deliver(j *job) {
 			n.fail(j, attempt, err)
 			return
 		}
-		wait = max(wait, delay)
-		wait = min(wait, n.o.MaxBackoff)
-		delay = min(2*delay, n.o.MaxBackoff)
+		wait = min(max(wait, policy.Delay(attempt, 0)), n.o.MaxBackoff)
 		n.log.Debug("notification failed; retrying", "target", j.t.label, "attempt", attempt, "in", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
@@ -373,9 +371,7 @@ func (n *Notifier) post(t *target, body []byte) (retry bool, wait time.Duration,
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return false, 0, nil
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			wait = time.Duration(s) * time.Second
-		}
+		wait, _ = backoff.RetryAfter(resp.Header, time.Now())
 		return true, wait, fmt.Errorf("webhook answered %s", resp.Status)
 	}
 	return false, 0, fmt.Errorf("webhook answered %s", resp.Status)
