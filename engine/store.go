@@ -18,12 +18,16 @@ var (
 
 // HookState is what the store keeps of a hook between restarts.
 type HookState struct {
-	Hook       string
-	Paused     bool
-	LastSlot   time.Time // latest schedule slot claimed
-	LastStart  time.Time // when the latest run started
-	LastRunID  string
-	LastStatus Status
+	Hook      string
+	Paused    bool
+	LastSlot  time.Time // latest schedule slot claimed
+	LastStart time.Time // when the latest run started
+	LastRunID string
+	// LastRunSlot is the schedule slot the latest run started for (zero
+	// when it filled none: a manual fire, an event): the cooldown is
+	// judged from it.
+	LastRunSlot time.Time
+	LastStatus  Status
 }
 
 // Merged is what a trigger coalesced into a queued run brings that its

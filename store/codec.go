@@ -248,17 +248,18 @@ func ScanBrief(row Scanner) (engine.RunBrief, error) {
 }
 
 // ScanHookState scans a hook's state: hook, paused, last slot, last
-// start, last run id and last status.
+// start, last run id, last status and last run's slot.
 func ScanHookState(row Scanner) (engine.HookState, error) {
 	var (
-		s           engine.HookState
-		slot, start int64
-		status      string
+		s                    engine.HookState
+		slot, start, runSlot int64
+		status               string
 	)
-	if err := row.Scan(&s.Hook, &s.Paused, &slot, &start, &s.LastRunID, &status); err != nil {
+	if err := row.Scan(&s.Hook, &s.Paused, &slot, &start, &s.LastRunID, &status, &runSlot); err != nil {
 		return s, err
 	}
 	s.LastSlot, s.LastStart, s.LastStatus = intTime(slot), intTime(start), engine.Status(status)
+	s.LastRunSlot = intTime(runSlot)
 	return s, nil
 }
 

@@ -246,13 +246,14 @@ func (d *DB) prepare() error {
 		{d.w, &d.stmtClaimSlot, `INSERT OR IGNORE INTO slots (hook, slot, run_id) VALUES (?, ?, ?)`},
 		{d.w, &d.stmtBumpSlot, `INSERT INTO hook_state (hook, last_slot) VALUES (?, ?)
 			ON CONFLICT (hook) DO UPDATE SET last_slot = max(last_slot, excluded.last_slot)`},
-		{d.w, &d.stmtStartState, `INSERT INTO hook_state (hook, last_slot, last_start, last_run_id, last_status)
-			VALUES (?, ?, ?, ?, ?)
+		{d.w, &d.stmtStartState, `INSERT INTO hook_state (hook, last_slot, last_start, last_run_id, last_status, last_run_slot)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?2)
 			ON CONFLICT (hook) DO UPDATE SET
 				last_slot = max(last_slot, excluded.last_slot),
 				last_start = excluded.last_start,
 				last_run_id = excluded.last_run_id,
-				last_status = excluded.last_status`},
+				last_status = excluded.last_status,
+				last_run_slot = excluded.last_run_slot`},
 		{d.w, &d.stmtEventSeq, `SELECT seq FROM events WHERE id = ?`},
 		{d.w, &d.stmtMarkEvt, `UPDATE events SET dispatched = 1 WHERE seq = ? AND dispatched = 0`},
 		{d.w, &d.stmtReached, sqlReached},

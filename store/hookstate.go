@@ -15,8 +15,15 @@ import (
 // is gone (prune keeps each hook's latest started run, so only a run
 // deleted by hand is).
 const sqlHookStates = `SELECT h.hook, h.paused, h.last_slot, h.last_start, h.last_run_id,
-		coalesce(r.status, h.last_status)
+		coalesce(r.status, h.last_status), h.last_run_slot
 	FROM hook_state h LEFT JOIN runs r ON r.id = h.last_run_id`
+
+// sqlLastRunSlot is migration 16: the schedule slot the latest run of
+// each hook started for (engine.HookState.LastRunSlot), written with
+// every start, which the cooldown is judged from. The hooks' latest runs
+// of before give theirs.
+const sqlLastRunSlot = `ALTER TABLE hook_state ADD COLUMN last_run_slot INTEGER NOT NULL DEFAULT 0;
+UPDATE hook_state SET last_run_slot = coalesce((SELECT r.slot FROM runs r WHERE r.id = hook_state.last_run_id), 0);`
 
 // HookStates returns the saved state of every hook that has any, by name.
 func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error) {

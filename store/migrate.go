@@ -73,20 +73,21 @@ CREATE TABLE events (
 );
 CREATE INDEX events_type_seq ON events (type, seq);
 `},
-	{2, "event dispatch state", sqlEventDispatch}, // dispatch.go
-	{3, "watch snapshots", sqlWatchSnapshots},     // snapshot.go
-	{4, "run outcome", sqlRunOutcome},             // outcome.go
-	{5, "retention", sqlRetention},                // prune.go
-	{6, "run process groups", sqlRunProcs},        // procs.go
-	{7, "run project label", sqlRunProject},       // runs.go
-	{8, "pending retries", sqlRetries},            // retries.go
-	{9, "runs by time", sqlRunsByTime},            // brief.go
-	{10, "run search index", sqlRunSearch},        // search.go
-	{11, "token usage", sqlUsage},                 // usage.go
-	{12, "run search mark", sqlRunSearchMark},     // searchindex.go
-	{13, "events by type", sqlEventsByType},       // events.go
-	{14, "event dispatches", sqlDispatches},       // dispatch.go
-	{15, "run hook version", sqlRunHookVersion},   // runs.go
+	{2, "event dispatch state", sqlEventDispatch},  // dispatch.go
+	{3, "watch snapshots", sqlWatchSnapshots},      // snapshot.go
+	{4, "run outcome", sqlRunOutcome},              // outcome.go
+	{5, "retention", sqlRetention},                 // prune.go
+	{6, "run process groups", sqlRunProcs},         // procs.go
+	{7, "run project label", sqlRunProject},        // runs.go
+	{8, "pending retries", sqlRetries},             // retries.go
+	{9, "runs by time", sqlRunsByTime},             // brief.go
+	{10, "run search index", sqlRunSearch},         // search.go
+	{11, "token usage", sqlUsage},                  // usage.go
+	{12, "run search mark", sqlRunSearchMark},      // searchindex.go
+	{13, "events by type", sqlEventsByType},        // events.go
+	{14, "event dispatches", sqlDispatches},        // dispatch.go
+	{15, "run hook version", sqlRunHookVersion},    // runs.go
+	{16, "slot of the latest run", sqlLastRunSlot}, // hookstate.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

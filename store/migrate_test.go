@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMigrations(t *testing.T) {
@@ -118,5 +120,34 @@ func TestOpenPathWithSpecialCharacters(t *testing.T) {
 	defer d.Close()
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("database not at %s: %v", path, err)
+	}
+}
+
+func TestMigrateLastRunSlot(t *testing.T) {
+	// A database of before the last run's slot was kept gets it from the
+	// hooks' latest runs: the first slot after the upgrade is judged on
+	// slots already.
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hookd.db")
+	db, err := sql.Open("sqlite3", path+"?_txlock=immediate")
+	mustRun(t, err)
+	i := slices.IndexFunc(migrations, func(m migration) bool { return m.sql == sqlLastRunSlot })
+	mustRun(t, migrate(ctx, db, migrations[:i]))
+	slot := time.Date(2025, 3, 14, 15, 0, 0, 0, time.UTC)
+	_, err = db.Exec(`INSERT INTO runs (id, hook, slot, status) VALUES ('s', 'slotted', ?, 'completed'), ('m', 'manual', NULL, 'completed');
+		INSERT INTO hook_state (hook, last_slot, last_start, last_run_id) VALUES ('slotted', ?, ?, 's'), ('manual', 0, ?, 'm'), ('gone', 0, ?, 'x')`,
+		slot.UnixNano(), slot.UnixNano(), slot.Add(time.Minute).UnixNano(), slot.UnixNano(), slot.UnixNano())
+	mustRun(t, err)
+	mustRun(t, db.Close())
+
+	d, err := Open(path)
+	mustRun(t, err)
+	defer d.Close()
+	states, err := d.HookStates(ctx)
+	mustRun(t, err)
+	for hook, want := range map[string]time.Time{"slotted": slot, "manual": {}, "gone": {}} {
+		if got := states[hook].LastRunSlot; !got.Equal(want) {
+			t.Errorf("%s: last run slot %v, want %v", hook, got, want)
+		}
 	}
 }

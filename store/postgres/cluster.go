@@ -195,11 +195,12 @@ func (d *DB) claimRuns(ctx context.Context, node string, n int, versions map[str
 				return err
 			}
 			r.PrevStart = nullTime(prev)
-			if _, err := tx.Exec(ctx, `INSERT INTO hook_state (hook, last_start, last_run_id, last_status)
-				VALUES ($1, $2, $3, 'running')
+			if _, err := tx.Exec(ctx, `INSERT INTO hook_state (hook, last_start, last_run_id, last_status, last_run_slot)
+				VALUES ($1, $2, $3, 'running', $4)
 				ON CONFLICT (hook) DO UPDATE SET last_start = excluded.last_start,
-					last_run_id = excluded.last_run_id, last_status = excluded.last_status`,
-				r.Hook, timeInt(r.StartedAt), r.ID); err != nil {
+					last_run_id = excluded.last_run_id, last_status = excluded.last_status,
+					last_run_slot = excluded.last_run_slot`,
+				r.Hook, timeInt(r.StartedAt), r.ID, timeInt(r.Slot)); err != nil {
 				return err
 			}
 		}

@@ -117,6 +117,7 @@ CREATE TABLE retries (
 	{8, "cluster: the previous start of a released run", sqlPrevStart}, // member.go
 	{9, "cluster: fires merged into pending runs", sqlFireMerges},      // fires.go
 	{10, "hooks reached by pending events", sqlDispatches},             // events.go
+	{11, "slot of the latest run", sqlLastRunSlot},                     // state.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

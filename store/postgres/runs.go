@@ -194,13 +194,14 @@ func startIn(ctx context.Context, tx pgx.Tx, r *engine.Run, args []any, seq int6
 			return err
 		}
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO hook_state (hook, last_slot, last_start, last_run_id, last_status)
-		VALUES ($1, $2, $3, $4, $5)
+	_, err = tx.Exec(ctx, `INSERT INTO hook_state (hook, last_slot, last_start, last_run_id, last_status, last_run_slot)
+		VALUES ($1, $2, $3, $4, $5, $2)
 		ON CONFLICT (hook) DO UPDATE SET
 			last_slot = greatest(hook_state.last_slot, excluded.last_slot),
 			last_start = excluded.last_start,
 			last_run_id = excluded.last_run_id,
-			last_status = excluded.last_status`,
+			last_status = excluded.last_status,
+			last_run_slot = excluded.last_run_slot`,
 		r.Hook, slot, timeInt(r.StartedAt), r.ID, string(engine.StatusRunning))
 	return err
 }

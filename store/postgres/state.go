@@ -11,9 +11,17 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// sqlLastRunSlot is migration 11: the schedule slot the latest run of
+// each hook started for (engine.HookState.LastRunSlot), written with
+// every start, which the cooldown is judged from. The hooks' latest runs
+// of before give theirs.
+const sqlLastRunSlot = `ALTER TABLE hook_state ADD COLUMN IF NOT EXISTS last_run_slot BIGINT NOT NULL DEFAULT 0;
+UPDATE hook_state SET last_run_slot = coalesce((SELECT r.slot FROM runs r WHERE r.id = hook_state.last_run_id), 0);`
+
 // HookStates returns the saved state of every hook that has any, by name.
 func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error) {
-	rows, err := d.pool.Query(ctx, `SELECT hook, paused, last_slot, last_start, last_run_id, last_status FROM hook_state`)
+	rows, err := d.pool.Query(ctx, `SELECT hook, paused, last_slot, last_start, last_run_id, last_status, last_run_slot
+		FROM hook_state`)
 	if err != nil {
 		return nil, fmt.Errorf("read hook states: %w", err)
 	}

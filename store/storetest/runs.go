@@ -231,24 +231,36 @@ func testStartFinishHookState(t *testing.T, e *env) {
 
 	r1 := &engine.Run{ID: "r1", Hook: "h", Slot: s2, StartedAt: t0.Add(time.Minute)}
 	must(t, s.StartRun(ctx, r1))
-	checkState(t, s, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r1.StartedAt, LastRunID: "r1", LastStatus: engine.StatusRunning})
+	checkState(t, s, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r1.StartedAt, LastRunID: "r1", LastStatus: engine.StatusRunning,
+		LastRunSlot: s2})
 
-	// An older slot (catch-up of an earlier slot) does not move the last slot back.
+	// An older slot (catch-up of an earlier slot) does not move the last
+	// slot back; the last run's slot is that run's.
 	r2 := &engine.Run{ID: "r2", Hook: "h", Slot: s1, StartedAt: t0.Add(2 * time.Minute)}
 	must(t, s.StartRun(ctx, r2))
-	checkState(t, s, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusRunning})
+	checkState(t, s, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusRunning,
+		LastRunSlot: s1})
 
 	// Finishing a run that is no longer the latest start leaves the last status.
 	r1.Status, r1.FinishedAt = engine.StatusCompleted, t0.Add(3*time.Minute)
 	must(t, s.FinishRun(ctx, r1))
-	checkState(t, s, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusRunning})
+	checkState(t, s, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusRunning,
+		LastRunSlot: s1})
 
 	r2.Status, r2.FinishedAt = engine.StatusFailed, t0.Add(4*time.Minute)
 	must(t, s.FinishRun(ctx, r2))
-	checkState(t, s, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusFailed})
+	checkState(t, s, engine.HookState{Hook: "h", LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusFailed,
+		LastRunSlot: s1})
 
 	must(t, s.SetPaused(ctx, "h", true))
-	checkState(t, s, engine.HookState{Hook: "h", Paused: true, LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusFailed})
+	checkState(t, s, engine.HookState{Hook: "h", Paused: true, LastSlot: s2, LastStart: r2.StartedAt, LastRunID: "r2", LastStatus: engine.StatusFailed,
+		LastRunSlot: s1})
+
+	// A run that fills no slot (a manual fire) has none: the cooldown of
+	// the next slot is judged from its start.
+	r3 := &engine.Run{ID: "r3", Hook: "h", Trigger: "manual", StartedAt: t0.Add(5 * time.Minute)}
+	must(t, s.StartRun(ctx, r3))
+	checkState(t, s, engine.HookState{Hook: "h", Paused: true, LastSlot: s2, LastStart: r3.StartedAt, LastRunID: "r3", LastStatus: engine.StatusRunning})
 
 	err := s.FinishRun(ctx, &engine.Run{ID: "ghost", Hook: "h", Status: engine.StatusCompleted})
 	if !errors.Is(err, engine.ErrNotFound) {
