@@ -76,11 +76,12 @@ type entry struct {
 	coalesce  int         // triggers merged into pending
 	shared    *hookShared // what every run of its hook uses alike (shared)
 
-	lastStart  time.Time
-	starts     []time.Time // admitted starts within the hook's rate window (rate.go)
-	lastRunID  string
-	lastStatus Status
-	lastMissed bool // the latest slot did not start a run
+	lastStart   time.Time
+	lastRunSlot time.Time   // the slot the latest run started for; zero when none (cooldownLeft)
+	starts      []time.Time // admitted starts within the hook's rate window (rate.go)
+	lastRunID   string
+	lastStatus  Status
+	lastMissed  bool // the latest slot did not start a run
 }
 
 // active is a run executing in its own goroutine.
@@ -229,7 +230,7 @@ func (s *state) startReruns() {
 func newEntry(h *Hook, st HookState) *entry {
 	return &entry{
 		hook: h, paused: st.Paused, heapIdx: -1, lastSlot: st.LastSlot,
-		lastStart: st.LastStart, lastRunID: st.LastRunID, lastStatus: st.LastStatus,
+		lastStart: st.LastStart, lastRunSlot: st.LastRunSlot, lastRunID: st.LastRunID, lastStatus: st.LastStatus,
 	}
 }
 
@@ -502,7 +503,10 @@ func (s *state) fireDue(now time.Time) {
 
 func (s *state) fireSlot(ent *entry, reason string, slot time.Time) {
 	data := periodicPayload(reason, s.cfg.Clock.Now(), slot, ent.lastStart)
-	res := s.trigger(ent, trig{reason: reason, slot: slot, data: data})
+	// on_missed: all fires every missed slot, one after the other: its
+	// catch-ups pass the cooldown, or all but the first would be refused.
+	force := reason == "catchup" && ent.hook.Trigger.OnMissed == MissedAll
+	res := s.trigger(ent, trig{reason: reason, slot: slot, data: data, force: force})
 	ent.lastMissed = res.err != nil
 	if slot.After(ent.lastSlot) {
 		ent.lastSlot = slot
@@ -620,16 +624,36 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 				Detail: "wait for it to finish, or set overlap: queue or cancel_previous"})
 		}
 	}
-	if h.Cooldown > 0 && !t.force && !ent.lastStart.IsZero() {
-		if left := ent.lastStart.Add(h.Cooldown).Sub(now); left > 0 {
-			return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateCooldown, Hook: h.Name, Remaining: left,
-				Detail: fmt.Sprintf("cooldown is %s; use --force to skip the cooldown", h.Cooldown)})
-		}
+	if left := ent.cooldownLeft(t.slot, now); left > 0 && !t.force {
+		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateCooldown, Hook: h.Name, Remaining: left,
+			Detail: fmt.Sprintf("cooldown is %s; use --force to skip the cooldown", h.Cooldown)})
 	}
 	if g := s.startGates(ent, now); g != nil {
 		return s.refuse(ent, run, StatusSkipped, g)
 	}
 	return s.admit(ent, run, s.nextWait())
+}
+
+// cooldownLeft returns how much of its hook's cooldown a trigger at now,
+// for slot (zero: not a schedule slot's), must still wait; 0 or less when
+// none. The cooldown is judged on nominal slot times: a slot is measured
+// from the slot of the latest run, so neither jitter nor a loop that woke
+// a few milliseconds late nor a wait in the queue shortens the gap between
+// two slots. When either is not a slot's, the gap ends, or begins, at the
+// start: a slot after a manual fire is judged from the fire's time, and a
+// manual fire from the latest run's start.
+func (ent *entry) cooldownLeft(slot, now time.Time) time.Duration {
+	if ent.hook.Cooldown <= 0 || ent.lastStart.IsZero() {
+		return 0
+	}
+	from, to := ent.lastStart, now
+	if !slot.IsZero() {
+		to = slot
+		if !ent.lastRunSlot.IsZero() {
+			from = ent.lastRunSlot
+		}
+	}
+	return from.Add(ent.hook.Cooldown).Sub(to)
 }
 
 // nextWait is the place in line of a run that begins waiting now.
@@ -931,7 +955,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	act.shared = s.shared(ent)
 	act.progress = &RunProgress{RunID: run.ID, Hook: run.Hook, Trigger: run.Trigger, StartedAt: now, Since: now, Steps: []StepProgress{}}
 	ent.active = act
-	ent.lastStart, ent.lastRunID, ent.lastStatus = now, run.ID, StatusRunning
+	ent.lastStart, ent.lastRunSlot, ent.lastRunID, ent.lastStatus = now, run.Slot, run.ID, StatusRunning
 	s.running++
 	s.setLive(run.ID, ent)
 	snap := *run
