@@ -58,7 +58,18 @@ func (d *Daemon) HookOptions() Options {
 	for i, m := range d.MCPServers {
 		mcp[i] = m.Name
 	}
-	return Options{AllowInsecure: d.AllowInsecureHooks, Protected: d.OwnPaths(), MCPServers: mcp, Unconfined: d.unconfinedMCP()}
+	return Options{AllowInsecure: d.AllowInsecureHooks, Protected: d.OwnPaths(), MCPServers: mcp, Unconfined: d.unconfinedMCP(), LLM: d.LLM}
+}
+
+// CheckOptions are the options `hookd validate` checks the hooks
+// directory with: HookOptions, and the environment the hooks would run
+// in, read by env and named by from (the running daemon's, or the
+// shell's when no daemon answers): a hook that needs a model none names
+// is an error, a key variable env lacks a warning (Options.Env).
+func (d *Daemon) CheckOptions(env func(string) (string, bool), from string) Options {
+	o := d.HookOptions()
+	o.Env, o.EnvFrom = env, from
+	return o
 }
 
 // unconfinedMCP are the stdio servers that declare no sandbox network
@@ -135,7 +146,7 @@ const (
 	DefaultOverdueGrace   = time.Minute
 	DefaultPromptValueMax = 16 << 10
 	DefaultLogFormat      = "text"
-	DefaultAPIKeyEnv      = "OPENAI_API_KEY"
+	DefaultAPIKeyEnv      = engine.DefaultAPIKeyEnv
 	DefaultMaxRounds      = 10
 )
 

@@ -55,6 +55,20 @@ type Options struct {
 	// leaves the server unchecked, for a hook read without hookd.yaml.
 	// Daemon.HookOptions sets it.
 	MCPServers []string
+	// LLM are hookd.yaml's llm settings, the defaults of every hook's
+	// (Daemon.HookOptions sets them); read with Env.
+	LLM engine.LLMConfig
+	// Env, when set, reads the environment the hooks are checked against
+	// (hookd validate: the running daemon's, or the shell's; EnvFrom says
+	// which): a hook with a model stage for which neither its llm.model,
+	// LLM's nor the environment's HOOKD_MODEL names a model is an error,
+	// and a key variable (api_key_env) the environment lacks a warning
+	// (Warn). Nil checks nothing against an environment, so a hook file
+	// loads the same wherever it is read: the daemon loads without it.
+	Env func(string) (string, bool)
+	// EnvFrom names the environment Env reads, for the messages ("the
+	// shell's environment"); "" is "the environment checked".
+	EnvFrom string
 
 	// broad remembers broadDir's answers during one LoadDir: its hooks
 	// mostly share a workdir (the project root). Nil: not remembered.
@@ -197,13 +211,16 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 		s.steps(n, path, h, opts)
 	}
 	s.unnamedSecrets(f.get("secrets"), h)
+	promptPath := "prompt"
 	if n, path := f.either("prompt", "prompt_template"); n != nil && s.decodeAt(n, path, &h.Prompt) {
 		s.placeholders(n, path, h.Prompt, h.Steps, len(h.Steps))
+		promptPath = path
 	}
 	if n, path := f.either("llm", "llm_config"); n != nil {
 		s.llm(n, path, &h.LLM)
 		s.toolChoice(n, path, h)
 	}
+	s.modelEnv(f, promptPath, h, opts)
 	s.tokenBudget(f, &h.Budget)
 	if n := f.get("notify"); n != nil {
 		h.Notify, h.NotifySet = s.notify(n, "notify", append([]*engine.StepDef{}, h.Steps...)), true

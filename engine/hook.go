@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -237,6 +238,27 @@ const (
 	TruncatedWarn = "warn"
 	TruncatedFail = "fail"
 )
+
+// Where a hook's model settings come from when neither its llm: nor
+// hookd.yaml's says: the environment of the process that runs it.
+const (
+	EnvModel         = "HOOKD_MODEL"     // the model
+	EnvBaseURL       = "OPENAI_BASE_URL" // the server
+	DefaultAPIKeyEnv = "OPENAI_API_KEY"  // the variable holding the key
+)
+
+// Resolve returns the endpoint settings a hook's model calls use: c (the
+// hook's llm:), then defaults (hookd.yaml's llm:), then the environment
+// env reads (EnvModel, EnvBaseURL; the key's variable is
+// DefaultAPIKeyEnv). Model and BaseURL stay "" when nothing sets them;
+// the other settings are c's.
+func (c LLMConfig) Resolve(defaults LLMConfig, env func(string) (string, bool)) LLMConfig {
+	get := func(k string) string { v, _ := env(k); return v }
+	c.Model = cmp.Or(c.Model, defaults.Model, get(EnvModel))
+	c.BaseURL = cmp.Or(c.BaseURL, defaults.BaseURL, get(EnvBaseURL))
+	c.APIKeyEnv = cmp.Or(c.APIKeyEnv, defaults.APIKeyEnv, DefaultAPIKeyEnv)
+	return c
+}
 
 // NeedsModel reports whether the hook has a model stage: a prompt, and
 // skip_llm is not set.

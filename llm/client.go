@@ -19,14 +19,14 @@ import (
 // Defaults of the client.
 const (
 	DefaultBaseURL        = "https://api.openai.com/v1"
-	DefaultAPIKeyEnv      = "OPENAI_API_KEY"
+	DefaultAPIKeyEnv      = engine.DefaultAPIKeyEnv
 	DefaultAttemptTimeout = 5 * time.Minute
 )
 
 // Environment variables read when neither the hook nor hookd.yaml says.
 const (
-	EnvModel   = "HOOKD_MODEL"
-	EnvBaseURL = "OPENAI_BASE_URL"
+	EnvModel   = engine.EnvModel
+	EnvBaseURL = engine.EnvBaseURL
 )
 
 // Options configure a Client. The zero value works: OpenAI's endpoint,
@@ -101,11 +101,11 @@ func (c *Client) Resolve(h *engine.Hook) (Settings, error) {
 	if h != nil {
 		l = h.LLM
 	}
-	env := func(k string) string { v, _ := c.opts.LookupEnv(k); return v }
+	r := l.Resolve(d, c.opts.LookupEnv)
 	s := Settings{
-		Model:     first(l.Model, d.Model, env(EnvModel)),
-		BaseURL:   strings.TrimRight(first(l.BaseURL, d.BaseURL, env(EnvBaseURL), DefaultBaseURL), "/"),
-		APIKeyEnv: first(l.APIKeyEnv, d.APIKeyEnv, DefaultAPIKeyEnv),
+		Model:     r.Model,
+		BaseURL:   strings.TrimRight(first(r.BaseURL, DefaultBaseURL), "/"),
+		APIKeyEnv: r.APIKeyEnv,
 	}
 	s.key, s.KeySet = c.opts.LookupEnv(s.APIKeyEnv)
 	if s.Model == "" {
