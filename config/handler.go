@@ -3,12 +3,12 @@ package config
 import (
 	"fmt"
 	"io"
-	"path"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/glob"
 	"gopkg.in/yaml.v3"
 )
 
@@ -29,7 +29,7 @@ type Handler struct {
 	// the label is the file name).
 	LabelLine int
 	Enabled   bool
-	HookGlob  string         // match.hook: a path.Match glob on the hook's name; "" matches all
+	HookGlob  string         // match.hook: a glob on the hook's name (a glob.Slash name of one segment); "" matches all
 	Tool      *regexp.Regexp // match.tool: on tool:call:* points, a regexp on the tool's name; nil matches all
 	Command   []string       // argv
 	Dir       string         // the command's working directory: the project root
@@ -53,7 +53,7 @@ type Handler struct {
 // tool name (tool is "" at points without a tool).
 func (h *Handler) Matches(hook, tool string) bool {
 	if h.HookGlob != "" {
-		if ok, _ := path.Match(h.HookGlob, hook); !ok {
+		if ok, _ := glob.Match(h.HookGlob, hook, glob.Slash); !ok {
 			return false
 		}
 	}
@@ -124,8 +124,8 @@ func (s *state) handler(top *yaml.Node, opts Options) *Handler {
 	if n := f.get("match"); n != nil {
 		mf := s.fields(n, "match", matchKeys, nil)
 		if g, ok := mf.decode("hook", &h.HookGlob); ok {
-			if _, err := path.Match(h.HookGlob, ""); err != nil {
-				s.errorf(g, "match.hook", "bad glob %q: %s", h.HookGlob, err)
+			if _, err := glob.Compile(h.HookGlob, glob.Slash); err != nil {
+				s.errorf(g, "match.hook", "bad glob: %s", err)
 			}
 		}
 		var tool string

@@ -2,11 +2,11 @@ package config
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/glob"
 	"github.com/hookd/hookd/triggers"
 	"gopkg.in/yaml.v3"
 )
@@ -144,9 +144,9 @@ func knownTools() string {
 	return strings.Join(t, ", ")
 }
 
-// validGlob reports whether pat is a pattern path.Match accepts.
+// validGlob reports whether pat is a good tool pattern (glob.Dot).
 func validGlob(pat string) bool {
-	_, err := path.Match(pat, "")
+	_, err := glob.Compile(pat, glob.Dot)
 	return err == nil
 }
 
@@ -316,13 +316,9 @@ func holdsPowerfulTools(tools []string) bool {
 	return false
 }
 
-// toolMatch reports whether the tools: pattern t grants the tool name,
-// as path.Match does: a pattern without *, ?, [ or \ (most are tool
-// names) is compared as it is, without path.Match's scan.
+// toolMatch reports whether the tools: pattern t grants the tool name
+// (glob.Dot; a plain name matches only itself).
 func toolMatch(t, name string) bool {
-	if !strings.ContainsAny(t, `*?[\`) {
-		return t == name
-	}
-	ok, _ := path.Match(t, name)
+	ok, _ := glob.Match(t, name, glob.Dot)
 	return ok
 }

@@ -6,7 +6,9 @@
 // that fails to start fails only the runs that list its tools, with its
 // stderr in the error.
 //
-// A hook lists a server's tools as SERVER.TOOL or SERVER.* (any glob);
+// A hook lists a server's tools as SERVER.TOOL or a glob over the whole
+// name ('.' separating, glob.Dot): SERVER.* for its tools whose names
+// hold no dot, SERVER.** for all of them;
 // the model sees each as SERVER__TOOL, made valid for the chat-completions
 // API (^[a-zA-Z0-9_-]{1,64}$), and the Manager maps it back.
 package mcp
@@ -17,10 +19,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookd/hookd/internal/glob"
 	"log/slog"
 	"net/http"
 	"os"
-	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -140,8 +142,9 @@ func (m *Manager) Resolve(ctx context.Context, entry string) ([]engine.Tool, err
 	if !ok || pat == "" {
 		return nil, fmt.Errorf("want SERVER.TOOL or SERVER.*, got %q", entry)
 	}
-	if _, err := path.Match(pat, ""); err != nil {
-		return nil, fmt.Errorf("bad pattern %q: %w", pat, err)
+	g, err := glob.Compile(entry, glob.Dot)
+	if err != nil {
+		return nil, err
 	}
 	tools, err := m.Tools(ctx, name)
 	if err != nil {
@@ -149,7 +152,7 @@ func (m *Manager) Resolve(ctx context.Context, entry string) ([]engine.Tool, err
 	}
 	var out []engine.Tool
 	for _, t := range tools {
-		if ok, _ := path.Match(pat, t.name); ok {
+		if g.Match(t.Qualified()) {
 			out = append(out, t)
 		}
 	}

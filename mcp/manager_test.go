@@ -88,7 +88,10 @@ func resolve(t *testing.T, m *mcp.Manager, entry string) map[string]engine.Tool 
 
 func TestToolsAndNames(t *testing.T) {
 	m := newManager(t, os.Environ(), stdio("t", nil))
-	tools := resolve(t, m, "t.*")
+	if tools := resolve(t, m, "t.*"); len(tools) != 7 || tools["t.search.issues"] != nil {
+		t.Errorf("t.* offers %v: want every tool but t.search.issues ('*' stays within a segment)", tools)
+	}
+	tools := resolve(t, m, "t.**")
 	want := map[string]string{
 		"t.add": "t__add", "t.crash": "t__crash", "t.echo": "t__echo", "t.env": "t__env", "t.fail": "t__fail",
 		"t.pid": "t__pid", "t.search.issues": "t__search_issues", "t.misbehave": "t__misbehave",
@@ -263,7 +266,7 @@ func TestHookUsesMCPTools(t *testing.T) {
 	}
 	eng, err := engine.New(engine.Config{Store: db, Logger: quiet,
 		LLM: agent.New(agent.Options{Servers: m, Chat: llm.New(llm.Options{Logger: quiet, LookupEnv: func(string) (string, bool) { return "", false }})})},
-		[]*engine.Hook{mk("uses-mcp", "t.echo", "t.search*"), mk("uses-bad", "bad.*"), mk("plain")})
+		[]*engine.Hook{mk("uses-mcp", "t.echo", "t.search.*"), mk("uses-bad", "bad.*"), mk("plain")})
 	if err != nil {
 		t.Fatal(err)
 	}

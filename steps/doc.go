@@ -147,10 +147,11 @@
 //	hidden:     list dot files and enter dot directories (default false)
 //	roots:      extra directories, as for read_file
 //
-// Globs are matched against paths relative to path, gitignore-style: '*',
-// '?' and [...] within a segment, "**" for any number of segments, a
-// pattern without a slash matches a name at any depth, a trailing slash
-// matches directories only. Only regular files are listed, and links to
+// Globs are matched against paths relative to path, gitignore-style
+// (glob.CompilePath): '*', '?' and [...] within a segment, "**" for any
+// number of segments (one or more at the end), a pattern without a slash
+// matches a name at any depth, a trailing slash matches directories only,
+// and a pattern that matches a directory matches everything in it. Only regular files are listed, and links to
 // regular files inside the roots; other links are left out.
 //
 // run_tests runs a test command like shell (command, workdir, env,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/glob"
 )
 
 // DefaultMaxListFiles is how many files list_files reports when the step
@@ -40,8 +41,8 @@ type listFilesStep struct {
 	path       string // may hold placeholders; "." by default
 	recursive  bool
 	extensions []string // lower case, with the dot
-	include    []*globPattern
-	ignore     []*globPattern
+	include    []*glob.PathPattern
+	ignore     []*glob.PathPattern
 	maxFiles   int
 	hidden     bool
 	roots      []string
@@ -72,10 +73,10 @@ func newListFiles(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) 
 	for _, l := range []struct {
 		field string
 		in    []string
-		out   *[]*globPattern
+		out   *[]*glob.PathPattern
 	}{{"include", c.Include, &s.include}, {"ignore", c.Ignore, &s.ignore}} {
 		for i, p := range l.in {
-			g, err := compileGlob(p)
+			g, err := glob.CompilePath(p)
 			if err != nil {
 				return nil, fieldErr(cfg, fmt.Sprintf("%s[%d]", l.field, i), "%v", err)
 			}
@@ -211,7 +212,7 @@ func (s *listFilesStep) fileInfo(roots *Roots, abs string, d fs.DirEntry) (fs.Fi
 
 func (s *listFilesStep) ignored(rel string, isDir bool) bool {
 	for _, g := range s.ignore {
-		if isDir && g.matchDir(rel) || !isDir && g.match(rel, false) {
+		if g.Match(rel, isDir) {
 			return true
 		}
 	}
@@ -233,7 +234,7 @@ func (s *listFilesStep) included(rel string) bool {
 		return true
 	}
 	for _, g := range s.include {
-		if g.match(rel, false) {
+		if g.Match(rel, false) {
 			return true
 		}
 	}

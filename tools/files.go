@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/glob"
 	"github.com/hookd/hookd/steps"
 )
 
@@ -184,9 +185,10 @@ func listFiles(ctx context.Context, env *engine.ToolEnv, a *listArgs) (string, e
 	if a.Path == "" {
 		a.Path = "."
 	}
+	var pattern *glob.Pattern
 	if a.Pattern != "" {
-		if _, err := path.Match(a.Pattern, ""); err != nil {
-			return "", fmt.Errorf("pattern %q: %w", a.Pattern, err)
+		if pattern, err = glob.Compile(a.Pattern, glob.Slash); err != nil {
+			return "", err
 		}
 	}
 	dir, err := r.Resolve(a.Path)
@@ -225,10 +227,7 @@ func listFiles(ctx context.Context, env *engine.ToolEnv, a *listArgs) (string, e
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		match := true
-		if a.Pattern != "" {
-			match, _ = path.Match(a.Pattern, d.Name())
-		}
+		match := pattern == nil || pattern.Match(d.Name())
 		// A protected entry is named, never described or entered.
 		refused := g.checkRead(path.Join(filepath.ToSlash(a.Path), rel), p, nil) != nil
 		if match {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/glob"
 )
 
 // Pattern segments with a meaning of their own.
@@ -55,22 +56,10 @@ func literalRune(r rune) bool {
 
 // MatchPattern reports whether the valid pattern p matches the event type
 // typ, as an event trigger does: "*" is exactly one segment, a final "**"
-// one or more.
+// one or more (glob.Dot; EventIndex matches alike).
 func MatchPattern(p, typ string) bool {
-	for {
-		seg, prest, pmore := strings.Cut(p, ".")
-		if seg == anySegments {
-			return typ != ""
-		}
-		tseg, trest, tmore := strings.Cut(typ, ".")
-		if seg != anySegment && seg != tseg {
-			return false
-		}
-		if !pmore || !tmore {
-			return pmore == tmore
-		}
-		p, typ = prest, trest
-	}
+	ok, _ := glob.Match(p, typ, glob.Dot)
+	return ok
 }
 
 // wildcard reports whether the valid pattern p has a wildcard segment.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
 	"strings"
 	"sync"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/glob"
 )
 
 // ToolServers resolves the tools of external (MCP) servers that a hook
@@ -121,7 +121,7 @@ func (a *Agent) resolveTools(ctx context.Context, allow []string) (*toolset, err
 		if isGlob(entry) {
 			n := 0
 			for _, t := range engine.Tools() {
-				if ok, _ := path.Match(entry, t.Name()); ok {
+				if ok, _ := glob.Match(entry, t.Name(), glob.Dot); ok {
 					n++
 					if err := add(entry, "", t); err != nil {
 						return nil, err
