@@ -311,7 +311,7 @@ func (s *state) writeRoots(f *fields, h *engine.Hook) {
 		}
 		tools := f.get("tools")
 		for i, t := range h.Tools {
-			if toolMatch(t, "write_file") && tools != nil && i < len(tools.Content) {
+			if engine.GrantsTool(t, "write_file") && tools != nil && i < len(tools.Content) {
 				s.errorf(tools.Content[i], index("tools", i), "%q grants write_file, which needs write_roots: the directories, "+
 					"relative to the workdir, where the model may write (e.g. write_roots: [out]; [] for nowhere)", t)
 			}

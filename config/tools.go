@@ -112,13 +112,13 @@ func (s *state) toolEntry(n *yaml.Node, p, entry string, mcp []string) bool {
 		}
 		return false
 	}
-	if strings.ContainsAny(entry, "*?[") {
+	if engine.IsToolGlob(entry) {
 		if !validGlob(entry) {
 			s.errorf(n, p, "%q is not a valid pattern", entry)
 			return false
 		}
 		for _, name := range engine.ToolNames() {
-			if toolMatch(entry, name) {
+			if engine.GrantsTool(entry, name) {
 				return true
 			}
 		}
@@ -175,18 +175,18 @@ func (s *state) toolChoice(llm *yaml.Node, path string, h *engine.Hook) {
 		return
 	}
 	for _, t := range h.Tools {
-		server, pat, mcp := strings.Cut(t, ".")
+		server, _, mcp := strings.Cut(t, ".")
 		switch {
 		case !mcp && t == choice:
 			return
-		case !mcp && toolMatch(t, choice):
+		case !mcp && engine.GrantsTool(t, choice):
 			if _, ok := engine.LookupTool(choice); ok {
 				return
 			}
 		case mcp && strings.Contains(choice, "__"):
 			return // SERVER__TOOL, as the model calls it
 		case mcp:
-			if cs, ct, ok := strings.Cut(choice, "."); ok && cs == server && toolMatch(pat, ct) {
+			if cs, _, ok := strings.Cut(choice, "."); ok && cs == server && engine.GrantsTool(t, choice) {
 				return
 			}
 		}
@@ -308,17 +308,10 @@ func holdsPowerfulTools(tools []string) bool {
 			return true
 		}
 		for _, p := range powerfulTools {
-			if toolMatch(t, p) {
+			if engine.GrantsTool(t, p) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// toolMatch reports whether the tools: pattern t grants the tool name
-// (glob.Dot; a plain name matches only itself).
-func toolMatch(t, name string) bool {
-	ok, _ := glob.Match(t, name, glob.Dot)
-	return ok
 }

@@ -22,10 +22,11 @@ func (h *Hook) UntrustedInput() bool {
 }
 
 // modelStartsProcesses reports whether h's tools may start processes:
-// run_command, MCP tools, or a glob that may grant either.
+// run_command, MCP tools, or any glob (IsToolGlob), which may grant
+// either or a tool registered later.
 func (h *Hook) modelStartsProcesses() bool {
 	for _, t := range h.Tools {
-		if t == "run_command" || strings.Contains(t, "*") || strings.Contains(t, ".") || strings.HasPrefix(t, "mcp") {
+		if t == "run_command" || IsToolGlob(t) || strings.Contains(t, ".") || strings.HasPrefix(t, "mcp") {
 			return true
 		}
 	}

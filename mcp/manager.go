@@ -142,8 +142,7 @@ func (m *Manager) Resolve(ctx context.Context, entry string) ([]engine.Tool, err
 	if !ok || pat == "" {
 		return nil, fmt.Errorf("want SERVER.TOOL or SERVER.*, got %q", entry)
 	}
-	g, err := glob.Compile(entry, glob.Dot)
-	if err != nil {
+	if _, err := glob.Compile(entry, glob.Dot); err != nil {
 		return nil, err
 	}
 	tools, err := m.Tools(ctx, name)
@@ -152,11 +151,11 @@ func (m *Manager) Resolve(ctx context.Context, entry string) ([]engine.Tool, err
 	}
 	var out []engine.Tool
 	for _, t := range tools {
-		if g.Match(t.Qualified()) {
+		if engine.GrantsTool(entry, t.Qualified()) {
 			out = append(out, t)
 		}
 	}
-	if len(out) == 0 && !strings.ContainsAny(pat, "*?[") {
+	if len(out) == 0 && !engine.IsToolGlob(entry) {
 		names := make([]string, len(tools))
 		for i, t := range tools {
 			names[i] = t.name

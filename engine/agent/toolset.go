@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/internal/glob"
 )
 
 // ToolServers resolves the tools of external (MCP) servers that a hook
@@ -118,10 +117,10 @@ func (a *Agent) resolveTools(ctx context.Context, allow []string) (*toolset, err
 			}
 			continue
 		}
-		if isGlob(entry) {
+		if engine.IsToolGlob(entry) {
 			n := 0
 			for _, t := range engine.Tools() {
-				if ok, _ := glob.Match(entry, t.Name(), glob.Dot); ok {
+				if engine.GrantsTool(entry, t.Name()) {
 					n++
 					if err := add(entry, "", t); err != nil {
 						return nil, err
@@ -143,8 +142,6 @@ func (a *Agent) resolveTools(ctx context.Context, allow []string) (*toolset, err
 	}
 	return ts, nil
 }
-
-func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
 
 // toolChoice turns the hook's tool_choice into a request's: a mode
 // (auto, none, required), or the name the model knows the tool it must
