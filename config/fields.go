@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 	"gopkg.in/yaml.v3"
 )
 
@@ -136,7 +136,7 @@ func written(n *yaml.Node, v any) string {
 		return n.Value
 	}
 	if d, ok := v.(time.Duration); ok {
-		return engine.DurationText(d)
+		return human.Exact(d)
 	}
 	return fmt.Sprint(v)
 }

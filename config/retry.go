@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 	"gopkg.in/yaml.v3"
 )
 
@@ -25,13 +26,13 @@ func (s *state) retry(n *yaml.Node, path string, p *engine.RetryPolicy) {
 	}
 	if b, ok := f.decode("backoff", &p.Backoff); ok && p.Backoff < engine.MinRetryBackoff {
 		s.errorf(b, join(path, "backoff"), "must be at least %s: retries a moment apart fail alike and hammer what failed (got %s)",
-			engine.DurationText(engine.MinRetryBackoff), written(b, p.Backoff))
+			human.Exact(engine.MinRetryBackoff), written(b, p.Backoff))
 	}
 	if m, ok := f.decode("max_backoff", &p.MaxBackoff); ok {
 		if p.MaxBackoff < engine.MinRetryBackoff {
-			s.errorf(m, join(path, "max_backoff"), "must be at least %s (got %s)", engine.DurationText(engine.MinRetryBackoff), written(m, p.MaxBackoff))
+			s.errorf(m, join(path, "max_backoff"), "must be at least %s (got %s)", human.Exact(engine.MinRetryBackoff), written(m, p.MaxBackoff))
 		} else if p.Backoff > p.MaxBackoff {
-			s.errorf(m, join(path, "max_backoff"), "must be >= backoff (%s; got %s)", engine.DurationText(p.Backoff), written(m, p.MaxBackoff))
+			s.errorf(m, join(path, "max_backoff"), "must be >= backoff (%s; got %s)", human.Exact(p.Backoff), written(m, p.MaxBackoff))
 		}
 	}
 	if on := f.get("on"); on != nil {

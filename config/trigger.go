@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 	"github.com/hookd/hookd/triggers"
 	"gopkg.in/yaml.v3"
 )
@@ -146,7 +147,7 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 		if kindNode == nil {
 			s.add(kinds[0].line, kindPath, "must be a duration like 90s or 2h")
 		} else if s.decodeAt(kindNode, kindPath, &t.Every) && t.Every < MinEvery {
-			s.errorf(kindNode, kindPath, "must be at least %s (got %s)", engine.DurationText(MinEvery), written(kindNode, t.Every))
+			s.errorf(kindNode, kindPath, "must be at least %s (got %s)", human.Exact(MinEvery), written(kindNode, t.Every))
 		}
 	case engine.TriggerCron:
 		if kinds[0].key == "schedule" {
@@ -208,7 +209,7 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 		if s.decodeAt(j, join(path, "jitter"), &t.Jitter) {
 			nonNegative(s, j, join(path, "jitter"), t.Jitter)
 			if t.Kind == engine.TriggerEvery && t.Every > 0 && t.Jitter >= t.Every {
-				s.errorf(j, join(path, "jitter"), "must be less than the interval %s (got %s)", engine.DurationText(t.Every), written(j, t.Jitter))
+				s.errorf(j, join(path, "jitter"), "must be less than the interval %s (got %s)", human.Exact(t.Every), written(j, t.Jitter))
 			}
 		}
 	}
@@ -331,7 +332,7 @@ func (s *state) watch(n *yaml.Node, path, workdir string) *engine.WatchSpec {
 	if m, ok := f.decode("max_wait", &w.MaxWait); ok {
 		nonNegative(s, m, join(path, "max_wait"), w.MaxWait)
 		if w.MaxWait > 0 && w.MaxWait < w.Debounce {
-			s.errorf(m, join(path, "max_wait"), "must be at least debounce %s (got %s)", engine.DurationText(w.Debounce), written(m, w.MaxWait))
+			s.errorf(m, join(path, "max_wait"), "must be at least debounce %s (got %s)", human.Exact(w.Debounce), written(m, w.MaxWait))
 		}
 	}
 	f.decode("poll", &w.Poll)

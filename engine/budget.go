@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/hookd/hookd/internal/human"
 )
 
 // GateBudget refuses a trigger of a hook whose token budget (budget:
@@ -174,7 +176,7 @@ func (s *state) budgetGate(ent *entry, now time.Time) *GateError {
 			g.Remaining = at.Sub(now)
 		}
 		g.Detail = fmt.Sprintf("%s used %d tokens in the last %s (%s: %d in %s); the next run is allowed in %s",
-			whose, used, DurationText(b.window), b.field, b.limit, b.file, DurationText(g.Remaining.Round(time.Second)))
+			whose, used, human.Exact(b.window), b.field, b.limit, b.file, human.Exact(g.Remaining.Round(time.Second)))
 		return g
 	}
 	return nil

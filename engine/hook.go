@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/internal/human"
 	"github.com/hookd/hookd/sandbox"
 )
 
@@ -168,7 +169,7 @@ func (t Trigger) Periodic() bool {
 func (t Trigger) String() string {
 	switch t.Kind {
 	case TriggerEvery:
-		return "every " + DurationText(t.Every)
+		return "every " + human.Exact(t.Every)
 	case TriggerCron:
 		s := "cron " + strings.Join(append([]string{t.Cron}, t.CronSet...), "; ")
 		if t.Timezone != "" {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookd/hookd/internal/human"
 )
 
 // Rate caps a hook's starts: at most N in any Window (rate: 10/1h).
@@ -53,5 +55,5 @@ func (s *state) rateGate(ent *entry, now time.Time) *GateError {
 	// The window as the file wrote it (1h, not Go's 1h0m0s).
 	return &GateError{Gate: GateRate, Hook: ent.hook.Name, Remaining: next,
 		Detail: fmt.Sprintf("%s in the last %s (rate: %d/%s); the next is allowed in %s",
-			starts, DurationText(r.Window), r.N, DurationText(r.Window), ElapsedText(next))}
+			starts, human.Exact(r.Window), r.N, human.Exact(r.Window), human.Duration(next))}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 )
 
 // interval fires every d of elapsed time, at the slots origin + k*d with
@@ -16,7 +17,7 @@ type interval struct {
 
 func compileInterval(t *engine.Trigger) (engine.Schedule, error) {
 	if t.Every <= 0 {
-		return nil, fmt.Errorf("must be > 0 (got %s)", engine.DurationText(t.Every))
+		return nil, fmt.Errorf("must be > 0 (got %s)", human.Exact(t.Every))
 	}
 	return interval{t.Every}, nil
 }
