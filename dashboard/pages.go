@@ -19,6 +19,7 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/internal/authlimit"
+	"github.com/hookd/hookd/internal/human"
 )
 
 // Sizes of what the pages show.
@@ -450,7 +451,7 @@ var funcs = template.FuncMap{
 		if t.IsZero() {
 			return "-"
 		}
-		return t.Local().Format("2006-01-02 15:04:05 MST") + " (" + relTime(t.Sub(now)) + ")"
+		return t.Local().Format("2006-01-02 15:04:05 MST") + " (" + human.Relative(t.Sub(now)) + ")"
 	},
 	"clock": func(t time.Time) string {
 		if t.IsZero() {
@@ -459,79 +460,23 @@ var funcs = template.FuncMap{
 		return t.Local().Format("01-02 15:04:05")
 	},
 	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"dur":   duration,
-	"since": func(t, now time.Time) string { return duration(now.Sub(t)) },
+	"dur":   human.Duration,
+	"since": func(t, now time.Time) string { return human.Duration(max(now.Sub(t), 0)) },
 	"elapsed": func(r *engine.Run, now time.Time) string {
 		switch {
 		case r.Duration() > 0:
-			return duration(r.Duration())
+			return human.Duration(r.Duration())
 		case r.Status == engine.StatusRunning && !r.StartedAt.IsZero():
-			return duration(now.Sub(r.StartedAt)) + " so far"
+			return human.Duration(max(now.Sub(r.StartedAt), 0)) + " so far"
 		}
 		return "-"
 	},
-	"bytes":    humanBytes,
+	"bytes":    human.Size,
 	"status":   func(s engine.Status) string { return "st-" + string(s) },
 	"long":     isLong,
 	"truncate": truncate,
 	"plus1":    func(i int) int { return i + 1 },
 	"str":      func(v any) string { return fmt.Sprint(v) },
-}
-
-// duration says d the way people read it: 850ms, 12.3s, 4m05s, 2h10m.
-func duration(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d < time.Second:
-		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-	case d < time.Minute:
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-	case d < time.Hour:
-		d = d.Round(time.Second)
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	d = d.Round(time.Minute)
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
-// relTime says an offset from now: "in 5m", "3h ago".
-func relTime(d time.Duration) string {
-	past := d < 0
-	if past {
-		d = -d
-	}
-	if d < time.Second {
-		return "now"
-	}
-	var s string
-	switch {
-	case d < time.Minute:
-		s = strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		s = strconv.Itoa(int(d.Minutes())) + "m"
-	case d < 48*time.Hour:
-		s = strconv.Itoa(int(d.Hours())) + "h"
-	default:
-		s = strconv.Itoa(int(d.Hours()/24)) + "d"
-	}
-	if past {
-		return s + " ago"
-	}
-	return "in " + s
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // truncate cuts s to at most n runes, marking the cut.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
+	"github.com/hookd/hookd/internal/human"
 )
 
 // The charts are inline SVG built here from numbers and escaped text;
@@ -78,7 +79,7 @@ func briefTitle(r engine.RunBrief) string {
 	b = r.QueuedAt.Local().AppendFormat(b, "01-02 15:04:05")
 	if d := r.Duration(); d > 0 {
 		b = append(b, ", "...)
-		b = append(b, duration(d)...)
+		b = append(b, human.Duration(d)...)
 	}
 	return string(b)
 }
@@ -196,7 +197,7 @@ func waterfall(r *engine.Run, tr *agent.Transcript, now time.Time) template.HTML
 		if s.Error != "" {
 			class = "st-failed"
 		}
-		bars = append(bars, bar{label, class, s.Started, s.Duration, label + ", " + duration(s.Duration)})
+		bars = append(bars, bar{label, class, s.Started, s.Duration, label + ", " + human.Duration(s.Duration)})
 	}
 	if tr != nil {
 		for i, rd := range tr.Rounds {
@@ -210,7 +211,7 @@ func waterfall(r *engine.Run, tr *agent.Transcript, now time.Time) template.HTML
 			for _, a := range c.Attempts {
 				total += a.Wait
 			}
-			bars = append(bars, bar{label, "model", c.Started, total, label + ", " + duration(total)})
+			bars = append(bars, bar{label, "model", c.Started, total, label + ", " + human.Duration(total)})
 			at := c.Started.Add(total)
 			for _, tc := range rd.ToolCalls {
 				class := "tool"
@@ -221,7 +222,7 @@ func waterfall(r *engine.Run, tr *agent.Transcript, now time.Time) template.HTML
 				if name == "" {
 					name = tc.Name
 				}
-				bars = append(bars, bar{"  tool " + name, class, at, tc.Duration, "tool " + name + ", " + duration(tc.Duration)})
+				bars = append(bars, bar{"  tool " + name, class, at, tc.Duration, "tool " + name + ", " + human.Duration(tc.Duration)})
 				at = at.Add(tc.Duration)
 			}
 		}
@@ -262,10 +263,10 @@ func waterfall(r *engine.Run, tr *agent.Transcript, now time.Time) template.HTML
 		w := math.Max(1, x(b.from.Add(b.d))-x0)
 		fmt.Fprintf(&sb, `<rect class="%s" x="%.1f" y="%d" width="%.1f" height="%d"><title>%s</title></rect>`,
 			html.EscapeString(b.class), x0, y+3, w, wfRow-6, html.EscapeString(b.title))
-		fmt.Fprintf(&sb, `<text class="axis" x="%.1f" y="%d">%s</text>`, x0+w+4, y+wfRow-5, duration(b.d))
+		fmt.Fprintf(&sb, `<text class="axis" x="%.1f" y="%d">%s</text>`, x0+w+4, y+wfRow-5, human.Duration(b.d))
 	}
 	fmt.Fprintf(&sb, `<text class="axis" x="%d" y="%d">0</text><text class="axis" x="%d" y="%d" text-anchor="end">%s</text>`,
-		wfLabel, height-4, wfLabel+wfWidth, height-4, duration(total))
+		wfLabel, height-4, wfLabel+wfWidth, height-4, human.Duration(total))
 	sb.WriteString(`</svg>`)
 	return template.HTML(sb.String())
 }
