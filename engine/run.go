@@ -21,6 +21,12 @@ const (
 	StatusInterrupted Status = "interrupted" // hookd died while it was running
 )
 
+// Statuses lists every run status, live ones first.
+var Statuses = []Status{
+	StatusQueued, StatusRunning, StatusCompleted, StatusFailed,
+	StatusSkipped, StatusDropped, StatusCancelled, StatusInterrupted,
+}
+
 // Cause says what made a run end the way it did, where its status alone
 // does not: why a failed run failed, why a cancelled one was cancelled,
 // and that a completed run needed no model (short_circuit).

@@ -1,6 +1,9 @@
 package engine
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Clip shortens s for display to at most n characters, the last of them
 // "…" when it cut: it counts and cuts whole characters (runes), never
@@ -20,4 +23,11 @@ func Clip(s string, n int) string {
 		k++
 	}
 	return s
+}
+
+// OneLine is s with its runs of white space, newlines included, made one
+// space each, clipped to n characters: a message fit for one line of a
+// table, a log or an event stream.
+func OneLine(s string, n int) string {
+	return Clip(strings.Join(strings.Fields(s), " "), n)
 }

@@ -263,3 +263,14 @@ func spend(ch chan<- prometheus.Metric, priced bool, w engine.SpendWindows, scop
 		}
 	}
 }
+
+// Label is the value of the label name of m, "" when m has none: for a
+// reader of Gather's families.
+func Label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookd/hookd/api"
 )
 
 // BenchmarkPublishTCP measures POST /v1/events over loopback TCP from one
@@ -42,7 +44,7 @@ func BenchmarkPublishTCP(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var ans emitAnswer
+				var ans api.EmitAnswer
 				err = json.NewDecoder(resp.Body).Decode(&ans)
 				resp.Body.Close()
 				if err != nil || resp.StatusCode != 200 || ans.Seq == 0 {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -135,7 +136,7 @@ func TestAPISocket(t *testing.T) {
 	e.serve()
 	c := e.socketClient()
 
-	var h health
+	var h api.Health
 	c.json("GET", "/healthz", nil, 200, &h)
 	if h.Status != "ok" || !strings.HasSuffix(h.DB, "hookd.db") || h.PID == 0 {
 		t.Errorf("healthz: %+v", h)
@@ -147,7 +148,7 @@ func TestAPISocket(t *testing.T) {
 	}
 
 	// Fire, wait, read the run with its steps.
-	var fired runAnswer
+	var fired api.RunAnswer
 	c.json("POST", "/v1/hooks/hello/fire", map[string]any{"event": map[string]any{"who": "api"}}, 200, &fired)
 	var final engine.Run
 	c.json("GET", "/v1/runs/"+fired.Run.ID+"/wait", nil, 200, &final)
@@ -167,10 +168,10 @@ func TestAPISocket(t *testing.T) {
 	}
 
 	// The cooldown gate refuses the second fire: 409 naming the gate; force passes it.
-	var cool runAnswer
+	var cool api.RunAnswer
 	c.json("POST", "/v1/hooks/cool/fire", nil, 200, &cool)
 	c.json("GET", "/v1/runs/"+cool.Run.ID+"/wait", nil, 200, nil)
-	var refused apiError
+	var refused api.Error
 	c.json("POST", "/v1/hooks/cool/fire", nil, 409, &refused)
 	if refused.Gate != engine.GateCooldown || !strings.Contains(refused.Error, "--force") {
 		t.Errorf("refusal: %+v", refused)
@@ -187,7 +188,7 @@ func TestAPISocket(t *testing.T) {
 
 	// Runs: filters and paging.
 	for range 3 {
-		var a runAnswer
+		var a api.RunAnswer
 		c.json("POST", "/v1/hooks/hello/fire", nil, 200, &a)
 		c.json("GET", "/v1/runs/"+a.Run.ID+"/wait", nil, 200, nil)
 	}
@@ -214,14 +215,14 @@ func TestAPISocket(t *testing.T) {
 	}
 
 	// Publish: stored, dispatched, its id and seq returned.
-	var ans emitAnswer
+	var ans api.EmitAnswer
 	c.json("POST", "/v1/events", map[string]any{"type": "deploy.finished", "id": "deploy-42",
 		"data": map[string]any{"env": "prod", "service": "api"}}, 200, &ans)
 	if ans.EventID != "deploy-42" || ans.Seq == 0 || len(ans.Runs) != 1 || ans.Runs[0].Hook != "deploy" || ans.Duplicate {
 		t.Fatalf("emit: %+v", ans)
 	}
 	// A retry with the same id: 200, the same seq, duplicate, no run.
-	var again emitAnswer
+	var again api.EmitAnswer
 	c.json("POST", "/v1/events", map[string]any{"type": "deploy.finished", "id": "deploy-42",
 		"data": map[string]any{"env": "prod", "service": "api"}}, 200, &again)
 	if !again.Duplicate || again.Seq != ans.Seq || again.EventID != "deploy-42" || len(again.Runs) != 0 {
@@ -239,7 +240,7 @@ func TestAPISocket(t *testing.T) {
 		t.Errorf("emit without id: %+v", ans)
 	}
 	// The stored events, after a seq.
-	var evs []eventJSON
+	var evs []api.Event
 	c.json("GET", fmt.Sprintf("/v1/events?after=%d&type=deploy.*,other.**", again.Seq-1), nil, 200, &evs)
 	if len(evs) != 2 || evs[0].ID != "deploy-42" || evs[0].Data["service"] != "api" || evs[1].Type != "other.thing" {
 		t.Errorf("events after: %+v", evs)
@@ -274,7 +275,7 @@ func TestAPISocket(t *testing.T) {
 }
 
 // tcpAddr returns the TCP address the daemon logged.
-func (d *daemon) tcpAddr() string {
+func (d *served) tcpAddr() string {
 	d.e.t.Helper()
 	m := regexp.MustCompile(`listen=(\S+)`).FindStringSubmatch(d.log.String())
 	if m == nil {
@@ -309,7 +310,7 @@ func TestAPITCP(t *testing.T) {
 	if code, b := tcpClient(t, addr, testToken+"x").call("GET", "/v1/hooks", nil); code != 401 || !strings.Contains(string(b), "wrong bearer token") {
 		t.Errorf("wrong token: %d %s", code, b)
 	}
-	var h health
+	var h api.Health
 	anon.json("GET", "/healthz", nil, 200, &h)
 	if h.Status != "ok" || h.DB != "" || h.PID != 0 {
 		t.Errorf("healthz without the token tells more than ok: %+v", h)
@@ -321,7 +322,7 @@ func TestAPITCP(t *testing.T) {
 	if len(hooks) != 3 {
 		t.Errorf("hooks over TCP: %+v", hooks)
 	}
-	var ans emitAnswer
+	var ans api.EmitAnswer
 	c.json("POST", "/v1/events", map[string]any{"type": "deploy.finished", "data": map[string]any{"env": "prod", "service": "tcp"}}, 200, &ans)
 	if len(ans.Runs) != 1 {
 		t.Fatalf("emit over TCP: %+v", ans)
@@ -346,9 +347,9 @@ func TestAPITCP(t *testing.T) {
 
 // TestAPITCPDropsUnauthenticated opens many connections without the token,
 // each sending one keep-alive request, as a client hoarding connections
-// does: the daemon answers 401 and closes every one of them, and the
-// servers carry read-header and idle limits for the connections that
-// send nothing.
+// does: the daemon answers 401 and closes every one of them
+// (TestServerLimits, in api/server, checks the limits of the connections
+// that send nothing).
 func TestAPITCPDropsUnauthenticated(t *testing.T) {
 	e := newEnv(t, "listen: 127.0.0.1:0\n", apiHooks)
 	e.environ = []string{"HOOKD_TOKEN=" + testToken}
@@ -382,10 +383,6 @@ func TestAPITCPDropsUnauthenticated(t *testing.T) {
 		if _, err := br.ReadByte(); err != io.EOF {
 			t.Errorf("conn %d: after the 401 the connection stayed open (read: %v)", i, err)
 		}
-	}
-	srv := newHTTPServer(http.NotFoundHandler())
-	if srv.ReadHeaderTimeout <= 0 || srv.IdleTimeout <= 0 || srv.WriteTimeout != 0 {
-		t.Errorf("API server limits: read header %v, idle %v, write %v", srv.ReadHeaderTimeout, srv.IdleTimeout, srv.WriteTimeout)
 	}
 }
 

@@ -39,6 +39,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/llm/llmtest"
@@ -231,7 +232,7 @@ type battery struct {
 	t         *testing.T
 	trigger   string
 	e         *env
-	d         *daemon
+	d         *served
 	canaryDir string
 	tcp       *canary
 	udp       *udpCanary
@@ -460,7 +461,7 @@ func (b *battery) run() {
 		}
 	}()
 	b.d = b.e.serve()
-	var rep statusReport
+	var rep api.StatusReport
 	if err := json.Unmarshal([]byte(b.e.must(0, "status", "--json").stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

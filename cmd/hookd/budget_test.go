@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/llm/llmtest"
 )
@@ -66,7 +67,7 @@ budget: {max_tokens_per_run: 500, per_hour: 800}
 			t.Errorf("status lacks %q:\n%s", w, out)
 		}
 	}
-	var rep statusReport
+	var rep api.StatusReport
 	c := e.socketClient()
 	c.json("GET", "/v1/status", nil, 200, &rep)
 	if h := rep.Spend.Hooks["ask"].Hour; h.Tokens != 800 || h.Limit != 800 || h.Prompt != 600 || h.Runs != 2 || rep.Spend.Daemon.Day.Limit != 100000 {

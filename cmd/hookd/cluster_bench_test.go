@@ -260,9 +260,9 @@ func benchEventToStart(b *testing.B, st string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.close()
+	defer l.Close()
 	started := make(chan string, 16)
-	cancel := l.eng.Subscribe(func(ev *engine.Event) {
+	cancel := l.Engine.Subscribe(func(ev *engine.Event) {
 		if ev.Type == engine.EventRunStarted {
 			if id, _ := ev.Data["run_id"].(string); id != "" {
 				started <- id
@@ -277,7 +277,7 @@ func benchEventToStart(b *testing.B, st string) {
 		lat = lat[:0]
 		for range events {
 			t0 := time.Now()
-			runs, err := l.eng.Emit(ctx, &engine.Event{Type: "bench.p", Source: "bench"})
+			runs, err := l.Engine.Emit(ctx, &engine.Event{Type: "bench.p", Source: "bench"})
 			if err != nil || len(runs) != 1 {
 				b.Fatalf("emit: %d runs, %v", len(runs), err)
 			}
@@ -287,7 +287,7 @@ func benchEventToStart(b *testing.B, st string) {
 				}
 			}
 			lat = append(lat, time.Since(t0))
-			if _, err := l.eng.Wait(ctx, runs[0].ID); err != nil {
+			if _, err := l.Engine.Wait(ctx, runs[0].ID); err != nil {
 				b.Fatal(err)
 			}
 		}

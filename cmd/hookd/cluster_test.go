@@ -26,7 +26,7 @@ import (
 type clusterNode struct {
 	name string
 	e    *env
-	d    *daemon
+	d    *served
 }
 
 // newCluster makes the directories of nodes n1..nN on url; nodeOpts are

@@ -146,7 +146,7 @@ func (b *browser) csrf() string {
 }
 
 // dashEnv starts a daemon with the TCP listener and the dashboard's hooks.
-func dashEnv(t *testing.T) (*env, *daemon, string) {
+func dashEnv(t *testing.T) (*env, *served, string) {
 	e := newEnv(t, "listen: 127.0.0.1:0\n", dashHooks)
 	e.environ = []string{"HOOKD_TOKEN=" + testToken, "MY_SECRET=" + hookSecret}
 	d := e.serve()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 // BenchmarkEventToRun measures events becoming runs at the speed of
@@ -73,7 +74,7 @@ func benchEventToRun(b *testing.B, pubs int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.close()
+	defer l.Close()
 	ctx := context.Background()
 
 	// One run of each hook and one spawn, so that neither side pays for
@@ -90,14 +91,14 @@ func benchEventToRun(b *testing.B, pubs int) {
 				var mine []time.Duration
 				for next.Add(1) <= int64(n) {
 					t0 := time.Now()
-					runs, err := l.eng.Emit(ctx, &engine.Event{Type: typ, Source: "bench"})
+					runs, err := l.Engine.Emit(ctx, &engine.Event{Type: typ, Source: "bench"})
 					started := time.Since(t0)
 					if err != nil || len(runs) != 1 {
 						b.Errorf("emit %s: %d runs, %v", typ, len(runs), err)
 						return
 					}
 					mine = append(mine, started)
-					final, err := l.eng.Wait(ctx, runs[0].ID)
+					final, err := l.Engine.Wait(ctx, runs[0].ID)
 					if err != nil || final.Status != engine.StatusCompleted {
 						b.Errorf("run %s: %v %+v", runs[0].ID, err, final)
 						return
@@ -137,13 +138,13 @@ func benchEventToRun(b *testing.B, pubs int) {
 	b.ResetTimer()
 	var commits, writes int64
 	for range rounds {
-		c0 := selfCPU(b)
+		c0 := testtool.SelfCPU(b)
 		spawnT += spawns(per)
-		c1 := selfCPU(b)
-		w0 := l.db.WriteStats()
+		c1 := testtool.SelfCPU(b)
+		w0 := l.SQLite.WriteStats()
 		runT += emitRuns(per)
-		w1 := l.db.WriteStats()
-		c2 := selfCPU(b)
+		w1 := l.SQLite.WriteStats()
+		c2 := testtool.SelfCPU(b)
 		spawnCPU += c1 - c0
 		runCPU += c2 - c1
 		commits += w1.Commits - w0.Commits
@@ -184,16 +185,6 @@ func bareSpawn() error {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd.Run()
-}
-
-// selfCPU returns the user and system CPU time this process used so far
-// (not its children's).
-func selfCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // quantileDur returns the q-quantile of sorted by the nearest rank.

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -61,16 +62,16 @@ func TestDaemonKeepsNoDescriptorsAcrossRuns(t *testing.T) {
 	// The runs are fired and waited for as `hookd fire --wait` does, with
 	// the same two requests on a new connection each, but from the test:
 	// 200 CLI processes took most of the test's time.
-	api := e.socketClient()
-	api.http.Transport.(*http.Transport).DisableKeepAlives = true
+	sc := e.socketClient()
+	sc.http.Transport.(*http.Transport).DisableKeepAlives = true
 	names := []string{"bg", "slow", "plain"}
 	want := []engine.Status{engine.StatusCompleted, engine.StatusFailed, engine.StatusCompleted} // slow fails at its timeout
 	fire := func(n int) {
 		for i := 0; i < n; i++ {
-			var fired runAnswer
-			api.json("POST", "/v1/hooks/"+names[i%len(names)]+"/fire", nil, http.StatusOK, &fired)
+			var fired api.RunAnswer
+			sc.json("POST", "/v1/hooks/"+names[i%len(names)]+"/fire", nil, http.StatusOK, &fired)
 			var final engine.Run
-			api.json("GET", "/v1/runs/"+fired.Run.ID+"/wait", nil, http.StatusOK, &final)
+			sc.json("GET", "/v1/runs/"+fired.Run.ID+"/wait", nil, http.StatusOK, &final)
 			if final.Status != want[i%len(names)] {
 				t.Fatalf("run %s of %s: %s %q, want %s", final.ID, final.Hook, final.Status, final.Error, want[i%len(names)])
 			}

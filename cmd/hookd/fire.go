@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/api/client"
+	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -34,7 +37,7 @@ func cmdFire(c *cli, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if cl := dial(d.DB); cl != nil {
+	if cl := client.Dial(d.DB); cl != nil {
 		var pp *progressPrinter
 		if *wait {
 			// Follow the stream before firing, so no step is missed.
@@ -45,8 +48,8 @@ func cmdFire(c *cli, args []string) int {
 				fmt.Fprintf(c.stderr, "hookd fire: no progress shown: %v\n", err)
 			}
 		}
-		var ans runAnswer
-		err := cl.do(ctx, "POST", "/v1/hooks/"+name+"/fire", fireRequest{Event: event, Force: *force}, &ans)
+		var ans api.RunAnswer
+		err := cl.Do(ctx, "POST", "/v1/hooks/"+name+"/fire", api.FireRequest{Event: event, Force: *force}, &ans)
 		if code, done := c.fireRefused(err); done {
 			return code
 		}
@@ -59,7 +62,7 @@ func cmdFire(c *cli, args []string) int {
 		}
 		pp.setRun(ans.Run.ID)
 		var final engine.Run
-		if err := cl.do(ctx, "GET", "/v1/runs/"+ans.Run.ID+"/wait", nil, &final); err != nil {
+		if err := cl.Do(ctx, "GET", "/v1/runs/"+ans.Run.ID+"/wait", nil, &final); err != nil {
 			pp.close(0)
 			return c.errorf("wait for run %s: %v", ans.Run.ID, err)
 		}
@@ -68,31 +71,31 @@ func cmdFire(c *cli, args []string) int {
 	}
 
 	// No daemon: run it here, holding the database lock.
-	l, err := c.openLocal(d, newLogger(d.LogFormat, os.Stderr, slog.LevelWarn), true)
+	l, err := c.openLocal(d, daemon.NewLogger(d.LogFormat, os.Stderr, slog.LevelWarn), true)
 	if err != nil {
 		if errors.Is(err, engine.ErrLocked) {
-			return c.errorf("%v; its socket %s does not answer", err, socketPath(d.DB))
+			return c.errorf("%v; its socket %s does not answer", err, api.SocketPath(d.DB))
 		}
 		return c.errorf("%v", err)
 	}
-	defer l.close()
+	defer l.Close()
 	pp := c.progress()
-	unsubscribe := subscribeProgress(l.eng, name, pp)
+	unsubscribe := subscribeProgress(l.Engine, name, pp)
 	defer unsubscribe()
-	run, err := l.eng.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force})
+	run, err := l.Engine.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force})
 	if code, done := c.fireRefused(err); done {
 		pp.close(0)
 		return code
 	}
 	c.printFired(run)
 	pp.setRun(run.ID)
-	final, err := l.eng.Wait(ctx, run.ID)
+	final, err := l.Engine.Wait(ctx, run.ID)
 	if err != nil {
 		pp.close(0)
 		// Interrupted: cancel the run and record it so.
 		sctx, cancel := context.WithTimeout(context.Background(), 0)
 		defer cancel()
-		l.eng.Shutdown(sctx)
+		l.Engine.Shutdown(sctx)
 		return c.errorf("run %s cancelled: %v", run.ID, err)
 	}
 	pp.close(progressGrace)
@@ -109,12 +112,12 @@ func (c *cli) fireRefused(err error) (int, bool) {
 		return 0, false
 	}
 	var gate *engine.GateError
-	var remote *remoteError
+	var remote *client.RemoteError
 	switch {
-	case errors.As(err, &gate), errors.As(err, &remote) && remote.body.Gate != "":
+	case errors.As(err, &gate), errors.As(err, &remote) && remote.Body.Gate != "":
 		fmt.Fprintf(c.stderr, "hookd fire: %s\n", engine.RefusedText(err.Error()))
 		return exitRefused, true
-	case errors.Is(err, engine.ErrNotFound), errors.As(err, &remote) && remote.status == 404:
+	case errors.Is(err, engine.ErrNotFound), errors.As(err, &remote) && remote.Status == 404:
 		return c.errorf("%v (see `hookd list`, or `hookd validate` if its file has errors)", err), true
 	}
 	return c.errorf("%v", err), true
@@ -123,7 +126,7 @@ func (c *cli) fireRefused(err error) (int, bool) {
 // emitCode is emit's exit code: exitRefused when gates refused every
 // hook the event matched (nothing started: a retry later is safe),
 // else code.
-func emitCode(ans emitAnswer, code int) int {
+func emitCode(ans api.EmitAnswer, code int) int {
 	if len(ans.Refused) > 0 && len(ans.Runs) == 0 {
 		return exitRefused
 	}
@@ -244,12 +247,12 @@ func cmdEmit(c *cli, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	req := emitRequest{ID: *id, Type: pos[0], Data: data}
+	req := api.EmitRequest{ID: *id, Type: pos[0], Data: data}
 	c.quiet = *asJSON
 
-	if cl := dial(d.DB); cl != nil {
-		var ans emitAnswer
-		if err := cl.do(ctx, "POST", "/v1/events", req, &ans); err != nil {
+	if cl := client.Dial(d.DB); cl != nil {
+		var ans api.EmitAnswer
+		if err := cl.Do(ctx, "POST", "/v1/events", req, &ans); err != nil {
 			return c.errorf("%v", err)
 		}
 		c.printEmitted(ans)
@@ -257,7 +260,7 @@ func cmdEmit(c *cli, args []string) int {
 			worst := exitOK
 			for i, r := range ans.Runs {
 				var final engine.Run
-				if err := cl.do(ctx, "GET", "/v1/runs/"+r.ID+"/wait", nil, &final); err != nil {
+				if err := cl.Do(ctx, "GET", "/v1/runs/"+r.ID+"/wait", nil, &final); err != nil {
 					return c.errorf("wait for run %s: %v", r.ID, err)
 				}
 				worst = max(worst, c.printOutcome(&final))
@@ -268,27 +271,27 @@ func cmdEmit(c *cli, args []string) int {
 		return c.emitted(ans, exitOK)
 	}
 
-	l, err := c.openLocal(d, newLogger(d.LogFormat, os.Stderr, slog.LevelWarn), true)
+	l, err := c.openLocal(d, daemon.NewLogger(d.LogFormat, os.Stderr, slog.LevelWarn), true)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	defer l.close()
+	defer l.Close()
 	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "cli"}
-	em, err := l.eng.EmitReport(ctx, ev)
+	em, err := l.Engine.EmitReport(ctx, ev)
 	if errors.Is(err, engine.ErrDuplicateEvent) {
-		ans := emitAnswer{EventID: ev.ID, Seq: ev.Seq, Duplicate: true, Runs: []*engine.Run{}}
+		ans := api.EmitAnswer{EventID: ev.ID, Seq: ev.Seq, Duplicate: true, Runs: []*engine.Run{}}
 		c.printEmitted(ans)
 		return c.emitted(ans, exitOK)
 	}
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	ans := newEmitAnswer(ev, em)
+	ans := api.NewEmitAnswer(ev, em)
 	c.printEmitted(ans)
 	worst := exitOK
 	finals := make([]*engine.Run, 0, len(ans.Runs))
 	for _, r := range ans.Runs {
-		final, err := l.eng.Wait(ctx, r.ID)
+		final, err := l.Engine.Wait(ctx, r.ID)
 		if err != nil {
 			return c.errorf("wait for run %s: %v", r.ID, err)
 		}
@@ -304,7 +307,7 @@ func cmdEmit(c *cli, args []string) int {
 
 // emitted ends emit: with --json it prints the answer; the exit code is
 // code, or exitRefused when gates refused every hook (emitCode).
-func (c *cli) emitted(ans emitAnswer, code int) int {
+func (c *cli) emitted(ans api.EmitAnswer, code int) int {
 	if c.quiet {
 		if jc := c.printJSON(ans); jc != exitOK {
 			return jc
@@ -313,7 +316,7 @@ func (c *cli) emitted(ans emitAnswer, code int) int {
 	return emitCode(ans, code)
 }
 
-func (c *cli) printEmitted(ans emitAnswer) {
+func (c *cli) printEmitted(ans api.EmitAnswer) {
 	if c.quiet {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/handlers"
 )
@@ -19,7 +20,7 @@ func cmdHandlers(c *cli, args []string) int {
 	if !ok {
 		return code
 	}
-	_, hs, errs, err := c.loadAll(d)
+	_, hs, errs, err := daemon.LoadAll(d)
 	if err != nil {
 		return c.errorf("%v", err)
 	}

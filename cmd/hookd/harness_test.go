@@ -290,8 +290,8 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-// daemon is a running `hookd serve`.
-type daemon struct {
+// served is a running `hookd serve` process.
+type served struct {
 	e    *env
 	cmd  *exec.Cmd
 	log  *logBuffer
@@ -301,7 +301,7 @@ type daemon struct {
 
 // serve starts `hookd serve` with args and waits until it answers on its
 // socket. The daemon is killed when the test ends, if still running.
-func (e *env) serve(args ...string) *daemon {
+func (e *env) serve(args ...string) *served {
 	e.t.Helper()
 	d := e.startServe(args...)
 	d.waitLog("hookd serving")
@@ -321,9 +321,9 @@ func (e *env) serve(args ...string) *daemon {
 }
 
 // startServe starts `hookd serve` and returns at once.
-func (e *env) startServe(args ...string) *daemon {
+func (e *env) startServe(args ...string) *served {
 	e.t.Helper()
-	d := &daemon{e: e, log: &logBuffer{}, done: make(chan struct{})}
+	d := &served{e: e, log: &logBuffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(hookdBin, append([]string{"serve"}, args...)...)
 	d.cmd.Dir = e.dir
 	d.cmd.Env = append(childEnv(), e.environ...)
@@ -346,9 +346,9 @@ func (e *env) startServe(args ...string) *daemon {
 	return d
 }
 
-func (d *daemon) pid() int { return d.cmd.Process.Pid }
+func (d *served) pid() int { return d.cmd.Process.Pid }
 
-func (d *daemon) exited() bool {
+func (d *served) exited() bool {
 	select {
 	case <-d.done:
 		return true
@@ -358,7 +358,7 @@ func (d *daemon) exited() bool {
 }
 
 // kill kills the daemon with SIGKILL, if it still runs, and waits for it.
-func (d *daemon) kill() {
+func (d *served) kill() {
 	if !d.exited() {
 		_ = d.cmd.Process.Signal(syscall.SIGKILL)
 	}
@@ -366,7 +366,7 @@ func (d *daemon) kill() {
 }
 
 // signal sends sig to the daemon.
-func (d *daemon) signal(sig syscall.Signal) {
+func (d *served) signal(sig syscall.Signal) {
 	d.e.t.Helper()
 	if err := syscall.Kill(d.pid(), sig); err != nil {
 		d.e.t.Fatalf("signal hookd: %v", err)
@@ -374,7 +374,7 @@ func (d *daemon) signal(sig syscall.Signal) {
 }
 
 // wait waits for the daemon to exit and returns its exit code.
-func (d *daemon) wait() int {
+func (d *served) wait() int {
 	d.e.t.Helper()
 	select {
 	case <-d.done:
@@ -387,7 +387,7 @@ func (d *daemon) wait() int {
 
 // waitLog waits until the daemon's log holds text, failing the test when
 // the daemon exits first.
-func (d *daemon) waitLog(text string) {
+func (d *served) waitLog(text string) {
 	d.e.t.Helper()
 	deadline := time.After(waitLong)
 	for !strings.Contains(d.log.String(), text) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -57,7 +58,7 @@ func TestJSONFlags(t *testing.T) {
 		t.Errorf("fire --json --wait: %+v\n%s", run, r)
 	}
 
-	var ans emitAnswer
+	var ans api.EmitAnswer
 	r = e.must(1, "emit", "thing.done", "k=v", "--json", "--wait")
 	decode(t, r, &ans)
 	if ans.Seq == 0 || len(ans.Runs) != 1 || ans.Runs[0].Hook != "on" || ans.Runs[0].Status != engine.StatusFailed {

@@ -8,12 +8,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/hookd/hookd/config"
-	"github.com/hookd/hookd/engine"
 	"io"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/hookd/hookd/config"
 )
 
 // Exit codes.
@@ -243,10 +243,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// oneLine puts s on one line of at most max characters (never cutting
-// one in two).
-func oneLine(s string, max int) string {
-	return engine.Clip(strings.Join(strings.Fields(s), " "), max)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
@@ -81,7 +82,7 @@ func TestStatusShowsNodes(t *testing.T) {
 		t.Errorf("node lines:\n%s", strings.Join(lines, "\n"))
 	}
 
-	var rep clusterReport
+	var rep api.ClusterReport
 	e.socketClient().json("GET", "/v1/nodes", nil, 200, &rep)
 	if rep.Scheduler != "node-b" || len(rep.Nodes) != 3 || len(rep.DifferingHooks) != 2 ||
 		rep.DifferingHooks[0].Hook != "build" || rep.DifferingHooks[0].Versions["node-b"] != "bbbb33334444" ||
@@ -97,7 +98,7 @@ func TestStatusShowsNodes(t *testing.T) {
 		t.Errorf("the dashboard's overview does not show the nodes and the differing hooks: %d\n%s", code, page)
 	}
 	var st struct {
-		Cluster *clusterReport `json:"cluster"`
+		Cluster *api.ClusterReport `json:"cluster"`
 	}
 	if err := json.Unmarshal([]byte(e.must(0, "status", "--json").stdout), &st); err != nil {
 		t.Fatal(err)
@@ -161,9 +162,9 @@ func TestNodesAliveByHeartbeatTimeout(t *testing.T) {
 		_, err := conn.Exec(ctx, `UPDATE nodes SET heartbeat_at = now() - $1 * interval '1 second' WHERE name = 'node-w'`, d.Seconds())
 		must(err)
 	}
-	nodeW := func() nodeReport {
+	nodeW := func() api.NodeReport {
 		t.Helper()
-		var rep clusterReport
+		var rep api.ClusterReport
 		e.socketClient().json("GET", "/v1/nodes", nil, 200, &rep)
 		for _, n := range rep.Nodes {
 			if n.Name == "node-w" {
@@ -171,7 +172,7 @@ func TestNodesAliveByHeartbeatTimeout(t *testing.T) {
 			}
 		}
 		t.Fatalf("GET /v1/nodes lacks node-w: %+v", rep)
-		return nodeReport{}
+		return api.NodeReport{}
 	}
 
 	silentFor(12 * time.Second)

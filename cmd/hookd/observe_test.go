@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/metrics"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	pmodel "github.com/prometheus/common/model"
@@ -40,7 +42,7 @@ func metricValue(fams map[string]*dto.MetricFamily, name string, labels ...strin
 next:
 	for _, m := range f.GetMetric() {
 		for i := 0; i+1 < len(labels); i += 2 {
-			if label(m, labels[i]) != labels[i+1] {
+			if metrics.Label(m, labels[i]) != labels[i+1] {
 				continue next
 			}
 		}
@@ -138,7 +140,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("hookd status lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	var rep statusReport
+	var rep api.StatusReport
 	if err := json.Unmarshal([]byte(e.must(0, "status", "--json").stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

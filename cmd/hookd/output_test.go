@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/api/client"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -158,10 +160,10 @@ func BenchmarkListCommand(b *testing.B) {
 	}
 	_, dir, stop := benchDaemonDir(b, hooks...)
 	defer stop()
-	var hl health
-	if cl := dial(filepath.Join(dir, ".hookd", "hookd.db")); cl == nil {
+	var hl api.Health
+	if cl := client.Dial(filepath.Join(dir, ".hookd", "hookd.db")); cl == nil {
 		b.Fatal("no daemon answers on the socket")
-	} else if err := cl.do(context.Background(), "GET", "/healthz", nil, &hl); err != nil || hl.PID == 0 {
+	} else if err := cl.Do(context.Background(), "GET", "/healthz", nil, &hl); err != nil || hl.PID == 0 {
 		b.Fatalf("healthz: %v (pid %d)", err, hl.PID)
 	}
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/pgtest"
@@ -173,7 +174,7 @@ func TestRenderAndPruneOnPostgres(t *testing.T) {
 	if st := e.must(0, "status").stdout; !strings.Contains(st, "database: ") || !strings.Contains(st, "(PostgreSQL "+postgres.Describe(url)+")") {
 		t.Errorf("hookd status does not show the PostgreSQL database's size:\n%s", st)
 	}
-	var rep pruneReport
+	var rep api.PruneReport
 	if err := json.Unmarshal([]byte(e.must(0, "prune", "--dry-run", "--json").stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

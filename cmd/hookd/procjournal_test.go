@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/procjournal"
 	"github.com/hookd/hookd/llm/llmtest"
@@ -28,7 +29,7 @@ skip_llm: true
 `
 
 // journalPath is the process journal of a test's daemon.
-func journalPath(e *env) string { return e.path(".hookd/hookd.db" + procJournalSuffix) }
+func journalPath(e *env) string { return e.path(".hookd/hookd.db" + daemon.ProcJournalSuffix) }
 
 // startedAt is the start of pid in clock ticks after boot (/proc/PID/stat).
 func startedAt(t *testing.T, pid int) uint64 {
@@ -88,7 +89,7 @@ func slotBytes(t *testing.T, run string, g engine.ProcGroup) []byte {
 // records the group in parallel with the command), so on a loaded
 // machine the step can write its pid files before its slot is in the
 // file: the test waits for both.
-func fireLong(t *testing.T, e *env, d *daemon) (id string, leader, grand int) {
+func fireLong(t *testing.T, e *env, d *served) (id string, leader, grand int) {
 	t.Helper()
 	id = runID(t, e.must(0, "fire", "long"))
 	var es []procjournal.Entry

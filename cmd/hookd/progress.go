@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/api/client"
 	"github.com/hookd/hookd/engine"
 	"golang.org/x/sys/unix"
 )
@@ -169,7 +170,7 @@ func (p *progressPrinter) draw() {
 	line := fmt.Sprintf("  … %s %s (run %s)", p.current, engine.ElapsedText(now.Sub(p.since).Truncate(100*time.Millisecond)),
 		engine.ElapsedText(now.Sub(p.start).Truncate(100*time.Millisecond)))
 	writeRaw(p.w, "\r\x1b[K")
-	fmt.Fprint(p.w, oneLine(line, 120))
+	fmt.Fprint(p.w, engine.OneLine(line, 120))
 	p.shown = true
 	p.flush()
 }
@@ -193,13 +194,13 @@ func (p *progressPrinter) close(grace time.Duration) {
 // followStream follows the daemon's stream of hook's events into p until
 // ctx ends. It returns once the stream is open, so that nothing fired
 // after it is missed.
-func followStream(ctx context.Context, cl *client, hook string, p *progressPrinter) error {
+func followStream(ctx context.Context, cl *client.Client, hook string, p *progressPrinter) error {
 	q := url.Values{"hook": {hook}, "type": {progressTypes}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://hookd/v1/stream?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, client.BaseURL+"/v1/stream?"+q.Encode(), nil)
 	if err != nil {
 		return fmt.Errorf("open the event stream: %w", err)
 	}
-	resp, err := cl.http.Do(req)
+	resp, err := cl.HTTP().Do(req)
 	if err != nil {
 		return fmt.Errorf("open the event stream: %w", err)
 	}
@@ -209,46 +210,13 @@ func followStream(ctx context.Context, cl *client, hook string, p *progressPrint
 	}
 	go func() {
 		defer resp.Body.Close()
-		_ = scanSSE(resp.Body, nil, func(_, data string) error {
-			var ev eventJSON
+		_ = client.ScanSSE(resp.Body, nil, func(_, data string) error {
+			var ev api.Event
 			if json.Unmarshal([]byte(data), &ev) == nil {
 				p.event(ev.Type, ev.Time, ev.Data)
 			}
 			return nil
 		})
 	}()
-	return nil
-}
-
-// scanSSE reads Server-Sent Events from r: onComment gets each comment
-// line (nil: ignored), onEvent each event's id and data; an error from
-// onEvent ends the scan with it.
-func scanSSE(r io.Reader, onComment func(string), onEvent func(id, data string) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	var id, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if data != "" {
-				if err := onEvent(id, data); err != nil {
-					return err
-				}
-			}
-			id, data = "", ""
-		case strings.HasPrefix(line, ":"):
-			if onComment != nil {
-				onComment(line)
-			}
-		case strings.HasPrefix(line, "id:"):
-			id = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
-		case strings.HasPrefix(line, "data:"):
-			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("stream: %w", err)
-	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -60,7 +61,7 @@ func streamOverhead(b *testing.B, addr, hook string) {
 		}
 	}
 	run := func() (string, time.Duration) {
-		var fired runAnswer
+		var fired api.RunAnswer
 		call("POST", "/v1/hooks/"+hook+"/fire", &fired)
 		var final engine.Run
 		call("GET", "/v1/runs/"+fired.Run.ID+"/wait", &final)

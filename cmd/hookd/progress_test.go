@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -38,9 +39,9 @@ func TestStreamProgress(t *testing.T) {
 
 	s := c.openStream("", "?hook=two")
 	<-s.first
-	var fired runAnswer
+	var fired api.RunAnswer
 	c.json("POST", "/v1/hooks/two/fire", nil, 200, &fired)
-	got := s.until(func(ev eventJSON) bool { return ev.Type == "hook.run.failed" && ev.Data["run_id"] == fired.Run.ID })
+	got := s.until(func(ev api.Event) bool { return ev.Type == "hook.run.failed" && ev.Data["run_id"] == fired.Run.ID })
 	var types []string
 	for _, ev := range got {
 		types = append(types, fmt.Sprintf("%s %v", ev.ev.Type, ev.ev.Data["index"]))
@@ -131,7 +132,7 @@ func TestFireWaitProgress(t *testing.T) {
 	if !regexp.MustCompile(`in flight: 1\n  gate +` + id + ` +\d+s +step_1 \(wait\) shell for \d+s`).MatchString(r.stdout) {
 		t.Errorf("hookd status:\n%s", r)
 	}
-	var rep statusReport
+	var rep api.StatusReport
 	if err := json.Unmarshal([]byte(e.must(0, "status", "--json").stdout), &rep); err != nil || len(rep.Running) != 1 ||
 		rep.Running[0].Hook != "gate" || rep.Running[0].Current == nil || rep.Running[0].Current.Name != "wait" || len(rep.Running[0].Steps) != 1 {
 		t.Errorf("status --json running: %+v %v", rep.Running, err)

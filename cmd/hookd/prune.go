@@ -2,171 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
-	"os"
-	"sync"
 	"time"
 
-	"github.com/hookd/hookd/config"
-	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store"
-	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/api/client"
+	"github.com/hookd/hookd/daemon"
 )
-
-// pruneFirst is how long after the start the daemon first prunes: not
-// in the way of catch-up runs, soon enough that a restart loop prunes too.
-const pruneFirst = time.Minute
-
-// pruneReport is one prune: what it deleted, when, and its error if any.
-// It is the answer of POST /v1/prune and the last prune in /v1/status.
-type pruneReport struct {
-	At time.Time `json:"at"`
-	store.PruneStats
-	Error string `json:"error,omitempty"`
-}
-
-// prunable is a store retention prunes: the SQLite file or PostgreSQL
-// (both held to the same rules by the store contract suite).
-type prunable interface {
-	Prune(ctx context.Context, now time.Time, p store.PrunePolicy) (store.PruneStats, error)
-	Size(ctx context.Context) (store.Size, error)
-}
-
-// pruner deletes the history retention lets go: in the background every
-// PruneEvery, and when asked (`hookd prune`). One prune runs at a time
-// (on PostgreSQL, one in the whole cluster: another node's prune under
-// way makes this one skip its turn).
-type pruner struct {
-	db      prunable
-	where   dbWhere // what status says the database is
-	ret     engine.Retention
-	every   time.Duration
-	log     *slog.Logger
-	counted func(kind string, n int64) // metrics; nil for none
-
-	run sync.Mutex // held while a prune runs
-
-	mu    sync.Mutex
-	hooks map[string]engine.HookRetention
-	last  *pruneReport
-
-	ctx    context.Context // cancelled by Stop
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func newPruner(db prunable, d *config.Daemon, hooks []*engine.Hook, log *slog.Logger, counted func(string, int64)) *pruner {
-	p := &pruner{db: db, where: whereOf(d), ret: d.Retention, every: d.PruneEvery, log: log, counted: counted, done: make(chan struct{})}
-	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.SetHooks(hooks)
-	return p
-}
-
-// SetHooks takes the hooks' own retention, after a reload.
-func (p *pruner) SetHooks(hooks []*engine.Hook) {
-	m := make(map[string]engine.HookRetention, len(hooks))
-	for _, h := range hooks {
-		m[h.Name] = h.Retention
-	}
-	p.mu.Lock()
-	p.hooks = m
-	p.mu.Unlock()
-}
-
-// Start prunes in the background, first after pruneFirst (or every, if
-// sooner), then every p.every. It does not block.
-func (p *pruner) Start() {
-	go func() {
-		defer close(p.done)
-		t := time.NewTimer(min(pruneFirst, p.every))
-		defer t.Stop()
-		for {
-			select {
-			case <-p.ctx.Done():
-				return
-			case <-t.C:
-			}
-			p.Prune(p.ctx, false)
-			t.Reset(p.every)
-		}
-	}()
-}
-
-// Stop ends the background pruning, cancelling a prune under way (what
-// it deleted stays deleted), and waits for it. Safe to call twice.
-func (p *pruner) Stop() {
-	p.cancel()
-	<-p.done
-}
-
-// Prune prunes now (or, dryRun, counts what it would delete).
-func (p *pruner) Prune(ctx context.Context, dryRun bool) *pruneReport {
-	p.run.Lock()
-	defer p.run.Unlock()
-	p.mu.Lock()
-	pol := store.PrunePolicy{Retention: p.ret, Hooks: p.hooks, DryRun: dryRun}
-	p.mu.Unlock()
-	rep := &pruneReport{At: time.Now()}
-	st, err := p.db.Prune(ctx, rep.At, pol)
-	rep.PruneStats = st
-	if err != nil {
-		rep.Error = err.Error()
-	}
-	if dryRun {
-		return rep
-	}
-	if errors.Is(err, postgres.ErrPruning) {
-		p.log.Info("prune skipped: another node is pruning the database")
-		return rep
-	}
-	if p.counted != nil {
-		p.counted("runs", st.Runs)
-		p.counted("skipped", st.Skipped)
-		p.counted("events", st.Events)
-	}
-	attrs := []any{"runs", st.Runs, "skipped", st.Skipped, "events", st.Events,
-		"freed_bytes", st.FreedBytes, "took", st.Took.Round(time.Millisecond)}
-	switch {
-	case err != nil:
-		p.log.Error("prune history", append(attrs, "err", err)...)
-	case st.Runs+st.Skipped+st.Events > 0:
-		p.log.Info("pruned history", attrs...)
-	}
-	p.mu.Lock()
-	p.last = rep
-	p.mu.Unlock()
-	return rep
-}
-
-// Last returns the latest prune that was not a dry run, nil before the
-// first.
-func (p *pruner) Last() *pruneReport {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.last
-}
-
-// pruneRequest is the body of POST /v1/prune.
-type pruneRequest struct {
-	DryRun bool `json:"dry_run"`
-}
-
-func (a *apiServer) prune(w http.ResponseWriter, r *http.Request) {
-	var req pruneRequest
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	rep := a.pruner.Prune(r.Context(), req.DryRun)
-	if rep.Error != "" {
-		writeErr(w, errors.New(rep.Error))
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
-}
 
 func cmdPrune(c *cli, args []string) int {
 	fs := c.flags()
@@ -177,17 +20,17 @@ func cmdPrune(c *cli, args []string) int {
 		return code
 	}
 	ctx := context.Background()
-	var rep *pruneReport
-	if cl := dial(d.DB); cl != nil {
-		rep = &pruneReport{}
-		if err := cl.do(ctx, "POST", "/v1/prune", pruneRequest{DryRun: *dryRun}, rep); err != nil {
+	var rep *api.PruneReport
+	if cl := client.Dial(d.DB); cl != nil {
+		rep = &api.PruneReport{}
+		if err := cl.Do(ctx, "POST", "/v1/prune", api.PruneRequest{DryRun: *dryRun}, rep); err != nil {
 			return c.errorf("%v", err)
 		}
 	} else {
 		// No daemon: prune here, holding the lock, with the retention of
 		// hookd.yaml and of the hooks that load.
 		var err error
-		if rep, err = c.pruneLocal(ctx, d, *dryRun); err != nil {
+		if rep, err = daemon.Prune(ctx, d, c.name, *dryRun, func(err error) { fmt.Fprintf(c.stderr, "hookd prune: %v (its own retention does not apply)\n", err) }); err != nil {
 			return c.errorf("%v", err)
 		}
 	}
@@ -198,65 +41,7 @@ func cmdPrune(c *cli, args []string) int {
 	return exitOK
 }
 
-// pruneLocal prunes the database of d in this process.
-func (c *cli) pruneLocal(ctx context.Context, d *config.Daemon, dryRun bool) (*pruneReport, error) {
-	if d.Database != "" {
-		// PostgreSQL: daemons of other machines may run; pruning beside
-		// them is safe (it keeps what they read), and one prune runs at a
-		// time in the cluster.
-		db, err := openStore(d)
-		if err != nil {
-			return nil, err
-		}
-		defer db.Close()
-		return c.pruneWith(ctx, d, db, dryRun)
-	}
-	if _, err := os.Stat(d.DB); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no database at %s: nothing to prune", d.DB)
-	}
-	lock, err := store.Lock(d.DB, c.name)
-	if err != nil {
-		if errors.Is(err, engine.ErrLocked) {
-			return nil, fmt.Errorf("%w; its socket %s does not answer", err, socketPath(d.DB))
-		}
-		return nil, err
-	}
-	defer lock.Unlock()
-	db, err := store.Open(d.DB)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	if !dryRun {
-		if _, err := db.EnableIncrementalVacuum(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return c.pruneWith(ctx, d, db, dryRun)
-}
-
-// pruneWith prunes db with the retention of hookd.yaml and of the hooks
-// that load.
-func (c *cli) pruneWith(ctx context.Context, d *config.Daemon, db prunable, dryRun bool) (*pruneReport, error) {
-	var hooks []*engine.Hook
-	if _, err := os.Stat(d.HooksDir); err == nil {
-		var errs []error
-		if hooks, errs, err = c.loadHooks(d); err != nil {
-			return nil, err
-		}
-		for _, e := range errs {
-			fmt.Fprintf(c.stderr, "hookd prune: %v (its own retention does not apply)\n", e)
-		}
-	}
-	log := newLogger(d.LogFormat, os.Stderr, slog.LevelWarn)
-	rep := newPruner(db, d, hooks, log, nil).Prune(ctx, dryRun)
-	if rep.Error != "" {
-		return nil, errors.New(rep.Error)
-	}
-	return rep, nil
-}
-
-func printPrune(w io.Writer, rep *pruneReport) {
+func printPrune(w io.Writer, rep *api.PruneReport) {
 	verb := "deleted"
 	if rep.DryRun {
 		verb = "would delete"

@@ -13,7 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/api/client"
 	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -26,7 +29,7 @@ func cmdList(c *cli, args []string) int {
 		return code
 	}
 	if *names {
-		hooks, _, err := c.loadHooks(d)
+		hooks, _, err := daemon.LoadHooks(d)
 		if err != nil {
 			return c.errorf("%v", err)
 		}
@@ -43,10 +46,10 @@ func cmdList(c *cli, args []string) int {
 	// What the command allocates (the daemon's answer, the hooks, the
 	// table: 10 MB with 10,000 hooks) is garbage only when it exits;
 	// collecting as it grew was a seventh of the command's CPU.
-	restoreGC, _ := raiseGCPercent(400)
+	restoreGC, _ := daemon.RaiseGCPercent(400)
 	defer restoreGC()
 	ctx := context.Background()
-	cl := dial(d.DB)
+	cl := client.Dial(d.DB)
 	if cl == nil {
 		hooks, err := c.offlineHooks(ctx, d)
 		if err != nil {
@@ -61,11 +64,11 @@ func cmdList(c *cli, args []string) int {
 		}
 		return exitOK
 	}
-	body, err := cl.get(ctx, "/v1/hooks")
+	body, err := cl.Get(ctx, "/v1/hooks")
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	hooks, err := decodeHooksJSON(body)
+	hooks, err := api.DecodeHooks(body)
 	if err != nil {
 		return c.errorf("read the daemon's hooks: %v", err)
 	}
@@ -148,7 +151,7 @@ func hookTable(hooks []engine.HookStatus, now time.Time) *table {
 // offlineHooks describes the hooks from their files and the store when no
 // daemon runs.
 func (c *cli) offlineHooks(ctx context.Context, d *config.Daemon) ([]engine.HookStatus, error) {
-	hooks, errs, err := c.loadHooks(d)
+	hooks, errs, err := daemon.LoadHooks(d)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +160,7 @@ func (c *cli) offlineHooks(ctx context.Context, d *config.Daemon) ([]engine.Hook
 	}
 	saved := map[string]engine.HookState{}
 	var queued []*engine.Run
-	if db, err := openStore(d); err == nil {
+	if db, err := daemon.OpenStore(d); err == nil {
 		defer db.Close()
 		if saved, err = db.HookStates(ctx); err != nil {
 			return nil, err
@@ -198,15 +201,15 @@ func cmdRuns(c *cli, args []string) int {
 	if !ok {
 		return code
 	}
-	if *status != "" && !slices.Contains(runStatuses, engine.Status(*status)) {
-		fmt.Fprintf(c.stderr, "hookd runs: --status must be one of %s (got %q)\n", joinStatuses(runStatuses), *status)
+	if *status != "" && !slices.Contains(engine.Statuses, engine.Status(*status)) {
+		fmt.Fprintf(c.stderr, "hookd runs: --status must be one of %s (got %q)\n", joinStatuses(engine.Statuses), *status)
 		return exitUsage
 	}
 	if *limit < 1 {
 		fmt.Fprintf(c.stderr, "hookd runs: --limit must be >= 1 (got %d)\n", *limit)
 		return exitUsage
 	}
-	db, err := openStore(d)
+	db, err := daemon.OpenStore(d)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -253,7 +256,7 @@ func cmdRuns(c *cli, args []string) int {
 		if r.Retry != nil {
 			why = fmt.Sprintf("retry %s at %s; %s", r.Retry.RunID, timeText(r.Retry.At), why)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Hook, r.Headline(), r.Trigger, started, dur, oneLine(why, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Hook, r.Headline(), r.Trigger, started, dur, engine.OneLine(why, 80))
 	}
 	tw.Flush()
 	return exitOK
@@ -268,7 +271,7 @@ func repeatsText(r *engine.Run) string {
 // knownHook reports whether the hooks directory defines name, and lists
 // the names it defines.
 func (c *cli) knownHook(d *config.Daemon, name string) ([]string, bool) {
-	hooks, _, err := c.loadHooks(d)
+	hooks, _, err := daemon.LoadHooks(d)
 	if err != nil {
 		return nil, false
 	}
@@ -278,12 +281,6 @@ func (c *cli) knownHook(d *config.Daemon, name string) ([]string, bool) {
 	}
 	sort.Strings(names)
 	return names, slices.Contains(names, name)
-}
-
-// runStatuses are the statuses `hookd runs --status` accepts.
-var runStatuses = []engine.Status{
-	engine.StatusQueued, engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed,
-	engine.StatusSkipped, engine.StatusDropped, engine.StatusCancelled, engine.StatusInterrupted,
 }
 
 func joinStatuses(ss []engine.Status) string {
@@ -311,7 +308,7 @@ func cmdRun(c *cli, args []string) int {
 	if !ok {
 		return code
 	}
-	db, err := openStore(d)
+	db, err := daemon.OpenStore(d)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -335,13 +332,13 @@ func cmdRun(c *cli, args []string) int {
 // how long it has run. A run record says nothing of its steps until the
 // run is over.
 func (c *cli) printProgress(d *config.Daemon, id string) {
-	cl := dial(d.DB)
+	cl := client.Dial(d.DB)
 	if cl == nil {
 		fmt.Fprintf(c.stdout, "\nhookd is not running: the record says running, but no daemon runs it (it becomes interrupted at the next start)\n")
 		return
 	}
 	var p engine.RunProgress
-	if err := cl.do(context.Background(), "GET", "/v1/runs/"+id+"/progress", nil, &p); err != nil {
+	if err := cl.Do(context.Background(), "GET", "/v1/runs/"+id+"/progress", nil, &p); err != nil {
 		fmt.Fprintf(c.stdout, "\nno progress: %v\n", err)
 		return
 	}
@@ -351,7 +348,7 @@ func (c *cli) printProgress(d *config.Daemon, id string) {
 	for _, s := range p.Steps {
 		line := fmt.Sprintf("  %s %s: %s in %s", s.Label(), s.Kind, s.OutcomeText(), engine.ElapsedText(s.Duration))
 		if s.Error != "" {
-			line += ": " + oneLine(s.Error, 120)
+			line += ": " + engine.OneLine(s.Error, 120)
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -478,7 +475,7 @@ func cmdValidate(c *cli, args []string) int {
 		d.HooksDir = pos[0]
 	}
 	var warns warnings
-	hooks, hs, errs, err := c.checkAll(d, warns.collect(d))
+	hooks, hs, errs, err := daemon.CheckAll(d, warns.collect(d))
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -529,7 +526,7 @@ func cmdNext(c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "hookd next: -n must be >= 1 (got %d)\n", *n)
 		return exitUsage
 	}
-	hooks, _, err := c.loadHooks(d)
+	hooks, _, err := daemon.LoadHooks(d)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -574,8 +571,8 @@ func setPaused(c *cli, args []string, paused bool) int {
 	name := pos[0]
 	verb := map[bool]string{true: "paused", false: "resumed"}[paused]
 	ctx := context.Background()
-	if cl := dial(d.DB); cl != nil {
-		if err := cl.do(ctx, "POST", "/v1/hooks/"+name+"/"+c.name, nil, nil); err != nil {
+	if cl := client.Dial(d.DB); cl != nil {
+		if err := cl.Do(ctx, "POST", "/v1/hooks/"+name+"/"+c.name, nil, nil); err != nil {
 			return c.errorf("%v", err)
 		}
 		fmt.Fprintf(c.stdout, "%s %s\n", name, verb)
@@ -583,7 +580,7 @@ func setPaused(c *cli, args []string, paused bool) int {
 	}
 	// No daemon: check the hook exists, then record the state for the
 	// next start.
-	hooks, _, err := c.loadHooks(d)
+	hooks, _, err := daemon.LoadHooks(d)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -594,13 +591,13 @@ func setPaused(c *cli, args []string, paused bool) int {
 	if !found {
 		return c.errorf("no hook named %q", name)
 	}
-	db, _, lock, err := lockAndOpen(ctx, d, c.name, "", nil)
+	o, err := daemon.LockAndOpen(ctx, d, c.name, "", nil)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	defer lock.Unlock()
-	defer db.Close()
-	if err := db.SetPaused(ctx, name, paused); err != nil {
+	defer o.Lock.Unlock()
+	defer o.Store.Close()
+	if err := o.Store.SetPaused(ctx, name, paused); err != nil {
 		return c.errorf("%v", err)
 	}
 	fmt.Fprintf(c.stdout, "%s %s (hookd is not running; it applies when it starts)\n", name, verb)

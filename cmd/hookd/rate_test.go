@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -63,7 +64,7 @@ func TestEmitSaysGateRefused(t *testing.T) {
 	}
 	// Every matching hook refused: exit 75, and --json carries the refusal.
 	r = e.must(exitRefused, "emit", "deploy.done", "--json")
-	var ans emitAnswer
+	var ans api.EmitAnswer
 	if err := json.Unmarshal([]byte(r.stdout), &ans); err != nil {
 		t.Fatalf("emit --json: %v\n%s", err, r)
 	}

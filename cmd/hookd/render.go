@@ -13,16 +13,11 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
-	"github.com/hookd/hookd/templates"
 	"github.com/hookd/hookd/triggers"
 )
-
-// promptRenderer is the prompt renderer of every engine hookd builds.
-func promptRenderer(d *config.Daemon) engine.PromptRenderer {
-	return templates.New(templates.Options{MaxValueBytes: d.PromptValueMax})
-}
 
 // cmdRender previews a hook: it runs the steps here, in this process, and
 // prints what they gathered, the short-circuit that would apply and the
@@ -43,7 +38,7 @@ func cmdRender(c *cli, args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	hooks, errs, err := c.loadHooks(d)
+	hooks, errs, err := daemon.LoadHooks(d)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -54,7 +49,7 @@ func cmdRender(c *cli, args []string) int {
 		return c.errorf("no hook named %q (see `hookd list`, or `hookd validate` if its file has errors)", name)
 	}
 
-	sbStatus := installSandbox(d, newLogger(d.LogFormat, os.Stderr, slog.LevelWarn))
+	sbStatus := daemon.InstallSandbox(d, daemon.NewLogger(d.LogFormat, os.Stderr, slog.LevelWarn))
 	db, done, err := previewStore(d)
 	if err != nil {
 		return c.errorf("%v", err)
@@ -63,14 +58,14 @@ func cmdRender(c *cli, args []string) int {
 	eng, err := engine.New(engine.Config{
 		Store:          readOnlyStore{db},
 		Events:         triggers.NewEventIndex(),
-		Prompt:         promptRenderer(d),
-		Logger:         newLogger(d.LogFormat, os.Stderr, slog.LevelError),
+		Prompt:         daemon.PromptRenderer(d),
+		Logger:         daemon.NewLogger(d.LogFormat, os.Stderr, slog.LevelError),
 		DefaultTimeout: d.DefaultTimeout,
-		Credentials:    credentialEnv(d),
+		Credentials:    daemon.CredentialEnv(d),
 		Manual:         true,
 		Sandbox:        &sbStatus,
 
-		CredentialValues: credentialValues(d),
+		CredentialValues: daemon.CredentialValues(d),
 	}, hooks)
 	if err != nil {
 		return c.errorf("%v", err)
@@ -108,7 +103,7 @@ func hasHook(hooks []*engine.Hook, name string) bool {
 // in a temporary directory that done removes.
 func previewStore(d *config.Daemon) (db engine.Store, done func(), err error) {
 	if d.Database != "" {
-		db, err := openStore(d)
+		db, err := daemon.OpenStore(d)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -167,13 +162,13 @@ func (c *cli) printPreview(run *engine.Run) {
 			line += ", timed out"
 		}
 		if s.Error != "" {
-			line += ", error: " + oneLine(s.Error, 120)
+			line += ", error: " + engine.OneLine(s.Error, 120)
 		}
 		fmt.Fprintln(w, "  "+line)
 		if out := strings.TrimSpace(s.Output); out != "" {
 			first, _, _ := strings.Cut(out, "\n")
 			lines := strings.Count(strings.TrimRight(s.Output, "\n"), "\n") + 1
-			fmt.Fprintf(w, "    %s (%d bytes, %d %s)\n", oneLine(first, 100), len(s.Output), lines, plural(lines, "line", "lines"))
+			fmt.Fprintf(w, "    %s (%d bytes, %d %s)\n", engine.OneLine(first, 100), len(s.Output), lines, plural(lines, "line", "lines"))
 		}
 	}
 	switch {

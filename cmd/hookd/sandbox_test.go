@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
 )
@@ -184,7 +185,7 @@ func TestSandboxStatus(t *testing.T) {
 	if !strings.Contains(text, "sandbox: contained\n  landlock: ABI") || !strings.Contains(text, "  network: ") {
 		t.Errorf("hookd status does not show the sandbox:\n%s", text)
 	}
-	var rep statusReport
+	var rep api.StatusReport
 	if err := json.Unmarshal([]byte(e.must(0, "status", "--json").stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

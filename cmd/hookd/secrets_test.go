@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/llm/llmtest"
 )
@@ -76,11 +77,11 @@ func TestSecretsDoNotLeak(t *testing.T) {
 	)
 	defer model.Close()
 	// An API that echoes the credential in a URL, percent-encoded.
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "next: https://api.example/v1?token=%s\npath: https://api.example/keys/%s/info\n",
 			url.QueryEscape(hookSecret), url.PathEscape(hookSecret))
 	}))
-	defer api.Close()
+	defer upstream.Close()
 	e := newEnv(t, `
 llm:
   model: test-model
@@ -109,7 +110,7 @@ steps:
     secrets: [MY_SECRET]
   - name: api
     type: http
-    url: ` + api.URL + `/account
+    url: ` + upstream.URL + `/account
     allow_private: true
 skip_llm: true
 `,
@@ -142,7 +143,7 @@ tools:
 	<-stream.first
 
 	leakRun := e.getRun(runID(t, e.must(0, "fire", "leak", "--wait")))
-	live := stream.until(func(ev eventJSON) bool { return ev.Type == "hook.run.completed" && ev.Data["hook"] == "next" })
+	live := stream.until(func(ev api.Event) bool { return ev.Type == "hook.run.completed" && ev.Data["hook"] == "next" })
 	askRun := e.getRun(runID(t, e.must(0, "fire", "ask", "--wait", "--event", `{"note":"hello"}`)))
 	if askRun.Status != engine.StatusCompleted {
 		t.Fatalf("ask: %s %q\n%s", askRun.Status, askRun.Error, d.log)
@@ -216,7 +217,7 @@ tools:
 		check("the live stream", string(b))
 	}
 	replay := c.openStream("0", "")
-	for _, ev := range replay.until(func(ev eventJSON) bool { return ev.Type == "hook.run.completed" && ev.Data["hook"] == "ask" }) {
+	for _, ev := range replay.until(func(ev api.Event) bool { return ev.Type == "hook.run.completed" && ev.Data["hook"] == "ask" }) {
 		b, _ := json.Marshal(ev.ev)
 		check("the replayed stream", string(b))
 	}

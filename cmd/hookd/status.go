@@ -4,200 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
-	"net/http"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/api/client"
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store"
-	dto "github.com/prometheus/client_model/go"
 )
-
-// statusReport is the answer of GET /v1/status and what `hookd status`
-// prints: the engine's live state and a digest of the metrics since the
-// daemon started.
-type statusReport struct {
-	engine.Summary                      // in_flight, queued (run ids)
-	Running        []engine.RunProgress `json:"running"` // the runs in flight: hook, start, steps done, the current one
-	PID            int                  `json:"pid"`
-	Uptime         string               `json:"uptime"`
-	OverdueGrace   string               `json:"overdue_grace"`
-	Overdue        []string             `json:"overdue"`        // periodic hooks past due by more than the grace (the hookd_hooks_overdue gauge)
-	Runs           countsBy             `json:"runs"`           // hook -> status -> count
-	Skips          countsBy             `json:"skips"`          // hook -> reason -> count
-	ShortCircuits  counts               `json:"short_circuits"` // hook -> completed runs that needed no model
-	Drops          countsBy             `json:"drops"`          // hook -> reason -> count
-	Durations      map[string]dist      `json:"durations"`      // hook -> run duration
-	Lateness       map[string]dist      `json:"lateness"`       // hook -> fire lateness
-	Tokens         countsBy             `json:"tokens"`         // hook -> kind -> count
-	ToolCalls      countsBy             `json:"tool_calls"`     // tool -> outcome -> count
-	Events         counts               `json:"events"`         // source -> count
-	Notifications  counts               `json:"notifications"`  // outcome -> count
-	Database       *dbReport            `json:"database,omitempty"`
-	Cluster        *clusterReport       `json:"cluster,omitempty"` // the nodes sharing a PostgreSQL database; absent on SQLite
-	Sandbox        *sandboxReport       `json:"sandbox"`           // which containment the hooks' processes get (sandbox.go)
-}
-
-// dbReport is the database's size and the last prune, in /v1/status. On
-// PostgreSQL, Bytes is pg_database_size (the WAL and free space are the
-// server's, not reported).
-type dbReport struct {
-	Path string `json:"path"` // the SQLite file, or the PostgreSQL URL without its password
-	Kind string `json:"kind"` // sqlite or postgres
-	store.Size
-	LastPrune *pruneReport `json:"last_prune,omitempty"` // nil before the first since the start
-}
-
-type (
-	counts   map[string]float64
-	countsBy map[string]counts
-)
-
-// dist digests a histogram: how many, the mean and the 95th percentile
-// (the upper bound of the bucket it falls in), in seconds.
-type dist struct {
-	Count uint64  `json:"count"`
-	Mean  float64 `json:"mean_seconds"`
-	P95   float64 `json:"p95_seconds"` // +Inf is reported as -1
-}
-
-func (a *apiServer) status(w http.ResponseWriter, r *http.Request) {
-	rep, err := a.report(r.Context())
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
-}
-
-func (a *apiServer) report(ctx context.Context) (*statusReport, error) {
-	sum, err := a.eng.Summary(ctx)
-	if err != nil {
-		return nil, err
-	}
-	overdue, err := a.eng.Overdue(ctx, a.grace)
-	if err != nil {
-		return nil, err
-	}
-	running, err := a.eng.InFlight(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rep := &statusReport{
-		Summary: sum, Running: running, PID: os.Getpid(), Uptime: engine.DurationText(time.Since(a.started).Round(time.Second)),
-		OverdueGrace: engine.DurationText(a.grace), Overdue: overdue,
-		Runs: countsBy{}, Skips: countsBy{}, Drops: countsBy{}, Tokens: countsBy{}, ToolCalls: countsBy{},
-		Durations: map[string]dist{}, Lateness: map[string]dist{}, Events: counts{}, Notifications: counts{}, ShortCircuits: counts{},
-		Sandbox: newSandboxReport(a.eng.SandboxStatus()),
-	}
-	hooks, err := a.eng.Hooks(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range hooks {
-		if h.Sandbox != "" {
-			if rep.Sandbox.Hooks == nil {
-				rep.Sandbox.Hooks = map[string]string{}
-			}
-			rep.Sandbox.Hooks[h.Name] = h.Sandbox
-		}
-	}
-	for _, l := range []*[]string{&rep.InFlight, &rep.Queued, &rep.Overdue} {
-		if *l == nil {
-			*l = []string{}
-		}
-	}
-	if a.pruner != nil {
-		size, err := a.pruner.db.Size(ctx)
-		if err != nil {
-			return nil, err
-		}
-		w := a.pruner.where
-		rep.Database = &dbReport{Path: w.Name, Kind: w.Kind, Size: size, LastPrune: a.pruner.Last()}
-	}
-	if rep.Cluster, err = clusterOf(ctx, a.cluster); err != nil {
-		return nil, err
-	}
-	if a.metrics == nil {
-		return rep, nil
-	}
-	fams, err := a.metrics.Gather()
-	if err != nil {
-		return nil, fmt.Errorf("gather metrics: %w", err)
-	}
-	for _, f := range fams {
-		switch f.GetName() {
-		case "hookd_runs_total":
-			rep.Runs.add(f, "hook", "status")
-		case "hookd_skips_total":
-			rep.Skips.add(f, "hook", "reason")
-		case "hookd_short_circuits_total":
-			for _, m := range f.GetMetric() {
-				rep.ShortCircuits[label(m, "hook")] += m.GetCounter().GetValue()
-			}
-		case "hookd_drops_total":
-			rep.Drops.add(f, "hook", "reason")
-		case "hookd_model_tokens_total":
-			rep.Tokens.add(f, "hook", "kind")
-		case "hookd_tool_calls_total":
-			rep.ToolCalls.add(f, "tool", "outcome")
-		case "hookd_events_total":
-			for _, m := range f.GetMetric() {
-				rep.Events[label(m, "source")] += m.GetCounter().GetValue()
-			}
-		case "hookd_notifications_total":
-			for _, m := range f.GetMetric() {
-				rep.Notifications[label(m, "outcome")] += m.GetCounter().GetValue()
-			}
-		case "hookd_run_duration_seconds":
-			digest(f, rep.Durations)
-		case "hookd_fire_lateness_seconds":
-			digest(f, rep.Lateness)
-		}
-	}
-	return rep, nil
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-func (c countsBy) add(f *dto.MetricFamily, outer, inner string) {
-	for _, m := range f.GetMetric() {
-		o := label(m, outer)
-		if c[o] == nil {
-			c[o] = counts{}
-		}
-		c[o][label(m, inner)] += m.GetCounter().GetValue()
-	}
-}
-
-func digest(f *dto.MetricFamily, into map[string]dist) {
-	for _, m := range f.GetMetric() {
-		h := m.GetHistogram()
-		n := h.GetSampleCount()
-		if n == 0 {
-			continue
-		}
-		d := dist{Count: n, Mean: h.GetSampleSum() / float64(n), P95: -1}
-		want := uint64(math.Ceil(0.95 * float64(n)))
-		for _, b := range h.GetBucket() {
-			if b.GetCumulativeCount() >= want {
-				d.P95 = b.GetUpperBound()
-				break
-			}
-		}
-		into[label(m, "hook")] = d
-	}
-}
 
 func cmdStatus(c *cli, args []string) int {
 	fs := c.flags()
@@ -206,24 +20,24 @@ func cmdStatus(c *cli, args []string) int {
 	if !ok {
 		return code
 	}
-	cl := dial(d.DB)
+	cl := client.Dial(d.DB)
 	if cl == nil {
-		fmt.Fprintf(c.stdout, "hookd is not running (no answer on %s)\n", socketPath(d.DB))
+		fmt.Fprintf(c.stdout, "hookd is not running (no answer on %s)\n", api.SocketPath(d.DB))
 		return exitError
 	}
-	var rep statusReport
-	if err := cl.do(context.Background(), "GET", "/v1/status", nil, &rep); err != nil {
+	var rep api.StatusReport
+	if err := cl.Do(context.Background(), "GET", "/v1/status", nil, &rep); err != nil {
 		return c.errorf("%v", err)
 	}
 	if *asJSON {
 		return c.printJSON(rep)
 	}
-	printStatus(c.stdout, socketPath(d.DB), &rep)
+	printStatus(c.stdout, api.SocketPath(d.DB), &rep)
 	return exitOK
 }
 
 // printStatus prints the terminal summary of `hookd status`.
-func printStatus(w io.Writer, socket string, rep *statusReport) {
+func printStatus(w io.Writer, socket string, rep *api.StatusReport) {
 	fmt.Fprintf(w, "hookd is running (pid %d, up %s, socket %s)\n", rep.PID, rep.Uptime, socket)
 	fmt.Fprintf(w, "in flight: %d\n", len(rep.InFlight))
 	writeInFlight(w, rep.Running, time.Now())
@@ -242,7 +56,7 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 	writeSandbox(w, rep.Sandbox)
 
 	hooks := map[string]bool{}
-	for _, m := range []countsBy{rep.Runs, rep.Skips, rep.Drops, rep.Tokens} {
+	for _, m := range []api.CountsBy{rep.Runs, rep.Skips, rep.Drops, rep.Tokens} {
 		for h := range m {
 			hooks[h] = true
 		}
@@ -256,7 +70,7 @@ func printStatus(w io.Writer, socket string, rep *statusReport) {
 		for _, h := range sortedKeys(hooks) {
 			r := rep.Runs[h]
 			reasons := []string{}
-			for _, m := range []counts{rep.Skips[h], rep.Drops[h]} {
+			for _, m := range []api.Counts{rep.Skips[h], rep.Drops[h]} {
 				for _, k := range sortedKeys(m) {
 					reasons = append(reasons, fmt.Sprintf("%s %d", k, int64(m[k])))
 				}
@@ -338,7 +152,7 @@ func writeSpend(w io.Writer, sp *engine.Spend) {
 	tw.Flush()
 }
 
-func distText(d dist) string {
+func distText(d api.Dist) string {
 	if d.Count == 0 {
 		return "-"
 	}

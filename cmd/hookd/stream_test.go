@@ -11,12 +11,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookd/hookd/api"
 )
 
 // sseEvent is one event read from the stream.
 type sseEvent struct {
 	id int64
-	ev eventJSON
+	ev api.Event
 }
 
 // sseStream is an open GET /v1/stream.
@@ -63,7 +65,7 @@ func (c *apiClient) openStream(lastID, query string) *sseStream {
 			switch {
 			case line == "":
 				if data != "" {
-					var ev eventJSON
+					var ev api.Event
 					if err := json.Unmarshal([]byte(data), &ev); err != nil {
 						c.t.Errorf("bad event data %q: %v", data, err)
 						return
@@ -92,7 +94,7 @@ func (c *apiClient) openStream(lastID, query string) *sseStream {
 }
 
 // until reads events until one satisfies stop, and returns them all.
-func (s *sseStream) until(stop func(eventJSON) bool) []sseEvent {
+func (s *sseStream) until(stop func(api.Event) bool) []sseEvent {
 	s.t.Helper()
 	var out []sseEvent
 	timeout := time.After(waitLong)
@@ -112,8 +114,8 @@ func (s *sseStream) until(stop func(eventJSON) bool) []sseEvent {
 	}
 }
 
-func completedRun(id string) func(eventJSON) bool {
-	return func(ev eventJSON) bool { return ev.Type == "hook.run.completed" && ev.Data["run_id"] == id }
+func completedRun(id string) func(api.Event) bool {
+	return func(ev api.Event) bool { return ev.Type == "hook.run.completed" && ev.Data["run_id"] == id }
 }
 
 // TestStreamResume reads the stream, disconnects while events and runs
@@ -130,7 +132,7 @@ func TestStreamResume(t *testing.T) {
 	if first := <-s.first; first != ": hookd event stream after seq 0" {
 		t.Errorf("first comment %q", first)
 	}
-	var fired runAnswer
+	var fired api.RunAnswer
 	for i := range 3 {
 		c.json("POST", "/v1/events", map[string]any{"type": "deploy.finished", "data": map[string]any{"env": "prod", "i": i}}, 200, nil)
 	}
@@ -149,7 +151,7 @@ func TestStreamResume(t *testing.T) {
 	s2 := c.openStream(strconv.FormatInt(last, 10), "")
 	got = append(got, s2.until(completedRun(fired.Run.ID))...)
 
-	var log []eventJSON
+	var log []api.Event
 	c.json("GET", "/v1/events?after=0&limit=1000", nil, 200, &log)
 	if len(got) != len(log) {
 		t.Fatalf("stream delivered %d events, the log holds %d", len(got), len(log))
@@ -227,7 +229,7 @@ func TestWatch(t *testing.T) {
 	}
 
 	// One line per run event, and JSON lines with --json.
-	var fired runAnswer
+	var fired api.RunAnswer
 	c.json("POST", "/v1/hooks/hello/fire", map[string]any{"event": map[string]any{"who": "w"}}, 200, &fired)
 	c.json("GET", "/v1/runs/"+fired.Run.ID+"/wait", nil, 200, nil)
 	r := e.must(0, "watch", "--since", "0", "--hook", "hello", "--type", "hook.run.*", "-n", "2")
@@ -236,7 +238,7 @@ func TestWatch(t *testing.T) {
 		t.Errorf("watch of a run:\n%s", r)
 	}
 	r = e.must(0, "watch", "--since", "0", "--json", "-n", "1")
-	var ev eventJSON
+	var ev api.Event
 	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &ev); err != nil || ev.Seq == 0 || ev.Type == "" {
 		t.Errorf("watch --json: %v\n%s", err, r)
 	}
@@ -265,7 +267,7 @@ func TestStreamFraming(t *testing.T) {
 		}
 	}
 	e.must(0, "emit", "x.end")
-	got := s.until(func(ev eventJSON) bool { return ev.Type == "x.end" })
+	got := s.until(func(ev api.Event) bool { return ev.Type == "x.end" })
 	if len(got) != 2 || got[0].ev.Type != "x.framing" || got[0].ev.Data["v"] != hostile || got[0].ev.Data[hostile] != float64(1) {
 		t.Fatalf("stream: %+v", got)
 	}

@@ -6,92 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/engine/agent"
-	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/mcp"
-	"github.com/hookd/hookd/sandbox"
 
 	_ "github.com/hookd/hookd/tools" // registers the built-in tools
 )
-
-// model is the model stage of a hookd process: the agent over the LLM
-// client, the MCP servers it may start, and the paths no tool may write.
-type model struct {
-	llm       engine.LLM
-	mcp       *mcp.Manager
-	hooksDir  string
-	protected []string
-}
-
-// newModel builds the model stage from the settings. MCP servers start
-// only when a run needs them.
-func newModel(d *config.Daemon, log *slog.Logger) *model {
-	m := &model{hooksDir: absPath(d.HooksDir), protected: protectedPaths(d)}
-	opts := agent.Options{Defaults: d.LLM}
-	if len(d.MCPServers) > 0 {
-		mgr, err := mcp.NewManager(mcpConfigs(d), mcp.Options{Logger: log,
-			Redactor: engine.NewRedactor(credentialEnv(d), os.Environ())})
-		if err != nil {
-			log.Error("mcp servers not available", "err", err)
-		} else {
-			m.mcp, opts.Servers = mgr, mgr
-		}
-	}
-	opts.Chat = llm.New(llm.Options{Defaults: d.LLM, Logger: log})
-	m.llm = agent.New(opts)
-	return m
-}
-
-// protectedPaths lists hookd's own paths, which no tool may write or
-// read and no writes: may touch (config.Daemon.OwnPaths).
-func protectedPaths(d *config.Daemon) []string { return d.OwnPaths() }
-
-// close stops the MCP servers that were started.
-func (m *model) close() {
-	if m != nil && m.mcp != nil {
-		m.mcp.Close()
-	}
-}
-
-func absPath(p string) string {
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
-}
-
-func mcpConfigs(d *config.Daemon) []mcp.ServerConfig {
-	out := make([]mcp.ServerConfig, len(d.MCPServers))
-	for i, s := range d.MCPServers {
-		out[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, Dir: s.Dir, URL: s.URL,
-			Headers: s.Headers, StartTimeout: s.StartTimeout, CallTimeout: s.CallTimeout,
-			Sandbox: processPolicy(d, s.Sandbox, s.Dir, "mcp:"+s.Name)}
-	}
-	return out
-}
-
-// processPolicy is the sandbox policy of a process hookd starts outside
-// a hook's steps (an MCP stdio server, a handler's command): what its
-// sandbox: declares, in dir, with hookd's own files hidden; nil when it
-// declares no network.
-func processPolicy(d *config.Daemon, ps *config.ProcessSandbox, dir, key string) *sandbox.Policy {
-	if ps == nil || ps.Network == nil {
-		return nil
-	}
-	hidden := protectedPaths(d)
-	if d.HooksDir != "" {
-		hidden = append(hidden, absPath(d.HooksDir))
-	}
-	return &sandbox.Policy{Workdir: dir, Writes: ps.Writes, Network: *ps.Network, Hidden: hidden, Key: key}
-}
 
 // toolInfo describes one tool for `hookd tools`.
 type toolInfo struct {
@@ -122,7 +47,7 @@ func cmdTools(c *cli, args []string) int {
 	}
 	var failed []serverError
 	if !*builtin && len(d.MCPServers) > 0 {
-		mgr, err := mcp.NewManager(mcpConfigs(d), mcp.Options{Logger: slog.New(slog.DiscardHandler)})
+		mgr, err := mcp.NewManager(daemon.MCPConfigs(d), mcp.Options{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return c.errorf("%v", err)
 		}

@@ -60,7 +60,7 @@ func printTranscript(w io.Writer, r *engine.Run) {
 			if a.Status > 0 {
 				what = fmt.Sprintf("HTTP %d: %s", a.Status, a.Error)
 			}
-			fmt.Fprintf(w, "    attempt failed: %s", oneLine(what, 200))
+			fmt.Fprintf(w, "    attempt failed: %s", engine.OneLine(what, 200))
 			if a.Wait > 0 {
 				fmt.Fprintf(w, "; retried after %s", a.Wait.Round(time.Millisecond))
 				if a.RetryAfter {
@@ -69,7 +69,7 @@ func printTranscript(w io.Writer, r *engine.Run) {
 			}
 			fmt.Fprintln(w)
 			if a.Body != "" && a.Body != a.Error {
-				fmt.Fprintf(w, "      body: %s\n", oneLine(a.Body, 300))
+				fmt.Fprintf(w, "      body: %s\n", engine.OneLine(a.Body, 300))
 			}
 		}
 		if c.Error != "" {
@@ -88,7 +88,7 @@ func printTranscript(w io.Writer, r *engine.Run) {
 				fmt.Fprint(w, " (made by hookd)")
 			}
 			fmt.Fprintf(w, ", %s\n", roundDur(tc.Duration))
-			fmt.Fprintf(w, "      arguments: %s\n", oneLine(tc.Arguments, 300))
+			fmt.Fprintf(w, "      arguments: %s\n", engine.OneLine(tc.Arguments, 300))
 			if tc.InputAmendedBy != "" {
 				fmt.Fprintf(w, "      arguments amended by handler %s\n", tc.InputAmendedBy)
 			}
@@ -99,7 +99,7 @@ func printTranscript(w io.Writer, r *engine.Run) {
 				fmt.Fprintf(w, "      result amended by handler %s\n", tc.ResultAmendedBy)
 			}
 			if tc.Error != "" {
-				fmt.Fprintf(w, "      error: %s\n", oneLine(tc.Error, 500))
+				fmt.Fprintf(w, "      error: %s\n", engine.OneLine(tc.Error, 500))
 				continue
 			}
 			res := tc.Result

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/api/client"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -44,11 +46,11 @@ func cmdWatch(c *cli, args []string) int {
 	if *baseURL != "" {
 		httpc, base, token = &http.Client{}, strings.TrimRight(*baseURL, "/"), os.Getenv("HOOKD_TOKEN")
 	} else {
-		cl := dial(d.DB)
+		cl := client.Dial(d.DB)
 		if cl == nil {
-			return c.errorf("hookd is not running (no answer on %s)", socketPath(d.DB))
+			return c.errorf("hookd is not running (no answer on %s)", api.SocketPath(d.DB))
 		}
-		httpc, base = cl.http, "http://hookd"
+		httpc, base = cl.HTTP(), client.BaseURL
 	}
 	q := []string{}
 	if *hook != "" {
@@ -119,7 +121,7 @@ func (w *watcher) follow(ctx context.Context, httpc *http.Client, streamURL, tok
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var ae apiError
+		var ae api.Error
 		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&ae)
 		if ae.Error == "" {
 			ae.Error = resp.Status
@@ -129,7 +131,7 @@ func (w *watcher) follow(ctx context.Context, httpc *http.Client, streamURL, tok
 		}
 		return errors.New(ae.Error)
 	}
-	err = scanSSE(resp.Body, func(line string) {
+	err = client.ScanSSE(resp.Body, func(line string) {
 		// The first comment says where the stream starts: remember it,
 		// so a reconnection before any event resumes there.
 		var after int64
@@ -144,7 +146,7 @@ func (w *watcher) follow(ctx context.Context, httpc *http.Client, streamURL, tok
 }
 
 func (w *watcher) print(id, data string) error {
-	var ev eventJSON
+	var ev api.Event
 	if err := json.Unmarshal([]byte(data), &ev); err != nil {
 		return fmt.Errorf("%w: bad event from hookd: %v", errFatal, err)
 	}
@@ -174,7 +176,7 @@ func (w *watcher) print(id, data string) error {
 //	15:04:06.456 #13 failed    backup run 01J… in 1.333s: step_0 failed: …
 //	15:04:05.200 #13 step      backup run 01J… step_0 (dump) shell: ok in 1.2s
 //	15:04:07.000 #14 event     deploy.finished env=prod service=api (api)
-func eventLine(ev *eventJSON) string {
+func eventLine(ev *api.Event) string {
 	ts := ev.Time.Local().Format("15:04:05.000")
 	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
 	if ev.Source == "engine" && engine.ProgressEventType(ev.Type) {
@@ -196,7 +198,7 @@ func eventLine(ev *eventJSON) string {
 			line += " (" + t + ")"
 		}
 		if why := strings.TrimSpace(str("reason") + " " + str("error")); why != "" {
-			line += ": " + oneLine(why, 160)
+			line += ": " + engine.OneLine(why, 160)
 		}
 		return line
 	}
@@ -208,11 +210,11 @@ func eventLine(ev *eventJSON) string {
 			b, _ := json.Marshal(v)
 			s = string(b)
 		}
-		parts = append(parts, k+"="+oneLine(s, 60))
+		parts = append(parts, k+"="+engine.OneLine(s, 60))
 	}
 	line := fmt.Sprintf("%s #%d %-9s %s", ts, ev.Seq, "event", ev.Type)
 	if len(parts) > 0 {
-		line += " " + oneLine(strings.Join(parts, " "), 200)
+		line += " " + engine.OneLine(strings.Join(parts, " "), 200)
 	}
 	return line + " (" + ev.Source + ")"
 }
@@ -270,7 +272,7 @@ func progressText(typ string, data map[string]any) string {
 		}
 		line := head + p.OutcomeText() + took
 		if e := str("error"); e != "" {
-			line += ": " + oneLine(e, 120)
+			line += ": " + engine.OneLine(e, 120)
 		}
 		if b, _ := data["fails_run"].(bool); b {
 			line += " (fails the run)"
@@ -282,7 +284,7 @@ func progressText(typ string, data map[string]any) string {
 		line := fmt.Sprintf("call %d: ", round)
 		switch {
 		case str("error") != "":
-			line += "failed" + took + ": " + oneLine(str("error"), 120)
+			line += "failed" + took + ": " + engine.OneLine(str("error"), 120)
 		case str("answered_by") != "":
 			line += "answered by " + str("answered_by")
 		case calls > 0:
@@ -294,7 +296,7 @@ func progressText(typ string, data map[string]any) string {
 	}
 	line := str("tool") + ": " + str("outcome") + took
 	if e := str("error"); e != "" {
-		line += ": " + oneLine(e, 120)
+		line += ": " + engine.OneLine(e, 120)
 	}
 	return line
 }

@@ -95,7 +95,7 @@ func TestProtectedPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.TokenFile = filepath.Join(dir, "secrets", "token")
-	got := protectedPaths(d)
+	got := d.OwnPaths()
 	db := filepath.Join(dir, ".hookd", "hookd.db")
 	want := []string{filepath.Join(dir, "hookd.yaml"), filepath.Join(dir, "secrets", "token"), filepath.Join(dir, ".hookd"),
 		db, db + "-wal", db + "-shm", db + "-journal", db + ".lock", db + ".procs", filepath.Join(dir, ".hookd", "hookd.sock")}

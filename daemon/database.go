@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
@@ -19,8 +20,17 @@ import (
 // hookd.yaml, HOOKD_DATABASE or --db). Both implement the whole contract
 // and pass its suite in store/storetest.
 
-// daemonLock lets one daemon at a time use a database.
-type daemonLock interface {
+// Opened is a store opened under its lock (LockAndOpen): the one store
+// contract, and the store's own type for what only that store does.
+type Opened struct {
+	Store    engine.Store
+	SQLite   *store.DB    // when the store is the SQLite file (vacuum, file checks); else nil
+	Postgres *postgres.DB // when it is PostgreSQL (cluster membership); else nil
+	Lock     Lock
+}
+
+// Lock lets one daemon at a time use a database.
+type Lock interface {
 	Check() error
 	Unlock() error
 }
@@ -28,11 +38,9 @@ type daemonLock interface {
 // dbTimeout bounds connecting to PostgreSQL and taking its lock.
 const dbTimeout = 30 * time.Second
 
-// lockAndOpen takes the database's daemon lock for the command holder
+// LockAndOpen takes the database's daemon lock for the command holder
 // (store.Daemon for `hookd serve`, else the command's name, recorded in
-// a SQLite lock file) and opens the store. sqlite is the SQLite store
-// when that is the store (its own features: vacuum, retention, file
-// checks), nil on PostgreSQL. On PostgreSQL a node of a cluster (node
+// a SQLite lock file) and opens the store. On PostgreSQL a node of a cluster (node
 // set: `hookd serve`) takes its node lock, which any number of nodes of
 // different names hold at once; anything else (node "", an offline
 // command) takes the database alone.
@@ -42,40 +50,41 @@ const dbTimeout = 30 * time.Second
 // the command and its pid when the wait begins, and again if another
 // command takes the lock meanwhile (store.LockWait, lockPostgres).
 // Without it, a held lock is an error at once.
-func lockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (st engine.Store, sqlite *store.DB, lock daemonLock, err error) {
+func LockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (*Opened, error) {
 	if d.Database != "" {
 		// The node's own state (its socket) stays in the directory of db.
 		if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
-			return nil, nil, nil, fmt.Errorf("create state directory: %w", err)
+			return nil, fmt.Errorf("create state directory: %w", err)
 		}
 		pl, err := lockPostgres(ctx, d, holder, node, waiting)
 		if err != nil {
-			return nil, nil, nil, lockError(err, d)
+			return nil, lockError(err, d)
 		}
 		ctx, cancel := context.WithTimeout(ctx, dbTimeout)
 		defer cancel()
 		db, err := postgres.Open(ctx, d.Database)
 		if err != nil {
 			pl.Unlock()
-			return nil, nil, nil, err
+			return nil, err
 		}
-		return db, nil, pl, nil
+		return &Opened{Store: db, Postgres: db, Lock: pl}, nil
 	}
 	var sl *store.DaemonLock
+	var err error
 	if waiting != nil {
 		sl, err = store.LockWait(ctx, d.DB, holder, func(le *store.LockError) { waiting(le.Holder, le.PID) })
 	} else {
 		sl, err = store.Lock(d.DB, holder)
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	db, err := store.Open(d.DB)
 	if err != nil {
 		sl.Unlock()
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return db, db, sl, nil
+	return &Opened{Store: db, SQLite: db, Lock: sl}, nil
 }
 
 // lockError says who holds a PostgreSQL database's lock.
@@ -86,10 +95,10 @@ func lockError(err error, d *config.Daemon) error {
 	return err
 }
 
-// openStore opens the database for reading, without the lock: WAL lets
+// OpenStore opens the database for reading, without the lock: WAL lets
 // the CLI read while the daemon writes, and PostgreSQL serves any number
 // of readers.
-func openStore(d *config.Daemon) (engine.Store, error) {
+func OpenStore(d *config.Daemon) (engine.Store, error) {
 	if d.Database != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
 		defer cancel()
@@ -101,30 +110,25 @@ func openStore(d *config.Daemon) (engine.Store, error) {
 	return store.Open(d.DB)
 }
 
-// databaseName names the database in messages and logs (a URL without
+// DatabaseName names the database in messages and logs (a URL without
 // its password).
-func databaseName(d *config.Daemon) string {
+func DatabaseName(d *config.Daemon) string {
 	if d.Database != "" {
 		return postgres.Describe(d.Database)
 	}
 	return d.DB
 }
 
-// dbWhere is the database as `hookd status` shows it.
-type dbWhere struct {
-	Kind string `json:"kind"` // sqlite or postgres
-	Name string `json:"name"` // the file, or the URL without its password
-}
-
-func whereOf(d *config.Daemon) dbWhere {
+// whereOf is the database of d as `hookd status` shows it.
+func whereOf(d *config.Daemon) api.DBWhere {
 	if d.Database != "" {
-		return dbWhere{Kind: "postgres", Name: postgres.Describe(d.Database)}
+		return api.DBWhere{Kind: "postgres", Name: postgres.Describe(d.Database)}
 	}
 	abs, err := filepath.Abs(d.DB)
 	if err != nil {
 		abs = d.DB
 	}
-	return dbWhere{Kind: "sqlite", Name: abs}
+	return api.DBWhere{Kind: "sqlite", Name: abs}
 }
 
 // lockWait is how long a daemon waits for a PostgreSQL database's lock

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/internal/testtool"
+	"github.com/hookd/hookd/store"
 )
 
 // BenchmarkServeStart starts what `hookd serve` starts, on a fresh
@@ -20,7 +24,7 @@ import (
 // loading (engine and watcher), and the CPU seconds the process spent
 // (user+system, all threads: on a shared machine the steadier figure).
 //
-//	go test -run '^$' -bench 'BenchmarkServeStart$' -benchtime 3x ./cmd/hookd/
+//	go test -run '^$' -bench 'BenchmarkServeStart$' -benchtime 3x ./daemon/
 func BenchmarkServeStart(b *testing.B) {
 	const n = 10_000
 	dir := b.TempDir()
@@ -45,33 +49,33 @@ func BenchmarkServeStart(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		c := &cli{name: "serve", stdout: io.Discard, stderr: io.Discard, configPath: os.DevNull,
-			hooksDir: hooks, dbPath: filepath.Join(dir, fmt.Sprintf("db%d", i), "hookd.db")}
-		d, err := c.settings()
+		d, err := config.LoadDaemonFile(os.DevNull)
 		if err != nil {
 			b.Fatal(err)
 		}
+		d.HooksDir = hooks
+		d.SetDatabase(filepath.Join(dir, fmt.Sprintf("db%d", i), "hookd.db"))
 		if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
 			b.Fatal(err)
 		}
-		cpu0 := selfCPU(b)
+		cpu0 := testtool.SelfCPU(b)
 		start := time.Now()
-		l, err := c.newLocal(context.Background(), d, log, false)
+		l, err := Open(context.Background(), d, store.Daemon, log, false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(l.hooks) != n {
-			b.Fatalf("loaded %d hooks, want %d", len(l.hooks), n)
+		if len(l.Hooks) != n {
+			b.Fatalf("loaded %d hooks, want %d", len(l.Hooks), n)
 		}
 		ctx := context.Background()
-		if _, err := l.db.EnableIncrementalVacuum(ctx); err != nil {
+		if _, err := l.SQLite.EnableIncrementalVacuum(ctx); err != nil {
 			b.Fatal(err)
 		}
 		estart := time.Now()
-		if err := l.eng.Start(ctx); err != nil {
+		if err := l.Engine.Start(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := l.eng.DispatchPending(ctx); err != nil {
+		if _, err := l.Engine.DispatchPending(ctx); err != nil {
 			b.Fatal(err)
 		}
 		rl, err := startReloader(d, l, log)
@@ -79,11 +83,11 @@ func BenchmarkServeStart(b *testing.B) {
 			b.Fatal(err)
 		}
 		now := time.Now()
-		cpu += selfCPU(b) - cpu0
+		cpu += testtool.SelfCPU(b) - cpu0
 		total += now.Sub(start)
 		engine += now.Sub(estart)
 		rl.stop()
-		l.close()
+		l.Close()
 	}
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(total.Seconds()/float64(b.N), "s/start")

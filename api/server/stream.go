@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -22,26 +23,26 @@ import (
 // reads on from there, whether the events it missed were written before
 // or after it came back.
 
-// eventFeed wakes stream clients when events are stored: the store tells
+// Feed wakes stream clients when events are stored: the store tells
 // it of every event write (engine.StoreObserver, set in settings.go), and
 // on a cluster the engine of what other nodes stored (OthersStored).
-type eventFeed struct {
+type Feed struct {
 	mu sync.Mutex
 	ch chan struct{}
 }
 
-func newEventFeed() *eventFeed { return &eventFeed{ch: make(chan struct{})} }
+func NewFeed() *Feed { return &Feed{ch: make(chan struct{})} }
 
 // changed returns a channel closed at the next write. Take it before
 // reading the log, so a write between the read and the wait is not missed.
-func (f *eventFeed) changed() <-chan struct{} {
+func (f *Feed) changed() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ch
 }
 
-// wake tells every waiting client that events were stored.
-func (f *eventFeed) wake() {
+// Wake tells every waiting client that events were stored.
+func (f *Feed) Wake() {
 	f.mu.Lock()
 	close(f.ch)
 	f.ch = make(chan struct{})
@@ -53,25 +54,6 @@ type eventLog interface {
 	EventsAfter(ctx context.Context, after int64, limit int) ([]*engine.Event, error)
 	LastEventSeq(ctx context.Context) (int64, error)
 	ListEvents(ctx context.Context, typ string, limit int) ([]*engine.Event, error)
-}
-
-// eventJSON is an event as the API shows it.
-type eventJSON struct {
-	Seq    int64          `json:"seq"`
-	ID     string         `json:"id"`
-	Type   string         `json:"type"`
-	Source string         `json:"source"`
-	Time   time.Time      `json:"time"`
-	Depth  int            `json:"depth"`
-	Data   map[string]any `json:"data"`
-}
-
-func toJSON(ev *engine.Event) eventJSON {
-	data := ev.Data
-	if data == nil {
-		data = map[string]any{}
-	}
-	return eventJSON{Seq: ev.Seq, ID: ev.ID, Type: ev.Type, Source: ev.Source, Time: ev.Time, Depth: ev.Depth, Data: data}
 }
 
 // eventFilter selects events for the stream and the list.
@@ -144,7 +126,7 @@ const streamGather = 25 * time.Millisecond
 // with the event's seq as its id. It starts after the Last-Event-ID
 // header's seq, else after the since query parameter, else at the end of
 // the log (live events only).
-func (a *apiServer) stream(w http.ResponseWriter, r *http.Request) {
+func (a *Server) stream(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var after int64
 	from := r.Header.Get("Last-Event-ID")
@@ -154,7 +136,7 @@ func (a *apiServer) stream(w http.ResponseWriter, r *http.Request) {
 	if from != "" {
 		n, err := strconv.ParseInt(from, 10, 64)
 		if err != nil || n < 0 {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: "Last-Event-ID and since must be an event seq (a number >= 0)"})
+			writeJSON(w, http.StatusBadRequest, api.Error{Error: "Last-Event-ID and since must be an event seq (a number >= 0)"})
 			return
 		}
 		after = n
@@ -186,7 +168,7 @@ func (a *apiServer) stream(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("stream: read events", "err", err)
-				fmt.Fprintf(w, ": error reading events: %s\n\n", oneLine(err.Error(), 200))
+				fmt.Fprintf(w, ": error reading events: %s\n\n", engine.OneLine(err.Error(), 200))
 				rc.Flush()
 			}
 			return
@@ -196,7 +178,7 @@ func (a *apiServer) stream(w http.ResponseWriter, r *http.Request) {
 			if !filter.match(ev) {
 				continue
 			}
-			b, err := json.Marshal(toJSON(ev))
+			b, err := json.Marshal(api.EventOf(ev))
 			if err != nil {
 				continue
 			}
@@ -237,23 +219,23 @@ func (a *apiServer) stream(w http.ResponseWriter, r *http.Request) {
 // events serves GET /v1/events: stored events as JSON, oldest first after
 // a seq (after=N), or the newest (no after), at most limit (default 100,
 // at most 1000), filtered by type= and hook=.
-func (a *apiServer) events(w http.ResponseWriter, r *http.Request) {
+func (a *Server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit := 100
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1000 {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: "limit must be an integer from 1 to 1000"})
+			writeJSON(w, http.StatusBadRequest, api.Error{Error: "limit must be an integer from 1 to 1000"})
 			return
 		}
 		limit = n
 	}
 	filter := parseFilter(r)
-	out := []eventJSON{}
+	out := []api.Event{}
 	if s := q.Get("after"); s != "" {
 		after, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || after < 0 {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: "after must be an event seq (a number >= 0)"})
+			writeJSON(w, http.StatusBadRequest, api.Error{Error: "after must be an event seq (a number >= 0)"})
 			return
 		}
 		for len(out) < limit {
@@ -265,7 +247,7 @@ func (a *apiServer) events(w http.ResponseWriter, r *http.Request) {
 			for _, ev := range evs {
 				after = ev.Seq
 				if filter.match(ev) && len(out) < limit {
-					out = append(out, toJSON(ev))
+					out = append(out, api.EventOf(ev))
 				}
 			}
 			if len(evs) < streamBatch {
@@ -286,7 +268,7 @@ func (a *apiServer) events(w http.ResponseWriter, r *http.Request) {
 	}
 	for i := len(evs) - 1; i >= 0; i-- {
 		if filter.match(evs[i]) {
-			out = append(out, toJSON(evs[i]))
+			out = append(out, api.EventOf(evs[i]))
 		}
 	}
 	if len(out) > limit {

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -128,7 +128,7 @@ func (r *settingsReloader) reload(why string) {
 	}
 	known := r.creds
 	var unknown []string
-	for _, n := range credentialEnv(nd) {
+	for _, n := range CredentialEnv(nd) {
 		if !slices.Contains(known, n) && !slices.Contains(unknown, n) {
 			unknown = append(unknown, n)
 		}

@@ -1,4 +1,4 @@
-package main
+package api
 
 import (
 	"bytes"
@@ -19,8 +19,8 @@ import (
 // TestHooksJSONMatchesEncodingJSON and FuzzDecodeHooksJSON hold the two
 // to encoding/json.
 
-// appendHooksJSON appends hs to b as json.Marshal writes it.
-func appendHooksJSON(b []byte, hs []engine.HookStatus) ([]byte, error) {
+// AppendHooks appends hs to b as json.Marshal writes it.
+func AppendHooks(b []byte, hs []engine.HookStatus) ([]byte, error) {
 	if hs == nil {
 		return append(b, "null"...), nil
 	}
@@ -94,11 +94,11 @@ func appendHookJSON(b []byte, h *engine.HookStatus) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// decodeHooksJSON decodes an answer of GET /v1/hooks. The answer of this
+// DecodeHooks decodes an answer of GET /v1/hooks. The answer of this
 // build's daemon is parsed directly; anything else (an older daemon's
 // indented answer parses too; an unknown field, an escape in a string, a
 // null) goes to encoding/json, which decides.
-func decodeHooksJSON(data []byte) ([]engine.HookStatus, error) {
+func DecodeHooks(data []byte) ([]engine.HookStatus, error) {
 	if hs, ok := parseHooksJSON(data); ok {
 		return hs, nil
 	}
@@ -388,8 +388,8 @@ func (p *jsonParser) intern(b []byte) string {
 // statusOf returns the status named b, without allocating for the known
 // ones.
 func statusOf(b []byte) engine.Status {
-	if i := slices.IndexFunc(runStatuses, func(s engine.Status) bool { return string(s) == string(b) }); i >= 0 {
-		return runStatuses[i]
+	if i := slices.IndexFunc(engine.Statuses, func(s engine.Status) bool { return string(s) == string(b) }); i >= 0 {
+		return engine.Statuses[i]
 	}
 	return engine.Status(b)
 }

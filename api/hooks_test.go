@@ -1,12 +1,10 @@
-package main
+package api
 
 import (
 	"bytes"
 	"encoding/json"
 	"reflect"
-	"strings"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookd/hookd/engine"
@@ -49,7 +47,7 @@ func TestHooksJSONMatchesEncodingJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := appendHooksJSON(nil, hs)
+			got, err := AppendHooks(nil, hs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +58,7 @@ func TestHooksJSONMatchesEncodingJSON(t *testing.T) {
 			if err := json.Unmarshal(want, &std); err != nil {
 				t.Fatal(err)
 			}
-			dec, err := decodeHooksJSON(want)
+			dec, err := DecodeHooks(want)
 			if err != nil {
 				t.Fatalf("decodeHooksJSON(%s): %v", want, err)
 			}
@@ -72,11 +70,11 @@ func TestHooksJSONMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 	}
-	if got, _ := appendHooksJSON(nil, nil); string(got) != "null" {
+	if got, _ := AppendHooks(nil, nil); string(got) != "null" {
 		t.Errorf("nil hooks: %s", got)
 	}
 	// A time encoding/json refuses is refused.
-	if _, err := appendHooksJSON(nil, []engine.HookStatus{{NextDue: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}); err == nil {
+	if _, err := AppendHooks(nil, []engine.HookStatus{{NextDue: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}); err == nil {
 		t.Error("year 10000 encoded")
 	}
 }
@@ -105,7 +103,7 @@ func TestDecodeHooksJSONOtherShapes(t *testing.T) {
 	} {
 		var want []engine.HookStatus
 		wantErr := json.Unmarshal([]byte(in), &want)
-		got, err := decodeHooksJSON([]byte(in))
+		got, err := DecodeHooks([]byte(in))
 		if (err != nil) != (wantErr != nil) {
 			t.Errorf("decodeHooksJSON(%q): error %v, encoding/json: %v", in, err, wantErr)
 			continue
@@ -143,40 +141,4 @@ func FuzzDecodeHooksJSON(f *testing.F) {
 			t.Fatalf("parseHooksJSON(%q):\n got %+v\nwant %+v", data, got, want)
 		}
 	})
-}
-
-// TestHookTableMatchesTabwriter: list's table is laid out as tabwriter
-// laid it out, with wide characters, empty cells, and, through tabwriter
-// itself, cells holding tabs, line breaks or tabwriter's escape byte.
-func TestHookTableMatchesTabwriter(t *testing.T) {
-	cells := [][]string{
-		{"", "x", "ünïcödé ☃", "-", "a", "", "last"},
-		{"a much longer first cell", "", "", "", "", "", ""},
-		{"b", "c", "d", "e", "f", "g", "last cell is not padded  "},
-	}
-	special := []string{"tab\there", "line\nbreak", "form\ffeed", "vtab\vx", "esc\xffaped\xff"}
-	for _, extra := range append([]string{""}, special...) {
-		tab := newTable(7, 4)
-		var lines strings.Builder
-		for _, row := range append(cells, []string{"z", extra, "", "", "", "", extra}) {
-			tab.row(row...)
-			lines.WriteString(strings.Join(row, "\t") + "\n")
-		}
-		var want, got, viaTabwriter bytes.Buffer
-		tw := tabwriter.NewWriter(&want, 2, 4, 2, ' ', 0)
-		tw.Write([]byte(lines.String()))
-		tw.Flush()
-		if err := tab.write(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != want.String() {
-			t.Errorf("cell %q:\n got %q\nwant %q", extra, got.String(), want.String())
-		}
-		if tab.plain != (extra == "") {
-			t.Errorf("cell %q: plain %v", extra, tab.plain)
-		}
-		if err := tab.tabwriter(&viaTabwriter); err != nil || viaTabwriter.String() != want.String() {
-			t.Errorf("cell %q through tabwriter (%v):\n got %q\nwant %q", extra, err, viaTabwriter.String(), want.String())
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/handlers"
@@ -48,10 +49,10 @@ type reloader struct {
 // startReloader starts the file watcher on the engine's hooks, watches the
 // hooks directory and listens for SIGHUP. onHooks are told the hooks after
 // each reload (the notifier's per-hook targets, for one).
-func startReloader(d *config.Daemon, l *local, log *slog.Logger, onHooks ...func([]*engine.Hook)) (*reloader, error) {
+func startReloader(d *config.Daemon, l *Local, log *slog.Logger, onHooks ...func([]*engine.Hook)) (*reloader, error) {
 	ctx := context.Background()
 	rl := &reloader{
-		d: d, eng: l.eng, hs: l.hs, log: log, onHooks: onHooks, hooks: l.hooks,
+		d: d, eng: l.Engine, hs: l.hs, log: log, onHooks: onHooks, hooks: l.Hooks,
 		sigs: make(chan os.Signal, 1), done: make(chan struct{}),
 	}
 	var exclude []string
@@ -59,15 +60,15 @@ func startReloader(d *config.Daemon, l *local, log *slog.Logger, onHooks ...func
 		// The database with its journal and lock, and the socket: a watch
 		// of the project would otherwise fire on every run.
 		exclude = append(exclude, db)
-		if sock, err := filepath.Abs(socketPath(d.DB)); err == nil {
+		if sock, err := filepath.Abs(api.SocketPath(d.DB)); err == nil {
 			exclude = append(exclude, sock)
 		}
 	}
-	rl.watcher = triggers.NewWatcher(triggers.WatcherOptions{Target: l.eng, Snapshots: l.st, Logger: log, Exclude: exclude})
+	rl.watcher = triggers.NewWatcher(triggers.WatcherOptions{Target: l.Engine, Snapshots: l.Store, Logger: log, Exclude: exclude})
 	if err := rl.watcher.Start(ctx); err != nil {
 		return nil, err
 	}
-	if err := rl.watcher.SetHooks(ctx, l.hooks); err != nil {
+	if err := rl.watcher.SetHooks(ctx, l.Hooks); err != nil {
 		rl.watcher.Stop()
 		return nil, err
 	}

@@ -1,8 +1,7 @@
-package main
+package daemon
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -60,12 +59,12 @@ func TestLoadAllRaisesGC(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "hookd.yaml"), []byte("max_concurrent: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := &cli{name: "validate", stdout: io.Discard, stderr: io.Discard, hooksDir: hooks,
-		configPath: filepath.Join(dir, "hookd.yaml"), dbPath: filepath.Join(dir, ".hookd", "hookd.db")}
-	d, err := c.settings()
+	d, err := config.LoadDaemonFile(filepath.Join(dir, "hookd.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.HooksDir = hooks
+	d.SetDatabase(filepath.Join(dir, ".hookd", "hookd.db"))
 	collections := func(load func()) uint32 {
 		var m runtime.MemStats
 		runtime.GC()
@@ -83,12 +82,12 @@ func TestLoadAllRaisesGC(t *testing.T) {
 			}
 		})
 		r := collections(func() {
-			if hs, _, errs, err := c.loadAll(d); err != nil || len(hs) != 600 || len(errs) > 0 {
+			if hs, _, errs, err := LoadAll(d); err != nil || len(hs) != 600 || len(errs) > 0 {
 				t.Fatalf("loadAll: %d hooks, %v %v", len(hs), errs, err)
 			}
 		})
 		k := collections(func() {
-			if names, _, errs, err := c.checkAll(d); err != nil || len(names) != 600 || len(errs) > 0 {
+			if names, _, errs, err := CheckAll(d); err != nil || len(names) != 600 || len(errs) > 0 {
 				t.Fatalf("checkAll: %d hooks, %v %v", len(names), errs, err)
 			}
 		})

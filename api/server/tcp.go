@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"crypto/subtle"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/internal/authlimit"
 )
@@ -27,9 +28,9 @@ import (
 // minTokenLen is the shortest bearer token hookd accepts.
 const minTokenLen = 16
 
-// apiToken reads the TCP API's bearer token from token_file or token_env.
+// Token reads the TCP API's bearer token from token_file or token_env.
 // It returns "" when neither holds one.
-func apiToken(d *config.Daemon, getenv func(string) string) (string, error) {
+func Token(d *config.Daemon, getenv func(string) string) (string, error) {
 	var tok, from string
 	if d.TokenFile != "" {
 		b, err := os.ReadFile(d.TokenFile)
@@ -53,8 +54,8 @@ func apiToken(d *config.Daemon, getenv func(string) string) (string, error) {
 	return tok, nil
 }
 
-// checkListen refuses to serve the TCP API without a token.
-func checkListen(d *config.Daemon, token string) error {
+// CheckListen refuses to serve the TCP API without a token.
+func CheckListen(d *config.Daemon, token string) error {
 	if token != "" {
 		return nil
 	}
@@ -89,7 +90,7 @@ func isLoopback(addr string) bool {
 
 // tokenLimiter is the count of wrong API tokens per client, made on first
 // use: one for the TCP API and the dashboard's login.
-func (a *apiServer) tokenLimiter() *authlimit.Limiter {
+func (a *Server) tokenLimiter() *authlimit.Limiter {
 	if a.logins == nil {
 		a.logins = authlimit.New(nil)
 	}
@@ -107,7 +108,7 @@ func requireToken(token string, logins *authlimit.Limiter, log *slog.Logger, nex
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == "/healthz" && r.Header.Get("Authorization") == "" {
-			writeJSON(w, http.StatusOK, health{Status: "ok"})
+			writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
 			return
 		}
 		client := authlimit.Client(r.RemoteAddr)
@@ -128,7 +129,7 @@ func requireToken(token string, logins *authlimit.Limiter, log *slog.Logger, nex
 		if wait > 0 {
 			secs := authlimit.RetryAfter(wait)
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			writeJSON(w, http.StatusTooManyRequests, apiError{Error: fmt.Sprintf(
+			writeJSON(w, http.StatusTooManyRequests, api.Error{Error: fmt.Sprintf(
 				"too many wrong bearer tokens from your address: try again in %d s", secs)})
 			return
 		}
@@ -138,13 +139,13 @@ func requireToken(token string, logins *authlimit.Limiter, log *slog.Logger, nex
 			msg = "wrong bearer token"
 			log.Warn("TCP API: request with a wrong bearer token", "remote", r.RemoteAddr, "path", r.URL.Path)
 		}
-		writeJSON(w, http.StatusUnauthorized, apiError{Error: msg})
+		writeJSON(w, http.StatusUnauthorized, api.Error{Error: msg})
 	})
 }
 
-// serveTCP serves the API on addr behind the token and returns the
+// ServeTCP serves the API on addr behind the token and returns the
 // server and the address it listens on (addr may use port 0).
-func (a *apiServer) serveTCP(addr, token string) (*http.Server, net.Addr, error) {
+func (a *Server) ServeTCP(addr, token string) (*http.Server, net.Addr, error) {
 	if token == "" {
 		return nil, nil, errors.New("serve TCP API: no token")
 	}
@@ -155,7 +156,7 @@ func (a *apiServer) serveTCP(addr, token string) (*http.Server, net.Addr, error)
 	s := ln.Addr().String()
 	a.tcpAddr.Store(&s)
 	srv := newHTTPServer(a.tcpHandler(token))
-	srv.RegisterOnShutdown(a.close)
+	srv.RegisterOnShutdown(a.Close)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("TCP API stopped", "err", err)

@@ -1,17 +1,18 @@
-package main
+package daemon
 
 import (
+	"github.com/hookd/hookd/api/server"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/mcp"
 )
 
-// credentialEnv names the environment variables that hold hookd's own
+// CredentialEnv names the environment variables that hold hookd's own
 // credentials: the API token's (token_env), the model key's
 // (llm.api_key_env), the notify targets' url_env, and those the MCP
 // servers' env and headers read (${VAR}). The engine redacts their values
 // from every run (engine.Config.Credentials); no child process inherits
 // them unless a hook or a server names one.
-func credentialEnv(d *config.Daemon) []string {
+func CredentialEnv(d *config.Daemon) []string {
 	names := []string{d.TokenEnv, d.LLM.APIKeyEnv}
 	if d.TokenEnv == "" {
 		names[0] = config.DefaultTokenEnv
@@ -35,15 +36,15 @@ func credentialEnv(d *config.Daemon) []string {
 	return out
 }
 
-// credentialValues holds hookd's credentials that are not in its
+// CredentialValues holds hookd's credentials that are not in its
 // environment, for engine.Config.CredentialValues: the API token read
 // from token_file (a token in token_env is among credentialEnv's names).
 // A token_file that cannot be read gives none here; serve reports it.
-func credentialValues(d *config.Daemon) map[string]string {
+func CredentialValues(d *config.Daemon) map[string]string {
 	if d.TokenFile == "" {
 		return nil
 	}
-	tok, err := apiToken(d, func(string) string { return "" })
+	tok, err := server.Token(d, func(string) string { return "" })
 	if err != nil || tok == "" {
 		return nil
 	}
