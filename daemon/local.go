@@ -183,7 +183,10 @@ func RaiseGCPercent(p int) (restore func(), raised bool) {
 // fire` or `hookd emit` of a script while the daemon restarts), logging
 // what it waits for, until ctx ends; a manual engine does not wait.
 func Open(ctx context.Context, d *config.Daemon, holder string, log *slog.Logger, manual bool) (*Local, error) {
-	sbStatus := InstallSandbox(d, log)
+	sbStatus, err := InstallSandbox(d, log)
+	if err != nil {
+		return nil, err
+	}
 	// hookd serve on PostgreSQL is a node of a cluster (docs/cluster.md).
 	node := ""
 	if d.Database != "" && !manual {

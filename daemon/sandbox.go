@@ -14,10 +14,14 @@ import (
 // which containment it gives: each line of its status at info, all of
 // them at warn when hooks that take untrusted input cannot run (or
 // sandbox: off runs them unconfined). A reload of hookd.yaml does not
-// change it: sandbox: takes effect at the next start.
-func InstallSandbox(d *config.Daemon, log *slog.Logger) sandbox.Status {
-	sb := sandbox.New(sandbox.Options{Off: d.SandboxOff})
-	sandbox.SetDefault(sb)
+// change it: sandbox: takes effect at the next start. The sandbox is the
+// process's (sandbox.Install): daemons built in one process share it,
+// and one whose sandbox: differs from it is an error.
+func InstallSandbox(d *config.Daemon, log *slog.Logger) (sandbox.Status, error) {
+	sb, err := sandbox.Install(sandbox.Options{Off: d.SandboxOff})
+	if err != nil {
+		return sandbox.Status{}, err
+	}
 	st := sb.Status()
 	level := slog.LevelInfo
 	if !st.Contained() {
@@ -32,5 +36,5 @@ func InstallSandbox(d *config.Daemon, log *slog.Logger) sandbox.Status {
 	for _, l := range st.Lines() {
 		log.Log(context.Background(), level, "sandbox: "+l)
 	}
-	return st
+	return st, nil
 }

@@ -146,11 +146,20 @@ func ownCgroups() map[string]string {
 	return out
 }
 
+// cgroupSeq counts the Sandboxes of this process that made cgroups.
+var cgroupSeq atomic.Int64
+
 // newCgroups sets up the cgroup directories and completes st.
 func newCgroups(st Status) (*cgroups, Status) {
 	own := ownCgroups()
 	cg := &cgroups{v2ctl: map[string]bool{}, v1: map[string]string{}}
+	// Each Sandbox of the process has a cgroup of its own: hookd-PID for
+	// the first, hookd-PID-N after it (a probe of the status while a
+	// daemon runs in the same process must not take over its cgroup).
 	name := fmt.Sprintf("hookd-%d", os.Getpid())
+	if n := cgroupSeq.Add(1) - 1; n > 0 {
+		name = fmt.Sprintf("hookd-%d-%d", os.Getpid(), n)
+	}
 	for _, m := range mounts() {
 		switch m.fstype {
 		case "cgroup2":
@@ -261,6 +270,7 @@ func sweepStale(parent string) {
 		if !ok || !e.IsDir() {
 			continue
 		}
+		n, _, _ = strings.Cut(n, "-") // hookd-PID-N: another Sandbox of that process
 		pid, err := strconv.Atoi(n)
 		if err != nil || pid == os.Getpid() {
 			continue

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"sync"
 )
@@ -91,13 +92,27 @@ func Default() *Sandbox {
 	return defaultSB
 }
 
-// SetDefault installs s as the process's Sandbox, once at start (hookd
-// serve, and the commands that run steps themselves), before any process
-// starts. It returns the one it replaced (nil: none yet).
-func SetDefault(s *Sandbox) *Sandbox {
+// Install returns the process's Sandbox, making it with opts when there
+// is none yet. Every daemon and command of a process shares it (its
+// cgroups, its network namespaces, the API socket's peer check); a
+// request for other options than it was made with is an error.
+func Install(opts Options) (*Sandbox, error) {
 	defaultMu.Lock()
 	defer defaultMu.Unlock()
-	old := defaultSB
-	defaultSB = s
-	return old
+	if defaultSB == nil {
+		defaultSB = New(opts)
+		return defaultSB, nil
+	}
+	if defaultSB.opts != opts {
+		return nil, fmt.Errorf("sandbox: this process runs its hooks' processes with sandbox: %s already; a daemon with sandbox: %s needs a process of its own",
+			offText(defaultSB.opts.Off), offText(opts.Off))
+	}
+	return defaultSB, nil
+}
+
+func offText(off bool) string {
+	if off {
+		return "off"
+	}
+	return "on"
 }

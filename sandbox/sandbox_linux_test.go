@@ -447,3 +447,34 @@ func TestReaperWithoutCgroups(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxesKeepTheirTrees: a second Sandbox in the process (a
+// status probe while a daemon runs, or two daemons built in one test
+// binary) has cgroups of its own: making and closing it leaves the
+// first one's process trees running.
+func TestSandboxesKeepTheirTrees(t *testing.T) {
+	first := New(Options{})
+	defer first.Close()
+	need(t, first, "trees")
+	wd := t.TempDir()
+	cmd := exec.Command("/bin/sh", "-c", "sleep 30")
+	cmd.Dir, cmd.Env = wd, []string{"PATH=/usr/bin:/bin"}
+	proc, err := first.Start(cmd, &Policy{Workdir: wd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	defer func() { proc.Kill(); <-exited; proc.Release(false) }()
+
+	second := New(Options{})
+	second.Close()
+	select {
+	case <-exited:
+		t.Fatal("making and closing a second Sandbox killed the first one's process")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if !first.Contains(cmd.Process.Pid) {
+		t.Error("the first Sandbox lost its process")
+	}
+}

@@ -282,7 +282,6 @@ func TestContainmentBattery(t *testing.T) {
 	t.Run("trigger", func(t *testing.T) {
 		for _, trig := range []string{"event", "watch", "fire", "model"} {
 			t.Run(trig, func(t *testing.T) {
-				t.Parallel()
 				b := newBattery(t, trig, filepath.Join(root, trig))
 				defer func() { // the table shows them when the battery failed too
 					mu.Lock()
@@ -322,6 +321,7 @@ func newBattery(t *testing.T, trigger, canaryDir string) *battery {
 	}
 	b := &battery{t: t, trigger: trigger, canaryDir: canaryDir, tcp: newCanary(t), udp: newUDPCanary(t)}
 	b.e = newEnv(t, "listen: 127.0.0.1:0\ntoken_file: secrets/token\nmax_concurrent: 200\n# "+batteryMarker+"\n", nil)
+	b.e.process = true // the attacks aim at hookd's own process too
 	b.e.badHooksOK = true
 	// The hooks' cache directories go with the canaries, not into HOME.
 	b.e.environ = []string{"BATTERY_SECRET=" + batterySecret, "XDG_CACHE_HOME=" + filepath.Join(canaryDir, "cache")}

@@ -334,7 +334,7 @@ func TestListNextPause(t *testing.T) {
 // TestValidate checks hook files: errors as file:line: field: message on
 // stderr and exit 1; the count of good hooks on stdout.
 func TestValidate(t *testing.T) {
-	e := newEnv(t, "", nil)
+	e := newProcEnv(t, "", nil)
 	if err := os.Mkdir(e.path("check"), 0o755); err != nil {
 		t.Fatal(err)
 	}

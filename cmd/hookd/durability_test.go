@@ -81,7 +81,7 @@ func TestEventDurability(t *testing.T) {
 }
 
 func testEventDurability(t *testing.T, clientIDs bool) {
-	e := newEnv(t, "", map[string]string{"deploy.yaml": durableHook})
+	e := newProcEnv(t, "", map[string]string{"deploy.yaml": durableHook})
 	d := e.serve()
 	c := e.socketClient()
 	c.http.Timeout = waitLong

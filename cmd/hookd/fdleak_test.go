@@ -57,7 +57,7 @@ func openFDs(t *testing.T, pid int) []string {
 // background process on the output pipe, time out, or just write, and
 // holds no more descriptors after them than after the first few.
 func TestDaemonKeepsNoDescriptorsAcrossRuns(t *testing.T) {
-	e := newEnv(t, "", fdHooks)
+	e := newProcEnv(t, "", fdHooks)
 	d := e.serve()
 	// The runs are fired and waited for as `hookd fire --wait` does, with
 	// the same two requests on a new connection each, but from the test:

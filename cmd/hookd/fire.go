@@ -71,7 +71,7 @@ func cmdFire(c *cli, args []string) int {
 	}
 
 	// No daemon: run it here, holding the database lock.
-	l, err := c.openLocal(d, daemon.NewLogger(d.LogFormat, os.Stderr, slog.LevelWarn), true)
+	l, err := c.openLocal(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn), true)
 	if err != nil {
 		if errors.Is(err, engine.ErrLocked) {
 			return c.errorf("%v; its socket %s does not answer", err, api.SocketPath(d.DB))
@@ -271,7 +271,7 @@ func cmdEmit(c *cli, args []string) int {
 		return c.emitted(ans, exitOK)
 	}
 
-	l, err := c.openLocal(d, daemon.NewLogger(d.LogFormat, os.Stderr, slog.LevelWarn), true)
+	l, err := c.openLocal(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn), true)
 	if err != nil {
 		return c.errorf("%v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/hookd/hookd/handlers"
@@ -48,7 +47,7 @@ func cmdGuard(c *cli, args []string) int {
 		return exitError
 	}
 	var in handlers.Input
-	if err := json.NewDecoder(io.LimitReader(os.Stdin, 4<<20)).Decode(&in); err != nil {
+	if err := json.NewDecoder(io.LimitReader(c.input(), 4<<20)).Decode(&in); err != nil {
 		fmt.Fprintf(c.stderr, "hookd guard: read the call on stdin: %v\n", err)
 		return exitError
 	}

@@ -1,9 +1,13 @@
 package main
 
-// The tests of this package run the real hookd binary: TestMain builds it
-// once, and each test gets its own directory (hookd.yaml, hooks.d/, the
-// database under .hookd/) and runs commands in it with exec.Command.
-// They wait on signals (log lines, command results), never on fixed sleeps.
+// Each test of this package gets its own directory (hookd.yaml, hooks.d/,
+// the database under .hookd/) and runs hookd's commands in it: in this
+// process (runIn, with the directory as its host's), in parallel with
+// the other tests, unless the test needs what only a process shows (its
+// pid, SIGKILL, an environment of its own, the real binary): then with
+// the binary TestMain builds, through exec.Command (env.process, or
+// HOOKD_TEST_PROCESS=1 for every test). They wait on signals (log
+// lines, command results), never on fixed sleeps.
 
 import (
 	"bytes"
@@ -67,8 +71,20 @@ func testMain(m *testing.M) int {
 			return 1
 		}
 	}
+	// What childEnv gives a hookd process, for the commands run in this
+	// one: no model settings from the developer's environment, UTC times.
+	for _, k := range []string{"HOOKD_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"} {
+		os.Unsetenv(k)
+	}
+	time.Local = time.UTC
 	return pgtest.Main(m) // m.Run, then stop the PostgreSQL server if a test started one
 }
+
+// allProcess runs every test's commands as processes (HOOKD_TEST_PROCESS=1).
+var allProcess = os.Getenv("HOOKD_TEST_PROCESS") == "1"
+
+// parallel marks the tests that called t.Parallel through newEnv.
+var parallel sync.Map
 
 // env is one test's hookd installation: a directory with hookd.yaml,
 // hooks.d/ and the state directory .hookd/.
@@ -77,13 +93,31 @@ type env struct {
 	dir string
 
 	badHooksOK bool     // serve: a hook file that does not load is expected
-	environ    []string // KEY=VALUE added to the environment of hookd processes
+	environ    []string // KEY=VALUE added to the environment of hookd processes (which makes them processes)
+	process    bool     // run hookd as processes of the real binary
 }
+
+// inProcess says whether e's commands and daemons run in this process.
+// A daemon with sandbox: off runs as a process: the sandbox is the
+// process's, shared by the daemons of the tests in this one.
+func (e *env) inProcess() bool {
+	if e.process || allProcess || e.environ != nil {
+		return false
+	}
+	b, _ := os.ReadFile(e.path("hookd.yaml"))
+	return !strings.Contains(string(b), "sandbox: off")
+}
+
+// host is the host of e's commands run in process.
+func (e *env) host() host { return host{dir: e.dir, stdin: strings.NewReader("")} }
 
 // newEnv makes a directory for a test with the daemon settings given (""
 // for none) and the hook files given (file name -> YAML).
 func newEnv(t *testing.T, settings string, hooks map[string]string) *env {
 	t.Helper()
+	if _, done := parallel.LoadOrStore(t, true); !done {
+		t.Parallel()
+	}
 	// Not t.TempDir: the socket path must stay under 107 bytes.
 	dir, err := os.MkdirTemp("", "hk")
 	if err != nil {
@@ -182,6 +216,11 @@ func (e *env) run(args ...string) result {
 // exec runs a hookd command to its end; safe to call from any goroutine.
 // The error is set when the command did not run to an exit of its own.
 func (e *env) exec(args ...string) (result, error) {
+	if e.inProcess() {
+		var stdout, stderr bytes.Buffer
+		code := runIn(e.host(), args, &stdout, &stderr)
+		return result{args: args, code: code, stdout: stdout.String(), stderr: stderr.String()}, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	cmd := e.command(ctx, args...)
@@ -297,6 +336,8 @@ type served struct {
 	log  *logBuffer
 	done chan struct{} // closed when the process has exited
 	code int           // exit code, valid after done; -1 when killed by a signal
+
+	sigs chan os.Signal // in process: what stops it, as signals stop a process
 }
 
 // serve starts `hookd serve` with args and waits until it answers on its
@@ -324,6 +365,25 @@ func (e *env) serve(args ...string) *served {
 func (e *env) startServe(args ...string) *served {
 	e.t.Helper()
 	d := &served{e: e, log: &logBuffer{}, done: make(chan struct{})}
+	if e.inProcess() {
+		d.sigs = make(chan os.Signal, 2)
+		h := e.host()
+		h.signals = d.sigs
+		go func() {
+			d.code = runIn(h, append([]string{"serve"}, args...), d.log, d.log)
+			close(d.done)
+		}()
+		// A daemon still running at the end is stopped as a second
+		// signal stops it: its runs are cancelled.
+		e.t.Cleanup(func() {
+			if !d.exited() {
+				d.sigs <- syscall.SIGTERM
+				d.sigs <- syscall.SIGTERM
+			}
+			<-d.done
+		})
+		return d
+	}
 	d.cmd = exec.Command(hookdBin, append([]string{"serve"}, args...)...)
 	d.cmd.Dir = e.dir
 	d.cmd.Env = append(childEnv(), e.environ...)
@@ -346,7 +406,18 @@ func (e *env) startServe(args ...string) *served {
 	return d
 }
 
-func (d *served) pid() int { return d.cmd.Process.Pid }
+// needProcess fails a test that asked an in-process daemon for what only
+// a process has.
+func (d *served) needProcess(what string) {
+	if d.cmd == nil {
+		d.e.t.Fatalf("%s needs hookd serve as a process: set env.process before it starts", what)
+	}
+}
+
+func (d *served) pid() int {
+	d.needProcess("the daemon's pid")
+	return d.cmd.Process.Pid
+}
 
 func (d *served) exited() bool {
 	select {
@@ -359,6 +430,7 @@ func (d *served) exited() bool {
 
 // kill kills the daemon with SIGKILL, if it still runs, and waits for it.
 func (d *served) kill() {
+	d.needProcess("SIGKILL")
 	if !d.exited() {
 		_ = d.cmd.Process.Signal(syscall.SIGKILL)
 	}
@@ -368,6 +440,10 @@ func (d *served) kill() {
 // signal sends sig to the daemon.
 func (d *served) signal(sig syscall.Signal) {
 	d.e.t.Helper()
+	if d.sigs != nil && (sig == syscall.SIGTERM || sig == syscall.SIGINT) {
+		d.sigs <- sig
+		return
+	}
 	if err := syscall.Kill(d.pid(), sig); err != nil {
 		d.e.t.Fatalf("signal hookd: %v", err)
 	}
@@ -402,4 +478,14 @@ func (d *served) waitLog(text string) {
 		case <-time.After(pollStep):
 		}
 	}
+}
+
+// newProcEnv is newEnv for a test that needs hookd as processes of the
+// real binary: its daemon's pid, SIGKILL, signals, its exit, or messages
+// that name files relative to the working directory.
+func newProcEnv(t *testing.T, settings string, hooks map[string]string) *env {
+	t.Helper()
+	e := newEnv(t, settings, hooks)
+	e.process = true
+	return e
 }

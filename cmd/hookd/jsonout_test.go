@@ -13,7 +13,7 @@ import (
 // TestJSONFlags: validate, next, fire and emit print JSON with --json,
 // and nothing else on stdout.
 func TestJSONFlags(t *testing.T) {
-	e := newEnv(t, "", map[string]string{
+	e := newProcEnv(t, "", map[string]string{
 		"tick.yaml": "trigger: {every: 10m}\nsteps:\n  - type: shell\n    command: echo tick\nskip_llm: true\n",
 		"on.yaml":   "trigger: {event: thing.done}\nsteps:\n  - type: shell\n    command: exit 4\nskip_llm: true\n",
 		"hand.yaml": "steps:\n  - type: shell\n    command: echo by hand\nskip_llm: true\n",

@@ -89,7 +89,7 @@ func TestExampleGuardDeniesRunCommand(t *testing.T) {
 // and on SIGTERM daemon:stop runs and a hook on hookd.stopping runs
 // before the daemon stops.
 func TestDaemonLifecyclePoints(t *testing.T) {
-	e := newEnv(t, "", map[string]string{
+	e := newProcEnv(t, "", map[string]string{
 		"start.yaml":   "on: daemon:start\ncommand: [sh, -c, \"cat > daemon-start.json\"]\n",
 		"stop.yaml":    "on: daemon:stop\ncommand: [sh, -c, \"cat > daemon-stop.json\"]\n",
 		"privacy.yaml": "on: record:before\ncommand: [sh, -c, \"cat > record.json; echo '{\\\"drop_fields\\\": [\\\"steps\\\"]}'\"]\n",

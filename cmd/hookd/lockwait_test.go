@@ -65,7 +65,7 @@ func testServeWaitsForCommand(t *testing.T, url string) {
 	if url != "" {
 		settings = "database: " + url + "\n"
 	}
-	e := newEnv(t, settings, map[string]string{"busy.yaml": busyHook, "quick.yaml": quickHook})
+	e := newProcEnv(t, settings, map[string]string{"busy.yaml": busyHook, "quick.yaml": quickHook})
 	fired := fireInProcess(t, e, "busy")
 	waitFor(t, "the busy step to start", func() bool { return pidIn(e, "busy.pid") > 0 }, nil)
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -77,7 +78,14 @@ func main() {
 // that print as they go (watch, fire) flush after each line.
 //
 // Both escape the control characters of what they print (termSafe).
-func runMain(args []string, stdout, stderr io.Writer) (code int) {
+func runMain(args []string, stdout, stderr io.Writer) int {
+	return runIn(host{}, args, stdout, stderr)
+}
+
+// runIn is runMain in h: tests run commands in process, each in a
+// directory of its own.
+func runIn(h host, args []string, stdout, stderr io.Writer) (code int) {
+	h.log = stderr
 	term := isTerminal(stderr)
 	safeOut, safeErr := newTermSafe(stdout), newTermSafe(stderr)
 	out := newOutput(safeOut)
@@ -102,7 +110,7 @@ func runMain(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			return c.run(&cli{name: c.name, argsHelp: c.args, stdout: stdout, stderr: stderr, term: term}, args[1:])
+			return c.run(&cli{host: h, name: c.name, argsHelp: c.args, stdout: stdout, stderr: stderr, term: term}, args[1:])
 		}
 	}
 	fmt.Fprintf(stderr, "hookd: unknown command %q\n\n", args[0])
@@ -146,8 +154,44 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 usage, 75 a fire (or every hook an emit matched) was refused by a gate.")
 }
 
+// host is what a command takes from the process it runs in. The zero
+// value is this process's own; tests run commands in process with their
+// own.
+type host struct {
+	dir     string              // the directory relative paths are read from; "": the working directory
+	getenv  func(string) string // the environment hookd reads; nil: the process's
+	stdin   io.Reader           // nil: the process's
+	signals <-chan os.Signal    // what stops `hookd serve`; nil: the process's SIGINT and SIGTERM
+	log     io.Writer           // where a daemon's and an engine's log go: stderr, unescaped
+}
+
+// env reads the environment variable key.
+func (h *host) env(key string) string {
+	if h.getenv != nil {
+		return h.getenv(key)
+	}
+	return os.Getenv(key)
+}
+
+// path is p read from h's directory: p itself in the working directory.
+func (h *host) path(p string) string {
+	if h.dir == "" || p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(h.dir, p)
+}
+
+// input is the command's standard input.
+func (h *host) input() io.Reader {
+	if h.stdin != nil {
+		return h.stdin
+	}
+	return os.Stdin
+}
+
 // cli is one invocation of a subcommand.
 type cli struct {
+	host
 	name     string
 	argsHelp string
 	stdout   io.Writer

@@ -121,7 +121,7 @@ func fireLong(t *testing.T, e *env, d *served) (id string, leader, grand int) {
 // The restarted daemon kills the step's processes, grandchild included,
 // says so in `hookd run`, kills nothing else, and empties the journal.
 func TestCrashReapsFromJournal(t *testing.T) {
-	e := newEnv(t, "", map[string]string{"long.yaml": journalLong, "quick.yaml": crashOther})
+	e := newProcEnv(t, "", map[string]string{"long.yaml": journalLong, "quick.yaml": crashOther})
 	d := e.serve()
 	done := runID(t, e.must(0, "fire", "quick", "--wait")) // a run that is not interrupted
 	id, leader, grand := fireLong(t, e, d)
@@ -378,7 +378,7 @@ func TestJournalModelTool(t *testing.T) {
 // running, so RecoverInterrupted does not return it) leaves the group to
 // the next start, which kills it and says so in the run's record.
 func TestReapAfterCrashInRecovery(t *testing.T) {
-	e := newEnv(t, "", map[string]string{"long.yaml": journalLong})
+	e := newProcEnv(t, "", map[string]string{"long.yaml": journalLong})
 	d := e.serve()
 	id, leader, grand := fireLong(t, e, d)
 	d.signal(syscall.SIGKILL)

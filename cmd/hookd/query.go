@@ -472,7 +472,7 @@ func cmdValidate(c *cli, args []string) int {
 		return code
 	}
 	if len(pos) == 1 {
-		d.HooksDir = pos[0]
+		d.HooksDir = c.path(pos[0])
 	}
 	var warns warnings
 	hooks, hs, errs, err := daemon.CheckAll(d, warns.collect(d))

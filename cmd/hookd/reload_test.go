@@ -134,7 +134,7 @@ func TestFileWatchFiresRun(t *testing.T) {
 }
 
 func TestReloadHooksDirectory(t *testing.T) {
-	e := newEnv(t, "", map[string]string{
+	e := newProcEnv(t, "", map[string]string{
 		"a.yaml": "description: first\ntrigger: {every: 1h}\nskip_llm: true\n",
 	})
 	d := e.serve()
@@ -176,7 +176,7 @@ func TestReloadHooksDirectory(t *testing.T) {
 func TestReloadOnSIGHUP(t *testing.T) {
 	// hooks.d/x.yaml links to a file elsewhere: editing that file is
 	// invisible to the watch of hooks.d, so SIGHUP reloads it.
-	e := newEnv(t, "", nil)
+	e := newProcEnv(t, "", nil)
 	if err := os.Mkdir(e.path("shared"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,10 @@ func cmdRender(c *cli, args []string) int {
 		return c.errorf("no hook named %q (see `hookd list`, or `hookd validate` if its file has errors)", name)
 	}
 
-	sbStatus := daemon.InstallSandbox(d, daemon.NewLogger(d.LogFormat, os.Stderr, slog.LevelWarn))
+	sbStatus, err := daemon.InstallSandbox(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn))
+	if err != nil {
+		return c.errorf("%v", err)
+	}
 	db, done, err := previewStore(d)
 	if err != nil {
 		return c.errorf("%v", err)
@@ -59,7 +62,7 @@ func cmdRender(c *cli, args []string) int {
 		Store:          readOnlyStore{db},
 		Events:         triggers.NewEventIndex(),
 		Prompt:         daemon.PromptRenderer(d),
-		Logger:         daemon.NewLogger(d.LogFormat, os.Stderr, slog.LevelError),
+		Logger:         daemon.NewLogger(d.LogFormat, c.log, slog.LevelError),
 		DefaultTimeout: d.DefaultTimeout,
 		Credentials:    daemon.CredentialEnv(d),
 		Manual:         true,

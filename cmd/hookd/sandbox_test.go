@@ -242,7 +242,7 @@ func TestSandboxOff(t *testing.T) {
 // a program that usually needs the network in a hook that takes
 // untrusted input, without network: — and the hook still loads.
 func TestValidateNetworkWarning(t *testing.T) {
-	e := newEnv(t, "", map[string]string{
+	e := newProcEnv(t, "", map[string]string{
 		"sync.yaml": "trigger: {event: repo.pushed}\nsteps:\n  - type: shell\n    command: git fetch origin && git log -1\n",
 		"ok.yaml":   "trigger: {event: repo.pushed}\nsteps:\n  - type: shell\n    command: git fetch origin\n    network: true\n",
 	})
@@ -318,8 +318,7 @@ func TestShippedExamplesRunContained(t *testing.T) {
 // warned about by hookd validate, with the fix; one whose server declares
 // it is not.
 func TestValidateUnconfinedMCPServer(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, "mcp_servers:\n  bare:\n    command: [mcp-bare]\n  boxed:\n    command: [mcp-boxed]\n    sandbox: {network: false}\n",
+	e := newProcEnv(t, "mcp_servers:\n  bare:\n    command: [mcp-bare]\n  boxed:\n    command: [mcp-boxed]\n    sandbox: {network: false}\n",
 		map[string]string{
 			"a.yaml": "prompt: go\ntools: [bare.search]\n",
 			"b.yaml": "prompt: go\ntools: [boxed.search]\n",

@@ -28,11 +28,15 @@ func cmdServe(c *cli, args []string) int {
 	if *logFormat != "" {
 		d.LogFormat = *logFormat
 	}
-	log := daemon.NewLogger(d.LogFormat, os.Stderr, slog.LevelInfo)
+	log := daemon.NewLogger(d.LogFormat, c.log, slog.LevelInfo)
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	sigs := c.signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
 	ctx, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
 	// SIGINT or SIGTERM while waiting for the lock held by a hookd command
@@ -52,7 +56,7 @@ func cmdServe(c *cli, args []string) int {
 			dm.Abort()
 		}
 	}()
-	dm, err := daemon.New(ctx, d, daemon.Options{Log: log, Settings: c.settings})
+	dm, err := daemon.New(ctx, d, daemon.Options{Log: log, Settings: c.settings, Getenv: c.env})
 	if cause := context.Cause(ctx); cause != nil {
 		// A signal during start-up: stop before anything runs.
 		started <- nil
@@ -75,7 +79,7 @@ func cmdServe(c *cli, args []string) int {
 	case errors.Is(err, daemon.ErrAborted), errors.As(err, &abandoned):
 		// The runs in flight were cancelled; what still runs is recorded
 		// interrupted at the next start. Nothing more is closed.
-		os.Exit(exitError)
+		return exitError
 	}
 	dm.Close()
 	return c.errorf("%v", err)

@@ -22,7 +22,7 @@ skip_llm: true
 // running one: it exits 1 naming the holder's pid, and the first daemon
 // keeps serving.
 func TestSecondServeRefused(t *testing.T) {
-	e := newEnv(t, "", map[string]string{"quick.yaml": quickHook})
+	e := newProcEnv(t, "", map[string]string{"quick.yaml": quickHook})
 	d := e.serve("--log-format", "json")
 
 	r := e.must(1, "serve")
@@ -107,7 +107,7 @@ func TestSIGTERMGraceful(t *testing.T) {
 // and its command killed at once: SIGKILL, no SIGTERM and grace first (the
 // step would note a SIGTERM in got-term).
 func TestSIGTERMTwice(t *testing.T) {
-	e := newEnv(t, "grace: 2m\n", map[string]string{"busy.yaml": strings.Replace(busyHook,
+	e := newProcEnv(t, "grace: 2m\n", map[string]string{"busy.yaml": strings.Replace(busyHook,
 		"echo $$ > busy.pid", "trap 'echo term >> got-term' TERM; echo $$ > busy.pid", 1)})
 	d := e.serve()
 	id := runID(t, e.must(0, "fire", "busy"))

@@ -22,6 +22,7 @@ func (c *cli) settings() (*config.Daemon, error) {
 	if !explicit {
 		path = "hookd.yaml"
 	}
+	path = c.path(path)
 	if _, err := os.Stat(path); explicit && err != nil {
 		return nil, fmt.Errorf("settings file: %w", err)
 	}
@@ -29,17 +30,25 @@ func (c *cli) settings() (*config.Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v := os.Getenv(config.DatabaseEnv); v != "" {
+	if v := c.env(config.DatabaseEnv); v != "" {
 		d.SetDatabase(v)
 	}
 	if c.dbPath != "" {
-		d.SetDatabase(c.dbPath)
+		db := c.dbPath
+		if !strings.Contains(db, "://") {
+			db = c.path(db)
+		}
+		d.SetDatabase(db)
 	}
 	if c.hooksDir != "" {
-		d.HooksDir = c.hooksDir
+		d.HooksDir = c.path(c.hooksDir)
 	}
-	d.HooksDir = shortPath(d.HooksDir)
-	d.DB = shortPath(d.DB)
+	if c.dir == "" {
+		// Paths stay absolute in a host's own directory: the process's
+		// working directory is not it.
+		d.HooksDir = shortPath(d.HooksDir)
+		d.DB = shortPath(d.DB)
+	}
 	return d, nil
 }
 

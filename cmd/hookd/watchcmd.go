@@ -44,7 +44,7 @@ func cmdWatch(c *cli, args []string) int {
 		token string
 	)
 	if *baseURL != "" {
-		httpc, base, token = &http.Client{}, strings.TrimRight(*baseURL, "/"), os.Getenv("HOOKD_TOKEN")
+		httpc, base, token = &http.Client{}, strings.TrimRight(*baseURL, "/"), c.env("HOOKD_TOKEN")
 	} else {
 		cl := client.Dial(d.DB)
 		if cl == nil {
