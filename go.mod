@@ -3,7 +3,6 @@ module github.com/hookd/hookd
 go 1.26.8
 
 require (
-	github.com/aptible/supercronic v0.2.48
 	github.com/chromedp/chromedp v0.23.0
 	github.com/expr-lang/expr v1.17.8
 	github.com/fsnotify/fsnotify v1.10.1
@@ -16,7 +15,6 @@ require (
 	github.com/prometheus/common v0.70.1
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/sashabaranov/go-openai v1.43.0
-	github.com/sirupsen/logrus v1.9.4
 	golang.org/x/sys v0.49.0
 	gopkg.in/yaml.v3 v3.0.1
 	mvdan.cc/sh/v3 v3.14.1

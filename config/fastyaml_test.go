@@ -451,7 +451,7 @@ func TestFastYAMLDeclines(t *testing.T) {
 	}
 }
 
-// BenchmarkParseHookYAML parses the 10,000 files of BenchmarkLoadHookFiles
+// BenchmarkParseHookYAML parses the 10,000 files of bench's BenchmarkLoadHookFiles
 // in turn with fastParse, with one parser reused (as a loader's worker
 // does) and with yaml.v3 as parseDoc did before it.
 //

@@ -13,7 +13,7 @@ import (
 )
 
 // benchShellConfigs are the two shell steps of the hook file that
-// config's BenchmarkLoadHookFiles loads 10,000 times, as decoded: a
+// bench's BenchmarkLoadHookFiles loads 10,000 times, as decoded: a
 // script with placeholders run by `sh -c`, and a command list.
 func benchShellConfigs() map[string]*shellConfig {
 	return map[string]*shellConfig{

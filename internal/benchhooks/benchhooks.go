@@ -1,8 +1,9 @@
 // Package benchhooks writes the hooks.d of the loading benchmarks (issue
 // 15, part 3) and the crontab of the same jobs that supercronic's parse
-// is measured on, so that config's BenchmarkLoadHookFiles and cmd/hookd's
+// is measured on, so that the bench module's BenchmarkLoadHookFiles and
 // BenchmarkValidateCommand load the same files and compare against the
-// same crontab. Only tests import it.
+// same crontab, and config's parser tests and benchmarks parse them too.
+// Only tests import it.
 package benchhooks
 
 import (

@@ -1,4 +1,4 @@
-package config_test
+package bench_test
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/internal/benchhooks"
 	_ "github.com/hookd/hookd/steps" // the shell step kind
+	_ "github.com/hookd/hookd/tools" // the built-in tools the files list
 	"github.com/sirupsen/logrus"
 )
 
@@ -35,10 +36,10 @@ import (
 // crontab.ParseCrontab, as `supercronic -test` calls it: one file read,
 // two regexps a line and its cronexpr parser tried at 7, 6 and 5 fields —
 // and reports the seconds per parse (s/crontab) and the ratio of hookd's
-// load to it (target 1.0). supercronic is a test dependency only: the
-// hookd binary does not link it.
+// load to it (target 1.0). supercronic is required by this module only:
+// neither hookd's module nor its binary has it.
 //
-//	go test -run '^$' -bench 'BenchmarkLoadHookFiles$' -benchtime 3x -count 3 ./config/
+//	cd bench && go test -run '^$' -bench 'BenchmarkLoadHookFiles$' -benchtime 3x -count 3 .
 func BenchmarkLoadHookFiles(b *testing.B) {
 	const n = 10_000
 	dir := filepath.Join(b.TempDir(), "hooks.d")
