@@ -101,7 +101,7 @@ func NewManager(servers []ServerConfig, opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, servers: map[string]*server{}}
 	for _, c := range servers {
 		switch {
-		case c.Name == "" || strings.ContainsAny(c.Name, ".*?[") || len(c.Name) > 32:
+		case c.Name == "" || strings.Contains(c.Name, ".") || engine.IsToolGlob(c.Name) || len(c.Name) > 32:
 			return nil, fmt.Errorf("mcp: server name %q is not valid", c.Name)
 		case m.servers[c.Name] != nil:
 			return nil, fmt.Errorf("mcp: server %q declared twice", c.Name)
