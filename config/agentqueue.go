@@ -54,11 +54,3 @@ func providerURL(provider string) (string, error) {
 	return "", fmt.Errorf("unknown provider %q: hookd speaks the OpenAI chat-completions protocol; "+
 		"use one of %s, or set base_url to an OpenAI-compatible endpoint", provider, strings.Join(names, ", "))
 }
-
-// agentQueueOnly names agent-queue step kinds this hookd has no step for
-// (none registered under the name), with what to do instead: loading one
-// is an error that says so rather than "unknown step type".
-var agentQueueOnly = map[string]string{
-	"memory_search": "agent-queue's memory_search (semantic search of a project's memory index) needs hookd's memory step, " +
-		"which this build lacks; remove the step, or gather the context with a shell, read_file or db_query step",
-}

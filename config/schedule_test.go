@@ -101,17 +101,3 @@ func TestAgentQueueTriggerShapeErrors(t *testing.T) {
 		}
 	}
 }
-
-// TestAgentQueueMissingStep: a step kind agent-queue had and this hookd
-// lacks is a load error naming it, not "unknown step type".
-func TestAgentQueueMissingStep(t *testing.T) {
-	if _, ok := engine.LookupStep("memory_search"); ok {
-		t.Skip("this build has a memory_search step")
-	}
-	_, err := parseTrigger(t, `{"context_steps": [{"type": "shell", "command": "true"},
- {"type": "memory_search", "project_id": "p", "query": "flaky tests", "top_k": 3}], "prompt_template": "{{step_1}}"}`)
-	want := `hooks.d/h.json:2: context_steps[1].type: step type "memory_search" is not available in this hookd: agent-queue's memory_search`
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("got %v\nwant %s", err, want)
-	}
-}

@@ -196,10 +196,6 @@ func (s *state) stepKind(n, item *yaml.Node, path string, def *engine.StepDef) e
 		return nil
 	}
 	kind, ok := engine.LookupStep(def.Type)
-	if why, aq := agentQueueOnly[def.Type]; !ok && aq {
-		s.errorf(n, fp, "step type %q is not available in this hookd: %s", def.Type, why)
-		return nil
-	}
 	if !ok {
 		msg := fmt.Sprintf("unknown step type %q", def.Type)
 		if sug := suggest(def.Type, engine.StepKinds()); sug != "" {

@@ -51,29 +51,26 @@ func TestLockInProcess(t *testing.T) {
 	mustRun(t, lock2.Unlock())
 }
 
-// TestLockHelperProcess is not a test: TestLockSubprocess runs the test
-// binary with it to hold the lock in another process.
-func TestLockHelperProcess(t *testing.T) {
-	path := os.Getenv("HOOKD_STORE_LOCK_HELPER")
-	if path == "" {
-		t.Skip("helper process only")
-	}
+// lockHelperMain is the lock-holding process TestLockSubprocess starts:
+// TestMain runs it instead of the tests when HOOKD_STORE_LOCK_HELPER names
+// a database. It takes the lock, says "locked" and holds it until its
+// standard input closes, then exits without unlocking: the kernel
+// releases the flock.
+func lockHelperMain(path string) int {
 	if _, err := Lock(path, os.Getenv("HOOKD_STORE_LOCK_HOLDER")); err != nil {
 		fmt.Println("error:", err)
-		os.Exit(1)
+		return 1
 	}
 	fmt.Println("locked")
-	// Hold the lock until the parent closes stdin, then exit without
-	// unlocking: the kernel releases the flock.
 	bufio.NewReader(os.Stdin).ReadString('\n')
-	os.Exit(0)
+	return 0
 }
 
 // lockHelper starts a process holding the lock of path as holder; closing
 // stdin makes it exit.
 func lockHelper(t *testing.T, path, holder string) (cmd *exec.Cmd, stdin io.WriteCloser) {
 	t.Helper()
-	cmd = exec.Command(os.Args[0], "-test.run=^TestLockHelperProcess$")
+	cmd = exec.Command(os.Args[0])
 	// GORACE: under -race, a process otherwise lingers 1s at exit.
 	cmd.Env = append(os.Environ(), "HOOKD_STORE_LOCK_HELPER="+path, "HOOKD_STORE_LOCK_HOLDER="+holder, "GORACE=atexit_sleep_ms=0")
 	stdin, err := cmd.StdinPipe()

@@ -215,8 +215,13 @@ func procCPU(tb testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// TestMain removes the search benchmark's fixture after the run.
+// TestMain runs the lock-holding helper process when asked to
+// (lockHelperMain), and otherwise the tests, then removes the search
+// benchmark's fixture.
 func TestMain(m *testing.M) {
+	if path := os.Getenv("HOOKD_STORE_LOCK_HELPER"); path != "" {
+		os.Exit(lockHelperMain(path))
+	}
 	code := m.Run()
 	removeSearchFixture()
 	os.Exit(code)
