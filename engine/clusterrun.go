@@ -317,7 +317,7 @@ func (e *Engine) release(ent *entry, act *active) {
 	if errors.Is(err, ErrLeaseLost) {
 		e.fail(err)
 	}
-	e.notStarted(ctx, act, err)
+	e.releaseFailed(ctx, act, err)
 	e.send(func(s *state) { s.finished(ent, act, nil) })
 }
 
@@ -650,7 +650,9 @@ func (e *Engine) storePending(ev *Event) {
 	if ev.Time.IsZero() {
 		ev.Time = e.cfg.Clock.Now()
 	}
-	if err := e.cfg.Store.AppendPendingEvent(context.Background(), ev); err != nil && !errors.Is(err, ErrDuplicateEvent) {
+	ctx, cancel := e.storeCtx(context.Background())
+	defer cancel()
+	if err := e.cfg.Store.AppendPendingEvent(ctx, ev); err != nil && !errors.Is(err, ErrDuplicateEvent) {
 		e.log.Error("store an event for the scheduler", "type", ev.Type, "err", err)
 		return
 	}

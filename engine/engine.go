@@ -43,6 +43,12 @@ type Config struct {
 	CredentialValues map[string]string
 	Budget           DaemonBudget // tokens all hooks together may use per hour and day, and prices (budget.go)
 
+	// StoreTimeout bounds each store write the engine makes for its
+	// scheduling loop and each run's start (default 10s): one that has
+	// not returned by then fails, and the store counts as stalled until a
+	// write succeeds (writer.go, Engine.StoreStalled).
+	StoreTimeout time.Duration
+
 	// Lifecycle holds the lifecycle handlers the engine calls at each
 	// point of a run (nil: an empty registry of the engine's own).
 	Lifecycle *Registry
@@ -132,6 +138,9 @@ func (c *Config) setDefaults() {
 	if c.MaxCatchup <= 0 {
 		c.MaxCatchup = 10
 	}
+	if c.StoreTimeout <= 0 {
+		c.StoreTimeout = 10 * time.Second
+	}
 	if c.MaxEventDepth <= 0 {
 		c.MaxEventDepth = 8
 	}
@@ -167,6 +176,8 @@ type Engine struct {
 	idleWorkers atomic.Int32   // run goroutines waiting on jobs
 	runCtx      context.Context
 	runCancel   context.CancelCauseFunc
+
+	wr *storeWriter // writes the loop's records (writer.go)
 
 	eventLog     chan *Event // engine events on their way to the store
 	eventLogDone chan struct{}
@@ -222,6 +233,7 @@ func New(cfg Config, hooks []*Hook) (*Engine, error) {
 		eventLog:     make(chan *Event, 4096),
 		eventLogDone: make(chan struct{}),
 	}
+	e.wr = e.newWriter()
 	e.runCtx, e.runCancel = context.WithCancelCause(context.Background())
 	e.initCluster()
 	return e, nil
@@ -237,8 +249,10 @@ func (e *Engine) Start(ctx context.Context) error {
 }
 
 func (e *Engine) start(ctx context.Context) error {
+	e.wr.start() // newState records what passed while hookd was down
 	st, err := e.newState(ctx)
 	if err != nil {
+		e.wr.close()
 		return err
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
@@ -286,6 +300,7 @@ func (e *Engine) Shutdown(ctx context.Context) {
 		if e.cancel != nil {
 			e.cancel()
 			<-e.loopDone
+			e.wr.close()
 			close(e.eventLog)
 			<-e.eventLogDone
 		}
@@ -363,7 +378,7 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 	var (
 		run     *Run
 		err     error
-		started chan struct{}
+		act     *active
 		forward bool
 	)
 	reason := opt.Trigger
@@ -386,10 +401,7 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 		data := withPeriodic(ent.hook, reason, opt.Event, s.cfg.Clock.Now(), ent.lastStart)
 		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, manual: true, depth: opt.Depth, id: opt.id})
 		cp := *res.run // a snapshot: a started run belongs to its goroutine
-		run, err = &cp, res.err
-		if res.act != nil {
-			started = res.act.started
-		}
+		run, err, act = &cp, res.err, res.act
 	}); derr != nil {
 		return nil, derr
 	}
@@ -399,9 +411,9 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 	if run == nil {
 		return nil, err
 	}
-	if started != nil {
+	if act != nil {
 		select {
-		case <-started:
+		case <-act.started:
 		case <-ctx.Done():
 			return run, ctx.Err()
 		}
@@ -679,6 +691,9 @@ type Summary struct {
 	Retries []RetryInfo `json:"retries"`
 	// Spend is the token usage against the budgets (budget.go).
 	Spend Spend `json:"spend"`
+	// Store is set while the store does not take writes: `hookd
+	// status` shows "store stalled since … (cause)" (writer.go).
+	Store *StoreStall `json:"store_stalled,omitempty"`
 }
 
 // Summary reports runs in flight and the queue.

@@ -26,6 +26,12 @@ const (
 	// confined, sandbox.Status.Contained) and hookd.yaml does not set
 	// sandbox: off.
 	GateSandboxUnavailable = "sandbox_unavailable"
+	// GateStoreStalled refuses a trigger while the store does not take
+	// writes (Engine.StoreStalled): a run whose start cannot be recorded
+	// does not start. A schedule slot is not refused one by one: its
+	// hook's slots are recorded in one missed record once the store
+	// answers.
+	GateStoreStalled = "store_stalled"
 	// Not gates, but what else leaves a skipped record: slots that passed
 	// while hookd was down or suspended, and a slot that fired before.
 	GateMissed    = "missed"

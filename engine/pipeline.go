@@ -23,10 +23,11 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active) 
 	run := act.run
 	bg := context.WithoutCancel(ctx)
 
+	began := e.cfg.Clock.Now()
 	if err := e.startRecord(bg, act); err != nil {
 		act.startErr = err
 		close(act.started)
-		e.notStarted(bg, act, err)
+		e.notStarted(bg, h, act, err, began)
 		ev := RunEvent(run)
 		ev.Time = e.cfg.Clock.Now()
 		e.send(func(s *state) {
@@ -61,17 +62,56 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active) 
 	})
 }
 
-// notStarted records why act's run did not start: its start could not be
-// recorded (err).
-func (e *Engine) notStarted(ctx context.Context, act *active, err error) {
+// notStarted records why act's run did not start: its start, begun at
+// began, could not be recorded (err). A store that did not take it is
+// stalled (writer.go): a schedule slot's run joins its hook's missed
+// slots; another's failed record waits for the store with the loop's.
+func (e *Engine) notStarted(ctx context.Context, h *Hook, act *active, err error, began time.Time) {
 	run := act.run
-	log := e.log.With("hook", run.Hook, "run", run.ID)
+	if errors.Is(err, ErrSlotTaken) {
+		e.slotTaken(ctx, act)
+		return
+	}
+	if _, ok := errors.AsType[*stalledError](err); !ok {
+		e.wr.failed(err, began)
+	}
+	e.log.Error("cannot record the run's start; not running it", "hook", run.Hook, "run", run.ID, "err", err)
+	run.FinishedAt = e.cfg.Clock.Now()
+	if !run.Slot.IsZero() && !act.wasQueued {
+		cause := stallCause(err, e.cfg.StoreTimeout)
+		run.Status, run.Gate = StatusSkipped, GateMissed
+		run.Reason = fmt.Sprintf("missed: the store could not record the start of slot %s (%s)", run.Slot.Format(time.RFC3339), cause)
+		e.wr.missSlot(h, run.Slot, run.ID, cause)
+		return
+	}
+	run.Status, run.Cause = StatusFailed, CauseInternal
+	run.Error = fmt.Sprintf("record run start: %v", err)
+	if act.wasQueued {
+		// Its queued record ends failed once the store takes it. A run
+		// that was not queued leaves none: who triggered it is told
+		// (Emit's error; a Wait on the run Fire returned).
+		cp := *run
+		e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return e.cfg.Store.FinishRun(ctx, &cp) })
+	}
+}
+
+// releaseFailed records why a run a cluster's scheduler admitted was not
+// released to the nodes (err).
+func (e *Engine) releaseFailed(ctx context.Context, act *active, err error) {
+	run := act.run
 	if !errors.Is(err, ErrSlotTaken) {
 		run.Status, run.Cause = StatusFailed, CauseInternal
 		run.Error = fmt.Sprintf("record run start: %v", err)
-		log.Error("cannot record the run's start; not running it", "err", err)
+		e.log.Error("cannot record the run's start; not running it", "hook", run.Hook, "run", run.ID, "err", err)
 		return
 	}
+	e.slotTaken(ctx, act)
+}
+
+// slotTaken records a run not started because its slot fired before.
+func (e *Engine) slotTaken(ctx context.Context, act *active) {
+	run := act.run
+	log := e.log.With("hook", run.Hook, "run", run.ID)
 	// The slot fired before (the clock moved back, or a restart raced):
 	// record why this trigger did nothing.
 	run.Status, run.Gate = StatusSkipped, GateSlotTaken
@@ -82,7 +122,9 @@ func (e *Engine) notStarted(ctx context.Context, act *active, err error) {
 	if act.wasQueued {
 		record = e.cfg.Store.FinishRun
 	}
-	if err := record(ctx, run); err != nil {
+	sctx, cancel := e.storeCtx(ctx)
+	defer cancel()
+	if err := record(sctx, run); err != nil {
 		log.Error("store run record", "err", err)
 	}
 }
@@ -149,7 +191,31 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 // startRecord records the start of act's run and, when the run is the
 // one its stored event started, marks the event dispatched with it; when
 // it carries an event not stored yet, stores that event with it.
-func (e *Engine) startRecord(ctx context.Context, act *active) error {
+func (e *Engine) startRecord(parent context.Context, act *active) error {
+	if wr := act.after; wr != nil {
+		// The loop's records made before the start go first: a queued
+		// run's record precedes its start.
+		t := e.cfg.Clock.NewTimer(e.cfg.StoreTimeout)
+		select {
+		case <-wr.done:
+		case <-t.C():
+		}
+		t.Stop()
+		if st, ok := e.wr.stalled(); ok {
+			return &stalledError{st}
+		}
+	}
+	ctx, cancel := e.storeCtx(parent)
+	defer cancel()
+	if err := e.recordStart(ctx, act); err != nil {
+		return err
+	}
+	e.wr.ok()
+	return nil
+}
+
+// recordStart stores act's start (startRecord).
+func (e *Engine) recordStart(ctx context.Context, act *active) error {
 	if act.carry != nil {
 		if err := e.cfg.Store.StartRunWithEvent(ctx, act.run, act.carry); err != nil {
 			return err
@@ -671,10 +737,40 @@ func (e *Engine) eventWriter() {
 				break fill
 			}
 		}
-		if err := appendEvents(context.Background(), batch); err != nil {
+		if err := e.appendEvents(appendEvents, batch); err != nil {
 			e.log.Error("store engine events", "count", len(batch), "err", err)
 		} else if e.cfg.Cluster != nil {
 			e.tell(WakeEvents, "") // the other nodes' live streams read them
+		}
+	}
+}
+
+// appendEvents stores a batch of engine events within StoreTimeout. While
+// the store is stalled it waits for it to answer and tries again
+// (writer.go), so that a stall delays the event log and loses none of
+// it; a batch is given up when the store refuses it outright or the
+// engine stops with the store stalled.
+func (e *Engine) appendEvents(appendEvents func(context.Context, []*Event) error, batch []*Event) error {
+	for {
+		if !e.wr.whenAnswering() {
+			if _, stalled := e.wr.stalled(); stalled {
+				return errors.New("engine: stopped with the store stalled")
+			}
+		}
+		began := e.cfg.Clock.Now()
+		ctx, cancel := e.storeCtx(context.Background())
+		err := appendEvents(ctx, batch)
+		cancel()
+		if err == nil {
+			e.wr.ok()
+			return nil
+		}
+		if permanent(err) {
+			return err
+		}
+		e.wr.failed(err, began)
+		if e.wr.isClosing() {
+			return err
 		}
 	}
 }

@@ -18,6 +18,13 @@ type Rate struct {
 // last Rate.Window.
 const GateRate = "rate"
 
+// loadStartsNow is loadStarts on the loop, within Config.StoreTimeout.
+func (s *state) loadStartsNow(ent *entry, now time.Time) error {
+	ctx, cancel := s.e.storeCtx(context.Background())
+	defer cancel()
+	return s.loadStarts(ctx, ent, now)
+}
+
 // loadStarts fills ent's rate window from the store.
 func (s *state) loadStarts(ctx context.Context, ent *entry, now time.Time) error {
 	r := ent.hook.Rate

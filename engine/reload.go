@@ -118,7 +118,7 @@ func (s *state) reload(hooks []*Hook, saved map[string]HookState) (ReloadReport,
 					ent.lastStatus = StatusInterrupted
 				}
 				ent.hook = h
-				errs = append(errs, s.loadStarts(context.Background(), ent, now))
+				errs = append(errs, s.loadStartsNow(ent, now))
 			}
 			old := ent.hook
 			if old == h {
@@ -134,7 +134,7 @@ func (s *state) reload(hooks []*Hook, saved map[string]HookState) (ReloadReport,
 			old := ent.hook
 			ent.hook = h
 			if h.Rate != old.Rate {
-				errs = append(errs, s.loadStarts(context.Background(), ent, now))
+				errs = append(errs, s.loadStartsNow(ent, now))
 			}
 			errs = append(errs, s.applyTrigger(ent, old, now))
 			rep.Changed = append(rep.Changed, h.Name)

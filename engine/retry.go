@@ -208,9 +208,8 @@ func (s *state) fireRetries(now time.Time) {
 }
 
 func (s *state) forgetRetry(p *PendingRetry) {
-	if err := s.cfg.Store.DeleteRetry(context.Background(), p.RunID); err != nil {
-		s.e.log.Error("forget pending retry", "hook", p.Hook, "run", p.RunID, "err", err)
-	}
+	s.e.wr.await(s.e.wr.submit("pending retry's removal", p.Hook, p.RunID,
+		func(ctx context.Context) error { return s.cfg.Store.DeleteRetry(ctx, p.RunID) }))
 }
 
 // nextRetry is when the earliest pending retry is due, or zero.

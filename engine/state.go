@@ -105,6 +105,10 @@ type active struct {
 	marked   bool
 	carry    *Event
 	startErr error
+
+	// after is the loop's latest write waiting when the run started
+	// (nil: none): its start is recorded after it (writer.go).
+	after *write
 }
 
 // trig is one trigger of a hook.
@@ -628,6 +632,17 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateCooldown, Hook: h.Name, Remaining: left,
 			Detail: fmt.Sprintf("cooldown is %s; use --force to skip the cooldown", h.Cooldown)})
 	}
+	if st, ok := s.e.wr.stalled(); ok {
+		g := &GateError{Gate: GateStoreStalled, Hook: h.Name,
+			Detail: st.String() + "; no run starts until the store takes writes again"}
+		if !t.slot.IsZero() {
+			// Folded into the hook's one missed record, written once
+			// the store answers (writer.go).
+			s.e.wr.missSlot(h, t.slot, "", "")
+			return trigResult{run: run, err: g}
+		}
+		return s.refuse(ent, run, StatusSkipped, g)
+	}
 	if g := s.startGates(ent, now); g != nil {
 		return s.refuse(ent, run, StatusSkipped, g)
 	}
@@ -698,14 +713,15 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 		// after a crash or failover), and a fire another cluster node
 		// forwarded (t.id): one decided again after a failover is not
 		// fired again (decideFire).
-		var err error
 		if cl := s.e.cfg.Cluster; cl != nil && t.id != "" {
-			err = cl.MergeFire(context.Background(), p, t.id)
+			ctx, cancel := s.e.storeCtx(context.Background())
+			err := cl.MergeFire(ctx, p, t.id)
+			cancel()
+			if err != nil {
+				s.e.log.Error("store coalesced run", "hook", ent.hook.Name, "run", p.ID, "err", err)
+			}
 		} else {
-			err = s.cfg.Store.UpdateQueued(context.Background(), p, Merged{Slot: t.slot, EventSeq: t.eventSeq})
-		}
-		if err != nil {
-			s.e.log.Error("store coalesced run", "hook", ent.hook.Name, "run", p.ID, "err", err)
+			s.updateQueued(p, Merged{Slot: t.slot, EventSeq: t.eventSeq}, "coalesced run")
 		}
 		return trigResult{run: p}
 	}
@@ -845,9 +861,7 @@ func (s *state) admit(ent *entry, run *Run, since uint64) trigResult {
 	run.Status = StatusQueued
 	run.Reason = fmt.Sprintf("queued: waits for a concurrency slot (max_concurrent %d)", s.cfg.MaxConcurrent)
 	if known {
-		if err := s.cfg.Store.UpdateQueued(context.Background(), run, Merged{}); err != nil {
-			s.e.log.Error("store queued run", "hook", ent.hook.Name, "run", run.ID, "err", err)
-		}
+		s.updateQueued(run, Merged{}, "queued run")
 	} else {
 		s.insertRecord(run)
 	}
@@ -890,17 +904,28 @@ func (s *state) record(ent *entry, run *Run) {
 // insertRecord stores the first record of a run that did not start now,
 // and with it the event it came from as dispatched to its hook
 // (Run.EventSeq): its later writes need not.
+// The loop's writes go through the writer (writer.go), each with a copy
+// of the run: the loop goes on changing its own. While the store
+// answers the loop waits for them, and takes back what the store set
+// (a record collapsed into an earlier one has that one's id).
 func (s *state) insertRecord(run *Run) {
-	if err := s.cfg.Store.InsertRun(context.Background(), run); err != nil {
-		s.e.log.Error("store run record", "hook", run.Hook, "run", run.ID, "status", run.Status, "err", err)
+	cp := *run
+	wr := s.e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.InsertRun(ctx, &cp) })
+	if s.e.wr.await(wr) {
+		run.ID, run.Repeats, run.QueuedAt = cp.ID, cp.Repeats, cp.QueuedAt
 	}
 	run.EventSeq = 0
 }
 
 func (s *state) finishRecord(run *Run) {
-	if err := s.cfg.Store.FinishRun(context.Background(), run); err != nil {
-		s.e.log.Error("store run record", "hook", run.Hook, "run", run.ID, "status", run.Status, "err", err)
-	}
+	cp := *run
+	s.e.wr.await(s.e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.FinishRun(ctx, &cp) }))
+}
+
+// updateQueued stores what changed of a queued run.
+func (s *state) updateQueued(run *Run, merged Merged, what string) {
+	cp := *run
+	s.e.wr.await(s.e.wr.submit(what, run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.UpdateQueued(ctx, &cp, merged) }))
 }
 
 // refuseWaiting finishes a queued or pending run, which has its record,
@@ -939,7 +964,8 @@ func (s *state) dequeue(run *Run, status Status, reason string) {
 func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	now := s.cfg.Clock.Now()
 	ctx, cancel := context.WithCancelCause(s.e.runCtx)
-	act := &active{run: run, cancel: cancel, started: make(chan struct{}), wasQueued: run.Status == StatusQueued}
+	act := &active{run: run, cancel: cancel, started: make(chan struct{}), wasQueued: run.Status == StatusQueued,
+		after: s.e.wr.last()}
 	if (s.marking.seq != 0 || s.marking.ev != nil) && s.marking.hook == run.Hook {
 		act.markSeq, act.carry = s.marking.seq, s.marking.ev
 		s.marking = marking{carrier: act}
@@ -1224,6 +1250,9 @@ func (s *state) summary() Summary {
 	sort.Strings(sum.InFlight)
 	sum.Retries = s.retryInfos()
 	sum.Spend = s.spendReport(s.cfg.Clock.Now())
+	if st, ok := s.e.wr.stalled(); ok {
+		sum.Store = &st
+	}
 	return sum
 }
 
