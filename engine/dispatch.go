@@ -26,7 +26,7 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 	}
 	starts := out.starts
 	if out.claimed {
-		if err := e.cfg.Store.MarkDispatched(context.WithoutCancel(ctx), ev.Seq); err != nil {
+		if err := e.markDispatched(ctx, ev.Seq); err != nil {
 			e.log.Error("mark claimed event dispatched", "event", ev.ID, "type", ev.Type, "err", err)
 		}
 		return nil, nil
@@ -49,11 +49,19 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 	if marked {
 		return out, nil // with the start of the one run it started
 	}
-	if err := e.cfg.Store.MarkDispatched(context.WithoutCancel(ctx), ev.Seq); err != nil {
+	if err := e.markDispatched(ctx, ev.Seq); err != nil {
 		e.log.Error("mark event dispatched; it will be dispatched again at the next start, to the hooks it did not reach",
 			"event", ev.ID, "type", ev.Type, "err", err)
 	}
 	return out, nil
+}
+
+// markDispatched marks the stored event seq dispatched, within
+// StoreTimeout, whatever becomes of ctx.
+func (e *Engine) markDispatched(ctx context.Context, seq int64) error {
+	ctx, cancel := e.storeCtx(ctx)
+	defer cancel()
+	return e.cfg.Store.MarkDispatched(ctx, seq)
 }
 
 // DispatchPending dispatches the stored events that were accepted but not

@@ -480,7 +480,10 @@ func (e *Engine) emit(ctx context.Context, ev *Event) (*dispatched, error) {
 	if fresh {
 		return e.emitWithStart(ctx, ev)
 	}
-	if err := e.cfg.Store.AppendPendingEvent(ctx, ev); err != nil {
+	sctx, cancel := context.WithTimeout(ctx, e.cfg.StoreTimeout)
+	err := e.cfg.Store.AppendPendingEvent(sctx, ev)
+	cancel()
+	if err != nil {
 		if errors.Is(err, ErrDuplicateEvent) {
 			return nil, err
 		}
@@ -522,10 +525,10 @@ func (e *Engine) dispatch(ctx context.Context, ev *Event) (*dispatched, error) {
 func (e *Engine) emitWithStart(ctx context.Context, ev *Event) (*dispatched, error) {
 	carry := *ev // the carrier's copy: its store sets Seq on another goroutine
 	out, err := e.dispatchOnLoop(ctx, ev, false, &carry, nil)
-	bg := context.WithoutCancel(ctx)
+	// The event is stored whatever becomes of ctx, within StoreTimeout.
 	switch {
 	case errors.Is(err, ErrStopped) || err == nil && out.stopping:
-		if err := e.cfg.Store.AppendPendingEvent(bg, ev); err != nil {
+		if err := e.storeEvent(ctx, ev, e.cfg.Store.AppendPendingEvent); err != nil {
 			return nil, fmt.Errorf("store event: %w", err)
 		}
 		return nil, ErrStopped
@@ -551,10 +554,18 @@ func (e *Engine) emitWithStart(ctx context.Context, ev *Event) (*dispatched, err
 			return out, ctx.Err()
 		}
 	}
-	if err := e.cfg.Store.AppendEvent(bg, ev); err != nil {
+	if err := e.storeEvent(ctx, ev, e.cfg.Store.AppendEvent); err != nil {
 		return nil, fmt.Errorf("store event: %w", err)
 	}
 	return out, nil
+}
+
+// storeEvent stores ev with store, within StoreTimeout, whatever becomes
+// of ctx.
+func (e *Engine) storeEvent(ctx context.Context, ev *Event, store func(context.Context, *Event) error) error {
+	ctx, cancel := e.storeCtx(ctx)
+	defer cancel()
+	return store(ctx, ev)
 }
 
 // dispatchOnLoop streams ev to subscribers, offers it to the event:claim

@@ -12,13 +12,14 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/triggers"
 	"github.com/jackc/pgx/v5"
 )
 
 // TestStalledPostgresLoopAnswers stalls a real PostgreSQL: another
 // connection holds the runs table (LOCK TABLE ... ACCESS EXCLUSIVE in an
 // open transaction) while a hook fires every second. The engine's loop
-// must go on answering fire and status (it wrote its records with
+// must go on answering fire, emit and status (it wrote its records with
 // context.Background() and froze with the first: a fire never returned),
 // say "store stalled since … (cause)", refuse what it cannot record, and
 // once the lock is released record the slots it did not fire in one
@@ -33,8 +34,10 @@ func TestStalledPostgresLoopAnswers(t *testing.T) {
 	}
 	defer db.Close()
 	tick := every(newHook("tick"), time.Second)
-	eng, err := engine.New(engine.Config{Store: db, StoreTimeout: time.Second, Tick: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{tick, newHook("manual")})
+	deploy := newHook("deploy")
+	deploy.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+	eng, err := engine.New(engine.Config{Store: db, StoreTimeout: time.Second, Tick: 100 * time.Millisecond, Events: triggers.NewEventIndex(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{tick, newHook("manual"), deploy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +99,11 @@ func TestStalledPostgresLoopAnswers(t *testing.T) {
 		t.Fatalf("fire while stalled: %v, want refused store_stalled", err)
 	}
 
+	em, err := eng.EmitReport(qctx, &engine.Event{Type: "deploy.finished"})
+	if err != nil || len(em.Refused) != 1 || em.Refused[0].Gate.Gate != engine.GateStoreStalled {
+		t.Fatalf("emit while stalled: %+v %v, want deploy refused store_stalled", em, err)
+	}
+
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +131,10 @@ func TestStalledPostgresLoopAnswers(t *testing.T) {
 	poll(t, "the refused fire is recorded", func() bool {
 		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "manual", Status: engine.StatusSkipped})
 		return err == nil && len(runs) > 0 && runs[0].Gate == engine.GateStoreStalled
+	})
+	poll(t, "the refused event is recorded", func() bool {
+		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "deploy", Status: engine.StatusSkipped})
+		return err == nil && len(runs) == 1 && runs[0].Gate == engine.GateStoreStalled && runs[0].EventType == "deploy.finished"
 	})
 	poll(t, "tick runs again", func() bool {
 		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "tick", Limit: 1})
