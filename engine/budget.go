@@ -204,7 +204,8 @@ func (e *Engine) recordUsage(ctx context.Context, u *Usage) {
 	if u == nil {
 		return
 	}
-	if err := e.cfg.Store.AddUsage(ctx, u); err != nil {
+	cp := *u
+	if err := e.persist(ctx, "token usage", u.Hook, u.RunID, func(ctx context.Context) error { return e.cfg.Store.AddUsage(ctx, &cp) }); err != nil {
 		e.log.Error("store token usage", "hook", u.Hook, "run", u.RunID, "err", err)
 	}
 }

@@ -173,7 +173,8 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 		e.flush(&act.out)
 	}
 	e.beforeRecord(bg, h, run)
-	if err := finish(bg, run); err != nil {
+	final := *run // the writer's, should the store be stalled (persist)
+	if err := e.persist(bg, "run result", run.Hook, run.ID, func(ctx context.Context) error { return finish(ctx, &final) }); err != nil {
 		e.log.LogAttrs(bg, slog.LevelError, "store run result", who[0], who[1], slog.Any("err", err))
 	}
 	act.usage = usageOf(run, model)

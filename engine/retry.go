@@ -115,7 +115,8 @@ func (e *Engine) planRetry(ctx context.Context, h *Hook, run *Run, now time.Time
 	if run.RetryOf != "" {
 		p.RetryOf = run.RetryOf
 	}
-	if err := e.cfg.Store.AddRetry(ctx, p); err != nil {
+	cp := *p
+	if err := e.persist(ctx, "pending retry", h.Name, run.ID, func(ctx context.Context) error { return e.cfg.Store.AddRetry(ctx, &cp) }); err != nil {
 		e.log.Error("store pending retry; the run is not retried", "hook", h.Name, "run", run.ID, "err", err)
 		return nil
 	}

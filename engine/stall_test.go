@@ -250,3 +250,53 @@ func slotsOf(t *testing.T, reason string) (time.Time, int) {
 	}
 	return first, n
 }
+
+// TestFullDiskRunResultKept: a run that ends while the disk is full (an
+// injected write failure) keeps its result: the final record waits for
+// the store and is written once space is back. (Before, it was logged
+// and lost: the run stayed running in the store, and became interrupted
+// at the next start.)
+func TestFullDiskRunResultKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		disk := &fullDisk{DB: db}
+		blk := newBlock()
+		eng, err := engine.New(engine.Config{Store: disk, Events: triggers.NewEventIndex(), Clock: &jumpClock{}, Tick: time.Second,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{withSteps(newHook("slow"), blk)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eng.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Stop()
+		run, err := eng.Fire(ctx, "slow", engine.FireOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		disk.full.Store(true)
+		close(blk.release)
+		synctest.Wait()
+		if st, ok := eng.StoreStalled(); !ok || !strings.Contains(st.Cause, "disk is full") || st.Waiting != 1 {
+			t.Fatalf("store stalled: %+v %v, want stalled: disk is full, the run's result waiting", st, ok)
+		}
+		if got, err := db.GetRun(ctx, run.ID); err != nil || got.Status != engine.StatusRunning {
+			t.Fatalf("run while the disk is full: %+v %v, want still running on record", got, err)
+		}
+		disk.full.Store(false)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got, err := db.GetRun(ctx, run.ID); err != nil || got.Status != engine.StatusCompleted {
+			t.Fatalf("run once space is back: %+v %v, want completed", got, err)
+		}
+		if st, ok := eng.StoreStalled(); ok {
+			t.Fatalf("store still stalled with space back: %+v", st)
+		}
+	})
+}

@@ -33,9 +33,13 @@ import (
 // the store answers; past it, the record is written later.
 const storeWait = time.Second
 
-// Bounds of the wait between attempts while the store is stalled.
+// Bounds of the wait between attempts while the store is stalled. The
+// first is 1.5 s so that a write that failed at a slot's time is tried
+// again between the slots of a schedule in whole seconds, not at the
+// instant one fires: a slot that comes while a gap's missed record is
+// being written begins a record of its own.
 const (
-	stallRetryMin = time.Second
+	stallRetryMin = 1500 * time.Millisecond
 	stallRetryMax = 30 * time.Second
 )
 
@@ -299,6 +303,30 @@ func (w *storeWriter) ok() {
 		signal(w.heal)
 		signal(w.wake)
 	}
+}
+
+// persist makes a write of a run's goroutine that must not be lost (its
+// final record, its pending retry, its spend) within StoreTimeout. When
+// the store does not take it, the store is stalled and the write is
+// handed to the writer, which makes it once the store answers: it is
+// delayed, not lost. It returns the store's error only when the store
+// refused the write outright (permanent). do must own what it writes.
+func (e *Engine) persist(ctx context.Context, what, hook, run string, do func(context.Context) error) error {
+	began := e.cfg.Clock.Now()
+	sctx, cancel := e.storeCtx(ctx)
+	err := do(sctx)
+	cancel()
+	switch {
+	case err == nil:
+		e.wr.ok()
+		return nil
+	case permanent(err):
+		return err
+	}
+	e.wr.failed(err, began)
+	e.log.Error("store "+what+": written once the store takes writes again", "hook", hook, "run", run, "err", err)
+	e.wr.submit(what, hook, run, do)
+	return nil
 }
 
 // stallCause is the text of a stall's cause: the store's error, or that
