@@ -72,6 +72,10 @@ func appendHookJSON(b []byte, h *engine.HookStatus) ([]byte, error) {
 		b = append(b, `,"last_status":`...)
 		b = engine.AppendJSONString(b, string(h.LastStatus))
 	}
+	if h.LastCheckFailed != "" {
+		b = append(b, `,"last_check_failed":`...)
+		b = engine.AppendJSONString(b, h.LastCheckFailed)
+	}
 	if !h.LastStart.IsZero() {
 		b = append(b, `,"last_start":"`...)
 		if b, err = h.LastStart.AppendText(b); err != nil {
@@ -329,6 +333,8 @@ func (p *jsonParser) hook(h *engine.HookStatus) bool {
 			if s, ok = p.str(); ok {
 				h.LastStatus = statusOf(s)
 			}
+		case "last_check_failed":
+			ok = p.text(&h.LastCheckFailed)
 		case "last_start":
 			var q []byte
 			if q, ok = p.quoted(); ok {

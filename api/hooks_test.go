@@ -25,6 +25,8 @@ func hooksJSONCases() []engine.HookStatus {
 			File: "hooks.d/backup.yaml", Version: "3f9a2c1b0d4e", Project: "proj-1"},
 		{Name: "paused", Trigger: "0 3 * * * (Europe/Berlin)", Paused: true, File: "/abs/hooks.d/paused.yaml", Version: "x",
 			LastStatus: engine.Status("a status from a newer daemon")},
+		{Name: "nightly", Trigger: "0 3 * * *", Enabled: true, LastRunID: "01JN0001", LastStatus: engine.StatusCompleted,
+			LastCheckFailed: "tests", File: "hooks.d/nightly.yaml", Version: "y"},
 		{Name: `quote" back\slash <html> & ünïcödé ☃`, Trigger: "event deploy.*\twhere\n", File: "a\x00b\x1fc\u2028d",
 			Version: "\xff\xfeinvalid", Project: "é"},
 		{Name: "budget", Trigger: "manual", Enabled: true, Queued: -3, Budget: &engine.SpendWindows{

@@ -126,6 +126,7 @@ type StatusReport struct {
 	Runs           CountsBy             `json:"runs"`           // hook -> status -> count
 	Skips          CountsBy             `json:"skips"`          // hook -> reason -> count
 	ShortCircuits  Counts               `json:"short_circuits"` // hook -> completed runs that needed no model
+	CheckFailed    CountsBy             `json:"check_failed"`   // hook -> status -> runs whose check did not pass (engine/check.go)
 	Drops          CountsBy             `json:"drops"`          // hook -> reason -> count
 	Durations      map[string]Dist      `json:"durations"`      // hook -> run duration
 	Lateness       map[string]Dist      `json:"lateness"`       // hook -> fire lateness

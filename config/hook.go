@@ -81,7 +81,7 @@ type Options struct {
 var (
 	hookKeys = []string{"name", "description", "enabled", "trigger", "cooldown", "overlap", "on_interrupted",
 		"timeout", "workdir", "env", "env_passthrough", "secrets", "steps", "system", "prompt", "llm", "budget",
-		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "notify", "retention", "write_roots", "id", "project_id", "retry", "rate",
+		"tools", "accept_from_tools", "allow_broad_workdir", "plugins", "skip_llm", "check", "notify", "retention", "write_roots", "id", "project_id", "retry", "rate",
 		"writes", "reads", "network", "limits"}
 	hookAliases = map[string]string{
 		"context_steps":      "steps",
@@ -209,6 +209,9 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	}
 	if n, path := f.either("steps", "context_steps"); n != nil {
 		s.steps(n, path, h, opts)
+	}
+	if n := f.get("check"); n != nil {
+		s.check(n, "check", h)
 	}
 	s.unnamedSecrets(f.get("secrets"), h)
 	promptPath := "prompt"

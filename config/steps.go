@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hookd/hookd/engine"
@@ -319,4 +320,26 @@ func lonePlaceholder(v string) bool {
 	v = strings.TrimSpace(v)
 	phs, err := engine.ParsePlaceholders(v)
 	return err == nil && len(phs) == 1 && phs[0].Start == 0 && phs[0].End == len(v)
+}
+
+// check decodes a hook's check: the step (by name, step_N or index)
+// whose failure marks its runs check_failed (engine/check.go).
+func (s *state) check(n *yaml.Node, path string, h *engine.Hook) {
+	ref, ok := s.text(n, path)
+	if !ok {
+		return
+	}
+	var names []string
+	for _, d := range h.Steps {
+		if d.Name == ref || "step_"+strconv.Itoa(d.Index) == ref || n.ShortTag() == "!!int" && strconv.Itoa(d.Index) == ref {
+			h.Check = d
+			return
+		}
+		names = append(names, d.CheckName())
+	}
+	if len(names) == 0 {
+		s.errorf(n, path, "names step %q, but the hook has no steps", ref)
+		return
+	}
+	s.errorf(n, path, "no step %q (want a step's name, step_N or its index: %s)", ref, strings.Join(names, ", "))
 }

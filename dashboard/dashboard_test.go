@@ -38,6 +38,20 @@ func TestStrip(t *testing.T) {
 	}
 }
 
+// TestStripCheckFailed: a completed run whose check failed is drawn red
+// (st-check-failed), not green, and its title says which check.
+func TestStripCheckFailed(t *testing.T) {
+	briefs := []engine.RunBrief{
+		{ID: "nightly", Hook: "h", Status: engine.StatusCompleted, CheckFailed: "tests", QueuedAt: t0, StartedAt: t0, FinishedAt: t0.Add(time.Second)},
+	}
+	for _, svg := range []string{string(strip(briefs, stripRuns)), string(timeline(briefs, t0.Add(time.Minute), time.Hour))} {
+		if !strings.Contains(svg, `class="st-check-failed"`) || strings.Contains(svg, "st-completed") ||
+			!strings.Contains(svg, "h completed, check failed: tests") {
+			t.Errorf("a completed run with check_failed is not drawn so:\n%s", svg)
+		}
+	}
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestTimelineEscapes(t *testing.T) {

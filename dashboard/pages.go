@@ -35,18 +35,20 @@ func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
 // overviewData is the overview page.
 type overviewData struct {
-	Now       time.Time
-	Hooks     int
-	InFlight  []inFlight
-	Queued    []string
-	Overdue   []string
-	DBBytes   int64
-	Timeline  template.HTML
-	Counts    []statusCount // runs of the last 24 hours by status
-	Truncated bool          // the timeline shows only the newest timelineRuns
-	Spend     engine.Spend  // token usage against the budgets
-	Nodes     []Node        // the cluster's nodes (PostgreSQL), none on SQLite
-	Drift     []HookDrift   // hooks whose files differ between live nodes
+	Now      time.Time
+	Hooks    int
+	InFlight []inFlight
+	Queued   []string
+	Overdue  []string
+	DBBytes  int64
+	Timeline template.HTML
+	Counts   []statusCount // runs of the last 24 hours by status
+	// CheckFailed counts the runs of Counts whose check did not pass.
+	CheckFailed int
+	Truncated   bool         // the timeline shows only the newest timelineRuns
+	Spend       engine.Spend // token usage against the budgets
+	Nodes       []Node       // the cluster's nodes (PostgreSQL), none on SQLite
+	Drift       []HookDrift  // hooks whose files differ between live nodes
 }
 
 type inFlight struct {
@@ -98,6 +100,9 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, req *request) 
 	n := map[engine.Status]int{}
 	for _, b := range briefs {
 		n[b.Status]++
+		if b.CheckFailed != "" {
+			d.CheckFailed++
+		}
 	}
 	for _, st := range statuses {
 		if n[st] > 0 {
@@ -473,6 +478,7 @@ var funcs = template.FuncMap{
 	},
 	"bytes":    human.Size,
 	"status":   func(s engine.Status) string { return "st-" + string(s) },
+	"runclass": statusClass,
 	"long":     isLong,
 	"truncate": truncate,
 	"plus1":    func(i int) int { return i + 1 },
@@ -486,4 +492,14 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+// statusClass is the CSS class of a run's status (st-STATUS, whose
+// colour app.css gives): st-check-failed, red, for a run whose check did
+// not pass (engine/check.go), which would otherwise look green.
+func statusClass(s engine.Status, checkFailed string) string {
+	if checkFailed != "" && s == engine.StatusCompleted {
+		return "st-check-failed"
+	}
+	return "st-" + string(s)
 }

@@ -51,8 +51,8 @@ func strip(briefs []engine.RunBrief, slots int) template.HTML {
 		// for each of its hooks.
 		buf = append(buf[:0], `<a href="/runs/`...)
 		buf = append(buf, escapeText(url.PathEscape(r.ID))...)
-		buf = append(buf, `"><rect class="st-`...)
-		buf = append(buf, escapeText(string(r.Status))...)
+		buf = append(buf, `"><rect class="`...)
+		buf = append(buf, escapeText(statusClass(r.Status, r.CheckFailed))...)
 		buf = append(buf, `" x="`...)
 		buf = strconv.AppendInt(buf, int64(x), 10)
 		buf = append(buf, `" y="`...)
@@ -75,6 +75,10 @@ func briefTitle(r engine.RunBrief) string {
 	b = append(b, r.Hook...)
 	b = append(b, ' ')
 	b = append(b, r.Status...)
+	if r.CheckFailed != "" {
+		b = append(b, ", check failed: "...)
+		b = append(b, r.CheckFailed...)
+	}
 	b = append(b, ' ')
 	b = r.QueuedAt.Local().AppendFormat(b, "01-02 15:04:05")
 	if d := r.Duration(); d > 0 {
@@ -154,8 +158,8 @@ func timeline(briefs []engine.RunBrief, now time.Time, span time.Duration) templ
 				to = now // still running, or queued
 			}
 			x0, x1 := x(from), x(to)
-			fmt.Fprintf(&b, `<a href="/runs/%s"><rect class="st-%s" x="%.1f" y="%d" width="%.1f" height="%d"><title>%s</title></rect></a>`,
-				html.EscapeString(url.PathEscape(r.ID)), html.EscapeString(string(r.Status)), x0, y+2, math.Max(tlMinBar, x1-x0), tlRow-4,
+			fmt.Fprintf(&b, `<a href="/runs/%s"><rect class="%s" x="%.1f" y="%d" width="%.1f" height="%d"><title>%s</title></rect></a>`,
+				html.EscapeString(url.PathEscape(r.ID)), html.EscapeString(statusClass(r.Status, r.CheckFailed)), x0, y+2, math.Max(tlMinBar, x1-x0), tlRow-4,
 				html.EscapeString(briefTitle(r)))
 		}
 	}

@@ -673,9 +673,12 @@ type HookStatus struct {
 	Queued     int       `json:"queued"`              // runs of this hook waiting
 	LastRunID  string    `json:"last_run_id,omitempty"`
 	LastStatus Status    `json:"last_status,omitempty"`
-	LastStart  time.Time `json:"last_start,omitzero"`
-	File       string    `json:"file"`
-	Version    string    `json:"version"`
+	// LastCheckFailed is the check the latest run did not pass
+	// (Run.CheckFailed): its status alone would look green.
+	LastCheckFailed string    `json:"last_check_failed,omitempty"`
+	LastStart       time.Time `json:"last_start,omitzero"`
+	File            string    `json:"file"`
+	Version         string    `json:"version"`
 	// Budget is the hook's token usage in the last hour and day against
 	// its budget (budget.go), when it has a budget or used tokens.
 	Budget *SpendWindows `json:"budget,omitempty"`

@@ -81,6 +81,10 @@ type Hook struct {
 	Plugins         []string
 	PluginsSet      bool // Plugins was given (an empty list means built-in handlers only)
 	SkipLLM         bool
+	// Check is the step a hook's check: names (nil: none): when it does
+	// not pass, the run is marked check_failed (check.go), as when a step
+	// with skip_llm_if_exit_zero or skip_llm_if_status_ok does not.
+	Check *StepDef
 
 	// EnvPassthrough names more variables of hookd's environment that the
 	// hook's child processes inherit (see ChildEnv); they are not redacted.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -73,29 +74,36 @@ const (
 
 // Notification outcomes: what a run came to, as a notify target names it
 // in on:. skipped covers runs a gate or a short-circuit stopped and runs
-// dropped from a full queue.
+// dropped from a full queue. check_failed is a completed run whose check
+// did not pass (check.go): targets with on: failed or completed hear of
+// it too (OutcomeMatches).
 const (
-	OutcomeStarted   = "started"
-	OutcomeCompleted = "completed"
-	OutcomeFailed    = "failed"
-	OutcomeSkipped   = "skipped"
-	OutcomeCancelled = "cancelled"
+	OutcomeStarted     = "started"
+	OutcomeCompleted   = "completed"
+	OutcomeFailed      = "failed"
+	OutcomeSkipped     = "skipped"
+	OutcomeCancelled   = "cancelled"
+	OutcomeCheckFailed = "check_failed"
 )
 
 // NotifyFormats and NotifyOutcomes list the accepted values, for
 // validation and help.
 var (
 	NotifyFormats  = []string{NotifyGeneric, NotifySlack, NotifyDiscord}
-	NotifyOutcomes = []string{OutcomeStarted, OutcomeCompleted, OutcomeFailed, OutcomeSkipped, OutcomeCancelled}
+	NotifyOutcomes = []string{OutcomeStarted, OutcomeCompleted, OutcomeFailed, OutcomeSkipped, OutcomeCancelled, OutcomeCheckFailed}
 )
 
 // OutcomeOf names the outcome an engine event reports (hook.run.*), or ""
-// for any other event.
+// for any other event: check_failed for a completed run whose check did
+// not pass.
 func OutcomeOf(ev *Event) string {
 	switch ev.Type {
 	case EventRunStarted:
 		return OutcomeStarted
 	case EventRunCompleted:
+		if c, _ := ev.Data["check_failed"].(string); c != "" {
+			return OutcomeCheckFailed
+		}
 		return OutcomeCompleted
 	case EventRunFailed:
 		return OutcomeFailed
@@ -105,4 +113,14 @@ func OutcomeOf(ev *Event) string {
 		return OutcomeCancelled
 	}
 	return ""
+}
+
+// OutcomeMatches reports whether a notify target's on: list takes a run
+// of this outcome (OutcomeOf): a check_failed run is also failed (a
+// failing check must not go unheard) and completed (it did complete).
+func OutcomeMatches(on []string, outcome string) bool {
+	if slices.Contains(on, outcome) {
+		return true
+	}
+	return outcome == OutcomeCheckFailed && (slices.Contains(on, OutcomeFailed) || slices.Contains(on, OutcomeCompleted))
 }

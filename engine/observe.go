@@ -31,6 +31,9 @@ func runEventExtras(run *Run, data map[string]any) {
 	if run.Truncated {
 		data["truncated"] = true
 	}
+	if run.CheckFailed != "" {
+		data["check_failed"] = run.CheckFailed
+	}
 	if run.Attempt > 0 {
 		data["attempt"], data["attempts"] = run.Attempt, run.Attempts
 	}

@@ -360,6 +360,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 	}
 
 	run.Fingerprint = fingerprint(run.Steps)
+	run.CheckFailed = checkFailed(h, run.Steps)
 	reason, skip := e.shortCircuit(ctx, h, run, scope)
 	switch {
 	case skip:
@@ -584,9 +585,9 @@ func (e *Engine) shortCircuit(ctx context.Context, h *Hook, run *Run, scope *Sco
 		sk := def.Skip
 		why := ""
 		switch {
-		case sk.IfExitZero && res.Error == "" && exitZero(res):
+		case sk.IfExitZero && passedExit(res):
 			why = "exit code 0"
-		case sk.IfStatusOK && res.Error == "" && status2xx(res):
+		case sk.IfStatusOK && passedStatus(res):
 			why = fmt.Sprintf("status %d", res.StatusCode)
 		case sk.IfEmpty && res.Error == "" && isEmptyResult(res):
 			why = "output is empty"

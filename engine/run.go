@@ -86,6 +86,10 @@ type Run struct {
 	// QueuedAt, the latest at FinishedAt, and Event and Slot are the
 	// latest's.
 	Repeats int `json:"repeats,omitempty"`
+	// CheckFailed names the check step that did not pass (its name, or
+	// step_N; check.go), "" when none did. It qualifies the run's status
+	// whatever the model then did: a completed run with it is no success.
+	CheckFailed string `json:"check_failed,omitempty"`
 
 	// HookVersion is the hook's Source.Version when the run was triggered.
 	// A cluster's nodes claim only runs of the version of the hook they
@@ -147,7 +151,8 @@ func (r *Run) AttemptText() string {
 
 // Headline is the run's status as a person reads it: the status, then
 // what qualifies it — "completed, model not needed", "completed, 1 step
-// error", "completed, answer truncated", "failed (timeout)".
+// error", "completed, answer truncated", "completed, check failed: tests",
+// "failed (timeout)".
 func (r *Run) Headline() string {
 	s := string(r.Status)
 	var more []string
@@ -156,6 +161,9 @@ func (r *Run) Headline() string {
 		more = append(more, "model not needed")
 	case r.Cause != "" && r.Status != StatusCompleted:
 		s += " (" + string(r.Cause) + ")"
+	}
+	if r.CheckFailed != "" {
+		more = append(more, "check failed: "+r.CheckFailed)
 	}
 	if r.Truncated {
 		more = append(more, "answer truncated")
@@ -223,12 +231,13 @@ type RunFilter struct {
 // RunBrief is what a chart needs of a run: which hook, how it ended, and
 // when.
 type RunBrief struct {
-	ID         string
-	Hook       string
-	Status     Status
-	QueuedAt   time.Time
-	StartedAt  time.Time
-	FinishedAt time.Time
+	ID          string
+	Hook        string
+	Status      Status
+	CheckFailed string // Run.CheckFailed
+	QueuedAt    time.Time
+	StartedAt   time.Time
+	FinishedAt  time.Time
 }
 
 // Duration is how long the run ran (0 when it did not start or has not

@@ -81,7 +81,8 @@ type entry struct {
 	starts      []time.Time // admitted starts within the hook's rate window (rate.go)
 	lastRunID   string
 	lastStatus  Status
-	lastMissed  bool // the latest slot did not start a run
+	lastCheck   string // the check the latest run did not pass (Run.CheckFailed)
+	lastMissed  bool   // the latest slot did not start a run
 }
 
 // active is a run executing in its own goroutine.
@@ -235,6 +236,7 @@ func newEntry(h *Hook, st HookState) *entry {
 	return &entry{
 		hook: h, paused: st.Paused, heapIdx: -1, lastSlot: st.LastSlot,
 		lastStart: st.LastStart, lastRunSlot: st.LastRunSlot, lastRunID: st.LastRunID, lastStatus: st.LastStatus,
+		lastCheck: st.LastCheckFailed,
 	}
 }
 
@@ -981,7 +983,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	act.shared = s.shared(ent)
 	act.progress = &RunProgress{RunID: run.ID, Hook: run.Hook, Trigger: run.Trigger, StartedAt: now, Since: now, Steps: []StepProgress{}}
 	ent.active = act
-	ent.lastStart, ent.lastRunSlot, ent.lastRunID, ent.lastStatus = now, run.Slot, run.ID, StatusRunning
+	ent.lastStart, ent.lastRunSlot, ent.lastRunID, ent.lastStatus, ent.lastCheck = now, run.Slot, run.ID, StatusRunning, ""
 	s.running++
 	s.setLive(run.ID, ent)
 	snap := *run
@@ -1016,7 +1018,7 @@ func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 	// engine's, with everything it holds, for the daemon's lifetime.
 	act.cancel(errRunOver)
 	if ent.lastRunID == run.ID {
-		ent.lastStatus = run.Status
+		ent.lastStatus, ent.lastCheck = run.Status, run.CheckFailed
 	}
 	s.delLive(run.ID)
 	delete(s.remote, run.ID)
@@ -1213,7 +1215,8 @@ func (s *state) statuses() []HookStatus {
 		*st = HookStatus{
 			Name: h.Name, Trigger: h.Trigger.String(), Enabled: h.Enabled, Paused: ent.paused,
 			NextDue: ent.due, LastRunID: ent.lastRunID, LastStatus: ent.lastStatus, LastStart: ent.lastStart,
-			File: h.Source.File, Version: h.Source.Version, Project: h.Project,
+			LastCheckFailed: ent.lastCheck,
+			File:            h.Source.File, Version: h.Source.Version, Project: h.Project,
 			Sandbox: s.e.SandboxProblem(h),
 		}
 		if ent.active != nil {

@@ -28,6 +28,9 @@ type HookState struct {
 	// judged from it.
 	LastRunSlot time.Time
 	LastStatus  Status
+	// LastCheckFailed is the check the latest run did not pass
+	// (Run.CheckFailed), "" when none.
+	LastCheckFailed string
 }
 
 // Merged is what a trigger coalesced into a queued run brings that its

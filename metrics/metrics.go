@@ -33,6 +33,7 @@ type Metrics struct {
 	runs          *prometheus.CounterVec
 	skips         *prometheus.CounterVec
 	shortCircuits *prometheus.CounterVec
+	checkFailed   *prometheus.CounterVec
 	drops         *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
 	lateness      *prometheus.HistogramVec
@@ -62,6 +63,9 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 		shortCircuits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookd_short_circuits_total", Help: "Completed runs whose steps made the model unnecessary (a skip_llm_if_* condition held), by hook.",
 		}, []string{"hook"}),
+		checkFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookd_check_failed_total", Help: "Runs whose check step did not pass (check_failed: a skip_llm_if_exit_zero or skip_llm_if_status_ok step, or the hook's check:), by hook and status.",
+		}, []string{"hook", "status"}),
 		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookd_drops_total", Help: "Dropped run records, by hook and reason.",
 		}, []string{"hook", "reason"}),
@@ -101,7 +105,7 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 	for _, o := range []string{NotifyDelivered, NotifyUndeliverable, NotifyDropped} {
 		m.notifications.WithLabelValues(o)
 	}
-	m.reg.MustRegister(m.runs, m.skips, m.shortCircuits, m.drops, m.duration, m.lateness, m.tokens, m.tools, m.events,
+	m.reg.MustRegister(m.runs, m.skips, m.shortCircuits, m.checkFailed, m.drops, m.duration, m.lateness, m.tokens, m.tools, m.events,
 		m.notifications, m.pruned, m.retries, m.refusals, &gauges{src: src, grace: grace, timeout: timeout},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -149,6 +153,9 @@ func (m *Metrics) Observe(ev *engine.Event) {
 	}
 	if run.Cause == engine.CauseShortCircuit {
 		m.shortCircuits.WithLabelValues(run.Hook).Inc()
+	}
+	if run.CheckFailed != "" {
+		m.checkFailed.WithLabelValues(run.Hook, string(run.Status)).Inc()
 	}
 	if run.Retry != nil {
 		m.retries.WithLabelValues(run.Hook).Inc()

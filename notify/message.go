@@ -11,26 +11,29 @@ import (
 
 // Message is what a notification says about one run.
 type Message struct {
-	Hook       string        `json:"hook"`
-	RunID      string        `json:"run_id"`
-	Trigger    string        `json:"trigger"`
-	EventType  string        `json:"event_type,omitempty"` // the event that fired the run, if any
-	Outcome    string        `json:"outcome"`              // started, completed, failed, skipped, cancelled
-	Status     string        `json:"status"`               // the run's status
-	Headline   string        `json:"headline"`             // the status as a person reads it: "completed, model not needed"
-	Cause      engine.Cause  `json:"cause,omitempty"`      // what ended the run: short_circuit, step_failed, timeout, ...
-	Gate       string        `json:"gate,omitempty"`       // the gate that refused a skipped run
-	StepErrors int           `json:"step_errors,omitempty"`
-	Truncated  bool          `json:"truncated,omitempty"` // the model's answer was cut by its output limit
-	Reason     string        `json:"reason,omitempty"`
-	Attempt    int           `json:"attempt,omitempty"`  // of a hook with retry: this run's attempt (1 for the first)
-	Attempts   int           `json:"attempts,omitempty"` // and how many the policy allows
-	RetryOf    string        `json:"retry_of,omitempty"` // the first run of the chain, for a retry
-	Error      string        `json:"error,omitempty"`
-	Duration   time.Duration `json:"-"`
-	Tools      []toolLine    `json:"tools"`   // the tool chain of the model stage, in order
-	Summary    string        `json:"summary"` // a short summary of the model's answer, or of the error or reason
-	Time       time.Time     `json:"time"`
+	Hook       string       `json:"hook"`
+	RunID      string       `json:"run_id"`
+	Trigger    string       `json:"trigger"`
+	EventType  string       `json:"event_type,omitempty"` // the event that fired the run, if any
+	Outcome    string       `json:"outcome"`              // started, completed, failed, skipped, cancelled, check_failed
+	Status     string       `json:"status"`               // the run's status
+	Headline   string       `json:"headline"`             // the status as a person reads it: "completed, model not needed"
+	Cause      engine.Cause `json:"cause,omitempty"`      // what ended the run: short_circuit, step_failed, timeout, ...
+	Gate       string       `json:"gate,omitempty"`       // the gate that refused a skipped run
+	StepErrors int          `json:"step_errors,omitempty"`
+	Truncated  bool         `json:"truncated,omitempty"` // the model's answer was cut by its output limit
+	// CheckFailed is the check step the run did not pass (outcome
+	// check_failed).
+	CheckFailed string        `json:"check_failed,omitempty"`
+	Reason      string        `json:"reason,omitempty"`
+	Attempt     int           `json:"attempt,omitempty"`  // of a hook with retry: this run's attempt (1 for the first)
+	Attempts    int           `json:"attempts,omitempty"` // and how many the policy allows
+	RetryOf     string        `json:"retry_of,omitempty"` // the first run of the chain, for a retry
+	Error       string        `json:"error,omitempty"`
+	Duration    time.Duration `json:"-"`
+	Tools       []toolLine    `json:"tools"`   // the tool chain of the model stage, in order
+	Summary     string        `json:"summary"` // a short summary of the model's answer, or of the error or reason
+	Time        time.Time     `json:"time"`
 	// Custom is the target's template rendered (template:), the text of
 	// the message instead of the default; "" without one.
 	Custom string `json:"-"`
@@ -53,7 +56,7 @@ func messageFrom(ev *engine.Event) *Message {
 	m := &Message{
 		Hook: run.Hook, RunID: run.ID, Trigger: run.Trigger, EventType: run.EventType, Outcome: engine.OutcomeOf(ev),
 		Status: string(run.Status), Headline: run.Headline(), Cause: run.Cause, Gate: run.Gate,
-		StepErrors: run.StepErrors(), Truncated: run.Truncated, Reason: run.Reason, Error: run.Error,
+		StepErrors: run.StepErrors(), Truncated: run.Truncated, CheckFailed: run.CheckFailed, Reason: run.Reason, Error: run.Error,
 		Attempt: run.Attempt, Attempts: run.Attempts, RetryOf: run.RetryOf,
 		Duration: run.Duration(), Tools: make([]toolLine, len(run.Tools)), Time: ev.Time, run: run,
 	}

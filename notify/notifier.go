@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -226,7 +225,7 @@ func (n *Notifier) Observe(ev *engine.Event) {
 	}
 	var msg *Message
 	for _, t := range targets {
-		if !slices.Contains(t.on, outcome) {
+		if !engine.OutcomeMatches(t.on, outcome) {
 			continue
 		}
 		if msg == nil {

@@ -50,7 +50,7 @@ func Collect[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
 // ScanRun.
 const RunCols = `id, hook, "trigger", slot, status, reason, event_type, event, steps,
 	prompt, response, tool_calls, prompt_tokens, completion_tokens, cached_tokens,
-	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project, hook_version`
+	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project, hook_version, check_failed`
 
 // CollectRuns scans rows of RunCols then seq, in the order the query
 // gives them. An empty list is [] in JSON, never null.
@@ -85,7 +85,7 @@ func ScanRun(row Scanner) (*engine.Run, int64, error) {
 	)
 	if err := row.Scan(&r.ID, &r.Hook, &r.Trigger, &slot, &status, &r.Reason, &r.EventType,
 		&event, &steps, &r.Prompt, &r.Response, &tools, &pt, &ct, &cached,
-		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &r.HookVersion, &seq); err != nil {
+		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &r.HookVersion, &r.CheckFailed, &seq); err != nil {
 		return nil, 0, err
 	}
 	r.Status = engine.Status(status)
@@ -132,7 +132,7 @@ func RunArgs(r *engine.Run, st engine.Status) ([]any, error) {
 	return []any{r.ID, r.Hook, r.Trigger, timeArg(r.Slot), string(st), r.Reason, r.EventType,
 		RawArg(r.Event), steps, r.Prompt, r.Response, RawArg(r.ToolCalls), pt, ct, cached,
 		r.Error, r.Fingerprint, r.Depth, timeArg(r.QueuedAt), timeArg(r.StartedAt),
-		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project, r.HookVersion}, nil
+		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project, r.HookVersion, r.CheckFailed}, nil
 }
 
 // RunOutcomeArg is the value of a run's outcome column: NULL (nil) when
@@ -230,7 +230,7 @@ func ScanUsage(row Scanner) (*engine.Usage, error) {
 }
 
 // BriefCols are the columns of a run ScanBrief reads, in its order.
-const BriefCols = `id, hook, status, queued_at, started_at, finished_at`
+const BriefCols = `id, hook, status, queued_at, started_at, finished_at, check_failed`
 
 // ScanBrief scans BriefCols.
 func ScanBrief(row Scanner) (engine.RunBrief, error) {
@@ -239,7 +239,7 @@ func ScanBrief(row Scanner) (engine.RunBrief, error) {
 		status               string
 		queued, started, fin *int64
 	)
-	if err := row.Scan(&b.ID, &b.Hook, &status, &queued, &started, &fin); err != nil {
+	if err := row.Scan(&b.ID, &b.Hook, &status, &queued, &started, &fin, &b.CheckFailed); err != nil {
 		return b, err
 	}
 	b.Status = engine.Status(status)
@@ -248,14 +248,15 @@ func ScanBrief(row Scanner) (engine.RunBrief, error) {
 }
 
 // ScanHookState scans a hook's state: hook, paused, last slot, last
-// start, last run id, last status and last run's slot.
+// start, last run id, last status, last run's slot and the check that
+// run failed.
 func ScanHookState(row Scanner) (engine.HookState, error) {
 	var (
 		s                    engine.HookState
 		slot, start, runSlot int64
 		status               string
 	)
-	if err := row.Scan(&s.Hook, &s.Paused, &slot, &start, &s.LastRunID, &status, &runSlot); err != nil {
+	if err := row.Scan(&s.Hook, &s.Paused, &slot, &start, &s.LastRunID, &status, &runSlot, &s.LastCheckFailed); err != nil {
 		return s, err
 	}
 	s.LastSlot, s.LastStart, s.LastStatus = intTime(slot), intTime(start), engine.Status(status)

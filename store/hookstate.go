@@ -15,7 +15,7 @@ import (
 // is gone (prune keeps each hook's latest started run, so only a run
 // deleted by hand is).
 const sqlHookStates = `SELECT h.hook, h.paused, h.last_slot, h.last_start, h.last_run_id,
-		coalesce(r.status, h.last_status), h.last_run_slot
+		coalesce(r.status, h.last_status), h.last_run_slot, coalesce(r.check_failed, '')
 	FROM hook_state h LEFT JOIN runs r ON r.id = h.last_run_id`
 
 // sqlLastRunSlot is migration 16: the schedule slot the latest run of

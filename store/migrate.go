@@ -88,6 +88,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{14, "event dispatches", sqlDispatches},        // dispatch.go
 	{15, "run hook version", sqlRunHookVersion},    // runs.go
 	{16, "slot of the latest run", sqlLastRunSlot}, // hookstate.go
+	{17, "run check failed", sqlRunCheckFailed},    // runs.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

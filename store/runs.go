@@ -24,13 +24,18 @@ const sqlRunProject = `ALTER TABLE runs ADD COLUMN project TEXT NOT NULL DEFAULT
 // (engine.Run.HookVersion), as PostgreSQL keeps it (migration 15).
 const sqlRunHookVersion = `ALTER TABLE runs ADD COLUMN hook_version TEXT NOT NULL DEFAULT '';`
 
+// sqlRunCheckFailed is migration 17: the check step a run did not pass
+// (engine.Run.CheckFailed), a column so that the hooks' last status
+// (hookstate.go) reads it with the status.
+const sqlRunCheckFailed = `ALTER TABLE runs ADD COLUMN check_failed TEXT NOT NULL DEFAULT '';`
+
 // defaultLimit is the number of rows a list returns when no limit is given.
 const defaultLimit = 50
 
 const runCols = RunCols
 
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // sqlUpsertRun inserts a run as running, or starts the queued run of the
 // same id (keeping its seq, hence its place in the history). A run already
@@ -53,7 +58,7 @@ const sqlUpsertRun = sqlInsertRun + `
 const sqlFinishRun = `UPDATE runs SET
 	status = ?, reason = ?, event_type = ?, event = ?, steps = ?, prompt = ?,
 	response = ?, tool_calls = ?, prompt_tokens = ?, completion_tokens = ?,
-	cached_tokens = ?, error = ?, fingerprint = ?, finished_at = ?, outcome = ?
+	cached_tokens = ?, error = ?, fingerprint = ?, finished_at = ?, outcome = ?, check_failed = ?
 	WHERE id = ?`
 
 // InsertRun records a run that has not started: queued, or final (skipped,
@@ -211,7 +216,7 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 		res, err := tx.StmtContext(ctx, d.stmtFinishRun).ExecContext(ctx,
 			string(r.Status), r.Reason, r.EventType, RawArg(r.Event), steps, r.Prompt,
 			r.Response, RawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
-			timeArg(r.FinishedAt), out, r.ID)
+			timeArg(r.FinishedAt), out, r.CheckFailed, r.ID)
 		if err != nil {
 			return err
 		}

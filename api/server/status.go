@@ -40,7 +40,7 @@ func (a *Server) report(ctx context.Context) (*api.StatusReport, error) {
 		Summary: sum, Running: running, PID: os.Getpid(), Uptime: engine.DurationText(time.Since(a.started).Round(time.Second)),
 		OverdueGrace: engine.DurationText(a.grace), Overdue: overdue,
 		Runs: api.CountsBy{}, Skips: api.CountsBy{}, Drops: api.CountsBy{}, Tokens: api.CountsBy{}, ToolCalls: api.CountsBy{},
-		Durations: map[string]api.Dist{}, Lateness: map[string]api.Dist{}, Events: api.Counts{}, Notifications: api.Counts{}, ShortCircuits: api.Counts{},
+		Durations: map[string]api.Dist{}, Lateness: map[string]api.Dist{}, Events: api.Counts{}, Notifications: api.Counts{}, ShortCircuits: api.Counts{}, CheckFailed: api.CountsBy{},
 		Sandbox: api.NewSandboxReport(a.eng.SandboxStatus()),
 	}
 	hooks, err := a.eng.Hooks(ctx)
@@ -88,6 +88,8 @@ func (a *Server) report(ctx context.Context) (*api.StatusReport, error) {
 			for _, m := range f.GetMetric() {
 				rep.ShortCircuits[metrics.Label(m, "hook")] += m.GetCounter().GetValue()
 			}
+		case "hookd_check_failed_total":
+			addCounts(rep.CheckFailed, f, "hook", "status")
 		case "hookd_drops_total":
 			addCounts(rep.Drops, f, "hook", "reason")
 		case "hookd_model_tokens_total":

@@ -20,7 +20,7 @@ import (
 
 func cmdFire(c *cli, args []string) int {
 	fs := c.flags()
-	wait := fs.Bool("wait", false, "wait for the run to end; exit 0 if it completed or was skipped, 1 if not (75, at once, when a gate refused it)")
+	wait := fs.Bool("wait", false, "wait for the run to end; exit 0 if it completed or was skipped, 3 if it completed with check_failed, 1 if not (75, at once, when a gate refused it)")
 	force := fs.Bool("force", false, "skip the cooldown (never the in-flight gate)")
 	eventJSON := fs.String("event", "", "event payload as a JSON object, visible as {{event}}")
 	asJSON := fs.Bool("json", false, "print the run as JSON (with --wait, the final run) instead of its id, progress and outcome")
@@ -201,7 +201,8 @@ func (c *cli) printFinal(run *engine.Run) int {
 }
 
 // printOutcome prints a final run's status line and returns the exit code
-// --wait uses: 0 for completed or skipped, 1 otherwise.
+// --wait uses (engine.ExitOf): 0 for completed or skipped, 3 for
+// completed with check_failed, 1 for failed.
 func (c *cli) printOutcome(run *engine.Run) int {
 	line := fmt.Sprintf("%s %s in %s", run.Hook, run.Headline(), engine.ElapsedText(run.Duration()))
 	if run.Reason != "" {
@@ -213,18 +214,14 @@ func (c *cli) printOutcome(run *engine.Run) int {
 	if !c.quiet {
 		fmt.Fprintln(c.stderr, line)
 	}
-	switch run.Status {
-	case engine.StatusCompleted, engine.StatusSkipped:
-		return exitOK
-	}
-	return exitError
+	return int(engine.ExitOf(run))
 }
 
 func cmdEmit(c *cli, args []string) int {
 	fs := c.flags()
 	dataJSON := fs.String("data", "", "payload as a JSON object (key=value arguments are merged into it)")
 	id := fs.String("id", "", "event id; an id seen before is not dispatched again")
-	wait := fs.Bool("wait", false, "wait for the runs it started; exit 1 if one did not complete or skip")
+	wait := fs.Bool("wait", false, "wait for the runs it started; exit 1 if one did not complete or skip, else 3 if one completed with check_failed")
 	asJSON := fs.Bool("json", false, "print the answer as JSON: event_id, seq and the runs (with --wait, as they ended)")
 	pos, d, code, ok := c.setup(fs, args, 1, -1)
 	if !ok {
@@ -263,7 +260,7 @@ func cmdEmit(c *cli, args []string) int {
 				if err := cl.Do(ctx, "GET", "/v1/runs/"+r.ID+"/wait", nil, &final); err != nil {
 					return c.errorf("wait for run %s: %v", r.ID, err)
 				}
-				worst = max(worst, c.printOutcome(&final))
+				worst = worstExit(worst, c.printOutcome(&final))
 				ans.Runs[i] = &final
 			}
 			return c.emitted(ans, worst)
@@ -295,7 +292,7 @@ func cmdEmit(c *cli, args []string) int {
 		if err != nil {
 			return c.errorf("wait for run %s: %v", r.ID, err)
 		}
-		worst = max(worst, c.printOutcome(final))
+		worst = worstExit(worst, c.printOutcome(final))
 		finals = append(finals, final)
 	}
 	if !*wait {
@@ -343,3 +340,6 @@ func (c *cli) printEmitted(ans api.EmitAnswer) {
 		fmt.Fprintln(c.stdout, "  "+engine.RefusedLine(r.RunID, r.Hook, r.Error))
 	}
 }
+
+// worstExit is the worse of two exit codes of runs (engine.WorstExit).
+func worstExit(a, b int) int { return int(engine.WorstExit(engine.ExitCode(a), engine.ExitCode(b))) }

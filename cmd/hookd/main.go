@@ -15,14 +15,15 @@ import (
 	"strings"
 
 	"github.com/hookd/hookd/config"
+	"github.com/hookd/hookd/engine"
 )
 
-// Exit codes.
+// Exit codes: engine.ExitCodes is their table.
 const (
-	exitOK      = 0
-	exitError   = 1
-	exitUsage   = 2
-	exitRefused = 75 // a fire was refused by a gate (EX_TEMPFAIL)
+	exitOK      = int(engine.ExitOK)
+	exitError   = int(engine.ExitError)
+	exitUsage   = int(engine.ExitUsage)
+	exitRefused = int(engine.ExitTryAgain) // nothing happened: a gate refused a fire, the database is locked, the daemon is starting
 )
 
 type command struct {
@@ -151,7 +152,10 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  hookd %-9s %s\n  %10s %s\n", c.name, c.args, "", c.summary)
 	}
 	fmt.Fprintln(w, "\nEvery command but "+strings.Join(noCommonFlags, ", ")+" takes --config FILE (default hookd.yaml if present), --db PATH and --hooks DIR.")
-	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 usage, 75 a fire (or every hook an emit matched) was refused by a gate.")
+	fmt.Fprintln(w, "\nExit codes:")
+	for _, e := range engine.ExitCodes {
+		fmt.Fprintf(w, "  %-3d %s\n", e.Code, e.Means)
+	}
 }
 
 // host is what a command takes from the process it runs in. The zero

@@ -130,6 +130,10 @@ func hookTable(hooks []engine.HookStatus, now time.Time) *table {
 			t.add("-")
 		} else {
 			t.add(string(h.LastStatus))
+			if h.LastCheckFailed != "" {
+				t.add(", check failed: ")
+				t.add(h.LastCheckFailed)
+			}
 			if !h.LastStart.IsZero() {
 				t.add(" ")
 				t.add(relTime(h.LastStart.Sub(now)))
@@ -176,7 +180,7 @@ func (c *cli) offlineHooks(ctx context.Context, d *config.Daemon) ([]engine.Hook
 		hs := engine.HookStatus{
 			Name: h.Name, Trigger: h.Trigger.String(), Enabled: h.Enabled, Paused: st.Paused,
 			LastRunID: st.LastRunID, LastStatus: st.LastStatus, LastStart: st.LastStart,
-			File: h.Source.File, Version: h.Source.Version, Project: h.Project,
+			LastCheckFailed: st.LastCheckFailed, File: h.Source.File, Version: h.Source.Version, Project: h.Project,
 		}
 		if next := engine.FireTimes(h, now, 1); len(next) > 0 {
 			hs.NextDue = next[0]

@@ -56,7 +56,7 @@ func printStatus(w io.Writer, socket string, rep *api.StatusReport) {
 	writeSandbox(w, rep.Sandbox)
 
 	hooks := map[string]bool{}
-	for _, m := range []api.CountsBy{rep.Runs, rep.Skips, rep.Drops, rep.Tokens} {
+	for _, m := range []api.CountsBy{rep.Runs, rep.Skips, rep.Drops, rep.Tokens, rep.CheckFailed} {
 		for h := range m {
 			hooks[h] = true
 		}
@@ -66,7 +66,7 @@ func printStatus(w io.Writer, socket string, rep *api.StatusReport) {
 	} else {
 		fmt.Fprintln(w, "\nsince hookd started:")
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "HOOK\tCOMPLETED\tFAILED\tSKIPPED\tDROPPED\tCANCELLED\tDURATION (MEAN/P95)\tLATENESS (MEAN/P95)\tTOKENS\tSKIP/DROP REASONS, SHORT-CIRCUITS")
+		fmt.Fprintln(tw, "HOOK\tCOMPLETED\tCHECK FAILED\tFAILED\tSKIPPED\tDROPPED\tCANCELLED\tDURATION (MEAN/P95)\tLATENESS (MEAN/P95)\tTOKENS\tSKIP/DROP REASONS, SHORT-CIRCUITS")
 		for _, h := range sortedKeys(hooks) {
 			r := rep.Runs[h]
 			reasons := []string{}
@@ -83,8 +83,8 @@ func printStatus(w io.Writer, socket string, rep *api.StatusReport) {
 			if total := tok["prompt"] + tok["completion"]; total > 0 {
 				tokens = fmt.Sprintf("%d", int64(total))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", h,
-				int64(r["completed"]), int64(r["failed"]), int64(r["skipped"]), int64(r["dropped"]), int64(r["cancelled"]),
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", h,
+				int64(r["completed"]), int64(rep.CheckFailed[h]["completed"]), int64(r["failed"]), int64(r["skipped"]), int64(r["dropped"]), int64(r["cancelled"]),
 				distText(rep.Durations[h]), distText(rep.Lateness[h]), tokens, orDash(strings.Join(reasons, ", ")))
 		}
 		tw.Flush()

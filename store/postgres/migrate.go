@@ -118,6 +118,7 @@ CREATE TABLE retries (
 	{9, "cluster: fires merged into pending runs", sqlFireMerges},      // fires.go
 	{10, "hooks reached by pending events", sqlDispatches},             // events.go
 	{11, "slot of the latest run", sqlLastRunSlot},                     // state.go
+	{12, "run check failed", sqlRunCheckFailed},                        // runs.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

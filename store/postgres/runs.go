@@ -15,8 +15,12 @@ import (
 
 const runCols = store.RunCols
 
+// sqlRunCheckFailed is migration 12: the check step a run did not pass
+// (engine.Run.CheckFailed), read with the hooks' last status (state.go).
+const sqlRunCheckFailed = `ALTER TABLE runs ADD COLUMN IF NOT EXISTS check_failed TEXT NOT NULL DEFAULT '';`
+
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`
 
 // sqlUpsertRun inserts a run as running, or starts the queued run of the
 // same id (keeping its seq). A run already running is left as is apart
@@ -264,11 +268,12 @@ func (d *DB) finishRun(ctx context.Context, r *engine.Run, node string) error {
 		tag, err := tx.Exec(ctx, `UPDATE runs SET
 			status = $1, reason = $2, event_type = $3, event = $4, steps = $5, prompt = $6,
 			response = $7, tool_calls = $8, prompt_tokens = $9, completion_tokens = $10,
-			cached_tokens = $11, error = $12, fingerprint = $13, finished_at = $14, outcome = $15
+			cached_tokens = $11, error = $12, fingerprint = $13, finished_at = $14, outcome = $15,
+			check_failed = $18
 			WHERE id = $16 AND ($17 = '' OR (node = $17 AND status = 'running'))`,
 			string(r.Status), r.Reason, r.EventType, store.RawArg(r.Event), steps, r.Prompt,
 			r.Response, store.RawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
-			timeArg(r.FinishedAt), out, r.ID, node)
+			timeArg(r.FinishedAt), out, r.ID, node, r.CheckFailed)
 		if err != nil {
 			return err
 		}

@@ -20,8 +20,8 @@ UPDATE hook_state SET last_run_slot = coalesce((SELECT r.slot FROM runs r WHERE 
 
 // HookStates returns the saved state of every hook that has any, by name.
 func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error) {
-	rows, err := d.pool.Query(ctx, `SELECT hook, paused, last_slot, last_start, last_run_id, last_status, last_run_slot
-		FROM hook_state`)
+	rows, err := d.pool.Query(ctx, `SELECT h.hook, h.paused, h.last_slot, h.last_start, h.last_run_id, h.last_status, h.last_run_slot,
+		coalesce(r.check_failed, '') FROM hook_state h LEFT JOIN runs r ON r.id = h.last_run_id`)
 	if err != nil {
 		return nil, fmt.Errorf("read hook states: %w", err)
 	}

@@ -35,6 +35,7 @@ func fullRun(id string) *engine.Run {
 		Notes:       []string{"a note"},
 		Cause:       engine.CauseShortCircuit,
 		Truncated:   true,
+		CheckFailed: "tests",
 		Tokens:      engine.Tokens{Prompt: 100, Completion: 20, Cached: 0, Known: true},
 		Fingerprint: "sha256:abc",
 		QueuedAt:    t0.Add(-2 * time.Second),
@@ -87,6 +88,7 @@ func testRunRoundTrip(t *testing.T, e *env) {
 			start := *want
 			start.Status = engine.StatusRunning
 			start.FinishedAt = time.Time{}
+			start.CheckFailed = "" // known once its steps ran: FinishRun stores it
 			must(t, s.StartRun(ctx, &start))
 			must(t, s.FinishRun(ctx, want))
 			got, err := s.GetRun(ctx, want.ID)
@@ -261,6 +263,13 @@ func testStartFinishHookState(t *testing.T, e *env) {
 	r3 := &engine.Run{ID: "r3", Hook: "h", Trigger: "manual", StartedAt: t0.Add(5 * time.Minute)}
 	must(t, s.StartRun(ctx, r3))
 	checkState(t, s, engine.HookState{Hook: "h", Paused: true, LastSlot: s2, LastStart: r3.StartedAt, LastRunID: "r3", LastStatus: engine.StatusRunning})
+
+	// A run that completed with a check that did not pass: the last
+	// status says which.
+	r3.Status, r3.FinishedAt, r3.CheckFailed = engine.StatusCompleted, t0.Add(6*time.Minute), "tests"
+	must(t, s.FinishRun(ctx, r3))
+	checkState(t, s, engine.HookState{Hook: "h", Paused: true, LastSlot: s2, LastStart: r3.StartedAt, LastRunID: "r3", LastStatus: engine.StatusCompleted,
+		LastCheckFailed: "tests"})
 
 	err := s.FinishRun(ctx, &engine.Run{ID: "ghost", Hook: "h", Status: engine.StatusCompleted})
 	if !errors.Is(err, engine.ErrNotFound) {
