@@ -35,12 +35,12 @@ func (e *LockError) Error() string {
 		return fmt.Sprintf("database %s is still locked by a process that hookd (pid %d, which has exited) started; "+
 			"find it with `fuser %s.lock` and stop it, or use --db", e.Path, e.PID, e.Path)
 	}
-	return fmt.Sprintf("database %s is in use by another hookd (%s); stop it first or use --db", e.Path, e.holderText())
+	return fmt.Sprintf("database %s is in use by another hookd (%s); stop it first or use --db", e.Path, e.Who())
 }
 
-// holderText names the holder: "hookd fire, pid 1234", "pid 1234" when
-// the command is unknown.
-func (e *LockError) holderText() string {
+// Who names the holder: "hookd fire, pid 1234", "pid 1234" when the
+// command is unknown.
+func (e *LockError) Who() string {
 	pid := "pid unknown"
 	if e.PID > 0 {
 		pid = "pid " + strconv.Itoa(e.PID)
@@ -307,7 +307,7 @@ func LockWait(ctx context.Context, dbPath, holder string, waiting func(*LockErro
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("lock database %s: stopped waiting for %s: %w", dbPath, le.holderText(), context.Cause(ctx))
+			return nil, fmt.Errorf("lock database %s: stopped waiting for %s: %w", dbPath, le.Who(), context.Cause(ctx))
 		case <-time.After(lockPoll):
 		}
 	}

@@ -24,6 +24,7 @@ func cmdFire(c *cli, args []string) int {
 	force := fs.Bool("force", false, "skip the cooldown (never the in-flight gate)")
 	eventJSON := fs.String("event", "", "event payload as a JSON object, visible as {{event}}")
 	asJSON := fs.Bool("json", false, "print the run as JSON (with --wait, the final run) instead of its id, progress and outcome")
+	waitLock := waitLockFlag(fs)
 	pos, d, code, ok := c.setup(fs, args, 1, 1)
 	if !ok {
 		return code
@@ -37,7 +38,17 @@ func cmdFire(c *cli, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if cl := client.Dial(d.DB); cl != nil {
+	// Through the daemon, or with no daemon here, holding the database
+	// lock.
+	var l *daemon.Local
+	cl, code, done := c.reach(ctx, d, *waitLock, func() (err error) {
+		l, err = c.openLocal(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn), true)
+		return err
+	})
+	if done {
+		return code
+	}
+	if cl != nil {
 		var pp *progressPrinter
 		if *wait {
 			// Follow the stream before firing, so no step is missed.
@@ -70,14 +81,6 @@ func cmdFire(c *cli, args []string) int {
 		return c.printFinal(&final)
 	}
 
-	// No daemon: run it here, holding the database lock.
-	l, err := c.openLocal(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn), true)
-	if err != nil {
-		if errors.Is(err, engine.ErrLocked) {
-			return c.errorf("%v; its socket %s does not answer", err, api.SocketPath(d.DB))
-		}
-		return c.errorf("%v", err)
-	}
 	defer l.Close()
 	pp := c.progress()
 	unsubscribe := subscribeProgress(l.Engine, name, pp)
@@ -223,6 +226,7 @@ func cmdEmit(c *cli, args []string) int {
 	id := fs.String("id", "", "event id; an id seen before is not dispatched again")
 	wait := fs.Bool("wait", false, "wait for the runs it started; exit 1 if one did not complete or skip, else 3 if one completed with check_failed")
 	asJSON := fs.Bool("json", false, "print the answer as JSON: event_id, seq and the runs (with --wait, as they ended)")
+	waitLock := waitLockFlag(fs)
 	pos, d, code, ok := c.setup(fs, args, 1, -1)
 	if !ok {
 		return code
@@ -247,7 +251,15 @@ func cmdEmit(c *cli, args []string) int {
 	req := api.EmitRequest{ID: *id, Type: pos[0], Data: data}
 	c.quiet = *asJSON
 
-	if cl := client.Dial(d.DB); cl != nil {
+	var l *daemon.Local
+	cl, code, done := c.reach(ctx, d, *waitLock, func() (err error) {
+		l, err = c.openLocal(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn), true)
+		return err
+	})
+	if done {
+		return code
+	}
+	if cl != nil {
 		var ans api.EmitAnswer
 		if err := cl.Do(ctx, "POST", "/v1/events", req, &ans); err != nil {
 			return c.errorf("%v", err)
@@ -268,10 +280,6 @@ func cmdEmit(c *cli, args []string) int {
 		return c.emitted(ans, exitOK)
 	}
 
-	l, err := c.openLocal(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn), true)
-	if err != nil {
-		return c.errorf("%v", err)
-	}
 	defer l.Close()
 	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "cli"}
 	em, err := l.Engine.EmitReport(ctx, ev)

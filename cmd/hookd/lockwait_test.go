@@ -74,13 +74,11 @@ func testServeWaitsForCommand(t *testing.T, url string) {
 	if !strings.Contains(d.log.String(), `command="hookd fire"`) {
 		t.Errorf("the daemon does not say which command it waits for:\n%s", d.log)
 	}
-	// A command beside the fire: refused at once (commands do not wait
-	// for each other), naming the holder on SQLite.
-	r := e.must(1, "fire", "quick")
-	want := "in use by another hookd"
-	if url == "" {
-		want += " (hookd fire, pid "
-	}
+	// A command beside the fire: refused at once with 75, try again
+	// (commands do not wait for each other unless told: --wait-lock),
+	// naming the holder.
+	r := e.must(75, "fire", "quick")
+	want := "in use by a hookd command run without a daemon (hookd fire, pid "
 	if !strings.Contains(r.stderr, want) {
 		t.Errorf("want %q on stderr:\n%s", want, r)
 	}

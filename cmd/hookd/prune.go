@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/api"
-	"github.com/hookd/hookd/api/client"
 	"github.com/hookd/hookd/daemon"
 )
 
@@ -15,22 +14,25 @@ func cmdPrune(c *cli, args []string) int {
 	fs := c.flags()
 	dryRun := fs.Bool("dry-run", false, "count what would be deleted; delete nothing")
 	asJSON := fs.Bool("json", false, "print JSON")
+	waitLock := waitLockFlag(fs)
 	_, d, code, ok := c.setup(fs, args, 0, 0)
 	if !ok {
 		return code
 	}
 	ctx := context.Background()
+	// Through the daemon, or with none here, holding the lock, with the
+	// retention of hookd.yaml and of the hooks that load.
 	var rep *api.PruneReport
-	if cl := client.Dial(d.DB); cl != nil {
+	cl, code, done := c.reach(ctx, d, *waitLock, func() (err error) {
+		rep, err = daemon.Prune(ctx, d, c.name, *dryRun, func(err error) { fmt.Fprintf(c.stderr, "hookd prune: %v (its own retention does not apply)\n", err) })
+		return err
+	})
+	if done {
+		return code
+	}
+	if cl != nil {
 		rep = &api.PruneReport{}
 		if err := cl.Do(ctx, "POST", "/v1/prune", api.PruneRequest{DryRun: *dryRun}, rep); err != nil {
-			return c.errorf("%v", err)
-		}
-	} else {
-		// No daemon: prune here, holding the lock, with the retention of
-		// hookd.yaml and of the hooks that load.
-		var err error
-		if rep, err = daemon.Prune(ctx, d, c.name, *dryRun, func(err error) { fmt.Fprintf(c.stderr, "hookd prune: %v (its own retention does not apply)\n", err) }); err != nil {
 			return c.errorf("%v", err)
 		}
 	}

@@ -568,6 +568,7 @@ func cmdResume(c *cli, args []string) int { return setPaused(c, args, false) }
 
 func setPaused(c *cli, args []string, paused bool) int {
 	fs := c.flags()
+	waitLock := waitLockFlag(fs)
 	pos, d, code, ok := c.setup(fs, args, 1, 1)
 	if !ok {
 		return code
@@ -575,7 +576,15 @@ func setPaused(c *cli, args []string, paused bool) int {
 	name := pos[0]
 	verb := map[bool]string{true: "paused", false: "resumed"}[paused]
 	ctx := context.Background()
-	if cl := client.Dial(d.DB); cl != nil {
+	var o *daemon.Opened
+	cl, code, done := c.reach(ctx, d, *waitLock, func() (err error) {
+		o, err = daemon.LockAndOpen(ctx, d, c.name, "", nil)
+		return err
+	})
+	if done {
+		return code
+	}
+	if cl != nil {
 		if err := cl.Do(ctx, "POST", "/v1/hooks/"+name+"/"+c.name, nil, nil); err != nil {
 			return c.errorf("%v", err)
 		}
@@ -584,6 +593,8 @@ func setPaused(c *cli, args []string, paused bool) int {
 	}
 	// No daemon: check the hook exists, then record the state for the
 	// next start.
+	defer o.Lock.Unlock()
+	defer o.Store.Close()
 	hooks, _, err := daemon.LoadHooks(d)
 	if err != nil {
 		return c.errorf("%v", err)
@@ -595,12 +606,6 @@ func setPaused(c *cli, args []string, paused bool) int {
 	if !found {
 		return c.errorf("no hook named %q", name)
 	}
-	o, err := daemon.LockAndOpen(ctx, d, c.name, "", nil)
-	if err != nil {
-		return c.errorf("%v", err)
-	}
-	defer o.Lock.Unlock()
-	defer o.Store.Close()
 	if err := o.Store.SetPaused(ctx, name, paused); err != nil {
 		return c.errorf("%v", err)
 	}

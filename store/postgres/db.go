@@ -111,7 +111,13 @@ func Lock(ctx context.Context, url, command string) (*DaemonLock, error) {
 		return nil, fmt.Errorf("lock database %s: %w", Describe(url), err)
 	}
 	if !ok {
+		// Held alone by an offline command (which ends by itself), or
+		// shared by the nodes of a cluster.
+		command, pid := lockCommand(ctx, conn)
 		conn.Close(ctx)
+		if command != "" {
+			return nil, &CommandError{Database: Describe(url), Command: command, PID: pid}
+		}
 		return nil, fmt.Errorf("lock database %s: %w", Describe(url), engine.ErrLocked)
 	}
 	return &DaemonLock{conn: conn}, nil
@@ -186,9 +192,10 @@ func nullTime(ns *int64) time.Time {
 
 // CommandError says that an offline hookd command (fire, emit, pause,
 // ... run with no daemon answering) holds a database's daemon lock alone,
-// so no node can start. It wraps engine.ErrLocked.
+// so no node can start, nor another offline command. It wraps
+// engine.ErrLocked.
 type CommandError struct {
-	Node     string // the node refused
+	Node     string // the node refused; "" for an offline command refused (Lock)
 	Database string // the database, without its password
 	// Command and PID name the holder, as its session's application_name
 	// records them (Lock); "" and 0 when unknown: an older hookd names
@@ -200,9 +207,20 @@ type CommandError struct {
 func (e *CommandError) Error() string {
 	who := "an offline hookd command"
 	if e.Command != "" {
-		who += fmt.Sprintf(" (hookd %s, pid %d)", e.Command, e.PID)
+		who += " (" + e.Who() + ")"
+	}
+	if e.Node == "" {
+		return fmt.Sprintf("lock database %s: %s holds it: %v", e.Database, who, engine.ErrLocked)
 	}
 	return fmt.Sprintf("lock node %s on %s: %s holds the database: %v", e.Node, e.Database, who, engine.ErrLocked)
+}
+
+// Who names the holder: "hookd fire, pid 1234"; "" when unknown.
+func (e *CommandError) Who() string {
+	if e.Command == "" {
+		return ""
+	}
+	return fmt.Sprintf("hookd %s, pid %d", e.Command, e.PID)
 }
 
 // Unwrap returns engine.ErrLocked.

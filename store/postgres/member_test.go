@@ -147,6 +147,11 @@ func TestLockNode(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(err), fmt.Sprintf("(hookd fire, pid %d)", os.Getpid())) {
 		t.Errorf("error %q does not name the command", err)
 	}
+	// Another offline command learns it too (it may try again later).
+	_, err = Lock(ctx, url, "emit")
+	if !errors.As(err, &ce) || !ce.Transient() || ce.Who() != fmt.Sprintf("hookd fire, pid %d", os.Getpid()) || !errors.Is(err, engine.ErrLocked) {
+		t.Errorf("an offline command while `hookd fire` holds the database: %v (%+v), want a CommandError naming it", err, ce)
+	}
 	must(t, off.Unlock())
 	must(t, lockSoon(t, func() (*DaemonLock, error) { return LockNode(ctx, url, "a") }).Unlock())
 }
