@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/redirect"
 	"github.com/hookd/hookd/sandbox"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -141,14 +143,21 @@ func (s *server) transport() (sdk.Transport, error) {
 		for k, v := range s.cfg.Headers {
 			h.Set(k, expand(v, lookup))
 		}
-		base := s.m.opts.HTTPClient
-		rt := base.Transport
+		endpoint, err := url.Parse(s.cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("mcp_servers.%s.url does not parse: %w", s.cfg.Name, err)
+		}
+		// The redirect rule refuses a redirect to another origin, which
+		// net/http would follow with the headers stripped and headerTransport
+		// would otherwise give back; headerTransport adds them only within
+		// the endpoint's origin all the same.
+		client := redirect.Client(s.m.opts.HTTPClient)
+		rt := client.Transport
 		if rt == nil {
 			rt = http.DefaultTransport
 		}
-		client := *base
-		client.Transport = headerTransport{rt, h}
-		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: &client, DisableStandaloneSSE: true, MaxRetries: -1}, nil
+		client.Transport = headerTransport{rt, h, endpoint}
+		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: client, DisableStandaloneSSE: true, MaxRetries: -1}, nil
 	}
 	cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
 	cmd.Dir = s.cfg.Dir
@@ -199,12 +208,18 @@ func expand(s string, lookup func(string) string) string {
 	return envRef.ReplaceAllStringFunc(s, func(m string) string { return lookup(m[2 : len(m)-1]) })
 }
 
+// headerTransport adds a server's configured headers to the requests
+// sent to the origin of its endpoint.
 type headerTransport struct {
-	rt http.RoundTripper
-	h  http.Header
+	rt       http.RoundTripper
+	h        http.Header
+	endpoint *url.URL
 }
 
 func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !redirect.SameOrigin(req.URL, t.endpoint) {
+		return t.rt.RoundTrip(req)
+	}
 	req = req.Clone(req.Context())
 	for k, v := range t.h {
 		req.Header[k] = v

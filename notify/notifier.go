@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/backoff"
+	"github.com/hookd/hookd/internal/redirect"
 )
 
 // Outcomes of a notification, as Options.Count hears them.
@@ -31,7 +32,7 @@ const (
 type Options struct {
 	Targets    []engine.NotifyTarget // daemon-wide targets, for hooks that set none
 	Getenv     func(string) string   // resolves url_env (default os.Getenv)
-	Client     *http.Client          // default: a client with a 10s timeout
+	Client     *http.Client          // default: a client with a 10s timeout; redirects follow internal/redirect's rule either way
 	Logger     *slog.Logger          // default slog.Default()
 	QueueSize  int                   // notifications waiting for a worker (default 256)
 	Workers    int                   // deliveries at once (default 2)
@@ -85,6 +86,9 @@ func New(o Options) *Notifier {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 10 * time.Second}
 	}
+	// A webhook's URL is its credential: a redirect to another origin is
+	// refused, and none carries the URL as Referer.
+	o.Client = redirect.Client(o.Client)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -362,7 +366,8 @@ func (n *Notifier) post(t *target, body []byte) (retry bool, wait time.Duration,
 	req.Header.Set("User-Agent", "hookd")
 	resp, err := n.o.Client.Do(req)
 	if err != nil {
-		return true, 0, scrubURL(err)
+		var refused *redirect.RefusedError
+		return !errors.As(err, &refused), 0, scrubURL(err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
