@@ -2,8 +2,8 @@ package config
 
 import (
 	"errors"
-	"net/url"
-	"strings"
+
+	"github.com/hookd/hookd/internal/pgurl"
 )
 
 // DatabaseEnv is the environment variable that sets the database in
@@ -12,19 +12,14 @@ const DatabaseEnv = "HOOKD_DATABASE"
 
 // IsDatabaseURL reports whether a database setting names a PostgreSQL
 // database (postgres:// or postgresql://) rather than a SQLite file.
-func IsDatabaseURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
-}
+func IsDatabaseURL(s string) bool { return pgurl.IsURL(s) }
 
 // CheckDatabaseURL reports what is wrong with a database: setting.
 func CheckDatabaseURL(s string) error {
 	if !IsDatabaseURL(s) {
 		return errors.New("must be a postgres:// URL, like postgres://hookd@db.internal/hookd (a SQLite file is set with db:)")
 	}
-	if _, err := url.Parse(s); err != nil {
-		return errors.New("not a valid URL: " + strings.TrimPrefix(err.Error(), "parse "+`"`+s+`": `))
-	}
-	return nil
+	return pgurl.Check(s)
 }
 
 // SetDatabase applies a database given outside hookd.yaml (--db or

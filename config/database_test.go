@@ -16,10 +16,18 @@ func TestDaemonDatabase(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"database: /var/lib/hookd.db\n", "hookd.yaml:1: database: must be a postgres:// URL, like postgres://hookd@db.internal/hookd (a SQLite file is set with db:)"},
 		{"database: mysql://x/y\n", "hookd.yaml:1: database: must be a postgres:// URL"},
-		{"database: \"postgres://a b\\x7f\"\n", "hookd.yaml:1: database: not a valid URL"},
+		{"database: \"postgres://a b\\x7f\"\n", "hookd.yaml:1: database: the database URL does not parse: it holds a space or a control character"},
+		{"database: postgres://hookd:s3/cret@db/hookd\n", "hookd.yaml:1: database: the database URL does not parse: a port is not a number; percent-encode"},
+		{"database: postgresql://h1:5432,h2:5433/hookd\n", ""}, // several hosts, as libpq reads them
 	} {
 		_, err := LoadDaemon(strings.NewReader(tc.src), "hookd.yaml")
-		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tc.src, err)
+			}
+			continue
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "s3") {
 			t.Errorf("%q: got %v, want %s", tc.src, err, tc.want)
 		}
 	}

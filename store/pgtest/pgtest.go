@@ -254,6 +254,15 @@ func Start(bin string) (_ *Server, err error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
+	// Every role is trusted but the members of passwordGroup (NewUserDatabase).
+	hba := filepath.Join(data, "pg_hba.conf")
+	rules, err := os.ReadFile(hba)
+	if err != nil {
+		return nil, fmt.Errorf("read pg_hba.conf: %w", err)
+	}
+	if err := os.WriteFile(hba, append([]byte("local all +"+passwordGroup+" scram-sha-256\n"), rules...), 0o600); err != nil {
+		return nil, fmt.Errorf("write pg_hba.conf: %w", err)
+	}
 
 	s.log, err = os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
@@ -281,8 +290,55 @@ func Start(bin string) (_ *Server, err error) {
 		s.Stop()
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := s.Exec(ctx, "CREATE ROLE "+passwordGroup+" NOLOGIN"); err != nil {
+		s.Stop()
+		return nil, err
+	}
 	return s, nil
 }
+
+// passwordGroup is the role whose members log in with their password
+// (scram-sha-256); the server trusts every other role.
+const passwordGroup = "hookd_password_users"
+
+// NewUserDatabase creates an empty database owned by a new role that
+// logs in only with password, and returns their names, for a test of how
+// hookd handles a password. Both are dropped when t ends. Build the URL
+// with the Server's Dir and Port (Shared).
+func NewUserDatabase(t testing.TB, password string) (db, role string) {
+	t.Helper()
+	s := Shared(t)
+	n := dbSeq.Add(1)
+	db, role = fmt.Sprintf("t%d_%d", os.Getpid(), n), fmt.Sprintf("u%d_%d", os.Getpid(), n)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := s.Exec(ctx, "CREATE ROLE "+role+" LOGIN IN ROLE "+passwordGroup+" PASSWORD "+quote(password)); err != nil {
+		t.Fatalf("create test role: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		if err := s.Exec(ctx, "DROP ROLE IF EXISTS "+role); err != nil {
+			t.Errorf("drop test role: %v", err)
+		}
+	})
+	if err := s.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		if err := s.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop test database: %v", err)
+		}
+	})
+	return db, role
+}
+
+// quote is s as an SQL string literal.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // startHeld starts the server from a goroutine locked to its OS thread
 // and keeps that goroutine, and so the thread, until the server exits.

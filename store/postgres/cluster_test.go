@@ -189,3 +189,25 @@ func TestDescribeHidesPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestURLErrorsHidePassword: a URL that does not parse, or that pgx
+// refuses after it parses (an unknown sslmode), is refused by Open, Lock
+// and LockNode with the reason and without the URL.
+func TestURLErrorsHidePassword(t *testing.T) {
+	ctx := context.Background()
+	for url, reason := range map[string]string{
+		"postgres://hookd:s3cret/x@db.internal/hookd":                "a port is not a number",
+		"postgres://hookd:s3cret%40x@db.internal/hookd?sslmode=nope": "failed to configure TLS (sslmode is invalid)",
+		"postgres://hookd@db.internal/hookd?password=s3cret&port=x":  "invalid port",
+	} {
+		_, err1 := Open(ctx, url)
+		_, err2 := Lock(ctx, url, "fire")
+		_, err3 := LockNode(ctx, url, "a")
+		for _, err := range []error{err1, err2, err3} {
+			if err == nil || !strings.Contains(err.Error(), "the database URL does not parse: "+reason) ||
+				strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "db.internal") {
+				t.Errorf("%s: %v, want the reason %q and not the URL", url, err, reason)
+			}
+		}
+	}
+}

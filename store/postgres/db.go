@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/pgurl"
 	"github.com/hookd/hookd/store"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -32,9 +34,12 @@ type DB struct {
 // brings its schema up to date. It refuses a database written by a newer
 // hookd.
 func Open(ctx context.Context, url string) (*DB, error) {
+	if err := pgurl.Check(url); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("open store: parse database URL: %w", err)
+		return nil, fmt.Errorf("open store: %w", parseError(err))
 	}
 	d := &DB{desc: Describe(url)}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
@@ -54,13 +59,37 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	return d, nil
 }
 
-// Describe returns url without its password, for messages and logs.
-func Describe(url string) string {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil || cfg.Password == "" {
-		return url
+// Describe returns url with its password masked, for messages and logs
+// (pgurl.Describe): a URL that does not parse is not shown.
+func Describe(url string) string { return pgurl.Describe(url) }
+
+// connConfig parses url for one connection. Its error never quotes the
+// URL: pgurl.Check refuses what pgx would misread, and what pgx refuses
+// after that is said without the URL.
+func connConfig(url string) (*pgx.ConnConfig, error) {
+	if err := pgurl.Check(url); err != nil {
+		return nil, err
 	}
-	return strings.Replace(url, ":"+cfg.Password+"@", ":xxxxx@", 1)
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, parseError(err)
+	}
+	return cfg, nil
+}
+
+// parseError is pgx's refusal of a URL pgurl.Check accepted (an unknown
+// sslmode, a port out of range...), as a *pgurl.Error: the reason pgx
+// gives, without the URL it quotes (which it masks on a best-effort
+// basis only). The URL holds no space (Check refuses one), so the first
+// "`: " ends pgx's quote.
+func parseError(err error) error {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		if _, reason, ok := strings.Cut(pe.Error(), "`: "); ok {
+			return &pgurl.Error{Reason: reason}
+		}
+	}
+	return &pgurl.Error{Reason: "pgx does not accept it"}
 }
 
 // String names the database (without its password).
@@ -94,9 +123,9 @@ type DaemonLock struct {
 // application_name, "hookd fire pid 1234"), so that a node that finds the
 // database held can say by what, and wait for it (CommandError).
 func Lock(ctx context.Context, url, command string) (*DaemonLock, error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := connConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("lock database %s: parse database URL: %w", Describe(url), err)
+		return nil, fmt.Errorf("lock database: %w", err)
 	}
 	if command != "" {
 		cfg.RuntimeParams["application_name"] = fmt.Sprintf("hookd %s pid %d", command, os.Getpid())

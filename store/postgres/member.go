@@ -348,7 +348,11 @@ func (m *Member) listen(ctx context.Context, byName map[string]engine.Wake, out 
 // processes never share a node name. Both are session locks of one
 // connection, released when it ends (a killed process's too).
 func LockNode(ctx context.Context, url, name string) (*DaemonLock, error) {
-	conn, err := pgx.Connect(ctx, url)
+	cfg, err := connConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("lock node %s: %w", name, err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("lock node %s on %s: %w", name, Describe(url), err)
 	}
