@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/hookd/hookd/api"
@@ -125,12 +124,11 @@ func TestCheckFailedThroughDaemon(t *testing.T) {
 	if n := len(rc.got()); n != 2 {
 		t.Errorf("%d notifications, want 2 (nightly and linted; none for changed and green)", n)
 	}
-	d.signal(syscall.SIGTERM)
-	d.wait()
 
 	// Without a daemon, from the store: the hook's last status says so.
-	e.must(3, "fire", "nightly", "--wait")
-	if out := e.must(0, "list").stdout; !strings.Contains(out, "completed, check failed: tests") {
+	off := newEnv(t, "", checkHooks(model.BaseURL()))
+	off.must(3, "fire", "nightly", "--wait")
+	if out := off.must(0, "list").stdout; !strings.Contains(out, "completed, check failed: tests") {
 		t.Errorf("hookd list without a daemon does not show the check that failed:\n%s", out)
 	}
 }
