@@ -43,8 +43,30 @@ func LoadDir(dir string, opts Options) (hooks []*engine.Hook, errs []error) {
 // LoadDirAll is LoadDir that also returns the command handlers declared
 // in the directory, in file name order.
 func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Handler, errs []error) {
-	hooks, _, handlers, errs = loadDir(dir, opts, true)
-	return hooks, handlers, errs
+	l := LoadDirReport(dir, opts)
+	return l.Hooks, l.Handlers, l.Errs
+}
+
+// DirLoad is what a hooks directory gave (LoadDirReport).
+type DirLoad struct {
+	Hooks    []*engine.Hook
+	Handlers []*Handler
+	// Broken are the files that did not load, in name order, each with
+	// its errors and the hook it defines: what the engine keeps listing
+	// until they load (engine.Engine.SetBroken).
+	Broken []engine.BrokenFile
+	// Errs are every error, as LoadDirAll returns them: the broken
+	// files', and the directory's own (it cannot be read, or another
+	// user may write it), when nothing loads and Broken is empty.
+	Errs []error
+}
+
+// LoadDirReport is LoadDirAll that also says which files did not load,
+// as typed values.
+func LoadDirReport(dir string, opts Options) DirLoad {
+	var l DirLoad
+	l.Hooks, _, l.Handlers, l.Broken, l.Errs = loadDir(dir, opts, true)
+	return l
 }
 
 // CheckDir checks the hook files of dir as LoadDirAll loads them (every
@@ -54,17 +76,17 @@ func LoadDirAll(dir string, opts Options) (hooks []*engine.Hook, handlers []*Han
 // dropped as its file is done, so the heap stays small while thousands
 // of files load and the collector has little to go over.
 func CheckDir(dir string, opts Options) (names []string, handlers []*Handler, errs []error) {
-	_, names, handlers, errs = loadDir(dir, opts, false)
+	_, names, handlers, _, errs = loadDir(dir, opts, false)
 	return names, handlers, errs
 }
 
 // loadDir loads or checks the files of dir: it returns the hooks when
-// keep is set, else only their names.
-func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names []string, handlers []*Handler, errs []error) {
+// keep is set, else only their names, and the files that did not load.
+func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names []string, handlers []*Handler, broken []engine.BrokenFile, errs []error) {
 	if opts.Root == "" {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return nil, nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
+			return nil, nil, nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
 		}
 		opts.Root = filepath.Dir(abs)
 	}
@@ -75,7 +97,7 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 		entries, err = hd.f.ReadDir(-1)
 	}
 	if err != nil {
-		return nil, nil, nil, []error{&Error{File: dir, Msg: fmt.Sprintf("read hooks directory: %s", err), Err: err}}
+		return nil, nil, nil, nil, []error{&Error{File: dir, Msg: fmt.Sprintf("read hooks directory: %s", err), Err: err}}
 	}
 	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	if !opts.AllowInsecure {
@@ -84,7 +106,7 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 			err = checkOwnership(dir, fi)
 		}
 		if err != nil {
-			return nil, nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
+			return nil, nil, nil, nil, []error{&Error{File: dir, Msg: err.Error(), Err: err}}
 		}
 	}
 	opts.broad = new(sync.Map)
@@ -136,21 +158,26 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 		switch {
 		case len(r.errs) > 0:
 			errs = append(errs, r.errs...)
+			broken = append(broken, brokenFile(r.file, r.name, r.errs...))
 		case r.handler != nil:
 			h := r.handler
 			k := pointLabel{h.On, h.Label}
 			if first, dup := byLabel[k]; dup {
-				errs = append(errs, &Error{File: h.File, Line: h.LabelLine, Field: "label",
+				err := &Error{File: h.File, Line: h.LabelLine, Field: "label",
 					Msg: fmt.Sprintf("duplicate handler label %q at %s (first in %s:%d); a label is the handler's id at its point: set label: to tell them apart",
-						h.Label, h.On, first.file, first.line)})
+						h.Label, h.On, first.file, first.line)}
+				errs = append(errs, err)
+				broken = append(broken, brokenFile(h.File, r.name, err))
 				continue
 			}
 			byLabel[k] = seen{h.File, h.LabelLine}
 			handlers = append(handlers, h)
 		case r.file != "": // a hook
 			if first, dup := byName[r.name]; dup {
-				errs = append(errs, &Error{File: r.file, Line: r.line, Field: "name",
-					Msg: fmt.Sprintf("duplicate hook name %q (first in %s:%d)", r.name, first.file, first.line)})
+				err := &Error{File: r.file, Line: r.line, Field: "name",
+					Msg: fmt.Sprintf("duplicate hook name %q (first in %s:%d)", r.name, first.file, first.line)}
+				errs = append(errs, err)
+				broken = append(broken, brokenFile(r.file, r.name, err))
 				continue
 			}
 			byName[r.name] = seen{r.file, r.line}
@@ -161,7 +188,17 @@ func loadDir(dir string, opts Options, keep bool) (hooks []*engine.Hook, names [
 			}
 		}
 	}
-	return hooks, names, handlers, errs
+	return hooks, names, handlers, broken, errs
+}
+
+// brokenFile is the file of a hooks directory that did not load, for the
+// engine: the hook it defines is name, its errors errs.
+func brokenFile(file, name string, errs ...error) engine.BrokenFile {
+	b := engine.BrokenFile{File: file, Hook: name, Errors: make([]string, len(errs))}
+	for i, e := range errs {
+		b.Errors[i] = e.Error()
+	}
+	return b
 }
 
 // joinName is filepath.Join(dir, name) for dir already cleaned and a
@@ -186,8 +223,9 @@ type dirFile struct {
 
 // loaded is what one file of a hooks directory gave: a hook (with its
 // name, its file and the line that names it; only these when the hook
-// was checked, not kept), a handler, errors, or nothing (not a hook
-// file).
+// was checked, not kept), a handler, errors (with the file and the name
+// of the hook it defines: its name: when that was read, else the file's
+// name), or nothing (not a hook file).
 type loaded struct {
 	hook       *engine.Hook
 	name, file string
@@ -215,6 +253,7 @@ var afterStat = func(file string) {}
 // memory sc holds for the loader's next file (nil: none kept).
 func loadFile(dir *hookDir, name string, regular bool, opts Options, sc *scratch) loaded {
 	file := joinName(opts.cleanDir, name)
+	base := strings.TrimSuffix(name, filepath.Ext(name))
 	// What is not a regular file is skipped without being opened (a
 	// FIFO, a device): the entry's type says so, or for a symbolic link
 	// a stat, which follows it. The checks are of the open file's own
@@ -230,7 +269,7 @@ func loadFile(dir *hookDir, name string, regular bool, opts Options, sc *scratch
 		return loaded{} // removed since the directory was read, as a failed stat
 	}
 	if err != nil {
-		return loaded{errs: []error{&Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err}}}
+		return loaded{file: file, name: base, errs: []error{&Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err}}}
 	}
 	defer f.close()
 	if !st.regular {
@@ -238,7 +277,7 @@ func loadFile(dir *hookDir, name string, regular bool, opts Options, sc *scratch
 	}
 	if !opts.AllowInsecure {
 		if err := checkOwner(file, false, st.perm, st.uid); err != nil {
-			return loaded{errs: []error{&Error{File: file, Msg: err.Error(), Err: err}}}
+			return loaded{file: file, name: base, errs: []error{&Error{File: file, Msg: err.Error(), Err: err}}}
 		}
 	}
 	buf := fileBufs.Get().(*[]byte)
@@ -251,9 +290,9 @@ func loadFile(dir *hookDir, name string, regular bool, opts Options, sc *scratch
 		err = fmt.Errorf("file is larger than %d MiB", maxFileSize>>20)
 	}
 	if err != nil {
-		return loaded{errs: []error{&Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err}}}
+		return loaded{file: file, name: base, errs: []error{&Error{File: file, Msg: fmt.Sprintf("read: %s", err), Err: err}}}
 	}
-	opts.DefaultName = strings.TrimSuffix(name, filepath.Ext(name))
+	opts.DefaultName = base
 	s := sc.reset().newState(file)
 	top := s.parseDoc(data, false)
 	var r loaded
@@ -265,7 +304,14 @@ func loadFile(dir *hookDir, name string, regular bool, opts Options, sc *scratch
 		r.hook, r.line, _ = s.hook(top, data, opts)
 	}
 	if l := s.result(); len(l) > 0 {
-		return loaded{errs: l.Unwrap()}
+		bad := loaded{file: file, name: base, errs: l.Unwrap()}
+		if r.hook != nil && r.hook.Name != "" {
+			bad.name = r.hook.Name
+		}
+		return bad
+	}
+	if r.handler != nil {
+		r.name = base
 	}
 	return r
 }

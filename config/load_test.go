@@ -196,3 +196,53 @@ func TestJoinName(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadDirReportBroken: the files of a hooks directory that do not
+// load come back as typed values, in name order, each with all its
+// errors and the hook it defines (its name: when that was read, else the
+// file's name), for the engine to keep listing; the hooks that load are
+// LoadDir's.
+func TestLoadDirReportBroken(t *testing.T) {
+	dir := filepath.Join("testdata", "loaddir", "hooks.d")
+	l := LoadDirReport(dir, Options{})
+	hooks, errs := LoadDir(dir, Options{})
+	if len(l.Hooks) != len(hooks) || len(l.Errs) != len(errs) {
+		t.Fatalf("LoadDirReport gave %d hooks, %d errors; LoadDir %d, %d", len(l.Hooks), len(l.Errs), len(hooks), len(errs))
+	}
+	var got []string
+	for _, b := range l.Broken {
+		got = append(got, fmt.Sprintf("%s %s %q", filepath.Base(b.File), b.Hook, b.Errors))
+	}
+	want := []string{
+		`b.yml shared ["testdata/loaddir/hooks.d/b.yml:3: name: duplicate hook name \"shared\" (first in testdata/loaddir/hooks.d/a.yaml:1)"]`,
+		`d.yaml d ["testdata/loaddir/hooks.d/d.yaml:1: syntax error: did not find expected ',' or ']'"]`,
+		`e.yml e ["testdata/loaddir/hooks.d/e.yml:1: name: duplicate hook name \"e\" (first in testdata/loaddir/hooks.d/e.yaml:1)"]`,
+		`f.yaml f ["testdata/loaddir/hooks.d/f.yaml:2: timeout: must be > 0 (got 0)"]`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("broken:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A file that names its hook is listed by that name, with every
+	// error; a broken handler file by its file's name.
+	tmp := t.TempDir()
+	for name, src := range map[string]string{
+		"triage.yaml": "name: ci-triage\ntools: [raed_file]\nenv: {T: '${T}'}\nprompt: x\n",
+		"guard.yaml":  "on: tool:call:before\nrun: [true]\nbogus: 1\n",
+	} {
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l = LoadDirReport(tmp, Options{})
+	if len(l.Broken) != 2 {
+		t.Fatalf("broken %+v", l.Broken)
+	}
+	if b := l.Broken[0]; b.Hook != "guard" || len(b.Errors) == 0 || !strings.Contains(b.Errors[0], "guard.yaml:") {
+		t.Errorf("guard.yaml: %+v", b)
+	}
+	if b := l.Broken[1]; b.Hook != "ci-triage" || len(b.Errors) != 2 || !strings.Contains(b.Errors[0], `triage.yaml:2: tools[0]: unknown tool "raed_file"`) ||
+		!strings.Contains(b.Errors[1], "triage.yaml:3: env.T:") {
+		t.Errorf("triage.yaml: %+v", b)
+	}
+}

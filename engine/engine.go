@@ -686,9 +686,14 @@ type HookStatus struct {
 	// triggers are refused (sandbox_unavailable), or its limits: are not
 	// enforced. "" when neither.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Broken is set when the hook's file does not load (SetBroken): with
+	// Previous when this version of the hook still runs meanwhile, else
+	// the row stands for the file alone, with only Name and File set.
+	Broken *BrokenFile `json:"broken,omitempty"`
 }
 
-// Hooks returns the live state of every hook, sorted by name.
+// Hooks returns the live state of every hook, and the hook files that do
+// not load (SetBroken), sorted by name.
 func (e *Engine) Hooks(ctx context.Context) ([]HookStatus, error) {
 	var out []HookStatus
 	err := e.do(ctx, func(s *state) { out = s.statuses() })
@@ -708,6 +713,9 @@ type Summary struct {
 	// Store is set while the store does not take writes: `hookd
 	// status` shows "store stalled since … (cause)" (writer.go).
 	Store *StoreStall `json:"store_stalled,omitempty"`
+	// Broken are the hook files that do not load (SetBroken), by file:
+	// hookd status counts them, and exits non-zero while there are any.
+	Broken []BrokenFile `json:"broken,omitempty"`
 }
 
 // Summary reports runs in flight and the queue.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -40,6 +41,8 @@ type state struct {
 	remote map[string]*active
 
 	guardState // Config.Guard's bookkeeping (guard.go)
+
+	broken []BrokenFile // hook files that did not load, by file (Engine.SetBroken)
 }
 
 // marking names the stored event that the run of hook started while it
@@ -1207,7 +1210,12 @@ func (s *state) statuses() []HookStatus {
 		ents = append(ents, named{name, ent})
 	}
 	slices.SortFunc(ents, func(a, b named) int { return strings.Compare(a.name, b.name) })
-	out := make([]HookStatus, len(ents))
+	broken := s.brokenFiles()
+	byFile := make(map[string]*BrokenFile, len(broken))
+	for i := range broken {
+		byFile[broken[i].File] = &broken[i]
+	}
+	out := make([]HookStatus, len(ents), len(ents)+len(broken))
 	spend := s.spendReport(s.cfg.Clock.Now())
 	for i, e := range ents {
 		ent, h := e.ent, e.ent.hook
@@ -1218,6 +1226,7 @@ func (s *state) statuses() []HookStatus {
 			LastCheckFailed: ent.lastCheck,
 			File:            h.Source.File, Version: h.Source.Version, Project: h.Project,
 			Sandbox: s.e.SandboxProblem(h),
+			Broken:  byFile[h.Source.File],
 		}
 		if ent.active != nil {
 			st.InFlight = ent.active.run.ID
@@ -1231,6 +1240,18 @@ func (s *state) statuses() []HookStatus {
 		if ent.pending != nil {
 			st.Queued++
 		}
+	}
+	// A broken file whose hook does not run is listed on its own.
+	n := len(out)
+	for i := range broken {
+		if b := &broken[i]; b.Previous == "" {
+			out = append(out, HookStatus{Name: b.Hook, File: b.File, Broken: b})
+		}
+	}
+	if len(out) > n {
+		slices.SortStableFunc(out, func(a, b HookStatus) int {
+			return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.File, b.File))
+		})
 	}
 	return out
 }
@@ -1256,6 +1277,7 @@ func (s *state) summary() Summary {
 	if st, ok := s.e.wr.stalled(); ok {
 		sum.Store = &st
 	}
+	sum.Broken = s.brokenFiles()
 	return sum
 }
 

@@ -207,6 +207,7 @@ var (
 	descHookOver = prometheus.NewDesc("hookd_hook_overdue", "1 for each overdue periodic hook.", []string{"hook"}, nil)
 	descRetries  = prometheus.NewDesc("hookd_retries_pending", "Retries of failed runs waiting for their time.", nil, nil)
 	descUp       = prometheus.NewDesc("hookd_engine_up", "1 when the engine answered the scrape.", nil, nil)
+	descBroken   = prometheus.NewDesc("hookd_hook_files_broken", "Hook files that do not load (hookd status lists them with their errors).", nil, nil)
 
 	// The spend gauges: scope is daemon (all hooks; hook is "") or hook;
 	// window is 1h or 24h (sliding).
@@ -223,6 +224,7 @@ func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descHookOver
 	ch <- descRetries
 	ch <- descUp
+	ch <- descBroken
 	ch <- descSpendUsed
 	ch <- descSpendLimit
 	ch <- descSpendCost
@@ -245,6 +247,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(len(sum.InFlight)))
 	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.GaugeValue, float64(len(sum.Retries)))
 	ch <- prometheus.MustNewConstMetric(descOverdue, prometheus.GaugeValue, float64(len(overdue)))
+	ch <- prometheus.MustNewConstMetric(descBroken, prometheus.GaugeValue, float64(len(sum.Broken)))
 	for _, h := range overdue {
 		ch <- prometheus.MustNewConstMetric(descHookOver, prometheus.GaugeValue, 1, h)
 	}

@@ -82,7 +82,8 @@ next:
 func TestObserveAndScrape(t *testing.T) {
 	src := &fakeSource{
 		sum: engine.Summary{InFlight: []string{"a", "b"}, Queued: []string{"c"},
-			Retries: []engine.RetryInfo{{Hook: "h", RunID: "r2", RetryOf: "r1", Attempt: 2, Attempts: 3}}},
+			Retries: []engine.RetryInfo{{Hook: "h", RunID: "r2", RetryOf: "r1", Attempt: 2, Attempts: 3}},
+			Broken:  []engine.BrokenFile{{File: "hooks.d/a.yaml", Hook: "a", Errors: []string{"hooks.d/a.yaml:1: x"}}, {File: "hooks.d/b.yaml", Hook: "b"}}},
 		overdue: []string{"late"},
 	}
 	m := New(src, time.Minute, 0)
@@ -152,6 +153,7 @@ func TestObserveAndScrape(t *testing.T) {
 		{"hookd_engine_up", nil, 1},
 		{"hookd_retries_total", []string{"hook", "h"}, 1},
 		{"hookd_retries_pending", nil, 1},
+		{"hookd_hook_files_broken", nil, 2},
 	}
 	for _, c := range checks {
 		if got := value(t, fams, c.name, c.labels...); got != c.want {
