@@ -22,13 +22,15 @@ type FireRequest struct {
 	// ID is the request's, and the id of the run the fire records (unless
 	// it merges into the hook's pending run), so that a scheduler taking a
 	// request over after a failover sees whether it was decided.
-	ID      string         `json:"id"`
-	Hook    string         `json:"hook"`
-	Event   map[string]any `json:"event,omitempty"`
-	Force   bool           `json:"force,omitempty"`
-	Trigger string         `json:"trigger,omitempty"`
-	Depth   int            `json:"depth,omitempty"`
-	Node    string         `json:"node"` // the node it was made on
+	ID    string         `json:"id"`
+	Hook  string         `json:"hook"`
+	Event map[string]any `json:"event,omitempty"`
+	Force bool           `json:"force,omitempty"`
+	// IgnoreWhere: FireOptions.IgnoreWhere.
+	IgnoreWhere bool   `json:"ignore_where,omitempty"`
+	Trigger     string `json:"trigger,omitempty"`
+	Depth       int    `json:"depth,omitempty"`
+	Node        string `json:"node"` // the node it was made on
 }
 
 // FireAnswer is the scheduler's decision on a FireRequest.
@@ -74,7 +76,7 @@ func fireWait(cl Cluster) time.Duration { return 2*cl.Timeout() + 2*cl.Interval(
 // whose ctx ended first, is withdrawn: nothing is fired.
 func (e *Engine) forwardFire(ctx context.Context, name string, opt FireOptions) (*Run, error) {
 	cl := e.cfg.Cluster
-	req := FireRequest{ID: NewID(), Hook: name, Event: opt.Event, Force: opt.Force, Trigger: opt.Trigger, Depth: opt.Depth, Node: cl.Node()}
+	req := FireRequest{ID: NewID(), Hook: name, Event: opt.Event, Force: opt.Force, IgnoreWhere: opt.IgnoreWhere, Trigger: opt.Trigger, Depth: opt.Depth, Node: cl.Node()}
 	if err := cl.RequestFire(ctx, req); err != nil {
 		return nil, fmt.Errorf("fire %s: %w", name, err)
 	}
@@ -173,7 +175,7 @@ func (e *Engine) decideFire(ctx context.Context, req FireRequest) (FireAnswer, e
 	} else if !errors.Is(err, ErrNotFound) {
 		return FireAnswer{}, err
 	}
-	run, err := e.Fire(ctx, req.Hook, FireOptions{Event: req.Event, Force: req.Force, Trigger: req.Trigger, Depth: req.Depth, id: req.ID})
+	run, err := e.Fire(ctx, req.Hook, FireOptions{Event: req.Event, Force: req.Force, IgnoreWhere: req.IgnoreWhere, Trigger: req.Trigger, Depth: req.Depth, id: req.ID})
 	var gate *GateError
 	switch {
 	case err == nil:

@@ -25,6 +25,9 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 		return nil, err
 	}
 	starts := out.starts
+	if !out.stopping {
+		e.storeFate(ctx, ev, out.fate())
+	}
 	if out.claimed {
 		if err := e.markDispatched(ctx, ev.Seq); err != nil {
 			e.log.Error("mark claimed event dispatched", "event", ev.ID, "type", ev.Type, "err", err)
@@ -62,6 +65,18 @@ func (e *Engine) markDispatched(ctx context.Context, seq int64) error {
 	ctx, cancel := e.storeCtx(ctx)
 	defer cancel()
 	return e.cfg.Store.MarkDispatched(ctx, seq)
+}
+
+// storeFate records the fate of the stored event ev (Store.SetEventFate),
+// within StoreTimeout, whatever becomes of ctx. It is told, not needed: a
+// failure is logged, and the event's record says no fate.
+func (e *Engine) storeFate(ctx context.Context, ev *Event, f *EventFate) {
+	ev.Fate = f
+	ctx, cancel := e.storeCtx(ctx)
+	defer cancel()
+	if err := e.cfg.Store.SetEventFate(ctx, ev.Seq, f); err != nil {
+		e.log.Warn("store what became of an event", "event", ev.ID, "type", ev.Type, "err", err)
+	}
 }
 
 // DispatchPending dispatches the stored events that were accepted but not

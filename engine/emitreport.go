@@ -54,8 +54,15 @@ func EmitCount(runs, refused int) string {
 	return s
 }
 
-// Count is EmitCount of em.
-func (em *Emitted) Count() string { return EmitCount(len(em.Runs), len(em.Refused)) }
+// Count says what em did with the event of type typ: its fate's text
+// (EventFate.Text: the runs, the hooks where: rejected, the handler that
+// claimed it, or that no hook listens to it), else EmitCount of em.
+func (em *Emitted) Count(typ string) string {
+	if em.Fate != nil {
+		return em.Fate.Text(typ)
+	}
+	return EmitCount(len(em.Runs), len(em.Refused))
+}
 
 // Lines says, one line a hook, what em did to each hook it matched: the
 // runs (RunLine), then the refusals (RefusedLine).

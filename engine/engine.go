@@ -357,10 +357,15 @@ func (e *Engine) send(f func(*state)) {
 
 // FireOptions say how a hook is fired by hand.
 type FireOptions struct {
-	Event   map[string]any // payload, visible as {{event}}
-	Force   bool           // skip the cooldown (never the in-flight gate)
-	Trigger string         // recorded trigger reason (default "manual")
-	Depth   int            // event chain depth of the run (a hook fired by another run's tool)
+	Event map[string]any // payload, visible as {{event}}
+	Force bool           // skip the cooldown (never the in-flight gate)
+	// IgnoreWhere fires with Event although the hook's where: rejects it;
+	// without it, a fire with an Event the hook's where: rejects is
+	// refused (GateWhere) and leaves no record. A fire without an Event
+	// is not judged by where:.
+	IgnoreWhere bool
+	Trigger     string // recorded trigger reason (default "manual")
+	Depth       int    // event chain depth of the run (a hook fired by another run's tool)
 
 	id string // the run's id: a fire another node forwarded (clusterfire.go)
 }
@@ -397,6 +402,12 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 			forward = opt.id == ""
 			err = e.notScheduler()
 			return
+		}
+		if opt.Event != nil && !opt.IgnoreWhere {
+			if ok, werr := s.accepts(ent, opt.Event); !ok {
+				err = whereRefusal(ent.hook, werr)
+				return
+			}
 		}
 		data := withPeriodic(ent.hook, reason, opt.Event, s.cfg.Clock.Now(), ent.lastStart)
 		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, manual: true, depth: opt.Depth, id: opt.id})
@@ -442,6 +453,9 @@ type Refusal struct {
 
 // Emitted is what Emit did with an event, for each hook it matched.
 type Emitted struct {
+	// Fate is what became of the event (nil when Elsewhere): the runs
+	// below, and why it ran nothing.
+	Fate    *EventFate
 	Runs    []*Run    // started, or queued for a slot (Status queued)
 	Refused []Refusal // refused by a gate
 	// Elsewhere: stored pending on a cluster node that does not schedule;
@@ -456,6 +470,9 @@ func (e *Engine) EmitReport(ctx context.Context, ev *Event) (*Emitted, error) {
 	em := &Emitted{}
 	if out != nil {
 		em.Runs, em.Refused, em.Elsewhere = out.fired, out.gated, out.elsewhere
+		if !out.elsewhere {
+			em.Fate = out.fate()
+		}
 	}
 	return em, err
 }
@@ -535,6 +552,7 @@ func (e *Engine) emitWithStart(ctx context.Context, ev *Event) (*dispatched, err
 	case err != nil:
 		return nil, err
 	}
+	ev.Fate = out.fate() // stored with it (the carrier stores carry's, the same)
 	if c := out.carrier; c != nil {
 		select {
 		case <-c.started:
@@ -580,7 +598,7 @@ func (e *Engine) storeEvent(ctx context.Context, ev *Event, store func(context.C
 func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry *Event, reached []string) (*dispatched, error) {
 	e.notify(ev)
 	out := &dispatched{}
-	if out.claimed = e.claimed(ctx, ev); out.claimed {
+	if out.claimedBy, out.claimed = e.claimed(ctx, ev); out.claimed {
 		return out, nil
 	}
 	err := e.do(ctx, func(s *state) {
@@ -591,9 +609,12 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry
 			out.refused = e.notScheduler()
 			return
 		}
-		var fired []*Run
-		fired, out.gated, out.carrier = s.dispatch(ev, mark, carry, reached)
-		for _, r := range fired {
+		d := s.dispatch(ev, mark, carry, reached)
+		out.gated, out.carrier, out.rejected, out.unheard = d.refused, d.carrier, d.rejected, d.unheard
+		if d.unheard {
+			out.nearest = NearestTypes(ev.Type, s.cfg.Events.Patterns())
+		}
+		for _, r := range d.fired {
 			ent := s.hooks[r.Hook]
 			if ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
 				out.starts = append(out.starts, ent.active)
@@ -614,30 +635,50 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry
 
 // dispatched is what the loop decided for one event (dispatchOnLoop).
 type dispatched struct {
-	fired    []*Run
-	gated    []Refusal // matching hooks a gate refused
-	starts   []*active
-	carrier  *active // the run that stores the event with its start
-	claimed  bool    // an event:claim handler took it: not dispatched
-	stopping bool
-	refused  error // ErrNotScheduler: a cluster node that does not schedule
+	fired   []*Run
+	gated   []Refusal // matching hooks a gate refused
+	starts  []*active
+	carrier *active // the run that stores the event with its start
+	claimed bool    // an event:claim handler took it: not dispatched
+	// claimedBy is the handler that claimed it; rejected the hooks whose
+	// where: rejected it; unheard: no hook listens to its type, and
+	// nearest what hooks listen to nearest to it (EventFate).
+	claimedBy string
+	rejected  []string
+	unheard   bool
+	nearest   []string
+	stopping  bool
+	refused   error // ErrNotScheduler: a cluster node that does not schedule
 	// elsewhere: stored for a cluster's scheduler to dispatch (emitClustered)
 	elsewhere bool
 }
 
+// fate is the event's fate as d says it.
+func (d *dispatched) fate() *EventFate {
+	f := &EventFate{Unheard: d.unheard, Nearest: d.nearest, Rejected: d.rejected, ClaimedBy: d.claimedBy}
+	for _, r := range d.fired {
+		f.Runs = append(f.Runs, FateRun{ID: r.ID, Hook: r.Hook})
+	}
+	for _, r := range d.gated {
+		f.Runs = append(f.Runs, FateRun{ID: r.Run.ID, Hook: r.Run.Hook, Gate: r.Gate.Gate})
+	}
+	return f
+}
+
 // claimed calls the event:claim handlers for an inbound event and reports
-// whether one claimed it; a claimed event is not dispatched to hooks.
-func (e *Engine) claimed(ctx context.Context, ev *Event) bool {
+// whether one claimed it, and which; a claimed event is not dispatched to
+// hooks.
+func (e *Engine) claimed(ctx context.Context, ev *Event) (string, bool) {
 	lc := e.cfg.Lifecycle
 	if !lc.Active(PointEventClaim) {
-		return false
+		return "", false
 	}
 	o := lc.Call(ctx, PointEventClaim, &Payload{Event: ev})
 	if o.Claimed {
 		e.log.Info("event claimed by a lifecycle handler; not dispatched to hooks",
 			"event", ev.ID, "type", ev.Type, "handler", o.By, "reason", o.Reason)
 	}
-	return o.Claimed
+	return o.By, o.Claimed
 }
 
 // SetPaused pauses or resumes a hook. The state is stored, so it survives

@@ -18,6 +18,9 @@ type Event struct {
 	Source string         // cli, api, engine, watch, hook:NAME, tool:NAME (see FromTool)
 	Time   time.Time
 	Depth  int // how many runs led to this event (loop protection)
+	// Fate is what became of it once dispatched (nil until then, and for
+	// hookd's own events, which are not recorded so): stored with it.
+	Fate *EventFate
 
 	// Outcome is set on the hook.run.* events the engine publishes: the
 	// run and its outcome as typed values, for subscribers in the process.

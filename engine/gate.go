@@ -32,6 +32,10 @@ const (
 	// hook's slots are recorded in one missed record once the store
 	// answers.
 	GateStoreStalled = "store_stalled"
+	// GateWhere refuses a fire with an event (FireOptions.Event) that the
+	// hook's where: rejects, unless FireOptions.IgnoreWhere. It leaves no
+	// record: an event the where: rejects starts nothing either.
+	GateWhere = "where"
 	// Not gates, but what else leaves a skipped record: slots that passed
 	// while hookd was down or suspended, and a slot that fired before.
 	GateMissed    = "missed"
@@ -55,6 +59,16 @@ func (g *GateError) Error() string {
 		return fmt.Sprintf("cooldown: %s left; %s", g.Remaining.Round(time.Second), g.Detail)
 	}
 	return fmt.Sprintf("%s: %s", g.Gate, g.Detail)
+}
+
+// whereRefusal is the GateWhere refusal of a fire with an event h's
+// where: rejected (err: its condition could not be evaluated).
+func whereRefusal(h *Hook, err error) *GateError {
+	detail := fmt.Sprintf("the event does not match hook %s's where: %s; --ignore-where fires it anyway", h.Name, whereText(h))
+	if err != nil {
+		detail = fmt.Sprintf("hook %s's where: could not be evaluated (%s); --ignore-where fires it anyway", h.Name, err.Error())
+	}
+	return &GateError{Gate: GateWhere, Hook: h.Name, Detail: detail}
 }
 
 // reason is the text recorded on the run the gate refused.

@@ -28,7 +28,8 @@ type state struct {
 	retired map[string]*entry // hooks removed by a reload whose run is still in flight
 	waiters map[string][]chan *Run
 	events  []*Event   // engine events raised inside the loop, dispatched after the current message
-	match   []string   // reused buffer for EventIndex.Match
+	match   []string   // reused buffer for EventIndex.Listeners
+	accept  []*entry   // reused buffer: the hooks whose where: accepted an event (dispatch)
 	reruns  []*Run     // interrupted runs to run again at start (on_interrupted: rerun)
 	retries retryQueue // pending retries, earliest first (retry.go)
 	marking marking    // the event the next start of its hook marks dispatched (dispatch)
@@ -1072,23 +1073,19 @@ func (s *state) drainQueue() {
 // event (mark) is recorded with what it does to each hook (Run.EventSeq,
 // Merged.EventSeq); the hooks in reached, which it reached before a
 // crash or failover, are passed by.
-func (s *state) dispatch(ev *Event, mark bool, carry *Event, reached []string) (fired []*Run, refused []Refusal, carrier *active) {
+func (s *state) dispatch(ev *Event, mark bool, carry *Event, reached []string) (d loopDispatch) {
 	// Progress events are for watchers, never for hooks (progress.go).
 	if s.cfg.Events == nil || s.stopping() || !s.schedules() || ProgressEventType(ev.Type) {
-		return nil, nil, nil
+		return d
 	}
-	s.match = s.cfg.Events.Match(s.match[:0], ev)
+	s.match = s.cfg.Events.Listeners(s.match[:0], ev.Type)
 	if len(s.match) == 0 {
-		return nil, nil, nil
+		d.unheard = true
+		return d
 	}
-	var raw json.RawMessage // the payload, encoded once for every hook it fires
-	if ev.Data != nil {
-		raw, _ = MarshalData(ev.Data)
-	}
-	var seq int64 // ev is stored pending: each hook it reaches is recorded (Run.EventSeq)
-	if mark {
-		seq = ev.Seq
-	}
+	// where: is decided first, for every hook listening, so that the
+	// hooks it rejects are known, and so is the one hook an event starts.
+	s.accept = s.accept[:0]
 	for _, name := range s.match {
 		ent := s.hooks[name]
 		if ent == nil || !inProject(ent.hook, ev.Data) {
@@ -1101,38 +1098,83 @@ func (s *state) dispatch(ev *Event, mark bool, carry *Event, reached []string) (
 			// of that stands.
 			continue
 		}
-		if c := ent.hook.Trigger.WhereIf; c != nil {
-			ok, err := c.Eval(&Scope{Hook: name, Event: ev.Data})
-			if err != nil {
-				s.e.log.Warn("where: not evaluated; the event does not fire the hook", "hook", name, "event", ev.ID, "err", err)
-			}
-			if !ok {
-				continue
-			}
+		ok, err := s.accepts(ent, ev.Data)
+		if err != nil {
+			s.e.log.Warn("where: not evaluated; the event does not fire the hook", "hook", name, "event", ev.ID, "err", err)
 		}
+		if !ok {
+			d.rejected = append(d.rejected, name)
+			continue
+		}
+		s.accept = append(s.accept, ent)
+	}
+	if len(s.accept) == 0 {
+		return d
+	}
+	var raw json.RawMessage // the payload, encoded once for every hook it fires
+	if ev.Data != nil {
+		raw, _ = MarshalData(ev.Data)
+	}
+	var seq int64 // ev is stored pending: each hook it reaches is recorded (Run.EventSeq)
+	if mark {
+		seq = ev.Seq
+	}
+	only := len(s.accept) == 1
+	for _, ent := range s.accept {
+		name := ent.hook.Name
 		reason := "event"
 		if _, ok := FromTool(ev.Source); ok {
 			reason = ev.Source // the data is a model's: the run is marked, and gated, as such
 		}
-		if mark && ev.Seq != 0 && len(s.match) == 1 {
+		t := trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth, eventSeq: seq}
+		if mark && ev.Seq != 0 && only {
 			s.marking = marking{hook: name, seq: ev.Seq}
 		}
-		if carry != nil && len(s.match) == 1 {
+		if carry != nil && only {
+			// The run that starts now stores carry with its start: its
+			// fate is that run, decided before the run's goroutine reads it.
+			t.id = NewID()
+			carry.Fate = &EventFate{Rejected: d.rejected, Runs: []FateRun{{ID: t.id, Hook: name}}}
 			s.marking = marking{hook: name, ev: carry}
 		}
-		res := s.trigger(ent, trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth, eventSeq: seq})
+		res := s.trigger(ent, t)
 		if s.marking.carrier != nil && s.marking.carrier.carry != nil {
-			carrier = s.marking.carrier
+			d.carrier = s.marking.carrier
 		}
 		s.marking = marking{} // unused when the run did not start now
 		if res.err == nil {
-			fired = append(fired, res.run)
+			d.fired = append(d.fired, res.run)
 		} else if g, ok := errors.AsType[*GateError](res.err); ok && res.run != nil {
 			cp := *res.run
-			refused = append(refused, Refusal{Run: &cp, Gate: g})
+			d.refused = append(d.refused, Refusal{Run: &cp, Gate: g})
 		}
 	}
-	return fired, refused, carrier
+	return d
+}
+
+// loopDispatch is what the loop decided for an event (state.dispatch).
+type loopDispatch struct {
+	fired    []*Run
+	refused  []Refusal // listening hooks a gate refused
+	carrier  *active
+	rejected []string // listening hooks whose where: rejected it
+	unheard  bool     // no hook listens to its type
+}
+
+// accepts reports whether ent's where: accepts an event's payload: its
+// payload filters (kept by the event index) and its condition. It is
+// where where: is decided, for a dispatched event and for a fire with an
+// event (FireOptions.IgnoreWhere); a condition that cannot be evaluated
+// rejects it, with the error.
+func (s *state) accepts(ent *entry, data map[string]any) (bool, error) {
+	h := ent.hook
+	if s.cfg.Events != nil && h.Trigger.Event != "" && !s.cfg.Events.Accepts(h.Name, data) {
+		return false, nil
+	}
+	if c := h.Trigger.WhereIf; c != nil {
+		return c.Eval(&Scope{Hook: h.Name, Event: data})
+	}
+	return true, nil
 }
 
 // flushEvents dispatches the engine events raised on the loop.

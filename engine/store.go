@@ -48,8 +48,7 @@ type Merged struct {
 // (package store/storetest) run against both. Nothing asks a store what it
 // can do: a capability is a method of this interface, or it is not one.
 //
-// Methods that later work adds (what became of an event, a run's trace
-// context) are added here, to both stores and to the suite at once.
+// Methods that later work adds (a run's trace context) are added here, to both stores and to the suite at once.
 type Store interface {
 	RecordReader
 	WatchSnapshots
@@ -157,6 +156,12 @@ type Store interface {
 	EventsAfter(ctx context.Context, after int64, limit int) ([]*Event, error)
 	// LastEventSeq returns the seq of the latest event, 0 when none.
 	LastEventSeq(ctx context.Context) (int64, error)
+	// SetEventFate stores what became of the stored event with this seq
+	// (Event.Fate, read back by ListEvents and EventsAfter), replacing
+	// what was stored; it is kept, and pruned, with the event. An event
+	// stored with its Fate set (AppendEvent, StartRunWithEvent) needs no
+	// call.
+	SetEventFate(ctx context.Context, seq int64, f *EventFate) error
 
 	// Retries: a hook's retry: plans the next attempt as a pending retry,
 	// kept across a restart.

@@ -208,7 +208,7 @@ func publish(ctx context.Context, env *engine.StepEnv, res *engine.StepResult, t
 		res.Output = fmt.Sprintf("emitted %s: %s", typ, engine.EmittedElsewhere)
 		return res, nil
 	}
-	res.Output = fmt.Sprintf("emitted %s: %s", typ, em.Count())
+	res.Output = fmt.Sprintf("emitted %s: %s", typ, em.Count(typ))
 	if lines := em.Lines(); len(lines) > 0 {
 		res.Output += "\n" + strings.Join(lines, "\n")
 	}

@@ -169,8 +169,21 @@ func RawArg(b json.RawMessage) any {
 	return string(b)
 }
 
+// FateArg is the value of an event's fate column: its fate as JSON text,
+// NULL when it has none.
+func FateArg(f *engine.EventFate) (any, error) {
+	if f == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return nil, fmt.Errorf("encode fate: %w", err)
+	}
+	return string(b), nil
+}
+
 // EventCols are the columns ScanEvent reads, in its order.
-const EventCols = `seq, id, type, data, source, time, depth`
+const EventCols = `seq, id, type, data, source, time, depth, fate`
 
 // ScanEvent scans EventCols.
 func ScanEvent(row Scanner) (*engine.Event, error) {
@@ -178,12 +191,19 @@ func ScanEvent(row Scanner) (*engine.Event, error) {
 		ev   engine.Event
 		data string
 		t    *int64
+		fate *string
 	)
-	if err := row.Scan(&ev.Seq, &ev.ID, &ev.Type, &data, &ev.Source, &t, &ev.Depth); err != nil {
+	if err := row.Scan(&ev.Seq, &ev.ID, &ev.Type, &data, &ev.Source, &t, &ev.Depth, &fate); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(data), &ev.Data); err != nil {
 		return nil, fmt.Errorf("decode data of %s: %w", ev.ID, err)
+	}
+	if fate != nil {
+		ev.Fate = new(engine.EventFate)
+		if err := json.Unmarshal([]byte(*fate), ev.Fate); err != nil {
+			return nil, fmt.Errorf("decode fate of %s: %w", ev.ID, err)
+		}
 	}
 	ev.Time = ptrTime(t)
 	return &ev, nil

@@ -32,6 +32,26 @@ CREATE TABLE event_dispatches (
 ) WITHOUT ROWID;
 `
 
+// sqlEventFate is migration 18: what became of an event once it was
+// dispatched (engine.EventFate, JSON; NULL before, and for hookd's own
+// events). It is a column of the event, so it is kept and pruned with it.
+const sqlEventFate = `ALTER TABLE events ADD COLUMN fate TEXT;`
+
+// SetEventFate stores what became of the event with this seq.
+func (d *DB) SetEventFate(ctx context.Context, seq int64, f *engine.EventFate) error {
+	fate, err := FateArg(f)
+	if err == nil {
+		err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE events SET fate = ? WHERE seq = ?`, fate, seq)
+			return err
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("store the fate of event %d: %w", seq, err)
+	}
+	return nil
+}
+
 // sqlReached records that the pending event with seq (?1) reached hook
 // (?2) with run id (?3); nothing for an event not pending, or a hook
 // recorded already.

@@ -70,6 +70,7 @@ type eventRow struct {
 	data string
 	time any
 	disp bool // stored dispatched (else pending, see dispatch.go)
+	fate any  // its fate encoded (FateArg)
 }
 
 // newEventRow checks ev, gives it an ID if it has none, and encodes its
@@ -86,22 +87,29 @@ func newEventRow(ev *engine.Event, dispatched bool) (eventRow, error) {
 		}
 		data = string(b)
 	}
+	fate, err := FateArg(ev.Fate)
+	if err != nil {
+		return eventRow{}, fmt.Errorf("event %s: %w", ev.ID, err)
+	}
 	if ev.ID == "" {
 		ev.ID = engine.NewID()
 	}
-	return eventRow{ev: ev, data: data, time: timeArg(ev.Time), disp: dispatched}, nil
+	return eventRow{ev: ev, data: data, time: timeArg(ev.Time), disp: dispatched, fate: fate}, nil
 }
 
 // args appends the values of the row's placeholders in sqlInsertEvents.
 func (r *eventRow) args(dst []any) []any {
 	ev := r.ev
-	return append(dst, ev.ID, ev.Type, r.data, ev.Source, r.time, ev.Depth, r.disp)
+	return append(dst, ev.ID, ev.Type, r.data, ev.Source, r.time, ev.Depth, r.disp, r.fate)
 }
+
+// eventArgs is the number of placeholders of an event in sqlInsertEvents.
+const eventArgs = 8
 
 // sqlInsertEvents inserts n events; an ID stored before is skipped.
 func sqlInsertEvents(n int) string {
-	return `INSERT INTO events (id, type, data, source, time, depth, dispatched) VALUES ` +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", n), ", ") +
+	return `INSERT INTO events (id, type, data, source, time, depth, dispatched, fate) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") +
 		` ON CONFLICT (id) DO NOTHING`
 }
 
@@ -122,7 +130,7 @@ func (d *DB) insertEvents(evs []*engine.Event) (func(ctx context.Context, tx *sq
 		}
 	}
 	return func(ctx context.Context, tx *sql.Tx) error {
-		args := make([]any, 0, 7*min(len(rows), eventChunks[0]))
+		args := make([]any, 0, eventArgs*min(len(rows), eventChunks[0]))
 		for rest := rows; len(rest) > 0; {
 			c := 0
 			for eventChunks[c] > len(rest) {
@@ -191,7 +199,7 @@ func (d *DB) insertEvent(ctx context.Context, tx *sql.Tx, ev *engine.Event, disp
 // insertEventRow is insertEvent of an event newEventRow prepared.
 func (d *DB) insertEventRow(ctx context.Context, tx *sql.Tx, row eventRow) error {
 	ev := row.ev
-	res, err := tx.StmtContext(ctx, d.stmtInsertEvts[len(eventChunks)-1]).ExecContext(ctx, row.args(make([]any, 0, 7))...)
+	res, err := tx.StmtContext(ctx, d.stmtInsertEvts[len(eventChunks)-1]).ExecContext(ctx, row.args(make([]any, 0, eventArgs))...)
 	if err != nil {
 		return err
 	}

@@ -64,10 +64,10 @@ func emitEvent(ctx context.Context, env *engine.ToolEnv, a *emitArgs) (string, e
 	case em.Elsewhere:
 		return fmt.Sprintf("event %s published; %s", a.Type, engine.EmittedElsewhere), nil
 	case len(em.Runs) == 0 && len(em.Refused) == 0:
-		return fmt.Sprintf("event %s published; no hook's trigger matched it", a.Type), nil
+		return fmt.Sprintf("event %s published; it ran nothing: %s", a.Type, em.Count(a.Type)), nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "event %s published; for the hooks it matched: %s", a.Type, em.Count())
+	fmt.Fprintf(&b, "event %s published; for the hooks it matched: %s", a.Type, em.Count(a.Type))
 	for _, l := range em.Lines() {
 		b.WriteString("\n" + l)
 	}

@@ -165,14 +165,46 @@ func prune(n *node, pattern string) bool {
 // Match appends to dst the hooks that ev matches, sorted by name, and
 // returns it. It does not allocate unless dst must grow.
 func (x *EventIndex) Match(dst []string, ev *engine.Event) []string {
-	if ev == nil || ev.Type == "" {
+	if ev == nil {
+		return dst
+	}
+	return x.collect(dst, ev.Type, ev.Data, true)
+}
+
+// Listeners appends to dst the hooks whose pattern matches the event type
+// typ, whatever their payload filters, sorted by name, and returns it.
+func (x *EventIndex) Listeners(dst []string, typ string) []string {
+	return x.collect(dst, typ, nil, false)
+}
+
+// Accepts reports whether hook's payload filters accept data: true for a
+// hook that has none, or none registered.
+func (x *EventIndex) Accepts(hook string, data map[string]any) bool {
+	e := x.hooks[hook]
+	return e == nil || matchWhere(e.where, data)
+}
+
+// Patterns returns the distinct patterns registered, sorted.
+func (x *EventIndex) Patterns() []string {
+	out := make([]string, 0, len(x.hooks))
+	for _, e := range x.hooks {
+		out = append(out, e.pattern)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// collect appends the hooks whose pattern matches typ and, with filter,
+// whose payload filters data satisfies, sorted by name.
+func (x *EventIndex) collect(dst []string, typ string, data map[string]any, filter bool) []string {
+	if typ == "" {
 		return dst
 	}
 	n := len(dst)
-	if b := x.exact[ev.Type]; b != nil {
-		dst = b.match(dst, ev.Data)
+	if b := x.exact[typ]; b != nil {
+		dst = b.match(dst, data, filter)
 	}
-	dst = x.root.match(dst, ev.Type, ev.Data)
+	dst = x.root.match(dst, typ, data, filter)
 	if len(dst)-n > 1 {
 		slices.Sort(dst[n:])
 	}
@@ -181,29 +213,30 @@ func (x *EventIndex) Match(dst []string, ev *engine.Event) []string {
 
 // match appends the hooks of patterns at or below n that match typ, the
 // rest of the event type (at least one segment).
-func (n *node) match(dst []string, typ string, data map[string]any) []string {
-	dst = n.rest.match(dst, data)
+func (n *node) match(dst []string, typ string, data map[string]any, filter bool) []string {
+	dst = n.rest.match(dst, data, filter)
 	seg, rest, more := cut(typ)
 	if child := n.next[seg]; child != nil {
-		dst = child.matchNext(dst, rest, more, data)
+		dst = child.matchNext(dst, rest, more, data, filter)
 	}
 	if n.any != nil {
-		dst = n.any.matchNext(dst, rest, more, data)
+		dst = n.any.matchNext(dst, rest, more, data, filter)
 	}
 	return dst
 }
 
-func (n *node) matchNext(dst []string, rest string, more bool, data map[string]any) []string {
+func (n *node) matchNext(dst []string, rest string, more bool, data map[string]any, filter bool) []string {
 	if more {
-		return n.match(dst, rest, data)
+		return n.match(dst, rest, data, filter)
 	}
-	return n.end.match(dst, data)
+	return n.end.match(dst, data, filter)
 }
 
-// match appends the hooks in b whose filters data satisfies.
-func (b *bucket) match(dst []string, data map[string]any) []string {
+// match appends the hooks in b whose filters data satisfies (every hook
+// in b without filter).
+func (b *bucket) match(dst []string, data map[string]any, filter bool) []string {
 	for _, e := range b.entries {
-		if matchWhere(e.where, data) {
+		if !filter || matchWhere(e.where, data) {
 			dst = append(dst, e.hook)
 		}
 	}

@@ -86,12 +86,16 @@ func insertEvent(ctx context.Context, tx pgx.Tx, ev *engine.Event, dispatched bo
 		}
 		data = string(b)
 	}
+	fate, err := store.FateArg(ev.Fate)
+	if err != nil {
+		return fmt.Errorf("event %s: %w", ev.ID, err)
+	}
 	if ev.ID == "" {
 		ev.ID = engine.NewID()
 	}
-	err := tx.QueryRow(ctx, `INSERT INTO events (id, type, data, source, time, depth, dispatched)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING seq`,
-		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth, dispatched).Scan(&ev.Seq)
+	err = tx.QueryRow(ctx, `INSERT INTO events (id, type, data, source, time, depth, dispatched, fate)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING seq`,
+		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth, dispatched, fate).Scan(&ev.Seq)
 	if err == nil {
 		return nil
 	}
@@ -126,6 +130,23 @@ func (d *DB) ListEvents(ctx context.Context, typ string, limit int) ([]*engine.E
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return evs, nil
+}
+
+// sqlEventFate is migration 13: what became of an event once it was
+// dispatched (engine.EventFate, JSON), as in the SQLite store: a column
+// of the event, kept and pruned with it.
+const sqlEventFate = `ALTER TABLE events ADD COLUMN IF NOT EXISTS fate TEXT;`
+
+// SetEventFate stores what became of the event with this seq.
+func (d *DB) SetEventFate(ctx context.Context, seq int64, f *engine.EventFate) error {
+	fate, err := store.FateArg(f)
+	if err == nil {
+		_, err = d.pool.Exec(ctx, `UPDATE events SET fate = $1 WHERE seq = $2`, fate, seq)
+	}
+	if err != nil {
+		return fmt.Errorf("store the fate of event %d: %w", seq, err)
+	}
+	return nil
 }
 
 // sqlDispatches is migration 10: which hooks a pending event reached

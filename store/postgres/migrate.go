@@ -119,6 +119,7 @@ CREATE TABLE retries (
 	{10, "hooks reached by pending events", sqlDispatches},             // events.go
 	{11, "slot of the latest run", sqlLastRunSlot},                     // state.go
 	{12, "run check failed", sqlRunCheckFailed},                        // runs.go
+	{13, "event fate", sqlEventFate},                                   // events.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

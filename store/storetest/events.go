@@ -301,3 +301,65 @@ func testWatchSnapshots(t *testing.T, e *env) {
 		t.Errorf("another hook's snapshot: %v %v", files, ok)
 	}
 }
+
+// testEventFate: an event's fate is stored with it, set at insert
+// (AppendEvent, StartRunWithEvent) or later (SetEventFate, which
+// replaces it), read back by ListEvents and EventsAfter, absent (nil)
+// for an event stored without one, and pruned with the event.
+func testEventFate(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store()
+	now := t0.Add(30 * 24 * time.Hour)
+
+	unheard := &engine.EventFate{Unheard: true, Nearest: []string{"deploy.finished", "deploy.started"}}
+	// The log is in time order: the old event first.
+	old := &engine.Event{ID: "old", Type: "deploy.finishd", Source: "cli", Time: t0, Fate: unheard}
+	must(t, s.AppendEvent(ctx, old))
+	typo := &engine.Event{ID: "typo", Type: "deploy.finishd", Source: "cli", Time: now, Fate: unheard}
+	must(t, s.AppendEvent(ctx, typo))
+
+	pending := &engine.Event{ID: "pend", Type: "deploy.finished", Source: "api", Time: now}
+	must(t, s.AppendPendingEvent(ctx, pending))
+	claimed := &engine.EventFate{ClaimedBy: "router"}
+	must(t, s.SetEventFate(ctx, pending.Seq, claimed))
+	ran := &engine.EventFate{Rejected: []string{"a", "b"},
+		Runs: []engine.FateRun{{ID: "r1", Hook: "c"}, {ID: "r2", Hook: "d", Gate: engine.GateCooldown}}}
+	must(t, s.SetEventFate(ctx, pending.Seq, ran)) // replaces
+
+	carried := &engine.Event{ID: "carried", Type: "deploy.finished", Source: "api", Time: now,
+		Fate: &engine.EventFate{Runs: []engine.FateRun{{ID: "r9", Hook: "c"}}}}
+	must(t, s.StartRunWithEvent(ctx, &engine.Run{ID: "r9", Hook: "c", Trigger: "event", StartedAt: now}, carried))
+	engineEv := &engine.Event{Type: "hook.run.completed", Source: "engine", Time: now}
+	must(t, s.AppendEvents(ctx, []*engine.Event{engineEv}))
+
+	want := map[string]*engine.EventFate{"typo": unheard, "pend": ran, "carried": carried.Fate, engineEv.ID: nil, "old": unheard}
+	check := func(how string, evs []*engine.Event, n int) {
+		t.Helper()
+		if len(evs) != n {
+			t.Fatalf("%s: %d events, want %d", how, len(evs), n)
+		}
+		for _, ev := range evs {
+			if !reflect.DeepEqual(ev.Fate, want[ev.ID]) {
+				t.Errorf("%s: fate of %s = %+v, want %+v", how, ev.ID, ev.Fate, want[ev.ID])
+			}
+		}
+	}
+	all, err := s.ListEvents(ctx, "", 10)
+	must(t, err)
+	check("ListEvents", all, 5)
+	after, err := s.EventsAfter(ctx, 0, 10)
+	must(t, err)
+	check("EventsAfter", after, 5)
+
+	// Retention prunes the fate with its event.
+	must(t, s.MarkDispatched(ctx, pending.Seq))
+	got, err := s.Prune(ctx, now, engine.PrunePolicy{Retention: engine.Retention{Events: 7 * 24 * time.Hour}})
+	must(t, err)
+	if got.Events != 1 {
+		t.Errorf("pruned %d events, want 1 (old)", got.Events)
+	}
+	all, err = s.ListEvents(ctx, "deploy.finishd", 10)
+	must(t, err)
+	delete(want, "old")
+	check("ListEvents after prune", all, 1)
+}

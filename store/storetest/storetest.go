@@ -74,6 +74,7 @@ var tests = []struct {
 	{"PendingEvents", testPendingEvents},
 	{"DispatchRecords", testDispatchRecords},
 	{"EventsAfter", testEventsAfter},
+	{"EventFate", testEventFate},
 	{"WatchSnapshots", testWatchSnapshots},
 	{"PendingRetries", testPendingRetries},
 	{"Usage", testUsage},
