@@ -34,6 +34,9 @@ type Error struct {
 type FireRequest struct {
 	Event map[string]any `json:"event,omitempty"`
 	Force bool           `json:"force,omitempty"`
+	// IgnoreWhere fires with Event although the hook's where: rejects it
+	// (engine.FireOptions.IgnoreWhere).
+	IgnoreWhere bool `json:"ignore_where,omitempty"`
 }
 
 type RunAnswer struct {
@@ -62,6 +65,9 @@ type EmitAnswer struct {
 	// Queued: stored for the cluster's scheduler, on another node, which
 	// dispatches it; the runs it starts are not known here.
 	Queued bool `json:"queued,omitempty"`
+	// Fate is what became of the event (absent when duplicate, pending or
+	// queued): why it ran nothing, when it did not.
+	Fate *engine.EventFate `json:"fate,omitempty"`
 }
 
 // EmitRefusal is a matching hook whose trigger a gate refused.
@@ -74,7 +80,7 @@ type EmitRefusal struct {
 
 // NewEmitAnswer is the answer to an emit of ev that did em.
 func NewEmitAnswer(ev *engine.Event, em *engine.Emitted) EmitAnswer {
-	ans := EmitAnswer{EventID: ev.ID, Seq: ev.Seq, Runs: append([]*engine.Run{}, em.Runs...), Queued: em.Elsewhere}
+	ans := EmitAnswer{EventID: ev.ID, Seq: ev.Seq, Runs: append([]*engine.Run{}, em.Runs...), Queued: em.Elsewhere, Fate: em.Fate}
 	for _, r := range em.Refused {
 		ans.Refused = append(ans.Refused, EmitRefusal{Hook: r.Run.Hook, RunID: r.Run.ID, Gate: r.Gate.Gate, Error: r.Gate.Error()})
 	}
@@ -242,6 +248,9 @@ type Event struct {
 	Time   time.Time      `json:"time"`
 	Depth  int            `json:"depth"`
 	Data   map[string]any `json:"data"`
+	// Fate is what became of the event once dispatched (absent before,
+	// and for hookd's own events).
+	Fate *engine.EventFate `json:"fate,omitempty"`
 }
 
 func EventOf(ev *engine.Event) Event {
@@ -249,7 +258,7 @@ func EventOf(ev *engine.Event) Event {
 	if data == nil {
 		data = map[string]any{}
 	}
-	return Event{Seq: ev.Seq, ID: ev.ID, Type: ev.Type, Source: ev.Source, Time: ev.Time, Depth: ev.Depth, Data: data}
+	return Event{Seq: ev.Seq, ID: ev.ID, Type: ev.Type, Source: ev.Source, Time: ev.Time, Depth: ev.Depth, Data: data, Fate: ev.Fate}
 }
 
 // DBWhere is the database as `hookd status` shows it.

@@ -27,7 +27,7 @@ var ExitCodes = []ExitCodeInfo{
 	{ExitError, "error, or the run failed"},
 	{ExitUsage, "usage: bad arguments or flags"},
 	{ExitCheckFailed, "the run completed, but its check failed (check_failed)"},
-	{ExitTryAgain, "nothing happened, try again: a gate refused the trigger, the database is locked by another hookd, or the daemon is still starting"},
+	{ExitTryAgain, "nothing happened, try again: a gate refused the trigger (or the hook's where: the event of a fire), the database is locked by another hookd, or the daemon is still starting"},
 }
 
 // FlagCheckFailed is the flag of a run with Run.CheckFailed set.

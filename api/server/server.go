@@ -6,7 +6,7 @@
 //	GET  /healthz
 //	GET  /metrics                   Prometheus text format
 //	GET  /v1/hooks                  live state of every hook
-//	POST /v1/hooks/{name}/fire      {"event":{...},"force":bool} -> {"run":{...}}; 409 + gate when refused
+//	POST /v1/hooks/{name}/fire      {"event":{...},"force":bool,"ignore_where":bool} -> {"run":{...}}; 409 + gate when refused
 //	POST /v1/hooks/{name}/pause     and /resume
 //	GET  /v1/runs?hook=&status=&limit=&before=
 //	GET  /v1/runs/{id}
@@ -280,7 +280,7 @@ func (a *Server) fire(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	run, err := a.eng.Fire(r.Context(), r.PathValue("name"), engine.FireOptions{Event: req.Event, Force: req.Force})
+	run, err := a.eng.Fire(r.Context(), r.PathValue("name"), engine.FireOptions{Event: req.Event, Force: req.Force, IgnoreWhere: req.IgnoreWhere})
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -121,14 +121,18 @@ func TestEmitThroughDaemon(t *testing.T) {
 		t.Errorf("staging steps: %+v", s)
 	}
 
-	// Neither filter matches, nor does the pattern: no runs.
-	for _, args := range [][]string{
-		{"emit", "deploy.finished", "env=dev"},
-		{"emit", "deploy.finished"},
-		{"emit", "build.finished", "env=prod"},
+	// Neither filter matches, nor does the pattern: no runs, and emit
+	// says why.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"emit", "deploy.finished", "env=dev"}, ": rejected by where: of hooks prod, staging\n"},
+		{[]string{"emit", "deploy.finished"}, ": rejected by where: of hooks prod, staging\n"},
+		{[]string{"emit", "build.finished", "env=prod"}, ": no hook listens to build.finished\n"},
 	} {
-		if r := e.must(0, args...); !strings.Contains(r.stdout, ": 0 run(s)") {
-			t.Errorf("want no runs:\n%s", r)
+		if r := e.must(0, c.args...); !strings.Contains(r.stdout, c.want) {
+			t.Errorf("want %q:\n%s", c.want, r)
 		}
 	}
 	// --data and key=value merge; key=value wins.

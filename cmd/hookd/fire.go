@@ -22,7 +22,8 @@ func cmdFire(c *cli, args []string) int {
 	fs := c.flags()
 	wait := fs.Bool("wait", false, "wait for the run to end; exit 0 if it completed or was skipped, 3 if it completed with check_failed, 1 if not (75, at once, when a gate refused it)")
 	force := fs.Bool("force", false, "skip the cooldown (never the in-flight gate)")
-	eventJSON := fs.String("event", "", "event payload as a JSON object, visible as {{event}}")
+	eventJSON := fs.String("event", "", "event payload as a JSON object, visible as {{event}}; the hook's where: must accept it (75 when not)")
+	ignoreWhere := fs.Bool("ignore-where", false, "with --event: fire although the hook's where: rejects the event")
 	asJSON := fs.Bool("json", false, "print the run as JSON (with --wait, the final run) instead of its id, progress and outcome")
 	waitLock := waitLockFlag(fs)
 	pos, d, code, ok := c.setup(fs, args, 1, 1)
@@ -33,6 +34,10 @@ func cmdFire(c *cli, args []string) int {
 	c.quiet = *asJSON
 	event, ok := c.jsonObject("event", *eventJSON)
 	if !ok {
+		return exitUsage
+	}
+	if *ignoreWhere && event == nil {
+		fmt.Fprintln(c.stderr, "hookd fire: --ignore-where needs --event (a fire without an event is not judged by where:)")
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -60,7 +65,7 @@ func cmdFire(c *cli, args []string) int {
 			}
 		}
 		var ans api.RunAnswer
-		err := cl.Do(ctx, "POST", "/v1/hooks/"+name+"/fire", api.FireRequest{Event: event, Force: *force}, &ans)
+		err := cl.Do(ctx, "POST", "/v1/hooks/"+name+"/fire", api.FireRequest{Event: event, Force: *force, IgnoreWhere: *ignoreWhere}, &ans)
 		if code, done := c.fireRefused(err); done {
 			return code
 		}
@@ -85,7 +90,7 @@ func cmdFire(c *cli, args []string) int {
 	pp := c.progress()
 	unsubscribe := subscribeProgress(l.Engine, name, pp)
 	defer unsubscribe()
-	run, err := l.Engine.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force})
+	run, err := l.Engine.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force, IgnoreWhere: *ignoreWhere})
 	if code, done := c.fireRefused(err); done {
 		pp.close(0)
 		return code
@@ -264,7 +269,7 @@ func cmdEmit(c *cli, args []string) int {
 		if err := cl.Do(ctx, "POST", "/v1/events", req, &ans); err != nil {
 			return c.errorf("%v", err)
 		}
-		c.printEmitted(ans)
+		c.printEmitted(ans, req.Type)
 		if *wait {
 			worst := exitOK
 			for i, r := range ans.Runs {
@@ -285,14 +290,14 @@ func cmdEmit(c *cli, args []string) int {
 	em, err := l.Engine.EmitReport(ctx, ev)
 	if errors.Is(err, engine.ErrDuplicateEvent) {
 		ans := api.EmitAnswer{EventID: ev.ID, Seq: ev.Seq, Duplicate: true, Runs: []*engine.Run{}}
-		c.printEmitted(ans)
+		c.printEmitted(ans, req.Type)
 		return c.emitted(ans, exitOK)
 	}
 	if err != nil {
 		return c.errorf("%v", err)
 	}
 	ans := api.NewEmitAnswer(ev, em)
-	c.printEmitted(ans)
+	c.printEmitted(ans, req.Type)
 	worst := exitOK
 	finals := make([]*engine.Run, 0, len(ans.Runs))
 	for _, r := range ans.Runs {
@@ -321,7 +326,7 @@ func (c *cli) emitted(ans api.EmitAnswer, code int) int {
 	return emitCode(ans, code)
 }
 
-func (c *cli) printEmitted(ans api.EmitAnswer) {
+func (c *cli) printEmitted(ans api.EmitAnswer, typ string) {
 	if c.quiet {
 		return
 	}
@@ -340,7 +345,11 @@ func (c *cli) printEmitted(ans api.EmitAnswer) {
 		fmt.Fprintf(c.stderr, "event %s is stored; the cluster's scheduler (another node) dispatches it: see `hookd runs` for what it started\n", ans.EventID)
 		return
 	}
-	fmt.Fprintf(c.stdout, "event %s: %s\n", ans.EventID, engine.EmitCount(len(ans.Runs), len(ans.Refused)))
+	said := engine.EmitCount(len(ans.Runs), len(ans.Refused))
+	if ans.Fate != nil {
+		said = ans.Fate.Text(typ)
+	}
+	fmt.Fprintf(c.stdout, "event %s: %s\n", ans.EventID, said)
 	for _, r := range ans.Runs {
 		fmt.Fprintln(c.stdout, "  "+engine.RunLine(r))
 	}

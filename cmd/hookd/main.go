@@ -35,10 +35,11 @@ type command struct {
 
 var commands = []command{
 	{"serve", "[--hooks DIR] [--db PATH] [--config FILE] [--log-format text|json]", "run the daemon", cmdServe},
-	{"fire", "NAME [--wait] [--force] [--event JSON] [--json] [--wait-lock D]", "fire a hook through the running daemon, or in-process if none runs", cmdFire},
+	{"fire", "NAME [--wait] [--force] [--event JSON [--ignore-where]] [--json] [--wait-lock D]", "fire a hook through the running daemon, or in-process if none runs", cmdFire},
 	{"emit", "TYPE [key=value ...] [--data JSON] [--id ID] [--wait] [--json] [--wait-lock D]", "publish an event", cmdEmit},
 	{"list", "[--json] [--names]", "hooks, trigger, next due, last status", cmdList},
 	{"runs", "[NAME] [--status S] [--limit N] [--before ID] [--json]", "recent runs, newest first", cmdRuns},
+	{"events", "[--type TYPE] [--limit N] [--all] [--json]", "recent events, newest first, with what became of each", cmdEvents},
 	{"run", "ID|PREFIX|HOOK|last [--brief] [--json]", "one run: outcome and answer, then steps, prompt, tool calls, tokens", cmdRun},
 	{"search", "QUERY [--hook H] [--limit N] [--json]", "finished runs whose records best match the words", cmdSearch},
 	{"validate", "[DIR] [--json]", "check hook files; exit 1 on error", cmdValidate},
