@@ -56,7 +56,7 @@ prompt: "never sent: {{step_0}}"
 // model triaged it ends completed, but not green: `hookd fire --wait`
 // exits 3 (it exited 0, as for a success, before check_failed), the
 // run records check_failed naming the step, `hookd runs`, `hookd run`,
-// `hookd list`, `hookd status` and the API show it, notify targets with
+// `hookd list`, `hookd status`, `hookd watch` and the API show it, notify targets with
 // on: [failed] hear of it (outcome check_failed), and retry: {on:
 // [failed]} does not run it again. check: names a check step of any
 // kind; skip_llm_if_empty is no check.
@@ -91,6 +91,10 @@ func TestCheckFailedThroughDaemon(t *testing.T) {
 		if want := map[string]string{"nightly": "tests"}[h.Name]; h.LastCheckFailed != want {
 			t.Errorf("list --json: %s last_check_failed %q, want %q", h.Name, h.LastCheckFailed, want)
 		}
+	}
+	if out := e.must(0, "watch", "--since", "0", "--hook", "nightly", "--type", "hook.run.completed", "-n", "1").stdout; !strings.Contains(out, "completed nightly run "+id) ||
+		!strings.Contains(out, ", check failed: tests") {
+		t.Errorf("hookd watch does not show the check that failed:\n%s", out)
 	}
 	waitFor(t, "the check_failed notification", func() bool { return len(rc.got()) == 1 }, d.log.String)
 	if m := rc.got()[0]; m["hook"] != "nightly" || m["outcome"] != engine.OutcomeCheckFailed || m["check_failed"] != "tests" ||

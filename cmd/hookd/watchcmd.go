@@ -174,6 +174,7 @@ func (w *watcher) print(id, data string) error {
 //
 //	15:04:05.123 #12 started   backup run 01J… (schedule, 3ms late)
 //	15:04:06.456 #13 failed    backup run 01J… in 1.333s: step_0 failed: …
+//	03:00:09.001 #15 completed nightly run 01J… in 9s, check failed: tests
 //	15:04:05.200 #13 step      backup run 01J… step_0 (dump) shell: ok in 1.2s
 //	15:04:07.000 #14 event     deploy.finished env=prod service=api (api)
 func eventLine(ev *api.Event) string {
@@ -196,6 +197,9 @@ func eventLine(ev *api.Event) string {
 			line += " in " + engine.ElapsedText(time.Duration(ms*float64(time.Millisecond)))
 		} else if t := str("trigger"); t != "" {
 			line += " (" + t + ")"
+		}
+		if c := str("check_failed"); c != "" {
+			line += ", check failed: " + c
 		}
 		if why := strings.TrimSpace(str("reason") + " " + str("error")); why != "" {
 			line += ": " + engine.OneLine(why, 160)
