@@ -18,13 +18,14 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/handlers"
 	"github.com/hookd/hookd/internal/procjournal"
+	"github.com/hookd/hookd/process"
+	_ "github.com/hookd/hookd/steps" // registers the step kinds
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/store/postgres"
 	"github.com/hookd/hookd/triggers"
 
 	_ "time/tzdata" // time zones on machines without zone files
-
-	"github.com/hookd/hookd/steps" // also registers the step kinds
+	// also registers the step kinds
 )
 
 // ProcJournalSuffix names the process journal after the database
@@ -274,7 +275,7 @@ func Open(ctx context.Context, d *config.Daemon, holder string, log *slog.Logger
 		Database:       absPath(d.DB),
 		Credentials:    CredentialEnv(d),
 		Store:          l.Store,
-		Reap:           steps.ReapGroup,
+		Reap:           process.ReapGroup,
 		Procs:          l.procs,
 		Events:         triggers.NewEventIndex(),
 		Prompt:         PromptRenderer(d),

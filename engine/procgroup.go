@@ -15,8 +15,8 @@ type ProcGroup struct {
 	PGID  int    `json:"pgid"`
 	Start uint64 `json:"start,omitempty"` // the leader's start time, in clock ticks after boot (/proc/PID/stat)
 	// StartEnd, when set, makes Start the first of the ticks the leader
-	// may have started in and StartEnd the last (steps.Command reads the
-	// clock around the fork instead of /proc: see steps.ReapGroup).
+	// may have started in and StartEnd the last (process.Command reads the
+	// clock around the fork instead of /proc: see process.ReapGroup).
 	StartEnd uint64 `json:"start_end,omitempty"`
 	Boot     string `json:"boot,omitempty"` // the boot it ran in (/proc/sys/kernel/random/boot_id)
 	Step     int    `json:"step"`           // the index of the step that started it; -1 for a tool of the model stage

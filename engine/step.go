@@ -55,17 +55,17 @@ type StepEnv struct {
 	// says what became of each hook the event matched (EmitReport).
 	Emit func(ctx context.Context, typ string, data map[string]any) (*Emitted, error)
 	// Redactor replaces the hook's secrets; a step that caps what it
-	// keeps redacts before it cuts (steps.Command.Redactor). The engine
+	// keeps redacts before it cuts (process.Command.Redactor). The engine
 	// redacts the step's result when it returns; nil redacts nothing.
 	Redactor *Redactor
 	// TrackProcess, when set, records a process group the step started
-	// (steps.Command.Track), so that a hookd started after a crash can
+	// (process.Command.Track), so that a hookd started after a crash can
 	// kill what the step left running, and returns the function that
 	// drops the record once the group has ended (nil: none to drop).
 	TrackProcess func(ProcGroup) (done func())
 	// Sandbox is the policy of the hook's processes (Engine.SandboxPolicy);
 	// a step that starts one contains it so, with what the step declares
-	// on top (steps.Command.Policy). Nil: unconfined.
+	// on top (process.Command.Policy). Nil: unconfined.
 	Sandbox *sandbox.Policy
 }
 

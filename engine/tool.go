@@ -58,10 +58,10 @@ type ToolEnv struct {
 	Fire func(ctx context.Context, hook string, event map[string]any) (*Run, error)
 	// Redactor replaces the hook's secrets (see Redactor); nil redacts
 	// nothing. Tool results go through it before the model sees them,
-	// command output as it streams (steps.Command.Redactor).
+	// command output as it streams (process.Command.Redactor).
 	Redactor *Redactor
 	// TrackProcess, when set, records a process group a tool started in
-	// the run's record (steps.Command.Track), as StepEnv.TrackProcess.
+	// the run's record (process.Command.Track), as StepEnv.TrackProcess.
 	TrackProcess func(ProcGroup) (done func())
 	// Lifecycle holds the handlers of the llm:call:* and tool:call:*
 	// points; nil means none.

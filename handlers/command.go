@@ -12,8 +12,8 @@ import (
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 	"github.com/hookd/hookd/sandbox"
-	"github.com/hookd/hookd/steps"
 )
 
 // MaxOutput caps what a command handler's stdout and stderr each keep.
@@ -137,7 +137,7 @@ func Command(h *config.Handler, environ []string) engine.Handler {
 		if err != nil {
 			return engine.Decision{}, fmt.Errorf("encode payload: %w", err)
 		}
-		cmd := &steps.Command{
+		cmd := &process.Command{
 			Argv: h.Command, Dir: h.Dir, Stdin: bytes.NewReader(in), Timeout: h.Timeout,
 			KillGrace: killGrace, MaxOutput: MaxOutput,
 			Env: append(append([]string(nil), environ...),
@@ -150,7 +150,7 @@ func Command(h *config.Handler, environ []string) engine.Handler {
 }
 
 // decide reads a command's answer.
-func decide(point engine.Point, res steps.CommandResult) (engine.Decision, error) {
+func decide(point engine.Point, res process.CommandResult) (engine.Decision, error) {
 	switch {
 	case res.TimedOut:
 		return engine.Decision{}, fmt.Errorf("command timed out after %s", res.Duration.Round(time.Millisecond))

@@ -4,13 +4,15 @@ import (
 	"context"
 	"runtime"
 	"testing"
+
+	"github.com/hookd/hookd/process"
 )
 
 // A command's output is copied with pooled buffers: running `true` many
 // times allocates well under the 64 KB a run that io.Copy's own buffers
 // (32 KB for stdout, 32 KB for stderr) cost before.
 func TestCommandOutputCopyAllocations(t *testing.T) {
-	c := Command{Argv: []string{"/bin/sh", "-c", "echo out; echo err >&2"}}
+	c := process.Command{Argv: []string{"/bin/sh", "-c", "echo out; echo err >&2"}}
 	ctx := context.Background()
 	if r := c.Run(ctx); r.Err != nil || r.Stdout != "out\n" || r.Stderr != "err\n" {
 		t.Fatalf("first run: %+v", r)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 // fakeRecords is an in-memory engine.RecordReader; runs and events are
@@ -332,7 +333,7 @@ func TestDBQueryTimeout(t *testing.T) {
 	if !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("err = %v; want it to say timed out", err)
 	}
-	if d := time.Since(start); d > hangBound {
+	if d := time.Since(start); d > testtool.HangBound {
 		t.Errorf("took %v after a 200ms timeout", d)
 	}
 }

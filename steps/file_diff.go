@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 )
 
 func init() {
@@ -96,7 +97,7 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	}); err != nil {
 		return fail(res, err)
 	}
-	out := newCapBuffer(s.repo.maxOutput)
+	out := process.NewCapBuffer(s.repo.maxOutput)
 	truncated := false
 	r, err := git.run(ctx, gitCmd{args: append(append([]string{"diff", "--relative", "--no-color"}, gitDiffArgs...), base, "--", p)})
 	if err != nil {

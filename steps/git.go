@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 	"github.com/hookd/hookd/sandbox"
 )
 
@@ -57,7 +58,7 @@ func newGitRepo(def *engine.StepDef, cfg engine.Decoder, c gitConfig) (gitRepo, 
 		return g, fieldErr(cfg, "max_files", "must be > 0 (got %d)", c.MaxFiles)
 	}
 	if g.maxOutput == 0 {
-		g.maxOutput = DefaultMaxOutput
+		g.maxOutput = process.DefaultMaxOutput
 	}
 	if g.maxFiles == 0 {
 		g.maxFiles = DefaultMaxFiles
@@ -172,9 +173,9 @@ func (g *gitRepo) open(ctx context.Context, env *engine.StepEnv, res *engine.Ste
 // run runs git in the session's directory, without a shell, a pager,
 // prompts or colour. A failure to start, a timeout and an exit code not
 // in okCodes are errors carrying git's stderr.
-func (s *gitSession) run(ctx context.Context, gc gitCmd) (CommandResult, error) {
+func (s *gitSession) run(ctx context.Context, gc gitCmd) (process.CommandResult, error) {
 	g := s.repo
-	c := Command{
+	c := process.Command{
 		Argv:      append(append(append([]string{"git"}, gitSafeArgs...), gc.globals...), gc.args...),
 		Dir:       s.dir,
 		Env:       s.env,
@@ -186,13 +187,13 @@ func (s *gitSession) run(ctx context.Context, gc gitCmd) (CommandResult, error) 
 	if c.MaxOutput == 0 {
 		c.MaxOutput = g.maxOutput
 	}
-	var sw *splitWriter
+	var sw *process.SplitWriter
 	if gc.tee != nil {
 		sep := byte('\n')
 		if gc.nul {
 			sep = 0
 		}
-		sw = newSplitWriter(sep, gc.tee)
+		sw = process.NewSplitWriter(sep, gc.tee)
 		c.Tee = sw
 		// The records are all the caller wants of stdout; the cap
 		// leaves room for an error message on stderr.
@@ -203,7 +204,7 @@ func (s *gitSession) run(ctx context.Context, gc gitCmd) (CommandResult, error) 
 		sw.Flush()
 	}
 	if s.res != nil {
-		s.res.Fields["containment"] = containment(c.Policy, r)
+		s.res.Fields["containment"] = process.Containment(c.Policy, r)
 	}
 	if r.Err != nil {
 		return r, fmt.Errorf("git %s: %w", gc.args[0], r.Err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 )
 
 // DefaultMaxCommits is how many commits git_log lists when the step sets
@@ -207,7 +208,7 @@ func (s *gitLogStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Step
 		return fail(res, err)
 	}
 
-	out := newCapBuffer(s.repo.maxOutput)
+	out := process.NewCapBuffer(s.repo.maxOutput)
 	list := make([]any, 0, len(commits))
 	for _, c := range commits {
 		fmt.Fprintf(out, "%s %s %s: %s\n", c.short, c.date, c.author, c.subject)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
+	"github.com/hookd/hookd/process"
 )
 
 // commitAt commits everything in dir with the given author and committer
@@ -158,10 +160,10 @@ func TestGitTimeout(t *testing.T) {
 			s := mustStep(t, kind, src, 300*time.Millisecond)
 			start := time.Now()
 			_, err := runStep(t, s, gitStepEnv(t, workdir, env, nil))
-			if !errors.Is(err, ErrTimeout) {
+			if !errors.Is(err, process.ErrTimeout) {
 				t.Errorf("err = %v; want a timeout", err)
 			}
-			if d := time.Since(start); d > hangBound {
+			if d := time.Since(start); d > testtool.HangBound {
 				t.Errorf("took %v", d)
 			}
 		})

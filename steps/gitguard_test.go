@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hookd/hookd/process"
 )
 
 // fakeBareRepo writes, as plain files, the bare repository a model or an
@@ -36,9 +38,9 @@ func ranCanary(t *testing.T, canary string) bool {
 }
 
 // runGit runs git as a plain process would, with env, in dir.
-func runGit(t *testing.T, dir string, env []string, args ...string) CommandResult {
+func runGit(t *testing.T, dir string, env []string, args ...string) process.CommandResult {
 	t.Helper()
-	c := Command{Argv: append([]string{"git"}, args...), Dir: dir, Env: env}
+	c := process.Command{Argv: append([]string{"git"}, args...), Dir: dir, Env: env}
 	return c.Run(context.Background())
 }
 

@@ -119,28 +119,6 @@ func field(r *engine.StepResult, name string) any {
 	return v
 }
 
-// untilReady runs try with a timeout doubled from first until ready says
-// the command got, before its timeout, to the point the test looks at: on
-// a loaded machine a shell may take longer than a short timeout to get
-// anywhere, and then there is nothing to check. It returns the last
-// result and its timeout (at most about 20 s).
-func untilReady[R any](t testing.TB, first time.Duration, try func(timeout time.Duration) R, ready func(R) bool) (R, time.Duration) {
-	t.Helper()
-	for d := first; ; d *= 2 {
-		r := try(d)
-		if ready(r) || d >= 10*time.Second {
-			return r, d
-		}
-		t.Logf("the command was not ready within its %s timeout; trying again with %s", d, 2*d)
-	}
-}
-
-// hangBound is how long a step or command may take after its timeout
-// before a test says it waited for what it should have stopped (a 30 s
-// sleep, a server that never answers, an endless query). It is that
-// loose so that a loaded machine never trips it.
-const hangBound = 20 * time.Second
-
 // fileExists reports whether path exists.
 func fileExists(path string) bool {
 	_, err := os.Stat(path)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 )
 
 // Defaults of the http step.
@@ -223,7 +224,7 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 		return fail(res, err)
 	}
 	defer resp.Body.Close()
-	data, cut, err := ReadHead(resp.Body, s.maxBody, env.Redactor)
+	data, cut, err := process.ReadHead(resp.Body, s.maxBody, env.Redactor)
 	res.StatusCode = resp.StatusCode
 	res.Fields["status"] = resp.Status
 	res.Fields["url"] = resp.Request.URL.Redacted()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 func TestHTTPNewErrors(t *testing.T) {
@@ -132,7 +133,7 @@ func TestHTTPTimeout(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("err = %v; want a timeout", err)
 	}
-	if d := time.Since(start); d > hangBound {
+	if d := time.Since(start); d > testtool.HangBound {
 		t.Errorf("took %v", d)
 	}
 	if field(res, "status_code") != 0 {

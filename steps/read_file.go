@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 )
 
 // DefaultMaxFileBytes is how much of a file read_file keeps when the step
@@ -145,7 +146,7 @@ func (s *readFileStep) read(f io.ReadSeeker, size int64, red *engine.Redactor) (
 	if s.tail {
 		return s.readTail(f, size, red)
 	}
-	data, cut, err := ReadHead(f, s.maxBytes, red)
+	data, cut, err := process.ReadHead(f, s.maxBytes, red)
 	if err != nil {
 		return nil, false, err
 	}
@@ -160,7 +161,7 @@ func (s *readFileStep) read(f io.ReadSeeker, size int64, red *engine.Redactor) (
 // readTail keeps the end of the file: at most maxBytes, starting at a
 // line boundary when it had to seek, and at most maxLines lines.
 func (s *readFileStep) readTail(f io.ReadSeeker, size int64, red *engine.Redactor) ([]byte, bool, error) {
-	data, cut, err := readTail(f, size, s.maxBytes, red)
+	data, cut, err := process.ReadTail(f, size, s.maxBytes, red)
 	if err != nil {
 		return nil, false, err
 	}
@@ -209,15 +210,4 @@ func countLines(b []byte) int {
 		n++
 	}
 	return n
-}
-
-// trimPartialRune drops an incomplete UTF-8 sequence at the end of b.
-func trimPartialRune(b []byte) []byte {
-	for i := 0; i < utf8.UTFMax-1 && len(b) > 0; i++ {
-		if r, size := utf8.DecodeLastRune(b); r != utf8.RuneError || size != 1 {
-			break
-		}
-		b = b[:len(b)-1]
-	}
-	return b
 }

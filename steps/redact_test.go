@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 )
 
 const capSecret = "s3cr3t-9f8e7d6c5b4a"
@@ -70,7 +71,7 @@ func TestCommandEnvScrubbed(t *testing.T) {
 	t.Setenv("HOOKD_TOKEN", "daemon-token-0123456789")
 	t.Setenv("OPENAI_API_KEY", "sk-daemon-0123456789")
 	t.Setenv("LC_TESTING", "kept")
-	c := &Command{Argv: []string{"env"}}
+	c := &process.Command{Argv: []string{"env"}}
 	r := c.Run(context.Background())
 	if r.Err != nil {
 		t.Fatal(r.Err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
+	"github.com/hookd/hookd/process"
 )
 
 // encodedSecrets are values a program encodes for the attacks below: one
@@ -59,7 +60,7 @@ func encodedLeak(out, prefix, secret string) string {
 // prefix, through a Command with red (nil: none), and returns stdout.
 func runEncoder(t *testing.T, script, prefix, secret string, red *engine.Redactor) string {
 	t.Helper()
-	c := &Command{Argv: []string{"sh", "-c", script}, Redactor: red, Env: []string{
+	c := &process.Command{Argv: []string{"sh", "-c", script}, Redactor: red, Env: []string{
 		"PATH=" + os.Getenv("PATH"), "LC_ALL=C.UTF-8", "PYTHONIOENCODING=utf-8", "S=" + secret, "P=" + prefix}}
 	r := c.Run(context.Background())
 	if r.Err != nil || r.ExitCode != 0 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 )
 
 // DefaultTestTimeout bounds a run_tests step whose definition sets no
@@ -89,7 +90,7 @@ func (s *runTestsStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 		return fail(res, err)
 	}
 	parser := newTestParser(s.framework)
-	lines := newSplitWriter('\n', parser.line)
+	lines := process.NewSplitWriter('\n', parser.line)
 	c.MergeOutput = true
 	c.Tee = lines
 	r := c.Run(ctx)
@@ -103,7 +104,7 @@ func (s *runTestsStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	res.Output = r.Stdout
 	res.Fields["output"] = r.Stdout
 	res.Fields["stdout"] = r.Stdout
-	res.Fields["containment"] = containment(c.Policy, r)
+	res.Fields["containment"] = process.Containment(c.Policy, r)
 	res.Fields["passed"] = r.Err == nil && r.ExitCode == 0 && rep.Failed == 0
 	res.Fields["failures"] = failures
 	res.Fields["failure_count"] = rep.Failed

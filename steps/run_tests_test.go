@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
+	"github.com/hookd/hookd/process"
 )
 
 func readFixture(t testing.TB, name string) string {
@@ -258,13 +260,13 @@ func TestRunTestsTimeout(t *testing.T) {
 		res *engine.StepResult
 		err error
 	}
-	r, _ := untilReady(t, 300*time.Millisecond, func(timeout time.Duration) result {
+	r, _ := testtool.UntilReady(t, 300*time.Millisecond, func(timeout time.Duration) result {
 		s := mustStep(t, "run_tests", `command: "echo '--- FAIL: TestA (0.00s)'; sleep 30"`, timeout)
 		res, err := runStep(t, s, stepEnv(t, nil))
 		return result{res, err}
 	}, func(r result) bool { return strings.Contains(r.res.Output, "--- FAIL: TestA") })
 	res, err := r.res, r.err
-	if !errors.Is(err, ErrTimeout) || field(res, "timed_out") != true || res.Fields["passed"] != false {
+	if !errors.Is(err, process.ErrTimeout) || field(res, "timed_out") != true || res.Fields["passed"] != false {
 		t.Errorf("err %v timed_out %v passed %v", err, field(res, "timed_out"), res.Fields["passed"])
 	}
 	if !strings.Contains(res.Output, "--- FAIL: TestA") || !strings.Contains(res.Output, "hookd: command timed out") {

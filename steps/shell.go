@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 )
 
 // DefaultShellTimeout bounds a shell step whose definition sets no timeout.
@@ -182,7 +183,7 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 	res.Output = r.Stdout
 	res.Fields["stdout"] = r.Stdout
 	res.Fields["stderr"] = r.Stderr
-	res.Fields["containment"] = containment(c.Policy, r)
+	res.Fields["containment"] = process.Containment(c.Policy, r)
 	res.ExitCode, res.TimedOut, res.Truncated = new(r.ExitCode), r.TimedOut, r.Truncated
 	if len(r.Killed) > 0 {
 		res.Fields["killed_pids"] = pids(r.Killed)
@@ -198,10 +199,10 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 
 // command builds the process to run for env: its environment (with the
 // placeholder values), argv and working directory.
-func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
+func (s *shellStep) command(env *engine.StepEnv) (process.Command, error) {
 	scope := scopeOf(env)
 
-	c := Command{Timeout: s.timeout, MaxOutput: s.maxOutput, Redactor: env.Redactor, Detach: s.detach, Track: env.TrackProcess, Policy: env.Sandbox}
+	c := process.Command{Timeout: s.timeout, MaxOutput: s.maxOutput, Redactor: env.Redactor, Detach: s.detach, Track: env.TrackProcess, Policy: env.Sandbox}
 	base := env.Env
 	if base == nil {
 		base = engine.ChildEnv(os.Environ(), nil, nil)
@@ -214,14 +215,14 @@ func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 	for _, e := range s.env {
 		v, err := engine.Expand(e.tmpl, scope, nil)
 		if err != nil {
-			return Command{}, fmt.Errorf("env.%s: %w", e.name, err)
+			return process.Command{}, fmt.Errorf("env.%s: %w", e.name, err)
 		}
 		if strings.IndexByte(v, 0) >= 0 {
-			return Command{}, fmt.Errorf("env.%s: value contains a NUL byte, which cannot be passed to a process", e.name)
+			return process.Command{}, fmt.Errorf("env.%s: value contains a NUL byte, which cannot be passed to a process", e.name)
 		}
 		if where := s.envOptionAt(e.name); where != "" && !s.allowOpts {
 			if err := checkOptionValue(v, where); err != nil {
-				return Command{}, fmt.Errorf("env.%s: %w", e.name, err)
+				return process.Command{}, fmt.Errorf("env.%s: %w", e.name, err)
 			}
 		}
 		c.Env = append(c.Env, e.name+"="+v)
@@ -229,7 +230,7 @@ func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 	if s.script != nil {
 		vars, err := s.script.vars(scope, s.allowOpts)
 		if err != nil {
-			return Command{}, fmt.Errorf("command: %w", err)
+			return process.Command{}, fmt.Errorf("command: %w", err)
 		}
 		c.Env = append(c.Env, vars...)
 		c.Argv = []string{"/bin/sh", "-c", s.script.text}
@@ -238,14 +239,14 @@ func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 		for i, a := range s.argv {
 			v, err := engine.Expand(a, scope, nil)
 			if err != nil {
-				return Command{}, fmt.Errorf("command[%d]: %w", i, err)
+				return process.Command{}, fmt.Errorf("command[%d]: %w", i, err)
 			}
 			if strings.IndexByte(v, 0) >= 0 {
-				return Command{}, fmt.Errorf("command[%d]: value contains a NUL byte, which cannot be passed to a process", i)
+				return process.Command{}, fmt.Errorf("command[%d]: value contains a NUL byte, which cannot be passed to a process", i)
 			}
 			if s.argvOpt[i] != "" && !s.allowOpts {
 				if err := checkOptionValue(v, s.argvOpt[i]); err != nil {
-					return Command{}, fmt.Errorf("command[%d]: %w", i, err)
+					return process.Command{}, fmt.Errorf("command[%d]: %w", i, err)
 				}
 			}
 			c.Argv[i] = v
@@ -253,7 +254,7 @@ func (s *shellStep) command(env *engine.StepEnv) (Command, error) {
 	}
 	dir, err := s.dir(env.Workdir, scope)
 	if err != nil {
-		return Command{}, fmt.Errorf("workdir: %w", err)
+		return process.Command{}, fmt.Errorf("workdir: %w", err)
 	}
 	c.Dir = dir
 	// The git the script runs may not run what a repository configures
@@ -442,7 +443,7 @@ func shellQuote(s string) string {
 }
 
 // pids lists the processes' ids, for a step's fields.
-func pids(ps []Process) []int {
+func pids(ps []process.Process) []int {
 	out := make([]int, len(ps))
 	for i, p := range ps {
 		out[i] = p.PID

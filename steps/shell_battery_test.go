@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
+	"github.com/hookd/hookd/process"
 )
 
 // batteryValues builds hostile values combinatorially: a prefix and a
@@ -179,7 +180,7 @@ func TestShellBattery(t *testing.T) {
 
 // runBattery builds the step for values in context bc as a hook file
 // would hold it and runs it with shell as /bin/sh.
-func runBattery(t *testing.T, bc batteryContext, values []string, shell, dir string) (CommandResult, error) {
+func runBattery(t *testing.T, bc batteryContext, values []string, shell, dir string) (process.CommandResult, error) {
 	t.Helper()
 	event := map[string]any{}
 	var src strings.Builder
@@ -228,7 +229,7 @@ func runBattery(t *testing.T, bc batteryContext, values []string, shell, dir str
 	env := &engine.StepEnv{Workdir: dir, Env: os.Environ(), Scope: &engine.Scope{Hook: "battery", Event: event}}
 	c, err := s.(*shellStep).command(env)
 	if err != nil {
-		return CommandResult{}, err
+		return process.CommandResult{}, err
 	}
 	if !bc.argv {
 		// The string form runs as /bin/sh -c SCRIPT, as documented;

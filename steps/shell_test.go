@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
+	"github.com/hookd/hookd/process"
 	"gopkg.in/yaml.v3"
 )
 
@@ -263,7 +265,7 @@ func TestShellTimeout(t *testing.T) {
 		err error
 	}
 	var elapsed time.Duration
-	r, timeout := untilReady(t, 300*time.Millisecond, func(timeout time.Duration) result {
+	r, timeout := testtool.UntilReady(t, 300*time.Millisecond, func(timeout time.Duration) result {
 		_ = os.Remove(pidFile)
 		s := mustShellStep(t, `command: "sleep 30 & echo $! > pid; sleep 30"`, timeout)
 		start := time.Now()
@@ -272,10 +274,10 @@ func TestShellTimeout(t *testing.T) {
 		return result{res, err}
 	}, func(result) bool { return fileExists(pidFile) })
 	res, err := r.res, r.err
-	if elapsed > hangBound {
+	if elapsed > testtool.HangBound {
 		t.Fatalf("Run took %v after the timeout: it waited for the sleep", elapsed)
 	}
-	if !errors.Is(err, ErrTimeout) || res.Error == "" {
+	if !errors.Is(err, process.ErrTimeout) || res.Error == "" {
 		t.Errorf("err %v, Error %q; want a timeout", err, res.Error)
 	}
 	if field(res, "timed_out") != true || field(res, "exit_code") != -1 {
@@ -290,7 +292,7 @@ func TestShellTimeout(t *testing.T) {
 	}
 	var pid int
 	fmt.Sscan(string(b), &pid)
-	if !waitGone(pid, 5*time.Second) {
+	if !testtool.WaitGone(pid, 5*time.Second) {
 		t.Errorf("background grandchild %d survived the timeout", pid)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hookd/hookd/process"
 )
 
 // DefaultMaxFailures is how many failure names a TestReport keeps when the
@@ -74,7 +76,7 @@ func newTestParser(framework string) testParser {
 // Framework constants; maxFailures <= 0 means DefaultMaxFailures.
 func ParseTests(framework, output string, maxFailures int) TestReport {
 	p := newTestParser(framework)
-	w := newSplitWriter('\n', p.line)
+	w := process.NewSplitWriter('\n', p.line)
 	w.Write([]byte(output))
 	w.Flush()
 	return p.report(maxFailures)
@@ -114,7 +116,7 @@ func newFailureSet() *failureSet { return &failureSet{seen: map[string]bool{}} }
 func (f *failureSet) add(name string) {
 	name = strings.TrimSpace(name)
 	if len(name) > maxFailureName {
-		name = string(trimPartialRune([]byte(name[:maxFailureName]))) + "..."
+		name = string(process.TrimPartialRune([]byte(name[:maxFailureName]))) + "..."
 	}
 	if name == "" || f.seen[name] {
 		return

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 	"github.com/hookd/hookd/steps"
 )
 
@@ -66,7 +67,7 @@ func runCommand(ctx context.Context, env *engine.ToolEnv, a *commandArgs) (strin
 	if err != nil {
 		return "", err
 	}
-	cmd := &steps.Command{Argv: a.Argv, Dir: dir, Env: environ, Timeout: timeout, MaxOutput: commandMaxOutput,
+	cmd := &process.Command{Argv: a.Argv, Dir: dir, Env: environ, Timeout: timeout, MaxOutput: commandMaxOutput,
 		Redactor: env.Redactor, Track: env.TrackProcess, Policy: env.Sandbox}
 	if a.Stdin != "" {
 		cmd.Stdin = strings.NewReader(a.Stdin)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/process"
 	"github.com/hookd/hookd/steps"
 )
 
@@ -70,7 +71,7 @@ func httpGet(ctx context.Context, env *engine.ToolEnv, a *httpArgs) (string, err
 	defer resp.Body.Close()
 	// Redacted before it is cut, so that a secret across the cut is
 	// replaced whole.
-	body, truncated, err := steps.ReadHead(resp.Body, httpMaxBody, env.Redactor)
+	body, truncated, err := process.ReadHead(resp.Body, httpMaxBody, env.Redactor)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", u.Redacted(), err)
 	}

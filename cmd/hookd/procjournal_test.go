@@ -85,7 +85,7 @@ func slotBytes(t *testing.T, run string, g engine.ProcGroup) []byte {
 // and the step's background grandchild to run, and for the journal to
 // record the step's group; it returns the run and their pids.
 //
-// The journal is written while the step already runs (steps.Command
+// The journal is written while the step already runs (process.Command
 // records the group in parallel with the command), so on a loaded
 // machine the step can write its pid files before its slot is in the
 // file: the test waits for both.

@@ -5,7 +5,7 @@
 //
 // The record has to outlive the hookd process, not the machine: after a
 // reboot every process group is gone, and a record of another boot is
-// never acted on (steps.ReapGroup compares boot ids). So it needs no
+// never acted on (process.ReapGroup compares boot ids). So it needs no
 // database commit and no fsync: a group is recorded with one pwrite(2)
 // into a fixed-size slot of the file, and its slot is cleared with
 // another when the step is done with the group. A kill of hookd, even

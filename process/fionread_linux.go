@@ -1,4 +1,4 @@
-package steps
+package process
 
 import "golang.org/x/sys/unix"
 

@@ -1,4 +1,4 @@
-package steps
+package process
 
 import "bytes"
 
@@ -6,23 +6,23 @@ import "bytes"
 // record is dropped.
 const maxLineLen = 64 << 10
 
-// splitWriter cuts a stream into records ended by sep and hands each to
+// SplitWriter cuts a stream into records ended by sep and hands each to
 // fn without the separator, as the stream arrives. Memory stays bounded
 // by maxLineLen whatever is written. Call Flush at the end for a last
 // record without a separator.
-type splitWriter struct {
+type SplitWriter struct {
 	sep  byte
 	fn   func(string)
 	buf  []byte
 	long bool // the record in buf went past maxLineLen
 }
 
-func newSplitWriter(sep byte, fn func(string)) *splitWriter {
-	return &splitWriter{sep: sep, fn: fn}
+func NewSplitWriter(sep byte, fn func(string)) *SplitWriter {
+	return &SplitWriter{sep: sep, fn: fn}
 }
 
 // Write never fails.
-func (w *splitWriter) Write(p []byte) (int, error) {
+func (w *SplitWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, w.sep)
@@ -38,7 +38,7 @@ func (w *splitWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (w *splitWriter) keep(p []byte) {
+func (w *SplitWriter) keep(p []byte) {
 	if room := maxLineLen - len(w.buf); room < len(p) {
 		p, w.long = p[:max(room, 0)], true
 	}
@@ -46,7 +46,7 @@ func (w *splitWriter) keep(p []byte) {
 }
 
 // Flush hands over a last record that had no separator.
-func (w *splitWriter) Flush() {
+func (w *SplitWriter) Flush() {
 	if len(w.buf) > 0 || w.long {
 		w.fn(string(w.buf))
 		w.buf, w.long = w.buf[:0], false

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package steps
+package process
 
 // fionread asks how many bytes a pipe holds: FIONREAD, _IOR('f', 127,
 // int) in <sys/filio.h>, which is 0x4004667f on macOS, the BSDs, illumos

@@ -1,4 +1,4 @@
-package steps
+package process
 
 import (
 	"strings"
@@ -27,11 +27,11 @@ func sandboxNote(p *sandbox.Policy, out string) string {
 	return strings.Join(notes, "\n")
 }
 
-// containment says what confined a command that ran under policy p, for
+// Containment says what confined a command that ran under policy p, for
 // its step's containment field: the sandbox's account ("landlock ABI 7,
 // mount namespace, network: none (namespace), cgroup"), or why nothing
 // did. "" for a command run without a policy.
-func containment(p *sandbox.Policy, r CommandResult) string {
+func Containment(p *sandbox.Policy, r CommandResult) string {
 	switch {
 	case r.Containment != "":
 		return r.Containment

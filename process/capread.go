@@ -1,8 +1,9 @@
-package steps
+package process
 
 import (
 	"bytes"
 	"io"
+	"unicode/utf8"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -26,17 +27,17 @@ func ReadHead(r io.Reader, limit int, red *engine.Redactor) ([]byte, bool, error
 	}
 	data := out.Bytes()
 	if len(data) > limit {
-		data, cut = trimPartialRune(data[:limit]), true
+		data, cut = TrimPartialRune(data[:limit]), true
 	}
 	return data, cut, nil
 }
 
-// readTail reads the end of f, which is size bytes long: at most limit
+// ReadTail reads the end of f, which is size bytes long: at most limit
 // bytes of its text once red has replaced the secrets in it, and whether
 // anything before that was left out. It reads from limit plus red's span
 // before the end and redacts before it cuts; a secret cut at the start
 // of what it read, whose end would be left, is trimmed away.
-func readTail(f io.ReadSeeker, size int64, limit int, red *engine.Redactor) ([]byte, bool, error) {
+func ReadTail(f io.ReadSeeker, size int64, limit int, red *engine.Redactor) ([]byte, bool, error) {
 	from := max(0, size-int64(limit+red.Span()))
 	if from > 0 {
 		if _, err := f.Seek(from, io.SeekStart); err != nil {
@@ -56,4 +57,15 @@ func readTail(f io.ReadSeeker, size int64, limit int, red *engine.Redactor) ([]b
 		text = red.TrimCutStart(text)
 	}
 	return []byte(text), cut, nil
+}
+
+// TrimPartialRune drops an incomplete UTF-8 sequence at the end of b.
+func TrimPartialRune(b []byte) []byte {
+	for i := 0; i < utf8.UTFMax-1 && len(b) > 0; i++ {
+		if r, size := utf8.DecodeLastRune(b); r != utf8.RuneError || size != 1 {
+			break
+		}
+		b = b[:len(b)-1]
+	}
+	return b
 }

@@ -1,4 +1,4 @@
-package steps
+package process
 
 import (
 	"context"
@@ -153,7 +153,7 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 		res.Err = fmt.Errorf("start %s: %w", c.Argv[0], err)
 		return res
 	}
-	stdout, stderr := newCapBuffer(limit), newCapBuffer(limit)
+	stdout, stderr := NewCapBuffer(limit), NewCapBuffer(limit)
 	var outW, errW io.Writer = stdout, stderr
 	if c.Tee != nil {
 		outW = &teeWriter{stdout, c.Tee}
@@ -442,7 +442,7 @@ func lookPath(name string, env []string) (string, error) {
 // teeWriter writes to a capBuffer and copies to w, whose errors it
 // ignores so that the command never sees a broken pipe because of it.
 type teeWriter struct {
-	buf *capBuffer
+	buf *CapBuffer
 	w   io.Writer
 }
 
@@ -451,10 +451,10 @@ func (t *teeWriter) Write(p []byte) (int, error) {
 	return t.buf.Write(p)
 }
 
-// capBuffer keeps the first and the last bytes written to it, at most
+// CapBuffer keeps the first and the last bytes written to it, at most
 // limit in all, and counts the rest. Memory stays below limit whatever is
 // written.
-type capBuffer struct {
+type CapBuffer struct {
 	headCap int
 	head    []byte
 	tailCap int
@@ -463,14 +463,14 @@ type capBuffer struct {
 	total   int64
 }
 
-func newCapBuffer(limit int) *capBuffer {
+func NewCapBuffer(limit int) *CapBuffer {
 	h := limit / 2
-	return &capBuffer{headCap: h, tailCap: limit - h}
+	return &CapBuffer{headCap: h, tailCap: limit - h}
 }
 
 // Write never fails, so the command never sees a broken pipe because of
 // the cap.
-func (b *capBuffer) Write(p []byte) (int, error) {
+func (b *CapBuffer) Write(p []byte) (int, error) {
 	n := len(p)
 	b.total += int64(n)
 	if room := b.headCap - len(b.head); room > 0 {
@@ -531,7 +531,7 @@ func appendCapped(dst, p []byte, limit int) []byte {
 
 // String returns what was kept and whether anything was dropped. Cuts are
 // moved to UTF-8 boundaries so that no character is split.
-func (b *capBuffer) String() (string, bool) {
+func (b *CapBuffer) String() (string, bool) {
 	kept := int64(len(b.head) + len(b.tail))
 	tail := b.tail
 	if len(b.tail) == b.tailCap && b.tailPos > 0 {
@@ -543,7 +543,7 @@ func (b *capBuffer) String() (string, bool) {
 		return string(b.head) + string(tail), false
 	}
 	// Drop a partial rune at the end of the head and at the start of the tail.
-	head := trimPartialRune(b.head)
+	head := TrimPartialRune(b.head)
 	for i := 0; i < utf8.UTFMax-1 && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
 		tail = tail[1:]
 	}

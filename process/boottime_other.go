@@ -1,6 +1,6 @@
 //go:build !linux
 
-package steps
+package process
 
 // bootTick is unknown without Linux's CLOCK_BOOTTIME (and /proc): a group
 // is recorded with the /proc read, which fails, and is never reaped.

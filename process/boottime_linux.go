@@ -1,4 +1,4 @@
-package steps
+package process
 
 import "golang.org/x/sys/unix"
 
@@ -11,7 +11,7 @@ const userHZ = 100
 
 // bootTick returns CLOCK_BOOTTIME in those ticks: read before and after a
 // fork, it bounds the child's start time as /proc/PID/stat will give it,
-// with two clock reads instead of a /proc read (steps.ReapGroup).
+// with two clock reads instead of a /proc read (process.ReapGroup).
 func bootTick() (uint64, bool) {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil || ts.Sec < 0 {

@@ -1,6 +1,6 @@
 //go:build unix && !darwin
 
-package steps
+package process
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package steps
+package process
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 func TestCapBuffer(t *testing.T) {
@@ -54,7 +56,7 @@ func TestCapBuffer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := stream(tt.size)
-			b := newCapBuffer(tt.limit)
+			b := NewCapBuffer(tt.limit)
 			chunks := tt.chunkSizes
 			if len(chunks) == 0 {
 				chunks = []int{3}
@@ -90,7 +92,7 @@ func TestCapBufferRandom(t *testing.T) {
 		for i := range data {
 			data[i] = byte('A' + rng.Intn(26))
 		}
-		b := newCapBuffer(limit)
+		b := NewCapBuffer(limit)
 		for i := 0; i < len(data); {
 			n := min(1+rng.Intn(2*limit), len(data)-i)
 			b.Write(data[i : i+n])
@@ -115,7 +117,7 @@ func TestCapBufferKeepsRunesWhole(t *testing.T) {
 	// "é" is two bytes; a limit of 5 would cut the head after 2 bytes and
 	// the tail in the middle of a character.
 	data := strings.Repeat("é", 20) // 40 bytes
-	b := newCapBuffer(5)
+	b := NewCapBuffer(5)
 	b.Write([]byte(data))
 	got, trunc := b.String()
 	if !trunc {
@@ -209,7 +211,7 @@ func TestCommandTimeoutKillsGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
 	var elapsed time.Duration
-	r, timeout := untilReady(t, 300*time.Millisecond, func(timeout time.Duration) CommandResult {
+	r, timeout := testtool.UntilReady(t, 300*time.Millisecond, func(timeout time.Duration) CommandResult {
 		_ = os.Remove(pidFile)
 		c := &Command{
 			Argv:    []string{"sh", "-c", "sleep 30 & echo $! > " + pidFile + "; echo started; sleep 30"},
@@ -219,8 +221,8 @@ func TestCommandTimeoutKillsGroup(t *testing.T) {
 		r := c.Run(context.Background())
 		elapsed = time.Since(start) - timeout
 		return r
-	}, func(r CommandResult) bool { return r.Stdout != "" && fileExists(pidFile) })
-	if elapsed > hangBound {
+	}, func(r CommandResult) bool { return r.Stdout != "" && exists(pidFile) })
+	if elapsed > testtool.HangBound {
 		t.Fatalf("Run took %v after the timeout: it waited for the sleep", elapsed)
 	}
 	if !r.TimedOut || r.ExitCode != -1 || !errors.Is(r.Err, ErrTimeout) {
@@ -240,7 +242,7 @@ func TestCommandTimeoutKillsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !waitGone(pid, 5*time.Second) {
+	if !testtool.WaitGone(pid, 5*time.Second) {
 		t.Errorf("grandchild %d still runs after the timeout", pid)
 	}
 }
@@ -251,7 +253,7 @@ func TestCommandTimeoutEscalates(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
 	var elapsed time.Duration
-	r, _ := untilReady(t, 200*time.Millisecond, func(timeout time.Duration) CommandResult {
+	r, _ := testtool.UntilReady(t, 200*time.Millisecond, func(timeout time.Duration) CommandResult {
 		_ = os.Remove(pidFile)
 		c := &Command{
 			Argv:      []string{"sh", "-c", "trap '' TERM; sleep 30 & echo $! > " + pidFile + "; sleep 30"},
@@ -262,8 +264,8 @@ func TestCommandTimeoutEscalates(t *testing.T) {
 		r := c.Run(context.Background())
 		elapsed = time.Since(start) - timeout
 		return r
-	}, func(CommandResult) bool { return fileExists(pidFile) }) // the trap was set before it
-	if elapsed > hangBound {
+	}, func(CommandResult) bool { return exists(pidFile) }) // the trap was set before it
+	if elapsed > testtool.HangBound {
 		t.Fatalf("Run took %v after the timeout: it waited for the sleep", elapsed)
 	}
 	if !r.TimedOut {
@@ -274,7 +276,7 @@ func TestCommandTimeoutEscalates(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if !waitGone(pid, 5*time.Second) {
+	if !testtool.WaitGone(pid, 5*time.Second) {
 		t.Errorf("grandchild %d ignoring SIGTERM still runs", pid)
 	}
 }
@@ -325,7 +327,7 @@ func TestCommandBackgroundHoldsPipes(t *testing.T) {
 	}
 	start := time.Now()
 	r := c.Run(context.Background())
-	if d := time.Since(start); d > hangBound {
+	if d := time.Since(start); d > testtool.HangBound {
 		t.Fatalf("Run took %v: it waited for the sleep", d)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(r.Stdout))
@@ -533,4 +535,9 @@ func TestCommandClosesItsDescriptors(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

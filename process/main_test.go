@@ -1,0 +1,15 @@
+package process
+
+import (
+	"os"
+	"testing"
+
+	"github.com/hookd/hookd/internal/testtool"
+)
+
+// TestMain fails the run when goroutines started by the tests outlive
+// them: Command starts a watcher and os/exec starts output copiers, and
+// both must end with the command.
+func TestMain(m *testing.M) {
+	os.Exit(testtool.LeakCheckMain(m, "hookd/hookd/process.", "os/exec."))
+}
