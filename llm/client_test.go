@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
+	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 )
@@ -17,10 +18,10 @@ func TestRetryAfter429(t *testing.T) {
 		llmtest.Reply{Status: http.StatusTooManyRequests, Error: "slow down", Header: map[string]string{"Retry-After": "2"}},
 		llmtest.Answer("fine"),
 	)
-	run, tr, f := fireOne(t, srv)
-	wantStatus(t, run, engine.StatusCompleted, "")
-	if len(f.waits) != 1 || f.waits[0] != 2*time.Second {
-		t.Errorf("waits %v, want [2s] (Retry-After)", f.waits)
+	run, tr, f := agenttest.FireOne(t, srv)
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
+	if len(f.Waits) != 1 || f.Waits[0] != 2*time.Second {
+		t.Errorf("waits %v, want [2s] (Retry-After)", f.Waits)
 	}
 	a := tr.Rounds[0].Call.Attempts
 	if len(a) != 1 || a[0].Status != 429 || !a[0].RetryAfter || a[0].Wait != 2*time.Second || a[0].Error != "slow down" {
@@ -37,15 +38,15 @@ func TestRetry500Twice(t *testing.T) {
 		llmtest.Reply{Status: 503, Body: "<html>upstream down</html>"},
 		llmtest.Answer("back"),
 	)
-	run, tr, f := fireOne(t, srv)
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, f := agenttest.FireOne(t, srv)
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	if run.Response != "back" {
 		t.Errorf("response %q", run.Response)
 	}
 	// Exponential backoff with jitter: [250ms, 500ms], then [500ms, 1s].
-	if len(f.waits) != 2 || f.waits[0] < 250*time.Millisecond || f.waits[0] > 500*time.Millisecond ||
-		f.waits[1] < 500*time.Millisecond || f.waits[1] > time.Second {
-		t.Errorf("waits %v", f.waits)
+	if len(f.Waits) != 2 || f.Waits[0] < 250*time.Millisecond || f.Waits[0] > 500*time.Millisecond ||
+		f.Waits[1] < 500*time.Millisecond || f.Waits[1] > time.Second {
+		t.Errorf("waits %v", f.Waits)
 	}
 	a := tr.Rounds[0].Call.Attempts
 	if len(a) != 2 || a[0].Status != 500 || a[1].Status != 503 || !strings.Contains(a[1].Error, "upstream down") {
@@ -55,9 +56,9 @@ func TestRetry500Twice(t *testing.T) {
 
 func TestRetryGivesUp(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Status: 502, Error: "bad gateway", Repeat: true})
-	f := start(t, srv, newHook(t, srv), func(o *llm.Options) { o.Retry.MaxAttempts = 3 })
-	run, tr := f.fire()
-	wantStatus(t, run, engine.StatusFailed, "model call 1: HTTP 502: bad gateway (gave up after 3 attempts)")
+	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv), func(o *llm.Options) { o.Retry.MaxAttempts = 3 })
+	run, tr := f.Fire()
+	agenttest.WantStatus(t, run, engine.StatusFailed, "model call 1: HTTP 502: bad gateway (gave up after 3 attempts)")
 	if len(srv.Requests()) != 3 || len(tr.Rounds[0].Call.Attempts) != 3 || tr.Stop != "error" {
 		t.Errorf("%d requests, transcript %+v", len(srv.Requests()), tr.Rounds[0].Call)
 	}
@@ -65,10 +66,10 @@ func TestRetryGivesUp(t *testing.T) {
 
 func Test400NotRetried(t *testing.T) {
 	srv := llmtest.New(llmtest.Fail(400, "model 'nope' not found"), llmtest.Answer("never"))
-	run, tr, f := fireOne(t, srv)
-	wantStatus(t, run, engine.StatusFailed, "model call 1: HTTP 400: model 'nope' not found")
-	if len(srv.Requests()) != 1 || len(f.waits) != 0 {
-		t.Errorf("%d requests, waits %v: a 400 must not be retried", len(srv.Requests()), f.waits)
+	run, tr, f := agenttest.FireOne(t, srv)
+	agenttest.WantStatus(t, run, engine.StatusFailed, "model call 1: HTTP 400: model 'nope' not found")
+	if len(srv.Requests()) != 1 || len(f.Waits) != 0 {
+		t.Errorf("%d requests, waits %v: a 400 must not be retried", len(srv.Requests()), f.Waits)
 	}
 	if tr.Stop != "error" || tr.Rounds[0].Call.Error == "" {
 		t.Errorf("transcript %+v", tr)
@@ -80,8 +81,8 @@ func Test400NotRetried(t *testing.T) {
 
 func Test401SaysTheKeyIsMissing(t *testing.T) {
 	srv := llmtest.New(llmtest.Fail(401, "Incorrect API key provided"))
-	run, _, _ := fireOne(t, srv)
-	wantStatus(t, run, engine.StatusFailed, "HTTP 401: Incorrect API key provided (no key: OPENAI_API_KEY is not set in hookd's environment)")
+	run, _, _ := agenttest.FireOne(t, srv)
+	agenttest.WantStatus(t, run, engine.StatusFailed, "HTTP 401: Incorrect API key provided (no key: OPENAI_API_KEY is not set in hookd's environment)")
 }
 
 // The timeouts of the stall tests are the time the test waits, and must
@@ -91,9 +92,9 @@ const stallTimeout = 2 * time.Second
 
 func TestStallPastTheAttemptTimeoutIsRetried(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Stall: true}, llmtest.Answer("woke up"))
-	f := start(t, srv, newHook(t, srv), func(o *llm.Options) { o.AttemptTimeout = stallTimeout })
-	run, tr := f.fire()
-	wantStatus(t, run, engine.StatusCompleted, "")
+	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv), func(o *llm.Options) { o.AttemptTimeout = stallTimeout })
+	run, tr := f.Fire()
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	a := tr.Rounds[0].Call.Attempts
 	if len(a) != 1 || a[0].Status != 0 || !strings.Contains(a[0].Error, "attempt timeout") {
 		t.Errorf("attempts %+v", a)
@@ -105,8 +106,8 @@ func TestUsageMissing(t *testing.T) {
 		llmtest.Calls(llmtest.ToolCall{ID: "1", Name: "test_echo", Args: `{"text":"a"}`}),
 		llmtest.Reply{Content: "no usage here", NoUsage: true},
 	)
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	if run.Tokens.Known {
 		t.Errorf("tokens %+v: one call reported no usage, so the total is not known", run.Tokens)
 	}
@@ -120,8 +121,8 @@ func TestUsageMissing(t *testing.T) {
 
 func TestUsageMissingEntirely(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Content: "x", NoUsage: true})
-	run, _, _ := fireOne(t, srv)
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, _, _ := agenttest.FireOne(t, srv)
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	if run.Tokens != (engine.Tokens{}) {
 		t.Errorf("tokens %+v, want unknown (zero value, Known false)", run.Tokens)
 	}
@@ -129,8 +130,8 @@ func TestUsageMissingEntirely(t *testing.T) {
 
 func TestNoModel(t *testing.T) {
 	srv := llmtest.New()
-	run, _, _ := fireOne(t, srv, func(h *engine.Hook) { h.LLM.Model = "" })
-	wantStatus(t, run, engine.StatusFailed, "no model: set llm.model in the hook or in hookd.yaml, or HOOKD_MODEL")
+	run, _, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.LLM.Model = "" })
+	agenttest.WantStatus(t, run, engine.StatusFailed, "no model: set llm.model in the hook or in hookd.yaml, or HOOKD_MODEL")
 }
 
 func TestResolveOrder(t *testing.T) {
@@ -170,19 +171,19 @@ func TestResolveOrder(t *testing.T) {
 
 func TestConnectionDroppedIsRetried(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Hangup: true}, llmtest.Answer("reconnected"))
-	run, tr, f := fireOne(t, srv)
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, f := agenttest.FireOne(t, srv)
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	a := tr.Rounds[0].Call.Attempts
-	if len(a) != 1 || a[0].Status != 0 || len(f.waits) != 1 {
-		t.Errorf("attempts %+v, waits %v", a, f.waits)
+	if len(a) != 1 || a[0].Status != 0 || len(f.Waits) != 1 {
+		t.Errorf("attempts %+v, waits %v", a, f.Waits)
 	}
 }
 
 func TestRetryAfterPastTheDeadlineFailsAtOnce(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Status: 429, Error: "quota", Header: map[string]string{"Retry-After": "60"}})
-	run, _, f := fireOne(t, srv, func(h *engine.Hook) { h.Timeout = 5 * time.Second })
-	wantStatus(t, run, engine.StatusFailed, "HTTP 429: quota (a retry in 1m0s would be past the run's timeout)")
-	if len(f.waits) != 0 {
-		t.Errorf("waited %v", f.waits)
+	run, _, f := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Timeout = 5 * time.Second })
+	agenttest.WantStatus(t, run, engine.StatusFailed, "HTTP 429: quota (a retry in 1m0s would be past the run's timeout)")
+	if len(f.Waits) != 0 {
+		t.Errorf("waited %v", f.Waits)
 	}
 }

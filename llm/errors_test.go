@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 )
@@ -54,10 +55,10 @@ func TestErrorShapes(t *testing.T) {
 	for _, s := range errorShapes {
 		t.Run(s.name, func(t *testing.T) {
 			srv := llmtest.New(s.reply(500), s.reply(429), llmtest.Answer("recovered"))
-			run, tr, f := fireOne(t, srv)
-			wantStatus(t, run, engine.StatusCompleted, "")
-			if run.Response != "recovered" || len(srv.Requests()) != 3 || len(f.waits) != 2 {
-				t.Fatalf("response %q after %d requests, waits %v: 500 and 429 must be retried", run.Response, len(srv.Requests()), f.waits)
+			run, tr, f := agenttest.FireOne(t, srv)
+			agenttest.WantStatus(t, run, engine.StatusCompleted, "")
+			if run.Response != "recovered" || len(srv.Requests()) != 3 || len(f.Waits) != 2 {
+				t.Fatalf("response %q after %d requests, waits %v: 500 and 429 must be retried", run.Response, len(srv.Requests()), f.Waits)
 			}
 			a := tr.Rounds[0].Call.Attempts
 			if len(a) != 2 || a[0].Status != 500 || a[1].Status != 429 {
@@ -72,9 +73,9 @@ func TestErrorShapes(t *testing.T) {
 			}
 
 			srv = llmtest.New(s.reply(400), llmtest.Answer("never"))
-			run, tr, _ = fireOne(t, srv)
+			run, tr, _ = agenttest.FireOne(t, srv)
 			want := "model call 1: HTTP 400: " + strings.Replace(s.want, "Internal Server Error", "Bad Request", 1)
-			wantStatus(t, run, engine.StatusFailed, want)
+			agenttest.WantStatus(t, run, engine.StatusFailed, want)
 			if run.Error != want || len(srv.Requests()) != 1 {
 				t.Errorf("400: error %q after %d requests; want %q after 1", run.Error, len(srv.Requests()), want)
 			}
@@ -90,13 +91,13 @@ func TestErrorShapes(t *testing.T) {
 // and wherever the cut falls.
 func TestErrorBodyRedacted(t *testing.T) {
 	// The second copy straddles byte 1000, where the recorded body is cut.
-	body := `{"error":"bad upstream header x-secret: ` + secretValue + strings.Repeat(" pad", 235) + secretValue + `"}`
+	body := `{"error":"bad upstream header x-secret: ` + agenttest.SecretValue + strings.Repeat(" pad", 235) + agenttest.SecretValue + `"}`
 	srv := llmtest.New(llmtest.Reply{Status: 502, Body: body, Repeat: true})
-	f := start(t, srv, newHook(t, srv), func(o *llm.Options) { o.Retry.MaxAttempts = 2 })
-	run, tr := f.fire()
-	wantStatus(t, run, engine.StatusFailed, "HTTP 502: bad upstream header x-secret:")
+	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv), func(o *llm.Options) { o.Retry.MaxAttempts = 2 })
+	run, tr := f.Fire()
+	agenttest.WantStatus(t, run, engine.StatusFailed, "HTTP 502: bad upstream header x-secret:")
 	for _, s := range []string{run.Error, string(run.ToolCalls)} {
-		if strings.Contains(s, secretValue) || strings.Contains(s, secretValue[:5]) {
+		if strings.Contains(s, agenttest.SecretValue) || strings.Contains(s, agenttest.SecretValue[:5]) {
 			t.Errorf("the secret leaked: %s", s)
 		}
 	}
@@ -111,10 +112,10 @@ func TestErrorBodyRedacted(t *testing.T) {
 func TestOK200WithErrorBody(t *testing.T) {
 	const upstream = `{"error":{"message":"Provider returned error","code":502,"metadata":{"raw":"upstream timed out","provider_name":"Together"}},"user_id":"user_2abc"}`
 	srv := llmtest.New(llmtest.Reply{Body: upstream}, llmtest.Answer("second try"))
-	run, tr, f := fireOne(t, srv)
-	wantStatus(t, run, engine.StatusCompleted, "")
-	if run.Response != "second try" || len(f.waits) != 1 {
-		t.Fatalf("response %q, waits %v", run.Response, f.waits)
+	run, tr, f := agenttest.FireOne(t, srv)
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
+	if run.Response != "second try" || len(f.Waits) != 1 {
+		t.Fatalf("response %q, waits %v", run.Response, f.Waits)
 	}
 	a := tr.Rounds[0].Call.Attempts
 	if len(a) != 1 || a[0].Status != 200 || a[0].Error != "error body (code 502): Provider returned error" || a[0].Body != upstream {
@@ -123,8 +124,8 @@ func TestOK200WithErrorBody(t *testing.T) {
 
 	const refused = `{"error":{"message":"This endpoint's maximum context length is 8192 tokens","code":400}}`
 	srv = llmtest.New(llmtest.Reply{Body: refused}, llmtest.Answer("never"))
-	run, _, _ = fireOne(t, srv)
-	wantStatus(t, run, engine.StatusFailed, "model call 1: HTTP 200: error body (code 400): This endpoint's maximum context length is 8192 tokens")
+	run, _, _ = agenttest.FireOne(t, srv)
+	agenttest.WantStatus(t, run, engine.StatusFailed, "model call 1: HTTP 200: error body (code 400): This endpoint's maximum context length is 8192 tokens")
 	if len(srv.Requests()) != 1 {
 		t.Errorf("%d requests: a named 400 must not be retried", len(srv.Requests()))
 	}
@@ -138,8 +139,8 @@ func TestHugeAnswerRefused(t *testing.T) {
 	huge := strings.Repeat("A", 20<<20)
 	for _, rep := range []llmtest.Reply{llmtest.Answer(huge), llmtest.Fail(500, huge)} {
 		srv := llmtest.New(rep, rep, rep)
-		run, _, _ := fireOne(t, srv)
-		wantStatus(t, run, engine.StatusFailed, "longer than 16 MiB")
+		run, _, _ := agenttest.FireOne(t, srv)
+		agenttest.WantStatus(t, run, engine.StatusFailed, "longer than 16 MiB")
 		if n := srv.Served(); n != 1 {
 			t.Errorf("status %d: the server was asked %d times; an answer too long is not retried", rep.Status, n)
 		}

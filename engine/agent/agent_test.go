@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
 func TestPlainAnswer(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Content: "All good.", Usage: &llmtest.Usage{Prompt: 12, Completion: 3, Cached: 4}})
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.System = "Be brief." })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.System = "Be brief." })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	if run.Response != "All good." {
 		t.Errorf("response %q", run.Response)
 	}
@@ -49,8 +50,8 @@ func TestToolCallThenAnswer(t *testing.T) {
 		llmtest.Calls(llmtest.ToolCall{ID: "call_1", Name: "test_echo", Args: `{"text":"hi"}`}),
 		llmtest.Answer("done"),
 	)
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	if run.Response != "done" || len(tr.Rounds) != 2 {
 		t.Fatalf("response %q, %d rounds", run.Response, len(tr.Rounds))
 	}
@@ -98,8 +99,8 @@ func TestParallelToolCalls(t *testing.T) {
 		),
 		llmtest.Answer("both done"),
 	)
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_*"} })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_*"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	calls := tr.Rounds[0].ToolCalls
 	if len(calls) != 2 || calls[0].ID != "a" || calls[0].Result != "echo: one" || calls[1].ID != "b" || calls[1].Result != "echo: two" {
 		t.Fatalf("tool calls %+v", calls)
@@ -119,8 +120,8 @@ func TestUnknownToolGoesBackToTheModel(t *testing.T) {
 		llmtest.Calls(llmtest.ToolCall{ID: "x", Name: "rm_rf", Args: `{}`}),
 		llmtest.Answer("sorry"),
 	)
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	c := tr.Rounds[0].ToolCalls[0]
 	if !strings.Contains(c.Error, `unknown tool "rm_rf"; the tools are: test_echo`) {
 		t.Errorf("record %+v", c)
@@ -142,8 +143,8 @@ func TestInvalidArguments(t *testing.T) {
 		),
 		llmtest.Answer("ok"),
 	)
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo", "test_fail"} })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo", "test_fail"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	want := []string{
 		"arguments are not valid JSON",
 		`arguments do not match the tool's schema: unexpected additional properties ["txt"]`,
@@ -169,8 +170,8 @@ const stallTimeout = 2 * time.Second
 
 func TestStallPastTheRunTimeout(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Stall: true})
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Timeout = stallTimeout })
-	wantStatus(t, run, engine.StatusFailed, "timeout: the run exceeded its 2s timeout")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Timeout = stallTimeout })
+	agenttest.WantStatus(t, run, engine.StatusFailed, "timeout: the run exceeded its 2s timeout")
 	if run.Reason != "timeout" || tr.Stop != "timeout" || len(tr.Rounds) != 1 {
 		t.Errorf("reason %q, transcript %+v", run.Reason, tr)
 	}
@@ -184,8 +185,8 @@ func TestToolCallIDMissing(t *testing.T) {
 		),
 		llmtest.Answer("ok"),
 	)
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	calls := tr.Rounds[0].ToolCalls
 	if !calls[0].IDGenerated || !strings.HasPrefix(calls[0].ID, "call_") || calls[0].ID == calls[1].ID {
 		t.Fatalf("ids %+v", calls)
@@ -201,8 +202,8 @@ func TestToolCallIDMissing(t *testing.T) {
 
 func TestMaxRounds(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "again", Name: "test_echo", Args: `{"text":"more"}`}}, Repeat: true})
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.LLM.MaxRounds = 3 })
-	wantStatus(t, run, engine.StatusFailed, "max_rounds: the model was still calling tools after 3 model calls (llm.max_rounds is 3)")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.LLM.MaxRounds = 3 })
+	agenttest.WantStatus(t, run, engine.StatusFailed, "max_rounds: the model was still calling tools after 3 model calls (llm.max_rounds is 3)")
 	if len(srv.Requests()) != 3 || len(tr.Rounds) != 3 || tr.Stop != "max_rounds" {
 		t.Fatalf("%d requests, %d rounds, stop %q", len(srv.Requests()), len(tr.Rounds), tr.Stop)
 	}
@@ -216,8 +217,8 @@ func TestMaxRounds(t *testing.T) {
 
 func TestMaxRoundsDefault(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "x", Name: "test_echo", Args: `{"text":"more"}`}}, Repeat: true})
-	run, _, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
-	wantStatus(t, run, engine.StatusFailed, "after 10 model calls")
+	run, _, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
+	agenttest.WantStatus(t, run, engine.StatusFailed, "after 10 model calls")
 }
 
 func TestTokenBudget(t *testing.T) {
@@ -225,8 +226,8 @@ func TestTokenBudget(t *testing.T) {
 		ToolCalls: []llmtest.ToolCall{{ID: "x", Name: "test_echo", Args: `{"text":"more"}`}},
 		Usage:     &llmtest.Usage{Prompt: 30, Completion: 20}, Repeat: true,
 	})
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.Budget.MaxTokensPerRun = 80 })
-	wantStatus(t, run, engine.StatusFailed, "budget: the run used 100 tokens, over its max_tokens_per_run of 80")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.Budget.MaxTokensPerRun = 80 })
+	agenttest.WantStatus(t, run, engine.StatusFailed, "budget: the run used 100 tokens, over its max_tokens_per_run of 80")
 	if len(srv.Requests()) != 2 || tr.Stop != "budget" {
 		t.Errorf("%d requests, stop %q", len(srv.Requests()), tr.Stop)
 	}
@@ -238,15 +239,15 @@ func TestTokenBudget(t *testing.T) {
 func TestSecretsRedactedFromModelAndRecord(t *testing.T) {
 	srv := llmtest.New(
 		llmtest.Calls(llmtest.ToolCall{ID: "1", Name: "test_secret", Args: `{}`}),
-		llmtest.Answer("I saw "+secretValue),
+		llmtest.Answer("I saw "+agenttest.SecretValue),
 	)
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_secret"} })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_secret"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	toModel := srv.Requests()[1].Chat.Messages[2].Content
 	if toModel != "the secret is [REDACTED:SECRET]" {
 		t.Errorf("the model got %q", toModel)
 	}
-	if strings.Contains(string(run.ToolCalls), secretValue) || strings.Contains(run.Response, secretValue) {
+	if strings.Contains(string(run.ToolCalls), agenttest.SecretValue) || strings.Contains(run.Response, agenttest.SecretValue) {
 		t.Errorf("secret in the record:\n%s\n%s", run.ToolCalls, run.Response)
 	}
 	if len(run.Tools) != 1 || run.Tools[0].Result != "the secret is [REDACTED:SECRET]" {
@@ -260,12 +261,12 @@ func TestSecretsRedactedFromModelAndRecord(t *testing.T) {
 func TestToolChoiceAndParallelSentWhenSet(t *testing.T) {
 	srv := llmtest.New(llmtest.Answer("ok"))
 	no := false
-	run, _, _ := fireOne(t, srv, func(h *engine.Hook) {
+	run, _, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) {
 		h.Tools = []string{"test_echo"}
 		h.LLM.ToolChoice = "test_echo"
 		h.LLM.ParallelToolCalls = &no
 	})
-	wantStatus(t, run, engine.StatusCompleted, "")
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	raw := string(srv.Requests()[0].Raw)
 	if !strings.Contains(raw, `"tool_choice":{"type":"function","function":{"name":"test_echo"}}`) || !strings.Contains(raw, `"parallel_tool_calls":false`) {
 		t.Errorf("request %s", raw)
@@ -274,19 +275,19 @@ func TestToolChoiceAndParallelSentWhenSet(t *testing.T) {
 
 func TestUnknownToolInAllowlist(t *testing.T) {
 	srv := llmtest.New(llmtest.Answer("never"))
-	run, _, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo", "raed_file"} })
-	wantStatus(t, run, engine.StatusFailed, `tools[1]: unknown tool "raed_file"`)
+	run, _, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo", "raed_file"} })
+	agenttest.WantStatus(t, run, engine.StatusFailed, `tools[1]: unknown tool "raed_file"`)
 	if len(srv.Requests()) != 0 {
 		t.Errorf("the model was called")
 	}
-	run, _, _ = fireOne(t, llmtest.New(), func(h *engine.Hook) { h.Tools = []string{"github.*"} })
-	wantStatus(t, run, engine.StatusFailed, `tools[0]: "github.*" names a tool of MCP server "github", but hookd.yaml declares no mcp_servers`)
+	run, _, _ = agenttest.FireOne(t, llmtest.New(), func(h *engine.Hook) { h.Tools = []string{"github.*"} })
+	agenttest.WantStatus(t, run, engine.StatusFailed, `tools[0]: "github.*" names a tool of MCP server "github", but hookd.yaml declares no mcp_servers`)
 }
 
 func TestTruncatedAnswerIsNoted(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Content: "The first half of", FinishReason: "length"})
-	run, tr, _ := fireOne(t, srv)
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv)
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	if !run.Truncated || len(run.Notes) != 1 || !strings.Contains(run.Notes[0], "finish_reason length") ||
 		run.Response != "The first half of" || run.Headline() != "completed, answer truncated" {
 		t.Errorf("truncated answer: truncated %v notes %q response %q headline %q", run.Truncated, run.Notes, run.Response, run.Headline())
@@ -298,8 +299,8 @@ func TestTruncatedAnswerIsNoted(t *testing.T) {
 
 func TestTruncatedAnswerFailsWhenTheHookSaysSo(t *testing.T) {
 	srv := llmtest.New(llmtest.Reply{Content: "The first half of", FinishReason: "length"})
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.LLM.OnTruncated = engine.TruncatedFail })
-	wantStatus(t, run, engine.StatusFailed, "truncated: the model's answer was cut")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.LLM.OnTruncated = engine.TruncatedFail })
+	agenttest.WantStatus(t, run, engine.StatusFailed, "truncated: the model's answer was cut")
 	if run.Cause != engine.CauseTruncated || !run.Truncated || tr.Stop != "truncated" {
 		t.Errorf("cause %q truncated %v stop %q", run.Cause, run.Truncated, tr.Stop)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -21,22 +22,22 @@ func TestSpendFromReportedUsage(t *testing.T) {
 		llmtest.Calls(llmtest.ToolCall{ID: "1", Name: "test_echo", Args: `{"text":"x"}`}),
 		llmtest.Reply{Content: "done", Usage: &llmtest.Usage{Prompt: 500, Completion: 150}, Repeat: true},
 	)
-	h := newHook(t, srv, func(h *engine.Hook) {
+	h := agenttest.NewHook(t, srv, func(h *engine.Hook) {
 		h.Tools = []string{"test_echo"}
 		h.Budget = engine.Budget{MaxTokensPerRun: 900, PerDay: 1300}
 	})
-	f := start(t, srv, h)
-	first, _ := f.fire()
-	wantStatus(t, first, engine.StatusCompleted, "")
+	f := agenttest.Start(t, srv, h)
+	first, _ := f.Fire()
+	agenttest.WantStatus(t, first, engine.StatusCompleted, "")
 	// The first run: a tool call (default usage 10 + 5), then the answer.
 	if want := (engine.Tokens{Prompt: 510, Completion: 155, Known: true}); first.Tokens != want {
 		t.Fatalf("first run's tokens %+v, want %+v", first.Tokens, want)
 	}
-	second, _ := f.fire()
-	wantStatus(t, second, engine.StatusCompleted, "")
+	second, _ := f.Fire()
+	agenttest.WantStatus(t, second, engine.StatusCompleted, "")
 
 	ctx := context.Background()
-	recs, err := f.db.UsageSince(ctx, time.Time{})
+	recs, err := f.DB.UsageSince(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestSpendFromReportedUsage(t *testing.T) {
 		t.Fatalf("ledger: %+v", recs)
 	}
 	asked := len(srv.Requests())
-	_, err = f.eng.Fire(ctx, "ask", engine.FireOptions{})
+	_, err = f.Eng.Fire(ctx, "ask", engine.FireOptions{})
 	var g *engine.GateError
 	if !errors.As(err, &g) || g.Gate != engine.GateBudget ||
 		!strings.Contains(err.Error(), "hook ask's runs used 1315 tokens in the last 24h (budget.per_day: 1300") {
@@ -54,7 +55,7 @@ func TestSpendFromReportedUsage(t *testing.T) {
 	if n := len(srv.Requests()); n != asked {
 		t.Errorf("the server was asked %d more time(s) after the budget was spent", n-asked)
 	}
-	sum, err := f.eng.Summary(ctx)
+	sum, err := f.Eng.Summary(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,19 +73,19 @@ func TestSpendUnreportedUsage(t *testing.T) {
 			Usage: &llmtest.Usage{Prompt: 300, Completion: 100}},
 		llmtest.Reply{Content: "done", NoUsage: true},
 	)
-	run, _, f := fireOne(t, srv, func(h *engine.Hook) {
+	run, _, f := agenttest.FireOne(t, srv, func(h *engine.Hook) {
 		h.Tools = []string{"test_echo"}
 		h.Budget = engine.Budget{PerDay: 100000}
 	})
-	wantStatus(t, run, engine.StatusCompleted, "")
-	recs, err := f.db.UsageSince(context.Background(), time.Time{})
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
+	recs, err := f.DB.UsageSince(context.Background(), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(recs) != 1 || recs[0].Prompt != 300 || recs[0].Completion != 100 || !recs[0].Unreported {
 		t.Fatalf("ledger: %+v", recs)
 	}
-	sum, err := f.eng.Summary(context.Background())
+	sum, err := f.Eng.Summary(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -55,8 +56,8 @@ func TestMalformedArgumentsReplayedAsEmptyObject(t *testing.T) {
 		}
 		return llmtest.Answer("done")
 	})
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	reqs := srv.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want 2 (no 500 from the server)", len(reqs))
@@ -92,8 +93,8 @@ func TestMissingArgumentsDefaulted(t *testing.T) {
 		}
 		return llmtest.Answer("done")
 	})
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_secret"} })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_secret"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	reqs := srv.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want 2 (no 500 from the server)", len(reqs))
@@ -129,8 +130,8 @@ func obeyingServer() *llmtest.Server {
 func TestForcingToolChoiceFirstRoundOnly(t *testing.T) {
 	for _, choice := range []string{"required", "test_echo"} {
 		srv := obeyingServer()
-		run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.LLM.ToolChoice = choice })
-		wantStatus(t, run, engine.StatusCompleted, "")
+		run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.LLM.ToolChoice = choice })
+		agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 		reqs := srv.Requests()
 		if len(reqs) != 2 || run.Response != "answered" {
 			t.Fatalf("%s: %d requests, response %q", choice, len(reqs), run.Response)
@@ -148,8 +149,8 @@ func TestForcingToolChoiceFirstRoundOnly(t *testing.T) {
 
 	// auto is not forcing: it goes with every call.
 	srv := llmtest.New(llmtest.Calls(llmtest.ToolCall{ID: "c", Name: "test_echo", Args: `{"text":"x"}`}), llmtest.Answer("ok"))
-	run, _, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.LLM.ToolChoice = "auto" })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, _, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.LLM.ToolChoice = "auto" })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	for i, r := range srv.Requests() {
 		if r.Fields["tool_choice"] != "auto" {
 			t.Errorf("auto, call %d: %s", i+1, r.Raw)
@@ -162,11 +163,11 @@ func TestForcingToolChoiceFirstRoundOnly(t *testing.T) {
 // max_rounds, as the hook asked.
 func TestToolChoiceRoundsAll(t *testing.T) {
 	srv := obeyingServer()
-	run, _, _ := fireOne(t, srv, func(h *engine.Hook) {
+	run, _, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) {
 		h.Tools = []string{"test_echo"}
 		h.LLM.ToolChoice, h.LLM.ToolChoiceRounds, h.LLM.MaxRounds = "required", engine.ToolChoiceAll, 3
 	})
-	wantStatus(t, run, engine.StatusFailed, "max_rounds")
+	agenttest.WantStatus(t, run, engine.StatusFailed, "max_rounds")
 	for i, r := range srv.Requests() {
 		if r.Fields["tool_choice"] != "required" {
 			t.Errorf("call %d: %s", i+1, r.Raw)
@@ -181,8 +182,8 @@ func TestFinishReasonPerRound(t *testing.T) {
 		llmtest.Calls(llmtest.ToolCall{ID: "c", Name: "test_echo", Args: `{"text":"x"}`}),
 		llmtest.Reply{Content: "partial", FinishReason: "length"},
 	)
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	if len(tr.Rounds) != 2 || tr.Rounds[0].Call.FinishReason != "tool_calls" || tr.Rounds[1].Call.FinishReason != "length" || !run.Truncated {
 		t.Errorf("rounds %+v %+v, truncated %v", tr.Rounds[0].Call, tr.Rounds[1].Call, run.Truncated)
 	}
@@ -195,8 +196,8 @@ func TestBudgetStopListsUnrunCalls(t *testing.T) {
 		ToolCalls: []llmtest.ToolCall{{ID: "a", Name: "test_echo", Args: `{"text":"one"}`}, {ID: "b", Name: "test_echo", Args: `{"text":"two"}`}},
 		Usage:     &llmtest.Usage{Prompt: 60, Completion: 30},
 	})
-	run, tr, _ := fireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.Budget.MaxTokensPerRun = 80 })
-	wantStatus(t, run, engine.StatusFailed, "budget: the run used 90 tokens, over its max_tokens_per_run of 80")
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.Budget.MaxTokensPerRun = 80 })
+	agenttest.WantStatus(t, run, engine.StatusFailed, "budget: the run used 90 tokens, over its max_tokens_per_run of 80")
 	calls := tr.Rounds[0].ToolCalls
 	if len(calls) != 2 || len(run.Tools) != 2 {
 		t.Fatalf("recorded calls %+v, run tools %+v", calls, run.Tools)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm/llmtest"
 	"github.com/hookd/hookd/metrics"
 	dto "github.com/prometheus/client_model/go"
@@ -26,24 +27,24 @@ func TestToolOutcomesCounted(t *testing.T) {
 		),
 		llmtest.Answer("done"),
 	)
-	f := start(t, srv, newHook(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo", "test_fail"} }))
-	f.eng.Lifecycle().On(engine.PointToolCallBefore, func(_ context.Context, p *engine.Payload) (engine.Decision, error) {
+	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo", "test_fail"} }))
+	f.Eng.Lifecycle().On(engine.PointToolCallBefore, func(_ context.Context, p *engine.Payload) (engine.Decision, error) {
 		if p.ToolName == "test_fail" {
 			return engine.Decision{Cancel: true, Reason: "not in this house"}, nil
 		}
 		return engine.Decision{}, nil
 	}, engine.HandlerOptions{Label: "guard"})
-	m := metrics.New(f.eng, time.Minute, 0)
+	m := metrics.New(f.Eng, time.Minute, 0)
 	done := make(chan struct{})
-	f.eng.Subscribe(func(ev *engine.Event) {
+	f.Eng.Subscribe(func(ev *engine.Event) {
 		m.Observe(ev)
 		if ev.Type == engine.EventRunCompleted {
 			close(done)
 		}
 	})
 
-	run, tr := f.fire()
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, tr := f.Fire()
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	want := []struct {
 		label   string
 		outcome engine.ToolOutcome

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -20,20 +21,20 @@ func TestModelStageProgressEvents(t *testing.T) {
 		),
 		llmtest.Answer("done"),
 	)
-	f := start(t, srv, newHook(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo", "test_fail"} }))
+	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo", "test_fail"} }))
 	var (
 		mu  sync.Mutex
 		evs []*engine.Event
 	)
-	f.eng.Subscribe(func(ev *engine.Event) {
+	f.Eng.Subscribe(func(ev *engine.Event) {
 		if engine.ProgressEventType(ev.Type) {
 			mu.Lock()
 			evs = append(evs, ev)
 			mu.Unlock()
 		}
 	})
-	run, _ := f.fire()
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, _ := f.Fire()
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	mu.Lock()
 	defer mu.Unlock()
 
@@ -74,30 +75,30 @@ func TestModelStageProgressEvents(t *testing.T) {
 // quoted in the error) is redacted in the progress events.
 func TestModelStageProgressRedacted(t *testing.T) {
 	srv := llmtest.New(
-		llmtest.Calls(llmtest.ToolCall{ID: "c", Name: secretValue, Args: `{}`}),
+		llmtest.Calls(llmtest.ToolCall{ID: "c", Name: agenttest.SecretValue, Args: `{}`}),
 		llmtest.Answer("ok"),
 	)
-	f := start(t, srv, newHook(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} }))
+	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} }))
 	var (
 		mu   sync.Mutex
 		seen []string
 	)
-	f.eng.Subscribe(func(ev *engine.Event) {
+	f.Eng.Subscribe(func(ev *engine.Event) {
 		if engine.ProgressEventType(ev.Type) {
 			mu.Lock()
 			seen = append(seen, fmt.Sprint(ev.Data))
 			mu.Unlock()
 		}
 	})
-	run, _ := f.fire()
-	wantStatus(t, run, engine.StatusCompleted, "")
+	run, _ := f.Fire()
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) != 3 || !strings.Contains(seen[1], "unknown tool") {
 		t.Fatalf("progress events: %v", seen)
 	}
 	for _, s := range seen {
-		if strings.Contains(s, secretValue) {
+		if strings.Contains(s, agenttest.SecretValue) {
 			t.Errorf("secret in a progress event: %s", s)
 		}
 	}
