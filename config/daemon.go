@@ -1,17 +1,21 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"gopkg.in/yaml.v3"
 )
 
 // Daemon is the daemon's settings, from hookd.yaml.
@@ -318,4 +322,45 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 	if n := f.get("node"); n != nil {
 		s.node(s.fields(n, "node", nodeKeys, nil), &d.Node)
 	}
+}
+
+// LoadDaemonLenient reads what a command that only reads needs of a
+// settings file that does not load (LoadDaemonFile's error): where the
+// database and the hooks directory are, from db, database and hooks_dir
+// when those keys alone are valid, else the defaults. used says what it
+// took ("db .hookd/hookd.db, hooks_dir hooks.d (the defaults)"). nil
+// when even that fails (the file cannot be read).
+func LoadDaemonLenient(path string) (d *Daemon, used string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, ""
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, ""
+	}
+	d = defaultDaemon(dir)
+	d.SettingsPath = filepath.Join(dir, filepath.Base(path))
+	from := "the defaults"
+	var top map[string]any
+	if yaml.Unmarshal(data, &top) == nil {
+		keep := map[string]any{}
+		for _, k := range []string{"db", "database", "hooks_dir"} {
+			if v, ok := top[k].(string); ok {
+				keep[k] = v
+			}
+		}
+		if len(keep) > 0 {
+			b, _ := yaml.Marshal(keep)
+			if kd, err := LoadDaemon(bytes.NewReader(b), path); err == nil {
+				d.HooksDir, d.DB, d.Database = kd.HooksDir, kd.DB, kd.Database
+				from = "its " + strings.Join(slices.Sorted(maps.Keys(keep)), ", ")
+			}
+		}
+	}
+	where := "db " + d.DB
+	if d.Database != "" {
+		where = "the PostgreSQL database it names" // not the URL: it may hold a password
+	}
+	return d, fmt.Sprintf("%s, hooks_dir %s (%s)", where, d.HooksDir, from)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/internal/suggest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -140,9 +141,9 @@ func TestSuggest(t *testing.T) {
 		{"x", ""},
 		{"skip_llm_if_exitzero", "skip_llm_if_exit_zero"},
 	} {
-		got := suggest(c.in, []string{"command", "prompt", "name", "skip_llm_if_exit_zero", "skip_llm_if"})
+		got := suggest.Closest(c.in, []string{"command", "prompt", "name", "skip_llm_if_exit_zero", "skip_llm_if"})
 		if got != c.want {
-			t.Errorf("suggest(%q) = %q, want %q", c.in, got, c.want)
+			t.Errorf("suggest.Closest(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/hookd/hookd/internal/suggest"
 )
 
 // Error is one problem in a configuration file, located by file, line and
@@ -97,51 +99,9 @@ func asErrors(err error) (Errors, bool) {
 	return nil, false
 }
 
-// suggest returns the candidate closest to s, or "" when none is close.
-func suggest(s string, candidates []string) string {
-	best, bestD := "", min(max(len(s)/3, 1), 3)
-	ls := strings.ToLower(s)
-	for _, c := range candidates {
-		if strings.ToLower(c) == ls {
-			return c
-		}
-		if d := editDistance(ls, strings.ToLower(c)); d <= bestD && (best == "" || d < bestD) {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		if a == b {
-			return 0
-		}
-		return 64
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
 // unknownField is the message for a key that is not one of known.
 func unknownField(key string, known []string, listed []string) string {
-	if s := suggest(key, known); s != "" {
+	if s := suggest.Closest(key, known); s != "" {
 		return fmt.Sprintf("unknown field; did you mean %s?", s)
 	}
 	if len(listed) == 0 {

@@ -94,6 +94,8 @@ func TestAgentQueueTriggerShapeErrors(t *testing.T) {
 		`{"trigger": {"cron": "0 3 * * *", "schedule": {"cron": "0 4 * * *"}}}`: `trigger: has both cron and schedule`,
 		`{"trigger": {"schedule": {"times": ["09:00"]}, "where": {"a": 1}}}`:    `trigger.where: only applies to event triggers`,
 		`{"trigger": {"watch": {"paths": ["a"], "base_dir": ""}}}`:              `trigger.watch.base_dir: must not be empty`,
+		`{"trigger": {"evrey": "1h"}}`:                                          `trigger.evrey: unknown field; did you mean every?`,
+		`{"trigger": {}}`:                                                       `trigger: needs one of every, cron, schedule, at, event or watch`,
 	} {
 		_, err := parseTrigger(t, src)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/suggest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -199,7 +200,7 @@ func (s *state) stepKind(n, item *yaml.Node, path string, def *engine.StepDef) e
 	kind, ok := engine.LookupStep(def.Type)
 	if !ok {
 		msg := fmt.Sprintf("unknown step type %q", def.Type)
-		if sug := suggest(def.Type, engine.StepKinds()); sug != "" {
+		if sug := suggest.Closest(def.Type, engine.StepKinds()); sug != "" {
 			msg += fmt.Sprintf("; did you mean %s?", sug)
 		}
 		s.errorf(n, fp, "%s (known: %s)", msg, knownKinds())

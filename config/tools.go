@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/glob"
+	"github.com/hookd/hookd/internal/suggest"
 	"github.com/hookd/hookd/triggers"
 	"gopkg.in/yaml.v3"
 )
@@ -105,7 +106,7 @@ func (s *state) toolEntry(n *yaml.Node, p, entry string, mcp []string) bool {
 			s.errorf(n, p, "%q names a tool of MCP server %q, but hookd.yaml declares no mcp_servers", entry, server)
 		default:
 			msg := fmt.Sprintf("%q names a tool of MCP server %q, which hookd.yaml does not declare", entry, server)
-			if sug := suggest(server, mcp); sug != "" {
+			if sug := suggest.Closest(server, mcp); sug != "" {
 				msg += fmt.Sprintf("; did you mean %s?", sug)
 			}
 			s.errorf(n, p, "%s (mcp_servers: %s)", msg, strings.Join(mcp, ", "))
@@ -129,7 +130,7 @@ func (s *state) toolEntry(n *yaml.Node, p, entry string, mcp []string) bool {
 		return true
 	}
 	msg := fmt.Sprintf("unknown tool %q", entry)
-	if sug := suggest(entry, engine.ToolNames()); sug != "" {
+	if sug := suggest.Closest(entry, engine.ToolNames()); sug != "" {
 		msg += fmt.Sprintf("; did you mean %s?", sug)
 	}
 	s.errorf(n, p, "%s (built-in: %s; MCP tools are listed as SERVER.TOOL)", msg, knownTools())

@@ -111,7 +111,7 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 			s.errorf(typeNode, join(path, "type"), "scheduled needs fire_at (or write at: TIME)")
 		case "":
 			if typeNode == nil {
-				s.errorf(n, path, "needs one of every, cron, event or watch (leave trigger out for a hook fired by hand)")
+				s.errorf(n, path, "needs one of every, cron, schedule, at, event or watch (leave trigger out for a hook fired by hand)")
 			}
 		}
 		return

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookd/hookd/internal/suggest"
 	"github.com/hookd/hookd/sandbox"
 )
 
@@ -393,7 +394,7 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 	if derr := e.do(ctx, func(s *state) {
 		ent := s.hooks[name]
 		if ent == nil {
-			err = fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
+			err = s.noHook(name)
 			return
 		}
 		if !s.schedules() {
@@ -684,12 +685,16 @@ func (e *Engine) claimed(ctx context.Context, ev *Event) (string, bool) {
 // SetPaused pauses or resumes a hook. The state is stored, so it survives
 // restarts.
 func (e *Engine) SetPaused(ctx context.Context, name string, paused bool) error {
-	var found bool
-	if err := e.do(ctx, func(s *state) { found = s.hooks[name] != nil }); err != nil {
+	var missing error
+	if err := e.do(ctx, func(s *state) {
+		if s.hooks[name] == nil {
+			missing = s.noHook(name)
+		}
+	}); err != nil {
 		return err
 	}
-	if !found {
-		return fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
+	if missing != nil {
+		return missing
 	}
 	if err := e.cfg.Store.SetPaused(ctx, name, paused); err != nil {
 		return fmt.Errorf("store paused state: %w", err)
@@ -829,4 +834,22 @@ func FireTimes(h *Hook, from time.Time, n int) []time.Time {
 		out = append(out, dueAt(h, slot))
 	}
 	return out
+}
+
+// noHook is the error for a hook name no hook has: ErrNotFound, with the
+// name the user most likely meant among names.
+func noHook(name string, names []string) error {
+	if s := suggest.Closest(name, names); s != "" {
+		return fmt.Errorf("%w: no hook named %q; did you mean %s?", ErrNotFound, name, s)
+	}
+	return fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
+}
+
+// noHook is noHook among the loop's hooks.
+func (s *state) noHook(name string) error {
+	names := make([]string, 0, len(s.hooks))
+	for n := range s.hooks {
+		names = append(names, n)
+	}
+	return noHook(name, names)
 }

@@ -85,7 +85,7 @@ func (e *Engine) previewHook(ctx context.Context, name string) (*Hook, time.Time
 		})
 		switch {
 		case err == nil && h == nil:
-			return nil, time.Time{}, fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
+			return nil, time.Time{}, e.noHook(name)
 		case err == nil:
 			return h, last, nil
 		case !errors.Is(err, ErrStopped):
@@ -102,5 +102,14 @@ func (e *Engine) previewHook(ctx context.Context, name string) (*Hook, time.Time
 		}
 		return h, states[name].LastStart, nil
 	}
-	return nil, time.Time{}, fmt.Errorf("%w: no hook named %q", ErrNotFound, name)
+	return nil, time.Time{}, e.noHook(name)
+}
+
+// noHook is noHook among the hooks e was built with.
+func (e *Engine) noHook(name string) error {
+	names := make([]string, len(e.hooks))
+	for i, h := range e.hooks {
+		names[i] = h.Name
+	}
+	return noHook(name, names)
 }

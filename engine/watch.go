@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -73,7 +72,7 @@ func (e *Engine) FireWatch(ctx context.Context, hook string, ev *Event) (*Run, e
 		ent := s.hooks[hook]
 		switch {
 		case ent == nil:
-			err = fmt.Errorf("%w: no hook named %q", ErrNotFound, hook)
+			err = s.noHook(hook)
 			return
 		case s.stopping():
 			err = ErrStopped

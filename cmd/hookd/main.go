@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/suggest"
 )
 
 // Exit codes: engine.ExitCodes is their table.
@@ -115,8 +116,11 @@ func runIn(h host, args []string, stdout, stderr io.Writer) (code int) {
 			return c.run(&cli{host: h, name: c.name, argsHelp: c.args, stdout: stdout, stderr: stderr, term: term}, args[1:])
 		}
 	}
-	fmt.Fprintf(stderr, "hookd: unknown command %q\n\n", args[0])
-	usage(stderr)
+	if s := suggest.Closest(args[0], commandNames()); s != "" {
+		fmt.Fprintf(stderr, "hookd: unknown command %q; did you mean %s? (hookd help lists the commands)\n", args[0], s)
+	} else {
+		fmt.Fprintf(stderr, "hookd: unknown command %q (hookd help lists the commands)\n", args[0])
+	}
 	return exitUsage
 }
 
@@ -152,7 +156,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  hookd %-9s %s\n  %10s %s\n", c.name, c.args, "", c.summary)
 	}
-	fmt.Fprintln(w, "\nEvery command but "+strings.Join(noCommonFlags, ", ")+" takes --config FILE (default hookd.yaml if present), --db PATH and --hooks DIR.")
+	fmt.Fprintln(w, "\nEvery command but "+strings.Join(noCommonFlags, ", ")+" takes --config FILE (default $HOOKD_CONFIG, else the hookd.yaml of the project: here or the nearest parent directory with hookd.yaml or hooks.d), --db PATH and --hooks DIR.")
 	fmt.Fprintln(w, "\nExit codes:")
 	for _, e := range engine.ExitCodes {
 		fmt.Fprintf(w, "  %-3d %s\n", e.Code, e.Means)
@@ -207,13 +211,15 @@ type cli struct {
 	configPath string
 	dbPath     string
 	hooksDir   string
+
+	badSettings error // hookd.yaml's error, for a read-only command that went on (settings)
 }
 
 // flags returns a flag set with the flags every command takes.
 func (c *cli) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("hookd "+c.name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
-	fs.StringVar(&c.configPath, "config", "", "daemon settings file (default hookd.yaml if present)")
+	fs.StringVar(&c.configPath, "config", "", "daemon settings file (default $HOOKD_CONFIG, else hookd.yaml here or in the nearest parent directory with hookd.yaml or hooks.d)")
 	fs.StringVar(&c.dbPath, "db", "", "SQLite database path (default .hookd/hookd.db), or a postgres:// URL")
 	fs.StringVar(&c.hooksDir, "hooks", "", "hooks directory (default hooks.d)")
 	fs.Usage = func() {

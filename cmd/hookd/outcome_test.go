@@ -160,8 +160,12 @@ func TestRunsEmptyAndUnknown(t *testing.T) {
 		t.Errorf("runs of a hook with none: %q, want []", r.stdout)
 	}
 	r := e.must(1, "runs", "quite")
-	if !strings.Contains(r.stderr, `no hook named "quite" (hooks: quiet)`) {
-		t.Errorf("want the typo named with the known hooks:\n%s", r)
+	if !strings.Contains(r.stderr, `no hook named "quite"; did you mean quiet?`) {
+		t.Errorf("want the typo named with the hook meant:\n%s", r)
+	}
+	r = e.must(1, "runs", "zzzzzz")
+	if !strings.Contains(r.stderr, `no hook named "zzzzzz" (hooks: quiet)`) {
+		t.Errorf("want a name close to none named with the known hooks:\n%s", r)
 	}
 	code, body := e.socketClient().call("GET", "/v1/runs?hook=quiet", nil)
 	if code != 200 || strings.TrimSpace(string(body)) != "[]" {

@@ -18,6 +18,7 @@ import (
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/suggest"
 )
 
 func cmdList(c *cli, args []string) int {
@@ -230,7 +231,7 @@ func cmdRuns(c *cli, args []string) int {
 		// A hook with no runs is fine; a name that is neither a hook nor
 		// in the history is a typo.
 		if names, known := c.knownHook(d, f.Hook); !known {
-			return c.errorf("no hook named %q (hooks: %s)", f.Hook, orDash(strings.Join(names, ", ")))
+			return c.noHook(f.Hook, names)
 		}
 	}
 	if *asJSON {
@@ -279,12 +280,30 @@ func (c *cli) knownHook(d *config.Daemon, name string) ([]string, bool) {
 	if err != nil {
 		return nil, false
 	}
+	names := hookNames(hooks)
+	return names, slices.Contains(names, name)
+}
+
+// hookNames lists the names of hooks, sorted.
+func hookNames(hooks []*engine.Hook) []string {
 	names := make([]string, len(hooks))
 	for i, h := range hooks {
 		names[i] = h.Name
 	}
 	sort.Strings(names)
-	return names, slices.Contains(names, name)
+	return names
+}
+
+// noHook says no hook is named name, with the one among names the user
+// most likely meant, else the names when they are few, and exits 1.
+func (c *cli) noHook(name string, names []string) int {
+	if s := suggest.Closest(name, names); s != "" {
+		return c.errorf("no hook named %q; did you mean %s?", name, s)
+	}
+	if len(names) > 0 && len(names) <= 10 {
+		return c.errorf("no hook named %q (hooks: %s)", name, strings.Join(names, ", "))
+	}
+	return c.errorf("no hook named %q (see `hookd list`, or `hookd validate` if its file has errors)", name)
 }
 
 func joinStatuses(ss []engine.Status) string {
@@ -484,6 +503,9 @@ func cmdValidate(c *cli, args []string) int {
 		return c.errorf("%v", err)
 	}
 	if *asJSON {
+		if c.badSettings != nil {
+			errs = append([]error{c.badSettings}, errs...) // hookd.yaml's error is one of the check's
+		}
 		out := validateJSON{Dir: d.HooksDir, Valid: len(errs) == 0, Hooks: hooks, Handlers: len(hs), Errors: []loadErrorJSON{},
 			Warnings: []loadErrorJSON{}}
 		for _, w := range warns.sorted() {
@@ -512,6 +534,10 @@ func cmdValidate(c *cli, args []string) int {
 	}
 	if len(errs) > 0 {
 		fmt.Fprintf(c.stdout, ", %d error(s)\n", len(errs))
+		return exitError
+	}
+	if c.badSettings != nil {
+		fmt.Fprintf(c.stdout, "; %s is invalid\n", shortPath(d.SettingsPath))
 		return exitError
 	}
 	fmt.Fprintln(c.stdout)
@@ -560,7 +586,7 @@ func cmdNext(c *cli, args []string) int {
 		}
 		return exitOK
 	}
-	return c.errorf("no hook named %q (see `hookd list`, or `hookd validate` if its file has errors)", pos[0])
+	return c.noHook(pos[0], hookNames(hooks))
 }
 
 func cmdPause(c *cli, args []string) int  { return setPaused(c, args, true) }

@@ -46,7 +46,7 @@ func cmdRender(c *cli, args []string) int {
 		for _, e := range errs {
 			fmt.Fprintf(c.stderr, "not loaded: %v\n", e)
 		}
-		return c.errorf("no hook named %q (see `hookd list`, or `hookd validate` if its file has errors)", name)
+		return c.noHook(name, hookNames(hooks))
 	}
 
 	sbStatus, err := daemon.InstallSandbox(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn))

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"slices"
+	"syscall"
 
 	"fmt"
 	"log/slog"
@@ -9,26 +11,108 @@ import (
 	"path/filepath"
 	"strings"
 
+	_ "time/tzdata" // time zones on machines without zone files
+
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/daemon"
-
-	// also registers the step kinds
-	_ "time/tzdata" // time zones on machines without zone files
 )
+
+// ConfigEnv names the settings file for every command, as --config does.
+const ConfigEnv = "HOOKD_CONFIG"
+
+// settingsPath is the settings file a command reads: --config, else
+// $HOOKD_CONFIG, else hookd.yaml of the project the working directory
+// is in (findProject). explicit: the user named it, so it must exist.
+func (c *cli) settingsPath() (path string, explicit bool) {
+	if c.configPath != "" {
+		return c.path(c.configPath), true
+	}
+	if v := c.env(ConfigEnv); v != "" {
+		return c.path(v), true
+	}
+	return findProject(c.path("."))
+}
+
+// findProject is hookd.yaml of the nearest directory from dir up that
+// holds one, else of the nearest that holds a hooks.d directory, not
+// crossing into another file system; else hookd.yaml in dir, which need
+// not exist (the defaults, relative to dir). The path it returns is dir's
+// own spelling when it is dir's hookd.yaml.
+func findProject(dir string) (string, bool) {
+	here := filepath.Join(dir, "hookd.yaml")
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return here, false
+	}
+	var withHooks string
+	for d := abs; ; {
+		if fi, err := os.Stat(filepath.Join(d, "hookd.yaml")); err == nil && fi.Mode().IsRegular() {
+			return relTo(dir, abs, filepath.Join(d, "hookd.yaml")), false
+		}
+		if withHooks == "" {
+			if fi, err := os.Stat(filepath.Join(d, "hooks.d")); err == nil && fi.IsDir() {
+				withHooks = filepath.Join(d, "hookd.yaml")
+			}
+		}
+		up := filepath.Dir(d)
+		if up == d || !sameFileSystem(d, up) {
+			break
+		}
+		d = up
+	}
+	if withHooks != "" {
+		return relTo(dir, abs, withHooks), false
+	}
+	return here, false
+}
+
+// relTo spells p, a file in dir (whose absolute path is abs) or above
+// it, as dir's own file when it is one, so messages name it as typed.
+func relTo(dir, abs, p string) string {
+	if filepath.Dir(p) == abs {
+		return filepath.Join(dir, filepath.Base(p))
+	}
+	return p
+}
+
+// sameFileSystem reports whether directories a and b are on one file
+// system (the search for a project stops at a mount point).
+func sameFileSystem(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	sa, ok1 := fa.Sys().(*syscall.Stat_t)
+	sb, ok2 := fb.Sys().(*syscall.Stat_t)
+	return ok1 && ok2 && sa.Dev == sb.Dev
+}
+
+// readOnlyCommands read the database and hooks.d but change nothing:
+// they run on what they can read of an invalid hookd.yaml.
+var readOnlyCommands = []string{"list", "runs", "run", "status", "validate", "search", "next", "watch"}
+
+func (c *cli) readOnly() bool { return slices.Contains(readOnlyCommands, c.name) }
 
 // settings resolves hookd.yaml and the flags that override it.
 func (c *cli) settings() (*config.Daemon, error) {
-	path, explicit := c.configPath, c.configPath != ""
-	if !explicit {
-		path = "hookd.yaml"
-	}
-	path = c.path(path)
+	path, explicit := c.settingsPath()
 	if _, err := os.Stat(path); explicit && err != nil {
 		return nil, fmt.Errorf("settings file: %w", err)
 	}
 	d, err := config.LoadDaemonFile(path)
 	if err != nil {
-		return nil, err
+		if !c.readOnly() {
+			return nil, err
+		}
+		// A command that only reads works with what it can read of a
+		// broken hookd.yaml, and says so.
+		var used string
+		if d, used = config.LoadDaemonLenient(path); d == nil {
+			return nil, err
+		}
+		c.badSettings = err
+		fmt.Fprintf(c.stderr, "hookd %s: %v\nhookd %s: %s is invalid; using %s\n", c.name, err, c.name, path, used)
 	}
 	if v := c.env(config.DatabaseEnv); v != "" {
 		d.SetDatabase(v)

@@ -20,9 +20,13 @@ func cmdStatus(c *cli, args []string) int {
 	if !ok {
 		return code
 	}
+	settings := shortPath(d.SettingsPath)
+	if d.File == "" {
+		settings = "none (" + settings + " does not exist: the defaults)"
+	}
 	cl := client.Dial(d.DB)
 	if cl == nil {
-		fmt.Fprintf(c.stdout, "hookd is not running (no answer on %s)\n", api.SocketPath(d.DB))
+		fmt.Fprintf(c.stdout, "hookd is not running (no answer on %s)\nsettings:  %s\n", api.SocketPath(d.DB), settings)
 		return exitError
 	}
 	var rep api.StatusReport
@@ -32,13 +36,14 @@ func cmdStatus(c *cli, args []string) int {
 	if *asJSON {
 		return c.printJSON(rep)
 	}
-	printStatus(c.stdout, api.SocketPath(d.DB), &rep)
+	printStatus(c.stdout, api.SocketPath(d.DB), settings, &rep)
 	return exitOK
 }
 
 // printStatus prints the terminal summary of `hookd status`.
-func printStatus(w io.Writer, socket string, rep *api.StatusReport) {
+func printStatus(w io.Writer, socket, settings string, rep *api.StatusReport) {
 	fmt.Fprintf(w, "hookd is running (pid %d, up %s, socket %s)\n", rep.PID, rep.Uptime, socket)
+	fmt.Fprintf(w, "settings:  %s\n", settings)
 	fmt.Fprintf(w, "in flight: %d\n", len(rep.InFlight))
 	writeInFlight(w, rep.Running, time.Now())
 	fmt.Fprintf(w, "queued:    %d %s\n", len(rep.Queued), strings.Join(rep.Queued, " "))

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runHost runs a command in process in h and returns its result.
+func runHost(h host, args ...string) result {
+	var stdout, stderr bytes.Buffer
+	code := runIn(h, args, &stdout, &stderr)
+	return result{args: args, code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// TestFindsProject: a command run in a subdirectory of a project uses
+// the project's hookd.yaml (or, without one, its hooks.d), and
+// HOOKD_CONFIG names the settings file from anywhere, as --config does.
+func TestFindsProject(t *testing.T) {
+	e := newEnv(t, "max_concurrent: 3\n", map[string]string{"hello.yaml": "steps:\n  - type: shell\n    command: echo hi\nskip_llm: true\n"})
+	sub := e.path("src/deep")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runHost(host{dir: sub, stdin: strings.NewReader("")}, "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "hello") {
+		t.Fatalf("list from a subdirectory of the project:\n%s", r)
+	}
+	r = runHost(host{dir: sub, stdin: strings.NewReader("")}, "status")
+	if want := "settings:  " + e.path("hookd.yaml"); !strings.Contains(r.stdout, want) {
+		t.Errorf("status does not say which settings it used (%q):\n%s", want, r)
+	}
+
+	// HOOKD_CONFIG, from a directory outside the project.
+	elsewhere := t.TempDir()
+	env := func(k string) string {
+		if k == ConfigEnv {
+			return e.path("hookd.yaml")
+		}
+		return ""
+	}
+	r = runHost(host{dir: elsewhere, getenv: env, stdin: strings.NewReader("")}, "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "hello") {
+		t.Fatalf("list with %s:\n%s", ConfigEnv, r)
+	}
+	bad := func(k string) string {
+		if k == ConfigEnv {
+			return filepath.Join(elsewhere, "nope.yaml")
+		}
+		return ""
+	}
+	if r = runHost(host{dir: elsewhere, getenv: bad, stdin: strings.NewReader("")}, "list"); r.code != exitError || !strings.Contains(r.stderr, "nope.yaml") {
+		t.Errorf("a %s naming no file must be an error naming it:\n%s", ConfigEnv, r)
+	}
+
+	// A project with hooks.d and no hookd.yaml is found by its hooks.d.
+	bare := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bare, "hooks.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bare, "hooks.d", "bare.yaml"), []byte("steps:\n  - type: shell\n    command: echo hi\nskip_llm: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(bare, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r = runHost(host{dir: filepath.Join(bare, "sub"), stdin: strings.NewReader("")}, "list"); r.code != 0 || !strings.Contains(r.stdout, "bare") {
+		t.Errorf("list below a project with hooks.d only:\n%s", r)
+	}
+}
+
+// TestReadOnlyCommandsWithBrokenSettings: with an invalid hookd.yaml,
+// list, runs and status still work on the db and hooks_dir it names and
+// say what they used; a command that acts (fire) refuses.
+func TestReadOnlyCommandsWithBrokenSettings(t *testing.T) {
+	e := newEnv(t, "", map[string]string{"hello.yaml": "steps:\n  - type: shell\n    command: echo hi\nskip_llm: true\n"})
+	e.must(0, "fire", "hello", "--wait")
+	e.write("hookd.yaml", "db: .hookd/hookd.db\nmax_concurent: 3\n")
+	r := e.must(0, "runs")
+	if !strings.Contains(r.stdout, "hello") || !strings.Contains(r.stderr, "max_concurent: unknown field") ||
+		!strings.Contains(r.stderr, "is invalid; using db") || !strings.Contains(r.stderr, "(its db)") {
+		t.Errorf("runs with an invalid hookd.yaml:\n%s", r)
+	}
+	if r := e.must(0, "list"); !strings.Contains(r.stdout, "hello") {
+		t.Errorf("list with an invalid hookd.yaml:\n%s", r)
+	}
+	if r := e.run("fire", "hello"); r.code != exitError || !strings.Contains(r.stderr, "max_concurent") {
+		t.Errorf("fire with an invalid hookd.yaml must refuse, naming the error:\n%s", r)
+	}
+}
+
+// TestDidYouMean: a mistyped command or hook name gets the name the user
+// most likely meant, transpositions included, in one line.
+func TestDidYouMean(t *testing.T) {
+	e := newEnv(t, "", map[string]string{"nightly.yaml": "steps:\n  - type: shell\n    command: echo hi\nskip_llm: true\n"})
+	r := e.run("lst")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `unknown command "lst"; did you mean list?`) || strings.Count(r.stderr, "\n") > 1 {
+		t.Errorf("hookd lst:\n%s", r)
+	}
+	for _, args := range [][]string{{"fire", "nigthly"}, {"next", "nigthly"}, {"render", "nigthly"}, {"runs", "nigthly"}} {
+		if r := e.run(args...); r.code != exitError || !strings.Contains(r.stderr, `no hook named "nigthly"; did you mean nightly?`) {
+			t.Errorf("hookd %s:\n%s", strings.Join(args, " "), r)
+		}
+	}
+	e.serve()
+	if r := e.run("fire", "nigthly"); r.code != exitError || !strings.Contains(r.stderr, "did you mean nightly?") {
+		t.Errorf("hookd fire nigthly with a daemon:\n%s", r)
+	}
+}
