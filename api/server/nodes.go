@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/api"
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 	"github.com/hookd/hookd/store/postgres"
 )
 
@@ -47,7 +47,7 @@ func clusterOf(ctx context.Context, cn ClusterNodes) (*api.ClusterReport, error)
 			rep.Scheduler = n.Name
 		}
 		rep.Nodes = append(rep.Nodes, api.NodeReport{Name: n.Name, Alive: n.Alive, Scheduler: n.Scheduler, Running: n.Running,
-			MaxConcurrent: n.MaxConcurrent, Heartbeat: n.Heartbeat, HeartbeatAge: engine.ElapsedText(n.HeartbeatAge.Truncate(time.Second)),
+			MaxConcurrent: n.MaxConcurrent, Heartbeat: n.Heartbeat, HeartbeatAge: human.Duration(n.HeartbeatAge.Truncate(time.Second)),
 			Started: n.Started, Hooks: hooks})
 	}
 	for _, d := range postgres.DifferingHooks(nodes) {

@@ -45,6 +45,7 @@ import (
 	"github.com/hookd/hookd/dashboard"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/authlimit"
+	"github.com/hookd/hookd/internal/human"
 	"github.com/hookd/hookd/metrics"
 	"github.com/hookd/hookd/sandbox"
 	"github.com/hookd/hookd/store"
@@ -131,7 +132,7 @@ func (a *Server) handler(dash *dashboard.Server) http.Handler {
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.Health{Status: "ok", DB: a.db, PID: os.Getpid(),
-			Uptime: engine.DurationText(time.Since(a.started).Round(time.Second))})
+			Uptime: human.Exact(time.Since(a.started).Round(time.Second))})
 	})
 	if a.metrics != nil {
 		mux.Handle("GET /metrics", a.metrics.Handler())

@@ -16,6 +16,7 @@ import (
 	"github.com/hookd/hookd/api/client"
 	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 )
 
 func cmdFire(c *cli, args []string) int {
@@ -212,7 +213,7 @@ func (c *cli) printFinal(run *engine.Run) int {
 // --wait uses (engine.ExitOf): 0 for completed or skipped, 3 for
 // completed with check_failed, 1 for failed.
 func (c *cli) printOutcome(run *engine.Run) int {
-	line := fmt.Sprintf("%s %s in %s", run.Hook, run.Headline(), engine.ElapsedText(run.Duration()))
+	line := fmt.Sprintf("%s %s in %s", run.Hook, run.Headline(), human.Duration(run.Duration()))
 	if run.Reason != "" {
 		line += ": " + run.Reason
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/handlers"
+	"github.com/hookd/hookd/internal/human"
 )
 
 // builtinHandlers registers the lifecycle handlers hookd has in Go. It has
@@ -57,7 +58,7 @@ func cmdHandlers(c *cli, args []string) int {
 				src = "builtin"
 			}
 			if r.Timeout > 0 {
-				timeout = engine.DurationText(r.Timeout)
+				timeout = human.Exact(r.Timeout)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Point, r.Model, r.Priority, r.Label, plugin, policy, timeout, src)
 		}

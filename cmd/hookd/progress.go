@@ -15,6 +15,7 @@ import (
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/api/client"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 	"golang.org/x/sys/unix"
 )
 
@@ -167,8 +168,8 @@ func (p *progressPrinter) draw() {
 		return
 	}
 	now := time.Now()
-	line := fmt.Sprintf("  … %s %s (run %s)", p.current, engine.ElapsedText(now.Sub(p.since).Truncate(100*time.Millisecond)),
-		engine.ElapsedText(now.Sub(p.start).Truncate(100*time.Millisecond)))
+	line := fmt.Sprintf("  … %s %s (run %s)", p.current, human.Duration(now.Sub(p.since).Truncate(100*time.Millisecond)),
+		human.Duration(now.Sub(p.start).Truncate(100*time.Millisecond)))
 	writeRaw(p.w, "\r\x1b[K")
 	fmt.Fprint(p.w, engine.OneLine(line, 120))
 	p.shown = true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/daemon"
+	"github.com/hookd/hookd/internal/human"
 )
 
 func cmdPrune(c *cli, args []string) int {
@@ -50,20 +51,7 @@ func printPrune(w io.Writer, rep *api.PruneReport) {
 	}
 	fmt.Fprintf(w, "%s %d runs, %d skip/drop records, %d events", verb, rep.Runs, rep.Skipped, rep.Events)
 	if !rep.DryRun {
-		fmt.Fprintf(w, "; freed %s", bytesText(rep.FreedBytes))
+		fmt.Fprintf(w, "; freed %s", human.Size(rep.FreedBytes))
 	}
 	fmt.Fprintf(w, " (%s)\n", rep.Took.Round(time.Millisecond))
-}
-
-// bytesText says a size the way people read it: "1.5 MB".
-func bytesText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 	"github.com/hookd/hookd/internal/suggest"
 )
 
@@ -121,7 +122,7 @@ func hookTable(hooks []engine.HookStatus, now time.Time) *table {
 		case !h.NextDue.IsZero():
 			t.buf = h.NextDue.Local().AppendFormat(t.buf, timeLayout)
 			t.add(" (")
-			t.add(relTime(h.NextDue.Sub(now)))
+			t.add(human.Relative(h.NextDue.Sub(now)))
 			t.add(")")
 		default:
 			t.add("-")
@@ -137,7 +138,7 @@ func hookTable(hooks []engine.HookStatus, now time.Time) *table {
 			}
 			if !h.LastStart.IsZero() {
 				t.add(" ")
-				t.add(relTime(h.LastStart.Sub(now)))
+				t.add(human.Relative(h.LastStart.Sub(now)))
 			}
 		}
 		t.end()
@@ -247,9 +248,9 @@ func cmdRuns(c *cli, args []string) int {
 		}
 		dur := "-"
 		if d := r.Duration(); d > 0 {
-			dur = engine.ElapsedText(d)
+			dur = human.Duration(d)
 		} else if r.Status == engine.StatusRunning && !r.StartedAt.IsZero() {
-			dur = engine.ElapsedText(now.Sub(r.StartedAt).Truncate(time.Second)) + " so far"
+			dur = human.Duration(now.Sub(r.StartedAt).Truncate(time.Second)) + " so far"
 		}
 		why := r.Reason
 		if r.Repeats > 1 {
@@ -367,9 +368,9 @@ func (c *cli) printProgress(d *config.Daemon, id string) {
 	}
 	now := time.Now()
 	w := c.stdout
-	fmt.Fprintf(w, "\nrunning for %s:\n", engine.ElapsedText(p.Elapsed(now).Truncate(time.Second)))
+	fmt.Fprintf(w, "\nrunning for %s:\n", human.Duration(p.Elapsed(now).Truncate(time.Second)))
 	for _, s := range p.Steps {
-		line := fmt.Sprintf("  %s %s: %s in %s", s.Label(), s.Kind, s.OutcomeText(), engine.ElapsedText(s.Duration))
+		line := fmt.Sprintf("  %s %s: %s in %s", s.Label(), s.Kind, s.OutcomeText(), human.Duration(s.Duration))
 		if s.Error != "" {
 			line += ": " + engine.OneLine(s.Error, 120)
 		}
@@ -395,7 +396,7 @@ func printRun(c *cli, r *engine.Run, brief bool) {
 	field("reason", r.Reason)
 	field("error", errorText(r))
 	if !r.FinishedAt.IsZero() {
-		field("finished", timeText(r.FinishedAt)+" (took "+engine.ElapsedText(r.Duration())+")")
+		field("finished", timeText(r.FinishedAt)+" (took "+human.Duration(r.Duration())+")")
 	}
 	if r.Response != "" {
 		printBlock(w, "answer", r.Response)
@@ -441,7 +442,7 @@ func printRun(c *cli, r *engine.Run, brief bool) {
 		if s.Name != "" {
 			label += " (" + s.Name + ")"
 		}
-		fmt.Fprintf(w, "\n%s %s, %s", label, s.Type, engine.ElapsedText(s.Duration))
+		fmt.Fprintf(w, "\n%s %s, %s", label, s.Type, human.Duration(s.Duration))
 		if s.ExitCode != nil {
 			fmt.Fprintf(w, ", exit %d", *s.ExitCode)
 		}
@@ -637,25 +638,4 @@ func setPaused(c *cli, args []string, paused bool) int {
 	}
 	fmt.Fprintf(c.stdout, "%s %s (hookd is not running; it applies when it starts)\n", name, verb)
 	return exitOK
-}
-
-// relTime says a duration the way people read it: "in 5m", "3h ago".
-func relTime(d time.Duration) string {
-	past := d < 0
-	if past {
-		d = -d
-	}
-	var s string
-	switch {
-	case d < time.Second:
-		return "now"
-	case d < time.Minute:
-		s = engine.ElapsedText(d.Round(time.Second))
-	default:
-		s = engine.ElapsedText(d.Round(time.Minute))
-	}
-	if past {
-		return s + " ago"
-	}
-	return "in " + s
 }

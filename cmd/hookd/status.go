@@ -11,6 +11,7 @@ import (
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/api/client"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 )
 
 func cmdStatus(c *cli, args []string) int {
@@ -107,9 +108,9 @@ func printStatus(w io.Writer, socket, settings string, rep *api.StatusReport) {
 	}
 	if db := rep.Database; db != nil {
 		if db.Kind == "postgres" {
-			fmt.Fprintf(w, "\ndatabase:  %s (PostgreSQL %s)\n", bytesText(db.Bytes), db.Path)
+			fmt.Fprintf(w, "\ndatabase:  %s (PostgreSQL %s)\n", human.Size(db.Bytes), db.Path)
 		} else {
-			fmt.Fprintf(w, "\ndatabase:  %s (WAL %s, free inside %s)\n", bytesText(db.Bytes), bytesText(db.WALBytes), bytesText(db.FreeBytes))
+			fmt.Fprintf(w, "\ndatabase:  %s (WAL %s, free inside %s)\n", human.Size(db.Bytes), human.Size(db.WALBytes), human.Size(db.FreeBytes))
 		}
 		switch p := db.LastPrune; {
 		case p == nil:
@@ -118,7 +119,7 @@ func printStatus(w io.Writer, socket, settings string, rep *api.StatusReport) {
 			fmt.Fprintf(w, "pruned:    %s, failed: %s\n", timeText(p.At), p.Error)
 		default:
 			fmt.Fprintf(w, "pruned:    %s: %d runs, %d skip/drop records, %d events; freed %s\n",
-				timeText(p.At), p.Runs, p.Skipped, p.Events, bytesText(p.FreedBytes))
+				timeText(p.At), p.Runs, p.Skipped, p.Events, human.Size(p.FreedBytes))
 		}
 	}
 	n := rep.Notifications
@@ -169,7 +170,7 @@ func distText(d api.Dist) string {
 }
 
 func secs(s float64) string {
-	return engine.ElapsedText(time.Duration(s * float64(time.Second)))
+	return human.Duration(time.Duration(s * float64(time.Second)))
 }
 
 func orDash(s string) string {
@@ -184,7 +185,7 @@ func orDash(s string) string {
 func writeInFlight(w io.Writer, runs []engine.RunProgress, now time.Time) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, p := range runs {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Hook, p.RunID, engine.ElapsedText(p.Elapsed(now).Truncate(time.Second)), doingText(&p, now))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Hook, p.RunID, human.Duration(p.Elapsed(now).Truncate(time.Second)), doingText(&p, now))
 	}
 	tw.Flush()
 }
@@ -192,7 +193,7 @@ func writeInFlight(w io.Writer, runs []engine.RunProgress, now time.Time) {
 // doingText says what a run in flight is doing: "step_1 (build) shell
 // for 35s", "model stage: 2 calls, 3 tool calls".
 func doingText(p *engine.RunProgress, now time.Time) string {
-	since := engine.ElapsedText(max(now.Sub(p.Since), 0).Truncate(time.Second))
+	since := human.Duration(max(now.Sub(p.Since), 0).Truncate(time.Second))
 	switch {
 	case p.Current != nil:
 		return fmt.Sprintf("%s %s for %s", p.Current.Label(), p.Current.Kind, since)

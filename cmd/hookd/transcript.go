@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
+	"github.com/hookd/hookd/internal/human"
 )
 
 // printTranscript prints the model stage of a run: each model call with
@@ -39,7 +40,7 @@ func printTranscript(w io.Writer, r *engine.Run) {
 		if c.Model != "" {
 			fmt.Fprintf(w, ", %s", c.Model)
 		}
-		fmt.Fprintf(w, ", %s", roundDur(c.Latency))
+		fmt.Fprintf(w, ", %s", human.Duration(c.Latency))
 		if c.FinishReason != "" {
 			fmt.Fprintf(w, ", finish %s", c.FinishReason)
 		}
@@ -87,7 +88,7 @@ func printTranscript(w io.Writer, r *engine.Run) {
 			if tc.IDGenerated {
 				fmt.Fprint(w, " (made by hookd)")
 			}
-			fmt.Fprintf(w, ", %s\n", roundDur(tc.Duration))
+			fmt.Fprintf(w, ", %s\n", human.Duration(tc.Duration))
 			fmt.Fprintf(w, "      arguments: %s\n", engine.OneLine(tc.Arguments, 300))
 			if tc.InputAmendedBy != "" {
 				fmt.Fprintf(w, "      arguments amended by handler %s\n", tc.InputAmendedBy)
@@ -147,13 +148,4 @@ func indentBlock(w io.Writer, indent, title, text string) {
 		}
 		fmt.Fprintf(w, "%s  %s\n", indent, l)
 	}
-}
-
-// roundDur shows a duration in words (engine.ElapsedText), or to the
-// microsecond when shorter than a millisecond.
-func roundDur(d time.Duration) string {
-	if d < time.Millisecond {
-		return d.Round(time.Microsecond).String()
-	}
-	return engine.ElapsedText(d)
 }

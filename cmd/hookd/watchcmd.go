@@ -18,6 +18,7 @@ import (
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/api/client"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/human"
 )
 
 // cmdWatch follows the daemon's live event stream and prints one line per
@@ -189,12 +190,12 @@ func eventLine(ev *api.Event) string {
 		if what == "started" {
 			extra := str("trigger")
 			if ms, ok := ev.Data["lateness_ms"].(float64); ok {
-				extra += ", " + engine.ElapsedText(time.Duration(ms*float64(time.Millisecond))) + " late"
+				extra += ", " + human.Duration(time.Duration(ms*float64(time.Millisecond))) + " late"
 			}
 			return line + " (" + extra + ")"
 		}
 		if ms, ok := ev.Data["duration_ms"].(float64); ok && ms > 0 {
-			line += " in " + engine.ElapsedText(time.Duration(ms*float64(time.Millisecond)))
+			line += " in " + human.Duration(time.Duration(ms*float64(time.Millisecond)))
 		} else if t := str("trigger"); t != "" {
 			line += " (" + t + ")"
 		}
@@ -257,7 +258,7 @@ func progressText(typ string, data map[string]any) string {
 	}
 	took := ""
 	if ms, ok := num("duration_ms"); ok {
-		took = " in " + engine.ElapsedText(time.Duration(ms)*time.Millisecond)
+		took = " in " + human.Duration(time.Duration(ms)*time.Millisecond)
 	}
 	switch typ {
 	case engine.EventStepStarted, engine.EventStepFinished:

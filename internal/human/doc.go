@@ -3,9 +3,8 @@
 //
 // Duration (elapsed times, run and step lengths), Relative ("in 5m",
 // "3h ago"), Size (1.5 KiB) and Exact (a configured duration as written:
-// 10m, 1h30s) are the one formatter of each: the dashboard uses them, and
-// the CLI through engine.ElapsedText and engine.DurationText until it
-// calls them itself.
+// 10m, 1h30s) are the one formatter of each: the CLI, the API's text and
+// the dashboard use them.
 //
 // ParseAge is the one parser of ages and look-backs ("30d", "12h",
 // "1d12h"): retention's max_age and memory_search's since use it.

@@ -25,7 +25,7 @@ func Exact(d time.Duration) string {
 }
 
 // Duration writes a measured duration in words, rounded to what a person
-// reads: 0s, 340ms, 1.2s, 42s, 3m5s, 2h14m. The CLI and the dashboard show
+// reads: 0s, 250µs, 340ms, 1.2s, 42s, 3m5s, 2h14m. The CLI and the dashboard show
 // every elapsed time, run length and step length with it.
 func Duration(d time.Duration) string {
 	neg := d < 0
@@ -34,6 +34,8 @@ func Duration(d time.Duration) string {
 	}
 	var s string
 	switch {
+	case d < time.Millisecond:
+		s = Exact(d.Round(time.Microsecond))
 	case d < time.Second:
 		s = Exact(d.Round(time.Millisecond))
 	case d < 10*time.Second:

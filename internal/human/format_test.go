@@ -25,7 +25,7 @@ func TestDuration(t *testing.T) {
 		1234 * time.Millisecond: "1.2s", 12300 * time.Millisecond: "12s",
 		42*time.Second + 400*time.Millisecond: "42s", 3*time.Minute + 5*time.Second + 300*time.Millisecond: "3m5s",
 		2*time.Hour + 14*time.Minute + 10*time.Second: "2h14m", 10 * time.Minute: "10m", -1500 * time.Millisecond: "-1.5s",
-		50 * time.Hour: "50h",
+		50 * time.Hour: "50h", 250*time.Microsecond + 400*time.Nanosecond: "250µs", 999 * time.Microsecond: "999µs",
 	} {
 		if got := Duration(d); got != want {
 			t.Errorf("Duration(%s) = %q, want %q", d, got, want)
