@@ -153,6 +153,7 @@ type DBReport struct {
 	Kind string `json:"kind"` // sqlite or postgres
 	store.Size
 	LastPrune *PruneReport `json:"last_prune,omitempty"` // nil before the first since the start
+	Error     string       `json:"error,omitempty"`      // why the size is not known (a stalled store)
 }
 
 type (

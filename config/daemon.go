@@ -29,6 +29,7 @@ type Daemon struct {
 	Tick           time.Duration         // tick: longest sleep of the loop, > 0
 	QueueSize      int                   // queue_size: runs waiting for a slot, >= 1
 	Grace          time.Duration         // grace: how long a stop waits for runs, >= 0
+	StoreTimeout   time.Duration         // store_timeout: how long a store write may take before the store counts as stalled
 	DefaultTimeout time.Duration         // default_timeout: a run's timeout when its hook sets none, > 0
 	MaxCatchup     int                   // max_catchup: missed slots fired with on_missed: all, >= 1
 	LogFormat      string                // log_format: text or json
@@ -144,6 +145,7 @@ const (
 	DefaultTick           = time.Second
 	DefaultQueueSize      = 100
 	DefaultGrace          = 30 * time.Second
+	DefaultStoreTimeout   = 10 * time.Second
 	DefaultTimeout        = 30 * time.Minute
 	DefaultMaxCatchup     = 10
 	DefaultTokenEnv       = "HOOKD_TOKEN"
@@ -154,7 +156,7 @@ const (
 	DefaultMaxRounds      = 10
 )
 
-var daemonKeys = []string{"hooks_dir", "db", "database", "max_concurrent", "tick", "queue_size", "grace",
+var daemonKeys = []string{"hooks_dir", "db", "database", "max_concurrent", "tick", "queue_size", "grace", "store_timeout",
 	"default_timeout", "max_catchup", "log_format", "listen", "dashboard_hosts", "llm",
 	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks", "budget",
 	"node", "sandbox"}
@@ -168,6 +170,7 @@ func defaultDaemon(dir string) *Daemon {
 		Tick:           DefaultTick,
 		QueueSize:      DefaultQueueSize,
 		Grace:          DefaultGrace,
+		StoreTimeout:   DefaultStoreTimeout,
 		DefaultTimeout: DefaultTimeout,
 		MaxCatchup:     DefaultMaxCatchup,
 		LogFormat:      DefaultLogFormat,
@@ -266,6 +269,9 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 	}
 	if n, ok := f.decode("grace", &d.Grace); ok {
 		nonNegative(s, n, "grace", d.Grace)
+	}
+	if n, ok := f.decode("store_timeout", &d.StoreTimeout); ok {
+		positive(s, n, "store_timeout", d.StoreTimeout)
 	}
 	if n, ok := f.decode("log_format", &d.LogFormat); ok && d.LogFormat != "text" && d.LogFormat != "json" {
 		s.errorf(n, "log_format", "must be text or json (got %q)", d.LogFormat)

@@ -284,6 +284,7 @@ func Open(ctx context.Context, d *config.Daemon, holder string, log *slog.Logger
 		Tick:           d.Tick,
 		QueueSize:      d.QueueSize,
 		Grace:          grace,
+		StoreTimeout:   d.StoreTimeout,
 		DefaultTimeout: d.DefaultTimeout,
 		MaxCatchup:     d.MaxCatchup,
 		Budget:         d.Budget,

@@ -23,6 +23,10 @@ func (a *Server) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
+// storeAnswer bounds what /v1/status waits for the database (its size,
+// the cluster's nodes): the status of a stalled store still answers.
+const storeAnswer = 2 * time.Second
+
 func (a *Server) report(ctx context.Context) (*api.StatusReport, error) {
 	sum, err := a.eng.Summary(ctx)
 	if err != nil {
@@ -61,14 +65,19 @@ func (a *Server) report(ctx context.Context) (*api.StatusReport, error) {
 		}
 	}
 	if a.pruner != nil {
-		size, err := a.pruner.Size(ctx)
-		if err != nil {
-			return nil, err
-		}
+		// A stalled store must not hold the status that reports it.
+		sctx, cancel := context.WithTimeout(ctx, storeAnswer)
+		size, err := a.pruner.Size(sctx)
+		cancel()
 		w := a.pruner.Where()
 		rep.Database = &api.DBReport{Path: w.Name, Kind: w.Kind, Size: size, LastPrune: a.pruner.Last()}
+		if err != nil {
+			rep.Database.Error = "size unknown: " + err.Error()
+		}
 	}
-	if rep.Cluster, err = clusterOf(ctx, a.cluster); err != nil {
+	cctx, cancel := context.WithTimeout(ctx, storeAnswer)
+	defer cancel()
+	if rep.Cluster, err = clusterOf(cctx, a.cluster); err != nil {
 		return nil, err
 	}
 	if a.metrics == nil {

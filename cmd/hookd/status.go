@@ -48,6 +48,13 @@ func printStatus(w io.Writer, socket, settings string, rep *api.StatusReport) {
 	fmt.Fprintf(w, "in flight: %d\n", len(rep.InFlight))
 	writeInFlight(w, rep.Running, time.Now())
 	fmt.Fprintf(w, "queued:    %d %s\n", len(rep.Queued), strings.Join(rep.Queued, " "))
+	if s := rep.Store; s != nil {
+		fmt.Fprintf(w, "STORE:     %s; %d record(s) waiting to be written, %d slot(s) to record missed", s, s.Waiting, s.Slots)
+		if s.Lost > 0 {
+			fmt.Fprintf(w, ", %d record(s) lost", s.Lost)
+		}
+		fmt.Fprintln(w)
+	}
 	if len(rep.Retries) > 0 {
 		fmt.Fprintf(w, "retrying:  %d", len(rep.Retries))
 		for _, r := range rep.Retries {
@@ -107,9 +114,12 @@ func printStatus(w io.Writer, socket, settings string, rep *api.StatusReport) {
 		}
 	}
 	if db := rep.Database; db != nil {
-		if db.Kind == "postgres" {
+		switch {
+		case db.Error != "":
+			fmt.Fprintf(w, "\ndatabase:  %s\n", db.Error)
+		case db.Kind == "postgres":
 			fmt.Fprintf(w, "\ndatabase:  %s (PostgreSQL %s)\n", human.Size(db.Bytes), db.Path)
-		} else {
+		default:
 			fmt.Fprintf(w, "\ndatabase:  %s (WAL %s, free inside %s)\n", human.Size(db.Bytes), human.Size(db.WALBytes), human.Size(db.FreeBytes))
 		}
 		switch p := db.LastPrune; {
