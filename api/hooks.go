@@ -95,6 +95,18 @@ func appendHookJSON(b []byte, h *engine.HookStatus) ([]byte, error) {
 		b = append(b, `,"budget":`...)
 		b = append(b, bj...)
 	}
+	if h.Sandbox != "" {
+		b = append(b, `,"sandbox":`...)
+		b = engine.AppendJSONString(b, h.Sandbox)
+	}
+	if h.Broken != nil {
+		bj, err := json.Marshal(h.Broken)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"broken":`...)
+		b = append(b, bj...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -351,6 +363,16 @@ func (p *jsonParser) hook(h *engine.HookStatus) bool {
 			if raw, ok = p.object(); ok && h.Budget == nil {
 				h.Budget = new(engine.SpendWindows)
 				ok = json.Unmarshal(raw, h.Budget) == nil
+			} else {
+				ok = false
+			}
+		case "sandbox":
+			ok = p.text(&h.Sandbox)
+		case "broken":
+			var raw []byte
+			if raw, ok = p.object(); ok && h.Broken == nil {
+				h.Broken = new(engine.BrokenFile)
+				ok = json.Unmarshal(raw, h.Broken) == nil
 			} else {
 				ok = false
 			}

@@ -144,3 +144,37 @@ func FuzzDecodeHooksJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestHooksJSONEveryField: a hook with every field of HookStatus set is
+// written as encoding/json writes it, each of its json keys present, and
+// read back whole — so a field added to HookStatus and not to the codec
+// fails here (the sandbox field was missing from /v1/hooks that way).
+func TestHooksJSONEveryField(t *testing.T) {
+	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	h := engine.HookStatus{Name: "n", Project: "p", Trigger: "every 1m", Enabled: true, Paused: true, NextDue: at,
+		InFlight: "r1", Queued: 2, LastRunID: "r0", LastStatus: engine.StatusCompleted, LastCheckFailed: "step_0",
+		LastStart: at, File: "hooks.d/n.yaml", Version: "v1", Budget: &engine.SpendWindows{}, Sandbox: "landlock",
+		Broken: &engine.BrokenFile{File: "hooks.d/n.yaml", Hook: "n", Errors: []string{"hooks.d/n.yaml:2: x: bad"}, Previous: "v0"}}
+	typ := reflect.TypeOf(h)
+	v := reflect.ValueOf(h)
+	for i := range typ.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("the test leaves HookStatus.%s unset: set it", typ.Field(i).Name)
+		}
+	}
+	want, err := json.Marshal([]engine.HookStatus{h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := AppendHooks(nil, []engine.HookStatus{h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("AppendHooks:\n got %s\nwant %s", got, want)
+	}
+	dec, ok := parseHooksJSON(want)
+	if !ok || len(dec) != 1 || !reflect.DeepEqual(dec[0], h) {
+		t.Errorf("parseHooksJSON (fast path %v):\n got %+v\nwant %+v", ok, dec, h)
+	}
+}

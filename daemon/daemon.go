@@ -197,6 +197,10 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	if err := l.Engine.Start(context.Background()); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
+	// Hook files that did not load stay listed, with their errors.
+	if err := l.Engine.SetBroken(context.Background(), l.broken); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
 	// Events accepted but not dispatched when the last daemon stopped go
 	// first, before the API accepts new ones.
 	if _, err := l.Engine.DispatchPending(context.Background()); err != nil {

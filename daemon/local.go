@@ -48,13 +48,19 @@ func LoadHooks(d *config.Daemon) ([]*engine.Hook, []error, error) {
 // 10,000 files took 0.60 s and 1.16 CPU-s, at 400 0.49 s and 0.95 (its
 // peak 110 -> 180 MB).
 func LoadAll(d *config.Daemon) ([]*engine.Hook, []*config.Handler, []error, error) {
+	l, err := LoadReport(d)
+	return l.Hooks, l.Handlers, l.Errs, err
+}
+
+// LoadReport is LoadAll that also says, as typed values, which files did
+// not load (config.LoadDirReport): what the daemon's engine keeps listing.
+func LoadReport(d *config.Daemon) (config.DirLoad, error) {
 	if err := hooksDirExists(d); err != nil {
-		return nil, nil, nil, err
+		return config.DirLoad{}, err
 	}
 	restore, _ := RaiseGCPercent(loadGCPercent)
 	defer restore()
-	hooks, hs, errs := config.LoadDirAll(d.HooksDir, d.HookOptions())
-	return hooks, hs, errs, nil
+	return config.LoadDirReport(d.HooksDir, d.HookOptions()), nil
 }
 
 // CheckAll checks the hooks directory as LoadAll loads it, keeping of
@@ -133,6 +139,9 @@ type Local struct {
 	llm    *swapLLM      // the engine's client: model, or what a reloaded hookd.yaml replaced it with
 	lock   Lock
 	procs  *procjournal.Journal // the process groups of running steps, for a restart after a crash
+	// broken are the hook files that did not load, which the engine keeps
+	// listing once it runs (engine.Engine.SetBroken)
+	broken []engine.BrokenFile
 
 	member *postgres.Member // this node of the cluster, with database: on PostgreSQL (hookd serve); else nil
 }
@@ -200,17 +209,15 @@ func Open(ctx context.Context, d *config.Daemon, holder string, log *slog.Logger
 	// waits for the longer of the two, not their sum. A lock held by
 	// another hookd is reported at once; the load's result is dropped.
 	type loadResult struct {
-		hooks []*engine.Hook
-		hs    []*config.Handler
-		errs  []error
-		err   error
+		config.DirLoad
+		err error
 	}
 	loadDone := make(chan loadResult, 1)
 	gcDone := loadGC()
 	defer gcDone()
 	go func() {
 		var r loadResult
-		r.hooks, r.hs, r.errs, r.err = LoadAll(d)
+		r.DirLoad, r.err = LoadReport(d)
 		loadDone <- r
 	}()
 	waited := false
@@ -243,10 +250,10 @@ func Open(ctx context.Context, d *config.Daemon, holder string, log *slog.Logger
 	r := <-loadDone
 	if waited {
 		// hooks.d was loaded before the wait: load what it holds now.
-		r.hooks, r.hs, r.errs, r.err = LoadAll(d)
+		r.DirLoad, r.err = LoadReport(d)
 	}
 	gcDone()
-	hooks, hs, errs, err := r.hooks, r.hs, r.errs, r.err
+	hooks, hs, errs, err := r.Hooks, r.Handlers, r.Errs, r.err
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -254,7 +261,7 @@ func Open(ctx context.Context, d *config.Daemon, holder string, log *slog.Logger
 	for _, e := range errs {
 		log.Error("hook file not loaded", "err", e.Error())
 	}
-	l.Hooks = hooks
+	l.Hooks, l.broken = hooks, r.Broken
 	lifecycle := engine.NewRegistry()
 	lifecycle.SetLogger(log)
 	l.hs = handlers.NewSet(lifecycle, nil)

@@ -128,7 +128,7 @@ func (rl *reloader) reload(why string, attrs ...any) {
 	if sr := rl.settings.Load(); sr != nil {
 		opts.MCPServers = sr.hookOptions().MCPServers // hookd.yaml's mcp_servers are taken live
 	}
-	hooks, hs, errs, kept, ok := loadForReload(rl.d.HooksDir, opts, rl.hooks, rl.log)
+	hooks, hs, errs, broken, kept, ok := loadForReload(rl.d.HooksDir, opts, rl.hooks, rl.log)
 	if !ok {
 		return
 	}
@@ -154,6 +154,9 @@ func (rl *reloader) reload(why string, attrs ...any) {
 		rl.log.Error("reload hooks", "err", err)
 	}
 	rl.hooks = hooks
+	if err := rl.eng.SetBroken(ctx, broken); err != nil && !errors.Is(err, engine.ErrStopped) {
+		rl.log.Error("reload hooks: the files that did not load", "err", err)
+	}
 	if err := rl.watcher.SetHooks(ctx, hooks); err != nil && !errors.Is(err, triggers.ErrWatcherStopped) {
 		rl.log.Error("reload hooks: file watches", "err", err)
 	}
@@ -173,18 +176,19 @@ func (rl *reloader) reload(why string, attrs ...any) {
 // the hooks it defined before (in current) stay, and the error is logged
 // with its file and line. ok is false when the directory cannot be read at
 // all; then nothing changes.
-func loadForReload(dir string, opts config.Options, current []*engine.Hook, log *slog.Logger) (hooks []*engine.Hook, hs []*config.Handler, errs []error, kept []string, ok bool) {
+func loadForReload(dir string, opts config.Options, current []*engine.Hook, log *slog.Logger) (hooks []*engine.Hook, hs []*config.Handler, errs []error, broken []engine.BrokenFile, kept []string, ok bool) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		log.Error("reload hooks: the hooks directory cannot be read; keeping every hook", "dir", dir, "err", err)
-		return nil, nil, nil, nil, false
+		return nil, nil, nil, nil, nil, false
 	}
-	hooks, hs, errs = config.LoadDirAll(dir, opts)
+	l := config.LoadDirReport(dir, opts)
+	hooks, hs, errs, broken = l.Hooks, l.Handlers, l.Errs, l.Broken
 	bad := map[string]bool{}
 	for _, e := range errs {
 		var ce *config.Error
 		if !errors.As(e, &ce) || ce.File == dir {
 			log.Error("reload hooks: keeping every hook", "err", e.Error())
-			return nil, nil, nil, nil, false
+			return nil, nil, nil, nil, nil, false
 		}
 		bad[ce.File] = true
 	}
@@ -211,5 +215,5 @@ func loadForReload(dir string, opts config.Options, current []*engine.Hook, log 
 		}
 		log.Error(msg, "err", e.Error())
 	}
-	return hooks, hs, errs, kept, true
+	return hooks, hs, errs, broken, kept, true
 }

@@ -253,7 +253,7 @@ func TestAgentQueueHookKeys(t *testing.T) {
 // TestAgentQueueTriggerShapes: agent-queue's watch, schedule and
 // one-shot shapes load; hookd list and hookd next show what they mean.
 func TestAgentQueueTriggerShapes(t *testing.T) {
-	e := newEnv(t, "", map[string]string{
+	e := newEnv(t, "llm: {model: test-model, base_url: \"http://127.0.0.1:1/v1\"}\n", map[string]string{
 		"docs.json": `{
   "id": "docs-watch",
   "trigger": {"type": "event", "event_type": "folder.changed",

@@ -338,7 +338,8 @@ func TestListNextPause(t *testing.T) {
 // TestValidate checks hook files: errors as file:line: field: message on
 // stderr and exit 1; the count of good hooks on stdout.
 func TestValidate(t *testing.T) {
-	e := newProcEnv(t, "", nil)
+	// A model is named: validate checks that a hook with a prompt has one.
+	e := newProcEnv(t, "llm: {model: test-model, base_url: \"http://127.0.0.1:1/v1\"}\n", nil)
 	if err := os.Mkdir(e.path("check"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -182,6 +182,15 @@ func (h *host) env(key string) string {
 	return os.Getenv(key)
 }
 
+// lookupEnv reads the environment variable key, and whether it is set.
+func (h *host) lookupEnv(key string) (string, bool) {
+	if h.getenv != nil {
+		v := h.getenv(key)
+		return v, v != ""
+	}
+	return os.LookupEnv(key)
+}
+
 // path is p read from h's directory: p itself in the working directory.
 func (h *host) path(p string) string {
 	if h.dir == "" || p == "" || filepath.IsAbs(p) {

@@ -96,7 +96,18 @@ func cmdList(c *cli, args []string) int {
 
 // writeHookTable writes list's table of hooks to w.
 func writeHookTable(w io.Writer, hooks []engine.HookStatus, now time.Time) error {
-	return hookTable(hooks, now).write(w)
+	if err := hookTable(hooks, now).write(w); err != nil {
+		return err
+	}
+	// A file that does not load stays in the list, marked, with why.
+	for i := range hooks {
+		if b := hooks[i].Broken; b != nil {
+			if _, err := fmt.Fprintf(w, "BROKEN %s: %s\n", b.File, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // hookTable is list's table of hooks.
@@ -110,6 +121,9 @@ func hookTable(hooks []engine.HookStatus, now time.Time) *table {
 			t.add(" [")
 			t.add(h.Project)
 			t.add("]")
+		}
+		if h.Broken != nil {
+			t.add(" [BROKEN]")
 		}
 		t.end()
 		t.add(h.Trigger)
@@ -157,11 +171,12 @@ func hookTable(hooks []engine.HookStatus, now time.Time) *table {
 // offlineHooks describes the hooks from their files and the store when no
 // daemon runs.
 func (c *cli) offlineHooks(ctx context.Context, d *config.Daemon) ([]engine.HookStatus, error) {
-	hooks, errs, err := daemon.LoadHooks(d)
+	l, err := daemon.LoadReport(d)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range errs {
+	hooks := l.Hooks
+	for _, e := range l.Errs {
 		fmt.Fprintf(c.stderr, "not loaded: %v\n", e)
 	}
 	saved := map[string]engine.HookState{}
@@ -194,6 +209,11 @@ func (c *cli) offlineHooks(ctx context.Context, d *config.Daemon) ([]engine.Hook
 		}
 		out = append(out, hs)
 	}
+	for i := range l.Broken {
+		b := &l.Broken[i]
+		out = append(out, engine.HookStatus{Name: b.Hook, File: b.File, Broken: b})
+	}
+	slices.SortStableFunc(out, func(a, b engine.HookStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -499,7 +519,10 @@ func cmdValidate(c *cli, args []string) int {
 		d.HooksDir = c.path(pos[0])
 	}
 	var warns warnings
-	hooks, hs, errs, err := daemon.CheckAll(d, warns.collect(d))
+	// What the hooks need of the environment (a model, its key) is
+	// checked against this shell's, and says so.
+	checkEnv := func(o *config.Options) { o.Env, o.EnvFrom = c.lookupEnv, "this shell's environment" }
+	hooks, hs, errs, err := daemon.CheckAll(d, warns.collect(d), checkEnv)
 	if err != nil {
 		return c.errorf("%v", err)
 	}

@@ -318,7 +318,7 @@ func TestShippedExamplesRunContained(t *testing.T) {
 // warned about by hookd validate, with the fix; one whose server declares
 // it is not.
 func TestValidateUnconfinedMCPServer(t *testing.T) {
-	e := newProcEnv(t, "mcp_servers:\n  bare:\n    command: [mcp-bare]\n  boxed:\n    command: [mcp-boxed]\n    sandbox: {network: false}\n",
+	e := newProcEnv(t, "llm: {model: test-model, base_url: \"http://127.0.0.1:1/v1\"}\nmcp_servers:\n  bare:\n    command: [mcp-bare]\n  boxed:\n    command: [mcp-boxed]\n    sandbox: {network: false}\n",
 		map[string]string{
 			"a.yaml": "prompt: go\ntools: [bare.search]\n",
 			"b.yaml": "prompt: go\ntools: [boxed.search]\n",

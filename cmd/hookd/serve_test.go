@@ -222,8 +222,8 @@ func TestServeStartErrors(t *testing.T) {
 		t.Errorf("the log does not name the bad file:\n%s", d.log)
 	}
 	r = e.must(0, "list")
-	if !strings.Contains(r.stdout, "quick") || strings.Contains(r.stdout, "broken") {
-		t.Errorf("list with a bad file:\n%s", r)
+	if !strings.Contains(r.stdout, "quick") || !strings.Contains(r.stdout, "broken [BROKEN]") || !strings.Contains(r.stdout, "nosuchkind") {
+		t.Errorf("list with a bad file: want it listed, marked, with its error:\n%s", r)
 	}
 	e.must(0, "fire", "quick", "--wait")
 	e.must(1, "fire", "broken")

@@ -35,9 +35,15 @@ func cmdStatus(c *cli, args []string) int {
 		return c.errorf("%v", err)
 	}
 	if *asJSON {
-		return c.printJSON(rep)
+		if code := c.printJSON(rep); code != exitOK || len(rep.Broken) == 0 {
+			return code
+		}
+		return exitError
 	}
 	printStatus(c.stdout, api.SocketPath(d.DB), settings, &rep)
+	if len(rep.Broken) > 0 {
+		return exitError // like a failed unit: until the file loads
+	}
 	return exitOK
 }
 
@@ -48,6 +54,12 @@ func printStatus(w io.Writer, socket, settings string, rep *api.StatusReport) {
 	fmt.Fprintf(w, "in flight: %d\n", len(rep.InFlight))
 	writeInFlight(w, rep.Running, time.Now())
 	fmt.Fprintf(w, "queued:    %d %s\n", len(rep.Queued), strings.Join(rep.Queued, " "))
+	if len(rep.Broken) > 0 {
+		fmt.Fprintf(w, "BROKEN:    %d hook file(s) do not load\n", len(rep.Broken))
+		for _, b := range rep.Broken {
+			fmt.Fprintf(w, "  %s: %s\n", b.File, b)
+		}
+	}
 	if s := rep.Store; s != nil {
 		fmt.Fprintf(w, "STORE:     %s; %d record(s) waiting to be written, %d slot(s) to record missed", s, s.Waiting, s.Slots)
 		if s.Lost > 0 {

@@ -107,7 +107,7 @@ func readmeBlock(t *testing.T, heading string) string {
 func TestReadmeExamplesLoad(t *testing.T) {
 	// The hook files' example lists github.search_issues: hookd.yaml
 	// declares the server, as the README's does.
-	e := newEnv(t, "mcp_servers:\n  github: {command: [github-mcp-server, stdio]}\n", map[string]string{
+	e := newEnv(t, "llm: {model: test-model, base_url: http://127.0.0.1:1/v1}\nmcp_servers:\n  github: {command: [github-mcp-server, stdio]}\n", map[string]string{
 		"tests.yaml":       readmeBlock(t, "## A first hook"),
 		"test-triage.yaml": readmeBlock(t, "## Hook files"),
 	})
