@@ -19,7 +19,7 @@ func TestLoadDaemonDefaults(t *testing.T) {
 		}
 		want := &Daemon{
 			File: "/etc/hookd/hookd.yaml", SettingsPath: "/etc/hookd/hookd.yaml", HooksDir: "/etc/hookd/hooks.d", DB: "/etc/hookd/.hookd/hookd.db",
-			MaxConcurrent: 4, Tick: time.Second, QueueSize: 100, Grace: 30 * time.Second,
+			MaxConcurrent: 4, Tick: time.Second, QueueSize: 100, Grace: 30 * time.Second, StoreTimeout: 10 * time.Second,
 			DefaultTimeout: 30 * time.Minute, MaxCatchup: 10, LogFormat: "text",
 			TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute, PromptValueMax: 16 << 10,
 			LLM:        engine.LLMConfig{APIKeyEnv: "OPENAI_API_KEY", MaxRounds: 10},
@@ -65,7 +65,7 @@ sandbox: off
 	}
 	want := &Daemon{
 		File: "/srv/hookd.yaml", SettingsPath: "/srv/hookd.yaml", HooksDir: "/srv/hooks", DB: "/var/lib/hookd/state.db",
-		MaxConcurrent: 2, Tick: 250 * time.Millisecond, QueueSize: 5, Grace: 0,
+		MaxConcurrent: 2, Tick: 250 * time.Millisecond, QueueSize: 5, Grace: 0, StoreTimeout: DefaultStoreTimeout,
 		DefaultTimeout: time.Hour, MaxCatchup: 1, LogFormat: "json", Listen: "127.0.0.1:8787",
 		TokenEnv: "HOOKD_TOKEN", OverdueGrace: time.Minute, PromptValueMax: 4096,
 		LLM:        engine.LLMConfig{Model: "4", BaseURL: "https://llm.example/v1", APIKeyEnv: "LLM_KEY", MaxRounds: 10},
