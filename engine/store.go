@@ -31,6 +31,10 @@ type HookState struct {
 	// LastCheckFailed is the check the latest run did not pass
 	// (Run.CheckFailed), "" when none.
 	LastCheckFailed string
+	// FirstSeen is when a scheduling hookd first loaded the hook with a
+	// schedule (Store.RecordFirstSeen); zero when none did. The slots of
+	// a hook that never fired are missed from then on, none before.
+	FirstSeen time.Time
 }
 
 // Merged is what a trigger coalesced into a queued run brings that its
@@ -57,6 +61,9 @@ type Store interface {
 	HookStates(ctx context.Context) (map[string]HookState, error)
 	// SetPaused records whether a hook is paused.
 	SetPaused(ctx context.Context, hook string, paused bool) error
+	// RecordFirstSeen records at as the first-seen time (HookState.FirstSeen)
+	// of each of hooks that has none, and leaves the others' as they are.
+	RecordFirstSeen(ctx context.Context, hooks []string, at time.Time) error
 
 	// Runs.
 

@@ -268,19 +268,19 @@ func ScanBrief(row Scanner) (engine.RunBrief, error) {
 }
 
 // ScanHookState scans a hook's state: hook, paused, last slot, last
-// start, last run id, last status, last run's slot and the check that
-// run failed.
+// start, last run id, last status, last run's slot, the check that run
+// failed, and first seen.
 func ScanHookState(row Scanner) (engine.HookState, error) {
 	var (
-		s                    engine.HookState
-		slot, start, runSlot int64
-		status               string
+		s                          engine.HookState
+		slot, start, runSlot, seen int64
+		status                     string
 	)
-	if err := row.Scan(&s.Hook, &s.Paused, &slot, &start, &s.LastRunID, &status, &runSlot, &s.LastCheckFailed); err != nil {
+	if err := row.Scan(&s.Hook, &s.Paused, &slot, &start, &s.LastRunID, &status, &runSlot, &s.LastCheckFailed, &seen); err != nil {
 		return s, err
 	}
 	s.LastSlot, s.LastStart, s.LastStatus = intTime(slot), intTime(start), engine.Status(status)
-	s.LastRunSlot = intTime(runSlot)
+	s.LastRunSlot, s.FirstSeen = intTime(runSlot), intTime(seen)
 	return s, nil
 }
 

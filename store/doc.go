@@ -14,8 +14,10 @@
 //	            columns are NULL when the server reported no usage.
 //	            Indexed by (hook, seq) and (status, seq).
 //	hook_state  per hook: paused, the latest schedule slot claimed, the
-//	            latest start and its run id. The last status is read from
-//	            that run's row (a run's end writes only runs).
+//	            latest start, its run id and the slot it filled (the
+//	            cooldown's), and when a scheduling hookd first loaded the
+//	            hook (first_seen). The last status is read from that run's
+//	            row (a run's end writes only runs).
 //	slots       (hook, slot) -> run_id, UNIQUE(hook, slot): a schedule slot
 //	            fires at most once, even across a crash and restart.
 //	events      the event log: seq orders it, id (UNIQUE) makes publishing

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -15,7 +17,7 @@ import (
 // is gone (prune keeps each hook's latest started run, so only a run
 // deleted by hand is).
 const sqlHookStates = `SELECT h.hook, h.paused, h.last_slot, h.last_start, h.last_run_id,
-		coalesce(r.status, h.last_status), h.last_run_slot, coalesce(r.check_failed, '')
+		coalesce(r.status, h.last_status), h.last_run_slot, coalesce(r.check_failed, ''), h.first_seen
 	FROM hook_state h LEFT JOIN runs r ON r.id = h.last_run_id`
 
 // sqlLastRunSlot is migration 16: the schedule slot the latest run of
@@ -24,6 +26,11 @@ const sqlHookStates = `SELECT h.hook, h.paused, h.last_slot, h.last_start, h.las
 // of before give theirs.
 const sqlLastRunSlot = `ALTER TABLE hook_state ADD COLUMN last_run_slot INTEGER NOT NULL DEFAULT 0;
 UPDATE hook_state SET last_run_slot = coalesce((SELECT r.slot FROM runs r WHERE r.id = hook_state.last_run_id), 0);`
+
+// sqlFirstSeen is migration 17: when a scheduling hookd first loaded each
+// hook with a schedule (engine.HookState.FirstSeen). A hook that never
+// fired misses its slots from then on.
+const sqlFirstSeen = `ALTER TABLE hook_state ADD COLUMN first_seen INTEGER NOT NULL DEFAULT 0;`
 
 // HookStates returns the saved state of every hook that has any, by name.
 func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error) {
@@ -44,6 +51,28 @@ func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error
 		return nil, fmt.Errorf("read hook states: %w", err)
 	}
 	return states, nil
+}
+
+// RecordFirstSeen records at as the first-seen time of each of hooks that
+// has none, in one transaction.
+func (d *DB) RecordFirstSeen(ctx context.Context, hooks []string, at time.Time) error {
+	if len(hooks) == 0 {
+		return nil
+	}
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, h := range hooks {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO hook_state (hook, first_seen) VALUES (?, ?)
+				ON CONFLICT (hook) DO UPDATE SET first_seen = excluded.first_seen WHERE hook_state.first_seen = 0`,
+				h, timeInt(at)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record first seen of %d hook(s): %w", len(hooks), err)
+	}
+	return nil
 }
 
 // SetPaused records whether a hook is paused.

@@ -90,6 +90,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{16, "slot of the latest run", sqlLastRunSlot}, // hookstate.go
 	{17, "run check failed", sqlRunCheckFailed},    // runs.go
 	{18, "event fate", sqlEventFate},               // dispatch.go
+	{19, "hooks first seen", sqlFirstSeen},         // hookstate.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -120,6 +120,7 @@ CREATE TABLE retries (
 	{11, "slot of the latest run", sqlLastRunSlot},                     // state.go
 	{12, "run check failed", sqlRunCheckFailed},                        // runs.go
 	{13, "event fate", sqlEventFate},                                   // events.go
+	{14, "hooks first seen", sqlFirstSeen},                             // state.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

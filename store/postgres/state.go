@@ -18,10 +18,15 @@ import (
 const sqlLastRunSlot = `ALTER TABLE hook_state ADD COLUMN IF NOT EXISTS last_run_slot BIGINT NOT NULL DEFAULT 0;
 UPDATE hook_state SET last_run_slot = coalesce((SELECT r.slot FROM runs r WHERE r.id = hook_state.last_run_id), 0);`
 
+// sqlFirstSeen is migration 12: when a scheduling hookd first loaded each
+// hook with a schedule (engine.HookState.FirstSeen). A hook that never
+// fired misses its slots from then on.
+const sqlFirstSeen = `ALTER TABLE hook_state ADD COLUMN IF NOT EXISTS first_seen BIGINT NOT NULL DEFAULT 0;`
+
 // HookStates returns the saved state of every hook that has any, by name.
 func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error) {
 	rows, err := d.pool.Query(ctx, `SELECT h.hook, h.paused, h.last_slot, h.last_start, h.last_run_id, h.last_status, h.last_run_slot,
-		coalesce(r.check_failed, '') FROM hook_state h LEFT JOIN runs r ON r.id = h.last_run_id`)
+		coalesce(r.check_failed, ''), h.first_seen FROM hook_state h LEFT JOIN runs r ON r.id = h.last_run_id`)
 	if err != nil {
 		return nil, fmt.Errorf("read hook states: %w", err)
 	}
@@ -38,6 +43,21 @@ func (d *DB) HookStates(ctx context.Context) (map[string]engine.HookState, error
 		return nil, fmt.Errorf("read hook states: %w", err)
 	}
 	return states, nil
+}
+
+// RecordFirstSeen records at as the first-seen time of each of hooks that
+// has none, in one statement.
+func (d *DB) RecordFirstSeen(ctx context.Context, hooks []string, at time.Time) error {
+	if len(hooks) == 0 {
+		return nil
+	}
+	_, err := d.pool.Exec(ctx, `INSERT INTO hook_state (hook, first_seen) SELECT DISTINCT unnest($1::text[]), $2::bigint
+		ON CONFLICT (hook) DO UPDATE SET first_seen = excluded.first_seen WHERE hook_state.first_seen = 0`,
+		hooks, timeInt(at))
+	if err != nil {
+		return fmt.Errorf("record first seen of %d hook(s): %w", len(hooks), err)
+	}
+	return nil
 }
 
 // SetPaused records whether a hook is paused.

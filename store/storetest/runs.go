@@ -277,6 +277,37 @@ func testStartFinishHookState(t *testing.T, e *env) {
 	}
 }
 
+func testRecordFirstSeen(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store()
+	must(t, s.RecordFirstSeen(ctx, nil, t0))
+	must(t, s.RecordFirstSeen(ctx, []string{"a", "b", "b"}, t0))
+	checkState(t, s, engine.HookState{Hook: "a", FirstSeen: t0})
+	checkState(t, s, engine.HookState{Hook: "b", FirstSeen: t0})
+
+	// The first time stays; a hook not seen before gets the later one.
+	later := t0.Add(time.Hour)
+	must(t, s.RecordFirstSeen(ctx, []string{"a", "c"}, later))
+	checkState(t, s, engine.HookState{Hook: "a", FirstSeen: t0})
+	checkState(t, s, engine.HookState{Hook: "c", FirstSeen: later})
+
+	// It lives beside the rest of the hook's state, each kept by the
+	// other's writes.
+	must(t, s.SetPaused(ctx, "a", true))
+	r := &engine.Run{ID: "r", Hook: "a", Slot: later, StartedAt: later}
+	must(t, s.StartRun(ctx, r))
+	checkState(t, s, engine.HookState{Hook: "a", Paused: true, FirstSeen: t0, LastSlot: later, LastStart: later,
+		LastRunID: "r", LastStatus: engine.StatusRunning, LastRunSlot: later})
+	must(t, s.StartRun(ctx, &engine.Run{ID: "d1", Hook: "d", StartedAt: later}))
+	must(t, s.RecordFirstSeen(ctx, []string{"d"}, later))
+	checkState(t, s, engine.HookState{Hook: "d", FirstSeen: later, LastStart: later, LastRunID: "d1", LastStatus: engine.StatusRunning})
+	states, err := s.HookStates(ctx)
+	must(t, err)
+	if len(states) != 4 {
+		t.Errorf("HookStates has %d hooks, want a, b, c, d: %v", len(states), states)
+	}
+}
+
 func testSetPaused(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store()

@@ -54,6 +54,7 @@ var tests = []struct {
 	{"StartRunWithEvent", testStartRunWithEvent},
 	{"StartFinishHookState", testStartFinishHookState},
 	{"SetPaused", testSetPaused},
+	{"RecordFirstSeen", testRecordFirstSeen},
 	{"SlotClaim", testSlotClaim},
 	{"ConcurrentSlotClaim", testConcurrentSlotClaim},
 	{"ListRuns", testListRuns},
