@@ -298,6 +298,9 @@ func (s *state) takeover(ctx context.Context) error {
 			s.initSchedule(ent, now)
 		}
 	}
+	if err := s.recordFirstSeen(ctx, now); err != nil {
+		return err
+	}
 	s.startCatchups()
 	s.drainQueue()
 	return nil

@@ -71,6 +71,7 @@ type entry struct {
 	slot, due time.Time // next schedule slot and its jittered fire time
 	heapIdx   int       // -1 when not in the heap
 	lastSlot  time.Time // latest slot fired or recorded
+	firstSeen time.Time // when a scheduling hookd first loaded it with a schedule (HookState.FirstSeen)
 	catchup   []time.Time
 
 	active    *active
@@ -198,6 +199,9 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		}
 	}
 	if !s.cfg.Manual && s.schedules() {
+		if err := s.recordFirstSeen(ctx, now); err != nil {
+			return nil, err
+		}
 		if err := s.restoreQueue(ctx, now); err != nil {
 			return nil, err
 		}
@@ -238,7 +242,7 @@ func (s *state) startReruns() {
 // newEntry is a hook's loop state, from what the store kept of it.
 func newEntry(h *Hook, st HookState) *entry {
 	return &entry{
-		hook: h, paused: st.Paused, heapIdx: -1, lastSlot: st.LastSlot,
+		hook: h, paused: st.Paused, heapIdx: -1, lastSlot: st.LastSlot, firstSeen: st.FirstSeen,
 		lastStart: st.LastStart, lastRunSlot: st.LastRunSlot, lastRunID: st.LastRunID, lastStatus: st.LastStatus,
 		lastCheck: st.LastCheckFailed,
 	}
@@ -257,8 +261,33 @@ func (s *state) cancelPending(ent *entry, reason string, now time.Time) *Run {
 	return p
 }
 
+// recordFirstSeen records now as the first-seen time of the scheduled
+// hooks that have none: a scheduling hookd has loaded them with a schedule
+// from now on, so a restart counts their slots since as missed even if
+// none fired (initSchedule). Only an engine that schedules calls it.
+func (s *state) recordFirstSeen(ctx context.Context, now time.Time) error {
+	var names []string
+	for name, ent := range s.hooks {
+		if h := ent.hook; ent.firstSeen.IsZero() && h.Trigger.Periodic() && h.Trigger.Schedule != nil {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	if err := s.cfg.Store.RecordFirstSeen(ctx, names, now); err != nil {
+		return fmt.Errorf("record hooks first seen: %w", err)
+	}
+	for _, name := range names {
+		s.hooks[name].firstSeen = now
+	}
+	return nil
+}
+
 // initSchedule applies the hook's on_missed policy to the slots that
-// passed since the last one recorded, then schedules the next slot.
+// passed since the last one recorded (for a hook that never fired, since
+// it was first seen), then schedules the next slot.
 func (s *state) initSchedule(ent *entry, now time.Time) {
 	h := ent.hook
 	if h.Trigger.Kind == TriggerAt {
@@ -266,7 +295,13 @@ func (s *state) initSchedule(ent *entry, now time.Time) {
 		s.schedule(ent, now)
 		return
 	}
-	if !ent.lastSlot.IsZero() {
+	// A hook that never fired has missed the slots since a scheduling
+	// hookd first loaded it, none before.
+	from := ent.lastSlot
+	if from.IsZero() {
+		from = ent.firstSeen
+	}
+	if !from.IsZero() {
 		keep := 1
 		switch h.Trigger.OnMissed {
 		case MissedSkip:
@@ -278,7 +313,7 @@ func (s *state) initSchedule(ent *entry, now time.Time) {
 			}
 		}
 		// One more than kept: the first is then the latest slot not fired.
-		slots, total := missedSlots(h.Trigger.Schedule, ent.lastSlot, now, keep+1)
+		slots, total := missedSlots(h.Trigger.Schedule, from, now, keep+1)
 		if n := total - keep; n > 0 {
 			policy := h.Trigger.OnMissed
 			if policy == "" {
