@@ -12,10 +12,12 @@ type SearchQuery struct {
 
 // SearchHit is one run a search found, best first.
 type SearchHit struct {
-	RunID   string    `json:"run_id"`
-	Hook    string    `json:"hook"`
-	Status  Status    `json:"status"`
-	Time    time.Time `json:"time"`    // when it finished
-	Snippet string    `json:"snippet"` // the matching text, the words in [brackets]
-	Score   float64   `json:"score"`   // BM25: higher is better
+	RunID  string `json:"run_id"`
+	Hook   string `json:"hook"`
+	Status Status `json:"status"`
+	// CheckFailed is the run's Run.CheckFailed.
+	CheckFailed string    `json:"check_failed,omitempty"`
+	Time        time.Time `json:"time"`    // when it finished
+	Snippet     string    `json:"snippet"` // the matching text, the words in [brackets]
+	Score       float64   `json:"score"`   // BM25: higher is better
 }

@@ -169,7 +169,7 @@ func (d *DB) search(ctx context.Context, terms []string, op string, q engine.Sea
 		return nil, fmt.Errorf("search runs: %w", err)
 	}
 	defer conn.Close()
-	get, err := conn.PrepareContext(ctx, `SELECT id, hook, status, finished_at FROM runs WHERE seq = ?`)
+	get, err := conn.PrepareContext(ctx, `SELECT id, hook, status, finished_at, check_failed FROM runs WHERE seq = ?`)
 	if err != nil {
 		return nil, fmt.Errorf("search runs: %w", err)
 	}
@@ -186,7 +186,7 @@ func (d *DB) search(ctx context.Context, terms []string, op string, q engine.Sea
 			h   engine.SearchHit
 			fin sql.NullInt64
 		)
-		err := get.QueryRowContext(ctx, c.seq).Scan(&h.RunID, &h.Hook, &h.Status, &fin)
+		err := get.QueryRowContext(ctx, c.seq).Scan(&h.RunID, &h.Hook, &h.Status, &fin, &h.CheckFailed)
 		if err == sql.ErrNoRows {
 			continue // pruned meanwhile
 		}

@@ -47,7 +47,11 @@ func cmdSearch(c *cli, args []string) int {
 	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tHOOK\tSTATUS\tFINISHED\tSCORE\tSNIPPET")
 	for _, h := range hits {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\n", h.RunID, h.Hook, h.Status, h.Time.Local().Format("01-02 15:04:05"),
+		status := string(h.Status)
+		if h.CheckFailed != "" {
+			status += ", check failed: " + h.CheckFailed
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\n", h.RunID, h.Hook, status, h.Time.Local().Format("01-02 15:04:05"),
 			h.Score, engine.OneLine(strings.Join(strings.Fields(h.Snippet), " "), 100))
 	}
 	tw.Flush()

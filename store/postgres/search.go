@@ -129,7 +129,7 @@ func (d *DB) search(ctx context.Context, terms []string, op string, q engine.Sea
 	if !q.Since.IsZero() {
 		since = timeArg(q.Since)
 	}
-	rows, err := d.pool.Query(ctx, `SELECT id, hook, status, finished_at, ts_rank(search, query),
+	rows, err := d.pool.Query(ctx, `SELECT id, hook, status, finished_at, ts_rank(search, query), check_failed,
 			hookd_search_text("trigger", event, steps, prompt, response, error)
 		FROM runs, to_tsquery('simple', $1) query
 		WHERE search @@ query AND ($2 = '' OR hook = $2) AND ($3::bigint IS NULL OR finished_at >= $3)
@@ -147,7 +147,7 @@ func (d *DB) search(ctx context.Context, terms []string, op string, q engine.Sea
 			score float64
 			body  string
 		)
-		if err := rows.Scan(&h.RunID, &h.Hook, &h.Status, &fin, &score, &body); err != nil {
+		if err := rows.Scan(&h.RunID, &h.Hook, &h.Status, &fin, &score, &h.CheckFailed, &body); err != nil {
 			return nil, fmt.Errorf("search runs: %w", err)
 		}
 		h.Time = nullTime(fin)

@@ -37,7 +37,14 @@ func testSearchRuns(t *testing.T, e *env) {
 	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	disk := finishedRun(t, s, "disk", "/dev/sda1 97% used\nline two", "The disk is nearly full: clean /var/log.", t1)
 	other := finishedRun(t, s, "disk", "/dev/sda1 40% used", "All fine.", t1.Add(time.Hour))
-	deploy := finishedRun(t, s, "deploy", "deploy of api failed: disk full", "Roll back the api deploy.", t1.Add(2*time.Hour))
+	// A run whose check failed says so in its hit.
+	deploy := &engine.Run{ID: engine.NewID(), Hook: "deploy", Trigger: "manual", Status: engine.StatusRunning,
+		StartedAt: t1.Add(2 * time.Hour), QueuedAt: t1.Add(2 * time.Hour)}
+	must(t, s.StartRun(ctx, deploy))
+	deploy.Status, deploy.FinishedAt, deploy.Response, deploy.CheckFailed = engine.StatusCompleted, deploy.StartedAt.Add(time.Second),
+		"Roll back the api deploy.", "smoke"
+	deploy.Steps = []*engine.StepResult{{Index: 0, Name: "smoke", Type: "shell", Output: "deploy of api failed: disk full"}}
+	must(t, s.FinishRun(ctx, deploy))
 	// A run that a gate refused is not indexed; neither is a queued or a
 	// running one.
 	must(t, s.InsertRun(ctx, &engine.Run{ID: engine.NewID(), Hook: "disk", Status: engine.StatusSkipped, Reason: "paused: disk full",
@@ -53,7 +60,7 @@ func testSearchRuns(t *testing.T, e *env) {
 	}
 	for _, h := range hits {
 		if h.RunID != disk.ID && h.RunID != deploy.ID || h.Score <= 0 || !strings.Contains(h.Snippet, "[") ||
-			h.Status != engine.StatusCompleted || h.Time.IsZero() {
+			h.Status != engine.StatusCompleted || h.Time.IsZero() || h.CheckFailed != map[string]string{deploy.ID: "smoke"}[h.RunID] {
 			t.Errorf("hit %+v", h)
 		}
 	}
