@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/api/client"
-	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/human"
 )
@@ -46,11 +44,7 @@ func cmdFire(c *cli, args []string) int {
 
 	// Through the daemon, or with no daemon here, holding the database
 	// lock.
-	var l *daemon.Local
-	cl, code, done := c.reach(ctx, d, *waitLock, func() (err error) {
-		l, err = c.openLocal(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn), true)
-		return err
-	})
+	cl, l, code, done := c.reachOrOpen(ctx, d, *waitLock)
 	if done {
 		return code
 	}
@@ -257,11 +251,7 @@ func cmdEmit(c *cli, args []string) int {
 	req := api.EmitRequest{ID: *id, Type: pos[0], Data: data}
 	c.quiet = *asJSON
 
-	var l *daemon.Local
-	cl, code, done := c.reach(ctx, d, *waitLock, func() (err error) {
-		l, err = c.openLocal(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn), true)
-		return err
-	})
+	cl, l, code, done := c.reachOrOpen(ctx, d, *waitLock)
 	if done {
 		return code
 	}

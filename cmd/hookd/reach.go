@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/hookd/hookd/api"
@@ -85,4 +86,15 @@ func busyText(b daemon.Busy, d *config.Daemon) string {
 		who = "pid unknown"
 	}
 	return fmt.Sprintf("database %s is in use by another hookd (%s) that does not answer on %s", b.Database, who, api.SocketPath(d.DB))
+}
+
+// reachOrOpen is reach for fire and emit, whose way without a daemon is
+// an engine of this process on the locked database (manual: it fires
+// only what it is told to): the client, or that engine.
+func (c *cli) reachOrOpen(ctx context.Context, d *config.Daemon, wait time.Duration) (cl *client.Client, l *daemon.Local, code int, done bool) {
+	cl, code, done = c.reach(ctx, d, wait, func() (err error) {
+		l, err = c.openLocal(d, daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn), true)
+		return err
+	})
+	return cl, l, code, done
 }
