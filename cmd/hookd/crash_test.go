@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/store/pgtest"
 )
 
@@ -90,7 +91,7 @@ func testCrashRecovery(t *testing.T, settings string) {
 	}
 	// The killed run's step outlives the daemon (its own process group).
 	orphan := pidIn(e, "first.pid")
-	if !processAlive(orphan) {
+	if testtool.ProcessGone(orphan) {
 		t.Fatalf("the step's process %d died with the daemon; the test cannot see it reaped", orphan)
 	}
 
@@ -105,7 +106,7 @@ func testCrashRecovery(t *testing.T, settings string) {
 		waitUnlocked(t, url) // the server ends the killed daemon's session a moment later
 	}
 	d2 := e.serve()
-	if processAlive(orphan) {
+	if !testtool.ProcessGone(orphan) {
 		t.Errorf("the orphaned step process %d still runs after the restart", orphan)
 	}
 	got := e.getRun(killed)

@@ -217,9 +217,7 @@ func (e *env) run(args ...string) result {
 // The error is set when the command did not run to an exit of its own.
 func (e *env) exec(args ...string) (result, error) {
 	if e.inProcess() {
-		var stdout, stderr bytes.Buffer
-		code := runIn(e.host(), args, &stdout, &stderr)
-		return result{args: args, code: code, stdout: stdout.String(), stderr: stderr.String()}, nil
+		return runHost(e.host(), args...), nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
@@ -237,6 +235,13 @@ func (e *env) exec(args ...string) (result, error) {
 		return r, fmt.Errorf("hookd %s: %w", strings.Join(args, " "), err)
 	}
 	return r, nil
+}
+
+// runHost runs a command in process in h and returns its result.
+func runHost(h host, args ...string) result {
+	var stdout, stderr bytes.Buffer
+	code := runIn(h, args, &stdout, &stderr)
+	return result{args: args, code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
 // must runs a hookd command and fails the test unless it exits with code.

@@ -16,6 +16,7 @@ import (
 	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/procjournal"
+	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -95,7 +96,7 @@ func fireLong(t *testing.T, e *env, d *served) (id string, leader, grand int) {
 	var es []procjournal.Entry
 	waitFor(t, "the step and its grandchild to run, and the journal to record the step's group", func() bool {
 		leader, grand = pidIn(e, "long.pid"), pidIn(e, "grand.txt")
-		if leader <= 0 || grand <= 0 || !processAlive(grand) {
+		if leader <= 0 || grand <= 0 || testtool.ProcessGone(grand) {
 			return false
 		}
 		// The grandchild is a forked subshell until it execs sleep; the
@@ -147,7 +148,7 @@ func TestCrashReapsFromJournal(t *testing.T) {
 	if code := d.wait(); code != -1 {
 		t.Fatalf("hookd serve killed by SIGKILL: exit code %d", code)
 	}
-	if !processAlive(leader) || !processAlive(grand) {
+	if testtool.ProcessGone(leader) || testtool.ProcessGone(grand) {
 		t.Fatalf("the step's processes %d and %d died with the daemon; the test cannot see them reaped", leader, grand)
 	}
 
@@ -196,10 +197,10 @@ func TestCrashReapsFromJournal(t *testing.T) {
 
 	d2 := e.serve()
 	waitFor(t, "the step's processes to be killed", func() bool {
-		return !processAlive(leader) && !processAlive(grand)
+		return testtool.ProcessGone(leader) && testtool.ProcessGone(grand)
 	}, func() string { return d2.log.String() })
 	for _, pid := range []int{other, member} {
-		if !processAlive(pid) {
+		if testtool.ProcessGone(pid) {
 			t.Errorf("process %d, not the step's, was killed", pid)
 		}
 	}
@@ -403,7 +404,7 @@ func TestReapAfterCrashInRecovery(t *testing.T) {
 
 	d2 := e.serve()
 	waitFor(t, "the step's processes to be killed", func() bool {
-		return !processAlive(leader) && !processAlive(grand)
+		return testtool.ProcessGone(leader) && testtool.ProcessGone(grand)
 	}, func() string { return d2.log.String() })
 	text := e.must(0, "run", id).stdout
 	for _, want := range []string{"at the next start hookd killed", strconv.Itoa(grand) + " (sleep)"} {

@@ -1,19 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// runHost runs a command in process in h and returns its result.
-func runHost(h host, args ...string) result {
-	var stdout, stderr bytes.Buffer
-	code := runIn(h, args, &stdout, &stderr)
-	return result{args: args, code: code, stdout: stdout.String(), stderr: stderr.String()}
-}
 
 // TestFindsProject: a command run in a subdirectory of a project uses
 // the project's hookd.yaml (or, without one, its hooks.d), and

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 const quickHook = `steps:
@@ -126,7 +126,7 @@ func TestSIGTERMTwice(t *testing.T) {
 	if e.exists(".hookd/hookd.sock") {
 		t.Errorf("the socket was left behind")
 	}
-	if processAlive(pid) {
+	if !testtool.ProcessGone(pid) {
 		t.Errorf("the step's process %d outlived a forced stop", pid)
 	}
 	if e.exists("got-term") {
@@ -138,17 +138,6 @@ func TestSIGTERMTwice(t *testing.T) {
 	if run := e.getRun(id); run.Status != engine.StatusCancelled || !strings.Contains(run.Reason, "by force") {
 		t.Errorf("run %s: status %s (%s), want cancelled by force", id, run.Status, run.Reason)
 	}
-}
-
-// processAlive reports whether pid runs (a zombie left for an init that
-// does not reap counts as gone).
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(rest, "Z")
 }
 
 // TestSIGTERMGraceOver stops the daemon with SIGTERM while a run is in
