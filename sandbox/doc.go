@@ -4,8 +4,9 @@
 // ends up running, it reaches only what its Policy declares:
 //
 //   - files: it reads the file system, less hookd's own files (hidden by
-//     a mount namespace where one can be had, kept out of the Landlock
-//     grants otherwise), and writes only its workdir, the trees declared
+//     a mount namespace where one can be had — one per Policy.Key, made
+//     once and entered by each process, see mountView — kept out of the
+//     Landlock grants otherwise), and writes only its workdir, the trees declared
 //     writable, a private TMPDIR and the hook's cache directory
 //     (Landlock);
 //   - network: none unless declared (a network namespace with only a

@@ -13,6 +13,8 @@ type Process struct {
 	sys  *system // nil: started unconfined
 	cg   *cgroup
 	tmp  string
+	tmps *tmpDirs // where tmp goes back
+	view *mountView
 	note string
 	once sync.Once
 	// reaper: the leader is the tree's reaper (no cgroup), which ends
@@ -105,7 +107,8 @@ func (p *Process) cleanup() {
 			p.cg.release()
 		}
 		if p.tmp != "" {
-			os.RemoveAll(p.tmp)
+			p.tmps.put(p.tmp)
 		}
+		p.sys.unref(p.view)
 	})
 }

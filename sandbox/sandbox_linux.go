@@ -35,9 +35,11 @@ type system struct {
 	// started under as its reaper (reaper_linux.go).
 	reaperExe string
 	cg        *cgroups
+	tmps      tmpDirs
 
 	mu       sync.Mutex
 	nets     map[string]int // Policy.Key → network namespace fd
+	views    map[string]*mountView
 	live     map[*Process]struct{}
 	detached []*Process
 	closed   bool
@@ -48,11 +50,12 @@ type system struct {
 const maxNetNS = 256
 
 func newSystem() (*system, Status) {
-	s := &system{nets: map[string]int{}, live: map[*Process]struct{}{}}
+	s := &system{nets: map[string]int{}, views: map[string]*mountView{}, live: map[*Process]struct{}{}}
 	var st Status
 	// Descriptors hookd inherited without close-on-exec would reach every
 	// child: mark them all (Go's own are already).
 	_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	sweepTmp()
 
 	if abi, err := landlockABI(); err == nil && abi > 0 {
 		s.abi = abi
@@ -146,10 +149,10 @@ func handledFS(abi int) uint64 {
 // prepared is what start computed for one process before it forks.
 type prepared struct {
 	ruleset  int
-	tmp      string
-	hide     []string // existing hookd paths to cover (mount namespace)
-	swapTmp  bool     // the private temporary directory is put over /tmp
-	netFD    int      // network namespace to enter; -1: none
+	tmp      string   // the process's TMPDIR (as hookd sees it)
+	tmps     *tmpDirs // where tmp goes back
+	view     *mountView
+	netFD    int // network namespace to enter; -1: none
 	seccomp  []unix.SockFilter
 	cg       *cgroup
 	contains string
@@ -176,25 +179,21 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 			hidden = append(hidden, realPath(h))
 		}
 	}
-	pr := prepared{ruleset: -1, netFD: -1}
+	pr := prepared{ruleset: -1, netFD: -1, tmps: &s.tmps}
 	defer func() {
 		if pr.ruleset >= 0 {
 			unix.Close(pr.ruleset)
 		}
 		if err != nil {
 			if pr.tmp != "" {
-				os.RemoveAll(pr.tmp)
+				pr.tmps.put(pr.tmp)
 			}
 			if pr.cg != nil {
 				pr.cg.remove()
 			}
+			s.unref(pr.view)
 		}
 	}()
-	tmp, err := os.MkdirTemp("", "hookd-tmp-")
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: make the private temporary directory: %w", err)
-	}
-	pr.tmp = tmp
 	cmd.Env = cmd.Env[:len(cmd.Env):len(cmd.Env)] // appends below copy: the caller's slice stays as it is
 	writes := make([]string, 0, len(p.Writes)+3)
 	if !p.ReadOnlyWorkdir {
@@ -203,7 +202,6 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 	for _, w := range p.Writes {
 		writes = append(writes, realPath(w))
 	}
-	writes = append(writes, tmp)
 	cacheErr := error(nil)
 	if p.Cache != "" {
 		cacheErr = os.MkdirAll(p.Cache, 0o700)
@@ -215,21 +213,38 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 			"GOMODCACHE="+filepath.Join(c, "go-mod"), "npm_config_cache="+filepath.Join(c, "npm"),
 			"PIP_CACHE_DIR="+filepath.Join(c, "pip"))
 	}
+	tmpEnv := ""
 	if s.mountNS {
 		// A private /tmp, unless the workdir or a writable tree lies under
 		// /tmp: the private one would hide it (and a tree mounted back
 		// under the writable /tmp would be writable whole, holes and all).
-		pr.swapTmp = !within(realPath(cmd.Path), "/tmp") // the program itself may live there
+		swapTmp := !within(realPath(cmd.Path), "/tmp") // the program itself may live there
 		for _, w := range append([]string{wd}, writes...) {
-			if w != tmp && within(w, "/tmp") {
-				pr.swapTmp = false
+			if within(w, "/tmp") {
+				swapTmp = false
+			}
+		}
+		v, err := s.view(p.Key, swapTmp, identify(hidden))
+		if err != nil {
+			return nil, err
+		}
+		pr.view = v
+		if v.tmp != "" {
+			pr.tmps = &v.tmps
+			pr.tmp, tmpEnv, err = v.tmpDir()
+			if err != nil {
+				return nil, fmt.Errorf("sandbox: make the private temporary directory: %w", err)
 			}
 		}
 	}
-	tmpEnv := tmp
-	if pr.swapTmp {
-		tmpEnv = "/tmp"
+	if pr.tmp == "" {
+		tmp, err := s.tmps.take()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: make the private temporary directory: %w", err)
+		}
+		pr.tmp, tmpEnv = tmp, tmp
 	}
+	writes = append(writes, pr.tmp)
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmpEnv)
 	var notes []string
 	if cacheErr != nil {
@@ -244,12 +259,7 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 		pr.ruleset = rs
 		notes = append(notes, fmt.Sprintf("landlock ABI %d", s.abi))
 	}
-	if s.mountNS {
-		for _, h := range hidden {
-			if _, err := os.Lstat(h); err == nil {
-				pr.hide = append(pr.hide, h)
-			}
-		}
+	if pr.view != nil {
 		notes = append(notes, "mount namespace")
 	}
 	switch {
@@ -290,7 +300,7 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 	if err != nil {
 		return nil, err
 	}
-	proc = &Process{pid: cmd.Process.Pid, sys: s, cg: pr.cg, tmp: tmp, note: strings.Join(notes, ", "),
+	proc = &Process{pid: cmd.Process.Pid, sys: s, cg: pr.cg, tmp: pr.tmp, tmps: pr.tmps, view: pr.view, note: strings.Join(notes, ", "),
 		reaper: s.reaperExe != "" && pr.cg == nil, os: cmd.Process}
 	s.mu.Lock()
 	s.live[proc] = struct{}{}
@@ -300,22 +310,9 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 
 // fork applies pr to the calling (locked) thread and starts cmd from it.
 func (s *system) fork(cmd *exec.Cmd, pr *prepared) error {
-	if s.mountNS {
-		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-			return fmt.Errorf("sandbox: mount namespace: %w", err)
-		}
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-			return fmt.Errorf("sandbox: mount namespace: make / private: %w", err)
-		}
-		if pr.swapTmp {
-			if err := unix.Mount(pr.tmp, "/tmp", "", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("sandbox: private /tmp: %w", err)
-			}
-		}
-		for _, h := range pr.hide {
-			if err := hide(h); err != nil {
-				return err
-			}
+	if pr.view != nil {
+		if err := pr.view.enter(); err != nil {
+			return err
 		}
 	}
 	if pr.netFD >= 0 {
@@ -698,6 +695,11 @@ func (s *system) close() error {
 		unix.Close(fd)
 	}
 	s.nets = map[string]int{}
+	for _, v := range s.views {
+		v.retired = true
+		s.dropIfUnused(v)
+	}
+	s.views = map[string]*mountView{}
 	s.mu.Unlock()
 	for _, p := range procs {
 		p.Kill()
@@ -706,6 +708,7 @@ func (s *system) close() error {
 	if s.cg != nil {
 		s.cg.close()
 	}
+	s.tmps.close()
 	return nil
 }
 
