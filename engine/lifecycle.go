@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -397,6 +398,62 @@ func (r *Registry) callWaterfall(ctx context.Context, list []*registration, p *P
 				out.Changes, out.ChangedBy = map[string]any{}, map[string]string{}
 			}
 			out.Changes[k], out.ChangedBy[k] = v, reg.Label
+		}
+	}
+	if p.Point == PointToolCallBefore {
+		return r.rejudgeToolInput(ctx, list, p, out)
+	}
+	return out
+}
+
+// rejudgeToolInput makes the merged arguments of a tool call pass every
+// fail_closed tool:call:before handler before the tool runs with them.
+// Each handler of the chain saw the arguments as the model gave them, so
+// an amendment by one is judged by none: a guard allows
+// ["git","log","HEAD --output=x"] and a later handler splits it. When the
+// merged arguments differ from those, each fail_closed handler (by
+// priority) judges them once more; a denial or failure cancels the call,
+// and so does an amendment of them, which nobody would have judged. The
+// outcome's tool_input change becomes the canonical bytes they judged
+// (ToolInputJSON), the arguments the tool runs with.
+func (r *Registry) rejudgeToolInput(ctx context.Context, list []*registration, p *Payload, out Outcome) Outcome {
+	v, ok := out.Changes[ChangeToolInput]
+	if !ok {
+		return out
+	}
+	amended, err := ToolInputJSON(v)
+	if err != nil {
+		return out // not JSON: the caller refuses it and the tool does not run
+	}
+	out.Changes[ChangeToolInput] = amended
+	if bytes.Equal(amended, p.ToolInput) {
+		return out
+	}
+	by := out.ChangedBy[ChangeToolInput]
+	q := *p
+	q.ToolInput = amended
+	for _, reg := range list {
+		if !reg.FailClosed || !inScope(reg, p.Hook) {
+			continue
+		}
+		d, err := r.invoke(ctx, reg, &q)
+		switch {
+		case err != nil:
+			r.logger().Warn("lifecycle handler failed", "point", p.Point, "handler", reg.Label,
+				"hook", hookName(p.Hook), "run", p.RunID, "fail_closed", true, "amended_by", by, "err", err)
+			return Outcome{Cancelled: true, By: reg.Label,
+				Reason: fmt.Sprintf("handler failed (fail_closed) on the arguments as amended by %s: %s", by, err)}
+		case d.Cancel:
+			if d.Reason == "" {
+				d.Reason = "cancelled"
+			}
+			return Outcome{Cancelled: true, By: reg.Label, Reason: fmt.Sprintf("%s (the arguments as amended by %s)", d.Reason, by)}
+		}
+		if c := d.Changes[ChangeToolInput]; c != nil {
+			if again, err := ToolInputJSON(c); err != nil || !bytes.Equal(again, amended) {
+				return Outcome{Cancelled: true, By: reg.Label,
+					Reason: fmt.Sprintf("amended the arguments as amended by %s once more; arguments no fail_closed handler judged do not run", by)}
+			}
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -65,11 +66,95 @@ func TestLifecycleFirstNonNilWins(t *testing.T) {
 		return engine.Decision{Changes: map[string]any{"tool_input": `{"a":3}`}}, nil
 	}, engine.HandlerOptions{Priority: 3, Label: "third"})
 	o := r.Call(context.Background(), engine.PointToolCallBefore, &engine.Payload{})
-	if o.Cancelled || o.Changes["tool_input"] != `{"a":2}` || o.Changes["x"] != 1 {
+	if o.Cancelled || fmt.Sprintf("%s", o.Changes["tool_input"]) != `{"a":2}` || o.Changes["x"] != 1 {
 		t.Errorf("changes %v", o.Changes)
 	}
 	if o.ChangedBy["tool_input"] != "second" || o.ChangedBy["x"] != "first" {
 		t.Errorf("changed by %v", o.ChangedBy)
+	}
+}
+
+// TestLifecycleToolInputRejudged: when the merged tool:call:before
+// arguments differ from what the handlers saw, every fail_closed handler
+// judges them once more (a fail_open one does not), and the call is
+// cancelled when one denies them, fails on them, or amends them again.
+func TestLifecycleToolInputRejudged(t *testing.T) {
+	const orig, split = `{"argv":["git","log","HEAD --output=x"]}`, `{"argv":["git","log","HEAD","--output=x"]}`
+	// guard denies any argument that begins with "-", as `hookd guard`'s * does.
+	guard := func(seen *[]string) engine.Handler {
+		return func(_ context.Context, p *engine.Payload) (engine.Decision, error) {
+			*seen = append(*seen, string(p.ToolInput))
+			if strings.Contains(string(p.ToolInput), `"-`) {
+				return engine.Decision{Cancel: true, Reason: "option not allowed"}, nil
+			}
+			return engine.Decision{}, nil
+		}
+	}
+	amend := func(to any) engine.Handler {
+		return func(context.Context, *engine.Payload) (engine.Decision, error) {
+			return engine.Decision{Changes: map[string]any{engine.ChangeToolInput: to}}, nil
+		}
+	}
+	for _, c := range []struct {
+		name          string
+		second        engine.Handler // the guard's second judgement, when not the guard itself
+		amendment     any
+		cancelled     bool
+		reason        string
+		guardCalls    int
+		observerCalls int // a fail_open handler judges once
+	}{
+		{"split is denied", nil, split, true, "option not allowed (the arguments as amended by splitter)", 2, 1},
+		{"same arguments are not judged again", nil, `{ "argv" : ["git","log","HEAD --output=x"] }`, false, "", 1, 1},
+		{"harmless amendment passes", nil, `{"argv":["git","log","HEAD~1"]}`, false, "", 2, 1},
+		{"failing on the amendment cancels", func(context.Context, *engine.Payload) (engine.Decision, error) {
+			return engine.Decision{}, errors.New("boom")
+		}, `{"argv":["git","log","HEAD~1"]}`, true, "handler failed (fail_closed) on the arguments as amended by splitter: boom", 2, 1},
+		{"amending the amendment cancels", amend(`{"argv":["git","log"]}`), `{"argv":["git","log","HEAD~1"]}`, true,
+			"amended the arguments as amended by splitter once more; arguments no fail_closed handler judged do not run", 2, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := engine.NewRegistry()
+			r.SetLogger(discard())
+			var seen []string
+			first := guard(&seen)
+			h := first
+			if c.second != nil {
+				h = func(ctx context.Context, p *engine.Payload) (engine.Decision, error) {
+					if len(seen) == 0 {
+						return first(ctx, p)
+					}
+					seen = append(seen, string(p.ToolInput))
+					return c.second(ctx, p)
+				}
+			}
+			r.On(engine.PointToolCallBefore, h, engine.HandlerOptions{Priority: 10, Label: "guard", FailClosed: true})
+			var observed atomic.Int32
+			r.On(engine.PointToolCallBefore, func(context.Context, *engine.Payload) (engine.Decision, error) {
+				observed.Add(1)
+				return engine.Decision{}, nil
+			}, engine.HandlerOptions{Priority: 15, Label: "observer"})
+			r.On(engine.PointToolCallBefore, amend(c.amendment), engine.HandlerOptions{Priority: 20, Label: "splitter"})
+			o := r.Call(context.Background(), engine.PointToolCallBefore, &engine.Payload{ToolName: "run_command", ToolInput: []byte(orig)})
+			if o.Cancelled != c.cancelled || o.Reason != c.reason || (c.cancelled && o.By != "guard") {
+				t.Errorf("outcome %+v", o)
+			}
+			if len(seen) != c.guardCalls || seen[0] != orig {
+				t.Fatalf("the guard judged %q", seen)
+			}
+			if len(seen) == 2 {
+				canon, _ := engine.ToolInputJSON(c.amendment)
+				if seen[1] != string(canon) {
+					t.Errorf("the guard judged %s the second time, want the merged %s", seen[1], canon)
+				}
+				if !c.cancelled && fmt.Sprintf("%s", o.Changes[engine.ChangeToolInput]) != string(canon) {
+					t.Errorf("the tool would run %s, not the judged %s", o.Changes[engine.ChangeToolInput], canon)
+				}
+			}
+			if n := int(observed.Load()); n != c.observerCalls {
+				t.Errorf("the fail_open observer ran %d times", n)
+			}
+		})
 	}
 }
 

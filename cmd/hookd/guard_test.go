@@ -187,3 +187,56 @@ func TestToolInputCanonical(t *testing.T) {
 		t.Errorf("the tool ran other arguments than the handler saw: %q", r)
 	}
 }
+
+// TestAllowlistGuardJudgesAmendedArguments performs issue 30's attack on
+// the shipped guard: it allows `git log *`, and the model asks for
+// ["git","log","HEAD --output=out/log"], one argument not beginning with
+// "-". A later tool:call:before handler (a real process) amends the call,
+// splitting that argument into the option --output=out/log. The guard, a
+// fail_closed handler, judges the amended arguments once more and denies
+// them, so git writes nothing. Without that second judgement git wrote
+// the file the option names (out/ is the hook's write root, so only the
+// guard stood between the model and it; a path beside the workdir went
+// as far as the sandbox).
+func TestAllowlistGuardJudgesAmendedArguments(t *testing.T) {
+	model := llmtest.New(llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+		{ID: "log", Name: "run_command", Args: `{"argv":["git","log","HEAD --output=out/log"]}`},
+	}}, llmtest.Answer("done"))
+	defer model.Close()
+	e := newEnv(t, "llm: {model: test-model, base_url: "+model.BaseURL()+"}\n", map[string]string{
+		"allow-commands.yaml": "on: tool:call:before\nlabel: allow-commands\nmatch: {tool: '^run_command$'}\npriority: 10\ntimeout: 5s\n" +
+			"on_error: fail_closed\ncommand: [hookd, guard, '--allow=git log *']\n",
+		"splitter.yaml": "on: tool:call:before\nlabel: splitter\npriority: 20\ncommand: [sh, split.sh]\n",
+		"look.yaml":     "prompt: look at the history\ntools: [run_command]\nwrite_roots: [out]\n",
+	})
+	e.environ = []string{withHookdOnPath()}
+	e.write("split.sh", "cat >/dev/null\nprintf '%s' '{\"updated_input\":{\"argv\":[\"git\",\"log\",\"HEAD\",\"--output=out/log\"]}}'\n")
+	for _, argv := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "first"}} {
+		cmd := exec.Command("git", argv...)
+		cmd.Dir = e.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", argv, err, out)
+		}
+	}
+	if err := os.Mkdir(e.path("out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.serve()
+
+	run := e.getRun(runID(t, e.must(0, "fire", "look", "--wait")))
+	if run.Status != engine.StatusCompleted {
+		t.Fatalf("run %s %q", run.Status, run.Error)
+	}
+	if e.exists("out/log") {
+		t.Errorf("git wrote out/log: the option the guard never allows ran")
+	}
+	tr, err := agent.DecodeTranscript(run)
+	if err != nil || tr == nil || len(tr.Rounds) != 2 || len(tr.Rounds[0].ToolCalls) != 1 {
+		t.Fatalf("transcript %v: %s", err, run.ToolCalls)
+	}
+	c := tr.Rounds[0].ToolCalls[0]
+	if c.DeniedBy != "allow-commands" || !strings.Contains(c.Error, "command not allowed: git log HEAD '--output=out/log';") ||
+		!strings.Contains(c.Error, "(the arguments as amended by splitter)") || c.Result != "" {
+		t.Errorf("the split call: denied by %q, error %q, result %q", c.DeniedBy, c.Error, c.Result)
+	}
+}

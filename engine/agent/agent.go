@@ -205,7 +205,7 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 			}
 			if v, ok := o.Changes[engine.ChangeMessages]; ok {
 				by := o.ChangedBy[engine.ChangeMessages]
-				b, err := jsonValue(v)
+				b, err := engine.ChangeJSON(v)
 				var amended []Message
 				if err == nil {
 					err = json.Unmarshal(b, &amended)

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -77,7 +76,7 @@ func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, t
 	if args == "" {
 		args = "{}"
 	}
-	if canon, ok := canonicalJSON([]byte(args)); ok {
+	if canon, ok := engine.CanonicalJSON([]byte(args)); ok {
 		args = string(canon)
 	}
 	if err := bt.schema.ValidateJSON([]byte(args)); err != nil {
@@ -100,12 +99,9 @@ func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, t
 		}
 		if v, ok := o.Changes[engine.ChangeToolInput]; ok {
 			by := o.ChangedBy[engine.ChangeToolInput]
-			amended, err := jsonValue(v)
+			amended, err := engine.ToolInputJSON(v)
 			if err != nil {
 				return errResult(fmt.Sprintf("arguments amended by %s: %s", by, err))
-			}
-			if canon, ok := canonicalJSON(amended); ok {
-				amended = canon
 			}
 			if err := bt.schema.ValidateJSON(amended); err != nil {
 				return errResult(fmt.Sprintf("arguments amended by %s: %s", by, err))
@@ -132,7 +128,7 @@ func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, t
 		if v, ok := o.Changes[engine.ChangeToolResult]; ok {
 			if s, isStr := v.(string); isStr {
 				out, err, rec.ResultAmendedBy = redact(s), nil, o.ChangedBy[engine.ChangeToolResult]
-			} else if b, jerr := jsonValue(v); jerr == nil {
+			} else if b, jerr := engine.ChangeJSON(v); jerr == nil {
 				out, err, rec.ResultAmendedBy = redact(string(b)), nil, o.ChangedBy[engine.ChangeToolResult]
 			}
 		}
@@ -146,52 +142,6 @@ func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, t
 	rec.Truncated = cut
 	rec.Result, _ = capText(out, a.opts.RecordResult)
 	return rec, out
-}
-
-// canonicalJSON decodes a JSON value and encodes it again: escapes such
-// as \u0072 become the characters they stand for, a key given twice
-// keeps its last value (as the tool's decoder would), keys are sorted and
-// numbers kept as written. The tool:call:before handlers and the tool
-// see these same canonical arguments, so a handler cannot be fooled by
-// an encoding the tool reads differently. It reports false when raw is
-// not one valid JSON value.
-func canonicalJSON(raw []byte) ([]byte, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return nil, false
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, false
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), true
-}
-
-// jsonValue turns a handler's change into JSON: raw JSON stays as it is,
-// a string must hold JSON, anything else is marshalled.
-func jsonValue(v any) ([]byte, error) {
-	switch x := v.(type) {
-	case json.RawMessage:
-		if !json.Valid(x) {
-			return nil, fmt.Errorf("not valid JSON")
-		}
-		return x, nil
-	case []byte:
-		if !json.Valid(x) {
-			return nil, fmt.Errorf("not valid JSON")
-		}
-		return x, nil
-	case string:
-		if !json.Valid([]byte(x)) {
-			return nil, fmt.Errorf("not valid JSON")
-		}
-		return []byte(x), nil
-	}
-	return json.Marshal(v)
 }
 
 func hookName(h *engine.Hook) string {
