@@ -55,6 +55,17 @@ type Daemon struct {
 	// take untrusted input run where containment is missing. Read at
 	// start only.
 	SandboxOff bool
+	// HooksDirDefault says HooksDir is the default hooks.d beside the
+	// settings: neither hookd.yaml nor --hooks named one. Only that
+	// directory is created when missing at start (a named one that does
+	// not exist is an error: usually a typo). SetHooksDir clears it.
+	HooksDirDefault bool
+}
+
+// SetHooksDir applies a hooks directory given outside hookd.yaml
+// (--hooks DIR, validate's DIR): named, so never created when missing.
+func (d *Daemon) SetHooksDir(dir string) {
+	d.HooksDir, d.HooksDirDefault = dir, false
 }
 
 // HookOptions are the options the hooks directory is loaded with.
@@ -181,6 +192,8 @@ func defaultDaemon(dir string) *Daemon {
 		Retention:      defaultRetention(),
 		PruneEvery:     DefaultPruneEvery,
 		Node:           Node{HeartbeatTimeout: DefaultHeartbeatTimeout},
+
+		HooksDirDefault: true,
 	}
 }
 
@@ -238,6 +251,9 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 	}{{"hooks_dir", &d.HooksDir}, {"db", &d.DB}} {
 		var v string
 		if n, ok := f.decode(p.key, &v); ok {
+			if p.dst == &d.HooksDir {
+				d.HooksDirDefault = false
+			}
 			switch {
 			case v == "":
 				s.errorf(n, p.key, "must not be empty")
@@ -359,7 +375,7 @@ func LoadDaemonLenient(path string) (d *Daemon, used string) {
 		if len(keep) > 0 {
 			b, _ := yaml.Marshal(keep)
 			if kd, err := LoadDaemon(bytes.NewReader(b), path); err == nil {
-				d.HooksDir, d.DB, d.Database = kd.HooksDir, kd.DB, kd.Database
+				d.HooksDir, d.HooksDirDefault, d.DB, d.Database = kd.HooksDir, kd.HooksDirDefault, kd.DB, kd.Database
 				from = "its " + strings.Join(slices.Sorted(maps.Keys(keep)), ", ")
 			}
 		}

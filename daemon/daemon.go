@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -125,6 +126,9 @@ func New(ctx context.Context, d *config.Daemon, o Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
+	if err := createHooksDir(d, dm.log); err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
 	l, err := Open(ctx, d, store.Daemon, dm.log, false)
 	if err != nil {
 		if errors.Is(err, engine.ErrLocked) || ctx.Err() != nil {
@@ -134,6 +138,31 @@ func New(ctx context.Context, d *config.Daemon, o Options) (*Daemon, error) {
 	}
 	dm.l = l
 	return dm, nil
+}
+
+// createHooksDir creates the default hooks directory when it is missing
+// (Thinkroid created its extensions directory), mode 0755 whatever the
+// umask, and logs it. A directory hookd.yaml or --hooks named is left
+// alone: LoadReport refuses it when it does not exist, since a name that
+// does not exist is usually a typo.
+func createHooksDir(d *config.Daemon, log *slog.Logger) error {
+	if !d.HooksDirDefault {
+		return nil
+	}
+	if _, err := os.Lstat(d.HooksDir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := os.Mkdir(d.HooksDir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // another hookd made it first
+		}
+		return fmt.Errorf("create the hooks directory: %w", err)
+	}
+	if err := os.Chmod(d.HooksDir, 0o755); err != nil { // the umask narrowed Mkdir's mode
+		return fmt.Errorf("create the hooks directory: %w", err)
+	}
+	log.Info("created the hooks directory: it did not exist", "dir", d.HooksDir)
+	return nil
 }
 
 // Engine is the daemon's engine.

@@ -393,7 +393,14 @@ func (e *env) startServe(args ...string) *served {
 		})
 		return d
 	}
-	d.cmd = exec.Command(hookdBin, append([]string{"serve"}, args...)...)
+	return e.startProcess(exec.Command(hookdBin, append([]string{"serve"}, args...)...))
+}
+
+// startProcess starts cmd, a `hookd serve` of the real binary (or a
+// program that execs one), in the test's directory and returns at once.
+func (e *env) startProcess(cmd *exec.Cmd) *served {
+	e.t.Helper()
+	d := &served{e: e, log: &logBuffer{}, done: make(chan struct{}), cmd: cmd}
 	d.cmd.Dir = e.dir
 	d.cmd.Env = append(childEnv(), e.environ...)
 	d.cmd.Stdout = d.log

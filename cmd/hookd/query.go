@@ -516,7 +516,7 @@ func cmdValidate(c *cli, args []string) int {
 		return code
 	}
 	if len(pos) == 1 {
-		d.HooksDir = c.path(pos[0])
+		d.SetHooksDir(c.path(pos[0]))
 	}
 	var warns warnings
 	// What the hooks need of the environment (a model, its key) is

@@ -125,7 +125,7 @@ func (c *cli) settings() (*config.Daemon, error) {
 		d.SetDatabase(db)
 	}
 	if c.hooksDir != "" {
-		d.HooksDir = c.path(c.hooksDir)
+		d.SetHooksDir(c.path(c.hooksDir))
 	}
 	if c.dir == "" {
 		// Paths stay absolute in a host's own directory: the process's
