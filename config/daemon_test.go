@@ -26,6 +26,8 @@ func TestLoadDaemonDefaults(t *testing.T) {
 			Retention:  engine.Retention{Runs: 30 * 24 * time.Hour, KeepLast: 100, Events: 7 * 24 * time.Hour, Skipped: 3 * 24 * time.Hour},
 			PruneEvery: time.Hour,
 			Node:       Node{HeartbeatTimeout: 10 * time.Second},
+
+			HooksDirDefault: true,
 		}
 		if !reflect.DeepEqual(d, want) {
 			t.Errorf("%q:\n got %+v\nwant %+v", src, d, want)
