@@ -2,6 +2,10 @@
 // *.yml, *.json) into engine.Hook values, and the daemon settings file
 // hookd.yaml into a Daemon.
 //
+// It also writes the one project hookd makes (hookd init): Starter's
+// hookd.yaml for a ModelServer and a first hook, which WriteStarter puts
+// in a directory without overwriting anything.
+//
 // Parsing reads from an io.Reader (ParseHook, LoadDaemon); reading files
 // is separate (LoadDir, LoadDaemonFile). JSON files go through the same
 // YAML parser, so both formats behave alike.

@@ -35,6 +35,7 @@ type command struct {
 }
 
 var commands = []command{
+	{"init", "[DIR] --llama-cpp URL|--ollama|--openai [--model NAME]", "make a project here (or in DIR): hookd.yaml for the model server, and a first hook in hooks.d", cmdInit},
 	{"serve", "[--hooks DIR] [--db PATH] [--config FILE] [--log-format text|json]", "run the daemon", cmdServe},
 	{"fire", "NAME [--wait] [--force] [--event JSON [--ignore-where]] [--json] [--wait-lock D]", "fire a hook through the running daemon, or in-process if none runs", cmdFire},
 	{"emit", "TYPE [key=value ...] [--data JSON] [--id ID] [--wait] [--json] [--wait-lock D]", "publish an event", cmdEmit},
@@ -148,7 +149,7 @@ func (c *cli) flush() {
 
 // noCommonFlags are the commands that do not take the flags every other
 // command takes (--config, --db, --hooks).
-var noCommonFlags = []string{"guard", "completion", "help"}
+var noCommonFlags = []string{"init", "guard", "completion", "help"}
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "hookd: scheduled automation with LLM-driven hooks")
