@@ -88,6 +88,34 @@ func (s *state) tools(n *yaml.Node, h *engine.Hook, mcp []string) {
 			s.errorf(item, p, "expected a tool name, or a mapping like {fire_hook: {hooks: [NAME]}}, got %s", describe(item))
 		}
 	}
+	if count := loadedToolCount(h.Tools); count > engine.MaxTools {
+		s.errorf(n, "tools", "lists %d tools; a model takes at most %d (the OpenAI API's limit)", count, engine.MaxTools)
+	}
+}
+
+// loadedToolCount counts the tools entries resolve to that are known when
+// a hook is loaded: built-in tools (a glob's matches) and MCP tools named
+// one by one. A pattern over an MCP server's tools is counted when a run
+// resolves it (the agent refuses more than engine.MaxTools there).
+func loadedToolCount(entries []string) int {
+	seen := map[string]bool{}
+	for _, e := range entries {
+		switch {
+		case strings.Contains(e, "."):
+			if !engine.IsToolGlob(e) {
+				seen[e] = true
+			}
+		case engine.IsToolGlob(e):
+			for _, name := range engine.ToolNames() {
+				if engine.GrantsTool(e, name) {
+					seen[name] = true
+				}
+			}
+		default:
+			seen[e] = true
+		}
+	}
+	return len(seen)
 }
 
 // toolEntry checks a tools: entry listed by name: a built-in tool, a

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/hookd/hookd/engine"
 	_ "github.com/hookd/hookd/tools" // the built-in tools hooks list
 )
 
@@ -130,6 +132,34 @@ func TestToolsResolvedAtLoad(t *testing.T) {
 			t.Errorf("tools %s, mcp_servers %q: got %v, want %s", c.tools, c.mcp, err, c.want)
 		case c.want == "" && len(h.Tools) == 0:
 			t.Errorf("tools %s: none kept", c.tools)
+		}
+	}
+}
+
+// TestToolsCappedAtLoad: a hook whose tools: resolve, as far as they are
+// known at load (built-in tools, MCP tools named one by one), to more
+// than engine.MaxTools is a load error naming the file, line and field;
+// 128 loads, and an MCP pattern counts for nothing until a run resolves it.
+func TestToolsCappedAtLoad(t *testing.T) {
+	names := func(n int) string {
+		var b strings.Builder
+		b.WriteString("[\"*\"")
+		for i := range n {
+			fmt.Fprintf(&b, ", gh.tool_%d", i)
+		}
+		return b.String() + ", \"gh.**\"]"
+	}
+	builtin := len(engine.ToolNames())
+	for _, c := range []struct {
+		tools string
+		want  string
+	}{
+		{names(engine.MaxTools - builtin), ""},
+		{names(engine.MaxTools - builtin + 1), fmt.Sprintf("x.yaml:2: tools: lists %d tools; a model takes at most 128 (the OpenAI API's limit)", engine.MaxTools+1)},
+	} {
+		_, err := ParseHook(strings.NewReader("prompt: hi\ntools: "+c.tools+"\nwrite_roots: []\n"), "x.yaml", Options{DefaultName: "x", MCPServers: []string{"gh"}})
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%d tools: got %v, want %q", strings.Count(c.tools, ",")+1, err, c.want)
 		}
 	}
 }

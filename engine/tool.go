@@ -89,6 +89,12 @@ func (e *ToolEnv) Redact(s string) string { return e.Redactor.String(s) }
 // ToolNamePattern is what the chat-completions API accepts as a tool name.
 var ToolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
+// MaxTools is the most tools one run offers the model: the OpenAI
+// chat-completions API's limit. A hook's tools: may resolve to no more,
+// counted when it is loaded (config) and again when a run resolves its
+// MCP patterns (agent).
+const MaxTools = 128
+
 var (
 	toolsMu sync.RWMutex
 	tools   = map[string]Tool{}

@@ -314,6 +314,73 @@ func TestHookUsesMCPTools(t *testing.T) {
 	}
 }
 
+// TestServerFloodingTools: a real stdio server that lists 25,000 tools.
+// hookd keeps mcp.MaxServerTools of them; a hook whose pattern takes them
+// all fails before the model is called, naming its file and tools:, and
+// a hook naming 128 of them is offered exactly those.
+func TestServerFloodingTools(t *testing.T) {
+	m := newManager(t, os.Environ(), stdio("t", map[string]string{"MCP_TEST_MANY_TOOLS": "25000"}))
+	tools, err := m.Tools(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != mcp.MaxServerTools {
+		t.Fatalf("hookd keeps %d tools of the server, want %d", len(tools), mcp.MaxServerTools)
+	}
+	model := llmtest.New(llmtest.Answer("done"))
+	defer model.Close()
+	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mk := func(name string, tools ...string) *engine.Hook {
+		return &engine.Hook{Name: name, Enabled: true, Overlap: engine.OverlapSkip, Prompt: "go", Workdir: t.TempDir(),
+			Timeout: time.Minute, Tools: tools, LLM: engine.LLMConfig{Model: "m", BaseURL: model.BaseURL()},
+			Source: engine.Source{File: "hooks.d/" + name + ".yaml"}}
+	}
+	eng, err := engine.New(engine.Config{Store: db, Logger: quiet,
+		LLM: agent.New(agent.Options{Servers: m, Chat: llm.New(llm.Options{Logger: quiet, LookupEnv: func(string) (string, bool) { return "", false }})})},
+		[]*engine.Hook{mk("greedy", "t.echo", "t.many_*"), mk("fits", "t.many_000*", "t.many_001[0-1]*", "t.many_0012[0-7]")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Stop()
+	fire := func(name string) *engine.Run {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, err := eng.Fire(ctx, name, engine.FireOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.Wait(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		run, err := db.GetRun(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	run := fire("greedy")
+	if want := "hooks.d/greedy.yaml: tools: t.many_* brings the hook's tools past 128, the most a model takes"; run.Status != engine.StatusFailed || !strings.Contains(run.Error, want) {
+		t.Errorf("greedy: %s %q, want an error with %q", run.Status, run.Error, want)
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Errorf("the model was called %d times for a hook past the cap", n)
+	}
+	run = fire("fits")
+	if run.Status != engine.StatusCompleted {
+		t.Fatalf("fits: %s %q", run.Status, run.Error)
+	}
+	if reqs := model.Requests(); len(reqs) != 1 || len(reqs[0].Chat.Tools) != engine.MaxTools {
+		t.Errorf("the model was offered %d tools, want %d", len(reqs[len(reqs)-1].Chat.Tools), engine.MaxTools)
+	}
+}
+
 // TestStdioServerContained: a stdio server that misbehaves (writes
 // outside its dir, connects to a loopback canary, leaves a setsid'd
 // daemon behind) reaches none of it under its sandbox: entry. Shown live

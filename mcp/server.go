@@ -23,6 +23,11 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// MaxServerTools is the most tools hookd keeps of one MCP server: the
+// first it lists; it asks for no more pages past them. A hook's tools
+// stop at engine.MaxTools well before.
+const MaxServerTools = 1024
+
 // server is one configured MCP server and its current session, if any.
 type server struct {
 	cfg ServerConfig
@@ -90,6 +95,10 @@ func (s *server) start(ctx context.Context) error {
 		if err != nil {
 			sess.Close()
 			return s.failed("list tools of", err)
+		}
+		if len(tools) == MaxServerTools {
+			s.log.Warn(fmt.Sprintf("mcp server lists more than %d tools; hookd keeps the first %d it listed", MaxServerTools, MaxServerTools))
+			break
 		}
 		tools = append(tools, s.newTool(t))
 	}

@@ -150,7 +150,7 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 	if err != nil {
 		return err
 	}
-	ts, err := a.resolveTools(ctx, h.Tools)
+	ts, err := a.resolveTools(ctx, h)
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,10 @@ func qualifiedName(t engine.Tool) string {
 
 // resolveTools builds the toolset of a hook from its allowlist: exactly
 // the tools it names, none when it names none.
-func (a *Agent) resolveTools(ctx context.Context, allow []string) (*toolset, error) {
+// More than engine.MaxTools is an error naming the hook's file and the
+// entry that went past it, found before the model is called.
+func (a *Agent) resolveTools(ctx context.Context, h *engine.Hook) (*toolset, error) {
+	allow := h.Tools
 	ts := &toolset{byName: map[string]*boundTool{}}
 	if len(allow) == 0 {
 		return ts, nil
@@ -86,6 +89,14 @@ func (a *Agent) resolveTools(ctx context.Context, allow []string) (*toolset, err
 				return nil // listed twice, or matched by two patterns
 			}
 			return fmt.Errorf("tools: %s: two tools are named %q for the model (%s and %s)", entry, name, prev.qualified, qualifiedName(t))
+		}
+		if len(ts.names) == engine.MaxTools {
+			where := "tools"
+			if h.Source.File != "" {
+				where = h.Source.File + ": tools"
+			}
+			return fmt.Errorf("%s: %s brings the hook's tools past %d, the most a model takes (the OpenAI API's limit); "+
+				"name the tools the hook needs instead of a pattern", where, entry, engine.MaxTools)
 		}
 		raw := t.Schema()
 		s, err := compiled(raw)

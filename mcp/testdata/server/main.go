@@ -94,6 +94,17 @@ func main() {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(out, "\n")}}}, nil, nil
 		})
+	// MCP_TEST_MANY_TOOLS=N adds N more tools, many_00000 on: a server
+	// that floods its client with tools.
+	if n, _ := strconv.Atoi(os.Getenv("MCP_TEST_MANY_TOOLS")); n > 0 {
+		schema := map[string]any{"type": "object"}
+		for i := range n {
+			s.AddTool(&mcp.Tool{Name: fmt.Sprintf("many_%05d", i), Description: "One of many.", InputSchema: schema},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "one of many"}}}, nil
+				})
+		}
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
