@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -167,6 +168,9 @@ func newCgroups(st Status) (*cgroups, Status) {
 			if !ok || cg.v2 != "" {
 				continue
 			}
+			if filepath.Base(path) == selfLeaf() {
+				path = filepath.Dir(path) // an earlier Sandbox moved the process there
+			}
 			parent := filepath.Join(m.point, path)
 			cg.stale = append(cg.stale, parent)
 			dir := filepath.Join(parent, name)
@@ -178,7 +182,14 @@ func newCgroups(st Status) (*cgroups, Status) {
 			// Controllers: enabled in our parent's and our subtree_control
 			// where the parent allows (it must hold no process itself,
 			// unless it is the root).
-			for _, c := range []string{"memory", "pids", "cpu"} {
+			if path != "/" {
+				if leaf, err := intoLeaf(parent); err != nil {
+					st.Problems = append(st.Problems, err.Error())
+				} else if leaf != "" {
+					st.Tree = "hookd moved itself into " + leaf + " (a cgroup that holds a process cannot give its children controllers)"
+				}
+			}
+			for _, c := range limitControllers {
 				if writeFile(filepath.Join(parent, "cgroup.subtree_control"), "+"+c) == nil || path == "/" && has(filepath.Join(parent, "cgroup.subtree_control"), c) {
 					if writeFile(filepath.Join(dir, "cgroup.subtree_control"), "+"+c) == nil {
 						cg.v2ctl[c] = true
@@ -186,7 +197,7 @@ func newCgroups(st Status) (*cgroups, Status) {
 				}
 			}
 		case "cgroup":
-			for _, c := range []string{"memory", "pids", "cpu"} {
+			for _, c := range limitControllers {
 				if !hasOpt(m.opts, c) || cg.v1[c] != "" {
 					continue
 				}
@@ -213,10 +224,14 @@ func newCgroups(st Status) (*cgroups, Status) {
 	} else {
 		st.CgroupsOK = true
 		st.Delegation = cg.v2
+		moved := st.Tree
 		st.Tree = "a cgroup per process tree under " + cg.v2 + " (cgroup.kill ends every process it started)"
+		if moved != "" {
+			st.Tree += "; " + moved
+		}
 	}
 	var lim []string
-	for _, c := range []string{"memory", "pids", "cpu"} {
+	for _, c := range limitControllers {
 		switch {
 		case cg.v2ctl[c]:
 			lim = append(lim, c+" (cgroup2)")
@@ -231,6 +246,43 @@ func newCgroups(st Status) (*cgroups, Status) {
 		st.LimitsOK = (cg.v2ctl["memory"] || cg.v1["memory"] != "") && (cg.v2ctl["pids"] || cg.v1["pids"] != "")
 	}
 	return cg, st
+}
+
+// limitControllers are the cgroup controllers the limits use.
+var limitControllers = []string{"memory", "pids", "cpu"}
+
+// selfLeaf names the cgroup hookd moves itself into (see intoLeaf).
+func selfLeaf() string { return fmt.Sprintf("hookd-%d-self", os.Getpid()) }
+
+// intoLeaf moves this process out of parent, its cgroup2, into a leaf
+// below it, when parent could give its children a controller the limits
+// use but does not and this process is alone in it: a cgroup other than
+// the root that holds processes cannot enable controllers for its
+// children (cgroup2's rule of no internal processes), and that is how a
+// systemd service with Delegate=yes starts. It returns the leaf, or ""
+// when it left the process where it was.
+func intoLeaf(parent string) (string, error) {
+	avail, _ := os.ReadFile(filepath.Join(parent, "cgroup.controllers"))
+	enabled, _ := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
+	wanted := false
+	for _, c := range limitControllers {
+		if slices.Contains(strings.Fields(string(avail)), c) && !slices.Contains(strings.Fields(string(enabled)), c) {
+			wanted = true
+		}
+	}
+	procs, err := os.ReadFile(filepath.Join(parent, "cgroup.procs"))
+	if !wanted || err != nil || strings.TrimSpace(string(procs)) != strconv.Itoa(os.Getpid()) {
+		return "", nil
+	}
+	leaf := filepath.Join(parent, selfLeaf())
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("limits: cannot make a leaf cgroup for hookd itself in %s (%v)", parent, err)
+	}
+	if err := writeFile(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(os.Getpid())); err != nil {
+		_ = unix.Rmdir(leaf)
+		return "", fmt.Errorf("limits: cannot move hookd into %s (%v)", leaf, err)
+	}
+	return leaf, nil
 }
 
 func hasOpt(opts, c string) bool {
@@ -361,7 +413,7 @@ func (cs *cgroups) create(lim Limits) (*cgroup, error) {
 			return nil, err
 		}
 	}
-	for _, ctl := range []string{"memory", "pids", "cpu"} {
+	for _, ctl := range limitControllers {
 		base := cs.v1[ctl]
 		if base == "" || cs.v2ctl[ctl] || !limitSet(lim, ctl) {
 			continue
