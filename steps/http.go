@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/netguard"
 	"github.com/hookd/hookd/process"
 )
 
@@ -86,7 +87,7 @@ func newHTTP(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 		if err != nil {
 			return nil, fieldErr(cfg, "url", "%v", err)
 		}
-		if err := CheckURL(u); err != nil {
+		if err := netguard.CheckURL(u); err != nil {
 			return nil, fieldErr(cfg, "url", "%v", err)
 		}
 	}
@@ -129,7 +130,7 @@ func newHTTP(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBody
 	}
-	redirects := DefaultMaxRedirects
+	redirects := netguard.DefaultMaxRedirects
 	if c.MaxRedirects != nil {
 		if *c.MaxRedirects < 0 {
 			return nil, fieldErr(cfg, "max_redirects", "must be >= 0 (got %d)", *c.MaxRedirects)
@@ -140,7 +141,7 @@ func newHTTP(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 	if timeout <= 0 {
 		timeout = DefaultHTTPTimeout
 	}
-	s.client = GuardedClient(c.AllowPrivate, timeout, redirects)
+	s.client = netguard.GuardedClient(c.AllowPrivate, timeout, redirects)
 	return s, nil
 }
 
@@ -170,7 +171,7 @@ func (s *httpStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepRe
 	if err != nil {
 		return fail(res, fmt.Errorf("url: %w", err))
 	}
-	if err := CheckURL(u); err != nil {
+	if err := netguard.CheckURL(u); err != nil {
 		return fail(res, fmt.Errorf("url: %w", err))
 	}
 	res.Fields["url"] = u.Redacted()

@@ -12,20 +12,20 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/netguard"
 	"github.com/hookd/hookd/process"
-	"github.com/hookd/hookd/steps"
 )
 
 // Limits of http_get.
 const (
 	httpTimeout   = 30 * time.Second
 	httpMaxBody   = 64 << 10
-	httpRedirects = steps.DefaultMaxRedirects
+	httpRedirects = netguard.DefaultMaxRedirects
 )
 
 // httpClient is shared by every http_get call: its dialer refuses
 // loopback, private, link-local and cloud metadata addresses.
-var httpClient = steps.GuardedClient(false, httpTimeout, httpRedirects)
+var httpClient = netguard.GuardedClient(false, httpTimeout, httpRedirects)
 
 func init() {
 	register("http_get",
@@ -48,7 +48,7 @@ func httpGet(ctx context.Context, env *engine.ToolEnv, a *httpArgs) (string, err
 	if err != nil {
 		return "", fmt.Errorf("url: %w", err)
 	}
-	if err := steps.CheckURL(u); err != nil {
+	if err := netguard.CheckURL(u); err != nil {
 		return "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

@@ -1,4 +1,4 @@
-package steps
+package netguard
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 
 // ErrAddrRefused is wrapped by the errors of the network guard: a
 // connection to an address that is not public was refused.
-var ErrAddrRefused = errors.New("steps: address refused")
+var ErrAddrRefused = errors.New("netguard: address refused")
 
 // DefaultMaxRedirects is how many redirects a guarded client follows when
 // the caller asks for the default.
