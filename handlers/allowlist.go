@@ -38,7 +38,7 @@ type allowEntry struct {
 // interpreter with no script, a wrapper passing its input on). Shells,
 // interpreters and wrappers first, then programs with a command
 // language of their own (database shells, editors, calculators,
-// debuggers, schedulers: the shell steps' list, steps/codeprog.go).
+// debuggers, schedulers: the shell steps' list, shellcheck/codeprog.go).
 var runners = []string{"sh", "bash", "dash", "zsh", "ksh", "fish", "busybox", "env", "xargs", "sudo", "su", "doas",
 	"nice", "nohup", "timeout", "exec", "eval", "command", "python", "python3", "perl", "ruby", "node", "php", "lua",
 	"awk", "gawk", "ssh", "npx",

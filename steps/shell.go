@@ -2,17 +2,16 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/process"
+	"github.com/hookd/hookd/shellcheck"
 )
 
 // DefaultShellTimeout bounds a shell step whose definition sets no timeout.
@@ -41,13 +40,13 @@ type shellConfig struct {
 // without a shell.
 type shellStep struct {
 	def        *engine.StepDef
-	written    string            // the command as written, for the result
-	script     *shellScript      // string form
-	argv       []string          // list form: templates, one per argument
-	argvOpt    []string          // list form: argvOpt[i] says where argv[i]'s value would begin an argument ("" if not)
-	argvEnvOpt map[string]string // list form: the same for env variables an inner shell's script uses
-	workdir    string            // relative to the hook's workdir; may hold placeholders
-	env        []envVar          // sorted by name
+	written    string             // the command as written, for the result
+	script     *shellcheck.Script // string form
+	argv       []string           // list form: templates, one per argument
+	argvOpt    []string           // list form: argvOpt[i] says where argv[i]'s value would begin an argument ("" if not)
+	argvEnvOpt map[string]string  // list form: the same for env variables an inner shell's script uses
+	workdir    string             // relative to the hook's workdir; may hold placeholders
+	env        []envVar           // sorted by name
 	timeout    time.Duration
 	maxOutput  int
 	allowOpts  bool
@@ -80,14 +79,14 @@ func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shell
 	sort.Strings(names)
 	for _, name := range names {
 		v := c.Env[name]
-		if err := checkEnvName(name); err != nil {
+		if err := shellcheck.CheckEnvName(name); err != nil {
 			return nil, fieldErr(cfg, "env."+name, "%v", err)
 		}
 		if _, err := engine.ParsePlaceholders(v); err != nil {
 			return nil, fieldErr(cfg, "env."+name, "%v", err)
 		}
-		if dataTemplate(v) {
-			if why := dangerousVar(name); why != "" {
+		if shellcheck.DataTemplate(v) {
+			if why := shellcheck.DangerousVar(name); why != "" {
 				return nil, fieldErr(cfg, "env."+name, "a value from a placeholder may not go in %s, which %s", name, why)
 			}
 			taintedEnv[name] = true
@@ -102,7 +101,7 @@ func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shell
 		if strings.TrimSpace(cmd) == "" {
 			return nil, fieldErr(cfg, "command", "must not be empty")
 		}
-		script, err := parseShellScript(cmd, taintedEnv)
+		script, err := shellcheck.Parse(cmd, taintedEnv)
 		if err != nil {
 			return nil, fieldErr(cfg, "command", "%v", err)
 		}
@@ -125,7 +124,7 @@ func buildShell(def *engine.StepDef, cfg engine.Decoder, c *shellConfig) (*shell
 		if strings.TrimSpace(s.argv[0]) == "" {
 			return nil, fieldErr(cfg, "command", "element 0 (the program) must not be empty")
 		}
-		opt, envOpt, err := checkArgv(s.argv, taintedEnv)
+		opt, envOpt, err := shellcheck.CheckArgv(s.argv, taintedEnv)
 		if err != nil {
 			return nil, fieldErr(cfg, "command", "%v", err)
 		}
@@ -208,7 +207,7 @@ func (s *shellStep) command(env *engine.StepEnv) (process.Command, error) {
 		base = engine.ChildEnv(os.Environ(), nil, nil)
 	}
 	c.Env = base // shared with the run's other steps: Command does not change it
-	if len(s.env) > 0 || s.script != nil && len(s.script.paths) > 0 {
+	if len(s.env) > 0 || s.script != nil && s.script.Placeholders() > 0 {
 		c.Env = make([]string, 0, len(base)+len(s.env)+8)
 		c.Env = append(c.Env, base...)
 	}
@@ -221,19 +220,19 @@ func (s *shellStep) command(env *engine.StepEnv) (process.Command, error) {
 			return process.Command{}, fmt.Errorf("env.%s: value contains a NUL byte, which cannot be passed to a process", e.name)
 		}
 		if where := s.envOptionAt(e.name); where != "" && !s.allowOpts {
-			if err := checkOptionValue(v, where); err != nil {
+			if err := shellcheck.CheckOptionValue(v, where); err != nil {
 				return process.Command{}, fmt.Errorf("env.%s: %w", e.name, err)
 			}
 		}
 		c.Env = append(c.Env, e.name+"="+v)
 	}
 	if s.script != nil {
-		vars, err := s.script.vars(scope, s.allowOpts)
+		vars, err := s.script.Vars(scope, s.allowOpts)
 		if err != nil {
 			return process.Command{}, fmt.Errorf("command: %w", err)
 		}
 		c.Env = append(c.Env, vars...)
-		c.Argv = []string{"/bin/sh", "-c", s.script.text}
+		c.Argv = []string{"/bin/sh", "-c", s.script.Text()}
 	} else {
 		c.Argv = make([]string, len(s.argv))
 		for i, a := range s.argv {
@@ -245,7 +244,7 @@ func (s *shellStep) command(env *engine.StepEnv) (process.Command, error) {
 				return process.Command{}, fmt.Errorf("command[%d]: value contains a NUL byte, which cannot be passed to a process", i)
 			}
 			if s.argvOpt[i] != "" && !s.allowOpts {
-				if err := checkOptionValue(v, s.argvOpt[i]); err != nil {
+				if err := shellcheck.CheckOptionValue(v, s.argvOpt[i]); err != nil {
 					return process.Command{}, fmt.Errorf("command[%d]: %w", i, err)
 				}
 			}
@@ -269,97 +268,7 @@ func (s *shellStep) envOptionAt(name string) string {
 	if s.script == nil {
 		return s.argvEnvOpt[name]
 	}
-	return s.script.envOptionAt[name]
-}
-
-// dataTemplate reports whether tmpl holds a placeholder that is not a
-// literal: its value is data.
-func dataTemplate(tmpl string) bool {
-	phs, _ := engine.ParsePlaceholders(tmpl)
-	for _, p := range phs {
-		if !p.IsLiteral() {
-			return true
-		}
-	}
-	return false
-}
-
-// checkArgv applies the command rules to the list form: data may not
-// name the program, nor be an argument a program runs as code (sh -c,
-// eval, env/sudo/xargs/timeout... wrapping the command). It returns, per
-// element, where its value would begin an argument (so a leading '-' is
-// refused when the step runs), and the same for the env variables in
-// taintedEnv that an inner shell's script (sh -c 'script') uses.
-func checkArgv(argv []string, taintedEnv map[string]bool) ([]string, map[string]string, error) {
-	args := make([]callArg, len(argv))
-	for i, a := range argv {
-		phs, _ := engine.ParsePlaceholders(a)
-		lit, isLit := a, true
-		if len(phs) > 0 {
-			var b strings.Builder
-			last := 0
-			for _, p := range phs {
-				b.WriteString(a[last:p.Start])
-				if p.IsLiteral() {
-					b.WriteString(p.Literal)
-				} else {
-					isLit = false
-				}
-				last = p.End
-			}
-			b.WriteString(a[last:])
-			lit = b.String()
-		}
-		args[i] = callArg{lit: lit, isLit: isLit, tainted: !isLit, lead: len(phs) > 0 && phs[0].Start == 0 && !phs[0].IsLiteral()}
-		if len(phs) > 0 {
-			args[i].prefix = a[:phs[0].Start]
-		}
-	}
-	r := analyzeCall(args)
-	opt := make([]string, len(argv))
-	for i, a := range args {
-		if !a.tainted {
-			continue
-		}
-		if why, bad := r.refused(i); bad {
-			return nil, nil, fmt.Errorf("element %d (%s): data from a placeholder is %s", i, argv[i], why)
-		}
-		if a.lead && r.optionPosition(args, i) {
-			opt[i] = r.where(args, i)
-		}
-	}
-	if len(r.scripts) == 0 {
-		return opt, nil, nil
-	}
-	tainted := map[string]map[string]bool{}
-	for name := range taintedEnv {
-		tainted[name] = map[string]bool{name: true}
-	}
-	envOpt := map[string]string{}
-	for _, script := range r.scripts {
-		t, d := tainted, map[string]string(nil)
-		if script.argv >= 0 {
-			roots := map[string]bool{}
-			for k := script.argv; k < len(args); k++ {
-				if args[k].tainted {
-					roots["command["+strconv.Itoa(k)+"]"] = true
-				}
-			}
-			if len(roots) > 0 {
-				t, d = withPositional(tainted, nil, roots, "passed to the inner shell as a positional parameter")
-			}
-		}
-		o, err := checkInnerScript(script.text, t, d, nil, nil, 1)
-		if err != nil {
-			return nil, nil, err
-		}
-		for name, where := range o {
-			if taintedEnv[name] && envOpt[name] == "" {
-				envOpt[name] = where
-			}
-		}
-	}
-	return opt, envOpt, nil
+	return s.script.EnvOptionAt[name]
 }
 
 // dir resolves the step's working directory inside the hook's: the
@@ -395,19 +304,6 @@ func checkLocal(p string) error {
 	}
 	if p != "." && !filepath.IsLocal(p) {
 		return fmt.Errorf("%q leaves the hook's workdir", p)
-	}
-	return nil
-}
-
-func checkEnvName(name string) error {
-	if name == "" {
-		return errors.New("empty variable name")
-	}
-	if strings.ContainsAny(name, "=\x00") {
-		return fmt.Errorf("%q: a variable name cannot contain '=' or NUL", name)
-	}
-	if n, ok := strings.CutPrefix(name, placeholderVarPrefix); ok && n != "" && strings.Trim(n, "0123456789") == "" {
-		return fmt.Errorf("%s: %sN names are reserved for placeholder values", name, placeholderVarPrefix)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,73 +39,6 @@ func BenchmarkShellStepLoad(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// TestParseShellScriptConcurrent: loading checks scripts on several
-// goroutines at once, which share the pooled bash parsers; each script
-// checked concurrently comes out as it does alone (run with -race).
-func TestParseShellScriptConcurrent(t *testing.T) {
-	scripts := []string{
-		benchShellConfigs()["script"].Command.(string),
-		"grep -c {{event.word}} {{event.file}} | tee out.txt",
-		"for f in {{event.files}}; do echo \"$f\"; done",
-		"cat <<EOF\nhello {{event.name}}\nEOF",
-		"x={{event.x}}\necho \"$x\" \\\n  && true",
-		"printf '%s\\n' {{event.a}} {{event.b}} | sort",
-		strings.Repeat("echo a; grep -c x {{event.a}}\n", 12), // past searchOccs commands
-	}
-	refused := []string{
-		"sh -c 'eval \"$1\"' sh {{event.arg}}",
-		"eval {{event.code}}",
-		"x={{event.x}}; sh -c \"$x\"",
-		"echo {{event.x}} | bash",
-		strings.Repeat("echo a | cat\n", 12) + "x={{event.x}}\necho \"$x\" | sh",
-	}
-	want := make([]string, len(scripts))
-	for i, src := range scripts {
-		s, err := parseShellScript(src, nil)
-		if err != nil {
-			t.Fatalf("%q: %v", src, err)
-		}
-		want[i] = s.text
-	}
-	wantErr := make([]string, len(refused))
-	for i, src := range refused {
-		_, err := parseShellScript(src, nil)
-		if err == nil {
-			t.Fatalf("%q was accepted", src)
-		}
-		wantErr[i] = err.Error()
-	}
-	const workers, rounds = 4, 200
-	errs := make(chan error, workers)
-	for w := range workers {
-		go func() {
-			for r := range rounds {
-				i := (w + r) % len(scripts)
-				s, err := parseShellScript(scripts[i], nil)
-				if err != nil {
-					errs <- fmt.Errorf("%q: %w", scripts[i], err)
-					return
-				}
-				if s.text != want[i] {
-					errs <- fmt.Errorf("%q: text %q; want %q", scripts[i], s.text, want[i])
-					return
-				}
-				j := (w + r) % len(refused)
-				if _, err := parseShellScript(refused[j], nil); err == nil || err.Error() != wantErr[j] {
-					errs <- fmt.Errorf("%q: %v; want %s", refused[j], err, wantErr[j])
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range workers {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package steps
+package shellcheck
 
 import (
 	"maps"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/shelltest"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -32,8 +33,8 @@ func TestWordTaintAsWalk(t *testing.T) {
 		`printf '%s\n' {{event.x}} | while IFS= read -r l; do echo "[$l]"; done`,
 		`x=${E1%%/*} y="${E1,,}" z=${E1@Q}; echo $x $y $z`,
 	}
-	for _, bc := range batteryContexts {
-		line := strings.ReplaceAll(strings.ReplaceAll(bc.line, "{{X}}", "{{event.v}}"), "@", "1")
+	for _, bc := range shelltest.Contexts {
+		line := strings.ReplaceAll(strings.ReplaceAll(bc.Line, "{{X}}", "{{event.v}}"), "@", "1")
 		scripts = append(scripts, line)
 	}
 	words := 0

@@ -1,4 +1,4 @@
-package steps
+package shellcheck
 
 import (
 	"fmt"
@@ -18,24 +18,32 @@ import (
 // placeholder values into a shell script: HOOKD_P1, HOOKD_P2, ...
 const placeholderVarPrefix = "HOOKD_P"
 
-// shellScript is a shell command whose placeholders were rewritten into
+// Script is a shell command whose placeholders were rewritten into
 // references to environment variables. The values are never spliced into
 // the script, so the shell never parses them as code.
-type shellScript struct {
+type Script struct {
 	text  string   // the script as run: {{path}} replaced by "${HOOKD_Pn}" or ${HOOKD_Pn}
 	paths []string // paths[n-1] is the placeholder path HOOKD_Pn holds
 	// optionAt[n-1] says where HOOKD_Pn's value may begin an argument
 	// of a command ("argument 2 of go"); "" where it never does.
 	optionAt []string
-	// envOptionAt is the same for the step's env variables (nil when
+	// EnvOptionAt is the same for the step's env variables (nil when
 	// none may).
-	envOptionAt map[string]string
+	EnvOptionAt map[string]string
 }
 
-// vars resolves the placeholders against scope and returns the
+// Text is the script as it runs: each placeholder replaced by a
+// reference to the environment variable that carries its value.
+func (s *Script) Text() string { return s.text }
+
+// Placeholders is how many placeholder values the script takes (the
+// variables Vars returns).
+func (s *Script) Placeholders() int { return len(s.paths) }
+
+// Vars resolves the placeholders against scope and returns the
 // HOOKD_Pn=value environment entries. Unless allowOptions, a value that
 // begins with '-' where it would begin an argument is an error.
-func (s *shellScript) vars(scope *engine.Scope, allowOptions bool) ([]string, error) {
+func (s *Script) Vars(scope *engine.Scope, allowOptions bool) ([]string, error) {
 	if len(s.paths) == 0 {
 		return nil, nil
 	}
@@ -50,7 +58,7 @@ func (s *shellScript) vars(scope *engine.Scope, allowOptions bool) ([]string, er
 			return nil, fmt.Errorf("{{%s}}: value contains a NUL byte, which cannot be passed to a process", p)
 		}
 		if !allowOptions && s.optionAt[n] != "" {
-			if err := checkOptionValue(val, s.optionAt[n]); err != nil {
+			if err := CheckOptionValue(val, s.optionAt[n]); err != nil {
 				return nil, fmt.Errorf("{{%s}}: %w", p, err)
 			}
 		}
@@ -59,9 +67,9 @@ func (s *shellScript) vars(scope *engine.Scope, allowOptions bool) ([]string, er
 	return out, nil
 }
 
-// checkOptionValue refuses a value that begins with '-' where it would
+// CheckOptionValue refuses a value that begins with '-' where it would
 // begin an argument, so a program would read it as an option.
-func checkOptionValue(val, where string) error {
+func CheckOptionValue(val, where string) error {
 	if strings.HasPrefix(val, "-") {
 		return fmt.Errorf("value %q (%s) begins with '-' and would be read as an option; put it after \"--\" or set allow_option_values: true", clip(val, 60), where)
 	}
@@ -78,7 +86,7 @@ type occurrence struct {
 	name string // HOOKD_Pn
 }
 
-// parseShellScript rewrites the placeholders of a `sh -c` command into
+// Parse rewrites the placeholders of a `sh -c` command into
 // references to environment variables and checks, with a bash parser,
 // where each stands. taintedEnv names the step's env variables whose
 // values come from placeholders: they are data as much as the
@@ -101,14 +109,14 @@ type occurrence struct {
 // A variable holding data is refused unquoted where bash splits words,
 // and transformed (${v#...}, ${v/...}, ...) where the result may begin
 // an argument. Line continuations are joined first.
-func parseShellScript(src string, taintedEnv map[string]bool) (*shellScript, error) {
+func Parse(src string, taintedEnv map[string]bool) (*Script, error) {
 	phs, err := engine.ParsePlaceholders(src)
 	if err != nil {
 		return nil, err
 	}
 	var b strings.Builder
 	b.Grow(len(src) + 16*len(phs))
-	s := &shellScript{}
+	s := &Script{}
 	occs := make([]occurrence, len(phs))
 	last := 0
 	var index map[string]int // path -> n, past searchOccs placeholders
@@ -156,10 +164,10 @@ func parseShellScript(src string, taintedEnv map[string]bool) (*shellScript, err
 					s.optionAt[n-1] = where
 				}
 			} else if taintedEnv[k] {
-				if s.envOptionAt == nil {
-					s.envOptionAt = map[string]string{}
+				if s.EnvOptionAt == nil {
+					s.EnvOptionAt = map[string]string{}
 				}
-				s.envOptionAt[k] = where
+				s.EnvOptionAt[k] = where
 			}
 		}
 	}
@@ -1126,7 +1134,7 @@ func (c *checker) assignment(name string, value *syntax.Word, t map[string]bool)
 		}
 	}
 	if t != nil {
-		if why := dangerousVar(name); why != "" {
+		if why := DangerousVar(name); why != "" {
 			return fmt.Errorf("%s, assigned %s, %s", name, c.describeRoots(t), why)
 		}
 	}
@@ -1656,13 +1664,13 @@ func needsQuotes(pe *syntax.ParamExp, stack []syntax.Node) bool {
 	return true
 }
 
-// dangerousVar says why data must not be assigned to a variable: the
+// DangerousVar says why data must not be assigned to a variable: the
 // name is one that programs read as configuration (what to run or load,
 // their options, where their settings live). A denylist of patterns, so
 // that whole families are covered (*FLAGS, *_OPTIONS, GIT_*, PYTHON*...);
 // it cannot name every program's variables, so a name it lets through is
 // not a promise that no program reads it.
-func dangerousVar(name string) string {
+func DangerousVar(name string) string {
 	const why = "is a name programs read as configuration (what to run or load, or their options)"
 	switch name {
 	case "PATH", "ENV", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "IFS", "SHELLOPTS", "BASHOPTS",

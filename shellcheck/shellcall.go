@@ -1,4 +1,4 @@
-package steps
+package shellcheck
 
 import (
 	"path"
@@ -258,7 +258,7 @@ func (r *callRules) command(args []callArg, s, depth int) {
 		if !x.isLit {
 			if name == "env" {
 				if v, ok := envAssign(x.prefix); ok {
-					if why := dangerousVar(v); why != "" {
+					if why := DangerousVar(v); why != "" {
 						r.set(i, "assigned by env to "+v+", which "+why)
 					}
 					continue
