@@ -37,6 +37,10 @@ type Cluster interface {
 	Lead(ctx context.Context) (holder string, ok bool, err error)
 	// Resign gives the lease up, so another node takes it at once.
 	Resign(ctx context.Context) error
+	// Vacant reports whether Lead would take the lease now: it ran out,
+	// or its holder's process is gone (false where that cannot be told
+	// before the lease runs out, and while this node holds it).
+	Vacant(ctx context.Context) (bool, error)
 	// Release records r (new, or queued before) as queued for the nodes to
 	// claim, claiming its slot, recording r.EventSeq as dispatched to r's
 	// hook (Store.DispatchedTo), and marks the stored event markSeq

@@ -32,6 +32,7 @@ type clusterNode struct {
 	ended    ended // signalled by WakeDone (clusterfire.go)
 
 	wakeWork, wakePoll, wakeEvents chan struct{}
+	wakeLead                       chan struct{} // the lease is vacant: try it now (vacancyLoop)
 }
 
 func (e *Engine) initCluster() {
@@ -39,6 +40,7 @@ func (e *Engine) initCluster() {
 	e.wakeWork = make(chan struct{}, 1)
 	e.wakePoll = make(chan struct{}, 1)
 	e.wakeEvents = make(chan struct{}, 1)
+	e.wakeLead = make(chan struct{}, 1)
 	e.setDefs(e.hooks)
 }
 
@@ -128,6 +130,7 @@ func (e *Engine) startCluster(ctx, loopCtx context.Context) error {
 	e.resetJournal()
 	go e.wakeLoop(loopCtx, cl.Wakes(loopCtx))
 	go e.leadLoop(loopCtx)
+	go e.vacancyLoop(loopCtx)
 	go e.workLoop(loopCtx)
 	go e.pollLoop(loopCtx)
 	go e.dispatchLoop(loopCtx)
@@ -159,15 +162,20 @@ func (e *Engine) leadLoop(ctx context.Context) {
 	defer t.Stop()
 	stopping, resigned := e.stopping, false
 	for {
+		vacant := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-stopping:
 			stopping = nil
+		case <-e.wakeLead:
+			vacant = true // heartbeats keep to the ticker
 		}
-		if err := cl.Heartbeat(ctx); err != nil && ctx.Err() == nil {
-			e.log.Warn("heartbeat failed", "err", err)
+		if !vacant {
+			if err := cl.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("heartbeat failed", "err", err)
+			}
 		}
 		select {
 		case <-e.stopping:
@@ -190,6 +198,35 @@ func (e *Engine) leadLoop(ctx context.Context) {
 				}
 				poke(e.wakePoll)
 			}
+		}
+	}
+}
+
+// vacancyPoll is how often a node that does not schedule asks whether
+// the scheduler's process is gone (Cluster.Vacant), so that the lease
+// moves within about this long of its death rather than when it runs
+// out (heartbeat_timeout): one small query a node.
+const vacancyPoll = 250 * time.Millisecond
+
+// vacancyLoop wakes leadLoop when the lease is vacant while this node
+// does not hold it.
+func (e *Engine) vacancyLoop(ctx context.Context) {
+	t := e.cfg.Clock.NewTimer(vacancyPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.stopping:
+			return
+		case <-t.C():
+		}
+		t.Reset(vacancyPoll)
+		if e.leading.Load() {
+			continue
+		}
+		if vacant, err := e.cfg.Cluster.Vacant(ctx); err == nil && vacant {
+			poke(e.wakeLead)
 		}
 	}
 }

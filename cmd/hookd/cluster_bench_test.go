@@ -109,15 +109,16 @@ func (n *benchNode) hookd(args ...string) error {
 
 // BenchmarkClusterFailover prints how long the scheduler lease takes to
 // reach another node after SIGKILL of the scheduler, p50 and p99 over 10
-// kills, with three nodes and node.heartbeat_timeout 2s (the documented
-// bound: the timeout plus two heartbeat intervals, 2.8 s).
+// kills, with three nodes and the default node.heartbeat_timeout (10s):
+// the killed process's node lock goes with its session, which the others
+// see within a vacancy poll (target: p99 <= 2 s).
 //
 //	go test -run '^$' -bench ClusterFailover -benchtime 1x ./cmd/hookd/
 func BenchmarkClusterFailover(b *testing.B) {
 	const kills = 10
 	url := pgtest.NewDatabase(b)
 	hooks := map[string]string{"tick.yaml": "trigger: {every: 1s}\nsteps:\n  - type: shell\n    command: \"true\"\nskip_llm: true\n"}
-	nodes := newBenchNodes(b, url, 3, fmt.Sprintf("heartbeat_timeout: %s", clusterTimeout), "", hooks)
+	nodes := newBenchNodes(b, url, 3, "max_concurrent: 2", "", hooks)
 	for _, n := range nodes {
 		n.start(b)
 	}
@@ -149,8 +150,8 @@ func BenchmarkClusterFailover(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(ms(quantileDur(took, 0.5)), "failover-p50-ms")
 	b.ReportMetric(ms(quantileDur(took, 0.99)), "failover-p99-ms")
-	b.Logf("failover after SIGKILL of the scheduler (heartbeat_timeout %s, bound %s): p50 %s p99 %s of %v",
-		clusterTimeout, failoverBound(clusterTimeout), quantileDur(took, 0.5), quantileDur(took, 0.99), took)
+	b.Logf("failover after SIGKILL of the scheduler (default heartbeat_timeout, 10s): p50 %s p99 %s of %v",
+		quantileDur(took, 0.5), quantileDur(took, 0.99), took)
 }
 
 // BenchmarkClusterThroughput prints runs/s with 1, 2 and 3 nodes: 12 hooks

@@ -69,18 +69,17 @@ func failoverBound(timeout time.Duration) time.Duration { return timeout + 2*tim
 
 // checkTakeover checks, on the database's clock, a failover from the
 // lease old (read after its holder was killed) to next (another node's,
-// as first seen): the lease ran out at most timeout after the dead
-// holder's last renewal, made before the read; the new holder took it
-// only once it had run out, and with a greater fencing token. It returns
-// how long after running out the lease was taken.
+// as first seen): the dead holder's lease ran at most timeout past its
+// last renewal, made before the read; the new holder took it with a
+// greater fencing token, and within the documented bound of the read
+// (the killed process's node lock goes with it, so the others take the
+// lease over without waiting for it to run out; the bound, the timeout
+// plus two heartbeat intervals, is what holds where they cannot tell).
+// It returns how long after the read the lease was taken.
 //
-// The time from the kill to the takeover is not asserted against the
-// documented bound: on a loaded machine it is, besides the lease's rest,
-// how soon the processes get a CPU (BenchmarkClusterFailover measures
-// it). What is asserted is what the bound rests on; the one figure left
-// to the machine, the delay after the lease ran out (nominally at most
-// one heartbeat interval and a transaction), gets the whole documented
-// bound as slack.
+// How soon the lease moves is not asserted: on a loaded machine it is
+// mostly how soon the processes get a CPU (BenchmarkClusterFailover
+// measures it); the bound is slack for that.
 func checkTakeover(t *testing.T, old, next leaseRow, timeout time.Duration) time.Duration {
 	t.Helper()
 	if old.expires.After(old.now.Add(timeout)) {
@@ -91,15 +90,11 @@ func checkTakeover(t *testing.T, old, next leaseRow, timeout time.Duration) time
 	if next.token <= old.token {
 		t.Errorf("%s took the lease of killed %s with token %d, not above its %d", next.node, old.node, next.token, old.token)
 	}
-	lag := taken.Sub(old.expires)
-	if lag < 0 {
-		t.Errorf("%s took the lease at %s, before the lease of killed %s ran out at %s",
-			next.node, taken.Format(time.StampMicro), old.node, old.expires.Format(time.StampMicro))
-	}
+	lag := taken.Sub(old.now)
 	if bound := failoverBound(timeout); lag > bound {
-		t.Errorf("%s took the lease %s after it ran out, more than %s (a heartbeat interval is %s)", next.node, lag, bound, timeout/5)
+		t.Errorf("%s took the lease %s after the kill, more than %s (a heartbeat interval is %s)", next.node, lag, bound, timeout/5)
 	}
-	return lag
+	return max(lag, 0)
 }
 
 // TestClusterKills runs three `hookd serve` on one PostgreSQL database
@@ -160,7 +155,7 @@ func TestClusterKills(t *testing.T) {
 			took := time.Since(killed)
 			lag := checkTakeover(t, old, next, clusterTimeout)
 			failovers, lags = append(failovers, took), append(lags, lag)
-			t.Logf("kill %d: scheduler %s; %s took over in %s, %s after the lease ran out",
+			t.Logf("kill %d: scheduler %s; %s took over in %s (%s on the database's clock)",
 				i+1, lead, next.node, took.Round(time.Millisecond), lag.Round(time.Millisecond))
 		}
 		// A node stopped by itself (it lost the lease) is restarted too.
@@ -226,7 +221,7 @@ func TestClusterKills(t *testing.T) {
 	lost, excused := checkReached(t, accepted, seen, runs)
 	slices.Sort(failovers)
 	slices.Sort(lags)
-	t.Logf("%d kills (%d of the scheduler, failovers %v, taken %v after the lease ran out), %d slots ran, %d events accepted (%d lost, %d excused), side lines by node %v",
+	t.Logf("%d kills (%d of the scheduler, failovers %v, taken %v after the kill on the database's clock), %d slots ran, %d events accepted (%d lost, %d excused), side lines by node %v",
 		kills, len(failovers), failovers, lags, slots, len(accepted), lost, excused, byNode)
 	if slots < kills || len(accepted) < kills || len(failovers) < kills/4 {
 		t.Errorf("too little happened to tell: %d slots ran, %d events accepted, %d failovers seen of the %d kills of the scheduler",

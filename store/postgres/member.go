@@ -74,9 +74,23 @@ func (m *Member) Capacity() int           { return m.capacity }
 func (m *Member) Timeout() time.Duration  { return m.timeout }
 func (m *Member) Interval() time.Duration { return m.timeout / 5 }
 
+// nodeLocked is SQL that is true while the node named by the text
+// expression holds its node lock (LockNode): the session of its live
+// process does. pg_locks shows the two int4 keys of an advisory lock as
+// classid and objid, with objsubid 2.
+func nodeLocked(node string) string {
+	return `EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND classid = hashtext('hookd node')::oid AND objid = hashtext(` + node + `)::oid)`
+}
+
 // Lead takes or renews the scheduler lease for Timeout. A lease held by
 // an earlier process of this node's name is taken over at once (with a
 // new token): that process is gone, since this one holds the node lock.
+// So is the lease of a holder whose node lock is gone (its process died
+// and its session with it), provided this node's own lock shows: where
+// it does not (a pooler in transaction mode hides session locks), the
+// lease changes hands only when it runs out.
 func (m *Member) Lead(ctx context.Context) (string, bool, error) {
 	l := Lease{Name: SchedulerLease}
 	err := m.db.pool.QueryRow(ctx, `INSERT INTO leases (name, holder, token, expires_at)
@@ -87,6 +101,7 @@ func (m *Member) Lead(ctx context.Context) (string, bool, error) {
 			expires_at = excluded.expires_at
 		WHERE leases.holder = excluded.holder OR leases.expires_at < now()
 			OR split_part(leases.holder, '/', 1) = $4
+			OR `+nodeLocked("$4")+` AND NOT `+nodeLocked("split_part(leases.holder, '/', 1)")+`
 		RETURNING holder, token, expires_at`, l.Name, m.holder, m.timeout.Microseconds(), m.name).
 		Scan(&l.Holder, &l.Token, &l.Expires)
 	if errNoRows(err) {
@@ -102,6 +117,27 @@ func (m *Member) Lead(ctx context.Context) (string, bool, error) {
 	}
 	m.setLease(l, true)
 	return m.name, true, nil
+}
+
+// Vacant reports whether Lead would take the scheduler lease now: it ran
+// out, or its holder's process is gone (its node lock is free, and this
+// node's own shows; see Lead). It is false while this node holds it, and
+// true when no node ever took it.
+func (m *Member) Vacant(ctx context.Context) (bool, error) {
+	if _, held := m.current(); held {
+		return false, nil
+	}
+	var vacant bool
+	err := m.db.pool.QueryRow(ctx, `SELECT expires_at < now() OR split_part(holder, '/', 1) = $2
+			OR `+nodeLocked("$2")+` AND NOT `+nodeLocked("split_part(holder, '/', 1)")+`
+		FROM leases WHERE name = $1`, SchedulerLease, m.name).Scan(&vacant)
+	if errNoRows(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look at the scheduler lease's holder: %w", err)
+	}
+	return vacant, nil
 }
 
 func (m *Member) setLease(l Lease, held bool) {

@@ -209,3 +209,70 @@ func TestReleaseRecordsDispatch(t *testing.T) {
 		t.Errorf("still pending: %v", pend)
 	}
 }
+
+// TestLeaseMovesWhenHolderDies: the scheduler lease moves as soon as its
+// holder's process is gone (its node lock freed with its session), long
+// before the lease runs out, with the next token; never while the holder
+// lives; and never to a node whose own node lock does not show (session
+// locks hidden, as behind a pooler in transaction mode), which waits for
+// the lease to run out. Shown live first: before the holder dies, the
+// other node cannot take it.
+func TestLeaseMovesWhenHolderDies(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	d := open(t, url)
+	lockA, err := LockNode(ctx, url, "a")
+	must(t, err)
+	lockB, err := LockNode(ctx, url, "b")
+	must(t, err)
+	defer lockB.Unlock()
+	a, b := d.Member("a", 1, time.Hour), d.Member("b", 1, time.Hour)
+	unlocked := d.Member("c", 1, time.Hour) // no LockNode: its own lock never shows
+	if _, ok, err := a.Lead(ctx); err != nil || !ok {
+		t.Fatalf("a takes the free lease: %v %v", ok, err)
+	}
+	before, _ := a.current()
+	for _, m := range []*Member{b, unlocked} {
+		if vacant, err := m.Vacant(ctx); err != nil || vacant {
+			t.Errorf("%s: the lease of live a is vacant: %v %v", m.name, vacant, err)
+		}
+		if _, ok, err := m.Lead(ctx); err != nil || ok {
+			t.Errorf("%s took the lease of live a: %v %v", m.name, ok, err)
+		}
+	}
+
+	must(t, lockA.Unlock()) // a's process dies: its session ends
+	waitVacant := func(m *Member) bool {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if vacant, err := m.Vacant(ctx); err != nil {
+				t.Fatal(err)
+			} else if vacant {
+				return true
+			}
+		}
+		return false
+	}
+	if !waitVacant(b) {
+		t.Fatal("b never saw the lease of dead a vacant")
+	}
+	if vacant, err := unlocked.Vacant(ctx); err != nil || vacant {
+		t.Errorf("c, whose own lock does not show, saw the lease vacant: %v %v", vacant, err)
+	}
+	if _, ok, err := unlocked.Lead(ctx); err != nil || ok {
+		t.Errorf("c, whose own lock does not show, took the lease before it ran out: %v %v", ok, err)
+	}
+	holder, ok, err := b.Lead(ctx)
+	if err != nil || !ok || holder != "b" {
+		t.Fatalf("b after a died: %q %v %v", holder, ok, err)
+	}
+	after, _ := b.current()
+	if after.Token != before.Token+1 {
+		t.Errorf("b took the lease with token %d, want %d", after.Token, before.Token+1)
+	}
+	if err := a.Release(ctx, &engine.Run{ID: "r", Hook: "h", Status: engine.StatusRunning, QueuedAt: t0}, 0); !errors.Is(err, engine.ErrLeaseLost) {
+		t.Errorf("dead a's fenced write went through: %v", err)
+	}
+	if vacant, err := b.Vacant(ctx); err != nil || vacant {
+		t.Errorf("the holder sees its own lease vacant: %v %v", vacant, err)
+	}
+}
