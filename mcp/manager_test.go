@@ -88,13 +88,13 @@ func resolve(t *testing.T, m *mcp.Manager, entry string) map[string]engine.Tool 
 
 func TestToolsAndNames(t *testing.T) {
 	m := newManager(t, os.Environ(), stdio("t", nil))
-	if tools := resolve(t, m, "t.*"); len(tools) != 7 || tools["t.search.issues"] != nil {
+	if tools := resolve(t, m, "t.*"); len(tools) != 8 || tools["t.search.issues"] != nil {
 		t.Errorf("t.* offers %v: want every tool but t.search.issues ('*' stays within a segment)", tools)
 	}
 	tools := resolve(t, m, "t.**")
 	want := map[string]string{
 		"t.add": "t__add", "t.crash": "t__crash", "t.echo": "t__echo", "t.env": "t__env", "t.fail": "t__fail",
-		"t.pid": "t__pid", "t.search.issues": "t__search_issues", "t.misbehave": "t__misbehave",
+		"t.pid": "t__pid", "t.search.issues": "t__search_issues", "t.misbehave": "t__misbehave", "t.hang": "t__hang",
 	}
 	if len(tools) != len(want) {
 		t.Fatalf("tools %v", tools)
@@ -194,6 +194,34 @@ func TestReuseAndRestartAfterCrash(t *testing.T) {
 	}
 	if err != nil || pid2 == pid1 || pid2 == "" {
 		t.Errorf("after the crash: pid %q (was %s), %v", pid2, pid1, err)
+	}
+}
+
+// TestHungCallRestartsServer: a real stdio server, which runs one call at
+// a time, hangs on a call. The call fails at call_timeout saying the server is
+// started again, and the next call gets its answer from a new server
+// process instead of waiting on the hung one for call_timeout too.
+func TestHungCallRestartsServer(t *testing.T) {
+	cfg := stdio("t", nil)
+	cfg.CallTimeout = time.Second
+	m, err := mcp.NewManager([]mcp.ServerConfig{cfg}, mcp.Options{Environ: os.Environ(), Logger: quiet, RetryAfter: time.Millisecond,
+		StopTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tools := resolve(t, m, "t.*")
+	pid1, err := call(t, tools["t.pid"], `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = call(t, tools["t.hang"], `{}`)
+	if err == nil || !strings.Contains(err.Error(), "mcp t.hang: no answer within call_timeout (1s): the server is stopped and started again for the next call") {
+		t.Errorf("hang: %v", err)
+	}
+	pid2, err := call(t, tools["t.pid"], `{}`)
+	if err != nil || pid2 == pid1 || pid2 == "" {
+		t.Fatalf("the call after the hung one: pid %q (the hung server was %s), %v", pid2, pid1, err)
 	}
 }
 

@@ -252,6 +252,27 @@ func (s *server) close() error {
 	return err
 }
 
+// restart stops the server of sess, a call on which got no answer within
+// call_timeout: a hung server would hold every later call for the whole
+// call_timeout too, so the next call starts it again instead. Calls still
+// waiting on sess end with it. Nothing happens when sess was replaced
+// already.
+func (s *server) restart(sess *sdk.ClientSession) {
+	s.mu.Lock()
+	if s.sess != sess {
+		s.mu.Unlock()
+		return
+	}
+	s.sess, s.tools = nil, nil
+	s.mu.Unlock()
+	s.log.Warn("mcp server did not answer a call within call_timeout; stopping it, the next call starts it again",
+		"call_timeout", s.cfg.CallTimeout)
+	var ee *exec.ExitError
+	if err := sess.Close(); err != nil && !errors.As(err, &ee) {
+		s.log.Warn("stop the hung mcp server", "err", err)
+	}
+}
+
 // ended reports whether sess, which a call just failed on, has ended:
 // the server exited or the connection broke. It waits a moment for the
 // end to be noticed.
@@ -352,12 +373,16 @@ func (t *Tool) Call(ctx context.Context, _ *engine.ToolEnv, args json.RawMessage
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.s.cfg.CallTimeout)
+	callCtx, cancel := context.WithTimeout(ctx, t.s.cfg.CallTimeout)
 	defer cancel()
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: t.name, Arguments: args})
+	res, err := sess.CallTool(callCtx, &sdk.CallToolParams{Name: t.name, Arguments: args})
+	if err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		t.s.restart(sess)
+		return "", fmt.Errorf("mcp %s: no answer within call_timeout (%s): the server is stopped and started again for the next call", t.Qualified(), t.s.cfg.CallTimeout)
+	}
 	if err != nil {
 		msg := fmt.Sprintf("mcp %s: %v", t.Qualified(), err)
 		if t.s.ended(sess) {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,6 +64,23 @@ func main() {
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 			fmt.Fprintln(os.Stderr, "crashing on purpose")
 			os.Exit(3)
+			return nil, nil, nil
+		})
+	// The server runs one tool call at a time, as many stdio servers do,
+	// so a call that hangs hangs the server.
+	var one sync.Mutex
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				one.Lock()
+				defer one.Unlock()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answer, whatever the client says: the server is hung."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			<-make(chan struct{})
 			return nil, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "The value of TEST_TOKEN."},
