@@ -34,6 +34,9 @@ type Error struct {
 type FireRequest struct {
 	Event map[string]any `json:"event,omitempty"`
 	Force bool           `json:"force,omitempty"`
+	// EvenDisabled runs a hook that has enabled: false
+	// (engine.FireOptions.EvenDisabled).
+	EvenDisabled bool `json:"even_disabled,omitempty"`
 	// IgnoreWhere fires with Event although the hook's where: rejects it
 	// (engine.FireOptions.IgnoreWhere).
 	IgnoreWhere bool `json:"ignore_where,omitempty"`

@@ -360,6 +360,9 @@ func (e *Engine) send(f func(*state)) {
 type FireOptions struct {
 	Event map[string]any // payload, visible as {{event}}
 	Force bool           // skip the cooldown (never the in-flight gate)
+	// EvenDisabled runs a hook that has enabled: false (agent-queue's
+	// fire_hook did); every other gate applies. Force does not imply it.
+	EvenDisabled bool
 	// IgnoreWhere fires with Event although the hook's where: rejects it;
 	// without it, a fire with an Event the hook's where: rejects is
 	// refused (GateWhere) and leaves no record. A fire without an Event
@@ -411,7 +414,7 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 			}
 		}
 		data := withPeriodic(ent.hook, reason, opt.Event, s.cfg.Clock.Now(), ent.lastStart)
-		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, manual: true, depth: opt.Depth, id: opt.id})
+		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, disabled: opt.EvenDisabled, manual: true, depth: opt.Depth, id: opt.id})
 		cp := *res.run // a snapshot: a started run belongs to its goroutine
 		run, err, act = &cp, res.err, res.act
 	}); derr != nil {

@@ -127,6 +127,7 @@ type trig struct {
 	depth     int
 	force     bool
 	manual    bool
+	disabled  bool                                                  // run the hook although it has enabled: false (FireOptions.EvenDisabled)
 	id        string                                                // the run's id, when the caller chose it (a forwarded fire)
 	note      string                                                // a note for the run's record
 	retry     *PendingRetry                                         // the retry this trigger is (TriggerRetry)
@@ -628,9 +629,9 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateEventDepth, Hook: h.Name,
 			Detail: fmt.Sprintf("%s is %d runs deep (limit %d); a hook chain loops", what, t.depth, s.cfg.MaxEventDepth)})
 	}
-	if !h.Enabled {
+	if !h.Enabled && !t.disabled {
 		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateDisabled, Hook: h.Name,
-			Detail: fmt.Sprintf("hook %s has enabled: false in %s; set enabled: true to run it", h.Name, h.Source.File)})
+			Detail: fmt.Sprintf("hook %s has enabled: false in %s; set enabled: true to run it (hookd fire --even-disabled runs it once)", h.Name, h.Source.File)})
 	}
 	if ent.paused {
 		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GatePaused, Hook: h.Name,

@@ -281,7 +281,7 @@ func (a *Server) fire(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	run, err := a.eng.Fire(r.Context(), r.PathValue("name"), engine.FireOptions{Event: req.Event, Force: req.Force, IgnoreWhere: req.IgnoreWhere})
+	run, err := a.eng.Fire(r.Context(), r.PathValue("name"), engine.FireOptions{Event: req.Event, Force: req.Force, EvenDisabled: req.EvenDisabled, IgnoreWhere: req.IgnoreWhere})
 	if err != nil {
 		writeErr(w, err)
 		return

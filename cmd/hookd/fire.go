@@ -20,7 +20,8 @@ import (
 func cmdFire(c *cli, args []string) int {
 	fs := c.flags()
 	wait := fs.Bool("wait", false, "wait for the run to end; exit 0 if it completed or was skipped, 3 if it completed with check_failed, 1 if not (75, at once, when a gate refused it)")
-	force := fs.Bool("force", false, "skip the cooldown (never the in-flight gate)")
+	force := fs.Bool("force", false, "skip the cooldown (never the in-flight gate, nor enabled: false)")
+	evenDisabled := fs.Bool("even-disabled", false, "run the hook although it has enabled: false (every other gate applies)")
 	eventJSON := fs.String("event", "", "event payload as a JSON object, visible as {{event}}; the hook's where: must accept it (75 when not)")
 	ignoreWhere := fs.Bool("ignore-where", false, "with --event: fire although the hook's where: rejects the event")
 	asJSON := fs.Bool("json", false, "print the run as JSON (with --wait, the final run) instead of its id, progress and outcome")
@@ -60,7 +61,7 @@ func cmdFire(c *cli, args []string) int {
 			}
 		}
 		var ans api.RunAnswer
-		err := cl.Do(ctx, "POST", "/v1/hooks/"+name+"/fire", api.FireRequest{Event: event, Force: *force, IgnoreWhere: *ignoreWhere}, &ans)
+		err := cl.Do(ctx, "POST", "/v1/hooks/"+name+"/fire", api.FireRequest{Event: event, Force: *force, EvenDisabled: *evenDisabled, IgnoreWhere: *ignoreWhere}, &ans)
 		if code, done := c.fireRefused(err); done {
 			return code
 		}
@@ -85,7 +86,7 @@ func cmdFire(c *cli, args []string) int {
 	pp := c.progress()
 	unsubscribe := subscribeProgress(l.Engine, name, pp)
 	defer unsubscribe()
-	run, err := l.Engine.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force, IgnoreWhere: *ignoreWhere})
+	run, err := l.Engine.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force, EvenDisabled: *evenDisabled, IgnoreWhere: *ignoreWhere})
 	if code, done := c.fireRefused(err); done {
 		pp.close(0)
 		return code
