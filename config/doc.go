@@ -51,6 +51,7 @@
 //	llm_config          -> llm
 //	max_tokens_per_run  -> budget.max_tokens_per_run (at the top level)
 //	trigger {type: periodic, interval_seconds: N} -> trigger {every: Ns}
+//	trigger {type: periodic} -> trigger {every: 3600s} (agent-queue's default)
 //	trigger {type: event, event_type: P}          -> trigger {event: P}
 //
 // Defaults: name is the file name without its extension; enabled is true;

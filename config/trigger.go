@@ -25,6 +25,9 @@ var (
 const (
 	DefaultDebounce = 500 * time.Millisecond // watch.debounce
 	MinEvery        = time.Second            // shortest every interval
+	// AgentQueueEvery is the interval of agent-queue's periodic trigger
+	// written without interval_seconds (agent-queue's default).
+	AgentQueueEvery = time.Hour
 )
 
 // trigger decodes a hook's trigger: exactly one of every, cron, event or
@@ -101,10 +104,13 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 		s.errorf(typeNode, join(path, "type"), "must be periodic, scheduled or event (got %q); or write every, cron, at, event or watch", typ)
 		return
 	}
+	if len(kinds) == 0 && typ == "periodic" {
+		// agent-queue: a periodic trigger without interval_seconds fires
+		// every 3600 s.
+		kinds = []kindAt{{kind: engine.TriggerEvery, key: "every", alt: "interval_seconds", line: typeNode.Line}}
+	}
 	if len(kinds) == 0 {
 		switch typ {
-		case "periodic":
-			s.errorf(typeNode, join(path, "type"), "periodic needs interval_seconds (or write every: 1h)")
 		case "event":
 			s.errorf(typeNode, join(path, "type"), "event needs event_type (or write event: PATTERN)")
 		case "scheduled":
@@ -144,7 +150,10 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 	switch t.Kind {
 	case engine.TriggerEvery:
 		kindNode, kindPath = f.either("every", "interval_seconds")
-		if kindNode == nil {
+		if kindNode == nil && kinds[0].written == "" {
+			t.Every = AgentQueueEvery
+			kindNode, kindPath = typeNode, join(path, "type")
+		} else if kindNode == nil {
 			s.add(kinds[0].line, kindPath, "must be a duration like 90s or 2h")
 		} else if s.decodeAt(kindNode, kindPath, &t.Every) && t.Every < MinEvery {
 			s.errorf(kindNode, kindPath, "must be at least %s (got %s)", human.Exact(MinEvery), written(kindNode, t.Every))
