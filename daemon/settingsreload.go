@@ -55,7 +55,7 @@ func (s *swapLLM) close() {
 
 // liveSettings are the keys of hookd.yaml a running daemon takes again;
 // the others take effect at the next start.
-var liveSettings = []string{"llm", "mcp_servers", "notify"}
+var liveSettings = []string{"llm", "mcp_servers", "notify", "max_concurrent"}
 
 // settingsKeys names each setting with its value, for comparing two
 // readings of hookd.yaml.
@@ -99,6 +99,7 @@ type settingsReloader struct {
 	load    func() (*config.Daemon, error)
 	llm     *swapLLM
 	targets func([]engine.NotifyTarget)
+	maxConc func(int) // applies max_concurrent
 	log     *slog.Logger
 
 	creds []string // the credential variables hookd started with (engine.Config.Credentials)
@@ -152,6 +153,9 @@ func (r *settingsReloader) reload(why string) {
 	}
 	if slices.Contains(live, "notify") {
 		r.targets(nd.Notify)
+	}
+	if slices.Contains(live, "max_concurrent") {
+		r.maxConc(nd.MaxConcurrent)
 	}
 	r.cur = nd
 	r.log.Info("hookd.yaml reloaded", "why", why, "changed", live)

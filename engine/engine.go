@@ -175,8 +175,11 @@ type Engine struct {
 	runs        sync.WaitGroup // runs executing
 	jobs        chan runJob    // runs handed to a waiting run goroutine (runworker.go)
 	idleWorkers atomic.Int32   // run goroutines waiting on jobs
-	runCtx      context.Context
-	runCancel   context.CancelCauseFunc
+	// maxConcurrent is how many runs execute at once: Config.MaxConcurrent
+	// at first, then what SetMaxConcurrent sets (a reloaded hookd.yaml).
+	maxConcurrent atomic.Int32
+	runCtx        context.Context
+	runCancel     context.CancelCauseFunc
 
 	wr *storeWriter // writes the loop's records (writer.go)
 
@@ -234,6 +237,7 @@ func New(cfg Config, hooks []*Hook) (*Engine, error) {
 		eventLog:     make(chan *Event, 4096),
 		eventLogDone: make(chan struct{}),
 	}
+	e.maxConcurrent.Store(int32(cfg.MaxConcurrent))
 	e.wr = e.newWriter()
 	e.runCtx, e.runCancel = context.WithCancelCause(context.Background())
 	e.initCluster()
@@ -354,6 +358,22 @@ func (e *Engine) send(f func(*state)) {
 	case e.msgs <- f:
 	case <-e.loopDone:
 	}
+}
+
+// SetMaxConcurrent sets how many runs execute at once (hookd.yaml's
+// max_concurrent, reloaded). Lowering it cancels nothing: the runs in
+// flight go on, and new starts wait until fewer than n run. Raising it
+// starts queued runs at once.
+func (e *Engine) SetMaxConcurrent(ctx context.Context, n int) error {
+	if n < 1 {
+		return fmt.Errorf("engine: max_concurrent must be >= 1 (got %d)", n)
+	}
+	e.maxConcurrent.Store(int32(n))
+	err := e.do(ctx, func(s *state) { s.drainQueue() })
+	if errors.Is(err, ErrStopped) {
+		return nil
+	}
+	return err
 }
 
 // FireOptions say how a hook is fired by hand.

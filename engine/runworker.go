@@ -34,7 +34,7 @@ func (e *Engine) runWorker(j runJob) {
 	for {
 		e.execute(j.ctx, j.ent, j.h, j.act)
 		j = runJob{} // hold nothing of the run while waiting
-		if e.idleWorkers.Add(1) > int32(e.cfg.MaxConcurrent) {
+		if e.idleWorkers.Add(1) > e.maxConcurrent.Load() {
 			e.idleWorkers.Add(-1)
 			return
 		}

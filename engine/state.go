@@ -880,7 +880,7 @@ func mergeEvent(old json.RawMessage, data map[string]any) json.RawMessage {
 // The queue's bound refuses a run only when no slot is free: with one
 // free, the queue's head starts at once and the queue stays in bounds.
 func (s *state) admit(ent *entry, run *Run, since uint64) trigResult {
-	free := s.running < s.cfg.MaxConcurrent && !s.stopping()
+	free := s.running < s.maxConcurrent() && !s.stopping()
 	if free && (len(s.queue) == 0 || s.queue[0].since > since) {
 		act, snap := s.startRun(ent, run)
 		return trigResult{run: snap, act: act}
@@ -888,7 +888,7 @@ func (s *state) admit(ent *entry, run *Run, since uint64) trigResult {
 	if !free && len(s.queue) >= s.cfg.QueueSize {
 		g := &GateError{Gate: GateQueueFull, Hook: ent.hook.Name,
 			Detail: fmt.Sprintf("%d runs already wait for a concurrency slot (max_concurrent %d, queue_size %d)",
-				len(s.queue), s.cfg.MaxConcurrent, s.cfg.QueueSize)}
+				len(s.queue), s.maxConcurrent(), s.cfg.QueueSize)}
 		if run.Status == StatusQueued {
 			// A pending run, whose run before it ended with no slot free:
 			// a cluster's scheduler that took over with more runs in
@@ -901,7 +901,7 @@ func (s *state) admit(ent *entry, run *Run, since uint64) trigResult {
 	}
 	known := run.Status == StatusQueued // a pending run already has its record
 	run.Status = StatusQueued
-	run.Reason = fmt.Sprintf("queued: waits for a concurrency slot (max_concurrent %d)", s.cfg.MaxConcurrent)
+	run.Reason = fmt.Sprintf("queued: waits for a concurrency slot (max_concurrent %d)", s.maxConcurrent())
 	if known {
 		s.updateQueued(run, Merged{}, "queued run")
 	} else {
@@ -1083,9 +1083,12 @@ func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 	s.drainQueue()
 }
 
+// maxConcurrent is how many runs may execute at once now.
+func (s *state) maxConcurrent() int { return int(s.e.maxConcurrent.Load()) }
+
 // drainQueue starts queued runs while there are free slots.
 func (s *state) drainQueue() {
-	for len(s.queue) > 0 && s.running < s.cfg.MaxConcurrent && !s.stopping() {
+	for len(s.queue) > 0 && s.running < s.maxConcurrent() && !s.stopping() {
 		q := s.queue[0]
 		s.queue = s.queue[1:]
 		q.ent.queued = nil

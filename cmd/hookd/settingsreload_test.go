@@ -41,20 +41,20 @@ func TestSettingsReload(t *testing.T) {
 		}
 	}
 
-	settings("llm: {model: m, base_url: " + b.BaseURL() + "}\nmax_concurrent: 2\n")
+	settings("llm: {model: m, base_url: " + b.BaseURL() + "}\nqueue_size: 5\n")
 	d.waitLog("hookd.yaml reloaded")
 	if got := answer(); got != "from B" {
 		t.Errorf("after the reload: %q", got)
 	}
 	log := d.log.String()
 	if !strings.Contains(log, "changed=[llm]") || !strings.Contains(log, "settings that take effect at the next start changed") ||
-		!strings.Contains(log, "settings=[max_concurrent]") {
+		!strings.Contains(log, "settings=[queue_size]") {
 		t.Errorf("reload log:\n%s", log)
 	}
 
 	settings("llm: {model: m, base_url: " + a.BaseURL() + ", temprature: 1}\n")
 	d.waitLog("hookd.yaml not reloaded; keeping the settings in use")
-	settings("llm: {model: m, base_url: " + a.BaseURL() + ", api_key_env: SOME_NEW_KEY}\nmax_concurrent: 2\n")
+	settings("llm: {model: m, base_url: " + a.BaseURL() + ", api_key_env: SOME_NEW_KEY}\nqueue_size: 5\n")
 	d.waitLog("names credential variables hookd did not start with")
 	if got := answer(); got != "from B again" {
 		t.Errorf("after refused reloads: %q", got)
