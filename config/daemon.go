@@ -60,6 +60,49 @@ type Daemon struct {
 	// directory is created when missing at start (a named one that does
 	// not exist is an error: usually a typo). SetHooksDir clears it.
 	HooksDirDefault bool
+	// Sequential (lifecycle: POINT: {sequential: true}) are the void
+	// lifecycle points whose handlers run one at a time, by priority,
+	// instead of concurrently (handlers come from many files, so the
+	// point's behaviour is set here, once).
+	Sequential []engine.Point
+}
+
+// lifecycle decodes lifecycle: a mapping of lifecycle point to its
+// settings ({sequential: true}); it returns the sequential points.
+func (s *state) lifecycle(n *yaml.Node, path string) []engine.Point {
+	if n.Kind != yaml.MappingNode {
+		s.errorf(n, path, "expected a mapping of POINT: {sequential: true}, got %s", describe(n))
+		return nil
+	}
+	var seq []engine.Point
+	for _, p := range s.pairs(n, path) {
+		fp := join(path, p.key)
+		point := engine.Point(p.key)
+		if !slices.Contains(engine.Points(), point) {
+			s.errorf(p.k, fp, "unknown lifecycle point %q (points: %s)", p.key, pointNames())
+			continue
+		}
+		f := s.fields(resolve(p.v), fp, []string{"sequential"}, nil)
+		var on bool
+		if v, ok := f.decode("sequential", &on); ok && on {
+			if point.Model() != engine.ModelVoid {
+				s.errorf(v, join(fp, "sequential"), "%s is a %s point: its handlers run one at a time, by priority, already; "+
+					"sequential applies to void points", point, point.Model())
+				continue
+			}
+			seq = append(seq, point)
+		}
+	}
+	return seq
+}
+
+// pointNames lists the lifecycle points, for errors.
+func pointNames() string {
+	var names []string
+	for _, p := range engine.Points() {
+		names = append(names, string(p))
+	}
+	return strings.Join(names, ", ")
 }
 
 // SetHooksDir applies a hooks directory given outside hookd.yaml
@@ -170,7 +213,7 @@ const (
 var daemonKeys = []string{"hooks_dir", "db", "database", "max_concurrent", "tick", "queue_size", "grace", "store_timeout",
 	"default_timeout", "max_catchup", "log_format", "listen", "dashboard_hosts", "llm",
 	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks", "budget",
-	"node", "sandbox"}
+	"node", "sandbox", "lifecycle"}
 
 // defaultDaemon returns the default settings, with paths in dir.
 func defaultDaemon(dir string) *Daemon {
@@ -331,6 +374,9 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 		if d.LLM.MaxRounds == 0 {
 			d.LLM.MaxRounds = DefaultMaxRounds
 		}
+	}
+	if n := f.get("lifecycle"); n != nil {
+		d.Sequential = s.lifecycle(n, "lifecycle")
 	}
 	if n := f.get("mcp_servers"); n != nil {
 		d.MCPServers = s.mcpServers(n, "mcp_servers", dir)

@@ -249,7 +249,7 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	defer rl.stop()
 	if dm.load != nil {
 		sr := &settingsReloader{load: dm.load, llm: l.llm, targets: notifier.SetTargets, log: log,
-			creds: CredentialEnv(d), cur: d, maxConc: func(n int) {
+			creds: CredentialEnv(d), cur: d, lifecycle: l.Engine.Lifecycle(), maxConc: func(n int) {
 				// Lowering it cancels nothing; new starts wait.
 				if err := l.Engine.SetMaxConcurrent(context.Background(), n); err != nil {
 					log.Error("hookd.yaml: max_concurrent not applied", "err", err)

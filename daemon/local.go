@@ -264,6 +264,7 @@ func Open(ctx context.Context, d *config.Daemon, holder string, log *slog.Logger
 	l.Hooks, l.broken = hooks, r.Broken
 	lifecycle := engine.NewRegistry()
 	lifecycle.SetLogger(log)
+	lifecycle.SetSequential(d.Sequential)
 	l.hs = handlers.NewSet(lifecycle, nil)
 	l.hs.Apply(hs, nil)
 	grace := d.Grace

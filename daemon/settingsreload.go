@@ -55,7 +55,7 @@ func (s *swapLLM) close() {
 
 // liveSettings are the keys of hookd.yaml a running daemon takes again;
 // the others take effect at the next start.
-var liveSettings = []string{"llm", "mcp_servers", "notify", "max_concurrent"}
+var liveSettings = []string{"llm", "mcp_servers", "notify", "max_concurrent", "lifecycle"}
 
 // settingsKeys names each setting with its value, for comparing two
 // readings of hookd.yaml.
@@ -67,7 +67,7 @@ func settingsKeys(d *config.Daemon) map[string]any {
 		"max_catchup": d.MaxCatchup, "log_format": d.LogFormat, "listen": d.Listen, "token_env": d.TokenEnv,
 		"token_file": d.TokenFile, "overdue_grace": d.OverdueGrace, "prompt_value_max": d.PromptValueMax,
 		"retention": []any{d.Retention, d.PruneEvery}, "allow_insecure_hooks": d.AllowInsecureHooks,
-		"budget": d.Budget, "sandbox": d.SandboxOff,
+		"budget": d.Budget, "sandbox": d.SandboxOff, "lifecycle": d.Sequential,
 	}
 }
 
@@ -100,7 +100,10 @@ type settingsReloader struct {
 	llm     *swapLLM
 	targets func([]engine.NotifyTarget)
 	maxConc func(int) // applies max_concurrent
-	log     *slog.Logger
+	// lifecycle is the engine's handler registry: lifecycle: is applied
+	// to it.
+	lifecycle *engine.Registry
+	log       *slog.Logger
 
 	creds []string // the credential variables hookd started with (engine.Config.Credentials)
 
@@ -156,6 +159,9 @@ func (r *settingsReloader) reload(why string) {
 	}
 	if slices.Contains(live, "max_concurrent") {
 		r.maxConc(nd.MaxConcurrent)
+	}
+	if slices.Contains(live, "lifecycle") {
+		r.lifecycle.SetSequential(nd.Sequential)
 	}
 	r.cur = nd
 	r.log.Info("hookd.yaml reloaded", "why", why, "changed", live)

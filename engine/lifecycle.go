@@ -240,6 +240,7 @@ type Registry struct {
 	n    int64
 	snap atomic.Pointer[[len(points)][]*registration]
 	log  atomic.Pointer[slog.Logger]
+	seq  atomic.Pointer[[len(points)]bool] // void points whose handlers run one at a time (SetSequential)
 }
 
 // NewRegistry returns an empty registry.
@@ -247,6 +248,30 @@ func NewRegistry() *Registry {
 	r := &Registry{}
 	r.snap.Store(&[len(points)][]*registration{})
 	return r
+}
+
+// SetSequential makes the handlers of each void point in ps run one at
+// a time, by priority (lower first), instead of concurrently; the other
+// void points go back to concurrent (hookd.yaml's lifecycle: POINT:
+// {sequential: true}). Waterfall and claiming points run one at a time
+// already. It panics on a point that is not a void point.
+func (r *Registry) SetSequential(ps []Point) {
+	var seq [len(points)]bool
+	for _, p := range ps {
+		i := pointIndex(p)
+		if i < 0 || p.Model() != ModelVoid {
+			panic(fmt.Sprintf("engine: sequential handlers at %q, which is not a void point", p))
+		}
+		seq[i] = true
+	}
+	r.seq.Store(&seq)
+}
+
+// sequential reports whether the handlers of the point at index i run
+// one at a time.
+func (r *Registry) sequential(i int) bool {
+	seq := r.seq.Load()
+	return seq != nil && seq[i]
 }
 
 // SetLogger sets where handler errors are logged (default slog.Default()).
@@ -358,7 +383,7 @@ func (r *Registry) Call(ctx context.Context, point Point, p *Payload) Outcome {
 	p.Point = point
 	switch point.Model() {
 	case ModelVoid:
-		r.callVoid(ctx, list, p)
+		r.callVoid(ctx, list, p, r.sequential(i))
 		return Outcome{}
 	case ModelClaiming:
 		return r.callClaiming(ctx, list, p)
@@ -477,16 +502,21 @@ func (r *Registry) callClaiming(ctx context.Context, list []*registration, p *Pa
 	return Outcome{}
 }
 
-func (r *Registry) callVoid(ctx context.Context, list []*registration, p *Payload) {
+// callVoid calls the handlers of a void point: concurrently, or one at a
+// time in priority order when the point is sequential; it returns when
+// all are done.
+func (r *Registry) callVoid(ctx context.Context, list []*registration, p *Payload, sequential bool) {
 	one := func(reg *registration) {
 		if _, err := r.invoke(ctx, reg, p); err != nil {
 			r.logger().Warn("lifecycle handler failed", "point", p.Point, "handler", reg.Label,
 				"hook", hookName(p.Hook), "run", p.RunID, "err", err)
 		}
 	}
-	if len(list) == 1 {
-		if inScope(list[0], p.Hook) {
-			one(list[0])
+	if len(list) == 1 || sequential {
+		for _, reg := range list {
+			if inScope(reg, p.Hook) {
+				one(reg)
+			}
 		}
 		return
 	}
