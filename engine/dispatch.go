@@ -28,7 +28,7 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 	if !out.stopping {
 		e.storeFate(ctx, ev, out.fate())
 	}
-	if out.claimed {
+	if out.claim.Claimed {
 		if err := e.markDispatched(ctx, ev.Seq); err != nil {
 			e.log.Error("mark claimed event dispatched", "event", ev.ID, "type", ev.Type, "err", err)
 		}

@@ -622,7 +622,7 @@ func (e *Engine) storeEvent(ctx context.Context, ev *Event, store func(context.C
 func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry *Event, reached []string) (*dispatched, error) {
 	e.notify(ev)
 	out := &dispatched{}
-	if out.claimedBy, out.claimed = e.claimed(ctx, ev); out.claimed {
+	if out.claim = e.claimed(ctx, ev); out.claim.Claimed {
 		return out, nil
 	}
 	err := e.do(ctx, func(s *state) {
@@ -663,23 +663,27 @@ type dispatched struct {
 	gated   []Refusal // matching hooks a gate refused
 	starts  []*active
 	carrier *active // the run that stores the event with its start
-	claimed bool    // an event:claim handler took it: not dispatched
-	// claimedBy is the handler that claimed it; rejected the hooks whose
-	// where: rejected it; unheard: no hook listens to its type, and
-	// nearest what hooks listen to nearest to it (EventFate).
-	claimedBy string
-	rejected  []string
-	unheard   bool
-	nearest   []string
-	stopping  bool
-	refused   error // ErrNotScheduler: a cluster node that does not schedule
+	// claim is the event:claim handlers' outcome: Claimed, an event not
+	// dispatched, By the handler that took it and Reason its reason;
+	// rejected the hooks whose where: rejected it; unheard: no hook
+	// listens to its type, and nearest what hooks listen to nearest to it
+	// (EventFate).
+	claim    Outcome
+	rejected []string
+	unheard  bool
+	nearest  []string
+	stopping bool
+	refused  error // ErrNotScheduler: a cluster node that does not schedule
 	// elsewhere: stored for a cluster's scheduler to dispatch (emitClustered)
 	elsewhere bool
 }
 
 // fate is the event's fate as d says it.
 func (d *dispatched) fate() *EventFate {
-	f := &EventFate{Unheard: d.unheard, Nearest: d.nearest, Rejected: d.rejected, ClaimedBy: d.claimedBy}
+	f := &EventFate{Unheard: d.unheard, Nearest: d.nearest, Rejected: d.rejected}
+	if d.claim.Claimed {
+		f.ClaimedBy, f.ClaimReason = d.claim.By, d.claim.Reason
+	}
 	for _, r := range d.fired {
 		f.Runs = append(f.Runs, FateRun{ID: r.ID, Hook: r.Hook})
 	}
@@ -690,19 +694,19 @@ func (d *dispatched) fate() *EventFate {
 }
 
 // claimed calls the event:claim handlers for an inbound event and reports
-// whether one claimed it, and which; a claimed event is not dispatched to
-// hooks.
-func (e *Engine) claimed(ctx context.Context, ev *Event) (string, bool) {
+// whether one claimed it, which, and why; a claimed event is not
+// dispatched to hooks.
+func (e *Engine) claimed(ctx context.Context, ev *Event) Outcome {
 	lc := e.cfg.Lifecycle
 	if !lc.Active(PointEventClaim) {
-		return "", false
+		return Outcome{}
 	}
 	o := lc.Call(ctx, PointEventClaim, &Payload{Event: ev})
 	if o.Claimed {
 		e.log.Info("event claimed by a lifecycle handler; not dispatched to hooks",
 			"event", ev.ID, "type", ev.Type, "handler", o.By, "reason", o.Reason)
 	}
-	return o.By, o.Claimed
+	return o
 }
 
 // SetPaused pauses or resumes a hook. The state is stored, so it survives

@@ -22,6 +22,9 @@ type EventFate struct {
 	// ClaimedBy is the event:claim handler that claimed it; a claimed
 	// event is not dispatched to hooks.
 	ClaimedBy string `json:"claimed_by,omitempty"`
+	// ClaimReason is the reason the claiming handler gave: with ClaimedBy,
+	// what Ethos' fireClaiming returned ({handled: true, reason}).
+	ClaimReason string `json:"claim_reason,omitempty"`
 	// Runs are the runs it started or queued, then the records of the
 	// triggers a gate refused (Gate set), each by id: the run's record
 	// says the rest.
@@ -55,6 +58,8 @@ func (f *EventFate) Started() (started, refused int) {
 // when where: rejected some.
 func (f *EventFate) Text(typ string) string {
 	switch {
+	case f.ClaimedBy != "" && f.ClaimReason != "":
+		return "claimed by handler " + f.ClaimedBy + ": " + f.ClaimReason
 	case f.ClaimedBy != "":
 		return "claimed by handler " + f.ClaimedBy
 	case f.Unheard:

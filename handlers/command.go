@@ -158,11 +158,11 @@ func decide(point engine.Point, res process.CommandResult) (engine.Decision, err
 		return engine.Decision{}, res.Err
 	case res.ExitCode == 2:
 		reason := strings.TrimSpace(res.Stderr)
+		if point.Model() == engine.ModelClaiming {
+			return engine.Decision{Claimed: true, Reason: reason}, nil // a claim may give no reason
+		}
 		if reason == "" {
 			reason = "blocked (exit 2)"
-		}
-		if point.Model() == engine.ModelClaiming {
-			return engine.Decision{Claimed: true, Reason: reason}, nil
 		}
 		return engine.Decision{Cancel: true, Reason: reason}, nil
 	case res.ExitCode != 0:
