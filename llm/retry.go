@@ -217,6 +217,7 @@ func answerError(s *slot) *callError {
 //	{"error":{"message":M,"code":C}}   OpenAI, OpenRouter (C: the upstream status)
 //	{"object":"error","message":M}     vLLM
 //	{"error":M}                        Ollama, TGI, llama.cpp's older builds
+//	{"error":L,"message":M}            Express, Hono, some proxies (L: a label, "SyntaxError"; shown as "L: M")
 //	{"detail":M}                       FastAPI servers
 //	{"message":M}
 //
@@ -224,6 +225,7 @@ func answerError(s *slot) *callError {
 // code is a numeric code, 0 if none; isErr says the body is a JSON error
 // (it has a non-null "error", or object "error").
 func serverSaid(body []byte) (msg string, code int, isErr bool) {
+	var label string // a bare "error" string: the message, or a label of the one beside it
 	var top map[string]json.RawMessage
 	if json.Unmarshal(body, &top) != nil {
 		return "", 0, false
@@ -251,7 +253,7 @@ func serverSaid(body []byte) (msg string, code int, isErr bool) {
 		if json.Unmarshal(raw, &inner) == nil {
 			msg, code = str(inner["message"]), num(inner["code"])
 		} else {
-			msg = str(raw)
+			label = str(raw)
 		}
 	}
 	if str(top["object"]) == "error" {
@@ -265,6 +267,13 @@ func serverSaid(body []byte) (msg string, code int, isErr bool) {
 	}
 	if msg == "" {
 		msg = str(top["detail"])
+	}
+	switch {
+	case label == "":
+	case msg == "":
+		msg = label
+	case !strings.Contains(msg, label):
+		msg = label + ": " + msg
 	}
 	return msg, code, isErr
 }
