@@ -210,11 +210,7 @@ func waterfall(r *engine.Run, tr *agent.Transcript, now time.Time) template.HTML
 			if c.Started.IsZero() {
 				continue
 			}
-			// The call's retries are before the answered attempt.
-			total := c.Latency
-			for _, a := range c.Attempts {
-				total += a.Wait
-			}
+			total := c.Took() // its retries and waits too
 			bars = append(bars, bar{label, "model", c.Started, total, label + ", " + human.Duration(total)})
 			at := c.Started.Add(total)
 			for _, tc := range rd.ToolCalls {

@@ -26,7 +26,10 @@ const (
 	// answer of 4xx or 5xx), error, fails_run.
 	EventStepFinished = "hook.step.finished"
 	// EventLLMRound: one model call ended: {hook, run_id, round,
-	// duration_ms, tool_calls, finish_reason, tokens, answered_by, error}.
+	// duration_ms, attempts, tool_calls, finish_reason, tokens,
+	// answered_by, error}; duration_ms is the whole call, its retries and
+	// the waits between them included, and attempts (only when above 1)
+	// counts its requests.
 	EventLLMRound = "hook.llm.round"
 	// EventToolCalled: one tool call ended: {hook, run_id, round, tool,
 	// outcome (ToolOutcome), duration_ms, error}.

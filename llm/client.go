@@ -200,12 +200,14 @@ func toolCalls(calls []agent.ToolRequest) []openai.ToolCall {
 func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatCompletionRequest, mc *agent.ChatReply, set Settings, redact func(string) string) (openai.ChatCompletionResponse, *agent.Usage, error) {
 	p := c.opts.Retry
 	mc.Started = time.Now()
+	mc.Duration = 0
 	for attempt := 1; ; attempt++ {
 		s := &slot{}
 		actx, cancel := context.WithTimeout(context.WithValue(ctx, slotKey{}, s), c.opts.AttemptTimeout)
 		start := time.Now()
 		resp, err := api.CreateChatCompletion(actx, creq)
 		mc.Latency = time.Since(start)
+		mc.Duration += mc.Latency
 		cancel()
 		if (err != nil || len(resp.Choices) == 0) && s.body.Len() > 0 {
 			red := redact(s.body.String())
@@ -257,6 +259,7 @@ func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatC
 		if err := c.opts.Sleep(ctx, wait); err != nil {
 			return resp, nil, context.Cause(ctx)
 		}
+		mc.Duration += wait
 	}
 }
 

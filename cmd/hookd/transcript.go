@@ -40,7 +40,10 @@ func printTranscript(w io.Writer, r *engine.Run) {
 		if c.Model != "" {
 			fmt.Fprintf(w, ", %s", c.Model)
 		}
-		fmt.Fprintf(w, ", %s", human.Duration(c.Latency))
+		fmt.Fprintf(w, ", %s", human.Duration(c.Took()))
+		if n := c.Requests(); n > 1 {
+			fmt.Fprintf(w, " over %d attempts", n)
+		}
 		if c.FinishReason != "" {
 			fmt.Fprintf(w, ", finish %s", c.FinishReason)
 		}

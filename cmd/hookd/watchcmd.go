@@ -242,6 +242,7 @@ func progressWord(typ string) string {
 //	step_0 (dump) shell: exit 2 in 1.2s (fails the run)
 //	step_1 (post) http: http 503 in 40ms (fails the run)
 //	call 2: 3 tool calls in 2.1s
+//	call 1: answered in 8.5s over 5 attempts
 //	read_file: ok in 3ms
 func progressText(typ string, data map[string]any) string {
 	str := func(k string) string { s, _ := data[k].(string); return s }
@@ -259,6 +260,9 @@ func progressText(typ string, data map[string]any) string {
 	took := ""
 	if ms, ok := num("duration_ms"); ok {
 		took = " in " + human.Duration(time.Duration(ms)*time.Millisecond)
+	}
+	if n, ok := num("attempts"); ok && n > 1 {
+		took += fmt.Sprintf(" over %d attempts", n)
 	}
 	switch typ {
 	case engine.EventStepStarted, engine.EventStepFinished:

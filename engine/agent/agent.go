@@ -230,6 +230,7 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 		reply, err := a.opts.Chat.Chat(ctx, creq)
 		if reply != nil {
 			rd.Call.Started, rd.Call.Latency, rd.Call.Attempts, rd.Call.Model = reply.Started, reply.Latency, reply.Attempts, reply.Model
+			rd.Call.Duration = reply.Duration
 		}
 		if err != nil {
 			rd.Call.Error = err.Error()

@@ -59,6 +59,9 @@ type ChatReply struct {
 	Started      time.Time
 	Latency      time.Duration // of the attempt that was answered (or the last)
 	Attempts     []Attempt     // attempts that failed before it, with the waits
+	// Duration is the whole call: every attempt and the waits between
+	// them (ModelCall.Duration).
+	Duration time.Duration
 }
 
 // Message is one message of the conversation, in the chat-completions

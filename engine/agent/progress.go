@@ -17,8 +17,14 @@ func publishRound(env *engine.ToolEnv, round int, rd *Round, toolCalls int) {
 	data := map[string]any{
 		"hook": hookName(env.Hook), "run_id": env.RunID, "round": round, "tool_calls": toolCalls,
 	}
-	if !mc.Started.IsZero() {
+	switch {
+	case mc.Duration > 0:
+		data["duration_ms"] = mc.Duration.Milliseconds()
+	case !mc.Started.IsZero():
 		data["duration_ms"] = time.Since(mc.Started).Milliseconds()
+	}
+	if n := mc.Requests(); n > 1 {
+		data["attempts"] = n
 	}
 	if mc.FinishReason != "" {
 		data["finish_reason"] = mc.FinishReason

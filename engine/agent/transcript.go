@@ -41,8 +41,9 @@ type Round struct {
 type ModelCall struct {
 	Model        string        `json:"model,omitempty"` // as the server named it
 	Started      time.Time     `json:"started"`
-	Latency      time.Duration `json:"latency_ns"`         // of the attempt that was answered (or the last)
-	Attempts     []Attempt     `json:"attempts,omitempty"` // attempts that failed before it, with the waits
+	Latency      time.Duration `json:"latency_ns"`            // of the attempt that was answered (or the last)
+	Attempts     []Attempt     `json:"attempts,omitempty"`    // attempts that failed before it, with the waits
+	Duration     time.Duration `json:"duration_ns,omitempty"` // the whole call: every attempt and the waits between them (0 in older records: see Took)
 	FinishReason string        `json:"finish_reason,omitempty"`
 	ToolChoice   string        `json:"tool_choice,omitempty"` // the tool_choice sent with this call, as the hook names it`
 	Usage        *Usage        `json:"usage"`                 // null: the server reported none
@@ -54,6 +55,31 @@ type ModelCall struct {
 	// MessagesAmendedBy names the llm:call:before handler that amended
 	// the messages sent.
 	MessagesAmendedBy string `json:"messages_amended_by,omitempty"`
+}
+
+// Took is how long the call took: Duration, or in a record from
+// before it, the answered attempt and the waits before it.
+func (c *ModelCall) Took() time.Duration {
+	if c.Duration > 0 {
+		return c.Duration
+	}
+	total := c.Latency
+	for _, a := range c.Attempts {
+		total += a.Wait
+	}
+	return total
+}
+
+// Requests is how many requests the call sent: its failed attempts and
+// the one answered (0 when a handler answered instead of the model).
+func (c *ModelCall) Requests() int {
+	if c.AnsweredBy != "" {
+		return 0
+	}
+	if c.Error != "" {
+		return len(c.Attempts) // a call that failed lists its last attempt too
+	}
+	return len(c.Attempts) + 1
 }
 
 // Attempt is a request that failed and was retried (or not).
