@@ -49,7 +49,7 @@ var RunExits = []RunExit{
 	{StatusCompleted, FlagCheckFailed, ExitCheckFailed, "its steps ran and the model (if any) answered, but a check step did not pass: see check_failed"},
 	{StatusCompleted, "", ExitOK, "its steps ran and the model (if any) answered, or a short-circuit made the model unnecessary"},
 	{StatusSkipped, "", ExitOK, "a gate refused it after it was queued (fire refuses at once with 75 when a gate refuses it at the start)"},
-	{StatusFailed, "", ExitError, "a step failed it, or the model stage, its timeout or its budget did"},
+	{StatusFailed, "", ExitError, "a step failed it, or the model stage, its timeout or its budget did, or an MCP server its tools name did not start (mcp_server)"},
 	{StatusCancelled, "", ExitError, "hookd stopped, a newer trigger superseded it (cancel_previous) or a handler cancelled it"},
 	{StatusInterrupted, "", ExitError, "hookd died while it ran"},
 	{StatusDropped, "", ExitTryAgain, "the global queue was full"},

@@ -44,6 +44,7 @@ const (
 	CauseBudget         Cause = "budget"          // failed: budget.max_tokens_per_run was reached
 	CauseMaxRounds      Cause = "max_rounds"      // failed: llm.max_rounds was reached
 	CauseModelError     Cause = "model_error"     // failed: the model stage failed (the server, the settings, the tools)
+	CauseMCPServer      Cause = "mcp_server"      // failed: an MCP server the hook's tools name did not start or has no such tool; no model was called
 	CausePrompt         Cause = "prompt"          // failed: the prompt did not render
 	CauseNoModel        Cause = "no_model"        // failed: the hook needs a model and hookd has no client
 	CauseInternal       Cause = "internal"        // failed: hookd could not record or decode the run

@@ -336,6 +336,10 @@ func TestHookUsesMCPTools(t *testing.T) {
 	if run.Status != engine.StatusFailed || !strings.Contains(run.Error, "tools[0]: bad.*: start mcp server bad") || !strings.Contains(run.Error, "stderr: bad server: no credentials") {
 		t.Errorf("uses-bad: %s %q", run.Status, run.Error)
 	}
+	// No model was called: the server, not the model, failed the run.
+	if run.Cause != engine.CauseMCPServer || run.Headline() != "failed (mcp_server)" || model.Served() != 2 {
+		t.Errorf("uses-bad: cause %q, headline %q, model asked %d times (2 by uses-mcp)", run.Cause, run.Headline(), model.Served())
+	}
 	model.Push(llmtest.Answer("plain answer"))
 	if run := fire("plain"); run.Status != engine.StatusCompleted || run.Response != "plain answer" {
 		t.Errorf("plain: %s %q %q", run.Status, run.Error, run.Response)

@@ -152,6 +152,9 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 	}
 	ts, err := a.resolveTools(ctx, h)
 	if err != nil {
+		if _, ok := errors.AsType[*serverError](err); ok {
+			run.Cause = engine.CauseMCPServer
+		}
 		return err
 	}
 	tr.Tools = ts.names

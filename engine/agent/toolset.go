@@ -22,6 +22,14 @@ type ToolServers interface {
 	Resolve(ctx context.Context, entry string) ([]engine.Tool, error)
 }
 
+// serverError is a hook's MCP server that did not start, or did not
+// list its tools, or has not the tool the hook names: the run fails with
+// engine.CauseMCPServer, before any model call.
+type serverError struct{ err error }
+
+func (e *serverError) Error() string { return e.err.Error() }
+func (e *serverError) Unwrap() error { return e.err }
+
 // boundTool is one tool offered to the model in a run.
 type boundTool struct {
 	tool      engine.Tool
@@ -119,7 +127,7 @@ func (a *Agent) resolveTools(ctx context.Context, h *engine.Hook) (*toolset, err
 			}
 			found, err := a.opts.Servers.Resolve(ctx, entry)
 			if err != nil {
-				return nil, fmt.Errorf("tools[%d]: %s: %w", i, entry, err)
+				return nil, &serverError{fmt.Errorf("tools[%d]: %s: %w", i, entry, err)}
 			}
 			for _, t := range found {
 				if err := add(entry, server, t); err != nil {
