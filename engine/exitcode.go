@@ -30,8 +30,11 @@ var ExitCodes = []ExitCodeInfo{
 	{ExitTryAgain, "nothing happened, try again: a gate refused the trigger (or the hook's where: the event of a fire), the database is locked by another hookd, or the daemon is still starting"},
 }
 
-// FlagCheckFailed is the flag of a run with Run.CheckFailed set.
-const FlagCheckFailed = "check_failed"
+// Flags of runs.
+const (
+	FlagCheckFailed = "check_failed"          // Run.CheckFailed is set
+	FlagOverBudget  = string(CauseOverBudget) // the run completed with cause over_budget
+)
 
 // RunExit is a row of RunExits: a final status, with a flag of the run
 // ("" for none), the exit code of a command that waited for such a run
@@ -47,6 +50,7 @@ type RunExit struct {
 // codes. A row with a flag comes before its status's row without one.
 var RunExits = []RunExit{
 	{StatusCompleted, FlagCheckFailed, ExitCheckFailed, "its steps ran and the model (if any) answered, but a check step did not pass: see check_failed"},
+	{StatusCompleted, FlagOverBudget, ExitOK, "the model answered, but the call that answered took the run past budget.max_tokens_per_run: the answer is kept, with a note"},
 	{StatusCompleted, "", ExitOK, "its steps ran and the model (if any) answered, or a short-circuit made the model unnecessary"},
 	{StatusSkipped, "", ExitOK, "a gate refused it after it was queued (fire refuses at once with 75 when a gate refuses it at the start)"},
 	{StatusFailed, "", ExitError, "a step failed it, or the model stage, its timeout or its budget did, or an MCP server its tools name did not start (mcp_server)"},
@@ -57,10 +61,14 @@ var RunExits = []RunExit{
 
 // Flags names the flags of r that RunExits knows.
 func (r *Run) Flags() []string {
+	var flags []string
 	if r.CheckFailed != "" {
-		return []string{FlagCheckFailed}
+		flags = append(flags, FlagCheckFailed)
 	}
-	return nil
+	if r.Status == StatusCompleted && r.Cause == CauseOverBudget {
+		flags = append(flags, FlagOverBudget)
+	}
+	return flags
 }
 
 // ExitOf is the exit code of a command that waited for run r to end:

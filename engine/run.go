@@ -42,6 +42,7 @@ const (
 	CauseShutdown       Cause = "shutdown"        // cancelled: hookd stopped
 	CauseHandler        Cause = "handler"         // cancelled: a lifecycle handler cancelled it
 	CauseBudget         Cause = "budget"          // failed: budget.max_tokens_per_run was reached
+	CauseOverBudget     Cause = "over_budget"     // completed: the model answered, but its answering call took the run past budget.max_tokens_per_run
 	CauseMaxRounds      Cause = "max_rounds"      // failed: llm.max_rounds was reached
 	CauseModelError     Cause = "model_error"     // failed: the model stage failed (the server, the settings, the tools)
 	CauseMCPServer      Cause = "mcp_server"      // failed: an MCP server the hook's tools name did not start or has no such tool; no model was called
@@ -160,6 +161,8 @@ func (r *Run) Headline() string {
 	switch {
 	case r.Cause == CauseShortCircuit:
 		more = append(more, "model not needed")
+	case r.Cause == CauseOverBudget:
+		more = append(more, "over budget")
 	case r.Cause != "" && r.Status != StatusCompleted:
 		s += " (" + string(r.Cause) + ")"
 	}

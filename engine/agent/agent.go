@@ -266,7 +266,7 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 			tr.Stop, run.Cause = "budget", engine.CauseBudget
 			return fmt.Errorf("budget: the run used %d tokens, over its max_tokens_per_run of %d", run.Tokens.Prompt+run.Tokens.Completion, budget)
 		}
-		if over && len(msg.ToolCalls) == 0 {
+		if over && len(msg.ToolCalls) == 0 && reply.FinishReason == FinishLength {
 			run.Response = msg.Content
 			tr.Answer = msg.Content
 			return overErr()
@@ -275,6 +275,15 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 			run.Response = msg.Content
 			tr.Answer = msg.Content
 			tr.Stop = "answer"
+			if over {
+				// The answer is whole: the tokens are spent, and failing
+				// the run would only throw it away.
+				note := fmt.Sprintf("budget: the run used %d tokens, over its max_tokens_per_run of %d, on model call %d, which answered; the answer is kept",
+					run.Tokens.Prompt+run.Tokens.Completion, budget, round)
+				run.Cause = engine.CauseOverBudget
+				run.Notes = append(run.Notes, note)
+				tr.Notes = append(tr.Notes, note)
+			}
 			if reply.FinishReason == FinishLength {
 				return truncated(run, tr, set, round)
 			}

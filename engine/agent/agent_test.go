@@ -236,6 +236,27 @@ func TestTokenBudget(t *testing.T) {
 	}
 }
 
+// TestTokenBudgetAnswerKept: an answer whose call took the run past
+// max_tokens_per_run is whole; the run completes with it, cause
+// over_budget and a note, and a command waiting for it exits 0.
+func TestTokenBudgetAnswerKept(t *testing.T) {
+	use := &llmtest.Usage{Prompt: 30, Completion: 20}
+	srv := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "x", Name: "test_echo", Args: `{"text":"more"}`}}, Usage: use},
+		llmtest.Reply{Content: "the whole answer", Usage: use},
+	)
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"}; h.Budget.MaxTokensPerRun = 80 })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
+	const note = "budget: the run used 100 tokens, over its max_tokens_per_run of 80, on model call 2, which answered; the answer is kept"
+	if run.Response != "the whole answer" || run.Cause != engine.CauseOverBudget || tr.Stop != "answer" ||
+		len(run.Notes) != 1 || run.Notes[0] != note || len(tr.Notes) != 1 || tr.Notes[0] != note {
+		t.Errorf("response %q, cause %q, stop %q, notes %q / %q", run.Response, run.Cause, tr.Stop, run.Notes, tr.Notes)
+	}
+	if h, code := run.Headline(), engine.ExitOf(run); h != "completed, over budget" || code != engine.ExitOK {
+		t.Errorf("headline %q, exit %d", h, code)
+	}
+}
+
 func TestSecretsRedactedFromModelAndRecord(t *testing.T) {
 	srv := llmtest.New(
 		llmtest.Calls(llmtest.ToolCall{ID: "1", Name: "test_secret", Args: `{}`}),
