@@ -147,8 +147,8 @@ func TestInvalidArguments(t *testing.T) {
 	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	want := []string{
 		"arguments are not valid JSON",
-		`arguments do not match the tool's schema: unexpected additional properties ["txt"]`,
-		`arguments do not match the tool's schema: /properties/n: type: 1.5 has type "number", want "integer"`,
+		`arguments do not match the tool's schema: unknown field "txt" (the schema allows no others)`,
+		`arguments do not match the tool's schema: n: must be an integer (got 1.5)`,
 		"arguments: want an object, got a list",
 		"tool test_fail panicked: boom",
 	}

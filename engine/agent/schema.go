@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -65,13 +68,226 @@ func (s *Schema) ValidateJSON(args []byte) error {
 	return nil
 }
 
-// schemaMessage makes the library's message shorter for the model: the
-// schema locations it passed through, without the "validating" of each,
-// on one line.
+// schemaMessage says what is wrong with the arguments plainly, for the
+// model and for the person reading the record: the field (path.to.field,
+// list[] for a list's items, map.* for an object's values) and the rule,
+// with the numbers as JSON writes them — "n: must be at least 1 (got
+// 0)", not the library's "/properties/n: minimum: 0/1 is less than
+// 1.000000". A rule it does not know keeps the library's words after the
+// field. Several failures (anyOf, oneOf) are joined with "; ".
 func schemaMessage(err error) string {
-	msg := strings.ReplaceAll(err.Error(), "validating root: ", "")
-	msg = strings.ReplaceAll(msg, "validating ", "")
-	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+	var b strings.Builder
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		switch s := b.String(); {
+		case s == "":
+		case strings.HasSuffix(s, ":"):
+			b.WriteByte(' ')
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(schemaLine(line))
+	}
+	return b.String()
+}
+
+// schemaLine is schemaMessage of one line of the library's error:
+// "validating PATH: [validating PATH: ]KEYWORD: DETAIL".
+func schemaLine(line string) string {
+	// Each location is the whole path from the schema's root, or from
+	// where a $ref led: the field is their fields joined.
+	var fields []string
+	prev := ""
+	for {
+		rest, ok := strings.CutPrefix(line, "validating ")
+		if !ok {
+			break
+		}
+		p, after, ok := strings.Cut(rest, ": ")
+		if !ok {
+			break
+		}
+		if prev != "" && strings.HasPrefix(p, prev) && len(fields) > 0 {
+			fields = fields[:len(fields)-1]
+		}
+		fields = append(fields, fieldOf(p))
+		prev, line = p, after
+	}
+	var field string
+	for _, f := range fields {
+		if f != "" && field != "" && f[0] != '[' && f[0] != '.' {
+			field += "."
+		}
+		field += f
+	}
+	prefix := ""
+	if field != "" {
+		prefix = field + ": "
+	}
+	for _, r := range schemaRules {
+		if m := r.re.FindStringSubmatch(line); m != nil {
+			return prefix + r.say(m)
+		}
+	}
+	return prefix + line
+}
+
+// fieldOf names the argument a schema location checks: /properties/a/
+// properties/b is a.b, /properties/l/items is l[], /properties/m/
+// additionalProperties is m.*; the branches of anyOf, oneOf and allOf
+// and the $defs a $ref leads to are left out.
+func fieldOf(path string) string {
+	if path == "root" {
+		return ""
+	}
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	var b strings.Builder
+	for i := 0; i < len(parts); i++ {
+		switch parts[i] {
+		case "properties", "patternProperties":
+			if i+1 < len(parts) {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(parts[i+1])
+				i++
+			}
+		case "items", "additionalItems":
+			b.WriteString("[]")
+		case "prefixItems":
+			if i+1 < len(parts) {
+				b.WriteString("[" + parts[i+1] + "]")
+				i++
+			}
+		case "additionalProperties":
+			b.WriteString(".*")
+		case "anyOf", "oneOf", "allOf", "$defs", "definitions":
+			i++
+		}
+	}
+	return b.String()
+}
+
+// schemaRule rewrites one of the library's messages.
+type schemaRule struct {
+	re  *regexp.Regexp
+	say func(m []string) string
+}
+
+var schemaRules = []schemaRule{
+	{regexp.MustCompile(`^minimum: (\S+) is less than (\S+)$`), func(m []string) string {
+		return fmt.Sprintf("must be at least %s (got %s)", num(m[2]), num(m[1]))
+	}},
+	{regexp.MustCompile(`^maximum: (\S+) is greater than (\S+)$`), func(m []string) string {
+		return fmt.Sprintf("must be at most %s (got %s)", num(m[2]), num(m[1]))
+	}},
+	{regexp.MustCompile(`^exclusiveMinimum: (\S+) is less than or equal to (\S+)$`), func(m []string) string {
+		return fmt.Sprintf("must be greater than %s (got %s)", num(m[2]), num(m[1]))
+	}},
+	{regexp.MustCompile(`^exclusiveMaximum: (\S+) is greater than or equal to (\S+)$`), func(m []string) string {
+		return fmt.Sprintf("must be less than %s (got %s)", num(m[2]), num(m[1]))
+	}},
+	{regexp.MustCompile(`^multipleOf: (\S+) is not a multiple of (\S+)$`), func(m []string) string {
+		return fmt.Sprintf("must be a multiple of %s (got %s)", num(m[2]), num(m[1]))
+	}},
+	{regexp.MustCompile(`^minLength: .* contains (\d+) Unicode code points, fewer than (\d+)$`), func(m []string) string {
+		return fmt.Sprintf("must be at least %s long (got %s)", count(m[2], "character", "characters"), m[1])
+	}},
+	{regexp.MustCompile(`^maxLength: .* contains (\d+) Unicode code points, more than (\d+)$`), func(m []string) string {
+		return fmt.Sprintf("must be at most %s long (got %s)", count(m[2], "character", "characters"), m[1])
+	}},
+	{regexp.MustCompile(`^minItems: array length (\d+) is less than (\d+)$`), func(m []string) string {
+		return fmt.Sprintf("must have at least %s (got %s)", count(m[2], "item", "items"), m[1])
+	}},
+	{regexp.MustCompile(`^maxItems: array length (\d+) is greater than (\d+)$`), func(m []string) string {
+		return fmt.Sprintf("must have at most %s (got %s)", count(m[2], "item", "items"), m[1])
+	}},
+	{regexp.MustCompile(`^minProperties: object has (\d+) properties, less than (\d+)$`), func(m []string) string {
+		return fmt.Sprintf("must have at least %s (got %s)", count(m[2], "field", "fields"), m[1])
+	}},
+	{regexp.MustCompile(`^maxProperties: object has (\d+) properties, greater than (\d+)$`), func(m []string) string {
+		return fmt.Sprintf("must have at most %s (got %s)", count(m[2], "field", "fields"), m[1])
+	}},
+	{regexp.MustCompile(`^type: (.*) has type "(\w+)", want "(\w+)"$`), func(m []string) string {
+		return fmt.Sprintf("must be %s (got %s)", jsonType(m[3]), gotValue(m[2], m[1]))
+	}},
+	{regexp.MustCompile(`^type: (.*) has type "(\w+)", want one of "(.*)"$`), func(m []string) string {
+		var want []string
+		for _, t := range strings.Split(m[3], ", ") {
+			want = append(want, jsonType(t))
+		}
+		return fmt.Sprintf("must be %s (got %s)", strings.Join(want, " or "), gotValue(m[2], m[1]))
+	}},
+	{regexp.MustCompile(`^enum: (.*) does not equal any of: \[(.*)\]$`), func(m []string) string {
+		return fmt.Sprintf("must be one of %s (got %s)", strings.Join(strings.Fields(m[2]), ", "), m[1])
+	}},
+	{regexp.MustCompile(`^const: (.*) does not equal (.*)$`), func(m []string) string {
+		return fmt.Sprintf("must be %s (got %s)", m[2], m[1])
+	}},
+	{regexp.MustCompile(`^pattern: (".*") does not match regular expression (".*")$`), func(m []string) string {
+		return fmt.Sprintf("must match the pattern %s (got %s)", m[2], m[1])
+	}},
+	{regexp.MustCompile(`^required: missing properties: \[(.*)\]$`), func(m []string) string {
+		return "missing required " + plural(m[1], "field", "fields") + " " + strings.Join(strings.Fields(m[1]), ", ")
+	}},
+	{regexp.MustCompile(`^unexpected additional properties \[(.*)\]$`), func(m []string) string {
+		return "unknown " + plural(m[1], "field", "fields") + " " + strings.Join(strings.Fields(m[1]), ", ") + " (the schema allows no others)"
+	}},
+	{regexp.MustCompile(`^(anyOf|oneOf): did not validate against any of .*$`), func(m []string) string {
+		return "matches none of the forms the schema allows (" + m[1] + "):"
+	}},
+}
+
+// num writes a number of the library's message as JSON would: "0/1" (a
+// big.Rat) is 0, "1.000000" is 1.
+func num(s string) string {
+	if r, ok := new(big.Rat).SetString(s); ok {
+		if r.IsInt() {
+			return r.Num().String()
+		}
+		f, _ := r.Float64()
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return s
+}
+
+// jsonType is a JSON Schema type with its article: "an integer".
+func jsonType(t string) string {
+	switch t {
+	case "integer", "object", "array":
+		return "an " + t
+	case "null":
+		return "null"
+	}
+	return "a " + t
+}
+
+// gotValue says what an argument of the wrong type was: its number, or
+// its type.
+func gotValue(typ, value string) string {
+	if typ == "integer" || typ == "number" {
+		return value
+	}
+	return jsonType(typ)
+}
+
+// count is n with its word: "1 item", "3 items".
+func count(n, one, many string) string {
+	if n == "1" {
+		return n + " " + one
+	}
+	return n + " " + many
+}
+
+// plural picks the word for a list of quoted names as the library
+// writes them: ["a" "b"] has two.
+func plural(list, one, many string) string {
+	if len(strings.Fields(list)) == 1 {
+		return one
+	}
+	return many
 }
 
 func typeOf(v any) string {
