@@ -275,6 +275,12 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 			run.Response = msg.Content
 			tr.Answer = msg.Content
 			tr.Stop = "answer"
+			if marker := unparsedCall(msg.Content); marker != "" {
+				note := fmt.Sprintf("model call %d: the answer is a %s block the server did not parse as a tool call, so no tool ran; "+
+					"the server needs the model's tool-call parser (llama.cpp: --jinja; vLLM: --enable-auto-tool-choice --tool-call-parser NAME)", round, marker)
+				run.Notes = append(run.Notes, note)
+				tr.Notes = append(tr.Notes, note)
+			}
 			if over {
 				// The answer is whole: the tokens are spent, and failing
 				// the run would only throw it away.
@@ -367,6 +373,19 @@ func truncated(run *engine.Run, tr *Transcript, set Settings, round int) error {
 		return fmt.Errorf("truncated: the model's answer was cut by its output limit (finish_reason length), and llm.on_truncated is fail")
 	}
 	return nil
+}
+
+// unparsedCall is the marker of a tool call the model wrote in its
+// answer's text that the server did not parse into tool_calls (Hermes and
+// Qwen's <tool_call>{...}</tool_call>, Mistral's [TOOL_CALLS]), or "".
+func unparsedCall(content string) string {
+	if i := strings.Index(content, "<tool_call>"); i >= 0 && strings.Contains(content[i:], "</tool_call>") {
+		return "<tool_call>"
+	}
+	if strings.HasPrefix(strings.TrimSpace(content), "[TOOL_CALLS]") {
+		return "[TOOL_CALLS]"
+	}
+	return ""
 }
 
 // forcing reports whether a tool_choice makes the model call a tool:

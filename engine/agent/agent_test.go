@@ -257,6 +257,27 @@ func TestTokenBudgetAnswerKept(t *testing.T) {
 	}
 }
 
+// TestUnparsedToolCallNoted: a server without the model's tool-call
+// parser (llama.cpp without --jinja) sends the model's call as the
+// answer's text; the run completes with that text, and a note says why
+// no tool ran.
+func TestUnparsedToolCallNoted(t *testing.T) {
+	const text = "<tool_call>\n{\"name\": \"test_echo\", \"arguments\": {\"text\": \"hi\"}}\n</tool_call>"
+	srv := llmtest.New(llmtest.Answer(text))
+	run, tr, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Tools = []string{"test_echo"} })
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
+	const note = "model call 1: the answer is a <tool_call> block the server did not parse as a tool call, so no tool ran; " +
+		"the server needs the model's tool-call parser (llama.cpp: --jinja; vLLM: --enable-auto-tool-choice --tool-call-parser NAME)"
+	if run.Response != text || len(run.Notes) != 1 || run.Notes[0] != note || len(tr.Notes) != 1 || tr.Notes[0] != note {
+		t.Errorf("response %q, notes %q / %q", run.Response, run.Notes, tr.Notes)
+	}
+
+	srv = llmtest.New(llmtest.Answer("Use <tool_call> tags to call tools."))
+	if run, _, _ := agenttest.FireOne(t, srv); len(run.Notes) != 0 {
+		t.Errorf("an answer that only names the tag got notes %q", run.Notes)
+	}
+}
+
 func TestSecretsRedactedFromModelAndRecord(t *testing.T) {
 	srv := llmtest.New(
 		llmtest.Calls(llmtest.ToolCall{ID: "1", Name: "test_secret", Args: `{}`}),
