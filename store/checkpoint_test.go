@@ -38,7 +38,7 @@ func walFileSize(t *testing.T, path string) int64 {
 // truncateWAL copies the whole log into the database file and empties
 // it, waiting for the checkpointer's round if one runs (a checkpoint
 // that finds another running gives up at once).
-func truncateWAL(t *testing.T, d *DB) {
+func truncateWAL(t testing.TB, d *DB) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {

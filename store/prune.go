@@ -47,8 +47,10 @@ var (
 // started run, the run that holds its latest slot, or its latest run with
 // a context fingerprint (what skip_llm_if_unchanged compares with). It
 // reads in chunks and deletes in write transactions of at most p.Batch
-// rows, so the daemon's writes interleave, then frees the pages it
-// emptied by incremental vacuum, in small steps too.
+// rows, so the daemon's writes interleave; when runs went, it optimizes
+// the search index, which is when the index lets go of them
+// (optimizeIndex); then it frees the pages it emptied by incremental
+// vacuum, in small steps.
 func (d *DB) Prune(ctx context.Context, now time.Time, p PrunePolicy) (PruneStats, error) {
 	start := time.Now()
 	if p.Batch <= 0 {
@@ -60,6 +62,11 @@ func (d *DB) Prune(ctx context.Context, now time.Time, p PrunePolicy) (PruneStat
 	}
 	if err := d.pruneEvents(ctx, now, p, &st); err != nil {
 		return st, fmt.Errorf("prune events: %w", err)
+	}
+	if !p.DryRun && st.Runs > 0 {
+		if err := d.optimizeIndex(ctx); err != nil {
+			return st, fmt.Errorf("prune runs: optimize the search index: %w", err)
+		}
 	}
 	if !p.DryRun {
 		freed, err := d.vacuum(ctx)

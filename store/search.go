@@ -20,7 +20,9 @@ import (
 // prompt and answer — the stored record, which the engine redacted), and a
 // run deleted by retention leaves the index with it. Its docid is the
 // run's seq. Migration 12 (searchindex.go) replaced the trigger that
-// indexed a run in its own write with a background indexer.
+// indexed a run in its own write with a background indexer; migration 20
+// (searchindex.go) made the index read its text from the runs' rows
+// instead of keeping a copy.
 const sqlRunSearch = `
 CREATE VIRTUAL TABLE runs_fts USING fts4(hook, body, tokenize=unicode61);
 CREATE TRIGGER runs_fts_index AFTER UPDATE OF status ON runs

@@ -99,7 +99,7 @@ func TestSearchRuns(t *testing.T) {
 		t.Errorf("a deleted run is still found: %+v", hits)
 	}
 	var n int
-	if err := d.r.QueryRowContext(ctx, `SELECT count(*) FROM runs_fts`).Scan(&n); err != nil || n != 2 {
+	if err := d.r.QueryRowContext(ctx, `SELECT count(*) FROM runs_fts_docsize`).Scan(&n); err != nil || n != 2 {
 		t.Errorf("index rows %d (%v), want 2", n, err)
 	}
 }
@@ -108,7 +108,7 @@ func TestSearchRuns(t *testing.T) {
 func indexedRuns(t *testing.T, d *DB) int {
 	t.Helper()
 	var n int
-	if err := d.r.QueryRowContext(context.Background(), `SELECT count(*) FROM runs_fts`).Scan(&n); err != nil {
+	if err := d.r.QueryRowContext(context.Background(), `SELECT count(*) FROM runs_fts_docsize`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -281,5 +281,114 @@ func TestSearchMarkMigration(t *testing.T) {
 	mustRun(t, d.r.QueryRowContext(ctx, `SELECT seq FROM runs_fts_mark`).Scan(&mark))
 	if mark != 3 || indexedRuns(t, d) != 3 {
 		t.Errorf("mark %d, %d runs indexed; want 3 and 3", mark, indexedRuns(t, d))
+	}
+}
+
+// ftsBytes is what the search index's own tables hold: its segments'
+// blocks and roots and its document sizes.
+func ftsBytes(tb testing.TB, d *DB) int64 {
+	tb.Helper()
+	var n int64
+	err := d.r.QueryRowContext(context.Background(), `SELECT
+		(SELECT coalesce(sum(length(block)), 0) FROM runs_fts_segments) +
+		(SELECT coalesce(sum(length(root)), 0) FROM runs_fts_segdir) +
+		(SELECT coalesce(sum(length(size)), 0) FROM runs_fts_docsize)`).Scan(&n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// ftsSegments is how many segments the search index has.
+func ftsSegments(t *testing.T, d *DB) int {
+	t.Helper()
+	var n int
+	mustRun(t, d.r.QueryRowContext(context.Background(), `SELECT count(*) FROM runs_fts_segdir`).Scan(&n))
+	return n
+}
+
+// TestSearchIndexShrinksAfterPrune: the runs retention deletes leave the
+// index with them — their words, not only their docids — so the index
+// after a prune is about what indexing the kept runs alone makes, in one
+// segment; and it holds no copy of the text it indexes.
+func TestSearchIndexShrinksAfterPrune(t *testing.T) {
+	d, _ := openTest(t)
+	fresh, _ := openTest(t)
+	ctx := context.Background()
+	text := func(i int) string {
+		var b strings.Builder
+		for w := range 300 {
+			fmt.Fprintf(&b, "run%dword%d ", i, w) // words of this run only
+		}
+		return b.String()
+	}
+	const runs, keep = 40, 4
+	at := t0
+	for i := range runs {
+		at = at.Add(time.Minute)
+		finishedRun(t, d, "h", text(i), "answer", at)
+		mustRun(t, d.IndexQueued(ctx)) // a batch each, as runs finish apart
+		if i >= runs-keep {
+			finishedRun(t, fresh, "h", text(i), "answer", at)
+			mustRun(t, fresh.IndexQueued(ctx))
+		}
+	}
+	before := ftsBytes(t, d)
+	st, err := d.Prune(ctx, at.Add(time.Hour), PrunePolicy{Retention: engine.Retention{Runs: time.Minute, KeepLast: keep}})
+	mustRun(t, err)
+	if st.Runs != runs-keep {
+		t.Fatalf("pruned %d runs, want %d", st.Runs, runs-keep)
+	}
+	after, want := ftsBytes(t, d), ftsBytes(t, fresh)
+	if n := indexedRuns(t, d); n != keep {
+		t.Errorf("the index holds %d runs after the prune, want %d", n, keep)
+	}
+	if seg := ftsSegments(t, d); seg != 1 || after > want*3/2 {
+		t.Errorf("after the prune the index has %d segments and %d bytes (%d before it); the kept runs alone take %d bytes: want 1 segment and at most %d bytes",
+			seg, after, before, want, want*3/2)
+	}
+	var copies int
+	mustRun(t, d.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'runs_fts_content'`).Scan(&copies))
+	if copies != 0 {
+		t.Error("the index keeps a copy of the text it indexes (runs_fts_content)")
+	}
+	hits, err := d.SearchRuns(ctx, engine.SearchQuery{Text: fmt.Sprintf("run%dword7", runs-1)})
+	if err != nil || len(hits) != 1 || !strings.Contains(hits[0].Snippet, "[") {
+		t.Errorf("a kept run: %+v, %v", hits, err)
+	}
+	if hits, err := d.SearchRuns(ctx, engine.SearchQuery{Text: "run0word7"}); err != nil || len(hits) != 0 {
+		t.Errorf("a pruned run: %+v, %v", hits, err)
+	}
+}
+
+// TestSearchIndexFollowsChange: the index reads an indexed run's text
+// from its row; a run whose text changes after it was indexed leaves the
+// index before the change (which FTS4 needs: it removes the words the row
+// holds) and is indexed again with its new text.
+func TestSearchIndexFollowsChange(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	r := finishedRun(t, d, "h", "alpha output", "first answer", t0)
+	later := finishedRun(t, d, "h", "gamma output", "other answer", t0.Add(time.Minute))
+	mustRun(t, d.IndexQueued(ctx))
+	r.Steps[0].Output = "beta output"
+	mustRun(t, d.FinishRun(ctx, r))
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{{"alpha", nil}, {"beta", []string{r.ID}}, {"gamma", []string{later.ID}}} {
+		hits, err := d.SearchRuns(ctx, engine.SearchQuery{Text: c.q})
+		mustRun(t, err)
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.RunID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: hits %v, want %v", c.q, got, c.want)
+		}
+	}
+	// The index is sound: FTS4's own check finds it matches the rows.
+	if _, err := d.w.ExecContext(ctx, `INSERT INTO runs_fts (runs_fts) VALUES ('integrity-check')`); err != nil {
+		t.Errorf("integrity-check: %v", err)
 	}
 }

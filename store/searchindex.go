@@ -30,20 +30,85 @@ INSERT INTO runs_fts_mark (id, seq) SELECT 1, coalesce(
 `
 
 // sqlUnindexed is true of a run (r) the index lacks and should hold: one
-// that started and finished.
+// that started and finished. runs_fts_docsize holds a row for each run
+// the index holds (a query of runs_fts itself would read the view, which
+// has every run).
 const sqlUnindexed = `r.status NOT IN ('queued', 'running') AND r.started_at IS NOT NULL
-	AND NOT EXISTS (SELECT 1 FROM runs_fts WHERE docid = r.seq)`
+	AND NOT EXISTS (SELECT 1 FROM runs_fts_docsize WHERE docid = r.seq)`
 
-// What of a run is indexed, each part capped (in characters) so that a
-// run with megabytes of output costs the index a bounded amount: the
-// trigger, the event, the steps' outputs, the prompt, the answer and the
-// error of the stored (redacted) record.
-const sqlIndexText = `"trigger" || char(10) ||
-	substr(coalesce(event, ''), 1, 4096) || char(10) ||
-	substr(coalesce((SELECT group_concat(json_extract(j.value, '$.output'), char(10)) FROM json_each(runs.steps) j), ''), 1, 32768) || char(10) ||
-	substr(prompt, 1, 8192) || char(10) ||
-	substr(response, 1, 16384) || char(10) ||
-	substr(error, 1, 4096)`
+// Caps, in characters, on what of a run is indexed, so that a run with
+// megabytes of output costs the index a bounded amount: words past a cap
+// are not found.
+const (
+	indexEventCap  = 4096
+	indexOutputCap = 65536 // of each step's output
+	indexPromptCap = 8192
+	indexAnswerCap = 65536
+	indexErrorCap  = 4096 // of the run's error and of each step's
+)
+
+// sqlRunSearchText (migration 20) makes the index hold no copy of what it
+// indexes: runs_fts becomes an external-content FTS4 table whose content
+// is the view runs_fts_text, the indexed text computed from the run's row
+// when FTS4 needs it (a snippet, a delete). Before, runs_fts_content held
+// up to ~64 KB of each run a second time. What is indexed: the trigger,
+// the event, each step's output and error, the prompt, the answer and the
+// run's error, each capped (above). The view must give, when a run leaves
+// the index, the text it gave when the run entered it, so:
+//
+//   - retention takes a run out of the index before it deletes it
+//     (runs_fts_forget, BEFORE DELETE: FTS4 reads the words to remove from
+//     the view);
+//   - a change of an indexed run's text takes it out of the index first and
+//     lowers the indexer's mark to it, so that the indexer indexes it again
+//     (runs_fts_change; a run's record is final when indexed, so this only
+//     guards);
+//   - automerge keeps the segments few as runs are indexed, and Prune
+//     optimizes the index after it deleted runs (optimizeIndex), which is
+//     when FTS4 drops the deleted runs' entries and not before.
+//
+// Every finished run is indexed again here.
+var sqlRunSearchText = fmt.Sprintf(`
+DROP TRIGGER runs_fts_forget;
+DROP TABLE runs_fts;
+CREATE VIEW runs_fts_text (rowid, hook, body) AS SELECT seq, hook,
+	"trigger" || char(10) ||
+	substr(coalesce(event, ''), 1, %[1]d) || char(10) ||
+	coalesce((SELECT group_concat(
+		substr(coalesce(json_extract(j.value, '$.output'), ''), 1, %[2]d) || char(10) ||
+		substr(coalesce(json_extract(j.value, '$.error'), ''), 1, %[5]d), char(10))
+		FROM json_each(CASE WHEN json_valid(steps) THEN steps ELSE '[]' END) j), '') || char(10) ||
+	substr(prompt, 1, %[3]d) || char(10) ||
+	substr(response, 1, %[4]d) || char(10) ||
+	substr(error, 1, %[5]d)
+	FROM runs;
+CREATE VIRTUAL TABLE runs_fts USING fts4(content="runs_fts_text", hook, body, tokenize=unicode61);
+INSERT INTO runs_fts (runs_fts) VALUES ('automerge=8');
+CREATE TRIGGER runs_fts_forget BEFORE DELETE ON runs
+	WHEN EXISTS (SELECT 1 FROM runs_fts_docsize WHERE docid = old.seq)
+BEGIN
+	DELETE FROM runs_fts WHERE docid = old.seq;
+END;
+CREATE TRIGGER runs_fts_change BEFORE UPDATE OF hook, "trigger", event, steps, prompt, response, error ON runs
+	WHEN EXISTS (SELECT 1 FROM runs_fts_docsize WHERE docid = old.seq)
+BEGIN
+	DELETE FROM runs_fts WHERE docid = old.seq;
+	UPDATE runs_fts_mark SET seq = min(seq, old.seq - 1);
+END;
+INSERT INTO runs_fts (docid, hook, body) SELECT t.rowid, t.hook, t.body FROM runs_fts_text t
+	WHERE t.rowid IN (SELECT seq FROM runs WHERE status NOT IN ('queued', 'running') AND started_at IS NOT NULL);
+INSERT INTO runs_fts (runs_fts) VALUES ('optimize');
+`, indexEventCap, indexOutputCap, indexPromptCap, indexAnswerCap, indexErrorCap)
+
+// optimizeIndex merges the search index into one segment, which drops
+// the entries of the runs deleted from it (FTS4 keeps them, and a record
+// of their deletion, until a merge into its oldest segment). Prune calls
+// it after it deleted runs; it holds the writer for as long as it reads
+// and writes the index once.
+func (d *DB) optimizeIndex(ctx context.Context) error {
+	_, err := d.w.ExecContext(ctx, `INSERT INTO runs_fts (runs_fts) VALUES ('optimize')`)
+	return err
+}
 
 // Indexer settings: runs finishing within indexGather of each other share
 // a batch; a batch holds at most indexBatch runs, so it holds the writer
@@ -216,7 +281,7 @@ func (d *DB) indexBatch(ctx context.Context, max int) (more bool, err error) {
 			return err
 		}
 		if len(todo) > 0 {
-			q, args := inList(`INSERT INTO runs_fts (docid, hook, body) SELECT seq, hook, `+sqlIndexText+` FROM runs WHERE seq IN `, todo)
+			q, args := inList(`INSERT INTO runs_fts (docid, hook, body) SELECT rowid, hook, body FROM runs_fts_text WHERE rowid IN `, todo)
 			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				return err
 			}
