@@ -109,16 +109,25 @@ type stepFacts struct {
 // to the kind's others, as {{step_N.field}} names them. It writes what
 // marshalJSONReflect writes, without reflection (jsonappend.go).
 func (r *StepResult) MarshalJSON() ([]byte, error) {
-	b, err := r.appendJSON(make([]byte, 0, 192+len(r.Output)+len(r.Error)))
+	b, err := r.appendJSON(make([]byte, 0, 192+len(r.Output)+len(r.Error)), false)
 	if err != nil {
 		return r.marshalJSONReflect() // for its error, in its words
 	}
 	return b, nil
 }
 
-// MarshalSteps returns steps encoded as json.Marshal encodes them (a
-// run's record holds them so).
-func MarshalSteps(steps []*StepResult) ([]byte, error) {
+// MarshalSteps returns steps encoded as json.Marshal encodes them (what
+// the API answers).
+func MarshalSteps(steps []*StepResult) ([]byte, error) { return marshalSteps(steps, false) }
+
+// MarshalStepsStored returns steps in the form a run's record stores
+// them: as MarshalSteps, except that a field that repeats its step's
+// output (a shell step's stdout, read_file's content, http's body...) is
+// named in "output_fields" instead of written a second time, so that a
+// 1 MB output is stored once. UnmarshalJSON reads both forms alike.
+func MarshalStepsStored(steps []*StepResult) ([]byte, error) { return marshalSteps(steps, true) }
+
+func marshalSteps(steps []*StepResult, stored bool) ([]byte, error) {
 	if steps == nil {
 		return []byte("null"), nil
 	}
@@ -138,16 +147,24 @@ func MarshalSteps(steps []*StepResult) ([]byte, error) {
 			continue
 		}
 		var err error
-		if b, err = r.appendJSON(b); err != nil {
+		if b, err = r.appendJSON(b, stored); err != nil {
 			return json.Marshal(steps) // its error, in its words
 		}
 	}
 	return append(b, ']'), nil
 }
 
-// appendJSON appends what MarshalJSON returns to b; on an error, its
-// words are encoding/json's only through MarshalJSON.
-func (r *StepResult) appendJSON(b []byte) ([]byte, error) {
+// outputField reports whether the field k of r repeats r's output, which
+// the stored form names instead of writing.
+func (r *StepResult) outputField(k string) bool {
+	s, ok := r.Fields[k].(string)
+	return ok && r.Output != "" && s == r.Output
+}
+
+// appendJSON appends what MarshalJSON returns to b, or, stored, the form
+// MarshalStepsStored writes; on an error, its words are encoding/json's
+// only through MarshalJSON.
+func (r *StepResult) appendJSON(b []byte, stored bool) ([]byte, error) {
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(r.Index), 10)
 	if r.Name != "" {
@@ -171,17 +188,22 @@ func (r *StepResult) appendJSON(b []byte) ([]byte, error) {
 			nt++
 		}
 	}
-	if len(r.Fields) > 0 || nt > 0 {
-		var small [16]string
-		keys := small[:0]
-		for k := range r.Fields {
+	var small, smallOut [16]string
+	keys := small[:0]
+	asOutput := smallOut[:0] // stored: the fields that repeat the output
+	for k := range r.Fields {
+		if stored && r.outputField(k) {
+			asOutput = append(asOutput, k)
+		} else {
 			keys = append(keys, k)
 		}
-		for _, t := range typed[:nt] {
-			if _, dup := r.Fields[t.name]; !dup {
-				keys = append(keys, t.name)
-			}
+	}
+	for _, t := range typed[:nt] {
+		if _, dup := r.Fields[t.name]; !dup {
+			keys = append(keys, t.name)
 		}
+	}
+	if len(keys) > 0 {
 		slices.Sort(keys)
 		b = append(b, `,"fields":{`...)
 		for i, k := range keys {
@@ -206,6 +228,17 @@ func (r *StepResult) appendJSON(b []byte) ([]byte, error) {
 			}
 		}
 		b = append(b, '}')
+	}
+	if len(asOutput) > 0 {
+		slices.Sort(asOutput)
+		b = append(b, `,"output_fields":[`...)
+		for i, k := range asOutput {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendJSONString(b, k)
+		}
+		b = append(b, ']')
 	}
 	if r.Error != "" {
 		b = append(b, `,"error":`...)
@@ -246,22 +279,37 @@ func (r *StepResult) marshalJSONReflect() ([]byte, error) {
 func (r *StepResult) UnmarshalJSON(b []byte) error {
 	var in struct {
 		stepJSON
-		Fields json.RawMessage `json:"fields"`
+		Fields       json.RawMessage `json:"fields"`
+		OutputFields []string        `json:"output_fields"` // the stored form's (MarshalStepsStored)
 	}
 	if err := json.Unmarshal(b, &in); err != nil {
 		return fmt.Errorf("decode step result: %w", err)
 	}
 	*r = StepResult{Index: in.Index, Name: in.Name, Type: in.Type, Output: in.Output, Error: in.Error,
 		Started: in.Started, Duration: in.Duration, Skipped: in.Skipped}
-	if len(in.Fields) == 0 || string(in.Fields) == "null" {
-		return nil
+	if len(in.Fields) > 0 && string(in.Fields) != "null" {
+		if err := r.unmarshalFields(in.Index, in.Fields); err != nil {
+			return err
+		}
 	}
+	for _, k := range in.OutputFields {
+		if r.Fields == nil {
+			r.Fields = make(map[string]any, len(in.OutputFields))
+		}
+		r.Fields[k] = r.Output // the output's own string: held once
+	}
+	return nil
+}
+
+// unmarshalFields reads a JSON "fields" object: the typed fields into
+// their typed fields, the others into Fields.
+func (r *StepResult) unmarshalFields(index int, fields json.RawMessage) error {
 	var facts stepFacts
-	if err := json.Unmarshal(in.Fields, &facts); err != nil {
-		return fmt.Errorf("decode fields of step_%d: %w", in.Index, err)
+	if err := json.Unmarshal(fields, &facts); err != nil {
+		return fmt.Errorf("decode fields of step_%d: %w", index, err)
 	}
-	if err := json.Unmarshal(in.Fields, &r.Fields); err != nil {
-		return fmt.Errorf("decode fields of step_%d: %w", in.Index, err)
+	if err := json.Unmarshal(fields, &r.Fields); err != nil {
+		return fmt.Errorf("decode fields of step_%d: %w", index, err)
 	}
 	for _, name := range typedFields {
 		delete(r.Fields, name)

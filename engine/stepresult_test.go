@@ -56,6 +56,43 @@ func TestStepResultJSON(t *testing.T) {
 	}
 }
 
+// TestStepsStoredOnce: the stored form of a step whose fields repeat its
+// output (a shell step's stdout) holds the output once, and reads back as
+// the result it was, the field again the output; the API's form
+// (MarshalSteps, json.Marshal) still writes the field.
+func TestStepsStoredOnce(t *testing.T) {
+	out := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	in := []*engine.StepResult{
+		{Index: 0, Name: "dump", Type: "test", Output: out, ExitCode: new(0),
+			Fields:  map[string]any{"stdout": out, "stderr": "", "command": "cat dump"},
+			Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Duration: time.Second},
+		{Index: 1, Name: "only", Type: "test", Output: "x", Fields: map[string]any{"content": "x"}},
+		{Index: 2, Name: "empty", Type: "test", Fields: map[string]any{"stdout": ""}},
+	}
+	stored, err := engine.MarshalStepsStored(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) > len(out)+1024 {
+		t.Errorf("the stored form of a 1 MiB output is %d bytes", len(stored))
+	}
+	var back []*engine.StepResult
+	if err := json.Unmarshal(stored, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, in) {
+		t.Errorf("round trip of the stored form:\n got %+v\nwant %+v", back, in)
+	}
+	api, err := engine.MarshalSteps(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := json.Marshal(in)
+	if string(api) != string(ref) || len(api) < 2*len(out) {
+		t.Errorf("the API's form changed: %d bytes, json.Marshal %d", len(api), len(ref))
+	}
+}
+
 func init() {
 	// A kind whose results declare duration_ms; its steps are built by
 	// the test.

@@ -144,7 +144,7 @@ func StepsArg(steps []*engine.StepResult) (any, error) {
 	if len(steps) == 0 {
 		return nil, nil
 	}
-	b, err := engine.MarshalSteps(steps)
+	b, err := engine.MarshalStepsStored(steps)
 	if err != nil {
 		return nil, fmt.Errorf("encode steps: %w", err)
 	}

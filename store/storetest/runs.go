@@ -69,6 +69,15 @@ func testRunRoundTrip(t *testing.T, e *env) {
 			r.Tokens = engine.Tokens{Known: true}
 			return r
 		}},
+		{"fields repeating the output", func(id string) *engine.Run {
+			r := fullRun(id)
+			out := "Filesystem Size Used\n/dev/sda1 50G 48G\n"
+			r.Steps = append(r.Steps, &engine.StepResult{Index: 1, Name: "df", Type: "shell", Output: out, ExitCode: new(0),
+				Fields:  map[string]any{"stdout": out, "stderr": "", "command": "df -h", "containment": ""},
+				Started: t0, Duration: time.Second})
+			r.Slot = r.Slot.Add(2 * time.Minute)
+			return r
+		}},
 		{"minimal", func(id string) *engine.Run {
 			return &engine.Run{ID: id, Hook: "h", Status: engine.StatusCompleted, StartedAt: t0}
 		}},
@@ -82,7 +91,7 @@ func testRunRoundTrip(t *testing.T, e *env) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			want := tc.run(fmt.Sprintf("r%d", i))
-			if tc.name != "full" && tc.name != "failed" {
+			if tc.name != "full" && tc.name != "failed" && tc.name != "fields repeating the output" {
 				want.Slot = time.Time{}
 			}
 			start := *want
