@@ -206,7 +206,8 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	// events (catch-up runs).
 	m := metrics.New(l.Engine, d.OverdueGrace, 0)
 	l.Engine.Subscribe(m.Observe)
-	notifier := notify.New(notify.Options{Targets: d.Notify, Logger: log, Count: m.Notification, Lifecycle: l.Engine.Lifecycle()})
+	notifier := notify.New(notify.Options{Targets: d.Notify, Logger: log, Count: m.Notification, Note: l.Engine.NoteRun,
+		Lifecycle: l.Engine.Lifecycle()})
 	notifier.SetHooks(l.Hooks)
 	notifier.Start()
 	l.Engine.Subscribe(notifier.Observe)

@@ -92,3 +92,13 @@ func stringList(v any) []string {
 	}
 	return nil
 }
+
+// NoteRun adds note to the notes of the stored record of run id (of
+// hook): what a person should know that came after the run's end, such as
+// a notification dropped. It does not block: the note is written in the
+// order of the engine's record writes, so after the run's final record
+// even when that waits for a stalled store; a note for a run that was
+// never stored is logged and lost.
+func (e *Engine) NoteRun(hook, id, note string) {
+	e.wr.submit("run note", hook, id, func(ctx context.Context) error { return e.cfg.Store.NoteRun(ctx, id, note) })
+}

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -56,6 +57,26 @@ func TestRecordBefore(t *testing.T) {
 		}
 		if n := run.Notes[len(run.Notes)-1]; !strings.HasPrefix(n, "record:before: privacy dropped event, steps, prompt, response, transcript, error from the record (handler failed (fail_closed): policy service down") {
 			t.Errorf("note %q", n)
+		}
+	})
+}
+
+// TestNoteRunAfterItsEnd: a note given after a run ended (a notification
+// dropped) is added to its stored record, after the notes it ended with.
+func TestNoteRunAfterItsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hs := newHarness(t, []*engine.Hook{withSteps(newHook("noted"), funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
+			return &engine.StepResult{Output: "ok"}, nil
+		}))})
+		defer hs.stop()
+		r := hs.mustFire("noted")
+		if _, err := hs.eng.Wait(context.Background(), r.ID); err != nil {
+			t.Fatal(err)
+		}
+		hs.eng.NoteRun("noted", r.ID, "notification dropped")
+		hs.settle()
+		if got := hs.run(r.ID).Notes; !slices.Equal(got, []string{"notification dropped"}) {
+			t.Errorf("notes %q, want the one added after the end", got)
 		}
 	})
 }

@@ -86,6 +86,10 @@ type Store interface {
 	StartRunWithEvent(ctx context.Context, r *Run, ev *Event) error
 	// FinishRun stores a run's final status and results.
 	FinishRun(ctx context.Context, r *Run) error
+	// NoteRun appends note to the notes (Run.Notes) of run id's record:
+	// what a person should know that came after the record was written (a
+	// notification dropped). An unknown run is ErrNotFound.
+	NoteRun(ctx context.Context, id, note string) error
 	// QueuedRuns returns the runs with status queued, oldest first.
 	QueuedRuns(ctx context.Context) ([]*Run, error)
 	// UpdateQueued replaces the event data of a queued run (coalescing).

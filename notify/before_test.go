@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func TestNotifyBefore(t *testing.T) {
 			return engine.Decision{Changes: map[string]any{engine.ChangeSummary: "see the runbook"}}, nil
 		}
 	}, engine.HandlerOptions{Label: "editor"})
-	n, c, logs := newTest(t, Options{Workers: 1, Lifecycle: lc, Targets: []engine.NotifyTarget{
+	n, c, logs := newTest(t, Options{Lifecycle: lc, Targets: []engine.NotifyTarget{
 		{Name: "quiet", URL: rec.srv.URL + "/quiet", Format: engine.NotifyGeneric, On: []string{"failed"}},
 		{Name: "loud", URL: rec.srv.URL + "/loud", Format: engine.NotifyGeneric, On: []string{"failed"}},
 	}})
@@ -44,7 +45,8 @@ func TestNotifyBefore(t *testing.T) {
 		t.Errorf("delivered %+v", m)
 	}
 	got := []string{<-seen, <-seen}
-	if strings.Join(got, "|") != "quiet nightly failed r1|loud nightly failed r1" {
+	slices.Sort(got) // each URL has its own worker
+	if strings.Join(got, "|") != "loud nightly failed r1|quiet nightly failed r1" {
 		t.Errorf("handler saw %q", got)
 	}
 	// Stop waits for the worker, so the counts are final.

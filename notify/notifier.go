@@ -34,12 +34,15 @@ type Options struct {
 	Getenv     func(string) string   // resolves url_env (default os.Getenv)
 	Client     *http.Client          // default: a client with a 10s timeout; redirects follow internal/redirect's rule either way
 	Logger     *slog.Logger          // default slog.Default()
-	QueueSize  int                   // notifications waiting for a worker (default 256)
-	Workers    int                   // deliveries at once (default 2)
+	QueueSize  int                   // notifications waiting for each webhook URL's worker (default 64)
 	Attempts   int                   // tries per notification (default 5)
 	Backoff    time.Duration         // wait before the first retry, doubled each time (default 1s)
 	MaxBackoff time.Duration         // longest wait between tries (default 1m)
 	Count      func(outcome string)  // told the outcome of every notification (metrics), after it is logged
+	// Note is given a note for the record of run id (of hook): why a
+	// notification about it was dropped. It must not block (the engine's
+	// NoteRun).
+	Note func(hook, id, note string)
 	// Lifecycle holds the notify:before handlers, called before each
 	// delivery: they may amend the summary or cancel the notification.
 	Lifecycle *engine.Registry
@@ -54,14 +57,29 @@ type Notifier struct {
 	hooks  atomic.Pointer[map[string][]*target]    // hooks that set notify:
 	byName atomic.Pointer[map[string]*engine.Hook] // every hook, for notify:before's payload
 
-	queue    chan *job
+	mu      sync.Mutex
+	lanes   map[string]*lane    // by webhook URL
+	started bool                // lanes made from now on start their worker at once
+	pending map[string][]string // notes of drops about runs still running, by run id
+
 	ctx      context.Context
 	cancel   context.CancelFunc
-	stopping chan struct{}
+	stopping chan struct{} // closed (under mu) by Stop: nothing is queued after it
 	wg       sync.WaitGroup
 	start    sync.Once
 	stop     sync.Once
 }
+
+// lane is the queue and worker of one webhook URL: a webhook that is
+// slow, hung or down delays only its own notifications.
+type lane struct {
+	queue  chan *job
+	retire chan struct{} // closed once no target sends to the URL: the worker delivers what is queued and ends
+}
+
+// maxPendingNotes bounds Notifier.pending: runs still running with a
+// dropped notification whose note waits for the run's end.
+const maxPendingNotes = 1024
 
 // target is a NotifyTarget with its URL resolved.
 type target struct {
@@ -93,10 +111,7 @@ func New(o Options) *Notifier {
 		o.Logger = slog.Default()
 	}
 	if o.QueueSize <= 0 {
-		o.QueueSize = 256
-	}
-	if o.Workers <= 0 {
-		o.Workers = 2
+		o.QueueSize = 64
 	}
 	if o.Attempts <= 0 {
 		o.Attempts = 5
@@ -110,7 +125,10 @@ func New(o Options) *Notifier {
 	if o.Count == nil {
 		o.Count = func(string) {}
 	}
-	n := &Notifier{o: o, log: o.Logger, queue: make(chan *job, o.QueueSize), stopping: make(chan struct{})}
+	if o.Note == nil {
+		o.Note = func(string, string, string) {}
+	}
+	n := &Notifier{o: o, log: o.Logger, lanes: map[string]*lane{}, pending: map[string][]string{}, stopping: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.SetTargets(o.Targets)
 	empty := map[string][]*target{}
@@ -125,6 +143,7 @@ func New(o Options) *Notifier {
 func (n *Notifier) SetTargets(ts []engine.NotifyTarget) {
 	t := n.resolve("", ts)
 	n.daemon.Store(&t)
+	n.retireLanes()
 }
 
 // SetHooks takes the per-hook targets of hooks (those with NotifySet); the
@@ -140,6 +159,34 @@ func (n *Notifier) SetHooks(hooks []*engine.Hook) {
 	}
 	n.hooks.Store(&m)
 	n.byName.Store(&all)
+	n.retireLanes()
+}
+
+// retireLanes ends the lanes of URLs no target has any more (after a
+// reload): each delivers what it holds, then its worker ends. Before
+// Start nothing is retired (a lane without a worker would hold its
+// notifications for ever); the next change after Start does it.
+func (n *Notifier) retireLanes() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.started || n.hooks.Load() == nil {
+		return
+	}
+	used := map[string]bool{}
+	for _, t := range *n.daemon.Load() {
+		used[t.url] = true
+	}
+	for _, ts := range *n.hooks.Load() {
+		for _, t := range ts {
+			used[t.url] = true
+		}
+	}
+	for url, l := range n.lanes {
+		if !used[url] {
+			delete(n.lanes, url)
+			close(l.retire)
+		}
+	}
 }
 
 // resolve reads the targets' URLs, warning (without the URL) about those
@@ -172,12 +219,16 @@ func (n *Notifier) resolve(hook string, ts []engine.NotifyTarget) []*target {
 	return out
 }
 
-// Start starts the delivery workers. It does not block.
+// Start starts the delivery workers, one per webhook URL. It does not
+// block.
 func (n *Notifier) Start() {
 	n.start.Do(func() {
-		for range n.o.Workers {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.started = true
+		for _, l := range n.lanes {
 			n.wg.Add(1)
-			go n.worker()
+			go n.work(l)
 		}
 	})
 }
@@ -187,7 +238,13 @@ func (n *Notifier) Start() {
 // workers. It is safe to call more than once.
 func (n *Notifier) Stop(ctx context.Context) {
 	n.stop.Do(func() {
+		n.mu.Lock()
 		close(n.stopping)
+		lanes := make([]*lane, 0, len(n.lanes))
+		for _, l := range n.lanes {
+			lanes = append(lanes, l)
+		}
+		n.mu.Unlock()
 		done := make(chan struct{})
 		go func() { n.wg.Wait(); close(done) }()
 		select {
@@ -198,12 +255,9 @@ func (n *Notifier) Stop(ctx context.Context) {
 		}
 		n.cancel()
 		// Without workers (never started), what is queued is abandoned.
-		for {
-			select {
-			case j := <-n.queue:
-				n.fail(j, 0, errors.New("hookd stopped before it was delivered"))
-			default:
-				return
+		for _, l := range lanes {
+			for len(l.queue) > 0 {
+				n.fail(<-l.queue, 0, errors.New("hookd stopped before it was delivered"))
 			}
 		}
 	})
@@ -211,10 +265,16 @@ func (n *Notifier) Stop(ctx context.Context) {
 
 // Observe queues the notifications an engine event calls for. It is an
 // engine.Subscribe callback: it never blocks; a full queue drops the
-// notification (logged and counted).
+// notification (logged, counted and noted on the run).
 func (n *Notifier) Observe(ev *engine.Event) {
 	outcome := engine.OutcomeOf(ev)
-	if outcome == "" || ev.Source != "engine" || ev.Outcome == nil || ev.Outcome.Intermediate {
+	if outcome == "" || ev.Source != "engine" || ev.Outcome == nil {
+		return
+	}
+	if outcome != engine.OutcomeStarted {
+		n.flushNotes(ev.Outcome.Run)
+	}
+	if ev.Outcome.Intermediate {
 		return // an attempt a retry follows is reported by the last (retry.notify: final)
 	}
 	select {
@@ -235,46 +295,105 @@ func (n *Notifier) Observe(ev *engine.Event) {
 		if msg == nil {
 			msg = messageFrom(ev)
 		}
-		select {
-		case n.queue <- &job{msg: msg, t: t}:
-		default:
-			n.log.Warn("notification dropped: the queue is full", "target", t.label, "hook", run.Hook,
-				"run", run.ID, "outcome", outcome)
-			n.o.Count(Dropped)
+		j := &job{msg: msg, t: t}
+		if t.url == "" {
+			n.fail(j, 0, fmt.Errorf("no URL: environment variable %s is empty", t.env))
+			continue
+		}
+		if queued, stopped := n.enqueue(j); !queued && !stopped {
+			n.dropped(j, run, outcome)
 		}
 	}
 }
 
-func (n *Notifier) worker() {
+// enqueue puts j in the lane of its target's URL, made (and its worker
+// started) the first time the URL is used. It reports whether j was
+// queued, and whether the notifier is stopped (then nothing is).
+func (n *Notifier) enqueue(j *job) (queued, stopped bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	select {
+	case <-n.stopping:
+		return false, true
+	default:
+	}
+	l := n.lanes[j.t.url]
+	if l == nil {
+		l = &lane{queue: make(chan *job, n.o.QueueSize), retire: make(chan struct{})}
+		n.lanes[j.t.url] = l
+		if n.started {
+			n.wg.Add(1)
+			go n.work(l)
+		}
+	}
+	select {
+	case l.queue <- j:
+		return true, false
+	default:
+		return false, false
+	}
+}
+
+// dropped logs, counts and notes a notification its target's queue had
+// no room for. The note goes on the run's record; that of a run still
+// running (a started notification) waits for the run's end, whose final
+// record would replace it.
+func (n *Notifier) dropped(j *job, run *engine.Run, outcome string) {
+	n.log.Warn("notification dropped: the target's queue is full", "target", j.t.label, "hook", run.Hook,
+		"run", run.ID, "outcome", outcome, "queue", n.o.QueueSize)
+	n.o.Count(Dropped)
+	note := fmt.Sprintf("notification of %s to %s dropped: its queue of %d was full (the webhook is slow or not answering)",
+		outcome, j.t.label, n.o.QueueSize)
+	if outcome != engine.OutcomeStarted {
+		n.o.Note(run.Hook, run.ID, note)
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.pending[run.ID]; ok || len(n.pending) < maxPendingNotes {
+		n.pending[run.ID] = append(n.pending[run.ID], note)
+	}
+}
+
+// flushNotes notes on run's record the drops that waited for its end.
+func (n *Notifier) flushNotes(run *engine.Run) {
+	n.mu.Lock()
+	notes := n.pending[run.ID]
+	delete(n.pending, run.ID)
+	n.mu.Unlock()
+	for _, note := range notes {
+		n.o.Note(run.Hook, run.ID, note)
+	}
+}
+
+// work is the worker of lane l: it delivers l's notifications one at a
+// time until the lane is retired or the notifier stops, then delivers
+// what is queued (as long as Stop's grace lasts: after it, each fails at
+// once) and ends.
+func (n *Notifier) work(l *lane) {
 	defer n.wg.Done()
 	for {
 		select {
-		case j := <-n.queue:
+		case j := <-l.queue:
 			n.deliver(j)
+			continue
+		case <-l.retire:
 		case <-n.stopping:
-			// Deliver what is queued, then end.
-			for {
-				select {
-				case j := <-n.queue:
-					n.deliver(j)
-				case <-n.ctx.Done():
-					return
-				default:
-					return
-				}
-			}
 		case <-n.ctx.Done():
-			return
+		}
+		for {
+			select {
+			case j := <-l.queue:
+				n.deliver(j)
+			default:
+				return
+			}
 		}
 	}
 }
 
 // deliver builds and sends one notification, retrying with backoff.
 func (n *Notifier) deliver(j *job) {
-	if j.t.url == "" {
-		n.fail(j, 0, fmt.Errorf("no URL: environment variable %s is empty", j.t.env))
-		return
-	}
 	if !n.before(j) {
 		return
 	}

@@ -154,7 +154,7 @@ func TestFormats(t *testing.T) {
 	for _, f := range engine.NotifyFormats {
 		targets = append(targets, engine.NotifyTarget{Name: f, URL: rec.srv.URL, Format: f, On: []string{"failed"}})
 	}
-	n, c, _ := newTest(t, Options{Targets: targets, Workers: 1})
+	n, c, _ := newTest(t, Options{Targets: targets})
 	n.Observe(failedEvent("nightly", "r1"))
 
 	got := map[string]map[string]any{}
@@ -449,7 +449,7 @@ func TestCountedAfterLogged(t *testing.T) {
 	counted := make(chan string, 8)
 	n := New(Options{
 		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		QueueSize: 3, Backoff: time.Millisecond, Lifecycle: lc,
+		QueueSize: 2, Backoff: time.Millisecond, Lifecycle: lc,
 		Count: func(o string) {
 			if !strings.Contains(logs.String(), lines[o]) {
 				o += " (not logged yet)"
@@ -458,10 +458,10 @@ func TestCountedAfterLogged(t *testing.T) {
 		},
 		Targets: []engine.NotifyTarget{
 			{Name: "ok", URL: ok.srv.URL}, {Name: "bad", URL: bad.srv.URL},
-			{Name: "muted", URL: ok.srv.URL}, {Name: "extra", URL: ok.srv.URL}, // the queue holds 3
+			{Name: "muted", URL: ok.srv.URL}, {Name: "extra", URL: ok.srv.URL}, // ok's queue holds 2
 		},
 	})
-	n.Observe(failedEvent("h", "r1")) // before Start: the fourth finds the queue full
+	n.Observe(failedEvent("h", "r1")) // before Start: the third to ok's URL finds its queue full
 	n.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -139,6 +139,10 @@ func RunArgs(r *engine.Run, st engine.Status) ([]any, error) {
 // it ended with nothing more than its status.
 func RunOutcomeArg(r *engine.Run) (any, error) { return outcomeArg(r) }
 
+// RunOutcomeWithNote is the outcome column col of run id with note added
+// to its notes (Store.NoteRun).
+func RunOutcomeWithNote(id, col, note string) (any, error) { return appendNote(id, col, note) }
+
 // StepsArg is the value of a run's steps column: NULL (nil) for none.
 func StepsArg(steps []*engine.StepResult) (any, error) {
 	if len(steps) == 0 {

@@ -53,3 +53,14 @@ func decodeOutcome(r *engine.Run, col string) error {
 	r.Attempt, r.Attempts, r.RetryOf, r.Retry = o.Attempt, o.Attempts, o.RetryOf, o.Retry
 	return nil
 }
+
+// appendNote returns the outcome column col of run id with note added to
+// its notes.
+func appendNote(id, col, note string) (any, error) {
+	r := &engine.Run{ID: id}
+	if err := decodeOutcome(r, col); err != nil {
+		return nil, err
+	}
+	r.Notes = append(r.Notes, note)
+	return outcomeArg(r)
+}

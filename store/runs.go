@@ -234,6 +234,32 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 	return nil
 }
 
+// NoteRun appends note to the notes of run id's record: what a person
+// should know that came after the run's end (a notification dropped). A
+// run that was never stored is engine.ErrNotFound.
+func (d *DB) NoteRun(ctx context.Context, id, note string) error {
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var col sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT outcome FROM runs WHERE id = ?`, id).Scan(&col)
+		if errors.Is(err, sql.ErrNoRows) {
+			return engine.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		out, err := appendNote(id, col.String, note)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET outcome = ? WHERE id = ?`, out, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("note run %s: %w", id, err)
+	}
+	return nil
+}
+
 // GetRun returns a run by id, or an error wrapping engine.ErrNotFound.
 func (d *DB) GetRun(ctx context.Context, id string) (*engine.Run, error) {
 	r, _, err := ScanRun(d.stmtGetRun.QueryRowContext(ctx, id))

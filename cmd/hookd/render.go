@@ -142,6 +142,7 @@ func (readOnlyStore) SetPaused(context.Context, string, bool) error { return err
 func (readOnlyStore) InsertRun(context.Context, *engine.Run) error  { return errReadOnly }
 func (readOnlyStore) StartRun(context.Context, *engine.Run) error   { return errReadOnly }
 func (readOnlyStore) FinishRun(context.Context, *engine.Run) error  { return errReadOnly }
+func (readOnlyStore) NoteRun(context.Context, string, string) error { return errReadOnly }
 func (readOnlyStore) UpdateQueued(context.Context, *engine.Run, engine.Merged) error {
 	return errReadOnly
 }

@@ -293,6 +293,35 @@ func (d *DB) finishRun(ctx context.Context, r *engine.Run, node string) error {
 	return nil
 }
 
+// NoteRun appends note to the notes of run id's record. A run that was
+// never stored is engine.ErrNotFound.
+func (d *DB) NoteRun(ctx context.Context, id, note string) error {
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		var col *string
+		err := tx.QueryRow(ctx, `SELECT outcome FROM runs WHERE id = $1 FOR UPDATE`, id).Scan(&col)
+		if errNoRows(err) {
+			return engine.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		prev := ""
+		if col != nil {
+			prev = *col
+		}
+		out, err := store.RunOutcomeWithNote(id, prev, note)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE runs SET outcome = $1 WHERE id = $2`, out, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("note run %s: %w", id, err)
+	}
+	return nil
+}
+
 // GetRun returns a run by id, or an error wrapping engine.ErrNotFound.
 func (d *DB) GetRun(ctx context.Context, id string) (*engine.Run, error) {
 	r, _, err := store.ScanRun(d.pool.QueryRow(ctx, `SELECT `+runCols+`, seq FROM runs WHERE id = $1`, id))

@@ -134,6 +134,41 @@ func testGetRunNotFound(t *testing.T, e *env) {
 	}
 }
 
+// testNoteRun: NoteRun appends to a stored run's notes, those it ended
+// with kept, on a run with other outcome fields and on one with none; it
+// leaves the rest of the record as it was; an unknown run is ErrNotFound.
+func testNoteRun(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store()
+	full := fullRun("noted")
+	must(t, s.StartRun(ctx, &engine.Run{ID: full.ID, Hook: full.Hook, Trigger: full.Trigger, StartedAt: full.StartedAt}))
+	must(t, s.FinishRun(ctx, full))
+	bare := &engine.Run{ID: "bare", Hook: "h", Trigger: "manual", Status: engine.StatusCompleted, StartedAt: t0, FinishedAt: t0}
+	must(t, s.StartRun(ctx, &engine.Run{ID: bare.ID, Hook: bare.Hook, Trigger: bare.Trigger, StartedAt: t0}))
+	must(t, s.FinishRun(ctx, bare))
+
+	must(t, s.NoteRun(ctx, "noted", "second"))
+	must(t, s.NoteRun(ctx, "noted", "third"))
+	must(t, s.NoteRun(ctx, "bare", "only"))
+
+	got, err := s.GetRun(ctx, "noted")
+	must(t, err)
+	if want := []string{"a note", "second", "third"}; !reflect.DeepEqual(got.Notes, want) {
+		t.Errorf("notes = %q, want %q", got.Notes, want)
+	}
+	if got.Cause != full.Cause || !got.Truncated || len(got.Tools) != 1 || got.Retry == nil || got.Response != full.Response {
+		t.Errorf("NoteRun changed the rest of the record: %+v", got)
+	}
+	got, err = s.GetRun(ctx, "bare")
+	must(t, err)
+	if want := []string{"only"}; !reflect.DeepEqual(got.Notes, want) || got.Status != engine.StatusCompleted {
+		t.Errorf("bare run: notes %q status %s, want %q completed", got.Notes, got.Status, want)
+	}
+	if err := s.NoteRun(ctx, "nope", "x"); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("NoteRun of a missing run: %v, want ErrNotFound", err)
+	}
+}
+
 func testInsertRun(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store()

@@ -48,6 +48,7 @@ var tests = []struct {
 	{"RunRoundTrip", testRunRoundTrip},
 	{"TimesReadBackInUTC", testTimesReadBackInUTC},
 	{"GetRunNotFound", testGetRunNotFound},
+	{"NoteRun", testNoteRun},
 	{"InsertRun", testInsertRun},
 	{"StartRunQueued", testStartRunQueued},
 	{"StartRunDispatched", testStartRunDispatched},
