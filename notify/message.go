@@ -234,6 +234,13 @@ func slackEscape(s string) string {
 type discordBody struct {
 	Content string         `json:"content"`
 	Embeds  []discordEmbed `json:"embeds"`
+	// AllowedMentions is always {"parse": []}: the message pings no one,
+	// whatever @everyone, @here or <@id> its text holds.
+	AllowedMentions discordMentions `json:"allowed_mentions"`
+}
+
+type discordMentions struct {
+	Parse []string `json:"parse"` // never nil: [] allows no mention
 }
 
 type discordEmbed struct {
@@ -256,26 +263,63 @@ var discordColors = map[string]int{
 	engine.OutcomeSkipped: 0x9B9B9B, engine.OutcomeCancelled: 0xF5A623,
 }
 
+// discord renders the message for a Discord webhook. Every text is
+// escaped (discordEscape), so that a model's answer or a template shows as
+// written: no disguised link, no formatting, no mention; and the message
+// allows no mention, so nothing in it pings anyone.
 func (m *Message) discord() discordBody {
+	esc := discordEscape
 	fields := []discordField{
-		{Name: "Hook", Value: m.Hook, Inline: true},
-		{Name: "Outcome", Value: m.Outcome, Inline: true},
-		{Name: "Trigger", Value: orDash(m.Trigger), Inline: true},
+		{Name: "Hook", Value: esc(m.Hook), Inline: true},
+		{Name: "Outcome", Value: esc(m.Outcome), Inline: true},
+		{Name: "Trigger", Value: esc(orDash(m.Trigger)), Inline: true},
 		{Name: "Duration", Value: m.Duration.Round(time.Millisecond).String(), Inline: true},
-		{Name: "Run", Value: m.RunID, Inline: false},
+		{Name: "Run", Value: esc(m.RunID), Inline: false},
 	}
 	if c := m.chain(); c != "" {
-		fields = append(fields, discordField{Name: "Tools", Value: shorten(c, 1000)})
+		fields = append(fields, discordField{Name: "Tools", Value: shorten(esc(c), 1000)})
 	}
-	desc := m.Summary
+	desc := esc(m.Summary)
 	if m.Custom != "" {
-		desc = cutText(m.Custom, 4000)
+		desc = cutText(esc(m.Custom), 4000)
 	}
-	e := discordEmbed{Title: shorten(m.title(), 250), Description: desc, Color: discordColors[m.Outcome], Fields: fields}
+	title := esc(m.title())
+	e := discordEmbed{Title: shorten(title, 250), Description: desc, Color: discordColors[m.Outcome], Fields: fields}
 	if !m.Time.IsZero() {
 		e.Timestamp = m.Time.UTC().Format(time.RFC3339)
 	}
-	return discordBody{Content: shorten(m.title(), 1900), Embeds: []discordEmbed{e}}
+	return discordBody{Content: shorten(title, 1900), Embeds: []discordEmbed{e},
+		AllowedMentions: discordMentions{Parse: []string{}}}
+}
+
+// discordEscape puts a backslash before what Discord's markdown gives
+// meaning, so that s shows as written: \ * _ ~ ` | [ ] < @ anywhere (bold,
+// italics, strike-through, code, spoilers, masked links [text](url),
+// mentions <@id> and @everyone), and # > - at the start of a line
+// (headings, quotes, lists), after any spaces.
+func discordEscape(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/8)
+	lineStart := true
+	for _, r := range s {
+		switch r {
+		case '\\', '*', '_', '~', '`', '|', '[', ']', '<', '@':
+			b.WriteByte('\\')
+		case '#', '>', '-':
+			if lineStart {
+				b.WriteByte('\\')
+			}
+		}
+		b.WriteRune(r)
+		switch r {
+		case '\n':
+			lineStart = true
+		case ' ', '\t':
+		default:
+			lineStart = false
+		}
+	}
+	return b.String()
 }
 
 func orDash(s string) string {

@@ -189,7 +189,7 @@ func TestFormats(t *testing.T) {
 		t.Errorf("slack text: %q", text)
 	}
 	d := got["discord"]
-	if content, _ := d["content"].(string); content != "hookd: nightly failed (model_error) (schedule, 1.5s)" {
+	if content, _ := d["content"].(string); content != `hookd: nightly failed (model\_error) (schedule, 1.5s)` { // escaped markdown
 		t.Errorf("discord content: %q", content)
 	}
 	embed := d["embeds"].([]any)[0].(map[string]any)
