@@ -28,7 +28,8 @@ const (
 type session struct {
 	csrf    string
 	expires time.Time
-	seq     uint64 // the order of the logins
+	seq     uint64        // the order of the logins
+	ended   chan struct{} // closed when the session ends (sessions.end); nil for the local session, which never does
 }
 
 // sessions holds the logged-in browsers and the one-time login codes.
@@ -61,7 +62,7 @@ func (s *sessions) open() (string, *session) {
 	now := s.now()
 	for id, ss := range s.byID {
 		if now.After(ss.expires) {
-			delete(s.byID, id)
+			s.end(id, ss)
 		}
 	}
 	for len(s.byID) >= maxSessions {
@@ -71,11 +72,11 @@ func (s *sessions) open() (string, *session) {
 				oldest = id
 			}
 		}
-		delete(s.byID, oldest)
+		s.end(oldest, s.byID[oldest])
 	}
 	id := randomToken()
 	s.seq++
-	ss := &session{csrf: randomToken(), expires: now.Add(sessionTTL), seq: s.seq}
+	ss := &session{csrf: randomToken(), expires: now.Add(sessionTTL), seq: s.seq, ended: make(chan struct{})}
 	s.byID[id] = ss
 	return id, ss
 }
@@ -92,16 +93,28 @@ func (s *sessions) get(id string) *session {
 		return nil
 	}
 	if s.now().After(ss.expires) {
-		delete(s.byID, id)
+		s.end(id, ss)
 		return nil
 	}
 	return ss
 }
 
+// close ends the session id (a logout, or a new login of its browser).
 func (s *sessions) close(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ss := s.byID[id]; ss != nil {
+		s.end(id, ss)
+	}
+}
+
+// end forgets the session id and closes its ended channel, ending the
+// event streams it holds open. The caller holds s.mu. Every way a session
+// ends comes here: logout, a new login replacing it, expiry (found by
+// get or open), and eviction of the oldest.
+func (s *sessions) end(id string, ss *session) {
 	delete(s.byID, id)
+	close(ss.ended)
 }
 
 // newCode returns a one-time login code, good for codeTTL.
@@ -239,18 +252,43 @@ func (s *Server) sessionOf(r *http.Request) (string, *session) {
 	return c.Value, s.sessions.get(c.Value)
 }
 
-// Authorized reports whether r comes from a logged-in browser of this
-// dashboard, from this site: the check the event stream makes of a
-// request without the bearer token.
-func (s *Server) Authorized(r *http.Request) bool {
+// StreamSession is the session a logged-in browser holds the event
+// stream open with: the stream ends when the session does.
+type StreamSession struct {
+	s  *Server
+	id string
+	ss *session
+}
+
+// Ended is closed when the session ends by logout, by a new login of its
+// browser, or by being forgotten; nil (never) for the unix socket's local
+// session. Expiry is found by Live.
+func (x *StreamSession) Ended() <-chan struct{} { return x.ss.ended }
+
+// Live reports whether the session is still logged in: not ended, not
+// expired (by the dashboard's clock, Options.Now).
+func (x *StreamSession) Live() bool {
+	if !x.s.opts.Login {
+		return true
+	}
+	return x.s.sessions.get(x.id) == x.ss
+}
+
+// StreamSession returns the session of r when r comes from a logged-in
+// browser of this dashboard, from this site: the check the event stream
+// makes of a request without the bearer token. It returns nil otherwise.
+func (s *Server) StreamSession(r *http.Request) *StreamSession {
 	if !s.hostAllowed(r.Host) {
-		return false
+		return nil
 	}
 	if bad, _ := crossSite(r, false); bad {
-		return false
+		return nil
 	}
-	_, ss := s.sessionOf(r)
-	return ss != nil
+	id, ss := s.sessionOf(r)
+	if ss == nil {
+		return nil
+	}
+	return &StreamSession{s: s, id: id, ss: ss}
 }
 
 // sessionCookieName is the session cookie's name for the port r was

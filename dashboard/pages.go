@@ -419,8 +419,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, req *request) {
 			Data: loginData{Next: next, Error: "That is not the API token."}})
 		return
 	}
-	id, _ := s.sessions.open()
-	s.setSession(w, r, id)
+	s.replaceSession(w, r, req)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -436,9 +435,19 @@ func (s *Server) loginOnce(w http.ResponseWriter, r *http.Request, req *request)
 			Data: loginData{Next: "/", Error: "That login link was used already or has expired: run hookd ui again, or log in with the API token."}})
 		return
 	}
+	s.replaceSession(w, r, req)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// replaceSession logs the browser in with a new session. The session its
+// cookie held, if any, ends (its id is rotated): the old id, and the event
+// streams open with it, stop working.
+func (s *Server) replaceSession(w http.ResponseWriter, r *http.Request, req *request) {
+	if req.sess != nil {
+		s.sessions.close(req.sid)
+	}
 	id, _ := s.sessions.open()
 	s.setSession(w, r, id)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, req *request) {

@@ -88,14 +88,14 @@ func (s dashSource) Nodes(ctx context.Context) ([]dashboard.Node, []dashboard.Ho
 
 // newDashboards returns the dashboard of the unix socket and, when the
 // daemon listens on TCP (token set), the one of the TCP listener.
-func newDashboards(src dashboard.Source, token string, hosts []string, a *Server) error {
+func newDashboards(src dashboard.Source, token string, hosts []string, now func() time.Time, a *Server) error {
 	var err error
-	if a.dash, err = dashboard.New(dashboard.Options{Source: src, Log: a.log}); err != nil {
+	if a.dash, err = dashboard.New(dashboard.Options{Source: src, Log: a.log, Now: now}); err != nil {
 		return err
 	}
 	if token != "" {
 		if a.tcpDash, err = dashboard.New(dashboard.Options{Source: src, Login: true, Token: token, Hosts: hosts, Log: a.log,
-			Logins: a.tokenLimiter()}); err != nil {
+			Logins: a.tokenLimiter(), Now: now}); err != nil {
 			return err
 		}
 	}
@@ -105,7 +105,7 @@ func newDashboards(src dashboard.Source, token string, hosts []string, a *Server
 // tcpHandler is the TCP listener's handler: the dashboard's pages, and
 // the API behind the bearer token. The event stream also answers a
 // logged-in browser of the dashboard (EventSource sends no header but
-// the session cookie).
+// the session cookie), for as long as its session lasts.
 func (a *Server) tcpHandler(token string) http.Handler {
 	api := requireToken(token, a.tokenLimiter(), a.log, a.handler(nil))
 	if a.tcpDash == nil {
@@ -115,9 +115,11 @@ func (a *Server) tcpHandler(token string) http.Handler {
 	a.tcpDash.Register(mux)
 	mux.Handle("/", api)
 	mux.HandleFunc("GET /v1/stream", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" && a.tcpDash.Authorized(r) {
-			a.stream(w, r)
-			return
+		if r.Header.Get("Authorization") == "" {
+			if sess := a.tcpDash.StreamSession(r); sess != nil {
+				a.stream(w, r, sess)
+				return
+			}
 		}
 		api.ServeHTTP(w, r)
 	})

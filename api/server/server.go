@@ -96,6 +96,9 @@ type Options struct {
 	// also serves the dashboard, behind its login, for DashboardHosts.
 	Token          string
 	DashboardHosts []string
+	// Now is the dashboard's clock, which its sessions expire by (default
+	// time.Now).
+	Now func() time.Time
 }
 
 // Pruner is the retention the API reports and runs (POST /v1/prune).
@@ -118,7 +121,7 @@ func New(o Options) (*Server, error) {
 		grace: o.Grace, started: time.Now(), pruner: o.Pruner, cluster: o.Cluster, closing: make(chan struct{}),
 	}
 	src := dashSource{eng: o.Engine, db: o.Store, grace: o.Grace, nodes: o.Cluster}
-	if err := newDashboards(src, o.Token, o.DashboardHosts, a); err != nil {
+	if err := newDashboards(src, o.Token, o.DashboardHosts, o.Now, a); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -138,7 +141,7 @@ func (a *Server) handler(dash *dashboard.Server) http.Handler {
 		mux.Handle("GET /metrics", a.metrics.Handler())
 	}
 	mux.HandleFunc("GET /v1/events", a.events)
-	mux.HandleFunc("GET /v1/stream", a.stream)
+	mux.HandleFunc("GET /v1/stream", func(w http.ResponseWriter, r *http.Request) { a.stream(w, r, nil) })
 	mux.HandleFunc("GET /v1/hooks", a.hooks)
 	mux.HandleFunc("POST /v1/hooks/{name}/fire", a.fire)
 	mux.HandleFunc("POST /v1/hooks/{name}/pause", a.pause(true))

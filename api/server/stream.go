@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/dashboard"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -126,8 +127,27 @@ const streamGather = 25 * time.Millisecond
 // with the event's seq as its id. It starts after the Last-Event-ID
 // header's seq, else after the since query parameter, else at the end of
 // the log (live events only).
-func (a *Server) stream(w http.ResponseWriter, r *http.Request) {
+//
+// sess is the dashboard session of a browser's stream (nil for one opened
+// with the bearer token): the stream ends when the session does, at once
+// on logout or a new login of the browser, and on expiry before it sends
+// anything more (an idle stream at its next heartbeat). The browser's
+// EventSource then comes back without a live session and is refused.
+func (a *Server) stream(w http.ResponseWriter, r *http.Request, sess *dashboard.StreamSession) {
 	ctx := r.Context()
+	var ended <-chan struct{} // nil: never
+	if sess != nil {
+		ended = sess.Ended()
+	}
+	// over ends a stream whose session ended, saying so.
+	over := func() bool {
+		if sess == nil || sess.Live() {
+			return false
+		}
+		fmt.Fprint(w, ": the session ended\n\n")
+		http.NewResponseController(w).Flush()
+		return true
+	}
 	var after int64
 	from := r.Header.Get("Last-Event-ID")
 	if from == "" {
@@ -173,6 +193,9 @@ func (a *Server) stream(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+		if over() {
+			return
+		}
 		for _, ev := range evs {
 			after = ev.Seq
 			if !filter.match(ev) {
@@ -201,8 +224,14 @@ func (a *Server) stream(w http.ResponseWriter, r *http.Request) {
 				return
 			case <-a.closing:
 				return
+			case <-ended:
+				over()
+				return
 			}
 		case <-tick.C:
+			if over() {
+				return
+			}
 			// An id-less comment: keeps the connection alive, moves no id.
 			fmt.Fprint(w, ": ping\n\n")
 			if err := rc.Flush(); err != nil {
@@ -211,6 +240,9 @@ func (a *Server) stream(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		case <-a.closing:
+			return
+		case <-ended:
+			over()
 			return
 		}
 	}
