@@ -121,6 +121,7 @@ CREATE TABLE retries (
 	{12, "run check failed", sqlRunCheckFailed},                        // runs.go
 	{13, "event fate", sqlEventFate},                                   // events.go
 	{14, "hooks first seen", sqlFirstSeen},                             // state.go
+	{15, "search text capped", sqlSearchCaps},                          // search.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

@@ -67,6 +67,15 @@ func (d *DB) Prune(ctx context.Context, now time.Time, p store.PrunePolicy) (sto
 	if err := d.pruneRuns(ctx, now, p, &st); err != nil {
 		return st, fmt.Errorf("prune runs: %w", err)
 	}
+	if !p.DryRun && st.Runs+st.Skipped > 0 {
+		// What the deleted runs held (their TOAST chunks, their search
+		// index entries) is reusable after a VACUUM; autovacuum would
+		// come in its time (a minute or more), while runs with large
+		// outputs kept growing the files.
+		if _, err := conn.Exec(ctx, `VACUUM runs`); err != nil {
+			return st, fmt.Errorf("prune runs: vacuum: %w", err)
+		}
+	}
 	if p.Events > 0 {
 		n, b, err := d.deleteBatches(ctx, p, `DELETE FROM events WHERE seq IN (SELECT seq FROM events
 			WHERE dispatched AND time < $1 ORDER BY seq LIMIT %d)`,

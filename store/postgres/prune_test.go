@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -41,5 +42,36 @@ func TestPruneOneAtATime(t *testing.T) {
 	}
 	if _, err := b.GetRun(ctx, "old"); !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("the old skip record is still there: %v", err)
+	}
+}
+
+// TestPruneLetsSpaceBeReused: under churn — a run with a large output
+// stored, then pruned, over and over — the runs table's TOAST stays
+// about the live rows' size: Prune vacuums the table after it deleted
+// runs, so the space of the deleted outputs is reused instead of added
+// to until autovacuum's turn.
+func TestPruneLetsSpaceBeReused(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, pgtest.NewDatabase(t))
+	rng := rand.New(rand.NewPCG(3, 4))
+	const runs, keep, size = 40, 2, 256 << 10
+	pol := store.PrunePolicy{Retention: engine.Retention{Runs: time.Second, KeepLast: keep}}
+	at := t0
+	for range runs {
+		at = at.Add(time.Minute)
+		out := base64Output(rng, size) // does not compress: every chunk is stored
+		r := &engine.Run{ID: engine.NewID(), Hook: "big", Trigger: "manual", Status: engine.StatusRunning, StartedAt: at, QueuedAt: at}
+		must(t, d.StartRun(ctx, r))
+		r.Status, r.FinishedAt = engine.StatusCompleted, at.Add(time.Second)
+		r.Steps = []*engine.StepResult{{Index: 0, Name: "dump", Type: "shell", Output: out}}
+		must(t, d.FinishRun(ctx, r))
+		_, err := d.Prune(ctx, at.Add(time.Hour), pol)
+		must(t, err)
+	}
+	var toast, live int64
+	must(t, d.pool.QueryRow(ctx, `SELECT pg_total_relation_size(reltoastrelid), (SELECT sum(pg_column_size(steps)) FROM runs)
+		FROM pg_class WHERE oid = 'runs'::regclass`).Scan(&toast, &live))
+	if toast > 3*live {
+		t.Errorf("after %d runs of %d KB with %d kept, the runs table's TOAST takes %d KB for %d KB of live outputs", runs, size>>10, keep, toast>>10, live>>10)
 	}
 }

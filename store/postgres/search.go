@@ -67,6 +67,24 @@ UPDATE runs SET search = hookd_search_vector(hookd_search_text("trigger", event,
 CREATE INDEX runs_search ON runs USING GIN (search);
 `
 
+// sqlSearchCaps is migration 15: the text a run is indexed by is capped
+// as the SQLite store caps it (the event at 4,096 characters, each step's
+// output at 65,536 and its error at 4,096, the prompt at 8,192, the
+// answer at 65,536, the run's error at 4,096). Before, a run was indexed
+// whole, and a step that printed 1 MB of base64 text made a tsvector
+// beyond PostgreSQL's limit of 1 MB: the write that finished the run
+// failed ("string is too long for tsvector"). Runs indexed before keep
+// their tsvectors.
+const sqlSearchCaps = `
+CREATE OR REPLACE FUNCTION hookd_search_text(trig text, event text, steps text, prompt text, response text, err text)
+RETURNS text LANGUAGE sql IMMUTABLE AS $f$
+	SELECT trig || E'\n' || left(coalesce(event, ''), 4096) || E'\n' ||
+		coalesce((SELECT string_agg(left(coalesce(s->>'output', ''), 65536) || E'\n' || left(coalesce(s->>'error', ''), 4096), E'\n')
+			FROM jsonb_array_elements(CASE WHEN jsonb_typeof(steps::jsonb) = 'array' THEN steps::jsonb ELSE '[]'::jsonb END) s), '') || E'\n' ||
+		left(prompt, 8192) || E'\n' || left(response, 65536) || E'\n' || left(err, 4096)
+$f$;
+`
+
 // maxSearchTerms bounds the words of a query, as in the SQLite store.
 const maxSearchTerms = 16
 

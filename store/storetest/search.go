@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,16 @@ func testSearchRuns(t *testing.T, e *env) {
 	}
 	if hits, err := s.SearchRuns(ctx, engine.SearchQuery{Text: long + " sda1", Hook: "disk"}); err != nil || len(hits) != 2 {
 		t.Errorf("a word of 5000 letters and sda1: %.300v, %+v", err, hits)
+	}
+	// A step that printed 1 MB (of words every one new) is indexed by
+	// its first 64 KiB: the run finishes, and is found by a word there.
+	var big strings.Builder
+	for i := 0; big.Len() < 1<<20; i++ {
+		fmt.Fprintf(&big, "w%d ", i*7919)
+	}
+	huge := finishedRun(t, s, "dump", big.String(), "dumped", t1)
+	if hits, err := s.SearchRuns(ctx, engine.SearchQuery{Text: "w7919"}); err != nil || len(hits) != 1 || hits[0].RunID != huge.ID {
+		t.Errorf("a word early in a 1 MB output: %v, %+v", err, hits)
 	}
 	// Retention takes a run out of the index with it.
 	pruned, err := s.Prune(ctx, t1.Add(100*day), pruneAll)
