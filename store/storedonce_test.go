@@ -27,6 +27,7 @@ func TestStepOutputStoredOnce(t *testing.T) {
 	if n > len(out)+1024 {
 		t.Errorf("runs.steps holds %d bytes for a %d-byte output", n, len(out))
 	}
+	t.Logf("runs.steps holds %d bytes for a %d-byte output", n, len(out))
 	got, err := d.GetRun(ctx, r.ID)
 	mustRun(t, err)
 	if s, _ := got.Steps[0].Fields["stdout"].(string); s != out || got.Steps[0].Output != out {

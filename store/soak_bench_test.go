@@ -1,0 +1,193 @@
+//go:build linux && cgo
+
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// BenchmarkStoreSoak is opt-in (HOOKD_SOAK=10m; not run otherwise, CI
+// included): for that long, 20 runs a second, from 8 writers, each a
+// shell step's 1 MB of base64 text, stored, indexed by the background
+// indexer and read back (as the dashboard and API read a run), with
+// retention keeping 6 runs pruning every 2 s. It samples the process's
+// RSS every 5 s and prints its slope after the first 2 minutes (target
+// <= 20 MB/h), its peak (target <= 100 MB), the Go heap beside it, and
+// the database file over the live rows at the end (target <= 1.5). Linux
+// only: it reads the RSS from /proc.
+//
+//	HOOKD_SOAK=10m go test ./store -run '^$' -bench BenchmarkStoreSoak -benchtime=1x -timeout 30m
+func BenchmarkStoreSoak(b *testing.B) {
+	soak, err := time.ParseDuration(os.Getenv("HOOKD_SOAK"))
+	if err != nil || soak <= 0 {
+		b.Skip("opt-in: set HOOKD_SOAK to how long to soak (10m)")
+	}
+	for b.Loop() {
+		storeSoak(b, soak)
+	}
+}
+
+func storeSoak(b *testing.B, soak time.Duration) {
+	d, _ := openTest(b)
+	ctx := context.Background()
+	const writers, perSecond = 8, 20
+	policy := PrunePolicy{Retention: engine.Retention{Runs: time.Nanosecond, KeepLast: 6}}
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var runs int
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			tick := time.NewTicker(time.Second * writers / perSecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				out := base64Output(rng, 1<<20)
+				now := time.Now()
+				r := &engine.Run{ID: engine.NewID(), Hook: "big", Trigger: "schedule", Status: engine.StatusRunning, StartedAt: now, QueuedAt: now}
+				if err := d.StartRun(ctx, r); err != nil {
+					b.Error(err)
+					return
+				}
+				r.Status, r.FinishedAt, r.Response = engine.StatusCompleted, time.Now(), "nothing failed"
+				r.Steps = []*engine.StepResult{{Index: 0, Name: "dump", Type: "shell", Output: out, ExitCode: new(0),
+					Fields: map[string]any{"stdout": out, "stderr": "", "command": "head -c 786432 /dev/urandom | base64"}}}
+				if err := d.FinishRun(ctx, r); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := d.GetRun(ctx, r.ID); err != nil && err != engine.ErrNotFound {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				runs++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if _, err := d.Prune(ctx, time.Now(), policy); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}()
+	type sample struct {
+		at        time.Duration
+		rss, heap float64 // MB
+		gomem     float64 // MB the Go runtime holds from the OS (Sys less released)
+	}
+	var samples []sample
+	take := func() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		samples = append(samples, sample{time.Since(start), rssMB(b), float64(ms.HeapInuse) / 1e6, float64(ms.Sys-ms.HeapReleased) / 1e6})
+	}
+	take()
+	tick := time.NewTicker(5 * time.Second)
+	for time.Since(start) < soak {
+		<-tick.C
+		take()
+	}
+	tick.Stop()
+	close(stop)
+	wg.Wait()
+	if _, err := d.Prune(ctx, time.Now(), policy); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.IndexQueued(ctx); err != nil {
+		b.Fatal(err)
+	}
+	truncateWAL(b, d)
+	size, err := d.Size(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	live, how := churnLiveBytes(b, d)
+
+	warm := min(2*time.Minute, soak/5)
+	var xs, ys []float64
+	peak, heapPeak, goPeak := 0.0, 0.0, 0.0
+	for _, s := range samples {
+		peak, heapPeak, goPeak = max(peak, s.rss), max(heapPeak, s.heap), max(goPeak, s.gomem)
+		if s.at >= warm {
+			xs, ys = append(xs, s.at.Hours()), append(ys, s.rss)
+		}
+	}
+	slope := leastSquaresSlope(xs, ys)
+	last := samples[len(samples)-1]
+	b.ReportMetric(slope, "rss-MB/h")
+	b.ReportMetric(peak, "peak-rss-MB")
+	b.ReportMetric(float64(size.Bytes)/float64(live), "file/live")
+	b.Logf("glibc malloc settings hookd set at start: %d of 2; %d runs of 1 MB in %s (%.1f/s): RSS slope after %s %.0f MB/h (target <= 20), peak %.0f MB (target <= 100), at the end %.0f MB; "+
+		"Go heap in use peak %.0f MB, at the end %.0f MB; the Go runtime's memory (Sys less released) peak %.0f MB, at the end %.0f MB; database file %.2f MB against %.2f MB live (%s): %.2f (target <= 1.5)",
+		mallocTuned, runs, soak, float64(runs)/soak.Seconds(), warm, slope, peak, last.rss, heapPeak, last.heap, goPeak, last.gomem,
+		float64(size.Bytes)/1e6, float64(live)/1e6, how, float64(size.Bytes)/float64(live))
+}
+
+// rssMB is the process's resident set (VmRSS) in MB.
+func rssMB(tb testing.TB) float64 {
+	tb.Helper()
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		tb.Skipf("no /proc/self/status: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmRSS:")); ok {
+			kb, err := strconv.ParseFloat(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 64)
+			if err != nil {
+				tb.Fatal(fmt.Errorf("read VmRSS: %w", err))
+			}
+			return kb / 1e3
+		}
+	}
+	tb.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+// leastSquaresSlope is the slope of the least-squares line through the
+// points (0 for fewer than two).
+func leastSquaresSlope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	if n < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
+}
