@@ -141,6 +141,14 @@ func (s *sessions) newCode() string {
 	return c
 }
 
+// codeValid reports whether useCode would take c now, without using it.
+func (s *sessions) codeValid(c string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp, ok := s.codes[c]
+	return ok && !s.now().After(exp)
+}
+
 // useCode consumes a one-time login code: true once, for a code given out
 // less than codeTTL ago.
 func (s *sessions) useCode(c string) bool {

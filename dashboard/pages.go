@@ -381,10 +381,12 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *request) {
 	s.render(w, r, req, http.StatusOK, "run", page{Title: "Run " + run.ID, Nav: "runs", Live: live, Data: d})
 }
 
-// loginData is the login page.
+// loginData is the login page; with Code, the page of a one-time login
+// link.
 type loginData struct {
 	Next  string
 	Error string
+	Code  string
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, req *request) {
@@ -423,16 +425,38 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, req *request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// loginOnce logs in with a one-time code from `hookd ui`.
+// loginOncePage is the page of a one-time login link from `hookd ui`: a
+// button that logs in. Opening it uses nothing up: link unfurlers, mail
+// scanners and HEAD requests fetch links too, and would spend the code
+// before its reader could; only the POST of the button does (loginOnce).
+func (s *Server) loginOncePage(w http.ResponseWriter, r *http.Request, req *request) {
+	if !s.opts.Login {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	code := r.URL.Query().Get("code")
+	if !s.sessions.codeValid(code) {
+		s.loginLinkSpent(w, r, req)
+		return
+	}
+	s.render(w, r, req, http.StatusOK, "login", page{Title: "Log in", Data: loginData{Next: "/", Code: code}})
+}
+
+func (s *Server) loginLinkSpent(w http.ResponseWriter, r *http.Request, req *request) {
+	w.Header().Set("Connection", "close")
+	s.render(w, r, req, http.StatusUnauthorized, "login", page{Title: "Log in",
+		Data: loginData{Next: "/", Error: "That login link was used already or has expired: run hookd ui again, or log in with the API token."}})
+}
+
+// loginOnce logs in with a one-time code from `hookd ui`, sent by the
+// button of its page, and uses the code up.
 func (s *Server) loginOnce(w http.ResponseWriter, r *http.Request, req *request) {
 	if !s.opts.Login {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	if !s.sessions.useCode(r.URL.Query().Get("code")) {
-		w.Header().Set("Connection", "close")
-		s.render(w, r, req, http.StatusUnauthorized, "login", page{Title: "Log in",
-			Data: loginData{Next: "/", Error: "That login link was used already or has expired: run hookd ui again, or log in with the API token."}})
+	if !s.sessions.useCode(r.PostForm.Get("code")) {
+		s.loginLinkSpent(w, r, req)
 		return
 	}
 	s.replaceSession(w, r, req)

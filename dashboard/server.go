@@ -148,7 +148,8 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /runs/{id}", s.guard(false, s.run))
 	mux.HandleFunc("GET /login", s.guard(true, s.loginPage))
 	mux.HandleFunc("POST /login", s.guard(true, s.login))
-	mux.HandleFunc("GET /login/once", s.guard(true, s.loginOnce))
+	mux.HandleFunc("GET /login/once", s.guard(true, s.loginOncePage))
+	mux.HandleFunc("POST /login/once", s.guard(true, s.loginOnce))
 	mux.HandleFunc("POST /logout", s.guard(false, s.logout))
 	mux.HandleFunc("GET /static/", s.guard(true, func(w http.ResponseWriter, r *http.Request, _ *request) {
 		w.Header().Set("Cache-Control", "no-cache")

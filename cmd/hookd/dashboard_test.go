@@ -424,7 +424,9 @@ func TestDashboardAttacks(t *testing.T) {
 }
 
 // TestDashboardLoginLink: `hookd ui` prints a link that logs a browser in
-// once.
+// once. What fetches the link before its reader does (a HEAD, a link
+// unfurler's GET) gets the page with its button and uses nothing up, nor
+// does a POST from another site; the button's POST logs in, once.
 func TestDashboardLoginLink(t *testing.T) {
 	e, _, addr := dashEnv(t)
 	r := e.must(0, "ui")
@@ -433,15 +435,33 @@ func TestDashboardLoginLink(t *testing.T) {
 	if err != nil || u.Host != addr || u.Path != "/login/once" || len(u.Query().Get("code")) < 40 {
 		t.Fatalf("hookd ui printed %q (listening on %s)", link, addr)
 	}
+	code := u.Query().Get("code")
+	unfurler := newBrowser(t, addr)
+	if p := unfurler.do("HEAD", u.RequestURI(), nil); p.code != 200 || unfurler.cookie != "" {
+		t.Fatalf("HEAD the link: %d, cookie %q", p.code, unfurler.cookie)
+	}
+	for range 2 {
+		p := unfurler.get(u.RequestURI())
+		if p.code != 200 || unfurler.cookie != "" || !strings.Contains(p.body, `action="/login/once"`) ||
+			!strings.Contains(p.body, `name="code" value="`+code+`"`) || !strings.Contains(p.body, `id="login-once"`) {
+			t.Fatalf("GET the link: %d, cookie %q:\n%s", p.code, unfurler.cookie, p.body)
+		}
+	}
 	b := newBrowser(t, addr)
-	if p := b.get(u.RequestURI()); p.code != 303 || b.cookie == "" {
-		t.Fatalf("open the link: %d, cookie %q", p.code, b.cookie)
+	if p := b.do("POST", "/login/once", url.Values{"code": {code}}, "Origin", "http://attacker.example"); p.code != 403 || b.cookie != "" {
+		t.Fatalf("POST the code from another site: %d, cookie %q", p.code, b.cookie)
+	}
+	if p := b.do("POST", "/login/once", url.Values{"code": {code}}); p.code != 303 || p.hdr.Get("Location") != "/" || b.cookie == "" {
+		t.Fatalf("press the button: %d, cookie %q:\n%s", p.code, b.cookie, p.body)
 	}
 	b.must(200, "/hooks")
 	// Once only.
 	c := newBrowser(t, addr)
-	if p := c.get(u.RequestURI()); p.code != 401 || c.cookie != "" {
+	if p := c.get(u.RequestURI()); p.code != 401 || c.cookie != "" || !strings.Contains(p.body, "used already or has expired") {
 		t.Errorf("the link opened twice: %d, cookie %q", p.code, c.cookie)
+	}
+	if p := c.do("POST", "/login/once", url.Values{"code": {code}}); p.code != 401 || c.cookie != "" {
+		t.Errorf("the code posted twice: %d, cookie %q", p.code, c.cookie)
 	}
 	// Without a TCP listener there is no dashboard to log in to.
 	e2 := newEnv(t, "", dashHooks)
@@ -607,7 +627,10 @@ func TestDashboardLoginLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := b.get(u.RequestURI()); p.code != 303 || b.cookie == "" {
-		t.Fatalf("hookd ui's link during the lockout: %d cookie %q", p.code, b.cookie)
+	if p := b.get(u.RequestURI()); p.code != 200 {
+		t.Fatalf("hookd ui's link during the lockout: %d", p.code)
+	}
+	if p := b.do("POST", "/login/once", url.Values{"code": {u.Query().Get("code")}}); p.code != 303 || b.cookie == "" {
+		t.Fatalf("hookd ui's link's button during the lockout: %d cookie %q", p.code, b.cookie)
 	}
 }
