@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/authlimit"
+	"github.com/hookd/hookd/internal/textsafe"
 )
 
 //go:embed templates/*.html
@@ -249,14 +250,22 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, req *request, co
 		http.Error(w, "render page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	// What a page shows comes in part from events, commands and models;
+	// a bidirectional override in it would reorder what the reader sees
+	// ("invoice\u202efdp.exe" shown as "invoiceexe.pdf"). Such characters
+	// are shown escaped, as the CLI shows them (textsafe).
+	body := buf.Bytes()
+	if !textsafe.Clean(body) {
+		body = textsafe.Append(nil, body)
+	}
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("Server-Timing", serverTiming(time.Since(req.start)))
-	hd.Set("Content-Length", strconv.Itoa(buf.Len()))
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(buf.Bytes())
+		_, _ = w.Write(body)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -632,5 +633,34 @@ func TestDashboardLoginLimit(t *testing.T) {
 	}
 	if p := b.do("POST", "/login/once", url.Values{"code": {u.Query().Get("code")}}); p.code != 303 || b.cookie == "" {
 		t.Fatalf("hookd ui's link's button during the lockout: %d cookie %q", p.code, b.cookie)
+	}
+}
+
+// TestDashboardEscapesBidi: a step's output holding a right-to-left
+// override (U+202E) would show "invoice\u202efdp.exe" as "invoiceexe.pdf";
+// the run's page shows the character escaped, as `hookd run` does.
+func TestDashboardEscapesBidi(t *testing.T) {
+	e := newEnv(t, "listen: 127.0.0.1:0\n", map[string]string{
+		"bidi.yaml": "steps:\n  - name: name\n    type: shell\n    command: printf 'invoice\\342\\200\\256fdp.exe \\342\\201\\246isolated\\342\\201\\251\\n'\nskip_llm: true\n",
+	})
+	e.environ = []string{"HOOKD_TOKEN=" + testToken}
+	d := e.serve()
+	id := runID(t, e.must(0, "fire", "bidi", "--wait"))
+	if out := e.must(0, "run", id).stdout; !strings.Contains(out, `invoice\u202efdp.exe \u2066isolated\u2069`) {
+		t.Fatalf("hookd run does not show the overrides escaped:\n%s", out)
+	}
+	b := newBrowser(t, d.tcpAddr())
+	if p := b.login(testToken); p.code != 303 {
+		t.Fatalf("login: %d", p.code)
+	}
+	p := b.must(200, "/runs/"+id)
+	if !strings.Contains(p.body, `invoice\u202efdp.exe \u2066isolated\u2069`) {
+		t.Errorf("the run's page does not show the overrides escaped:\n%s", p.body)
+	}
+	if strings.ContainsAny(p.body, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069") {
+		t.Errorf("the run's page holds a bidirectional override")
+	}
+	if got, _ := strconv.Atoi(p.hdr.Get("Content-Length")); got != len(p.body) {
+		t.Errorf("Content-Length %d for a body of %d bytes", got, len(p.body))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"github.com/hookd/hookd/internal/textsafe"
 )
 
 // termSafe is the writer under every command's stdout and stderr: what
@@ -11,11 +13,11 @@ import (
 // (a step's output, an error, a tool name a model made up), and a control
 // character in it would be obeyed by the terminal — an escape sequence
 // can recolour or clear the screen, rewrite the window title, move the
-// cursor over earlier lines, or (OSC 52) set the clipboard. So each C0
-// control but newline and tab, DEL, each C1 control, and the bidirectional
-// overrides (U+202A–U+202E, U+2066–U+2069, which reorder what a line
+// cursor over earlier lines, or (OSC 52) set the clipboard. So each
+// character textsafe.Escaped names (C0 controls but newline and tab, DEL,
+// C1 controls, the bidirectional overrides, which reorder what a line
 // shows) is written as its \uXXXX escape, and a byte that is not UTF-8 as
-// \xXX. JSON output is unchanged in meaning: encoding/json escapes the C0
+// \xXX, as the dashboard shows them too. JSON output is unchanged in meaning: encoding/json escapes the C0
 // controls and replaces bad UTF-8 itself, and a \uXXXX escape inside a JSON
 // string is the same string. hookd's own sequences (the live line of fire
 // --wait) go through WriteRaw.
@@ -27,19 +29,6 @@ type termSafe struct {
 
 func newTermSafe(w io.Writer) *termSafe { return &termSafe{w: w} }
 
-// escapedRune reports whether r is written escaped.
-func escapedRune(r rune) bool {
-	switch {
-	case r == '\n' || r == '\t':
-		return false
-	case r < 0x20, r >= 0x7f && r <= 0x9f:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
-}
-
 func (t *termSafe) Write(p []byte) (int, error) {
 	in := p
 	if len(t.carry) > 0 {
@@ -49,7 +38,7 @@ func (t *termSafe) Write(p []byte) (int, error) {
 	// Plain text (printable ASCII, newlines and tabs: a table of 10,000
 	// hooks) is written as it is, without a copy.
 	plain := 0
-	for plain < len(in) && (in[plain] >= 0x20 && in[plain] < 0x7f || in[plain] == '\n' || in[plain] == '\t') {
+	for plain < len(in) && textsafe.Plain(in[plain]) {
 		plain++
 	}
 	if plain == len(in) {
@@ -61,7 +50,7 @@ func (t *termSafe) Write(p []byte) (int, error) {
 	out := append(t.buf[:0], in[:plain]...)
 	for i := plain; i < len(in); {
 		c := in[i]
-		if c >= 0x20 && c < 0x7f || c == '\n' || c == '\t' {
+		if textsafe.Plain(c) {
 			out = append(out, c)
 			i++
 			continue
@@ -74,7 +63,7 @@ func (t *termSafe) Write(p []byte) (int, error) {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			out = fmt.Appendf(out, `\x%02x`, c)
-		case escapedRune(r):
+		case textsafe.Escaped(r):
 			out = fmt.Appendf(out, `\u%04x`, r)
 		default:
 			out = append(out, in[i:i+n]...)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookd/hookd/internal/textsafe"
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
@@ -77,7 +78,7 @@ skip_llm: true
 		e.run("watch", "--since", "0", "--type", "hook.tool.called,hook.step.finished", "-n", "2"))
 	for _, r := range outs {
 		for _, s := range []string{r.stdout, r.stderr} {
-			if i := strings.IndexFunc(s, escapedRune); i >= 0 {
+			if i := strings.IndexFunc(s, textsafe.Escaped); i >= 0 {
 				t.Errorf("hookd %s printed a control character %q:\n%s", strings.Join(r.args, " "), s[i:min(i+8, len(s))], s)
 			}
 		}
