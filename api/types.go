@@ -106,7 +106,7 @@ func CheckEvent(req *EmitRequest) error {
 	case len(req.Type) > MaxEventType:
 		return fmt.Errorf("type is longer than %d bytes", MaxEventType)
 	case engine.ReservedEventType(req.Type):
-		return errors.New("type: hook.* and hookd.* events are published by hookd itself")
+		return errors.New("type: " + engine.ReservedEventTypes + " events are published by hookd itself")
 	}
 	if err := engine.ValidateEventType(req.Type); err != nil {
 		return fmt.Errorf("type: %w", err)

@@ -524,8 +524,8 @@ func TestEventTriggerWhereAndLoopCut(t *testing.T) {
 			t.Errorf("run payload = %v", ev)
 		}
 
-		// All of hook.* is hookd's, two-segment types too.
-		for _, typ := range []string{"hook.run.completed", "hook.run", "hook.tool", "hook.step.finished", "hook"} {
+		// All of hook.* is hookd's, two-segment types too, and so are the watches' events.
+		for _, typ := range []string{"hook.run.completed", "hook.run", "hook.tool", "hook.step.finished", "hook", "file.changed", "folder.changed"} {
 			if _, err := h.eng.Emit(ctx, &engine.Event{Type: typ, Data: map[string]any{"hook": "loop"}}); !errors.Is(err, engine.ErrReservedEvent) {
 				t.Errorf("publishing %s, of hookd's own event types: %v", typ, err)
 			}

@@ -71,15 +71,27 @@ func ValidateEventType(t string) error {
 	return nil
 }
 
-// ErrReservedEvent refuses a published event whose type belongs to hookd.
-var ErrReservedEvent = errors.New("engine: hook.* and hookd.* events are published by hookd itself")
+// ReservedEventTypes names the event types only hookd publishes, for
+// the messages that refuse one (ReservedEventType).
+const ReservedEventTypes = "hook.*, hookd.*, file.changed and folder.changed"
 
-// ReservedEventType reports whether typ is one of hookd's own event types,
-// which only hookd publishes: "hook" and every type under "hook."
-// (hook.run.*, hook.tool.*, hook.run with two segments, and whatever
-// hookd adds there later), and "hookd" and every type under "hookd."
-// (the daemon's hookd.started and hookd.stopping).
+// ErrReservedEvent refuses a published event whose type belongs to hookd.
+var ErrReservedEvent = errors.New("engine: " + ReservedEventTypes + " events are published by hookd itself")
+
+// ReservedEventType reports whether typ is one only hookd publishes: its
+// own events (EngineEventType), and file.changed and folder.changed,
+// which its file watches publish and event triggers receive, so that no
+// emitter can forge a file change.
 func ReservedEventType(typ string) bool {
+	return EngineEventType(typ) || typ == EventFileChanged || typ == EventFolderChanged
+}
+
+// EngineEventType reports whether typ is one of hookd's own bookkeeping
+// events: "hook" and every type under "hook." (hook.run.*, hook.tool.*,
+// hook.run with two segments, and whatever hookd adds there later), and
+// "hookd" and every type under "hookd." (the daemon's hookd.started and
+// hookd.stopping).
+func EngineEventType(typ string) bool {
 	for _, ns := range [...]string{"hook", "hookd"} {
 		if typ == ns || strings.HasPrefix(typ, ns+".") {
 			return true

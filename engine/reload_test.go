@@ -215,7 +215,9 @@ func changeList(ops ...string) map[string]any {
 	return map[string]any{"changes": list, "count": len(list)}
 }
 
-func TestFireWatchFiresOnlyItsHook(t *testing.T) {
+// TestFireWatchPublishesToEventTriggers: a watch's change fires its own
+// hook once, by its watch, and the event triggers on its type, by event.
+func TestFireWatchPublishesToEventTriggers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := watchHook("w")
 		listener := newHook("listener")
@@ -231,8 +233,11 @@ func TestFireWatchFiresOnlyItsHook(t *testing.T) {
 		if r.Status != engine.StatusCompleted || r.Trigger != "watch" || r.EventType != engine.EventFolderChanged {
 			t.Errorf("watch run: %s %s %s", r.Status, r.Trigger, r.EventType)
 		}
-		if n := len(h.runs("listener")); n != 0 {
-			t.Errorf("an event trigger on folder.changed fired %d times; watch events go to their hook only", n)
+		if got := h.runs("listener"); len(got) != 1 || got[0].Trigger != "event" || got[0].EventType != engine.EventFolderChanged {
+			t.Errorf("an event trigger on folder.changed: %v, want one run by event", got)
+		}
+		if n := len(h.runs("w")); n != 1 {
+			t.Errorf("the watch's hook ran %d times, want once", n)
 		}
 		if evs := h.eventsOf(engine.EventFolderChanged); len(evs) != 1 || evs[0].Source != "watch:w" {
 			t.Errorf("subscribers saw %v", evs)

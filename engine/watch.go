@@ -46,9 +46,14 @@ type WatchSnapshots interface {
 
 // FireWatch triggers one hook for a change its file watch saw. The trigger
 // goes through the gates like any other, with reason "watch" and ev's type
-// and payload. ev is stored in the event log and shown to subscribers (the
-// live stream), but it is not dispatched to event triggers: a file change
-// fires only the hooks whose watch matched it.
+// and payload. ev is stored in the event log, shown to subscribers (the
+// live stream) and, as agent-queue's file watcher published its changes
+// on the bus, dispatched to the event triggers it matches (hooks on
+// file.changed or folder.changed; reason "event", so they are contained
+// as hooks taking untrusted input are). The watch's own hook is not an
+// event trigger: it fires once, by its watch. There is one event per
+// watch, its watch_id naming the hook; a change no event trigger matches
+// is dispatched to nothing.
 func (e *Engine) FireWatch(ctx context.Context, hook string, ev *Event) (*Run, error) {
 	select {
 	case <-e.stopping:
@@ -86,6 +91,7 @@ func (e *Engine) FireWatch(ctx context.Context, hook string, ev *Event) (*Run, e
 		res := s.trigger(ent, trig{reason: "watch", data: ev.Data, eventType: ev.Type, merge: ev.Merge})
 		cp := *res.run
 		run, err = &cp, res.err
+		s.dispatch(ev, false, nil, nil)
 	}); derr != nil {
 		return nil, derr
 	}

@@ -16,7 +16,7 @@ func init() {
 		"Publish an event on hookd's event bus, of a type this hook's file allows. Hooks whose event trigger matches its type, "+
 			"and that accept events from a model's tool call, run. "+
 			"Returns, for each hook the event matched, the run it started (or queued, and why) or the gate that refused it and why. "+
-			"Types are dot-separated words, like deploy.finished; hook.* and hookd.* are reserved for hookd.",
+			"Types are dot-separated words, like deploy.finished; hook.*, hookd.*, file.changed and folder.changed are reserved for hookd.",
 		`{"type":"object","properties":{
 			"type":{"type":"string","maxLength":200,"description":"event type, e.g. report.ready"},
 			"data":{"type":"object","description":"the event's payload"}
@@ -44,7 +44,7 @@ func emitEvent(ctx context.Context, env *engine.ToolEnv, a *emitArgs) (string, e
 	}
 	switch {
 	case engine.ReservedEventType(a.Type):
-		return "", fmt.Errorf("type %q: hook.* and hookd.* events are hookd's own", a.Type)
+		return "", fmt.Errorf("type %q: %s events are hookd's own", a.Type, engine.ReservedEventTypes)
 	case env.Emit == nil:
 		return "", errors.New("events cannot be published from this run")
 	case !mayEmit(env.Hook, a.Type):

@@ -444,3 +444,55 @@ func TestAgentQueueCreateTask(t *testing.T) {
 		t.Errorf("task.create hook saw %q, want %q", got, want)
 	}
 }
+
+// TestAgentQueueWatchEventsOnBus: as agent-queue's file watcher did, a
+// watch's change is published as a bus event, so a hook with event_type
+// file.changed and no watch of its own fires with the watch's payload
+// (watch_id naming the watch), while the watch's own hook fires once per
+// change, not twice. file.changed and folder.changed are hookd's to
+// publish: hookd emit refuses them.
+func TestAgentQueueWatchEventsOnBus(t *testing.T) {
+	e := newEnv(t, "", map[string]string{
+		"conf.json": `{
+  "id": "conf",
+  "cooldown_seconds": 0,
+  "trigger": {"type": "event", "event_type": "file.changed", "watch": {"paths": ["app.conf"]}, "skip_llm": true},
+  "context_steps": [{"type": "shell", "command": "echo {{event.operation}}"}]
+}`,
+		"audit.json": `{
+  "id": "audit",
+  "cooldown_seconds": 0,
+  "trigger": {"type": "event", "event_type": "file.changed", "skip_llm": true},
+  "context_steps": [{"type": "shell", "command": "echo {{event.watch_id}} {{event.relative_path}}"}]
+}`,
+	})
+	e.write("app.conf", "a=1")
+	e.serve()
+
+	e.write("app.conf", "a=22")
+	runs := e.waitWatchRuns("conf", 1)
+	e.waitRun(runs[0].ID, engine.StatusCompleted)
+	var audit []*engine.Run
+	waitFor(t, "the file.changed hook to fire", func() bool {
+		audit = e.listRuns("audit")
+		return len(audit) >= 1
+	}, nil)
+	r := e.waitRun(audit[0].ID, engine.StatusCompleted)
+	p := payload(t, r)
+	if r.Trigger != "event" || r.EventType != engine.EventFileChanged || p["watch_id"] != "conf" || p["operation"] != engine.OpModified {
+		t.Errorf("file.changed hook: trigger %s, event %s, payload %v", r.Trigger, r.EventType, p)
+	}
+	if out := strings.TrimSpace(r.Steps[0].Output); out != "conf app.conf" {
+		t.Errorf("file.changed hook's step saw %q, want \"conf app.conf\"", out)
+	}
+	if all := e.listRuns("conf"); len(all) != 1 || all[0].Trigger != "watch" {
+		t.Errorf("the watch's hook ran %d times, want once by its watch: %v", len(all), all)
+	}
+
+	for _, typ := range []string{engine.EventFileChanged, engine.EventFolderChanged} {
+		res := e.must(1, "emit", typ, "path=/etc/passwd")
+		if !strings.Contains(res.stderr, "published by hookd itself") {
+			t.Errorf("emit %s:\n%s", typ, res)
+		}
+	}
+}

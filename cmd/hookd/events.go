@@ -47,7 +47,7 @@ func cmdEvents(c *cli, args []string) int {
 		if len(out) == *limit {
 			break
 		}
-		if *all || *typ != "" || !engine.ReservedEventType(ev.Type) {
+		if *all || *typ != "" || !engine.EngineEventType(ev.Type) {
 			out = append(out, api.EventOf(ev))
 		}
 	}
