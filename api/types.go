@@ -40,6 +40,10 @@ type FireRequest struct {
 	// IgnoreWhere fires with Event although the hook's where: rejects it
 	// (engine.FireOptions.IgnoreWhere).
 	IgnoreWhere bool `json:"ignore_where,omitempty"`
+	// Depth is the event chain depth of the run or handler that fires
+	// (HOOKD_DEPTH; engine.FireOptions.Depth): a chain that loops is cut
+	// by the event_depth gate.
+	Depth int `json:"depth,omitempty"`
 }
 
 type RunAnswer struct {
@@ -50,6 +54,9 @@ type EmitRequest struct {
 	ID   string         `json:"id,omitempty"`
 	Type string         `json:"type"`
 	Data map[string]any `json:"data,omitempty"`
+	// Depth is the event chain depth of what publishes it (HOOKD_DEPTH;
+	// engine.Event.Depth).
+	Depth int `json:"depth,omitempty"`
 }
 
 type EmitAnswer struct {
@@ -113,6 +120,9 @@ func CheckEvent(req *EmitRequest) error {
 	}
 	if len(req.ID) > MaxEventID {
 		return fmt.Errorf("id is longer than %d bytes", MaxEventID)
+	}
+	if req.Depth < 0 {
+		return fmt.Errorf("depth is %d; want 0 or more", req.Depth)
 	}
 	for _, c := range req.ID {
 		if c <= ' ' || c > '~' {

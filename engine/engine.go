@@ -30,7 +30,7 @@ type Config struct {
 	Grace          time.Duration // how long shutdown waits for runs (default 30s)
 	DefaultTimeout time.Duration // a run's timeout when its hook sets none (default 30m)
 	MaxCatchup     int           // bound of on_missed: all when the hook sets none (default 10)
-	MaxEventDepth  int           // event chains deeper than this are cut (default 8)
+	MaxEventDepth  int           // event chains deeper than this are cut (default DefaultMaxEventDepth)
 	Environ        []string      // the environment runs inherit (default os.Environ())
 	HooksDir       string        // the hooks directory; tools may not write inside it
 	Protected      []string      // more paths tools may not write or read (the settings file, token file, state directory, database files); hidden from every process a hook starts
@@ -143,7 +143,7 @@ func (c *Config) setDefaults() {
 		c.StoreTimeout = 10 * time.Second
 	}
 	if c.MaxEventDepth <= 0 {
-		c.MaxEventDepth = 8
+		c.MaxEventDepth = DefaultMaxEventDepth
 	}
 	if c.Environ == nil {
 		c.Environ = os.Environ()
@@ -455,6 +455,11 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 	}
 	return run, err
 }
+
+// DefaultMaxEventDepth is how deep a chain of runs may go, each started
+// by an event, a tool or a handler of the run before, before the
+// event_depth gate cuts it.
+const DefaultMaxEventDepth = 8
 
 // Emit stores ev and then dispatches it to the hooks whose event trigger
 // matches. It returns the runs it started or queued (a copy of each, as

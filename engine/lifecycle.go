@@ -34,13 +34,15 @@ const (
 	PointRecordBefore      Point = "record:before"       // waterfall: drop fields of the final run record before it is stored
 	PointRunAfter          Point = "run:after"           // void: the final run record
 	PointNotifyBefore      Point = "notify:before"       // waterfall: amend a notification's summary, or cancel it
+	PointNotifyDelivered   Point = "notify:delivered"    // void: a notification reached its target
+	PointNotifyFailed      Point = "notify:failed"       // void: a notification was given up (undeliverable)
 	PointDaemonStop        Point = "daemon:stop"         // void: the daemon stops triggering and is about to drain its runs
 )
 
 // points lists every point in the order List sorts them.
 var points = [...]Point{PointDaemonStart, PointEventClaim, PointRunBefore, PointStepBefore, PointStepAfter, PointPromptRenderAfter,
 	PointLLMCallBefore, PointLLMCallAfter, PointToolCallBefore, PointToolCallAfter, PointRecordBefore, PointRunAfter,
-	PointNotifyBefore, PointDaemonStop}
+	PointNotifyBefore, PointNotifyDelivered, PointNotifyFailed, PointDaemonStop}
 
 // Points lists the lifecycle points in the order a run meets them.
 func Points() []Point { return points[:] }
@@ -74,7 +76,7 @@ const (
 // Model returns the execution model of p; "" for an unknown point.
 func (p Point) Model() Model {
 	switch p {
-	case PointRunAfter, PointStepAfter, PointLLMCallAfter, PointDaemonStart, PointDaemonStop:
+	case PointRunAfter, PointStepAfter, PointLLMCallAfter, PointNotifyDelivered, PointNotifyFailed, PointDaemonStart, PointDaemonStop:
 		return ModelVoid
 	case PointEventClaim:
 		return ModelClaiming
@@ -120,10 +122,20 @@ type Payload struct {
 	ToolResult string // tool:call:after
 	ToolError  string // tool:call:after: the tool's error, if it failed
 	Event      *Event // event:claim
-	// Notification is the message notify:before guards (JSON, the generic
+	// Notification is the message notify:* is about (JSON, the generic
 	// webhook form), and NotifyTarget the name of the target it goes to.
 	Notification json.RawMessage
 	NotifyTarget string
+	// NotifyAttempts (notify:delivered, notify:failed) is how many posts
+	// were made, NotifyError (notify:failed) why it was given up.
+	NotifyAttempts int
+	NotifyError    string
+	// Depth (notify:*) is the event chain depth of the run the
+	// notification is about (Run.Depth). A command handler gets
+	// HOOKD_DEPTH, one more, and `hookd fire` and `hookd emit` run from it
+	// pass that on, so that a chain through handlers is cut by the
+	// event_depth gate like any other.
+	Depth int
 	// Daemon describes the daemon at daemon:start and daemon:stop.
 	Daemon *DaemonInfo
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,9 +47,13 @@ type Input struct {
 	Record json.RawMessage `json:"record,omitempty"`
 	// Notification is the message notify:before guards (the generic
 	// webhook form), NotifyTarget the name of its target.
-	Notification json.RawMessage    `json:"notification,omitempty"`
-	NotifyTarget string             `json:"notify_target,omitempty"`
-	Daemon       *engine.DaemonInfo `json:"daemon,omitempty"` // daemon:start, daemon:stop
+	Notification json.RawMessage `json:"notification,omitempty"`
+	NotifyTarget string          `json:"notify_target,omitempty"`
+	// NotifyAttempts (notify:delivered, notify:failed) is how many posts
+	// were made; NotifyError (notify:failed) why it was given up.
+	NotifyAttempts int                `json:"notify_attempts,omitempty"`
+	NotifyError    string             `json:"notify_error,omitempty"`
+	Daemon         *engine.DaemonInfo `json:"daemon,omitempty"` // daemon:start, daemon:stop
 }
 
 // StepInput describes the step at step:before and step:after.
@@ -137,12 +142,16 @@ func Command(h *config.Handler, environ []string) engine.Handler {
 		if err != nil {
 			return engine.Decision{}, fmt.Errorf("encode payload: %w", err)
 		}
+		env := append(append([]string(nil), environ...),
+			"HOOKD_POINT="+string(p.Point), "HOOKD_HOOK="+hook, "HOOKD_RUN_ID="+p.RunID)
+		if p.Notification != nil {
+			// One more than the run the notification is about: hookd fire
+			// and hookd emit run from here pass it on (engine.Payload.Depth).
+			env = append(env, "HOOKD_DEPTH="+strconv.Itoa(p.Depth+1))
+		}
 		cmd := &process.Command{
 			Argv: h.Command, Dir: h.Dir, Stdin: bytes.NewReader(in), Timeout: h.Timeout,
-			KillGrace: killGrace, MaxOutput: MaxOutput,
-			Env: append(append([]string(nil), environ...),
-				"HOOKD_POINT="+string(p.Point), "HOOKD_HOOK="+hook, "HOOKD_RUN_ID="+p.RunID),
-			Policy: policy,
+			KillGrace: killGrace, MaxOutput: MaxOutput, Env: env, Policy: policy,
 		}
 		res := cmd.Run(ctx)
 		return decide(p.Point, res)
@@ -257,6 +266,7 @@ func input(p *engine.Payload) *Input {
 		}
 	}
 	in.Notification, in.NotifyTarget, in.Daemon = p.Notification, p.NotifyTarget, p.Daemon
+	in.NotifyAttempts, in.NotifyError = p.NotifyAttempts, p.NotifyError
 	if ev := p.Event; ev != nil {
 		in.Event = &EventInput{ID: ev.ID, Type: ev.Type, Source: ev.Source, Data: ev.Data}
 		if in.Event.Data == nil {

@@ -43,9 +43,15 @@ type Options struct {
 	// notification about it was dropped. It must not block (the engine's
 	// NoteRun).
 	Note func(hook, id, note string)
-	// Lifecycle holds the notify:before handlers, called before each
-	// delivery: they may amend the summary or cancel the notification.
+	// Lifecycle holds the notify:* handlers: notify:before, called before
+	// each delivery, may amend the summary or cancel the notification;
+	// notify:delivered and notify:failed are told how it ended.
 	Lifecycle *engine.Registry
+	// MaxDepth is the engine's event chain limit (default
+	// engine.DefaultMaxEventDepth): the notify:delivered and notify:failed
+	// handlers are not called for a run that deep, so that a handler
+	// that fires a hook whose notification fails in turn cannot loop.
+	MaxDepth int
 }
 
 // Notifier delivers notifications in the background. Start it, feed it
@@ -92,8 +98,9 @@ type target struct {
 }
 
 type job struct {
-	msg *Message // shared by the jobs of one event
-	t   *target
+	msg   *Message // shared by the jobs of one event
+	t     *target
+	depth int // the run's event chain depth (Payload.Depth)
 }
 
 // New builds a notifier; it delivers nothing until Start.
@@ -121,6 +128,9 @@ func New(o Options) *Notifier {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = time.Minute
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = engine.DefaultMaxEventDepth
 	}
 	if o.Count == nil {
 		o.Count = func(string) {}
@@ -295,9 +305,11 @@ func (n *Notifier) Observe(ev *engine.Event) {
 		if msg == nil {
 			msg = messageFrom(ev)
 		}
-		j := &job{msg: msg, t: t}
+		j := &job{msg: msg, t: t, depth: run.Depth}
 		if t.url == "" {
-			n.fail(j, 0, fmt.Errorf("no URL: environment variable %s is empty", t.env))
+			// Observe must not block: the notify:failed handlers run on a
+			// goroutine of their own.
+			n.failAsync(j, fmt.Errorf("no URL: environment variable %s is empty", t.env))
 			continue
 		}
 		if queued, stopped := n.enqueue(j); !queued && !stopped {
@@ -423,6 +435,7 @@ func (n *Notifier) deliver(j *job) {
 			n.log.Debug("notification delivered", "target", j.t.label, "hook", j.msg.Hook,
 				"run", j.msg.RunID, "attempts", attempt)
 			n.o.Count(Delivered)
+			n.after(j, engine.PointNotifyDelivered, attempt, nil)
 			return
 		}
 		if !retry || attempt >= n.o.Attempts {
@@ -455,11 +468,8 @@ func (n *Notifier) before(j *job) bool {
 		n.fail(j, 0, fmt.Errorf("encode message: %w", err))
 		return false
 	}
-	h := (*n.byName.Load())[j.msg.Hook]
-	if h == nil {
-		h = &engine.Hook{Name: j.msg.Hook}
-	}
-	o := lc.Call(n.ctx, engine.PointNotifyBefore, &engine.Payload{Hook: h, RunID: j.msg.RunID, Notification: raw, NotifyTarget: j.t.label})
+	o := lc.Call(n.ctx, engine.PointNotifyBefore, &engine.Payload{Hook: n.hook(j.msg.Hook), RunID: j.msg.RunID, Notification: raw,
+		NotifyTarget: j.t.label, Depth: j.depth})
 	if o.Cancelled {
 		n.log.Info("notification cancelled by a lifecycle handler", "target", j.t.label, "hook", j.msg.Hook,
 			"run", j.msg.RunID, "handler", o.By, "reason", o.Reason)
@@ -500,11 +510,61 @@ func (n *Notifier) post(t *target, body []byte) (retry bool, wait time.Duration,
 	return false, 0, fmt.Errorf("webhook answered %s", resp.Status)
 }
 
-// fail logs and counts a notification that was not delivered.
+// fail logs and counts a notification that was not delivered, and calls
+// the notify:failed handlers.
 func (n *Notifier) fail(j *job, attempts int, err error) {
+	n.undeliverable(j, attempts, err)
+	n.after(j, engine.PointNotifyFailed, attempts, err)
+}
+
+// failAsync is fail for a caller that must not block (Observe): the
+// notify:failed handlers run on a goroutine of their own.
+func (n *Notifier) failAsync(j *job, err error) {
+	n.undeliverable(j, 0, err)
+	go n.after(j, engine.PointNotifyFailed, 0, err)
+}
+
+// undeliverable logs and counts a notification that was not delivered.
+func (n *Notifier) undeliverable(j *job, attempts int, err error) {
 	n.log.Warn("notification undeliverable", "target", j.t.label, "hook", j.msg.Hook,
 		"run", j.msg.RunID, "outcome", j.msg.Outcome, "attempts", attempts, "err", err.Error())
 	n.o.Count(Undeliverable)
+}
+
+// after calls the handlers of notify:delivered or notify:failed (point)
+// for j, unless j's run is MaxDepth deep: a handler that fires a hook
+// (hookd fire, with its HOOKD_DEPTH) starts a run one deeper, and a
+// chain of failing notifications stops there, logged.
+func (n *Notifier) after(j *job, point engine.Point, attempts int, err error) {
+	lc := n.o.Lifecycle
+	if !lc.Active(point) {
+		return
+	}
+	if j.depth >= n.o.MaxDepth {
+		n.log.Warn("notification handlers not called: the run is a chain of runs too deep (a handler that notifies loops?)",
+			"point", point, "target", j.t.label, "hook", j.msg.Hook, "run", j.msg.RunID, "depth", j.depth, "limit", n.o.MaxDepth)
+		return
+	}
+	raw, merr := json.Marshal(j.msg)
+	if merr != nil {
+		n.log.Warn("notification handlers not called: encode message", "point", point, "err", merr)
+		return
+	}
+	p := &engine.Payload{Hook: n.hook(j.msg.Hook), RunID: j.msg.RunID, Notification: raw, NotifyTarget: j.t.label,
+		NotifyAttempts: attempts, Depth: j.depth}
+	if err != nil {
+		p.NotifyError = err.Error()
+	}
+	lc.Call(context.WithoutCancel(n.ctx), point, p)
+}
+
+// hook returns the hook a notification is about, for handlers' payloads
+// (its name alone when it is no longer loaded).
+func (n *Notifier) hook(name string) *engine.Hook {
+	if h := (*n.byName.Load())[name]; h != nil {
+		return h
+	}
+	return &engine.Hook{Name: name}
 }
 
 // scrubURL drops the URL from an HTTP client error: it may hold a secret.

@@ -284,7 +284,12 @@ func (a *Server) fire(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	run, err := a.eng.Fire(r.Context(), r.PathValue("name"), engine.FireOptions{Event: req.Event, Force: req.Force, EvenDisabled: req.EvenDisabled, IgnoreWhere: req.IgnoreWhere})
+	if req.Depth < 0 {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf("depth is %d; want 0 or more", req.Depth)})
+		return
+	}
+	run, err := a.eng.Fire(r.Context(), r.PathValue("name"), engine.FireOptions{Event: req.Event, Force: req.Force, EvenDisabled: req.EvenDisabled,
+		IgnoreWhere: req.IgnoreWhere, Depth: req.Depth})
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -364,7 +369,7 @@ func (a *Server) emit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
 		return
 	}
-	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "api"}
+	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "api", Depth: req.Depth}
 	em, err := a.eng.EmitReport(r.Context(), ev)
 	ans := api.NewEmitAnswer(ev, em)
 	switch {

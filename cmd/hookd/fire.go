@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +41,10 @@ func cmdFire(c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "hookd fire: --ignore-where needs --event (a fire without an event is not judged by where:)")
 		return exitUsage
 	}
+	depth, ok := c.chainDepth()
+	if !ok {
+		return exitUsage
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -61,7 +66,7 @@ func cmdFire(c *cli, args []string) int {
 			}
 		}
 		var ans api.RunAnswer
-		err := cl.Do(ctx, "POST", "/v1/hooks/"+name+"/fire", api.FireRequest{Event: event, Force: *force, EvenDisabled: *evenDisabled, IgnoreWhere: *ignoreWhere}, &ans)
+		err := cl.Do(ctx, "POST", "/v1/hooks/"+name+"/fire", api.FireRequest{Event: event, Force: *force, EvenDisabled: *evenDisabled, IgnoreWhere: *ignoreWhere, Depth: depth}, &ans)
 		if code, done := c.fireRefused(err); done {
 			return code
 		}
@@ -86,7 +91,7 @@ func cmdFire(c *cli, args []string) int {
 	pp := c.progress()
 	unsubscribe := subscribeProgress(l.Engine, name, pp)
 	defer unsubscribe()
-	run, err := l.Engine.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force, EvenDisabled: *evenDisabled, IgnoreWhere: *ignoreWhere})
+	run, err := l.Engine.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force, EvenDisabled: *evenDisabled, IgnoreWhere: *ignoreWhere, Depth: depth})
 	if code, done := c.fireRefused(err); done {
 		pp.close(0)
 		return code
@@ -108,6 +113,25 @@ func cmdFire(c *cli, args []string) int {
 		return exitOK
 	}
 	return code
+}
+
+// chainDepth is HOOKD_DEPTH, which hookd gives the commands of lifecycle
+// handlers at notify:* points: the depth of the chain of runs that led
+// to them. hookd fire and hookd emit run from such a command pass it on,
+// so that a handler that fires a hook whose notification fails in turn
+// is cut by the event_depth gate. Unset, 0; not a whole number >= 0, a
+// usage error.
+func (c *cli) chainDepth() (int, bool) {
+	v := c.env("HOOKD_DEPTH")
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		fmt.Fprintf(c.stderr, "hookd %s: HOOKD_DEPTH is %q; want a whole number, 0 or more (set by hookd for lifecycle handlers)\n", c.name, v)
+		return 0, false
+	}
+	return n, true
 }
 
 // fireRefused reports errors of a fire: a gate refusal exits 75.
@@ -247,9 +271,13 @@ func cmdEmit(c *cli, args []string) int {
 		}
 		data[k] = v
 	}
+	depth, ok := c.chainDepth()
+	if !ok {
+		return exitUsage
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	req := api.EmitRequest{ID: *id, Type: pos[0], Data: data}
+	req := api.EmitRequest{ID: *id, Type: pos[0], Data: data, Depth: depth}
 	c.quiet = *asJSON
 
 	cl, l, code, done := c.reachOrOpen(ctx, d, *waitLock)
@@ -278,7 +306,7 @@ func cmdEmit(c *cli, args []string) int {
 	}
 
 	defer l.Close()
-	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "cli"}
+	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "cli", Depth: req.Depth}
 	em, err := l.Engine.EmitReport(ctx, ev)
 	if errors.Is(err, engine.ErrDuplicateEvent) {
 		ans := api.EmitAnswer{EventID: ev.ID, Seq: ev.Seq, Duplicate: true, Runs: []*engine.Run{}}
