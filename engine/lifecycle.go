@@ -116,12 +116,18 @@ type Payload struct {
 	Prompt     string
 	Messages   json.RawMessage // llm:call:*: the chat messages so far
 	Round      int             // llm:call:*: 1 for the first model call
+	Model      string          // llm:call:*: the model called
 	Response   string          // llm:call:after: the model's text
-	ToolName   string          // as hooks list it: run_command, github.search_issues
+	// Usage (llm:call:after) is the token usage the server reported for
+	// this call (Known false when it reported none).
+	Usage      *Tokens
+	ToolName   string // as hooks list it: run_command, github.search_issues
+	ToolCallID string // tool:call:*: the id of the model's call (ToolUse.ID)
 	ToolInput  json.RawMessage
-	ToolResult string // tool:call:after
-	ToolError  string // tool:call:after: the tool's error, if it failed
-	Event      *Event // event:claim
+	ToolResult string        // tool:call:after
+	ToolError  string        // tool:call:after: the tool's error, if it failed
+	ToolTime   time.Duration // tool:call:after: how long the tool ran
+	Event      *Event        // event:claim
 	// Notification is the message notify:* is about (JSON, the generic
 	// webhook form), and NotifyTarget the name of the target it goes to.
 	Notification json.RawMessage

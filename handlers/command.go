@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
@@ -38,10 +39,18 @@ type Input struct {
 	Prompt        string          `json:"prompt,omitempty"`
 	Messages      json.RawMessage `json:"messages,omitempty"`
 	Round         int             `json:"round,omitempty"`
-	Response      *string         `json:"response,omitempty"`
-	Step          *StepInput      `json:"step,omitempty"`
-	Run           *RunInput       `json:"run,omitempty"`
-	Event         *EventInput     `json:"event,omitempty"`
+	Model         string          `json:"model,omitempty"`    // llm:call:*: the model called
+	Response      *string         `json:"response,omitempty"` // llm:call:after
+	// Usage is the token usage of the model call (llm:call:after), as
+	// the server reported it (known: false when it reported none).
+	Usage *engine.Tokens `json:"usage,omitempty"`
+	// ToolCallID is the id of the model's tool call (tool:call:*),
+	// DurationMS how long the tool ran (tool:call:after).
+	ToolCallID string      `json:"tool_call_id,omitempty"`
+	DurationMS *int64      `json:"duration_ms,omitempty"`
+	Step       *StepInput  `json:"step,omitempty"`
+	Run        *RunInput   `json:"run,omitempty"`
+	Event      *EventInput `json:"event,omitempty"`
 	// Record is the run record record:before guards, as `hookd run
 	// --json` shows it.
 	Record json.RawMessage `json:"record,omitempty"`
@@ -65,12 +74,71 @@ type StepInput struct {
 	Error  string `json:"error,omitempty"`  // step:after
 }
 
-// RunInput describes the run at run:before and run:after.
+// RunInput describes the run at run:before and run:after; at run:after
+// it is the final run record: besides the status, its answer, tokens,
+// the tools the model called, its duration and its steps, with the
+// outputs (the answer and the steps' outputs) capped at MaxRunOutputs
+// together and Cut saying what was cut.
 type RunInput struct {
-	Trigger string `json:"trigger,omitempty"`
-	Status  string `json:"status,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Trigger     string         `json:"trigger,omitempty"`
+	Status      string         `json:"status,omitempty"`
+	Reason      string         `json:"reason,omitempty"`
+	Error       string         `json:"error,omitempty"`
+	Cause       string         `json:"cause,omitempty"`        // run:after
+	CheckFailed string         `json:"check_failed,omitempty"` // run:after
+	Answer      *string        `json:"answer,omitempty"`       // run:after: the model's answer
+	Tokens      *engine.Tokens `json:"tokens,omitempty"`       // run:after
+	Tools       []string       `json:"tools,omitempty"`        // run:after: the model's tool calls, in order, as hooks list the tools
+	DurationMS  *int64         `json:"duration_ms,omitempty"`  // run:after: from start to end
+	StartedAt   time.Time      `json:"started_at,omitzero"`    // run:after
+	FinishedAt  time.Time      `json:"finished_at,omitzero"`   // run:after
+	Steps       []StepInput    `json:"steps,omitempty"`        // run:after: each step's output and error
+	// Cut lists the outputs cut to keep them within MaxRunOutputs, each
+	// as "FIELD: N bytes, M kept" (answer, steps[I].output), in order.
+	Cut []string `json:"cut,omitempty"`
+}
+
+// MaxRunOutputs caps the outputs of the final run record a run:after
+// handler reads: the answer first, then the steps' outputs in order,
+// each cut (at a character boundary) to what is left.
+const MaxRunOutputs = 64 << 10
+
+// finalRun is the run:after input of r.
+func finalRun(r *engine.Run) *RunInput {
+	in := &RunInput{Trigger: r.Trigger, Status: string(r.Status), Reason: r.Reason, Error: r.Error, Cause: string(r.Cause),
+		CheckFailed: r.CheckFailed, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+	tokens := r.Tokens
+	in.Tokens = &tokens
+	ms := r.Duration().Milliseconds()
+	in.DurationMS = &ms
+	for _, t := range r.Tools {
+		name := t.Tool
+		if name == "" {
+			name = t.Name // a tool the run does not have
+		}
+		in.Tools = append(in.Tools, name)
+	}
+	left := MaxRunOutputs
+	keep := func(field, s string) string {
+		if len(s) <= left {
+			left -= len(s)
+			return s
+		}
+		n := left
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		in.Cut = append(in.Cut, fmt.Sprintf("%s: %d bytes, %d kept", field, len(s), n))
+		left -= n
+		return s[:n]
+	}
+	answer := keep("answer", r.Response)
+	in.Answer = &answer
+	for i, s := range r.Steps {
+		in.Steps = append(in.Steps, StepInput{Index: s.Index, Name: s.Name, Type: s.Type,
+			Output: keep(fmt.Sprintf("steps[%d].output", i), s.Output), Error: s.Error})
+	}
+	return in
 }
 
 // EventInput describes the inbound event at event:claim.
@@ -242,14 +310,16 @@ func decide(point engine.Point, res process.CommandResult) (engine.Decision, err
 
 // input builds the stdin JSON of a payload.
 func input(p *engine.Payload) *Input {
-	in := &Input{HookEventName: string(p.Point), RunID: p.RunID, ToolName: p.ToolName, ToolInput: p.ToolInput,
-		ToolError: p.ToolError, Prompt: p.Prompt, Messages: p.Messages, Round: p.Round}
+	in := &Input{HookEventName: string(p.Point), RunID: p.RunID, ToolName: p.ToolName, ToolCallID: p.ToolCallID, ToolInput: p.ToolInput,
+		ToolError: p.ToolError, Prompt: p.Prompt, Messages: p.Messages, Round: p.Round, Model: p.Model, Usage: p.Usage}
 	if p.Hook != nil {
 		in.Hook, in.Cwd = p.Hook.Name, p.Hook.Workdir
 	}
 	switch p.Point {
 	case engine.PointToolCallAfter:
 		in.ToolResult = &p.ToolResult
+		ms := p.ToolTime.Milliseconds()
+		in.DurationMS = &ms
 	case engine.PointLLMCallAfter:
 		in.Response = &p.Response
 	}
@@ -260,7 +330,12 @@ func input(p *engine.Payload) *Input {
 		}
 	}
 	if r := p.Run; r != nil {
-		in.Run = &RunInput{Trigger: r.Trigger, Status: string(r.Status), Reason: r.Reason, Error: r.Error}
+		switch p.Point {
+		case engine.PointRunAfter:
+			in.Run = finalRun(r)
+		default:
+			in.Run = &RunInput{Trigger: r.Trigger, Status: string(r.Status), Reason: r.Reason, Error: r.Error}
+		}
 		if p.Point == engine.PointRecordBefore {
 			in.Record, _ = json.Marshal(r)
 		}

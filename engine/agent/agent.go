@@ -188,7 +188,7 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 		tr.Rounds = append(tr.Rounds, rd)
 		if lc := env.Lifecycle; lc.Active(engine.PointLLMCallBefore) {
 			raw, _ := json.Marshal(messages)
-			o := lc.Call(ctx, engine.PointLLMCallBefore, &engine.Payload{Hook: h, RunID: run.ID, Prompt: run.Prompt, Messages: raw, Round: round})
+			o := lc.Call(ctx, engine.PointLLMCallBefore, &engine.Payload{Hook: h, RunID: run.ID, Prompt: run.Prompt, Messages: raw, Round: round, Model: ep.Model})
 			if o.Cancelled {
 				ce := &engine.CancelError{Point: engine.PointLLMCallBefore, Outcome: o}
 				rd.Call.Error, tr.Stop = ce.Error(), "cancelled"
@@ -259,7 +259,15 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 		rd.Call.Content = msg.Content
 		publishRound(env, round, rd, len(msg.ToolCalls))
 		if lc := env.Lifecycle; lc.Active(engine.PointLLMCallAfter) {
-			lc.Call(ctx, engine.PointLLMCallAfter, &engine.Payload{Hook: h, RunID: run.ID, Prompt: run.Prompt, Round: round, Response: msg.Content})
+			p := &engine.Payload{Hook: h, RunID: run.ID, Prompt: run.Prompt, Round: round, Model: rd.Call.Model, Response: msg.Content,
+				Usage: &engine.Tokens{}}
+			if usage != nil {
+				*p.Usage = engine.Tokens{Prompt: usage.Prompt, Completion: usage.Completion, Cached: usage.Cached, Known: true}
+			}
+			if p.Model == "" {
+				p.Model = ep.Model
+			}
+			lc.Call(ctx, engine.PointLLMCallAfter, p)
 		}
 		over := budget > 0 && run.Tokens.Prompt+run.Tokens.Completion > budget
 		overErr := func() error {

@@ -85,7 +85,7 @@ func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, t
 	lc := env.Lifecycle
 	if lc.Active(engine.PointToolCallBefore) {
 		o := lc.Call(ctx, engine.PointToolCallBefore, &engine.Payload{
-			Hook: env.Hook, RunID: env.RunID, ToolName: bt.qualified, ToolInput: json.RawMessage(args),
+			Hook: env.Hook, RunID: env.RunID, ToolName: bt.qualified, ToolCallID: tc.ID, ToolInput: json.RawMessage(args),
 		})
 		if o.Cancelled {
 			rec.DeniedBy, rec.Outcome = o.By, engine.ToolDenied
@@ -109,14 +109,17 @@ func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, t
 			args, rec.InputAmendedBy, rec.AmendedArguments = string(amended), by, string(amended)
 		}
 	}
+	called := time.Now()
 	out, err := callSafely(ctx, bt.tool, env, []byte(args))
+	took := time.Since(called)
 	// Redacted before a tool:call:after handler sees it, as a step's
 	// result is before step:after: a handler is a program the secrets
 	// were not given to. What a handler puts in its place is redacted
 	// too.
 	out = redact(out)
 	if lc.Active(engine.PointToolCallAfter) {
-		p := &engine.Payload{Hook: env.Hook, RunID: env.RunID, ToolName: bt.qualified, ToolInput: json.RawMessage(args), ToolResult: out}
+		p := &engine.Payload{Hook: env.Hook, RunID: env.RunID, ToolName: bt.qualified, ToolCallID: tc.ID, ToolInput: json.RawMessage(args),
+			ToolResult: out, ToolTime: took}
 		if err != nil {
 			p.ToolError = redact(err.Error())
 		}
