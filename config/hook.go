@@ -201,11 +201,16 @@ func (s *state) hook(top *yaml.Node, data []byte, opts Options) (*engine.Hook, i
 	}
 
 	if n := f.get("trigger"); n != nil {
-		s.trigger(n, "trigger", h)
+		interval := s.trigger(n, "trigger", h)
 		if h.Trigger.Kind != engine.TriggerManual && h.Trigger.Kind != engine.TriggerAt && isAgentQueueTrigger(n) &&
 			!f.has("cooldown") && !f.has("cooldown_seconds") {
 			h.Cooldown = AgentQueueCooldown
 		}
+		// agent-queue's interval_seconds with a schedule: a slot of the
+		// schedule fires once the interval has passed since the last run
+		// as well as the cooldown, which is the cooldown gate with the
+		// longer of the two.
+		h.Cooldown = max(h.Cooldown, interval)
 	}
 	if n, path := f.either("steps", "context_steps"); n != nil {
 		s.steps(n, path, h, opts)

@@ -11,7 +11,22 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var scheduleKeys = []string{"times", "days", "cron"}
+var (
+	scheduleKeys = []string{"times", "days", "cron"}
+	// agent-queue's schedule keys, in an agent-queue-shaped trigger.
+	agentQueueScheduleKeys = []string{"times", "days", "cron", "days_of_week", "days_of_month"}
+)
+
+// agentQueueWeekdays maps the day names of agent-queue's days_of_week to
+// its numbers: 0 is Monday (Python's weekday()).
+var agentQueueWeekdays = map[string]int{
+	"mon": 0, "monday": 0, "tue": 1, "tuesday": 1, "wed": 2, "wednesday": 2, "thu": 3, "thursday": 3,
+	"fri": 4, "friday": 4, "sat": 5, "saturday": 5, "sun": 6, "sunday": 6,
+}
+
+// fromMonday turns an agent-queue day number (0 Monday ... 6 Sunday)
+// into cron's (0 Sunday ... 6 Saturday).
+func fromMonday(d int) int { return (d + 1) % 7 }
 
 // weekdays maps the day names a schedule's days list takes to cron's
 // day-of-week numbers.
@@ -23,12 +38,17 @@ var weekdays = map[string]int{
 // schedule decodes agent-queue's trigger.schedule into a cron trigger: a
 // cron expression (a string, or {cron: EXPR}), or {times: [HH:MM, ...],
 // days: [mon, ...]} — each time on each listed day (every day when days
-// is absent), in the trigger's timezone.
-func (s *state) schedule(n *yaml.Node, path string, t *engine.Trigger) {
+// is absent), in the trigger's timezone. In an agent-queue-shaped
+// trigger (aq) it takes agent-queue's meaning as well: days_of_week
+// (names, or numbers with 0 Monday), days_of_month, and a cron whose
+// day-of-week counts 0 as Monday.
+func (s *state) schedule(n *yaml.Node, path string, t *engine.Trigger, aq bool) {
 	n = resolve(n)
 	if n.Kind == yaml.ScalarNode {
 		if s.decodeAt(n, path, &t.Cron) && strings.TrimSpace(t.Cron) == "" {
 			s.errorf(n, path, "must not be empty")
+		} else if aq {
+			s.mondayCron(n, path, t)
 		}
 		return
 	}
@@ -36,18 +56,61 @@ func (s *state) schedule(n *yaml.Node, path string, t *engine.Trigger) {
 		s.errorf(n, path, "expected {times: [\"09:00\"], days: [mon]} or {cron: EXPR}, got %s", describe(n))
 		return
 	}
-	f := s.fields(n, path, scheduleKeys, nil)
+	keys := scheduleKeys
+	if aq {
+		keys = agentQueueScheduleKeys
+	}
+	f := s.fields(n, path, keys, nil)
 	if c := f.get("cron"); c != nil {
-		if f.has("times") || f.has("days") {
+		if f.has("times") || f.has("days") || f.has("days_of_week") || f.has("days_of_month") {
 			s.add(f.keyLine("cron"), join(path, "cron"), "has both cron and times/days; write one")
 			return
 		}
 		if s.decodeAt(c, join(path, "cron"), &t.Cron) && strings.TrimSpace(t.Cron) == "" {
 			s.errorf(c, join(path, "cron"), "must not be empty")
+		} else if aq {
+			s.mondayCron(c, join(path, "cron"), t)
 		}
 		return
 	}
-	dow := "*"
+	dow, dom := "*", "*"
+	if f.has("days") && f.has("days_of_week") {
+		s.add(f.keyLine("days_of_week"), join(path, "days_of_week"), "has both days and days_of_week; write one "+
+			"(days counts 0 as Sunday, agent-queue's days_of_week 0 as Monday)")
+		return
+	}
+	if f.has("days_of_month") && (f.has("days") || f.has("days_of_week")) {
+		s.add(f.keyLine("days_of_month"), join(path, "days_of_month"), "has both days_of_month and days of the week: "+
+			"agent-queue fired only on a day that is both, which a cron expression cannot say (it fires on either); "+
+			"write one of them, or two hooks")
+		return
+	}
+	if dn := f.get("days_of_week"); dn != nil {
+		if dow = s.mondayDays(dn, join(path, "days_of_week")); dow == "" {
+			return
+		}
+	}
+	if dn := f.get("days_of_month"); dn != nil {
+		var days []int
+		if !s.decodeAt(dn, join(path, "days_of_month"), &days) {
+			return
+		}
+		if len(days) == 0 {
+			s.errorf(dn, join(path, "days_of_month"), "must list at least one day (leave days_of_month out for every day)")
+			return
+		}
+		var nums []int
+		for i, d := range days {
+			if d < 1 || d > 31 {
+				s.errorf(resolve(dn).Content[i], index(join(path, "days_of_month"), i), "must be a day of the month, 1-31 (got %d)", d)
+				return
+			}
+			if !slices.Contains(nums, d) {
+				nums = append(nums, d)
+			}
+		}
+		dom = joinInts(nums)
+	}
 	if dn := f.get("days"); dn != nil {
 		var days []string
 		if !s.decodeAt(dn, join(path, "days"), &days) {
@@ -110,7 +173,7 @@ func (s *state) schedule(n *yaml.Node, path string, t *engine.Trigger) {
 			s.errorf(resolve(tn).Content[i], index(join(path, "times"), i), "must be a time of day like 09:00 or 17:30:00 (got %q)", tm)
 			return
 		}
-		e := fmt.Sprintf("%d %d * * %s", m, h, dow)
+		e := fmt.Sprintf("%d %d %s * %s", m, h, dom, dow)
 		if sec != 0 {
 			e = fmt.Sprintf("%d %s", sec, e)
 		}
@@ -119,6 +182,120 @@ func (s *state) schedule(n *yaml.Node, path string, t *engine.Trigger) {
 		}
 	}
 	t.Cron, t.CronSet = exprs[0], exprs[1:]
+}
+
+// joinInts sorts nums and joins them with commas, a cron field's list.
+func joinInts(nums []int) string {
+	slices.Sort(nums)
+	parts := make([]string, len(nums))
+	for i, v := range nums {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+// mondayDays decodes agent-queue's days_of_week — day names, or numbers
+// (ints or strings of digits) with 0 Monday — into a cron day-of-week
+// list (0 Sunday). It returns "" after reporting an error.
+func (s *state) mondayDays(dn *yaml.Node, path string) string {
+	dn = resolve(dn)
+	if dn.Kind != yaml.SequenceNode || len(dn.Content) == 0 {
+		s.errorf(dn, path, "must list at least one day, like [\"mon\", 4] (0 is Monday); leave days_of_week out for every day")
+		return ""
+	}
+	var nums []int
+	for i, item := range dn.Content {
+		item = resolve(item)
+		v, ok := -1, false
+		if item.Kind == yaml.ScalarNode {
+			word := strings.ToLower(strings.TrimSpace(item.Value))
+			if d, named := agentQueueWeekdays[word]; named {
+				v, ok = d, true
+			} else if x, err := strconv.Atoi(word); err == nil && x >= 0 && x <= 6 {
+				v, ok = x, true
+			}
+		}
+		if !ok {
+			s.errorf(item, index(path, i), "unknown day %q (mon, tue, ... sun, or 0-6 with 0 Monday, as agent-queue counts)", item.Value)
+			return ""
+		}
+		if d := fromMonday(v); !slices.Contains(nums, d) {
+			nums = append(nums, d)
+		}
+	}
+	return joinInts(nums)
+}
+
+// mondayCron rewrites the day-of-week field of t.Cron, an agent-queue
+// cron expression whose day-of-week counts 0 as Monday, into cron's
+// numbering (0 Sunday): each number, range and step is expanded into the
+// days it names and each day moved by one. Names (MON, MON-FRI) mean the
+// same in both; a descriptor (@daily) has no day-of-week field.
+func (s *state) mondayCron(n *yaml.Node, path string, t *engine.Trigger) {
+	fields := strings.Fields(t.Cron)
+	if len(fields) != 5 && len(fields) != 6 {
+		return // a descriptor, or an expression the cron parser reports
+	}
+	last := len(fields) - 1
+	bad := func(why string) {
+		s.errorf(n, path, "day-of-week %q: %s (0-6 with 0 Monday, as agent-queue counts, or names)", fields[last], why)
+	}
+	// day reads one end of a range: a name is cron's day already, a
+	// number is agent-queue's (0 Monday).
+	day := func(w string) (d int, named, ok bool) {
+		if v, isName := weekdays[strings.ToLower(w)]; isName {
+			return v, true, true
+		}
+		x, err := strconv.Atoi(w)
+		return x, false, err == nil && x >= 0 && x <= 6
+	}
+	var days []int
+	add := func(d int) {
+		if !slices.Contains(days, d) {
+			days = append(days, d)
+		}
+	}
+	for _, item := range strings.Split(fields[last], ",") {
+		rng, step := item, 1
+		if r, st, ok := strings.Cut(item, "/"); ok {
+			x, err := strconv.Atoi(st)
+			if err != nil || x < 1 {
+				bad(fmt.Sprintf("bad step %q", st))
+				return
+			}
+			rng, step = r, x
+		}
+		lo, hi, named := 0, 6, false
+		if rng != "*" && rng != "?" {
+			a, b, isRange := strings.Cut(rng, "-")
+			var ok1, ok2, n1, n2 bool
+			lo, n1, ok1 = day(a)
+			hi, n2, ok2 = lo, n1, ok1
+			if isRange {
+				hi, n2, ok2 = day(b)
+			} else if step > 1 {
+				hi, n2, ok2 = 6, n1, true
+			}
+			if !ok1 || !ok2 || n1 != n2 || lo > hi {
+				bad(fmt.Sprintf("%q is not a day or a range of days", rng))
+				return
+			}
+			named = n1
+		}
+		for d := lo; d <= hi; d += step {
+			if named {
+				add(d)
+			} else {
+				add(fromMonday(d))
+			}
+		}
+	}
+	if len(days) == 7 {
+		fields[last] = "*"
+	} else {
+		fields[last] = joinInts(days)
+	}
+	t.Cron = strings.Join(fields, " ")
 }
 
 // atLayouts are the forms of an at (fire_at) time without a zone; they

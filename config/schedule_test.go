@@ -52,9 +52,29 @@ func TestAgentQueueTriggerShapes(t *testing.T) {
 			}},
 		{"schedule times every day", `{"trigger": {"type": "periodic", "schedule": {"times": ["06:15:30"]}}, "skip_llm": true}`,
 			func(h *engine.Hook) bool { return h.Trigger.Cron == "30 15 6 * * *" && len(h.Trigger.CronSet) == 0 }},
-		{"schedule cron", `{"trigger": {"type": "periodic", "schedule": {"cron": "0 3 * * 1-5"}}, "skip_llm": true}`,
+		{"schedule cron, 0 Monday", `{"trigger": {"type": "periodic", "schedule": {"cron": "0 3 * * 0-4"}}, "skip_llm": true}`,
 			func(h *engine.Hook) bool {
-				return h.Trigger.Kind == engine.TriggerCron && h.Trigger.Cron == "0 3 * * 1-5"
+				// agent-queue's 0-4 is Monday to Friday, cron's 1-5, in UTC.
+				return h.Trigger.Kind == engine.TriggerCron && h.Trigger.String() == "cron 0 3 * * 1,2,3,4,5 (UTC)"
+			}},
+		{"schedule cron string, steps and names", `{"trigger": {"type": "periodic", "schedule": "30 6 * * */3,SUN"}, "skip_llm": true}`,
+			func(h *engine.Hook) bool {
+				return h.Trigger.Cron == "30 6 * * 1,4,0" || h.Trigger.Cron == "30 6 * * 0,1,4"
+			}},
+		{"interval and schedule add up", `{"trigger": {"type": "periodic", "interval_seconds": 7200,
+  "schedule": {"times": ["09:00", "21:00"], "days_of_week": [0, "4", "sat"]}}, "cooldown_seconds": 60, "skip_llm": true}`,
+			func(h *engine.Hook) bool {
+				// 0 Monday, "4" Friday, sat: cron's 1, 5 and 6; UTC; fired
+				// only once 7200 s have passed as well (the cooldown gate).
+				from := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) // a Sunday
+				got := engine.FireTimes(h, from, 2)
+				return h.Trigger.String() == "cron 0 9 * * 1,5,6; 0 21 * * 1,5,6 (UTC)" && h.Cooldown == 7200*time.Second &&
+					len(got) == 2 && got[0].Equal(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)) && got[0].Weekday() == time.Monday
+			}},
+		{"interval shorter than the default cooldown", `{"trigger": {"type": "periodic", "interval_seconds": 60,
+  "schedule": {"times": ["09:00"], "days_of_month": [15, 1]}}, "skip_llm": true}`,
+			func(h *engine.Hook) bool {
+				return h.Trigger.String() == "cron 0 9 1,15 * * (UTC)" && h.Cooldown == AgentQueueCooldown
 			}},
 		{"scheduled fire_at ISO", `{"trigger": {"type": "scheduled", "fire_at": "2026-12-01T09:00:00Z"}, "skip_llm": true}`,
 			func(h *engine.Hook) bool {
@@ -83,19 +103,24 @@ func TestAgentQueueTriggerShapes(t *testing.T) {
 func TestAgentQueueTriggerShapeErrors(t *testing.T) {
 	for src, want := range map[string]string{
 		`{"trigger": {"type": "event", "event_type": "task.completed", "watch": {"paths": ["a"]}}}`: `hooks.d/h.json:1: trigger.event_type: with watch, the event type must be file.changed or folder.changed (what a watch publishes; got "task.completed")`,
-		`{"trigger": {"type": "scheduled"}}`:                                    `trigger.type: scheduled needs fire_at (or write at: TIME)`,
-		`{"trigger": {"type": "periodic", "fire_at": "2026-12-01T09:00:00Z"}}`:  `trigger.type: periodic does not match the fire_at trigger`,
-		`{"trigger": {"at": "2026-12-01T09:00:00Z", "fire_at": 1}}`:             `trigger.fire_at: fire_at is an alias of at, which is also given; keep one`,
-		`{"trigger": {"at": "tomorrow"}}`:                                       `trigger.at: must be a time like 2026-12-01T09:00:00Z or "2026-12-01 09:00" (in timezone), or Unix seconds (got "tomorrow")`,
-		`{"trigger": {"schedule": {"times": ["25:00"]}}}`:                       `trigger.schedule.times[0]: must be a time of day like 09:00 or 17:30:00 (got "25:00")`,
-		`{"trigger": {"schedule": {"times": ["09:00"], "days": ["someday"]}}}`:  `trigger.schedule.days[0]: unknown day "someday"`,
-		`{"trigger": {"schedule": {"days": ["mon"]}}}`:                          `trigger.schedule.times: required`,
-		`{"trigger": {"schedule": {"cron": "0 3 * * *", "times": ["09:00"]}}}`:  `trigger.schedule.cron: has both cron and times/days`,
-		`{"trigger": {"cron": "0 3 * * *", "schedule": {"cron": "0 4 * * *"}}}`: `trigger: has both cron and schedule`,
-		`{"trigger": {"schedule": {"times": ["09:00"]}, "where": {"a": 1}}}`:    `trigger.where: only applies to event triggers`,
-		`{"trigger": {"watch": {"paths": ["a"], "base_dir": ""}}}`:              `trigger.watch.base_dir: must not be empty`,
-		`{"trigger": {"evrey": "1h"}}`:                                          `trigger.evrey: unknown field; did you mean every?`,
-		`{"trigger": {}}`:                                                       `trigger: needs one of every, cron, schedule, at, event or watch`,
+		`{"trigger": {"type": "scheduled"}}`:                                                                             `trigger.type: scheduled needs fire_at (or write at: TIME)`,
+		`{"trigger": {"type": "periodic", "fire_at": "2026-12-01T09:00:00Z"}}`:                                           `trigger.type: periodic does not match the fire_at trigger`,
+		`{"trigger": {"at": "2026-12-01T09:00:00Z", "fire_at": 1}}`:                                                      `trigger.fire_at: fire_at is an alias of at, which is also given; keep one`,
+		`{"trigger": {"at": "tomorrow"}}`:                                                                                `trigger.at: must be a time like 2026-12-01T09:00:00Z or "2026-12-01 09:00" (in timezone), or Unix seconds (got "tomorrow")`,
+		`{"trigger": {"schedule": {"times": ["25:00"]}}}`:                                                                `trigger.schedule.times[0]: must be a time of day like 09:00 or 17:30:00 (got "25:00")`,
+		`{"trigger": {"schedule": {"times": ["09:00"], "days": ["someday"]}}}`:                                           `trigger.schedule.days[0]: unknown day "someday"`,
+		`{"trigger": {"schedule": {"days": ["mon"]}}}`:                                                                   `trigger.schedule.times: required`,
+		`{"trigger": {"schedule": {"cron": "0 3 * * *", "times": ["09:00"]}}}`:                                           `trigger.schedule.cron: has both cron and times/days`,
+		`{"trigger": {"cron": "0 3 * * *", "schedule": {"cron": "0 4 * * *"}}}`:                                          `trigger: has both cron and schedule`,
+		`{"trigger": {"schedule": {"times": ["09:00"]}, "where": {"a": 1}}}`:                                             `trigger.where: only applies to event triggers`,
+		`{"trigger": {"watch": {"paths": ["a"], "base_dir": ""}}}`:                                                       `trigger.watch.base_dir: must not be empty`,
+		`{"trigger": {"evrey": "1h"}}`:                                                                                   `trigger.evrey: unknown field; did you mean every?`,
+		`{"trigger": {}}`:                                                                                                `trigger: needs one of every, cron, schedule, at, event or watch`,
+		`{"trigger": {"type": "periodic", "schedule": {"times": ["09:00"], "days_of_week": [7]}}}`:                       `trigger.schedule.days_of_week[0]: unknown day "7" (mon, tue, ... sun, or 0-6 with 0 Monday`,
+		`{"trigger": {"type": "periodic", "schedule": {"times": ["09:00"], "days_of_week": [0], "days_of_month": [1]}}}`: `trigger.schedule.days_of_month: has both days_of_month and days of the week`,
+		`{"trigger": {"type": "periodic", "schedule": {"times": ["09:00"], "days_of_month": [32]}}}`:                     `trigger.schedule.days_of_month[0]: must be a day of the month, 1-31 (got 32)`,
+		`{"trigger": {"type": "periodic", "schedule": {"cron": "0 3 * * 1-7"}}}`:                                         `trigger.schedule.cron: day-of-week "1-7": "1-7" is not a day or a range of days (0-6 with 0 Monday`,
+		`{"trigger": {"schedule": {"times": ["09:00"], "days_of_week": [0]}}}`:                                           `trigger.schedule.days_of_week: unknown field`,
 	} {
 		_, err := parseTrigger(t, src)
 		if err == nil || !strings.Contains(err.Error(), want) {

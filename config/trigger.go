@@ -31,11 +31,14 @@ const (
 )
 
 // trigger decodes a hook's trigger: exactly one of every, cron, event or
-// watch, with the options that apply to it.
-func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
+// watch, with the options that apply to it. For agent-queue's periodic
+// trigger with both interval_seconds and schedule, the schedule is the
+// trigger and interval is interval_seconds, which the hook's cooldown
+// must be at least (agent-queue fired when both had passed).
+func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) (interval time.Duration) {
 	if n.Kind != yaml.MappingNode {
 		s.errorf(n, path, "expected a mapping like {every: 1h}, got %s", describe(n))
-		return
+		return 0
 	}
 	before := s.count()
 	t := &h.Trigger
@@ -59,6 +62,20 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 	// watch: {...}}. The event type names what the watch publishes; the
 	// trigger is the watch.
 	watchEvent := f.has("watch") && (f.has("event") || f.has("event_type"))
+	// agent-queue's periodic trigger: a schedule adds to interval_seconds
+	// (it fires when the interval has passed and the schedule matches).
+	aq := isAgentQueueTrigger(n)
+	aqBoth := aq && f.has("interval_seconds") && f.has("schedule")
+	if aqBoth {
+		in, ip := f.either("every", "interval_seconds")
+		var secs time.Duration
+		if s.decodeAt(in, ip, &secs) {
+			if secs < MinEvery {
+				s.errorf(in, ip, "must be at least %s (got %s)", human.Exact(MinEvery), written(in, secs))
+			}
+			interval = secs
+		}
+	}
 	if watchEvent {
 		en, ep := f.either("event", "event_type")
 		var et string
@@ -77,7 +94,7 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 		{kind: engine.TriggerEvent, key: "event", alt: "event_type"},
 		{kind: engine.TriggerWatch, key: "watch"},
 	} {
-		if k.kind == engine.TriggerEvent && watchEvent {
+		if k.kind == engine.TriggerEvent && watchEvent || k.kind == engine.TriggerEvery && aqBoth {
 			continue
 		}
 		for _, key := range []string{k.key, k.alt} {
@@ -161,7 +178,7 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 	case engine.TriggerCron:
 		if kinds[0].key == "schedule" {
 			kindNode, kindPath = f.get("schedule"), join(path, "schedule")
-			s.schedule(kindNode, kindPath, t)
+			s.schedule(kindNode, kindPath, t, aq)
 			break
 		}
 		kindPath = join(path, "cron")
@@ -209,6 +226,10 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 	}
 	if periodic && t.Location == nil {
 		t.Location = time.Local
+		if aq && t.Kind == engine.TriggerCron {
+			// agent-queue's schedules are in UTC.
+			t.Location, t.Timezone = time.UTC, "UTC"
+		}
 	}
 	if t.Kind == engine.TriggerAt && kindNode != nil {
 		t.At = s.atTime(kindNode, kindPath, t.Location)
@@ -269,6 +290,7 @@ func (s *state) trigger(n *yaml.Node, path string, h *engine.Hook) {
 		}
 		t.Schedule = sc
 	}
+	return interval
 }
 
 // watch decodes a watch spec; relative paths resolve against workdir.

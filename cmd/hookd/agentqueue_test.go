@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -493,6 +494,46 @@ func TestAgentQueueWatchEventsOnBus(t *testing.T) {
 		res := e.must(1, "emit", typ, "path=/etc/passwd")
 		if !strings.Contains(res.stderr, "published by hookd itself") {
 			t.Errorf("emit %s:\n%s", typ, res)
+		}
+	}
+}
+
+// TestAgentQueueScheduleAddsToInterval: agent-queue's periodic trigger
+// with interval_seconds and a schedule loads, and fires on the days
+// agent-queue fired it: days_of_week and cron count 0 as Monday, in UTC;
+// the interval holds as well, as the hook's cooldown (config's test).
+func TestAgentQueueScheduleAddsToInterval(t *testing.T) {
+	e := newEnv(t, "llm: {model: test-model, base_url: \"http://127.0.0.1:1/v1\"}\n", map[string]string{
+		"weekly.json": `{
+  "id": "weekly",
+  "trigger": {"type": "periodic", "interval_seconds": 86400,
+    "schedule": {"times": ["09:00"], "days_of_week": [0, "4"]}},
+  "context_steps": [{"type": "shell", "command": "echo hi"}],
+  "prompt_template": "{{step_0}}"
+}`,
+		"workdays.json": `{
+  "id": "workdays",
+  "trigger": {"type": "periodic", "interval_seconds": 3600, "schedule": {"cron": "30 7 * * 0-4"}},
+  "context_steps": [{"type": "shell", "command": "echo hi"}],
+  "prompt_template": "{{step_0}}"
+}`,
+	})
+	e.must(0, "validate")
+	r := e.must(0, "list")
+	for hook, want := range map[string]string{
+		"weekly":   "cron 0 9 * * 1,5 (UTC)",
+		"workdays": "cron 30 7 * * 1,2,3,4,5 (UTC)",
+	} {
+		if line := listLine(t, r, hook); !strings.Contains(line, want) {
+			t.Errorf("list %s: %q lacks %q", hook, line, want)
+		}
+	}
+	for hook, days := range map[string][]string{"weekly": {"Mon", "Fri"}, "workdays": {"Mon", "Tue", "Wed", "Thu", "Fri"}} {
+		r = e.must(0, "next", hook, "-n", "7")
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if !slices.ContainsFunc(days, func(d string) bool { return strings.HasSuffix(l, d) }) {
+				t.Errorf("next %s: %q is not on %v", hook, l, days)
+			}
 		}
 	}
 }
