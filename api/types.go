@@ -31,6 +31,11 @@ type Error struct {
 	RunID string `json:"run_id,omitempty"`
 }
 
+// OutputChunk is one event of the live output (GET /v1/output, GET
+// /v1/runs/{id}/output): a piece of a running step's output, redacted,
+// or (end) a run's end with how many chunks the client lost.
+type OutputChunk = engine.LiveChunk
+
 type FireRequest struct {
 	Event map[string]any `json:"event,omitempty"`
 	Force bool           `json:"force,omitempty"`

@@ -186,6 +186,9 @@ type Engine struct {
 	eventLog     chan *Event // engine events on their way to the store
 	eventLogDone chan struct{}
 
+	// live hands running steps' output to its followers (SubscribeOutput).
+	live liveHub
+
 	subMu sync.Mutex
 	subs  map[int]func(*Event)
 	subN  int

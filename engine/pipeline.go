@@ -325,7 +325,9 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 				continue
 			}
 		}
+		var output func(string, []byte)
 		if !preview {
+			output = e.stepOutput(run, def)
 			e.stepStarted(out, run, def, e.cfg.Clock.Now())
 			e.flush(out) // the step (and its handlers) may take a while
 		}
@@ -333,6 +335,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 			Hook: h, RunID: run.ID, Workdir: h.Workdir, Env: envs.Step(def.Index), Scope: scope, Def: def, Now: e.cfg.Clock.Now(),
 			Records: e.cfg.Store, Emit: emit, Redactor: red, Database: e.cfg.Database,
 			TrackProcess: e.tracker(run, def.Index, preview), Sandbox: StepPolicy(policy, def),
+			Output: output,
 		})
 		scope.Steps[i] = res
 		run.Steps = append(run.Steps, res)

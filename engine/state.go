@@ -1273,6 +1273,7 @@ func (s *state) finishWaiters(run *Run) {
 	chs := s.waiters[run.ID]
 	delete(s.waiters, run.ID)
 	s.e.waitMu.Unlock()
+	s.e.live.end(run.ID, run.Hook)
 	for _, ch := range chs {
 		cp := *run
 		ch <- &cp

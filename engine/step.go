@@ -67,6 +67,11 @@ type StepEnv struct {
 	// a step that starts one contains it so, with what the step declares
 	// on top (process.Command.Policy). Nil: unconfined.
 	Sandbox *sandbox.Policy
+	// Output, when set, takes the step's output as its processes write
+	// it, redacted and capped as the record is (process.Command.Live), for
+	// whoever follows the run live; it never waits and is safe for
+	// concurrent use. Nil: nobody can follow (a preview).
+	Output func(stream string, p []byte)
 }
 
 var (

@@ -86,6 +86,14 @@ type Command struct {
 	// goroutine at a time. It is how a caller parses output longer than
 	// MaxOutput. Its errors are ignored.
 	Tee io.Writer
+	// Live, when set, is called with the output as it arrives, redacted
+	// (after Redactor, which holds back at most the longest secret's
+	// length minus one byte), stream "stdout" or "stderr" ("stdout" for
+	// both with MergeOutput), from two goroutines at once. It gets at most
+	// MaxOutput bytes of each stream, then a note that the rest is not
+	// shown live. It is how a run's followers see a step's output as it
+	// runs (engine.StepEnv.Output); it must not block.
+	Live func(stream string, p []byte)
 	// Policy, when set, contains the command (sandbox.Default): it reaches
 	// only the files and network the policy declares, and every process it
 	// starts lives in its cgroup, so that setsid'd and double-forked ones
@@ -157,6 +165,10 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	var outW, errW io.Writer = stdout, stderr
 	if c.Tee != nil {
 		outW = &teeWriter{stdout, c.Tee}
+	}
+	if c.Live != nil {
+		outW = &liveWriter{next: outW, live: c.Live, stream: "stdout", left: limit, max: limit}
+		errW = &liveWriter{next: errW, live: c.Live, stream: "stderr", left: limit, max: limit}
 	}
 	redOut, redErr := c.Redactor.Writer(outW), c.Redactor.Writer(errW)
 	// The output pipes are Run's own, not os/exec's: os/exec stops reading
@@ -449,6 +461,31 @@ type teeWriter struct {
 func (t *teeWriter) Write(p []byte) (int, error) {
 	_, _ = t.w.Write(p)
 	return t.buf.Write(p)
+}
+
+// liveWriter passes what is written on to next and, up to left bytes,
+// to live.
+type liveWriter struct {
+	next   io.Writer
+	live   func(stream string, p []byte)
+	stream string
+	left   int // bytes still shown; -1 once the note said it stopped
+	max    int
+}
+
+func (l *liveWriter) Write(p []byte) (int, error) {
+	switch {
+	case len(p) <= l.left:
+		l.left -= len(p)
+		l.live(l.stream, p)
+	case l.left >= 0:
+		if l.left > 0 {
+			l.live(l.stream, p[:l.left])
+		}
+		l.live(l.stream, []byte(fmt.Sprintf("\n[hookd: live %s stops at max_output (%d bytes); the record keeps the end]\n", l.stream, l.max)))
+		l.left = -1
+	}
+	return l.next.Write(p)
 }
 
 // CapBuffer keeps the first and the last bytes written to it, at most

@@ -201,7 +201,7 @@ func (s *shellStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.StepR
 func (s *shellStep) command(env *engine.StepEnv) (process.Command, error) {
 	scope := scopeOf(env)
 
-	c := process.Command{Timeout: s.timeout, MaxOutput: s.maxOutput, Redactor: env.Redactor, Detach: s.detach, Track: env.TrackProcess, Policy: env.Sandbox}
+	c := process.Command{Timeout: s.timeout, MaxOutput: s.maxOutput, Redactor: env.Redactor, Detach: s.detach, Track: env.TrackProcess, Policy: env.Sandbox, Live: env.Output}
 	base := env.Env
 	if base == nil {
 		base = engine.ChildEnv(os.Environ(), nil, nil)

@@ -103,9 +103,10 @@ func newDashboards(src dashboard.Source, token string, hosts []string, now func(
 }
 
 // tcpHandler is the TCP listener's handler: the dashboard's pages, and
-// the API behind the bearer token. The event stream also answers a
-// logged-in browser of the dashboard (EventSource sends no header but
-// the session cookie), for as long as its session lasts.
+// the API behind the bearer token. The event stream and a run's live
+// output also answer a logged-in browser of the dashboard (EventSource
+// sends no header but the session cookie), for as long as its session
+// lasts.
 func (a *Server) tcpHandler(token string) http.Handler {
 	api := requireToken(token, a.tokenLimiter(), a.log, a.handler(nil))
 	if a.tcpDash == nil {
@@ -114,15 +115,19 @@ func (a *Server) tcpHandler(token string) http.Handler {
 	mux := http.NewServeMux()
 	a.tcpDash.Register(mux)
 	mux.Handle("/", api)
-	mux.HandleFunc("GET /v1/stream", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" {
-			if sess := a.tcpDash.StreamSession(r); sess != nil {
-				a.stream(w, r, sess)
-				return
+	cookie := func(h func(http.ResponseWriter, *http.Request, *dashboard.StreamSession)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") == "" {
+				if sess := a.tcpDash.StreamSession(r); sess != nil {
+					h(w, r, sess)
+					return
+				}
 			}
+			api.ServeHTTP(w, r)
 		}
-		api.ServeHTTP(w, r)
-	})
+	}
+	mux.HandleFunc("GET /v1/stream", cookie(a.stream))
+	mux.HandleFunc("GET /v1/runs/{id}/output", cookie(a.output))
 	return mux
 }
 

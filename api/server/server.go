@@ -11,6 +11,8 @@
 //	GET  /v1/runs?hook=&status=&limit=&before=
 //	GET  /v1/runs/{id}
 //	GET  /v1/runs/{id}/wait         blocks until the run is final
+//	GET  /v1/runs/{id}/output       Server-Sent Events: the run's live step output, until it ends (output.go)
+//	GET  /v1/output?hook=           Server-Sent Events: every run's (or a hook's) live step output
 //	POST /v1/events                 {"type":"...","data":{...},"id":"optional"} -> {"event_id","seq","runs","duplicate"}
 //	GET  /v1/events?after=&limit=&type=&hook=
 //	GET  /v1/stream                 Server-Sent Events, resumable with Last-Event-ID
@@ -151,6 +153,8 @@ func (a *Server) handler(dash *dashboard.Server) http.Handler {
 	mux.HandleFunc("GET /v1/search", a.search)
 	mux.HandleFunc("GET /v1/runs/{id}/wait", a.wait)
 	mux.HandleFunc("GET /v1/runs/{id}/progress", a.progress)
+	mux.HandleFunc("GET /v1/runs/{id}/output", func(w http.ResponseWriter, r *http.Request) { a.output(w, r, nil) })
+	mux.HandleFunc("GET /v1/output", func(w http.ResponseWriter, r *http.Request) { a.output(w, r, nil) })
 	mux.HandleFunc("POST /v1/events", a.emit)
 	mux.HandleFunc("GET /v1/status", a.status)
 	mux.HandleFunc("GET /v1/nodes", a.nodes)
