@@ -202,7 +202,9 @@ steps:
     command: echo first done
   - name: wait
     type: shell
-    command: while [ ! -f `+e.path("release")+` ]; do sleep 0.05; done; echo released
+    command: |
+      while [ ! -f `+e.path("show")+` ]; do sleep 0.05; done; echo live-line-of-wait; printf '%0300d\n' 0
+      while [ ! -f `+e.path("release")+` ]; do sleep 0.05; done; echo released
 skip_llm: true
 `)
 	e.write("hooks.d/triage.yaml", `description: asks the model about the notes
@@ -267,6 +269,13 @@ tools: [read_file]
 	if !strings.Contains(progress, "step_0 (first)") || !strings.Contains(progress, "step_1 (wait)") || !strings.Contains(progress, "so far") {
 		t.Errorf("the running run's page shows no progress:\n%s", progress)
 	}
+	// The page follows the run's live output: a line the step writes
+	// once the page follows it shows while the step runs.
+	doBrowser(t, tab, "follow the live output",
+		waitJS(`document.body.dataset.liveOutput === "open"`))
+	e.write("show", "")
+	doBrowser(t, tab, "see the step's output live",
+		waitJS(`document.getElementById("live-output") !== null && document.getElementById("live-output").textContent.indexOf("step_1 (wait) | live-line-of-wait") >= 0`))
 	e.write("release", "")
 	doBrowser(t, ctx, "see the run finish",
 		waitJS(row+` !== null && `+row+`.dataset.status === "completed"`))

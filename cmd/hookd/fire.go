@@ -64,6 +64,13 @@ func cmdFire(c *cli, args []string) int {
 			if err := followStream(sctx, cl, name, pp); err != nil {
 				fmt.Fprintf(c.stderr, "hookd fire: no progress shown: %v\n", err)
 			}
+			if !c.quiet {
+				if _, err := followOutput(sctx, cl.HTTP(), client.BaseURL, "", name, pp.output); err != nil {
+					fmt.Fprintf(c.stderr, "hookd fire: no live output shown: %v\n", err)
+				} else {
+					pp.follow()
+				}
+			}
 		}
 		var ans api.RunAnswer
 		err := cl.Do(ctx, "POST", "/v1/hooks/"+name+"/fire", api.FireRequest{Event: event, Force: *force, EvenDisabled: *evenDisabled, IgnoreWhere: *ignoreWhere, Depth: depth}, &ans)
@@ -91,6 +98,11 @@ func cmdFire(c *cli, args []string) int {
 	pp := c.progress()
 	unsubscribe := subscribeProgress(l.Engine, name, pp)
 	defer unsubscribe()
+	if !c.quiet {
+		stopOutput := subscribeOutput(l.Engine, name, pp.output)
+		defer stopOutput()
+		pp.follow()
+	}
 	run, err := l.Engine.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force, EvenDisabled: *evenDisabled, IgnoreWhere: *ignoreWhere, Depth: depth})
 	if code, done := c.fireRefused(err); done {
 		pp.close(0)

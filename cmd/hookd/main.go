@@ -54,7 +54,7 @@ var commands = []command{
 	{"status", "[--json]", "runs in flight, the queue, overdue hooks, counters since start", cmdStatus},
 	{"prune", "[--dry-run] [--json] [--wait-lock D]", "delete the history retention lets go, through the daemon or in-process", cmdPrune},
 	{"ui", "", "print a one-time login link to the web dashboard of the running daemon", cmdUI},
-	{"watch", "[--since SEQ] [--hook NAME] [--type PATTERNS] [--json] [-n N] [--url URL]", "follow the live event stream, one line per event", cmdWatch},
+	{"watch", "[--since SEQ] [--hook NAME] [--type PATTERNS] [--json] [-n N] [--url URL] [--output]", "follow the live event stream, one line per event (--output: and running steps' output)", cmdWatch},
 	{"guard", "--allow 'CMD ARGS' [--allow ...]", "the allowlist guard of run_command, run as a tool:call:before handler (hooks.d/allow-commands.yaml)", cmdGuard},
 }
 

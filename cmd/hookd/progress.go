@@ -51,13 +51,22 @@ type progressPrinter struct {
 	endOnce sync.Once
 	stop    chan struct{}
 	done    chan struct{}
+
+	// The run's live output (followOutput, subscribeOutput), its lines
+	// printed under the progress line after the step's label.
+	lines     liveLines
+	earlyOut  []engine.LiveChunk // chunks that came before setRun
+	following bool               // the live output is followed: close waits for its end
+	outEnded  chan struct{}
+	outOnce   sync.Once
+	closed    bool
 }
 
 // newProgressPrinter starts printing run's progress to w; live shows the
 // live line (refreshed every 200 ms).
 func newProgressPrinter(w io.Writer, flush func(), live bool) *progressPrinter {
 	p := &progressPrinter{w: w, flush: flush, live: live, start: time.Now(), since: time.Now(),
-		ended: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+		ended: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}), outEnded: make(chan struct{})}
 	if !live {
 		close(p.done)
 		return p
@@ -102,6 +111,59 @@ func (p *progressPrinter) setRun(id string) {
 	for _, ev := range early {
 		p.eventLocked(ev.typ, ev.t, ev.data)
 	}
+	out := p.earlyOut
+	p.earlyOut = nil
+	for _, c := range out {
+		p.outputLocked(c)
+	}
+}
+
+// follow says the run's live output is followed, so that close waits for
+// its end too.
+func (p *progressPrinter) follow() {
+	p.mu.Lock()
+	p.following = true
+	p.mu.Unlock()
+}
+
+// output takes one chunk of live output.
+func (p *progressPrinter) output(c engine.LiveChunk) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	if p.runID == "" {
+		if len(p.earlyOut) < maxEarly {
+			p.earlyOut = append(p.earlyOut, c)
+		}
+		return
+	}
+	p.outputLocked(c)
+}
+
+// outputLocked prints the lines a chunk of the run's output completes;
+// p.mu is held.
+func (p *progressPrinter) outputLocked(c engine.LiveChunk) {
+	if c.RunID != p.runID {
+		return
+	}
+	p.lines.add(c, p.outputLine)
+	p.draw()
+}
+
+// outputLine prints one line of live output, or what a run's end says
+// of it; p.mu is held.
+func (p *progressPrinter) outputLine(c engine.LiveChunk, text string) {
+	p.clear()
+	if c.End {
+		if c.Dropped > 0 {
+			fmt.Fprintf(p.w, "  %s\n", droppedText(c.Dropped))
+		}
+		p.outOnce.Do(func() { close(p.outEnded) })
+		return
+	}
+	fmt.Fprintf(p.w, "  %s | %s\n", c.Step, text)
 }
 
 // event takes one event of the stream or the bus.
@@ -179,14 +241,28 @@ func (p *progressPrinter) draw() {
 // close waits up to grace for the run's final event (the stream may lag
 // the run's end a little), then removes the live line.
 func (p *progressPrinter) close(grace time.Duration) {
+	deadline := time.NewTimer(grace) // one for both waits: it fires once
+	defer deadline.Stop()
 	select {
 	case <-p.ended:
-	case <-time.After(grace):
+	case <-deadline.C:
+		grace = 0
+	}
+	p.mu.Lock()
+	following := p.following
+	p.mu.Unlock()
+	if following && grace > 0 {
+		select {
+		case <-p.outEnded:
+		case <-deadline.C:
+		}
 	}
 	close(p.stop)
 	<-p.done
 	p.mu.Lock()
 	p.clear()
+	p.lines.flush("", p.outputLine)
+	p.closed = true
 	p.runID = "" // nothing more is printed
 	p.flush()
 	p.mu.Unlock()

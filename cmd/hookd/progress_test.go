@@ -145,7 +145,19 @@ func TestFireWaitProgress(t *testing.T) {
 	if err := cmd.Wait(); err == nil || cmd.ProcessState.ExitCode() != 1 {
 		t.Fatalf("fire --wait: %v\n%s%s", err, out.String(), errOut.String())
 	}
-	lines := strings.Split(strings.TrimRight(errOut.String(), "\n"), "\n")
+	// The steps' own output (live, "LABEL | text") comes on a stream of
+	// its own, among the progress lines: apart.
+	var lines, output []string
+	for _, l := range strings.Split(strings.TrimRight(errOut.String(), "\n"), "\n") {
+		if strings.Contains(l, " | ") {
+			output = append(output, l)
+		} else {
+			lines = append(lines, l)
+		}
+	}
+	if strings.Join(output, "\n") != "  step_0 (first) | one\n  step_1 (wait) | released" {
+		t.Errorf("fire --wait printed the steps' output as %q", output)
+	}
 	want := []string{
 		`^  step_0 \(first\) shell: ok in \S+$`,
 		`^  step_1 \(wait\) shell: ok in \S+$`,
@@ -170,10 +182,22 @@ func TestFireWaitProgress(t *testing.T) {
 func TestFireInProcessProgress(t *testing.T) {
 	e := newEnv(t, "", progressHooks)
 	r := e.must(1, "fire", "two", "--wait")
+	// The steps' own output ("LABEL | text") comes apart, among them.
+	var progress, output []string
+	for _, l := range strings.SplitAfter(r.stderr, "\n") {
+		if strings.Contains(l, " | ") {
+			output = append(output, l)
+		} else {
+			progress = append(progress, l)
+		}
+	}
+	if got := strings.Join(output, ""); got != "  step_0 (first) | one\n  step_1 (second) | two\n" {
+		t.Errorf("in-process fire --wait printed the steps' output as %q", got)
+	}
 	for _, re := range []string{
 		`(?m)^  step_0 \(first\) shell: ok in \S+\n  step_1 \(second\) shell: exit 3 in \S+ \(fails the run\)\ntwo failed`,
 	} {
-		if !regexp.MustCompile(re).MatchString(r.stderr) {
+		if !regexp.MustCompile(re).MatchString(strings.Join(progress, "")) {
 			t.Errorf("in-process fire --wait:\n%s", r)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,6 +33,7 @@ func cmdWatch(c *cli, args []string) int {
 	asJSON := fs.Bool("json", false, "print each event as one JSON line")
 	baseURL := fs.String("url", "", "follow a daemon's TCP API at this base URL (http://host:port) instead of the local socket; the token is read from $HOOKD_TOKEN")
 	count := fs.Int("n", 0, "exit after this many events (0: follow until interrupted)")
+	output := fs.Bool("output", false, "also print running steps' output as it is written (live, redacted, not stored: lines of a run followed from now)")
 	_, d, code, ok := c.setup(fs, args, 0, 0)
 	if !ok {
 		return code
@@ -66,6 +68,15 @@ func cmdWatch(c *cli, args []string) int {
 	}
 
 	w := &watcher{c: c, json: *asJSON, left: *count, last: *since}
+	if *output {
+		// Open before the events are followed: output written after
+		// watch printed its first event is shown.
+		done, err := followOutput(ctx, httpc, base, token, *hook, w.output)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "hookd watch: no live output yet: %v\n", err)
+		}
+		go w.followOutput(ctx, httpc, base, token, *hook, done)
+	}
 	backoff := 250 * time.Millisecond
 	for {
 		err := w.follow(ctx, httpc, path, token)
@@ -100,6 +111,54 @@ type watcher struct {
 	left int   // events still to print, when counting
 	last int64 // seq of the last event seen, -1 before the first connection
 	got  bool  // the last connection delivered something
+
+	mu    sync.Mutex // events and live output are printed from two goroutines
+	lines liveLines
+}
+
+// followOutput prints the live output of hook's runs ("": every run's)
+// until ctx ends, reconnecting when the daemon restarts: output written
+// meanwhile is not shown (it is not stored).
+// first is the first connection's (nil: it failed).
+func (w *watcher) followOutput(ctx context.Context, httpc *http.Client, base, token, hook string, first <-chan error) {
+	backoff := 250 * time.Millisecond
+	done := first
+	for ctx.Err() == nil {
+		if done != nil {
+			backoff = 250 * time.Millisecond
+			<-done
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		done, _ = followOutput(ctx, httpc, base, token, hook, w.output)
+	}
+}
+
+// output prints a chunk of live output: with --json as it came, one JSON
+// line; else its whole lines, after the run and the step.
+func (w *watcher) output(c engine.LiveChunk) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.json {
+		b, _ := json.Marshal(c)
+		fmt.Fprintln(w.c.stdout, string(b))
+		w.c.flush()
+		return
+	}
+	w.lines.add(c, func(c engine.LiveChunk, text string) {
+		ts := time.Now().Format("15:04:05.000")
+		switch {
+		case !c.End:
+			fmt.Fprintf(w.c.stdout, "%s     %-9s %s run %s %s | %s\n", ts, "output", c.Hook, c.RunID, c.Step, text)
+		case c.Dropped > 0:
+			fmt.Fprintf(w.c.stdout, "%s     %-9s %s run %s: %s\n", ts, "output", c.Hook, c.RunID, droppedText(c.Dropped))
+		}
+	})
+	w.c.flush()
 }
 
 // follow reads the stream once, until it ends or fails.
@@ -147,6 +206,8 @@ func (w *watcher) follow(ctx context.Context, httpc *http.Client, streamURL, tok
 }
 
 func (w *watcher) print(id, data string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var ev api.Event
 	if err := json.Unmarshal([]byte(data), &ev); err != nil {
 		return fmt.Errorf("%w: bad event from hookd: %v", errFatal, err)

@@ -1,7 +1,9 @@
 // hookd dashboard: keep the page live. A page whose <main> has data-live
 // follows the event stream (/v1/stream, Server-Sent Events) and, when an
 // event concerns it, fetches itself again and swaps in the new <main>.
-// data-live is "all" (any run event), "hook:NAME" or "run:ID".
+// data-live is "all" (any run event), "hook:NAME" or "run:ID". The page
+// of a run in flight also follows the run's live output
+// (/v1/runs/ID/output) into <pre id="live-output">, kept across refreshes.
 (function () {
   "use strict";
   var main = document.getElementById("main");
@@ -77,6 +79,7 @@
           }
         });
         main.replaceChildren.apply(main, Array.prototype.slice.call(fresh.childNodes));
+        showLive();
         if (fresh.dataset.live) {
           main.dataset.live = fresh.dataset.live;
         } else {
@@ -98,6 +101,74 @@
     if (timer === null) {
       timer = window.setTimeout(refresh, ms);
     }
+  }
+
+  // The live output of the run in flight, as lines "LABEL | text"; the
+  // last liveMax characters are kept.
+  var liveText = "";
+  var livePartial = {};
+  var liveMax = 256 * 1024;
+
+  function showLive() {
+    var pre = document.getElementById("live-output");
+    if (pre && pre.textContent !== liveText) {
+      pre.textContent = liveText;
+      pre.scrollTop = pre.scrollHeight;
+    }
+  }
+
+  function addLive(line) {
+    liveText += line + "\n";
+    if (liveText.length > liveMax) {
+      liveText = liveText.slice(liveText.length - liveMax);
+    }
+  }
+
+  function followOutput(runID) {
+    var out = new EventSource("/v1/runs/" + encodeURIComponent(runID) + "/output");
+    out.onopen = function () {
+      document.body.dataset.liveOutput = "open";
+    };
+    out.addEventListener("output", function (msg) {
+      var c;
+      try {
+        c = JSON.parse(msg.data);
+      } catch (e) {
+        return;
+      }
+      var key = c.step + "\u0000" + c.stream;
+      var s = (livePartial[key] || "") + (c.text || "");
+      var i;
+      while ((i = s.indexOf("\n")) >= 0) {
+        addLive(c.step + " | " + s.slice(0, i));
+        s = s.slice(i + 1);
+      }
+      livePartial[key] = s;
+      showLive();
+    });
+    out.addEventListener("end", function (msg) {
+      out.close(); // else EventSource reconnects
+      var c = {};
+      try {
+        c = JSON.parse(msg.data);
+      } catch (e) {}
+      Object.keys(livePartial).forEach(function (k) {
+        if (livePartial[k]) {
+          addLive(k.split("\u0000")[0] + " | " + livePartial[k]);
+        }
+      });
+      livePartial = {};
+      if (c.dropped) {
+        addLive("(" + c.dropped + " chunks of live output not shown: read too slowly; the run's record has the output)");
+      }
+      showLive();
+      document.body.dataset.liveOutput = "ended";
+    });
+  }
+
+  var livePre = document.getElementById("live-output");
+  if (livePre && livePre.dataset.run) {
+    followOutput(livePre.dataset.run);
   }
 
   var stream = new EventSource("/v1/stream?type=hook.**");
