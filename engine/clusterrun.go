@@ -329,6 +329,9 @@ func (s *state) takeover(ctx context.Context) error {
 	if err := s.restoreRetries(ctx); err != nil {
 		return err
 	}
+	if err := s.restoreReruns(ctx); err != nil {
+		return err
+	}
 	s.leader = true
 	for _, ent := range s.hooks {
 		if h := ent.hook; h.Trigger.Periodic() && h.Trigger.Schedule != nil {
@@ -338,6 +341,7 @@ func (s *state) takeover(ctx context.Context) error {
 	if err := s.recordFirstSeen(ctx, now); err != nil {
 		return err
 	}
+	s.startReruns()
 	s.startCatchups()
 	s.drainQueue()
 	return nil

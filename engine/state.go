@@ -30,7 +30,7 @@ type state struct {
 	events  []*Event   // engine events raised inside the loop, dispatched after the current message
 	match   []string   // reused buffer for EventIndex.Listeners
 	accept  []*entry   // reused buffer: the hooks whose where: accepted an event (dispatch)
-	reruns  []*Run     // interrupted runs to run again at start (on_interrupted: rerun)
+	reruns  []rerun    // interrupted runs to run again at start (on_interrupted: rerun)
 	retries retryQueue // pending retries, earliest first (retry.go)
 	marking marking    // the event the next start of its hook marks dispatched (dispatch)
 	spend   ledger     // token usage of the last day (budget.go)
@@ -209,35 +209,20 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		if err := s.restoreRetries(ctx); err != nil {
 			return nil, err
 		}
-		for _, r := range interrupted {
-			ent := s.hooks[r.Hook]
-			if ent != nil && s.retryInterrupted(ctx, ent, r, now) {
-				continue // retry.on names interrupted: the retry re-runs it
-			}
-			// A rerun is run once: a rerun interrupted in turn is left.
-			if ent != nil && ent.hook.OnInterrupted == InterruptedRerun && r.Trigger != TriggerRerun {
-				s.reruns = append(s.reruns, r)
-			}
+		if err := s.restoreReruns(ctx); err != nil {
+			return nil, err
+		}
+	} else if s.cfg.Manual {
+		// A daemonless command's engine: what the next daemon needs to
+		// know of retries already planned (retryInterrupted).
+		if err := s.restoreRetries(ctx); err != nil {
+			return nil, err
 		}
 	}
-	return s, nil
-}
-
-// TriggerRerun is the trigger of a run that re-runs one interrupted by a
-// crash (on_interrupted: rerun).
-const TriggerRerun = "rerun"
-
-// startReruns fires, once, the runs of hooks with on_interrupted: rerun
-// that the previous hookd left interrupted, with the same event, through
-// the gates (bar the cooldown).
-func (s *state) startReruns() {
-	for _, r := range s.reruns {
-		ent := s.hooks[r.Hook]
-		res := s.trigger(ent, trig{reason: TriggerRerun, raw: r.Event, eventType: r.EventType, depth: r.Depth, force: true,
-			note: fmt.Sprintf("re-runs run %s, interrupted when hookd stopped (on_interrupted: rerun)", r.ID)})
-		s.e.log.Info("re-running an interrupted run", "hook", r.Hook, "interrupted", r.ID, "run", res.run.ID, "err", res.err)
+	if err := s.planInterrupted(ctx, interrupted, now); err != nil {
+		return nil, err
 	}
-	s.reruns = nil
+	return s, nil
 }
 
 // newEntry is a hook's loop state, from what the store kept of it.

@@ -184,6 +184,18 @@ type Store interface {
 	// DeleteRetry forgets a pending retry (it fired, or its hook is gone).
 	DeleteRetry(ctx context.Context, runID string) error
 
+	// Reruns: the rerun of a run a crash interrupted (on_interrupted:
+	// rerun) that a daemonless command recovered, kept for the next hookd
+	// that schedules.
+
+	// AddRerun records a pending rerun.
+	AddRerun(ctx context.Context, r *PendingRerun) error
+	// PendingReruns returns the pending reruns, oldest planned first.
+	PendingReruns(ctx context.Context) ([]*PendingRerun, error)
+	// DeleteRerun forgets a pending rerun (it started, or its hook is
+	// gone); runID is the rerun's RunID.
+	DeleteRerun(ctx context.Context, runID string) error
+
 	// The spend ledger, so that a restart does not reset a budget.
 
 	// AddUsage records u (a second record of the same run replaces the

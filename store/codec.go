@@ -320,3 +320,29 @@ func DecodeOutcome(r *engine.Run, text string) error { return decodeOutcome(r, t
 // hook's latest identical one (a paused or disabled hook's, one per
 // trigger) instead of being inserted.
 func Collapsible(r *engine.Run) bool { return collapsible(r) }
+
+// RerunCols are the columns of a pending rerun, in the order of
+// RerunArgs and ScanRerun.
+const RerunCols = `run_id, hook, interrupted, event, event_type, depth, planned_at`
+
+// RerunArgs returns the values of RerunCols for r.
+func RerunArgs(r *engine.PendingRerun) []any {
+	return []any{r.RunID, r.Hook, r.Interrupted, RawArg(r.Event), r.EventType, r.Depth, timeInt(r.PlannedAt)}
+}
+
+// ScanRerun scans RerunCols.
+func ScanRerun(row Scanner) (*engine.PendingRerun, error) {
+	var (
+		r       engine.PendingRerun
+		planned int64
+		event   *string
+	)
+	if err := row.Scan(&r.RunID, &r.Hook, &r.Interrupted, &event, &r.EventType, &r.Depth, &planned); err != nil {
+		return nil, err
+	}
+	r.PlannedAt = intTime(planned)
+	if event != nil && *event != "" {
+		r.Event = json.RawMessage(*event)
+	}
+	return &r, nil
+}

@@ -92,6 +92,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{18, "event fate", sqlEventFate},               // dispatch.go
 	{19, "hooks first seen", sqlFirstSeen},         // hookstate.go
 	{20, "run search text", sqlRunSearchText},      // searchindex.go
+	{21, "pending reruns", sqlReruns},              // reruns.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

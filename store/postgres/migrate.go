@@ -122,6 +122,7 @@ CREATE TABLE retries (
 	{13, "event fate", sqlEventFate},                                   // events.go
 	{14, "hooks first seen", sqlFirstSeen},                             // state.go
 	{15, "search text capped", sqlSearchCaps},                          // search.go
+	{16, "pending reruns", sqlReruns},                                  // reruns.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

@@ -79,6 +79,7 @@ var tests = []struct {
 	{"EventFate", testEventFate},
 	{"WatchSnapshots", testWatchSnapshots},
 	{"PendingRetries", testPendingRetries},
+	{"PendingReruns", testPendingReruns},
 	{"Usage", testUsage},
 	{"StartsSince", testStartsSince},
 	{"RunIDsWithPrefix", testRunIDsWithPrefix},

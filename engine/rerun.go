@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// TriggerRerun is the trigger of a run that re-runs one interrupted by a
+// crash (on_interrupted: rerun).
+const TriggerRerun = "rerun"
+
+// PendingRerun is the rerun of a run a crash interrupted (on_interrupted:
+// rerun) that an engine which does not schedule — a daemonless fire or
+// emit, which recovers the crash — left for the next hookd that does, as
+// the store keeps it. The rerun's run gets RunID, so that a hookd that
+// stops after starting it does not start it again.
+type PendingRerun struct {
+	RunID       string // the id the rerun's run will have
+	Hook        string
+	Interrupted string // the id of the run it re-runs
+	Event       json.RawMessage
+	EventType   string
+	Depth       int
+	PlannedAt   time.Time // when it was left for the daemon
+}
+
+// rerun is one rerun the loop starts at its start (startReruns): of a run
+// it found interrupted itself, or one a daemonless command left
+// (stored: forgotten once started).
+type rerun struct {
+	PendingRerun
+	stored bool
+}
+
+// newRerun is the rerun of the interrupted run r.
+func newRerun(r *Run, now time.Time) PendingRerun {
+	return PendingRerun{RunID: NewID(), Hook: r.Hook, Interrupted: r.ID, Event: r.Event, EventType: r.EventType,
+		Depth: r.Depth, PlannedAt: now}
+}
+
+// rerunsInterrupted reports whether the interrupted run r is re-run: its hook, still
+// loaded, says on_interrupted: rerun, and r is no rerun itself (a rerun is
+// run once: one interrupted in turn is left).
+func (s *state) rerunsInterrupted(r *Run) bool {
+	ent := s.hooks[r.Hook]
+	return ent != nil && ent.hook.OnInterrupted == InterruptedRerun && r.Trigger != TriggerRerun
+}
+
+// planInterrupted decides the fate of the runs a crash interrupted that
+// this engine recovered: a retry (retry.on names interrupted) is stored
+// as a pending retry, and a rerun (on_interrupted: rerun) either queued
+// for this loop's start, when the engine schedules, or stored for the
+// next hookd that does, when it does not (a daemonless command never runs
+// other hooks' reruns in the user's terminal).
+func (s *state) planInterrupted(ctx context.Context, interrupted []*Run, now time.Time) error {
+	later := s.cfg.Manual
+	for _, r := range interrupted {
+		ent := s.hooks[r.Hook]
+		if ent != nil && s.retryInterrupted(ctx, ent, r, now) {
+			if later && r.Retry != nil {
+				s.e.log.Warn("the retry of an interrupted run is left for hookd serve", "hook", r.Hook, "run", r.ID,
+					"retry", r.Retry.RunID, "at", r.Retry.At)
+			}
+			continue // retry.on names interrupted: the retry re-runs it
+		}
+		if !s.rerunsInterrupted(r) {
+			continue
+		}
+		p := newRerun(r, now)
+		if !later {
+			s.reruns = append(s.reruns, rerun{PendingRerun: p})
+			continue
+		}
+		if err := s.cfg.Store.AddRerun(ctx, &p); err != nil {
+			return fmt.Errorf("leave the rerun of run %s for hookd serve: %w", r.ID, err)
+		}
+		s.e.log.Warn("the rerun of an interrupted run is left for hookd serve", "hook", r.Hook, "run", r.ID, "rerun", p.RunID)
+	}
+	return nil
+}
+
+// restoreReruns loads the reruns a daemonless command left. One whose run
+// exists already started (hookd stopped before forgetting it).
+func (s *state) restoreReruns(ctx context.Context) error {
+	stored, err := s.cfg.Store.PendingReruns(ctx)
+	if err != nil {
+		return fmt.Errorf("load pending reruns: %w", err)
+	}
+	for _, p := range stored {
+		if _, err := s.cfg.Store.GetRun(ctx, p.RunID); err == nil {
+			s.forgetRerun(p.Hook, p.RunID)
+			continue
+		}
+		s.reruns = append(s.reruns, rerun{PendingRerun: *p, stored: true})
+	}
+	return nil
+}
+
+// startReruns fires, once, the runs of hooks with on_interrupted: rerun
+// that a previous hookd left interrupted, with the same event, through
+// the gates (bar the cooldown).
+func (s *state) startReruns() {
+	for _, p := range s.reruns {
+		ent := s.hooks[p.Hook]
+		if ent == nil {
+			s.e.log.Info("rerun dropped: its hook no longer exists", "hook", p.Hook, "interrupted", p.Interrupted)
+		} else {
+			res := s.trigger(ent, trig{reason: TriggerRerun, id: p.RunID, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
+				note: fmt.Sprintf("re-runs run %s, interrupted when hookd stopped (on_interrupted: rerun)", p.Interrupted)})
+			s.e.log.Info("re-running an interrupted run", "hook", p.Hook, "interrupted", p.Interrupted, "run", res.run.ID, "err", res.err)
+		}
+		if p.stored {
+			s.forgetRerun(p.Hook, p.RunID)
+		}
+	}
+	s.reruns = nil
+}
+
+func (s *state) forgetRerun(hook, runID string) {
+	s.e.wr.await(s.e.wr.submit("pending rerun's removal", hook, runID,
+		func(ctx context.Context) error { return s.cfg.Store.DeleteRerun(ctx, runID) }))
+}
