@@ -65,6 +65,9 @@ type Options struct {
 	// and a key variable (api_key_env) the environment lacks a warning
 	// (Warn). Nil checks nothing against an environment, so a hook file
 	// loads the same wherever it is read: the daemon loads without it.
+	// Env reports whether a variable is set to something, and its value
+	// where the environment tells it: "" from one that tells names only
+	// (the running daemon's, GET /v1/env).
 	Env func(string) (string, bool)
 	// EnvFrom names the environment Env reads, for the messages ("the
 	// shell's environment"); "" is "the environment checked".

@@ -26,7 +26,11 @@ func (s *state) modelEnv(f *fields, prompt string, h *engine.Hook, opts Options)
 	}
 	r := h.LLM.Resolve(opts.LLM, opts.Env)
 	promptLine := f.keyLine(prompt)
-	if r.Model == "" {
+	// An environment that tells names only (Options.Env) names a model
+	// by having HOOKD_MODEL, and a server whose address it does not tell.
+	_, modelSet := opts.Env(engine.EnvModel)
+	_, baseSet := opts.Env(engine.EnvBaseURL)
+	if r.Model == "" && !modelSet {
 		s.add(promptLine, prompt, fmt.Sprintf("the hook has a prompt, so its runs call a model, but none is named: not its llm.model, "+
 			"not hookd.yaml's llm.model, and %s is not set in %s; name one, or set skip_llm: true to run its steps only", engine.EnvModel, from))
 		return
@@ -45,6 +49,8 @@ func (s *state) modelEnv(f *fields, prompt string, h *engine.Hook, opts Options)
 		what = " (hookd.yaml's llm.api_key_env)"
 	case localServer(r.BaseURL):
 		return // a server on this machine or network needs no key, unless one is named
+	case r.BaseURL == "" && baseSet:
+		return // a server whose address the environment does not tell: whether it needs a key cannot be told
 	default:
 		what = " (the default api_key_env)"
 	}

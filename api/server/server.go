@@ -19,6 +19,7 @@
 //	GET  /v1/search?q=WORDS           finished runs whose records best match (hook, limit, since)
 //	GET  /v1/status                 runs in flight, queue, overdue hooks, counters, database size, last prune
 //	GET  /v1/nodes                  the nodes sharing a PostgreSQL database, the scheduler, differing hook files
+//	GET  /v1/env                    the names (never the values) of the variables set in the daemon's environment
 //	POST /v1/prune                  {"dry_run":bool} -> what retention deleted (or would)
 //	POST /v1/ui/login               -> {"url"}: a one-time login link to the dashboard
 //
@@ -158,6 +159,7 @@ func (a *Server) handler(dash *dashboard.Server) http.Handler {
 	mux.HandleFunc("POST /v1/events", a.emit)
 	mux.HandleFunc("GET /v1/status", a.status)
 	mux.HandleFunc("GET /v1/nodes", a.nodes)
+	mux.HandleFunc("GET /v1/env", a.env)
 	if a.pruner != nil {
 		mux.HandleFunc("POST /v1/prune", a.prune)
 	}

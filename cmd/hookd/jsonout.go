@@ -22,6 +22,9 @@ type validateJSON struct {
 	// Warnings are about hooks that load but will not work as written
 	// here, or likely not as meant; they do not make the hooks invalid.
 	Warnings []loadErrorJSON `json:"warnings"`
+	// Environment names the environment what hooks need of it (a model,
+	// its key) was checked against: the running daemon's, or this shell's.
+	Environment string `json:"environment"`
 }
 
 // loadErrorJSON is one problem in a file: where, and what.

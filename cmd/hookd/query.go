@@ -520,8 +520,10 @@ func cmdValidate(c *cli, args []string) int {
 	}
 	var warns warnings
 	// What the hooks need of the environment (a model, its key) is
-	// checked against this shell's, and says so.
-	checkEnv := func(o *config.Options) { o.Env, o.EnvFrom = c.lookupEnv, "this shell's environment" }
+	// checked against the running daemon's, else this shell's, and says
+	// which.
+	envFrom, lookup := c.checkedEnv(d)
+	checkEnv := func(o *config.Options) { o.Env, o.EnvFrom = lookup, envFrom }
 	hooks, hs, errs, err := daemon.CheckAll(d, warns.collect(d), checkEnv)
 	if err != nil {
 		return c.errorf("%v", err)
@@ -531,7 +533,7 @@ func cmdValidate(c *cli, args []string) int {
 			errs = append([]error{c.badSettings}, errs...) // hookd.yaml's error is one of the check's
 		}
 		out := validateJSON{Dir: d.HooksDir, Valid: len(errs) == 0, Hooks: hooks, Handlers: len(hs), Errors: []loadErrorJSON{},
-			Warnings: []loadErrorJSON{}}
+			Warnings: []loadErrorJSON{}, Environment: envFrom}
 		for _, w := range warns.sorted() {
 			out.Warnings = append(out.Warnings, loadErrorOf(w))
 		}
@@ -556,16 +558,48 @@ func cmdValidate(c *cli, args []string) int {
 	if len(hs) > 0 {
 		fmt.Fprintf(c.stdout, ", %d lifecycle handler(s)", len(hs))
 	}
-	if len(errs) > 0 {
+	code = exitOK
+	switch {
+	case len(errs) > 0:
 		fmt.Fprintf(c.stdout, ", %d error(s)\n", len(errs))
-		return exitError
-	}
-	if c.badSettings != nil {
+		code = exitError
+	case c.badSettings != nil:
 		fmt.Fprintf(c.stdout, "; %s is invalid\n", shortPath(d.SettingsPath))
-		return exitError
+		code = exitError
+	default:
+		fmt.Fprintln(c.stdout)
 	}
-	fmt.Fprintln(c.stdout)
-	return exitOK
+	fmt.Fprintf(c.stdout, "checked against %s\n", envFrom)
+	return code
+}
+
+// What validate checks the hooks' needs of the environment against.
+const (
+	daemonEnv = "the running daemon's environment"
+	shellEnv  = "this shell's environment"
+)
+
+// checkedEnv is the environment validate checks what hooks need of it
+// against, and its name: the running daemon's, which tells the names of
+// its variables (GET /v1/env), never their values; else this shell's. A
+// variable set to "" counts as unset, as hookd reads it.
+func (c *cli) checkedEnv(d *config.Daemon) (string, func(string) (string, bool)) {
+	shell := func(k string) (string, bool) {
+		v, _ := c.lookupEnv(k)
+		return v, v != ""
+	}
+	cl := client.Dial(d.DB)
+	if cl == nil {
+		return shellEnv, shell
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var names api.EnvNames
+	if err := cl.Do(ctx, "GET", "/v1/env", nil, &names); err != nil {
+		fmt.Fprintf(c.stderr, "hookd validate: the running daemon does not tell its environment (%v); checking %s\n", err, shellEnv)
+		return shellEnv, shell
+	}
+	return daemonEnv, func(k string) (string, bool) { return "", names.Has(k) }
 }
 
 func cmdNext(c *cli, args []string) int {
