@@ -58,7 +58,7 @@ hookd.yaml:2: token_file: give token_env or token_file, not both
 hookd.yaml:3: overdue_grace: must be >= 0 (got -1s)
 hookd.yaml:5: notify[0].format: must be generic, slack or discord (got "teams")
 hookd.yaml:6: notify[0].url: not an http(s) URL
-hookd.yaml:7: notify[0].on[1]: must be started, completed, failed, skipped, cancelled or check_failed (got "exploded")
+hookd.yaml:7: notify[0].on[1]: must be started, completed, failed, skipped, cancelled, check_failed or invalid_file (got "exploded")
 hookd.yaml:9: notify[1].url_env: give url or url_env, not both
 hookd.yaml:10: notify[2]: needs url or url_env (the environment variable that holds the webhook URL)
 hookd.yaml:11: notify[3].url_env: "bad name" is not an environment variable name

@@ -26,7 +26,8 @@ const hooksDirQuiet = 200 * time.Millisecond
 // reloader runs the daemon's file watcher and keeps the engine's hooks in
 // step with the hooks directory: a change in the directory (seen by the
 // watcher) or SIGHUP reloads it. A file that does not load keeps the
-// hooks it defined before, so a typo never unschedules anything.
+// hooks it defined before, so a typo never unschedules anything; their
+// triggers are skipped (engine.GateInvalidFile) until it loads.
 type reloader struct {
 	d       *config.Daemon
 	eng     *engine.Engine
@@ -209,7 +210,7 @@ func loadForReload(dir string, opts config.Options, current []*engine.Hook, log 
 		msg := "hook file not loaded"
 		for _, h := range current {
 			if h.Source.File == ce.File && loaded[h.Name] {
-				msg = "hook file not loaded; the previous version stays active"
+				msg = "hook file not loaded; the previous version keeps its schedule, each trigger skipped (invalid_file) until the file loads"
 				break
 			}
 		}

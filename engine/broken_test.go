@@ -59,7 +59,7 @@ func TestBrokenFilesStayListed(t *testing.T) {
 		if st.Broken == nil || st.Broken.Previous != "v1" || st.NextDue.IsZero() {
 			t.Fatalf("kept: %+v", st)
 		}
-		if want := "running the previous version (v1); file error: hooks.d/kept.yaml:3: trigger.evrey: unknown field; did you mean every?"; st.Broken.String() != want {
+		if want := "previous version (v1) kept on schedule, each trigger skipped (invalid_file); file error: hooks.d/kept.yaml:3: trigger.evrey: unknown field; did you mean every?"; st.Broken.String() != want {
 			t.Errorf("kept says %q\nwant %q", st.Broken.String(), want)
 		}
 		if st, _ := h.status("ok"); st.Broken != nil {

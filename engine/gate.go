@@ -36,6 +36,11 @@ const (
 	// hook's where: rejects, unless FireOptions.IgnoreWhere. It leaves no
 	// record: an event the where: rejects starts nothing either.
 	GateWhere = "where"
+	// GateInvalidFile refuses every trigger of a hook whose file no
+	// longer loads while the previous version it defined is kept
+	// (Engine.SetBroken): its schedule goes on, but nothing runs a
+	// definition its file no longer holds. Each slot is recorded so.
+	GateInvalidFile = "invalid_file"
 	// Not gates, but what else leaves a skipped record: slots that passed
 	// while hookd was down or suspended, and a slot that fired before.
 	GateMissed    = "missed"

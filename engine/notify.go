@@ -84,13 +84,17 @@ const (
 	OutcomeSkipped     = "skipped"
 	OutcomeCancelled   = "cancelled"
 	OutcomeCheckFailed = "check_failed"
+	// OutcomeInvalidFile is a trigger skipped because its hook's file no
+	// longer loads (GateInvalidFile): targets with on: skipped or failed
+	// hear of it too (OutcomeMatches), so a broken file is not missed.
+	OutcomeInvalidFile = "invalid_file"
 )
 
 // NotifyFormats and NotifyOutcomes list the accepted values, for
 // validation and help.
 var (
 	NotifyFormats  = []string{NotifyGeneric, NotifySlack, NotifyDiscord}
-	NotifyOutcomes = []string{OutcomeStarted, OutcomeCompleted, OutcomeFailed, OutcomeSkipped, OutcomeCancelled, OutcomeCheckFailed}
+	NotifyOutcomes = []string{OutcomeStarted, OutcomeCompleted, OutcomeFailed, OutcomeSkipped, OutcomeCancelled, OutcomeCheckFailed, OutcomeInvalidFile}
 )
 
 // OutcomeOf names the outcome an engine event reports (hook.run.*), or ""
@@ -108,6 +112,9 @@ func OutcomeOf(ev *Event) string {
 	case EventRunFailed:
 		return OutcomeFailed
 	case EventRunSkipped:
+		if g, _ := ev.Data["gate"].(string); g == GateInvalidFile {
+			return OutcomeInvalidFile
+		}
 		return OutcomeSkipped
 	case EventRunCancelled:
 		return OutcomeCancelled
@@ -122,5 +129,11 @@ func OutcomeMatches(on []string, outcome string) bool {
 	if slices.Contains(on, outcome) {
 		return true
 	}
-	return outcome == OutcomeCheckFailed && (slices.Contains(on, OutcomeFailed) || slices.Contains(on, OutcomeCompleted))
+	switch outcome {
+	case OutcomeCheckFailed:
+		return slices.Contains(on, OutcomeFailed) || slices.Contains(on, OutcomeCompleted)
+	case OutcomeInvalidFile:
+		return slices.Contains(on, OutcomeFailed) || slices.Contains(on, OutcomeSkipped)
+	}
+	return false
 }

@@ -44,6 +44,9 @@ type state struct {
 	guardState // Config.Guard's bookkeeping (guard.go)
 
 	broken []BrokenFile // hook files that did not load, by file (Engine.SetBroken)
+	// invalid are the hooks kept from a file that no longer loads, each
+	// with its index in broken: their triggers are refused (GateInvalidFile)
+	invalid map[*Hook]int
 }
 
 // marking names the stored event that the run of hook started while it
@@ -613,6 +616,9 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 		s.e.log.Warn("event chain cut", "hook", h.Name, "trigger", t.reason, "depth", t.depth)
 		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateEventDepth, Hook: h.Name,
 			Detail: fmt.Sprintf("%s is %d runs deep (limit %d); a hook chain loops", what, t.depth, s.cfg.MaxEventDepth)})
+	}
+	if g := s.invalidGate(h); g != nil {
+		return s.refuse(ent, run, StatusSkipped, g)
 	}
 	if !h.Enabled && !t.disabled {
 		return s.refuse(ent, run, StatusSkipped, &GateError{Gate: GateDisabled, Hook: h.Name,

@@ -13,8 +13,8 @@ const goodHook = "steps:\n  - type: shell\n    command: echo hi\nskip_llm: true\
 // TestBrokenHookStaysVisible: a hook file that does not load is listed,
 // marked and with its error, by a daemon started on it, by hookd status
 // (which exits 1 until it loads) and by list without a daemon; a reload
-// that breaks a loaded hook's file keeps its previous version running
-// and says so; fixing the file ends it all.
+// that breaks a loaded hook's file keeps its previous version's schedule,
+// each trigger skipped, and says so; fixing the file ends it all.
 func TestBrokenHookStaysVisible(t *testing.T) {
 	e := newEnv(t, "", map[string]string{
 		"good.yaml":  goodHook,
@@ -43,12 +43,12 @@ func TestBrokenHookStaysVisible(t *testing.T) {
 		t.Errorf("status --json: %v %+v", err, rep.Broken)
 	}
 
-	// A loaded hook's file breaks: its previous version runs on, and the
-	// listing says so.
+	// A loaded hook's file breaks: its previous version keeps its schedule,
+	// its triggers skipped, and the listing says so.
 	e.write("hooks.d/later.yaml", "trigger:\n  every: 1h\nstpes: []\n")
 	waitFor(t, "the reload to list later.yaml as broken", func() bool {
 		r = e.must(0, "list")
-		return strings.Contains(r.stdout, "later [BROKEN]") && strings.Contains(r.stdout, "running the previous version")
+		return strings.Contains(r.stdout, "later [BROKEN]") && strings.Contains(r.stdout, "kept on schedule, each trigger skipped (invalid_file)")
 	}, func() string { return r.String() })
 
 	// Both fixed: nothing is broken, status exits 0.

@@ -152,16 +152,19 @@ func TestReloadHooksDirectory(t *testing.T) {
 		t.Errorf("a after the edit: %+v", after)
 	}
 
-	// An edit that does not validate leaves the previous version active.
+	// An edit that does not validate keeps the previous version's schedule,
+	// but runs it no more: a fire is refused (invalid_file).
 	e.write("hooks.d/a.yaml", "description: third\ntrigger: {every: 2h}\nskip_llm: true\nstpes: []\n")
 	d.waitLog("hooks.d/a.yaml:4: stpes: unknown field")
-	if !strings.Contains(d.log.String(), "the previous version stays active") {
+	if !strings.Contains(d.log.String(), "the previous version keeps its schedule") {
 		t.Errorf("the daemon did not say the old version stays:\n%s", d.log)
 	}
 	if m := e.listJSON(); m["a"].Version != after.Version {
 		t.Errorf("a after a bad edit: version %s, want %s", m["a"].Version, after.Version)
 	}
-	e.must(0, "fire", "a", "--wait")
+	if r := e.must(exitRefused, "fire", "a"); !strings.Contains(r.stderr, "invalid_file: hooks.d/a.yaml:4: stpes: unknown field") {
+		t.Errorf("fire of a hook whose file does not load:\n%s", r)
+	}
 
 	// A deleted file unschedules its hook.
 	if err := os.Remove(e.path("hooks.d/b.yaml")); err != nil {
