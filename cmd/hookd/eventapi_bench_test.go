@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/sandbox"
+)
+
+// BenchmarkEventToRunAPI measures events becoming runs on the user's
+// path: `hookd serve` (the real binary) with one hook per
+// publisher, a shell step running `true` with skip_llm; each publisher
+// POSTs /v1/events for its hook over the API socket and waits for the run
+// to end (GET /v1/runs/ID/wait), then posts again. In the same run,
+// alternating in rounds with it, as many spawners run what the shell step
+// runs (bareSpawn), with sandbox: off; with the sandbox on, each spawn
+// is sandboxed as an event hook's step is (no network, hookd's files
+// hidden, a cgroup), so the ratio leaves the sandbox's own cost out
+// (BenchmarkSpawn in package sandbox has it). It prints runs/s, spawns/s
+// and their ratio (the target is >= 0.75 with 8 publishers and the
+// sandbox off), and the latency from sending the POST to the run's
+// started_at, p50 and p99 (target: p99 <= 5 ms).
+//
+//	go test -run '^$' -bench 'BenchmarkEventToRunAPI$' -benchtime 2000x ./cmd/hookd/
+func BenchmarkEventToRunAPI(b *testing.B) {
+	for _, boxed := range []bool{false, true} {
+		for _, pubs := range []int{1, 8} {
+			b.Run(fmt.Sprintf("sandbox=%t/publishers=%d", boxed, pubs), func(b *testing.B) { benchEventToRunAPI(b, pubs, boxed) })
+		}
+	}
+}
+
+func benchEventToRunAPI(b *testing.B, pubs int, boxed bool) {
+	const rounds = 4
+	dir, err := os.MkdirTemp("", "hkb") // not b.TempDir: the socket path must stay short
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Mkdir(filepath.Join(dir, "hooks.d"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	settings := fmt.Sprintf("max_concurrent: %d\n", pubs)
+	spawn := bareSpawn
+	if boxed {
+		sb := sandbox.Default()
+		if !sb.Status().Contained() {
+			b.Skip("no containment here")
+		}
+		policy := &sandbox.Policy{Workdir: dir, Key: "bench", Hidden: []string{filepath.Join(dir, "hookd.yaml"), filepath.Join(dir, "hooks.d"), filepath.Join(dir, ".hookd")}}
+		spawn = func() error {
+			var out, errb bytes.Buffer
+			cmd := exec.Command("/bin/sh", "-c", "true")
+			cmd.Dir, cmd.Env = dir, []string{"PATH=/usr/bin:/bin"}
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			proc, err := sb.Start(cmd, policy)
+			if err != nil {
+				return err
+			}
+			defer proc.Release(false)
+			return cmd.Wait()
+		}
+	} else {
+		settings += "sandbox: off\n"
+	}
+	files := map[string]string{"hookd.yaml": settings}
+	for i := range pubs {
+		files[fmt.Sprintf("hooks.d/p%d.yaml", i)] = fmt.Sprintf("trigger: {event: bench.p%d}\nsteps:\n  - type: shell\n    command: \"true\"\nskip_llm: true\n", i)
+	}
+	for rel, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(body), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cmd := exec.Command(hookdBin, "serve")
+	cmd.Dir, cmd.Env = dir, childEnv()
+	log := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	for deadline := time.Now().Add(waitLong); !strings.Contains(log.String(), "hookd serving"); time.Sleep(pollStep) {
+		if time.Now().After(deadline) {
+			b.Fatalf("hookd did not start:\n%s", log)
+		}
+	}
+	sock := api.SocketPath(filepath.Join(dir, ".hookd", "hookd.db"))
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+		MaxIdleConnsPerHost: pubs,
+	}}
+	call := func(method, path string, body []byte, out any) error {
+		req, err := http.NewRequest(method, "http://hookd"+path, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			msg, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
+		}
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+
+	var lat []time.Duration
+	var latMu sync.Mutex
+	emitRuns := func(n int) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for p := range pubs {
+			body, _ := json.Marshal(api.EmitRequest{Type: fmt.Sprintf("bench.p%d", p)})
+			wg.Go(func() {
+				var mine []time.Duration
+				for next.Add(1) <= int64(n) {
+					sent := time.Now()
+					var ans api.EmitAnswer
+					if err := call("POST", "/v1/events", body, &ans); err != nil || len(ans.Runs) != 1 {
+						b.Errorf("emit: %d runs, %v", len(ans.Runs), err)
+						return
+					}
+					var final engine.Run
+					if err := call("GET", "/v1/runs/"+ans.Runs[0].ID+"/wait", nil, &final); err != nil || final.Status != engine.StatusCompleted {
+						b.Errorf("run %s: %v %+v", ans.Runs[0].ID, err, final.Status)
+						return
+					}
+					mine = append(mine, final.StartedAt.Sub(sent))
+				}
+				latMu.Lock()
+				lat = append(lat, mine...)
+				latMu.Unlock()
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	spawns := func(n int) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range pubs {
+			wg.Go(func() {
+				for next.Add(1) <= int64(n) {
+					if err := spawn(); err != nil {
+						b.Errorf("spawn: %v", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	emitRuns(pubs) // neither side pays for a first time in the figures
+	spawns(pubs)
+	lat = lat[:0]
+
+	per := max(b.N/rounds, pubs)
+	var runT, spawnT time.Duration
+	b.ResetTimer()
+	for range rounds {
+		spawnT += spawns(per)
+		runT += emitRuns(per)
+	}
+	b.StopTimer()
+	if b.Failed() {
+		return
+	}
+	slices.Sort(lat)
+	runRate := float64(per*rounds) / runT.Seconds()
+	spawnRate := float64(per*rounds) / spawnT.Seconds()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(runRate, "runs/s")
+	b.ReportMetric(spawnRate, "spawns/s")
+	b.ReportMetric(runRate/spawnRate, "ratio")
+	b.ReportMetric(ms(quantileDur(lat, 0.50)), "start-p50-ms")
+	b.ReportMetric(ms(quantileDur(lat, 0.99)), "start-p99-ms")
+	b.Logf("sandbox %t, %d publishers over the API socket: %d runs in %v (%.0f runs/s), %d bare spawns in %v (%.0f spawns/s): ratio %.2f; POST to started_at p50 %v p99 %v",
+		boxed, pubs, per*rounds, runT.Round(time.Millisecond), runRate, per*rounds, spawnT.Round(time.Millisecond), spawnRate,
+		runRate/spawnRate, quantileDur(lat, 0.5), quantileDur(lat, 0.99))
+}
