@@ -116,8 +116,11 @@ func makeView(swapTmp bool, hidden []fileID) (*mountView, error) {
 		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 			return fmt.Errorf("sandbox: mount namespace: %w", err)
 		}
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-			return fmt.Errorf("sandbox: mount namespace: make / private: %w", err)
+		// Slave, not private: what the host mounts and unmounts later
+		// (a disk plugged in, or taken out) reaches the namespace, which
+		// outlives many processes; what it mounts itself stays in it.
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+			return fmt.Errorf("sandbox: mount namespace: make / a slave of the host's: %w", err)
 		}
 		if v.tmp != "" {
 			if err := unix.Mount(v.tmp, "/tmp", "", unix.MS_BIND, ""); err != nil {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // started is a process under p that prints its first line of output,
@@ -176,5 +178,83 @@ func TestStaleTmpSwept(t *testing.T) {
 	}
 	if !exists(live) {
 		t.Errorf("the directory of a live process was removed: %s", live)
+	}
+}
+
+// TestViewFollowsHostMounts: a hook's mount namespace outlives its
+// processes, and what the host mounts after it was made (a disk plugged
+// in) reaches the hook's next process, as does an unmount (a disk taken
+// out is not held busy by hookd). Shown live: a namespace that is
+// private to the host's (as the first cut of the views made them) sees
+// neither.
+func TestViewFollowsHostMounts(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	if !sb.sys.mountNS {
+		t.Skip("no mount namespace here (not root)")
+	}
+	wd := t.TempDir()
+	// A shared mount, as systemd makes the host's every mount (here the
+	// root mount is private, and nothing could reach a namespace).
+	if err := unix.Mount(wd, wd, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(wd, unix.MNT_DETACH)
+	if err := unix.Mount("", wd, "", unix.MS_SHARED, ""); err != nil {
+		t.Fatal(err)
+	}
+	disk := filepath.Join(wd, "disk")
+	os.Mkdir(disk, 0o755)
+	p := &Policy{Workdir: wd, Key: "hook"}
+	out, proc := run(t, sb, p, wd, "cat disk/label 2>&1")
+	proc.Release(false)
+	if strings.Contains(out, "DISK-LABEL") {
+		t.Fatalf("the label was there before the mount: %q", out)
+	}
+	// Live: a namespace private to the host's, made now.
+	private := startPaused(t, sb, &Policy{Workdir: wd, Key: "private"}, wd, "echo ready; read x; cat disk/label 2>&1")
+	if l := private.line(t); l != "ready" {
+		t.Fatal(l)
+	}
+	v := sb.sys.views[fmt.Sprintf("%t\x00%s", false, "private")]
+	if v == nil {
+		t.Fatal("no view for key private")
+	}
+	if err := onLockedThread(func() error {
+		if err := v.enter(); err != nil {
+			return err
+		}
+		return unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := unix.Mount("tmpfs", disk, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	mounted := true
+	defer func() {
+		if mounted {
+			unix.Unmount(disk, unix.MNT_DETACH)
+		}
+	}()
+	os.WriteFile(filepath.Join(disk, "label"), []byte("DISK-LABEL\n"), 0o644)
+	if out := private.finish(t); strings.Contains(out, "DISK-LABEL") {
+		t.Fatalf("live: a private namespace saw the host's new mount, so this test shows nothing: %q", out)
+	}
+	out, proc = run(t, sb, p, wd, "cat disk/label 2>&1")
+	proc.Release(false)
+	if !strings.Contains(out, "DISK-LABEL") {
+		t.Errorf("the hook's next process does not see what the host mounted: %q", out)
+	}
+	if err := unix.Unmount(disk, 0); err != nil {
+		t.Fatalf("the host cannot unmount what a hook's namespace saw: %v", err)
+	}
+	mounted = false
+	out, proc = run(t, sb, p, wd, "cat disk/label 2>&1; grep -c ' "+disk+" ' /proc/self/mountinfo")
+	proc.Release(false)
+	if strings.Contains(out, "DISK-LABEL") || !strings.HasSuffix(strings.TrimSpace(out), "0") {
+		t.Errorf("the hook's namespace kept what the host unmounted: %q", out)
 	}
 }
