@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/daemon"
@@ -54,16 +54,19 @@ func cmdEvents(c *cli, args []string) int {
 	if *asJSON {
 		return c.printJSON(out)
 	}
-	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTIME\tTYPE\tSOURCE\tFATE")
+	t := newTable(5, len(out)+1)
+	t.row("SEQ", "TIME", "TYPE", "SOURCE", "FATE")
 	for _, ev := range out {
 		when := "-"
 		if !ev.Time.IsZero() {
 			when = timeText(ev.Time)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ev.Seq, when, ev.Type, ev.Source, engine.OneLine(fateLine(ev.Type, ev.Fate), 160))
+		t.row(strconv.FormatInt(ev.Seq, 10), when, ev.Type, ev.Source, engine.OneLine(fateLine(ev.Type, ev.Fate), 160))
 	}
-	tw.Flush()
+	// On a terminal FATE, then SOURCE and TYPE give way first.
+	if err := c.layout(t, giveWay{4, 20}, giveWay{3, 8}, giveWay{2, 16}).write(c.stdout); err != nil {
+		return c.errorf("%v", err)
+	}
 	return exitOK
 }
 

@@ -91,6 +91,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 func runIn(h host, args []string, stdout, stderr io.Writer) (code int) {
 	h.log = stderr
 	term := isTerminal(stderr)
+	if h.columns == 0 {
+		h.columns = terminalWidth(stdout)
+	}
 	safeOut, safeErr := newTermSafe(stdout), newTermSafe(stderr)
 	out := newOutput(safeOut)
 	defer func() {
@@ -157,7 +160,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  hookd %-9s %s\n  %10s %s\n", c.name, c.args, "", c.summary)
 	}
-	fmt.Fprintln(w, "\nEvery command but "+strings.Join(noCommonFlags, ", ")+" takes --config FILE (default $HOOKD_CONFIG, else the hookd.yaml of the project: here or the nearest parent directory with hookd.yaml or hooks.d), --db PATH and --hooks DIR.")
+	fmt.Fprintln(w, "\nEvery command but "+strings.Join(noCommonFlags, ", ")+" takes --config FILE (default $HOOKD_CONFIG, else the hookd.yaml of the project: here or the nearest parent directory with hookd.yaml or hooks.d), --db PATH, --hooks DIR and --color auto|always|never (tables fit a terminal's width; colour on a terminal unless NO_COLOR is set).")
 	fmt.Fprintln(w, "\nExit codes:")
 	for _, e := range engine.ExitCodes {
 		fmt.Fprintf(w, "  %-3d %s\n", e.Code, e.Means)
@@ -173,6 +176,10 @@ type host struct {
 	stdin   io.Reader           // nil: the process's
 	signals <-chan os.Signal    // what stops `hookd serve`; nil: the process's SIGINT and SIGTERM
 	log     io.Writer           // where a daemon's and an engine's log go: stderr, unescaped
+	// columns is the width of the terminal stdout is: 0 when it is none
+	// (found from stdout when runIn is given 0; tests set it to stand for
+	// a terminal).
+	columns int
 }
 
 // env reads the environment variable key.
@@ -215,8 +222,9 @@ type cli struct {
 	argsHelp string
 	stdout   io.Writer
 	stderr   io.Writer
-	term     bool // stderr is a terminal: commands may show a live line there
-	quiet    bool // --json: stdout gets JSON only, stderr errors only
+	term     bool   // stderr is a terminal: commands may show a live line there
+	quiet    bool   // --json: stdout gets JSON only, stderr errors only
+	color    string // --color: auto (""), always or never
 
 	configPath string
 	dbPath     string
@@ -232,6 +240,14 @@ func (c *cli) flags() *flag.FlagSet {
 	fs.StringVar(&c.configPath, "config", "", "daemon settings file (default $HOOKD_CONFIG, else hookd.yaml here or in the nearest parent directory with hookd.yaml or hooks.d)")
 	fs.StringVar(&c.dbPath, "db", "", "SQLite database path (default .hookd/hookd.db), or a postgres:// URL")
 	fs.StringVar(&c.hooksDir, "hooks", "", "hooks directory (default hooks.d)")
+	fs.Func("color", "colour tables: auto (on a terminal, unless NO_COLOR is set), always or never", func(v string) error {
+		switch v {
+		case "auto", "always", "never":
+			c.color = v
+			return nil
+		}
+		return errors.New("want auto, always or never")
+	})
 	fs.Usage = func() {
 		fmt.Fprintf(c.stderr, "Usage: hookd %s %s\n", c.name, c.argsHelp)
 		fs.PrintDefaults()

@@ -110,7 +110,8 @@ func BenchmarkListTable(b *testing.B) {
 		cw := &writeCounter{w: devNull}
 		start := time.Now()
 		out := newOutput(cw)
-		if err := writeHookTable(out, hooks, now); err != nil {
+		c := &cli{stdout: out}
+		if err := c.writeHookTable(hooks, now); err != nil {
 			b.Fatal(err)
 		}
 		if err := out.Flush(); err != nil {

@@ -30,6 +30,19 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
+// terminalWidth is the width of the terminal w is, 0 when it is none.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
 // progressTypes are the events a run's progress is printed from.
 const progressTypes = "hook.step.*,hook.llm.round,hook.tool.called,hook.run.*"
 

@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookd/hookd/api"
@@ -61,7 +59,7 @@ func cmdList(c *cli, args []string) int {
 			return c.printJSON(hooks)
 		}
 		fmt.Fprintln(c.stderr, "hookd is not running: next due times are what it would use if started now")
-		if err := writeHookTable(c.stdout, hooks, time.Now()); err != nil {
+		if err := c.writeHookTable(hooks, time.Now()); err != nil {
 			return c.errorf("%v", err)
 		}
 		return exitOK
@@ -88,15 +86,18 @@ func cmdList(c *cli, args []string) int {
 		}
 		return exitOK
 	}
-	if err := writeHookTable(c.stdout, hooks, time.Now()); err != nil {
+	if err := c.writeHookTable(hooks, time.Now()); err != nil {
 		return c.errorf("%v", err)
 	}
 	return exitOK
 }
 
-// writeHookTable writes list's table of hooks to w.
-func writeHookTable(w io.Writer, hooks []engine.HookStatus, now time.Time) error {
-	if err := hookTable(hooks, now).write(w); err != nil {
+// writeHookTable writes list's table of hooks to stdout; on a terminal
+// FILE, then TRIGGER, IN FLIGHT, NEXT DUE, NAME and LAST give way
+// first.
+func (c *cli) writeHookTable(hooks []engine.HookStatus, now time.Time) error {
+	w := c.stdout
+	if err := c.layout(hookTable(hooks, now), giveWay{6, 8}, giveWay{1, 10}, giveWay{4, 8}, giveWay{2, 10}, giveWay{0, 12}, giveWay{3, 12}).write(w); err != nil {
 		return err
 	}
 	// A file that does not load stays in the list, marked, with why.
@@ -259,8 +260,8 @@ func cmdRuns(c *cli, args []string) int {
 		return c.printJSON(runs)
 	}
 	now := time.Now()
-	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tHOOK\tSTATUS\tTRIGGER\tSTARTED\tDURATION\tREASON")
+	t := newTable(7, len(runs)+1)
+	t.row("ID", "HOOK", "STATUS", "TRIGGER", "STARTED", "DURATION", "REASON")
 	for _, r := range runs {
 		started := "-"
 		if t := firstNonZero(r.StartedAt, r.QueuedAt, r.FinishedAt); !t.IsZero() {
@@ -282,9 +283,12 @@ func cmdRuns(c *cli, args []string) int {
 		if r.Retry != nil {
 			why = fmt.Sprintf("retry %s at %s; %s", r.Retry.RunID, timeText(r.Retry.At), why)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Hook, r.Headline(), r.Trigger, started, dur, engine.OneLine(why, 80))
+		t.row(r.ID, r.Hook, r.Headline(), r.Trigger, started, dur, engine.OneLine(why, 80))
 	}
-	tw.Flush()
+	// On a terminal REASON, then TRIGGER, HOOK and STARTED give way first.
+	if err := c.layout(t, giveWay{6, 16}, giveWay{3, 8}, giveWay{1, 12}, giveWay{4, 14}).write(c.stdout); err != nil {
+		return c.errorf("%v", err)
+	}
 	return exitOK
 }
 

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
@@ -44,16 +44,19 @@ func cmdSearch(c *cli, args []string) int {
 		fmt.Fprintln(c.stdout, "no runs match")
 		return exitOK
 	}
-	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tHOOK\tSTATUS\tFINISHED\tSCORE\tSNIPPET")
+	t := newTable(6, len(hits)+1)
+	t.row("ID", "HOOK", "STATUS", "FINISHED", "SCORE", "SNIPPET")
 	for _, h := range hits {
 		status := string(h.Status)
 		if h.CheckFailed != "" {
 			status += ", check failed: " + h.CheckFailed
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\n", h.RunID, h.Hook, status, h.Time.Local().Format("01-02 15:04:05"),
-			h.Score, engine.OneLine(strings.Join(strings.Fields(h.Snippet), " "), 100))
+		t.row(h.RunID, h.Hook, status, h.Time.Local().Format("01-02 15:04:05"),
+			strconv.FormatFloat(h.Score, 'f', 2, 64), engine.OneLine(strings.Join(strings.Fields(h.Snippet), " "), 100))
 	}
-	tw.Flush()
+	// On a terminal SNIPPET, then HOOK give way first.
+	if err := c.layout(t, giveWay{5, 20}, giveWay{1, 12}).write(c.stdout); err != nil {
+		return c.errorf("%v", err)
+	}
 	return exitOK
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
+
+	"github.com/hookd/hookd/engine"
 )
 
 // table lays out rows of cells in columns as the commands' tabwriters do
@@ -26,6 +29,12 @@ type table struct {
 	plain  bool   // no cell holds a byte tabwriter treats specially
 	out    []byte // write's buffer
 	spaces [64]byte
+
+	// On a terminal (layout): the width to fit and the columns to narrow,
+	// least useful first; and the colour of a cell.
+	width int
+	order []giveWay
+	paint func(row, col int, cell string) string
 }
 
 // tableMinWidth and tablePadding are the commands' tabwriter settings:
@@ -107,6 +116,9 @@ func (t *table) row(cells ...string) {
 // write writes the table to w.
 func (t *table) write(w io.Writer) error {
 	t.measure()
+	if t.width > 0 || t.paint != nil {
+		return t.writeTerminal(w)
+	}
 	if !t.plain {
 		return t.tabwriter(w)
 	}
@@ -161,4 +173,133 @@ func (t *table) tabwriter(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// giveWay is a column a table narrows to fit a terminal, down to min
+// runes.
+type giveWay struct{ col, min int }
+
+// writeTerminal writes the table for a terminal: each cell on one line
+// (a tab or line break in it is a space), the columns narrowed in
+// t.order until the table fits t.width (a cut cell ends in "…"; a table
+// that does not fit with every listed column at its minimum runs over), and
+// the cells t.paint names an SGR code for coloured. With colours the
+// cells are escaped as termSafe escapes text and the table is written
+// raw (termSafe would escape the colours too).
+func (t *table) writeTerminal(w io.Writer) error {
+	cells := make([]string, len(t.ends))
+	widths := make([]int, len(t.ends))
+	widest := make([]int, t.cols)
+	begin := 0
+	for i, end := range t.ends {
+		c := string(t.buf[begin:end])
+		begin = end
+		c = strings.Map(func(r rune) rune {
+			if r == '\t' || r == '\n' || r == '\r' {
+				return ' '
+			}
+			return r
+		}, c)
+		if t.paint != nil {
+			c = string(appendEscaped(nil, []byte(c)))
+		}
+		cells[i], widths[i] = c, utf8.RuneCountInString(c)
+		widest[i%t.cols] = max(widest[i%t.cols], widths[i])
+	}
+	limit := slices.Clone(widest)
+	if t.width > 0 {
+		total := widest[t.cols-1]
+		for _, n := range widest[:t.cols-1] {
+			total += max(tableMinWidth, n+tablePadding)
+		}
+		for _, g := range t.order {
+			if total <= t.width {
+				break
+			}
+			if cut := min(total-t.width, limit[g.col]-max(g.min, 2)); cut > 0 {
+				limit[g.col] -= cut
+				total -= cut
+			}
+		}
+	}
+	var out []byte
+	for i, c := range cells {
+		row, col := i/t.cols, i%t.cols
+		n := widths[i]
+		if n > limit[col] {
+			c = string([]rune(c)[:limit[col]-1]) + "…"
+			n = limit[col]
+		}
+		code := ""
+		if t.paint != nil {
+			code = t.paint(row, col, cells[i])
+		}
+		if code != "" {
+			out = append(out, "\x1b["+code+"m"...)
+		}
+		out = append(out, c...)
+		if code != "" {
+			out = append(out, "\x1b[0m"...)
+		}
+		if col == t.cols-1 {
+			out = append(out, '\n')
+			continue
+		}
+		out = append(out, strings.Repeat(" ", max(tableMinWidth, limit[col]+tablePadding)-n)...)
+	}
+	if t.paint != nil {
+		writeRaw(w, string(out))
+		return nil
+	}
+	_, err := w.Write(out)
+	return err
+}
+
+// layout fits t to the terminal stdout is, narrowing the columns in
+// order (least useful first), and colours its status words when colour
+// is on (colored). Piped, t stays as tabwriter would lay it out.
+func (c *cli) layout(t *table, order ...giveWay) *table {
+	t.width, t.order = c.columns, order
+	if c.colored() {
+		t.paint = paintStatus
+	}
+	return t
+}
+
+// colored reports whether tables are coloured: --color always, or on a
+// terminal unless --color never, NO_COLOR (https://no-color.org) or
+// TERM=dumb.
+func (c *cli) colored() bool {
+	switch c.color {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return c.columns > 0 && c.env("NO_COLOR") == "" && c.env("TERM") != "dumb"
+}
+
+// paintStatus colours a table's header bold and each cell that begins
+// with a run status (or BROKEN) by what it means: green for completed,
+// red for what failed, yellow for what did not run, cyan for what runs.
+func paintStatus(row, _ int, cell string) string {
+	if row == 0 {
+		return "1"
+	}
+	word, _, _ := strings.Cut(cell, " ")
+	word = strings.TrimSuffix(word, ",")
+	switch engine.Status(word) {
+	case engine.StatusCompleted:
+		return "32"
+	case engine.StatusFailed, engine.StatusInterrupted:
+		return "31"
+	case engine.StatusSkipped, engine.StatusDropped, engine.StatusCancelled:
+		return "33"
+	case engine.StatusRunning, engine.StatusQueued:
+		return "36"
+	}
+	if strings.Contains(cell, "[BROKEN]") {
+		return "31"
+	}
+	return ""
 }

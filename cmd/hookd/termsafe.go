@@ -48,16 +48,42 @@ func (t *termSafe) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	out := append(t.buf[:0], in[:plain]...)
-	for i := plain; i < len(in); {
+	rest := in[plain:]
+	if n := cutSequence(rest); n < len(rest) {
+		t.carry = append([]byte(nil), rest[n:]...) // the rest comes with the next write
+		rest = rest[:n]
+	}
+	out = appendEscaped(out, rest)
+	t.buf = out
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// cutSequence returns how much of b ends on a whole UTF-8 sequence: all
+// of it unless it ends inside one (which the next write completes).
+func cutSequence(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if b[i] >= utf8.RuneSelf && !utf8.FullRune(b[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(b)
+}
+
+// appendEscaped appends in to out with what termSafe escapes escaped: a
+// control as \uXXXX, a byte that is not UTF-8 as \xXX.
+func appendEscaped(out, in []byte) []byte {
+	for i := 0; i < len(in); {
 		c := in[i]
 		if textsafe.Plain(c) {
 			out = append(out, c)
 			i++
 			continue
-		}
-		if c >= utf8.RuneSelf && !utf8.FullRune(in[i:]) && len(in)-i < utf8.UTFMax {
-			t.carry = append([]byte(nil), in[i:]...) // the rest comes with the next write
-			break
 		}
 		r, n := utf8.DecodeRune(in[i:])
 		switch {
@@ -70,11 +96,7 @@ func (t *termSafe) Write(p []byte) (int, error) {
 		}
 		i += n
 	}
-	t.buf = out
-	if _, err := t.w.Write(out); err != nil {
-		return 0, err
-	}
-	return len(p), nil
+	return out
 }
 
 // Close writes what an unfinished sequence left, escaped byte by byte.

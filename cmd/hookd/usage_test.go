@@ -10,7 +10,7 @@ import (
 
 // commonFlags are the flags every command takes; the usage line says so
 // once, under the list.
-var commonFlags = []string{"--config", "--db", "--hooks"}
+var commonFlags = []string{"--config", "--db", "--hooks", "--color"}
 
 // readmeCommands returns the lines of the README's command synopsis (the
 // first code block after "## Commands") by command name.
