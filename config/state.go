@@ -483,10 +483,96 @@ func (s *state) syntaxError(err error, data []byte) {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	if strings.Contains(msg, "cannot start any token") && tabIndented(data, line) {
+	switch {
+	case strings.Contains(msg, "cannot start any token") && tabIndented(data, line):
 		msg += " (a tab indents this line: YAML indents with spaces only)"
+	case strings.Contains(msg, "mapping values are not allowed"):
+		if colonInValue(textLine(data, line)) {
+			msg += ` (a value with ": " in it must be quoted: command: "echo a: b")`
+		} else {
+			msg += " (this line is indented deeper than a field of the mapping above it)"
+		}
+	case strings.Contains(msg, "did not find expected key"), strings.Contains(msg, "did not find expected '-' indicator"):
+		// The parser names the line its block began on; the culprit is the
+		// first line after it indented unlike the block's lines.
+		if n := misindented(data, line); n > 0 {
+			line = n
+			msg += " (this line is indented unlike the lines above it at its level: line them up with spaces)"
+		}
+	case strings.Contains(msg, "could not find expected ':'"):
+		msg += ` (a line that is neither "field: value" nor a list item: a text that goes on over lines must be indented under its field, or written with | )`
+	case strings.Contains(msg, "found unexpected end of stream"):
+		msg += " (a quote or bracket opened above is never closed)"
 	}
 	s.add(line, "", "syntax error: "+msg)
+}
+
+// textLine returns line n (from 1) of data.
+func textLine(data []byte, n int) string {
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	return lines[n-1]
+}
+
+// colonInValue reports whether line, a "field: value" or "- field:
+// value", has a second ": " (or ends in ":") in its unquoted value.
+func colonInValue(line string) bool {
+	t := strings.TrimLeft(line, " ")
+	t = strings.TrimPrefix(t, "- ")
+	_, v, ok := strings.Cut(t, ": ")
+	if !ok {
+		return false
+	}
+	v = strings.TrimSpace(v)
+	if v == "" || strings.ContainsAny(v[:1], `"'|>{[`) {
+		return false
+	}
+	return strings.Contains(v, ": ") || strings.HasSuffix(v, ":")
+}
+
+// indentOf is the number of spaces line starts with, -1 for a line that
+// is blank or a comment.
+func indentOf(line string) int {
+	t := strings.TrimLeft(line, " ")
+	if t == "" || strings.HasPrefix(t, "#") {
+		return -1
+	}
+	return len(line) - len(t)
+}
+
+// misindented finds, after line from (from 1), the first line indented
+// to no level open above it — shallower than the lines of its block but
+// deeper than the field that holds them — or at the level of a list's
+// dashes without a dash. 0 when none is.
+func misindented(data []byte, from int) int {
+	var levels []int // the indentations open at this line, outermost first
+	dashes := map[int]bool{}
+	for i, line := range strings.Split(string(data), "\n") {
+		ind := indentOf(line)
+		if ind < 0 {
+			continue
+		}
+		dash := strings.HasPrefix(line[ind:], "- ")
+		popped := false
+		for len(levels) > 0 && levels[len(levels)-1] > ind {
+			levels, popped = levels[:len(levels)-1], true
+		}
+		top := -1
+		if len(levels) > 0 {
+			top = levels[len(levels)-1]
+		}
+		bad := popped && top != ind || top == ind && dashes[ind] && !dash
+		if bad && i+1 > from {
+			return i + 1
+		}
+		if top != ind {
+			levels = append(levels, ind)
+			dashes[ind] = dash
+		}
+	}
+	return 0
 }
 
 // tabIndented reports whether line n (from 1) of data has a tab in its
