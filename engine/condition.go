@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -317,8 +318,18 @@ func memberPath(n ast.Node) (string, bool) {
 
 // condError is expr's error on one line (it draws the source and a caret
 // below).
+// textWithNumber matches expr's errors for a string compared with a
+// number: at load "mismatched types string and int", when run "string > int".
+var textWithNumber = regexp.MustCompile(`mismatched types (string and (int|float64)|(int|float64) and string)|invalid operation: (string \S+ (int|float64)|(int|float64) \S+ string)`)
+
 func condError(err error) string {
 	msg, _, _ := strings.Cut(err.Error(), "\n")
+	switch {
+	case strings.Contains(msg, `unexpected token Operator("=")`):
+		msg += "; = assigns nothing here: compare with =="
+	case textWithNumber.MatchString(msg):
+		msg += `; a step's output is text: convert it, int(trim(steps.NAME.stdout)) or float(trim(...)) for a number, or compare with a quoted "80"`
+	}
 	return msg
 }
 

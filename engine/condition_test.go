@@ -277,3 +277,23 @@ func TestConditionPatternFromData(t *testing.T) {
 		t.Errorf("a written pattern: %v %v", ok, err)
 	}
 }
+
+// TestConditionErrorHints: the two mistakes people make most with
+// conditions are told with the fix: = for ==, and a step's output (text)
+// compared with a number.
+func TestConditionErrorHints(t *testing.T) {
+	zero := 0
+	steps := []*engine.StepDef{{Index: 0, Name: "df", Type: "shell"}}
+	if _, err := engine.CompileCondition(`steps.df.exit_code = 0`, steps, 1); err == nil || !strings.Contains(err.Error(), "compare with ==") {
+		t.Errorf("= for ==: %v", err)
+	}
+	cond, err := engine.CompileCondition(`steps.df.stdout > 80`, steps, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := &engine.Scope{Steps: []*engine.StepResult{{Index: 0, Name: "df", Type: "shell", Output: "87\n", ExitCode: &zero,
+		Fields: map[string]any{"stdout": "87\n"}}}, StepNames: map[string]int{"df": 0}}
+	if _, err := cond.Eval(scope); err == nil || !strings.Contains(err.Error(), "int(trim(steps.NAME.stdout))") {
+		t.Errorf("text compared with a number: %v", err)
+	}
+}
