@@ -178,7 +178,10 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 	}
 
 	budget := int64(h.Budget.MaxTokensPerRun)
+	// Usage is known until an answered call reports none: a call that
+	// failed (a 401, a server that is down) spent nothing it could report.
 	known := true
+	run.Tokens.Known = true
 	for round := 1; ; round++ {
 		if used := run.Tokens.Prompt + run.Tokens.Completion; budget > 0 && used >= budget {
 			tr.Stop, run.Cause = "budget", engine.CauseBudget

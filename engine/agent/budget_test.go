@@ -97,3 +97,25 @@ func TestSpendUnreportedUsage(t *testing.T) {
 		t.Errorf("text: %q", got)
 	}
 }
+
+// TestSpendFailedCallNotUnreported: a model call that failed (a 401, a
+// server that is down) spent nothing it could report: the run is not
+// counted among those with unreported usage, which would only be noise
+// on the dashboard and in status.
+func TestSpendFailedCallNotUnreported(t *testing.T) {
+	srv := llmtest.New(llmtest.Fail(401, "invalid api key"))
+	run, _, f := agenttest.FireOne(t, srv, func(h *engine.Hook) {
+		h.Budget = engine.Budget{PerDay: 100000}
+	})
+	agenttest.WantStatus(t, run, engine.StatusFailed, "HTTP 401")
+	if !run.Tokens.Known {
+		t.Errorf("a run whose one model call failed has unknown usage: %+v", run.Tokens)
+	}
+	sum, err := f.Eng.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sum.Spend.Hooks["ask"].Day; d.Unreported != 0 {
+		t.Errorf("spend counts %d run(s) with unreported usage: %q", d.Unreported, d.Text(false))
+	}
+}
