@@ -67,13 +67,44 @@ func TestTimelineEscapes(t *testing.T) {
 	if strings.Count(svg, `<rect class="st-`) != 2 || !strings.Contains(svg, ">zeta</text>") {
 		t.Errorf("timeline:\n%s", svg)
 	}
-	// The completed run: from 2h to 1h ago of 24h.
-	x0 := float64(tlLabel) + 22.0/24*tlWidth
+	// The completed run: from 2h to 1h ago of the 3 hours the timeline
+	// zooms to (its oldest run is 2 hours old).
+	x0 := float64(tlLabel) + 1.0/3*tlWidth
 	if !strings.Contains(svg, fmt.Sprintf(`x="%.1f"`, x0)) {
 		t.Errorf("the completed run is not at x=%.1f:\n%s", x0, svg)
 	}
 	if none := string(timeline(nil, now, 24*time.Hour)); !strings.Contains(none, "no runs in the last") {
 		t.Errorf("empty timeline: %s", none)
+	}
+}
+
+// TestTimelineZoom: on a new install, runs of the last minutes spread
+// over the axis instead of bunching at "now", the labels step with the
+// span, and none comes so close to "now" that they overlap.
+func TestTimelineZoom(t *testing.T) {
+	now := time.Date(2026, 11, 29, 3, 0, 30, 0, time.Local)
+	var briefs []engine.RunBrief
+	for i := range 10 {
+		at := now.Add(-time.Duration(i) * time.Minute)
+		briefs = append(briefs, engine.RunBrief{ID: fmt.Sprintf("r%d", i), Hook: "h", Status: engine.StatusCompleted,
+			QueuedAt: at, StartedAt: at, FinishedAt: at.Add(time.Second)})
+	}
+	svg := string(timeline(briefs, now, 24*time.Hour))
+	// The oldest run (9 minutes ago) in a 15-minute axis: 6/15 from its start.
+	if x := float64(tlLabel) + 6.0/15*tlWidth; !strings.Contains(svg, fmt.Sprintf(`x="%.1f"`, x)) {
+		t.Errorf("the oldest run is not at x=%.1f of a 15-minute axis:\n%s", x, svg)
+	}
+	if !strings.Contains(svg, `aria-label="runs of the last 15m by hook"`) || !strings.Contains(svg, ">02:50</text>") {
+		t.Errorf("the axis is not 15 minutes long with 5-minute labels:\n%s", svg)
+	}
+	// 03:00 is half a minute before now: its label would sit on "now".
+	if strings.Contains(svg, ">03:00</text>") {
+		t.Errorf("a label overlaps now:\n%s", svg)
+	}
+	day := []engine.RunBrief{{ID: "old", Hook: "h", Status: engine.StatusCompleted, QueuedAt: now.Add(-20 * time.Hour),
+		StartedAt: now.Add(-20 * time.Hour), FinishedAt: now.Add(-20 * time.Hour)}}
+	if svg := string(timeline(day, now, 24*time.Hour)); !strings.Contains(svg, `aria-label="runs of the last 24h by hook"`) {
+		t.Errorf("a run 20 hours old does not keep the day's axis:\n%s", svg)
 	}
 }
 

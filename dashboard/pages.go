@@ -45,11 +45,15 @@ type overviewData struct {
 	Counts   []statusCount // runs of the last 24 hours by status
 	// CheckFailed counts the runs of Counts whose check did not pass.
 	CheckFailed int
-	Truncated   bool         // the timeline shows only the newest timelineRuns
-	Spend       engine.Spend // token usage against the budgets
-	Nodes       []Node       // the cluster's nodes (PostgreSQL), none on SQLite
-	Drift       []HookDrift  // hooks whose files differ between live nodes
+	Truncated   bool          // the timeline shows only the newest timelineRuns
+	Spend       engine.Spend  // token usage against the budgets
+	Nodes       []Node        // the cluster's nodes (PostgreSQL), none on SQLite
+	Drift       []HookDrift   // hooks whose files differ between live nodes
+	Failures    []*engine.Run // the latest failed runs of the last 24 hours
 }
+
+// recentFailures is how many failed runs the overview lists.
+const recentFailures = 5
 
 type inFlight struct {
 	Hook  string
@@ -90,8 +94,13 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, req *request) 
 		s.failErr(w, r, req, err)
 		return
 	}
+	failures, err := src.ListRuns(ctx, engine.RunFilter{Status: engine.StatusFailed, Since: now.Add(-timelineRange), Limit: recentFailures})
+	if err != nil {
+		s.failErr(w, r, req, err)
+		return
+	}
 	d := overviewData{Now: now, Hooks: len(hooks), Queued: sum.Queued, Overdue: overdue, DBBytes: size,
-		Truncated: len(briefs) == timelineRuns, Spend: sum.Spend}
+		Truncated: len(briefs) == timelineRuns, Spend: sum.Spend, Failures: failures}
 	for _, h := range hooks {
 		if h.InFlight != "" {
 			d.InFlight = append(d.InFlight, inFlight{Hook: h.Name, RunID: h.InFlight})

@@ -122,6 +122,7 @@ func timeline(briefs []engine.RunBrief, now time.Time, span time.Duration) templ
 	sort.Strings(names)
 	height := len(names)*tlRow + tlAxis
 	width := tlLabel + tlWidth + tlPad
+	span = zoom(briefs, now, span)
 	start := now.Add(-span)
 	x := func(t time.Time) float64 {
 		f := float64(t.Sub(start)) / float64(span)
@@ -129,17 +130,18 @@ func timeline(briefs []engine.RunBrief, now time.Time, span time.Duration) templ
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="timeline" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="runs of the last %s by hook">`,
-		width, height, width, height, span)
+		width, height, width, height, human.Duration(span))
 	for i := range names {
 		if i%2 == 0 {
 			fmt.Fprintf(&b, `<rect class="band" x="%d" y="%d" width="%d" height="%d"/>`, tlLabel, i*tlRow, tlWidth, tlRow)
 		}
 	}
-	// Hour lines and labels, every 3 hours on the hour.
-	first := start.Truncate(time.Hour).Add(time.Hour)
-	for t := first; t.Before(now); t = t.Add(time.Hour) {
-		if t.Local().Hour()%3 != 0 {
-			continue
+	// Grid lines and labels on round times, about six of them; none so
+	// close to "now" that the labels would overlap.
+	step := tick(span)
+	for t := start.Truncate(step).Add(step); t.Before(now); t = t.Add(step) {
+		if x(now)-x(t) < tlLabelGap {
+			break
 		}
 		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="0" x2="%.1f" y2="%d"/>`, x(t), x(t), len(names)*tlRow)
 		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(t), height-6, t.Local().Format("15:04"))
@@ -164,10 +166,48 @@ func timeline(briefs []engine.RunBrief, now time.Time, span time.Duration) templ
 		}
 	}
 	if len(names) == 0 {
-		fmt.Fprintf(&b, `<text class="axis" x="%d" y="12">no runs in the last %s</text>`, tlLabel, span)
+		fmt.Fprintf(&b, `<text class="axis" x="%d" y="12">no runs in the last %s</text>`, tlLabel, human.Duration(span))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// tlLabelGap is how close (in pixels) a time label may come to "now".
+const tlLabelGap = 44
+
+// zoomSpans are the time ranges the timeline zooms to.
+var zoomSpans = []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour}
+
+// zoom narrows span to the shortest of spans that holds every run: on a
+// new install, runs of the last minutes spread over the axis instead of
+// bunching at "now".
+func zoom(briefs []engine.RunBrief, now time.Time, span time.Duration) time.Duration {
+	oldest := now
+	for _, r := range briefs {
+		if t := r.QueuedAt; !t.IsZero() && t.Before(oldest) {
+			oldest = t
+		}
+		if t := r.StartedAt; !t.IsZero() && t.Before(oldest) {
+			oldest = t
+		}
+	}
+	for _, s := range zoomSpans {
+		if s < span && now.Sub(oldest) <= s*9/10 {
+			return s
+		}
+	}
+	return span
+}
+
+// tick is the step between the time axis' labels for span: 3 hours for
+// a day, and so on down to 5 minutes for a quarter of an hour.
+func tick(span time.Duration) time.Duration {
+	for _, t := range []time.Duration{5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour} {
+		if span/t <= 8 {
+			return t
+		}
+	}
+	return 3 * time.Hour
 }
 
 // bar is one row of a run's waterfall.

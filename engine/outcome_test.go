@@ -184,3 +184,16 @@ func TestToolFireTooDeepIsRecorded(t *testing.T) {
 		}
 	})
 }
+
+// TestRunWhy: a run's reason and error on one line say a failed step's
+// error once (it is both), and an error that says more after the reason.
+func TestRunWhy(t *testing.T) {
+	step := &engine.Run{Status: engine.StatusFailed, Reason: "step_0 (shell): exit code 1", Error: "step_0 (shell): exit code 1"}
+	if got := step.Why(); got != "step_0 (shell): exit code 1" {
+		t.Errorf("a failed step's why: %q", got)
+	}
+	model := &engine.Run{Status: engine.StatusFailed, Reason: "model_error", Error: "model call 1: HTTP 401: invalid api key"}
+	if got := model.Why(); got != "model_error model call 1: HTTP 401: invalid api key" || model.ExtraError() != model.Error {
+		t.Errorf("a model error's why: %q", got)
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -149,6 +150,20 @@ func (r *Run) AttemptText() string {
 		return ""
 	}
 	return fmt.Sprintf("%d of %d", r.Attempt, r.Attempts)
+}
+
+// ExtraError is the run's error when it says more than its reason: ""
+// when it is the reason (a step that failed is both).
+func (r *Run) ExtraError() string {
+	if r.Error == r.Reason {
+		return ""
+	}
+	return r.Error
+}
+
+// Why is the run's reason and, when it says more, its error, on one line.
+func (r *Run) Why() string {
+	return strings.TrimSpace(r.Reason + " " + r.ExtraError())
 }
 
 // Headline is the run's status as a person reads it: the status, then

@@ -346,6 +346,12 @@ tools: [read_file]
 	if bars < 50 {
 		t.Errorf("the timeline draws %d runs, want the ~100 of the day", bars)
 	}
+	// The day's failed runs are listed under it, the latest first.
+	failures := readBrowser(t, ctx, "read the recent failures",
+		chromedp.Evaluate[[]string](`[...document.querySelectorAll("#failures tr.failure td:first-child a")].map(a => a.textContent)`))
+	if len(failures) == 0 || len(failures) > 5 || !strings.HasPrefix(failures[0], "seed") {
+		t.Errorf("the overview's recent failures: %q, want 1 to 5 of the seeded failed runs", failures)
+	}
 	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
 		t.Fatalf("decode the screenshot: %v", err)

@@ -248,7 +248,7 @@ func (c *cli) printOutcome(run *engine.Run) int {
 	if run.Reason != "" {
 		line += ": " + run.Reason
 	}
-	if e := errorText(run); e != "" {
+	if e := run.ExtraError(); e != "" {
 		line += ": " + e
 	}
 	if !c.quiet {

@@ -277,7 +277,7 @@ func cmdRuns(c *cli, args []string) int {
 		if r.Repeats > 1 {
 			why = repeatsText(r) + ": " + why
 		}
-		if e := errorText(r); e != "" {
+		if e := r.ExtraError(); e != "" {
 			why = strings.TrimSpace(strings.TrimPrefix(why+" "+e, " "))
 		}
 		if r.Retry != nil {
@@ -418,7 +418,7 @@ func printRun(c *cli, r *engine.Run, brief bool) {
 	field("project", r.Project)
 	field("status", r.Headline())
 	field("reason", r.Reason)
-	field("error", errorText(r))
+	field("error", r.ExtraError())
 	if !r.FinishedAt.IsZero() {
 		field("finished", timeText(r.FinishedAt)+" (took "+human.Duration(r.Duration())+")")
 	}
