@@ -636,6 +636,12 @@ func (b *battery) live(a *attack) (hits []string, err error) {
 		}
 	} else {
 		hits = b.hits(a, string(out), "", "")
+		// A sleeper is started in the background: on a loaded machine
+		// it may not be running yet when the command's output closes.
+		for deadline := time.Now().Add(5 * time.Second); len(hits) == 0 && a.sleep != 0 && time.Now().Before(deadline); {
+			time.Sleep(pollStep)
+			hits = b.hits(a, string(out), "", "")
+		}
 	}
 	// Clear: the files it made, the sleepers.
 	os.Remove(filepath.Join(b.canaryDir, a.id))
