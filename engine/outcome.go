@@ -31,6 +31,7 @@ type ToolUse struct {
 	ResultBytes int           `json:"result_bytes,omitempty"` // its full size before capping
 	Truncated   bool          `json:"truncated,omitempty"`    //
 	Error       string        `json:"error,omitempty"`        // sent to the model as the result
+	Started     time.Time     `json:"started,omitzero"`       // when it began (a trace's tool span)
 	Duration    time.Duration `json:"duration_ns"`            //
 	// DeniedBy names the tool:call:before handler that denied the call
 	// (the tool did not run; Error says why).

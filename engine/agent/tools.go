@@ -53,8 +53,8 @@ func (a *Agent) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 // arguments that are not JSON or do not fit the schema, a tool error or
 // panic — becomes an error result for the model, never a failed run.
 func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, tc ToolRequest, redact func(string) string) (*ToolCall, string) {
-	rec := &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments, Outcome: engine.ToolOK}
 	start := time.Now()
+	rec := &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments, Outcome: engine.ToolOK, Started: start}
 	defer func() { rec.Duration = time.Since(start) }()
 	errResult := func(msg string) (*ToolCall, string) {
 		if rec.Outcome == engine.ToolOK {
