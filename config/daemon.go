@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +47,7 @@ type Daemon struct {
 	Budget         engine.DaemonBudget   // budget: tokens all hooks together may use per hour and day; prices per model
 	PruneEvery     time.Duration         // retention.every: how often the daemon prunes
 	Node           Node                  // node: this node's settings in a cluster on PostgreSQL (node.go)
+	OTel           OTel                  // otel: where runs go as OpenTelemetry traces
 	// AllowInsecureHooks (allow_insecure_hooks) loads a hooks directory
 	// and hook files that are writable by every user or owned by another
 	// user, which are refused by default.
@@ -213,7 +215,27 @@ const (
 var daemonKeys = []string{"hooks_dir", "db", "database", "max_concurrent", "tick", "queue_size", "grace", "store_timeout",
 	"default_timeout", "max_catchup", "log_format", "listen", "dashboard_hosts", "llm",
 	"token_env", "token_file", "overdue_grace", "prompt_value_max", "notify", "mcp_servers", "retention", "allow_insecure_hooks", "budget",
-	"node", "sandbox", "lifecycle"}
+	"node", "sandbox", "lifecycle", "otel"}
+
+// OTel is otel: in hookd.yaml: runs go as OpenTelemetry traces to a
+// collector over OTLP/HTTP (tracing).
+type OTel struct {
+	// Endpoint is the collector's address, like http://127.0.0.1:4318;
+	// "" leaves it to OTEL_EXPORTER_OTLP_ENDPOINT (or
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), and with neither, no traces.
+	Endpoint string            `yaml:"endpoint"`
+	Headers  map[string]string `yaml:"headers"` // sent with each export, like an API key
+	// Content adds the prompt, the answer and the model's text to the
+	// spans (redacted as the record is); off by default.
+	Content     bool   `yaml:"content"`
+	ServiceName string `yaml:"service_name"` // service.name; default hookd (OTEL_SERVICE_NAME wins)
+}
+
+// Enabled reports whether runs are sent as traces: otel.endpoint, or the
+// OTLP endpoint variables in getenv's environment.
+func (o OTel) Enabled(getenv func(string) string) bool {
+	return o.Endpoint != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
 
 // defaultDaemon returns the default settings, with paths in dir.
 func defaultDaemon(dir string) *Daemon {
@@ -377,6 +399,11 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 	}
 	if n := f.get("lifecycle"); n != nil {
 		d.Sequential = s.lifecycle(n, "lifecycle")
+	}
+	if n, ok := f.decode("otel", &d.OTel); ok && d.OTel.Endpoint != "" {
+		if u, err := url.Parse(d.OTel.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			s.errorf(n, "otel.endpoint", "want the collector's OTLP/HTTP address, like http://127.0.0.1:4318 (got %q)", d.OTel.Endpoint)
+		}
 	}
 	if n := f.get("mcp_servers"); n != nil {
 		d.MCPServers = s.mcpServers(n, "mcp_servers", dir)

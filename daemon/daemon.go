@@ -27,6 +27,7 @@ import (
 	"github.com/hookd/hookd/metrics"
 	"github.com/hookd/hookd/notify"
 	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/tracing"
 )
 
 // notifyDrain is how long a stopping daemon keeps delivering the
@@ -65,11 +66,12 @@ type Options struct {
 // Daemon is one hookd daemon: its engine on a locked database, and
 // everything Run starts around it.
 type Daemon struct {
-	d     *config.Daemon
-	log   *slog.Logger
-	load  func() (*config.Daemon, error)
-	token string
-	l     *Local
+	d      *config.Daemon
+	log    *slog.Logger
+	load   func() (*config.Daemon, error)
+	token  string
+	getenv func(string) string
+	l      *Local
 
 	abort     chan struct{} // closed by Abort
 	abortOnce sync.Once
@@ -116,6 +118,7 @@ func New(ctx context.Context, d *config.Daemon, o Options) (*Daemon, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	dm.getenv = getenv
 	// The TCP API needs its token before anything starts.
 	if d.Listen != "" {
 		var err error
@@ -211,6 +214,22 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	notifier.SetHooks(l.Hooks)
 	notifier.Start()
 	l.Engine.Subscribe(notifier.Observe)
+	if d.OTel.Enabled(dm.getenv) {
+		x, err := tracing.New(context.Background(), tracing.Options{Endpoint: d.OTel.Endpoint, Headers: d.OTel.Headers,
+			Content: d.OTel.Content, Service: d.OTel.ServiceName, Node: d.Node.Name, Dropped: m.TraceDropped, Log: log})
+		if err != nil {
+			return fmt.Errorf("start: %w", err)
+		}
+		l.Engine.Subscribe(x.Observe)
+		log.Info("runs are sent as OpenTelemetry traces", "endpoint", orEnv(d.OTel.Endpoint, "OTEL_EXPORTER_OTLP_ENDPOINT"), "content", d.OTel.Content)
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), notifyDrain)
+			defer cancel()
+			if err := x.Shutdown(ctx); err != nil {
+				log.Warn("send the last traces", "err", err)
+			}
+		}()
+	}
 	forced := false
 	defer func() {
 		if forced {
@@ -368,4 +387,12 @@ func (dm *Daemon) abandon(err error) {
 	case <-time.After(5 * time.Second):
 		dm.log.Warn("runs still in flight are abandoned")
 	}
+}
+
+// orEnv is v, or "$NAME" when v is empty (the setting comes from there).
+func orEnv(v, name string) string {
+	if v != "" {
+		return v
+	}
+	return "$" + name
 }

@@ -15,6 +15,7 @@
 //	tool_calls_total{tool,outcome}       tool calls of the model stage: ok, error, denied
 //	events_total{source}                 events published: api, cli, engine, hook, watch
 //	notifications_total{outcome}         webhook notifications: delivered, undeliverable, dropped (queue full)
+//	traces_dropped_total                 runs not sent as traces: the exporter's queue was full
 //	queue_depth                          runs waiting for a concurrency slot
 //	runs_in_flight                       runs executing
 //	hooks_overdue                        periodic hooks past due by more than the grace period without a run

@@ -44,6 +44,7 @@ type Metrics struct {
 	pruned        *prometheus.CounterVec
 	retries       *prometheus.CounterVec
 	refusals      *prometheus.CounterVec
+	traceDrops    prometheus.Counter
 }
 
 // New builds the registry. The gauges ask src, waiting at most timeout
@@ -99,6 +100,9 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hookd_budget_refusals_total", Help: "Triggers refused because a token budget (the hook's or the daemon's) was spent, by hook.",
 	}, []string{"hook"})
+	m.traceDrops = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "hookd_traces_dropped_total", Help: "Runs not sent as OpenTelemetry traces because the exporter's queue was full.",
+	})
 	for _, k := range []string{"runs", "skipped", "events"} {
 		m.pruned.WithLabelValues(k)
 	}
@@ -106,7 +110,7 @@ func New(src Source, grace, timeout time.Duration) *Metrics {
 		m.notifications.WithLabelValues(o)
 	}
 	m.reg.MustRegister(m.runs, m.skips, m.shortCircuits, m.checkFailed, m.drops, m.duration, m.lateness, m.tokens, m.tools, m.events,
-		m.notifications, m.pruned, m.retries, m.refusals, &gauges{src: src, grace: grace, timeout: timeout},
+		m.notifications, m.pruned, m.retries, m.refusals, m.traceDrops, &gauges{src: src, grace: grace, timeout: timeout},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -121,6 +125,9 @@ func (m *Metrics) Gather() ([]*dto.MetricFamily, error) { return m.reg.Gather() 
 
 // Notification counts one webhook notification's outcome.
 func (m *Metrics) Notification(outcome string) { m.notifications.WithLabelValues(outcome).Inc() }
+
+// TraceDropped counts a run the trace exporter's full queue dropped.
+func (m *Metrics) TraceDropped() { m.traceDrops.Inc() }
 
 // Pruned counts history rows retention deleted, of kind runs, skipped or
 // events.

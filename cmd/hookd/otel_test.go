@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hookd/hookd/internal/testtool"
+	"github.com/hookd/hookd/llm/llmtest"
+)
+
+// collector is a real OpenTelemetry Collector (internal/otelcol) taking
+// OTLP/HTTP on a loopback port and writing what it gets to a file.
+type collector struct {
+	endpoint string
+	out      string
+}
+
+func startCollector(t *testing.T) *collector {
+	t.Helper()
+	bin := testtool.Otelcol(t)
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c := &collector{endpoint: "http://" + addr, out: filepath.Join(dir, "traces.json")}
+	cfg := fmt.Sprintf(`receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: %s
+exporters:
+  file:
+    path: %s
+    flush_interval: 50ms
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [file]
+`, addr, c.out)
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config", "file:"+cfgPath)
+	log := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	waitFor(t, "the collector to listen", func() bool {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	}, log.String)
+	return c
+}
+
+// otlpSpan is a span as the collector's file exporter writes it (OTLP
+// JSON).
+type otlpSpan struct {
+	TraceID      string `json:"traceId"`
+	SpanID       string `json:"spanId"`
+	ParentSpanID string `json:"parentSpanId"`
+	Name         string `json:"name"`
+	Attributes   []struct {
+		Key   string         `json:"key"`
+		Value map[string]any `json:"value"`
+	} `json:"attributes"`
+	Events []struct {
+		Name string `json:"name"`
+	} `json:"events"`
+	Links []struct {
+		TraceID string `json:"traceId"`
+	} `json:"links"`
+	Status struct {
+		Code int `json:"code"`
+	} `json:"status"`
+}
+
+// attr is the span's attribute k as text ("" when it has none).
+func (s *otlpSpan) attr(k string) string {
+	for _, a := range s.Attributes {
+		if a.Key == k {
+			for _, v := range a.Value {
+				b, _ := json.Marshal(v)
+				return strings.Trim(string(b), `"`)
+			}
+		}
+	}
+	return ""
+}
+
+// spans reads every span the collector wrote so far.
+func (c *collector) spans(t *testing.T) []*otlpSpan {
+	t.Helper()
+	f, err := os.Open(c.out)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []*otlpSpan
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var req struct {
+			ResourceSpans []struct {
+				ScopeSpans []struct {
+					Spans []*otlpSpan `json:"spans"`
+				} `json:"scopeSpans"`
+			} `json:"resourceSpans"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			continue // a line being written
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				out = append(out, ss.Spans...)
+			}
+		}
+	}
+	return out
+}
+
+// TestTracesToCollector: with otel: in hookd.yaml, a run that gathers with
+// a shell step, calls the model, whose tool call runs, then answers,
+// reaches a real OpenTelemetry Collector as one trace — the run's span,
+// and under it a span per step, per model call (with the GenAI
+// attributes) and per tool call — and a trigger the cooldown refuses as a
+// trace of one span with the refusal. No attribute holds the hook's
+// secret, though its step printed it, the model repeated it and
+// otel.content is on.
+func TestTracesToCollector(t *testing.T) {
+	const secret = "s3cr3t-trace-7Qx9"
+	col := startCollector(t)
+	model := llmtest.New(
+		llmtest.Calls(llmtest.ToolCall{ID: "call_read", Name: "read_file", Args: `{"path":"notes.txt"}`}),
+		llmtest.Reply{Content: "The notes are fine; the step said " + secret, Usage: &llmtest.Usage{Prompt: 40, Completion: 7}},
+	)
+	defer model.Close()
+	e := newEnv(t, fmt.Sprintf("llm:\n  model: test-model\n  base_url: %s\notel:\n  endpoint: %s\n  content: true\n",
+		model.BaseURL(), col.endpoint), nil)
+	e.write("hooks.d/triage.yaml", `cooldown: 1h
+secrets: [TRACE_SECRET]
+steps:
+  - name: gather
+    type: shell
+    secrets: [TRACE_SECRET]
+    command: echo "gathered $TRACE_SECRET"
+prompt: "Read the notes. {{step_0}}"
+tools: [read_file]
+`)
+	e.write("notes.txt", "all is well\n")
+	e.environ = []string{"TRACE_SECRET=" + secret}
+	d := e.serve()
+	e.must(0, "fire", "triage", "--wait")
+	refused := e.run("fire", "triage")
+	if refused.code != exitRefused {
+		t.Fatalf("the second fire was not refused by the cooldown:\n%s", refused)
+	}
+	d.signal(syscall.SIGTERM) // the exporter sends what it holds at the stop
+	d.wait()
+
+	var spans []*otlpSpan
+	waitFor(t, "the run's spans at the collector", func() bool {
+		spans = col.spans(t)
+		return len(spans) >= 6
+	}, func() string { return fmt.Sprintf("%d spans", len(col.spans(t))) })
+
+	byName := map[string][]*otlpSpan{}
+	for _, s := range spans {
+		byName[s.Name] = append(byName[s.Name], s)
+		for _, a := range s.Attributes {
+			if b, _ := json.Marshal(a.Value); strings.Contains(string(b), secret) {
+				t.Errorf("span %q attribute %s holds the secret: %s", s.Name, a.Key, b)
+			}
+		}
+	}
+	roots := byName["run triage"]
+	if len(roots) != 2 {
+		t.Fatalf("%d run spans, want 2 (the run and the refused trigger): %v", len(roots), names(spans))
+	}
+	var run, refusal *otlpSpan
+	for _, r := range roots {
+		if r.attr("hookd.status") == "completed" {
+			run = r
+		} else {
+			refusal = r
+		}
+	}
+	if run == nil || refusal == nil || refusal.attr("hookd.gate") != "cooldown" || len(refusal.Events) != 1 || refusal.Events[0].Name != "trigger refused" {
+		t.Fatalf("the run and the refusal: %+v %+v", run, refusal)
+	}
+	if run.ParentSpanID != "" || !strings.Contains(run.attr("hookd.answer"), "[REDACTED") {
+		t.Errorf("the run's span: parent %q, answer %q", run.ParentSpanID, run.attr("hookd.answer"))
+	}
+	for _, name := range []string{"step step_0 (gather)", "chat test-model", "execute_tool read_file"} {
+		ss := byName[name]
+		if len(ss) == 0 {
+			t.Errorf("no span %q: %v", name, names(spans))
+			continue
+		}
+		for _, s := range ss {
+			if s.TraceID != run.TraceID || s.ParentSpanID != run.SpanID {
+				t.Errorf("span %q is not a child of the run's span", name)
+			}
+		}
+	}
+	chats := byName["chat test-model"]
+	if len(chats) != 2 {
+		t.Fatalf("%d model call spans, want 2", len(chats))
+	}
+	last := chats[1]
+	if chats[0].attr("gen_ai.response.finish_reasons") == "[\"stop\"]" {
+		last = chats[0]
+	}
+	for k, want := range map[string]string{
+		"gen_ai.operation.name": "chat", "gen_ai.request.model": "test-model",
+		"gen_ai.usage.input_tokens": "40", "gen_ai.usage.output_tokens": "7",
+	} {
+		if got := last.attr(k); got != want {
+			t.Errorf("the answering model call's %s = %q, want %q", k, got, want)
+		}
+	}
+	if tool := byName["execute_tool read_file"]; len(tool) > 0 && (tool[0].attr("gen_ai.tool.call.id") != "call_read" || tool[0].attr("hookd.tool.outcome") != "ok") {
+		t.Errorf("the tool call's span: id %q, outcome %q", tool[0].attr("gen_ai.tool.call.id"), tool[0].attr("hookd.tool.outcome"))
+	}
+}
+
+func names(spans []*otlpSpan) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name)
+	}
+	return out
+}
