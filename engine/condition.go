@@ -328,7 +328,7 @@ func condError(err error) string {
 	case strings.Contains(msg, `unexpected token Operator("=")`):
 		msg += "; = assigns nothing here: compare with =="
 	case textWithNumber.MatchString(msg):
-		msg += `; a step's output is text: convert it, int(trim(steps.NAME.stdout)) or float(trim(...)) for a number, or compare with a quoted "80"`
+		msg += `; one side is text and the other a number: a number is written without quotes (exit_code == 0), and text from a step's output is converted with int(trim(steps.NAME.stdout)) or float(trim(...))`
 	}
 	return msg
 }

@@ -293,7 +293,7 @@ func TestConditionErrorHints(t *testing.T) {
 	}
 	scope := &engine.Scope{Steps: []*engine.StepResult{{Index: 0, Name: "df", Type: "shell", Output: "87\n", ExitCode: &zero,
 		Fields: map[string]any{"stdout": "87\n"}}}, StepNames: map[string]int{"df": 0}}
-	if _, err := cond.Eval(scope); err == nil || !strings.Contains(err.Error(), "int(trim(steps.NAME.stdout))") {
+	if _, err := cond.Eval(scope); err == nil || !strings.Contains(err.Error(), "converted with int(trim(steps.NAME.stdout))") {
 		t.Errorf("text compared with a number: %v", err)
 	}
 }
