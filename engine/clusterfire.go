@@ -28,6 +28,8 @@ type FireRequest struct {
 	Force bool           `json:"force,omitempty"`
 	// EvenDisabled: FireOptions.EvenDisabled.
 	EvenDisabled bool `json:"even_disabled,omitempty"`
+	// TraceParent: FireOptions.TraceParent.
+	TraceParent TraceParent `json:"traceparent,omitempty"`
 	// IgnoreWhere: FireOptions.IgnoreWhere.
 	IgnoreWhere bool   `json:"ignore_where,omitempty"`
 	Trigger     string `json:"trigger,omitempty"`
@@ -78,7 +80,8 @@ func fireWait(cl Cluster) time.Duration { return 2*cl.Timeout() + 2*cl.Interval(
 // whose ctx ended first, is withdrawn: nothing is fired.
 func (e *Engine) forwardFire(ctx context.Context, name string, opt FireOptions) (*Run, error) {
 	cl := e.cfg.Cluster
-	req := FireRequest{ID: NewID(), Hook: name, Event: opt.Event, Force: opt.Force, EvenDisabled: opt.EvenDisabled, IgnoreWhere: opt.IgnoreWhere, Trigger: opt.Trigger, Depth: opt.Depth, Node: cl.Node()}
+	req := FireRequest{ID: NewID(), Hook: name, Event: opt.Event, Force: opt.Force, EvenDisabled: opt.EvenDisabled, IgnoreWhere: opt.IgnoreWhere, Trigger: opt.Trigger, Depth: opt.Depth, Node: cl.Node(),
+		TraceParent: opt.TraceParent}
 	if err := cl.RequestFire(ctx, req); err != nil {
 		return nil, fmt.Errorf("fire %s: %w", name, err)
 	}
@@ -177,7 +180,8 @@ func (e *Engine) decideFire(ctx context.Context, req FireRequest) (FireAnswer, e
 	} else if !errors.Is(err, ErrNotFound) {
 		return FireAnswer{}, err
 	}
-	run, err := e.Fire(ctx, req.Hook, FireOptions{Event: req.Event, Force: req.Force, EvenDisabled: req.EvenDisabled, IgnoreWhere: req.IgnoreWhere, Trigger: req.Trigger, Depth: req.Depth, id: req.ID})
+	run, err := e.Fire(ctx, req.Hook, FireOptions{Event: req.Event, Force: req.Force, EvenDisabled: req.EvenDisabled, IgnoreWhere: req.IgnoreWhere, Trigger: req.Trigger, Depth: req.Depth, id: req.ID,
+		TraceParent: req.TraceParent})
 	var gate *GateError
 	switch {
 	case err == nil:

@@ -609,7 +609,7 @@ func (s *state) remoteFinished(ctx context.Context, r *Run) {
 	ev.Outcome.Intermediate = r.Retry != nil && ent.hook.Retry.Notify != RetryNotifyEach
 	s.events = append(s.events, ev)
 	if rerun && !s.stopping() {
-		res := s.trigger(ent, trig{reason: TriggerRerun, raw: r.Event, eventType: r.EventType, depth: r.Depth, force: true,
+		res := s.trigger(ent, trig{reason: TriggerRerun, raw: r.Event, eventType: r.EventType, depth: r.Depth, force: true, traceParent: r.TraceParent,
 			note: fmt.Sprintf("re-runs run %s, interrupted when its node stopped (on_interrupted: rerun)", r.ID)})
 		s.e.log.Info("re-running an interrupted run", "hook", r.Hook, "interrupted", r.ID, "run", res.run.ID, "err", res.err)
 	}

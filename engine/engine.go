@@ -391,8 +391,9 @@ type FireOptions struct {
 	// refused (GateWhere) and leaves no record. A fire without an Event
 	// is not judged by where:.
 	IgnoreWhere bool
-	Trigger     string // recorded trigger reason (default "manual")
-	Depth       int    // event chain depth of the run (a hook fired by another run's tool)
+	Trigger     string      // recorded trigger reason (default "manual")
+	Depth       int         // event chain depth of the run (a hook fired by another run's tool)
+	TraceParent TraceParent // the caller's trace the run continues
 
 	id string // the run's id: a fire another node forwarded (clusterfire.go)
 }
@@ -437,7 +438,8 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 			}
 		}
 		data := withPeriodic(ent.hook, reason, opt.Event, s.cfg.Clock.Now(), ent.lastStart)
-		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, disabled: opt.EvenDisabled, manual: true, depth: opt.Depth, id: opt.id})
+		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, disabled: opt.EvenDisabled, manual: true, depth: opt.Depth, id: opt.id,
+			traceParent: opt.TraceParent})
 		cp := *res.run // a snapshot: a started run belongs to its goroutine
 		run, err, act = &cp, res.err, res.act
 	}); derr != nil {

@@ -18,6 +18,8 @@ type Event struct {
 	Source string         // cli, api, engine, watch, hook:NAME, tool:NAME (see FromTool)
 	Time   time.Time
 	Depth  int // how many runs led to this event (loop protection)
+	// TraceParent is the trace the event's runs continue (stored with it).
+	TraceParent TraceParent
 	// Fate is what became of it once dispatched (nil until then, and for
 	// hookd's own events, which are not recorded so): stored with it.
 	Fate *EventFate

@@ -122,20 +122,21 @@ type active struct {
 
 // trig is one trigger of a hook.
 type trig struct {
-	reason    string // schedule, catchup, event, manual, watch
-	slot      time.Time
-	data      map[string]any
-	raw       json.RawMessage // data encoded, when the caller has it already
-	eventType string
-	depth     int
-	force     bool
-	manual    bool
-	disabled  bool                                                  // run the hook although it has enabled: false (FireOptions.EvenDisabled)
-	id        string                                                // the run's id, when the caller chose it (a forwarded fire)
-	note      string                                                // a note for the run's record
-	retry     *PendingRetry                                         // the retry this trigger is (TriggerRetry)
-	eventSeq  int64                                                 // the stored event, pending still, it came from (Run.EventSeq)
-	merge     func(pending json.RawMessage) (map[string]any, error) // Event.Merge
+	reason      string // schedule, catchup, event, manual, watch
+	slot        time.Time
+	data        map[string]any
+	raw         json.RawMessage // data encoded, when the caller has it already
+	eventType   string
+	depth       int
+	force       bool
+	manual      bool
+	disabled    bool                                                  // run the hook although it has enabled: false (FireOptions.EvenDisabled)
+	id          string                                                // the run's id, when the caller chose it (a forwarded fire)
+	note        string                                                // a note for the run's record
+	retry       *PendingRetry                                         // the retry this trigger is (TriggerRetry)
+	eventSeq    int64                                                 // the stored event, pending still, it came from (Run.EventSeq)
+	merge       func(pending json.RawMessage) (map[string]any, error) // Event.Merge
+	traceParent TraceParent                                           // the caller's trace (Run.TraceParent)
 }
 
 type trigResult struct {
@@ -586,6 +587,7 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	run := &Run{
 		ID: NewID(), Hook: h.Name, Project: h.Project, Trigger: t.reason, Slot: t.slot,
 		EventType: t.eventType, Depth: t.depth, QueuedAt: now, HookVersion: h.Source.Version, EventSeq: t.eventSeq,
+		TraceParent: t.traceParent,
 	}
 	if t.id != "" {
 		run.ID = t.id
@@ -1156,7 +1158,7 @@ func (s *state) dispatch(ev *Event, mark bool, carry *Event, reached []string) (
 		if _, ok := FromTool(ev.Source); ok {
 			reason = ev.Source // the data is a model's: the run is marked, and gated, as such
 		}
-		t := trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth, eventSeq: seq}
+		t := trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth, eventSeq: seq, traceParent: ev.TraceParent}
 		if mark && ev.Seq != 0 && only {
 			s.marking = marking{hook: name, seq: ev.Seq}
 		}

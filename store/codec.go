@@ -187,7 +187,15 @@ func FateArg(f *engine.EventFate) (any, error) {
 }
 
 // EventCols are the columns ScanEvent reads, in its order.
-const EventCols = `seq, id, type, data, source, time, depth, fate`
+const EventCols = `seq, id, type, data, source, time, depth, fate, trace_parent`
+
+// TraceArg is the value of an event's trace_parent column: NULL for none.
+func TraceArg(t engine.TraceParent) any {
+	if t == "" {
+		return nil
+	}
+	return string(t)
+}
 
 // ScanEvent scans EventCols.
 func ScanEvent(row Scanner) (*engine.Event, error) {
@@ -196,9 +204,13 @@ func ScanEvent(row Scanner) (*engine.Event, error) {
 		data string
 		t    *int64
 		fate *string
+		tp   *string
 	)
-	if err := row.Scan(&ev.Seq, &ev.ID, &ev.Type, &data, &ev.Source, &t, &ev.Depth, &fate); err != nil {
+	if err := row.Scan(&ev.Seq, &ev.ID, &ev.Type, &data, &ev.Source, &t, &ev.Depth, &fate, &tp); err != nil {
 		return nil, err
+	}
+	if tp != nil {
+		ev.TraceParent = engine.TraceParent(*tp)
 	}
 	if err := json.Unmarshal([]byte(data), &ev.Data); err != nil {
 		return nil, fmt.Errorf("decode data of %s: %w", ev.ID, err)

@@ -37,6 +37,10 @@ CREATE TABLE event_dispatches (
 // events). It is a column of the event, so it is kept and pruned with it.
 const sqlEventFate = `ALTER TABLE events ADD COLUMN fate TEXT;`
 
+// sqlEventTrace is migration 22: the caller's trace an event continues
+// (engine.Event.TraceParent).
+const sqlEventTrace = `ALTER TABLE events ADD COLUMN trace_parent TEXT;`
+
 // SetEventFate stores what became of the event with this seq.
 func (d *DB) SetEventFate(ctx context.Context, seq int64, f *engine.EventFate) error {
 	fate, err := FateArg(f)

@@ -100,16 +100,16 @@ func newEventRow(ev *engine.Event, dispatched bool) (eventRow, error) {
 // args appends the values of the row's placeholders in sqlInsertEvents.
 func (r *eventRow) args(dst []any) []any {
 	ev := r.ev
-	return append(dst, ev.ID, ev.Type, r.data, ev.Source, r.time, ev.Depth, r.disp, r.fate)
+	return append(dst, ev.ID, ev.Type, r.data, ev.Source, r.time, ev.Depth, r.disp, r.fate, TraceArg(ev.TraceParent))
 }
 
 // eventArgs is the number of placeholders of an event in sqlInsertEvents.
-const eventArgs = 8
+const eventArgs = 9
 
 // sqlInsertEvents inserts n events; an ID stored before is skipped.
 func sqlInsertEvents(n int) string {
-	return `INSERT INTO events (id, type, data, source, time, depth, dispatched, fate) VALUES ` +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") +
+	return `INSERT INTO events (id, type, data, source, time, depth, dispatched, fate, trace_parent) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") +
 		` ON CONFLICT (id) DO NOTHING`
 }
 

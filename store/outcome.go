@@ -24,13 +24,15 @@ type outcome struct {
 	Attempts int               `json:"attempts,omitempty"`
 	RetryOf  string            `json:"retry_of,omitempty"`
 	Retry    *engine.RetryPlan `json:"retry,omitempty"`
+	// Trace is the caller's trace the run continues (Run.TraceParent).
+	Trace engine.TraceParent `json:"trace,omitempty"`
 }
 
 // outcomeArg encodes r's outcome for the outcome column.
 func outcomeArg(r *engine.Run) (any, error) {
 	o := outcome{Gate: r.Gate, Cause: r.Cause, Truncated: r.Truncated, Notes: r.Notes, Tools: r.Tools,
-		Attempt: r.Attempt, Attempts: r.Attempts, RetryOf: r.RetryOf, Retry: r.Retry}
-	if o.Gate == "" && o.Cause == "" && !o.Truncated && len(o.Notes) == 0 && len(o.Tools) == 0 && o.Attempt == 0 && o.Retry == nil {
+		Attempt: r.Attempt, Attempts: r.Attempts, RetryOf: r.RetryOf, Retry: r.Retry, Trace: r.TraceParent}
+	if o.Gate == "" && o.Cause == "" && !o.Truncated && len(o.Notes) == 0 && len(o.Tools) == 0 && o.Attempt == 0 && o.Retry == nil && o.Trace == "" {
 		return nil, nil
 	}
 	b, err := json.Marshal(o)
@@ -50,7 +52,7 @@ func decodeOutcome(r *engine.Run, col string) error {
 		return fmt.Errorf("decode outcome of run %s: %w", r.ID, err)
 	}
 	r.Gate, r.Cause, r.Truncated, r.Notes, r.Tools = o.Gate, o.Cause, o.Truncated, o.Notes, o.Tools
-	r.Attempt, r.Attempts, r.RetryOf, r.Retry = o.Attempt, o.Attempts, o.RetryOf, o.Retry
+	r.Attempt, r.Attempts, r.RetryOf, r.Retry, r.TraceParent = o.Attempt, o.Attempts, o.RetryOf, o.Retry, o.Trace
 	return nil
 }
 

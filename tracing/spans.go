@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -17,7 +18,13 @@ import (
 // export sends run as one trace.
 func (x *Exporter) export(run *engine.Run) {
 	tid, sid := runIDsOf(run.ID)
-	ctx := context.WithValue(context.Background(), rootKey{}, rootIDs{tid, sid})
+	ctx := context.Background()
+	if parent, ok := remoteParent(run.TraceParent); ok {
+		// The caller's trace: the run's span is a child of the caller's.
+		tid = parent.TraceID()
+		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+	}
+	ctx = context.WithValue(ctx, rootKey{}, rootIDs{tid, sid})
 	start, end := run.StartedAt, run.FinishedAt
 	if start.IsZero() {
 		start = run.QueuedAt
@@ -28,12 +35,16 @@ func (x *Exporter) export(run *engine.Run) {
 	opts := []trace.SpanStartOption{trace.WithTimestamp(start), trace.WithAttributes(x.runAttrs(run)...)}
 	if run.RetryOf != "" {
 		ptid, psid := runIDsOf(run.RetryOf)
+		if run.TraceParent != "" {
+			ptid = tid // a retry carries its first run's caller trace
+		}
 		opts = append(opts, trace.WithLinks(trace.Link{
 			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: ptid, SpanID: psid, TraceFlags: trace.FlagsSampled, Remote: true}),
 			Attributes:  []attribute.KeyValue{attribute.String("hookd.link", "retry_of"), attribute.String("hookd.run.id", run.RetryOf)},
 		}))
 	}
 	ctx, root := x.tracer.Start(ctx, "run "+run.Hook, opts...)
+	ctx = context.WithValue(ctx, rootKey{}, rootIDs{}) // the spans under it get ids of their own
 	if run.Gate != "" {
 		root.AddEvent("trigger refused", trace.WithTimestamp(start), trace.WithAttributes(
 			attribute.String("hookd.gate", run.Gate), attribute.String("hookd.reason", run.Reason)))
@@ -227,7 +238,7 @@ type rootIDs struct {
 type runIDs struct{}
 
 func (runIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
-	if r, ok := ctx.Value(rootKey{}).(rootIDs); ok {
+	if r, ok := ctx.Value(rootKey{}).(rootIDs); ok && r.span.IsValid() {
 		return r.trace, r.span
 	}
 	var t trace.TraceID
@@ -235,7 +246,32 @@ func (runIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	return t, randomSpan()
 }
 
-func (runIDs) NewSpanID(context.Context, trace.TraceID) trace.SpanID { return randomSpan() }
+// NewSpanID is a run's root span's derived id under a caller's span, a
+// random one for the spans under it.
+func (runIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	if r, ok := ctx.Value(rootKey{}).(rootIDs); ok && r.span.IsValid() {
+		return r.span
+	}
+	return randomSpan()
+}
+
+// remoteParent is the caller's span a traceparent names.
+func remoteParent(tp engine.TraceParent) (trace.SpanContext, bool) {
+	t, p := tp.IDs()
+	tid, err := trace.TraceIDFromHex(t)
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	sid, err := trace.SpanIDFromHex(p)
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	var flags trace.TraceFlags
+	if f, err := strconv.ParseUint(string(tp[len(tp)-2:]), 16, 8); err == nil && f&1 == 1 {
+		flags = trace.FlagsSampled // the caller sampled its trace
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true}), true
+}
 
 func randomSpan() trace.SpanID {
 	var s trace.SpanID

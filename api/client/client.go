@@ -17,11 +17,20 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/engine"
 )
 
 // Client talks to a running daemon over its unix socket.
 type Client struct {
 	http *http.Client
+}
+
+type traceKey struct{}
+
+// WithTraceParent returns ctx whose requests carry tp as their W3C
+// traceparent header: the runs they start continue the caller's trace.
+func WithTraceParent(ctx context.Context, tp engine.TraceParent) context.Context {
+	return context.WithValue(ctx, traceKey{}, tp)
 }
 
 // Dial returns a client for the daemon of the database db, or nil when
@@ -99,6 +108,9 @@ func (c *Client) Send(ctx context.Context, method, path string, in any) (*http.R
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if tp, _ := ctx.Value(traceKey{}).(engine.TraceParent); tp != "" {
+		req.Header.Set("traceparent", string(tp))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

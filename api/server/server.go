@@ -294,13 +294,28 @@ func (a *Server) fire(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf("depth is %d; want 0 or more", req.Depth)})
 		return
 	}
+	tp, ok := traceParent(w, r)
+	if !ok {
+		return
+	}
 	run, err := a.eng.Fire(r.Context(), r.PathValue("name"), engine.FireOptions{Event: req.Event, Force: req.Force, EvenDisabled: req.EvenDisabled,
-		IgnoreWhere: req.IgnoreWhere, Depth: req.Depth})
+		IgnoreWhere: req.IgnoreWhere, Depth: req.Depth, TraceParent: tp})
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, api.RunAnswer{Run: run})
+}
+
+// traceParent reads the request's W3C traceparent header: the trace the
+// runs it starts continue. A malformed one is refused (400).
+func traceParent(w http.ResponseWriter, r *http.Request) (engine.TraceParent, bool) {
+	tp, err := engine.ParseTraceParent(r.Header.Get("traceparent"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
+		return "", false
+	}
+	return tp, true
 }
 
 func (a *Server) pause(paused bool) http.HandlerFunc {
@@ -375,7 +390,11 @@ func (a *Server) emit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
 		return
 	}
-	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "api", Depth: req.Depth}
+	tp, ok := traceParent(w, r)
+	if !ok {
+		return
+	}
+	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "api", Depth: req.Depth, TraceParent: tp}
 	em, err := a.eng.EmitReport(r.Context(), ev)
 	ans := api.NewEmitAnswer(ev, em)
 	switch {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,11 +28,16 @@ func cmdFire(c *cli, args []string) int {
 	ignoreWhere := fs.Bool("ignore-where", false, "with --event: fire although the hook's where: rejects the event")
 	asJSON := fs.Bool("json", false, "print the run as JSON (with --wait, the final run) instead of its id, progress and outcome")
 	waitLock := waitLockFlag(fs)
+	traceFlag := traceParentFlag(c, fs)
 	pos, d, code, ok := c.setup(fs, args, 1, 1)
 	if !ok {
 		return code
 	}
 	name := pos[0]
+	tp, ok := c.traceParent(*traceFlag)
+	if !ok {
+		return exitUsage
+	}
 	c.quiet = *asJSON
 	event, ok := c.jsonObject("event", *eventJSON)
 	if !ok {
@@ -45,7 +51,7 @@ func cmdFire(c *cli, args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(client.WithTraceParent(context.Background(), tp), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	// Through the daemon, or with no daemon here, holding the database
@@ -103,7 +109,8 @@ func cmdFire(c *cli, args []string) int {
 		defer stopOutput()
 		pp.follow()
 	}
-	run, err := l.Engine.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force, EvenDisabled: *evenDisabled, IgnoreWhere: *ignoreWhere, Depth: depth})
+	run, err := l.Engine.Fire(ctx, name, engine.FireOptions{Event: event, Force: *force, EvenDisabled: *evenDisabled, IgnoreWhere: *ignoreWhere,
+		Depth: depth, TraceParent: tp})
 	if code, done := c.fireRefused(err); done {
 		pp.close(0)
 		return code
@@ -264,9 +271,14 @@ func cmdEmit(c *cli, args []string) int {
 	wait := fs.Bool("wait", false, "wait for the runs it started; exit 1 if one did not complete or skip, else 3 if one completed with check_failed")
 	asJSON := fs.Bool("json", false, "print the answer as JSON: event_id, seq and the runs (with --wait, as they ended)")
 	waitLock := waitLockFlag(fs)
+	traceFlag := traceParentFlag(c, fs)
 	pos, d, code, ok := c.setup(fs, args, 1, -1)
 	if !ok {
 		return code
+	}
+	tp, ok := c.traceParent(*traceFlag)
+	if !ok {
+		return exitUsage
 	}
 	data, ok := c.jsonObject("data", *dataJSON)
 	if !ok {
@@ -287,7 +299,7 @@ func cmdEmit(c *cli, args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(client.WithTraceParent(context.Background(), tp), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	req := api.EmitRequest{ID: *id, Type: pos[0], Data: data, Depth: depth}
 	c.quiet = *asJSON
@@ -318,7 +330,7 @@ func cmdEmit(c *cli, args []string) int {
 	}
 
 	defer l.Close()
-	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "cli", Depth: req.Depth}
+	ev := &engine.Event{ID: req.ID, Type: req.Type, Data: req.Data, Source: "cli", Depth: req.Depth, TraceParent: tp}
 	em, err := l.Engine.EmitReport(ctx, ev)
 	if errors.Is(err, engine.ErrDuplicateEvent) {
 		ans := api.EmitAnswer{EventID: ev.ID, Seq: ev.Seq, Duplicate: true, Runs: []*engine.Run{}}
@@ -392,3 +404,19 @@ func (c *cli) printEmitted(ans api.EmitAnswer, typ string) {
 
 // worstExit is the worse of two exit codes of runs (engine.WorstExit).
 func worstExit(a, b int) int { return int(engine.WorstExit(engine.ExitCode(a), engine.ExitCode(b))) }
+
+// traceParentFlag is --traceparent of fire and emit: the caller's trace
+// the runs continue (default $TRACEPARENT).
+func traceParentFlag(c *cli, fs *flag.FlagSet) *string {
+	return fs.String("traceparent", c.env("TRACEPARENT"), "W3C traceparent (00-TRACEID-SPANID-FLAGS) of the caller's trace, which the runs continue (default $TRACEPARENT)")
+}
+
+// traceParent checks --traceparent's value.
+func (c *cli) traceParent(v string) (engine.TraceParent, bool) {
+	tp, err := engine.ParseTraceParent(v)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "hookd %s: --traceparent: %v\n", c.name, err)
+		return "", false
+	}
+	return tp, true
+}

@@ -37,8 +37,8 @@ type command struct {
 var commands = []command{
 	{"init", "[DIR] --llama-cpp URL|--ollama|--openai [--model NAME]", "make a project here (or in DIR): hookd.yaml for the model server, and a first hook in hooks.d", cmdInit},
 	{"serve", "[--hooks DIR] [--db PATH] [--config FILE] [--log-format text|json]", "run the daemon", cmdServe},
-	{"fire", "NAME [--wait] [--force] [--even-disabled] [--event JSON [--ignore-where]] [--json] [--wait-lock D]", "fire a hook through the running daemon, or in-process if none runs", cmdFire},
-	{"emit", "TYPE [key=value ...] [--data JSON] [--id ID] [--wait] [--json] [--wait-lock D]", "publish an event", cmdEmit},
+	{"fire", "NAME [--wait] [--force] [--even-disabled] [--event JSON [--ignore-where]] [--traceparent TP] [--json] [--wait-lock D]", "fire a hook through the running daemon, or in-process if none runs", cmdFire},
+	{"emit", "TYPE [key=value ...] [--data JSON] [--id ID] [--traceparent TP] [--wait] [--json] [--wait-lock D]", "publish an event", cmdEmit},
 	{"list", "[--json] [--names]", "hooks, trigger, next due, last status", cmdList},
 	{"runs", "[NAME] [--status S] [--limit N] [--before ID] [--json]", "recent runs, newest first", cmdRuns},
 	{"events", "[--type TYPE] [--limit N] [--all] [--json]", "recent events, newest first, with what became of each", cmdEvents},

@@ -149,7 +149,8 @@ func (c *collector) spans(t *testing.T) []*otlpSpan {
 // attributes) and per tool call — and a trigger the cooldown refuses as a
 // trace of one span with the refusal. No attribute holds the hook's
 // secret, though its step printed it, the model repeated it and
-// otel.content is on.
+// otel.content is on. The fired run continues the caller's trace its
+// --traceparent names.
 func TestTracesToCollector(t *testing.T) {
 	const secret = "s3cr3t-trace-7Qx9"
 	col := startCollector(t)
@@ -173,7 +174,11 @@ tools: [read_file]
 	e.write("notes.txt", "all is well\n")
 	e.environ = []string{"TRACE_SECRET=" + secret}
 	d := e.serve()
-	e.must(0, "fire", "triage", "--wait")
+	const caller, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	if r := e.run("fire", "triage", "--traceparent", "01-bogus"); r.code != exitUsage || !strings.Contains(r.stderr, "traceparent must be") {
+		t.Fatalf("a malformed traceparent was not refused:\n%s", r)
+	}
+	e.must(0, "fire", "triage", "--wait", "--traceparent", "00-"+caller+"-"+callerSpan+"-01")
 	refused := e.run("fire", "triage")
 	if refused.code != exitRefused {
 		t.Fatalf("the second fire was not refused by the cooldown:\n%s", refused)
@@ -211,8 +216,12 @@ tools: [read_file]
 	if run == nil || refusal == nil || refusal.attr("hookd.gate") != "cooldown" || len(refusal.Events) != 1 || refusal.Events[0].Name != "trigger refused" {
 		t.Fatalf("the run and the refusal: %+v %+v", run, refusal)
 	}
-	if run.ParentSpanID != "" || !strings.Contains(run.attr("hookd.answer"), "[REDACTED") {
-		t.Errorf("the run's span: parent %q, answer %q", run.ParentSpanID, run.attr("hookd.answer"))
+	if run.TraceID != caller || run.ParentSpanID != callerSpan || !strings.Contains(run.attr("hookd.answer"), "[REDACTED") {
+		t.Errorf("the run's span: trace %q, parent %q (want the caller's %s, %s), answer %q", run.TraceID, run.ParentSpanID,
+			caller, callerSpan, run.attr("hookd.answer"))
+	}
+	if refusal.TraceID == caller || refusal.ParentSpanID != "" {
+		t.Errorf("the refused fire, which had no traceparent, joined a trace: %q, parent %q", refusal.TraceID, refusal.ParentSpanID)
 	}
 	for _, name := range []string{"step step_0 (gather)", "chat test-model", "execute_tool read_file"} {
 		ss := byName[name]

@@ -93,9 +93,9 @@ func insertEvent(ctx context.Context, tx pgx.Tx, ev *engine.Event, dispatched bo
 	if ev.ID == "" {
 		ev.ID = engine.NewID()
 	}
-	err = tx.QueryRow(ctx, `INSERT INTO events (id, type, data, source, time, depth, dispatched, fate)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING seq`,
-		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth, dispatched, fate).Scan(&ev.Seq)
+	err = tx.QueryRow(ctx, `INSERT INTO events (id, type, data, source, time, depth, dispatched, fate, trace_parent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING RETURNING seq`,
+		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth, dispatched, fate, store.TraceArg(ev.TraceParent)).Scan(&ev.Seq)
 	if err == nil {
 		return nil
 	}
@@ -136,6 +136,10 @@ func (d *DB) ListEvents(ctx context.Context, typ string, limit int) ([]*engine.E
 // dispatched (engine.EventFate, JSON), as in the SQLite store: a column
 // of the event, kept and pruned with it.
 const sqlEventFate = `ALTER TABLE events ADD COLUMN IF NOT EXISTS fate TEXT;`
+
+// sqlEventTrace is migration 17: the caller's trace an event continues
+// (engine.Event.TraceParent).
+const sqlEventTrace = `ALTER TABLE events ADD COLUMN IF NOT EXISTS trace_parent TEXT;`
 
 // SetEventFate stores what became of the event with this seq.
 func (d *DB) SetEventFate(ctx context.Context, seq int64, f *engine.EventFate) error {

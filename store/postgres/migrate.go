@@ -123,6 +123,7 @@ CREATE TABLE retries (
 	{14, "hooks first seen", sqlFirstSeen},                             // state.go
 	{15, "search text capped", sqlSearchCaps},                          // search.go
 	{16, "pending reruns", sqlReruns},                                  // reruns.go
+	{17, "event trace parent", sqlEventTrace},                          // events.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

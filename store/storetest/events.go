@@ -16,7 +16,8 @@ func testAppendEvent(t *testing.T, e *env) {
 	s := e.store()
 
 	ev := &engine.Event{ID: "client-1", Type: "deploy.failed", Data: map[string]any{"env": "prod", "n": float64(3),
-		"nested": map[string]any{"ok": false}}, Source: "cli", Time: t0, Depth: 1}
+		"nested": map[string]any{"ok": false}}, Source: "cli", Time: t0, Depth: 1,
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	must(t, s.AppendEvent(ctx, ev))
 	if ev.Seq == 0 {
 		t.Fatal("AppendEvent did not set Seq")

@@ -48,6 +48,7 @@ func fullRun(id string) *engine.Run {
 		Attempts:    3,
 		RetryOf:     "first",
 		Retry:       &engine.RetryPlan{RunID: "next", Attempt: 3, At: t0.Add(time.Minute)},
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	}
 }
 
