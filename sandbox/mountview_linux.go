@@ -1,65 +1,67 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
 // mountView is a mount namespace the processes of one key (a hook) are
-// started in: hookd's files covered, and a /tmp of the key's own. It is
-// made once and entered by each spawn (setns): making a namespace per
-// spawn serialises concurrent spawns on the kernel's namespace lock,
-// which with 8 spawners added ~2 ms to each.
+// started in: hookd's files covered, and a /tmp of the key's own holding
+// each process's TMPDIR. It is made once and entered by each spawn
+// (setns): making a namespace per spawn serialises concurrent spawns on
+// the kernel's namespace lock, which with 8 spawners added ~2 ms to each.
 //
-// A covered path that is replaced (an editor renames a new hookd.yaml
-// over the old one) loses its cover in every namespace, so each spawn
-// compares the covered paths' identities with what the view was made
-// over, and a view that no longer matches is retired for a new one.
+// The namespace is private: nothing the host mounts later reaches it. A
+// view is made again when its covers may no longer hold — a covered path
+// that is replaced or removed (an editor renames a new hookd.yaml over
+// the old one; the kernel then drops the cover in every namespace, and
+// the new file may even have the old one's inode number), or one that
+// appeared since — and when hookd's mount table changed (a disk mounted
+// or unmounted: the next process sees it, and the old view lets go of an
+// unmounted disk once its processes end). The covers are checked inside
+// the view, by the mount each path resolves to, on the spawning thread
+// right after it entered the view (check).
 type mountView struct {
 	fd     int    // the namespace (/proc/thread-self/ns/mnt of its maker)
 	tmp    string // the directory over its /tmp; "": /tmp is the host's
-	hidden []fileID
-	tmps   tmpDirs // the processes' TMPDIRs, in tmp
+	covers []cover
+	gen    uint64 // hookd's mount table generation it was made at
 
 	// Under system.mu:
 	refs    int  // spawns and processes using the view
 	retired bool // out of system.views: closed when refs falls to 0
 }
 
-// fileID is a path and the file it named when looked at.
-type fileID struct {
-	path     string
-	dev, ino uint64
+// cover is a hidden path as the view was made: the id of the mount that
+// covers it there, 0 when the path did not exist.
+type cover struct {
+	path string
+	mnt  uint64
 }
+
+// errStaleView is check's error: the view no longer covers what it
+// should; the spawn is tried again in a new one.
+var errStaleView = errors.New("sandbox: the hook's mount namespace no longer covers hookd's files")
 
 // maxViews bounds the mount namespaces kept for reuse; past it, a
 // process gets a namespace of its own.
 const maxViews = 256
 
-// identify returns the identities of the paths that exist.
-func identify(paths []string) []fileID {
-	ids := make([]fileID, 0, len(paths))
-	for _, p := range paths {
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) == nil {
-			ids = append(ids, fileID{path: p, dev: uint64(st.Dev), ino: st.Ino})
-		}
-	}
-	return ids
-}
-
 // view returns a mount namespace for key's process covering hidden, with
 // a /tmp of its own when swapTmp, and takes a reference to it that
 // s.unref gives back.
-func (s *system) view(key string, swapTmp bool, hidden []fileID) (*mountView, error) {
+func (s *system) view(key string, swapTmp bool, hidden []string) (*mountView, error) {
 	k := fmt.Sprintf("%t\x00%s", swapTmp, key)
+	gen := s.mountGen.load()
 	s.mu.Lock()
 	if v := s.views[k]; v != nil && key != "" {
-		if slices.Equal(v.hidden, hidden) {
+		if v.gen == gen && sameCovers(v.covers, hidden) {
 			v.refs++
 			s.mu.Unlock()
 			return v, nil
@@ -70,7 +72,7 @@ func (s *system) view(key string, swapTmp bool, hidden []fileID) (*mountView, er
 	}
 	s.mu.Unlock()
 
-	v, err := makeView(swapTmp, hidden)
+	v, err := makeView(s.tmpRoot, swapTmp, hidden, gen)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +85,33 @@ func (s *system) view(key string, swapTmp bool, hidden []fileID) (*mountView, er
 	}
 	s.mu.Unlock()
 	return v, nil
+}
+
+func sameCovers(covers []cover, hidden []string) bool {
+	if len(covers) != len(hidden) {
+		return false
+	}
+	for i, c := range covers {
+		if c.path != hidden[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// retire takes v out of use: a new spawn of its key gets a new view.
+func (s *system) retire(v *mountView) {
+	if v == nil {
+		return
+	}
+	s.mu.Lock()
+	for k, cur := range s.views {
+		if cur == v {
+			delete(s.views, k)
+		}
+	}
+	v.retired = true
+	s.mu.Unlock()
 }
 
 // unref gives back a reference view took.
@@ -103,24 +132,21 @@ func (s *system) dropIfUnused(v *mountView) {
 	}
 }
 
-func makeView(swapTmp bool, hidden []fileID) (*mountView, error) {
-	v := &mountView{fd: -1, hidden: hidden}
+func makeView(root *tmpRoot, swapTmp bool, hidden []string, gen uint64) (*mountView, error) {
+	v := &mountView{fd: -1, gen: gen}
 	if swapTmp {
-		tmp, err := os.MkdirTemp("", tmpPrefix)
+		tmp, err := os.MkdirTemp(root.dir, "view-")
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: make the private /tmp: %w", err)
 		}
-		v.tmp, v.tmps.parent = tmp, tmp
+		v.tmp = tmp
 	}
 	err := onLockedThread(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 			return fmt.Errorf("sandbox: mount namespace: %w", err)
 		}
-		// Slave, not private: what the host mounts and unmounts later
-		// (a disk plugged in, or taken out) reaches the namespace, which
-		// outlives many processes; what it mounts itself stays in it.
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-			return fmt.Errorf("sandbox: mount namespace: make / a slave of the host's: %w", err)
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("sandbox: mount namespace: make / private: %w", err)
 		}
 		if v.tmp != "" {
 			if err := unix.Mount(v.tmp, "/tmp", "", unix.MS_BIND, ""); err != nil {
@@ -128,9 +154,14 @@ func makeView(swapTmp bool, hidden []fileID) (*mountView, error) {
 			}
 		}
 		for _, h := range hidden {
-			if err := hide(h.path); err != nil {
+			if err := hide(h); err != nil {
 				return err
 			}
+			mnt, err := mountOf(h)
+			if err != nil {
+				return err
+			}
+			v.covers = append(v.covers, cover{path: h, mnt: mnt})
 		}
 		fd, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -146,6 +177,20 @@ func makeView(swapTmp bool, hidden []fileID) (*mountView, error) {
 	return v, nil
 }
 
+// mountOf is the id of the mount path resolves to (not following a
+// final link), 0 when it does not exist.
+func mountOf(path string) (uint64, error) {
+	var st unix.Statx_t
+	err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &st)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("sandbox: look at %s: %w", path, err)
+	}
+	return st.Mnt_id, nil
+}
+
 // enter moves the calling (locked) thread into the view.
 func (v *mountView) enter() error {
 	// setns into a mount namespace wants a thread that shares its root
@@ -159,14 +204,20 @@ func (v *mountView) enter() error {
 	return nil
 }
 
-// tmpDir returns a TMPDIR for one process: its path here and as the
-// process sees it.
-func (v *mountView) tmpDir() (real, seen string, err error) {
-	d, err := v.tmps.take()
-	if err != nil {
-		return "", "", err
+// check, on a thread inside the view, reports errStaleView unless every
+// hidden path resolves to the cover the view put over it, or, for one
+// that did not exist, still does not exist.
+func (v *mountView) check() error {
+	for _, c := range v.covers {
+		mnt, err := mountOf(c.path)
+		if err != nil {
+			return err
+		}
+		if mnt != c.mnt {
+			return errStaleView
+		}
 	}
-	return d, filepath.Join("/tmp", filepath.Base(d)), nil
+	return nil
 }
 
 func (v *mountView) close() {
@@ -174,8 +225,76 @@ func (v *mountView) close() {
 		unix.Close(v.fd)
 		v.fd = -1
 	}
-	v.tmps.close()
 	if v.tmp != "" {
 		os.RemoveAll(v.tmp)
 	}
+}
+
+// mountGen counts the changes of hookd's mount table (/proc/self/mountinfo
+// wakes a poller with POLLPRI at each mount and unmount), so that a view
+// made before one is made again.
+type mountGen struct {
+	n            atomic.Uint64
+	once         sync.Once
+	stopR, stopW int
+	done         chan struct{}
+}
+
+// start watches the mount table; without a watch the generation never
+// changes. The watch runs on a thread of its own: /proc/self is the main
+// thread's, which a goroutine that made a namespace on it may have left
+// there (the runtime never ends the main thread).
+func (g *mountGen) start() {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return
+	}
+	g.stopR, g.stopW, g.done = p[0], p[1], make(chan struct{})
+	ready := make(chan struct{})
+	go func() {
+		defer close(g.done)
+		runtime.LockOSThread() // for the watch's life: the descriptor is this thread's
+		fd, err := unix.Open("/proc/thread-self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		close(ready)
+		if err != nil {
+			return
+		}
+		defer unix.Close(fd)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}, {Fd: int32(g.stopR), Events: unix.POLLIN}}
+		var buf [4096]byte
+		for {
+			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+				return
+			}
+			if fds[1].Revents != 0 {
+				return
+			}
+			if fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0 {
+				g.n.Add(1)
+				// Read it to the end again: the next change wakes the
+				// poller again.
+				_, _ = unix.Seek(fd, 0, 0)
+				for {
+					if n, err := unix.Read(fd, buf[:]); n <= 0 || err != nil {
+						break
+					}
+				}
+			}
+		}
+	}()
+	<-ready
+}
+
+func (g *mountGen) load() uint64 { return g.n.Load() }
+
+func (g *mountGen) stop() {
+	g.once.Do(func() {
+		if g.done == nil {
+			return
+		}
+		unix.Write(g.stopW, []byte{0})
+		<-g.done
+		unix.Close(g.stopR)
+		unix.Close(g.stopW)
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -104,9 +105,45 @@ func TestReplacedHookdFileStaysHidden(t *testing.T) {
 	}
 }
 
-// TestPrivateTmp: a process's TMPDIR is its own; one left empty is used
-// again (mode reset), one with something in it is removed; the /tmp of
-// one hook's processes is not another's.
+// TestHiddenWhateverTheInode: a covered file removed and made again
+// (ext4 hands the new file the old one's inode number, which no identity
+// taken on the host tells apart), or a hookd path made after the hook's
+// namespace, is not readable by the hook's next process.
+func TestHiddenWhateverTheInode(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	if !sb.sys.mountNS {
+		t.Skip("no mount namespace here (not root): hookd's files are kept out of the Landlock grants instead")
+	}
+	wd := t.TempDir()
+	cfg := filepath.Join(wd, "hookd.yaml")
+	state := filepath.Join(wd, ".hookd")
+	os.WriteFile(cfg, []byte("FIRST-CANARY\n"), 0o600)
+	p := &Policy{Workdir: wd, Hidden: []string{cfg, state}, Key: "hook"}
+	_, proc := run(t, sb, p, wd, "true")
+	proc.Release(false)
+	for i := range 3 {
+		os.Remove(cfg)
+		os.WriteFile(cfg, fmt.Appendf(nil, "AGAIN-CANARY-%d\n", i), 0o600)
+		out, proc := run(t, sb, p, wd, "cat hookd.yaml")
+		proc.Release(false)
+		if strings.Contains(out, "CANARY") {
+			t.Errorf("after hookd.yaml was removed and made again (%d), a process read it: %q", i, out)
+		}
+	}
+	os.Mkdir(state, 0o700)
+	os.WriteFile(filepath.Join(state, "token"), []byte("TOKEN-CANARY"), 0o600)
+	out, proc := run(t, sb, p, wd, "cat .hookd/token")
+	proc.Release(false)
+	if strings.Contains(out, "CANARY") {
+		t.Errorf("a state directory made after the namespace was read: %q", out)
+	}
+}
+
+// TestPrivateTmp: each process gets a TMPDIR of its own, made fresh and
+// removed with its contents when the process has ended; the /tmp of one
+// hook's processes is not another's.
 func TestPrivateTmp(t *testing.T) {
 	sb := New(Options{})
 	defer sb.Close()
@@ -120,28 +157,16 @@ func TestPrivateTmp(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(wd) })
 	a := &Policy{Workdir: wd, Key: "a"}
 	b := &Policy{Workdir: wd, Key: "b"}
-	tmpOf := func(p *Policy, script string) (string, string) {
-		t.Helper()
-		out, proc := run(t, sb, p, wd, "echo $TMPDIR; "+script)
-		dir := proc.tmp
-		proc.Release(false)
-		first, rest, _ := strings.Cut(out, "\n")
-		return dir, first + "|" + rest
+	out, p1 := run(t, sb, a, wd, "echo left > $TMPDIR/f; chmod 777 $TMPDIR; echo $TMPDIR")
+	d1 := p1.tmp
+	p1.Release(false)
+	if exists(d1) {
+		t.Errorf("a TMPDIR was kept after its process: %s (%q)", d1, out)
 	}
-	d1, _ := tmpOf(a, "chmod 777 $TMPDIR")
-	d2, out := tmpOf(a, "stat -c %a $TMPDIR; echo secret > $TMPDIR/f")
-	if d2 != d1 {
-		t.Errorf("an empty TMPDIR was not used again: %s, then %s", d1, d2)
-	}
-	if !strings.Contains(out, "|700") {
-		t.Errorf("a TMPDIR used again kept the last process's mode: %q", out)
-	}
-	if exists(d2) {
-		t.Errorf("a TMPDIR with a file in it was kept: %s", d2)
-	}
-	d3, _ := tmpOf(a, "true")
-	if d3 == d2 {
-		t.Errorf("a TMPDIR that held a file was handed out again")
+	out, p2 := run(t, sb, a, wd, "ls -A $TMPDIR; stat -c %a $TMPDIR")
+	p2.Release(false)
+	if p2.tmp == d1 || strings.Contains(out, "f\n") || !strings.Contains(out, "700") {
+		t.Errorf("the next process's TMPDIR is not a fresh one: %s after %s: %q", p2.tmp, d1, out)
 	}
 
 	held := startPaused(t, sb, a, wd, "echo A-CANARY > $TMPDIR/f; echo $TMPDIR; read x")
@@ -154,40 +179,103 @@ func TestPrivateTmp(t *testing.T) {
 	}
 }
 
-// TestStaleTmpSwept: the temporary directories a hookd that is gone left
-// behind are removed when the next one starts; a live one's are kept.
-func TestStaleTmpSwept(t *testing.T) {
-	gone := exec.Command("/bin/true")
-	if err := gone.Run(); err != nil {
+// TestTmpDirSwappedForALink: a TMPDIR replaced by a link to another
+// directory while its process runs (by something with the right to
+// write its parent) steers nothing of hookd's: at the end the link is
+// removed, not what it points to, the target's mode is not touched, and
+// the next process gets a new directory, granted by the descriptor of
+// the directory made, not by a name.
+func TestTmpDirSwappedForALink(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	wd := t.TempDir()
+	target, err := os.MkdirTemp(".", ".target-")
+	if err != nil {
 		t.Fatal(err)
 	}
-	stale, err := os.MkdirTemp("", fmt.Sprintf("hookd-tmp-%d-", gone.Process.Pid))
+	target, _ = filepath.Abs(target)
+	t.Cleanup(func() { os.RemoveAll(target) })
+	os.WriteFile(filepath.Join(target, "keep"), []byte("x"), 0o600)
+	os.Chmod(target, 0o755)
+	p := &Policy{Workdir: wd, Key: "a"}
+	held := startPaused(t, sb, p, wd, "echo ready; read x")
+	if l := held.line(t); l != "ready" {
+		t.Fatal(l)
+	}
+	tmp := held.proc.tmp
+	if err := os.Rename(tmp, tmp+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp + ".moved")
+	if err := os.Symlink(target, tmp); err != nil {
+		t.Fatal(err)
+	}
+	held.finish(t)
+	held.proc.Release(false)
+	if _, err := os.Stat(filepath.Join(target, "keep")); err != nil {
+		t.Errorf("removing the TMPDIR removed what its link pointed to: %v", err)
+	}
+	if fi, err := os.Stat(target); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the link's target changed: %v %v", fi.Mode(), err)
+	}
+	out, proc := run(t, sb, p, wd, "echo x > "+target+"/escaped 2>&1; echo done")
+	proc.Release(false)
+	if exists(filepath.Join(target, "escaped")) {
+		t.Errorf("a process wrote where the swapped link pointed: %q", out)
+	}
+}
+
+// TestStaleTmpSwept: the temporary directories of a hookd that is gone
+// (no one holds their lock) are removed when the next one starts; a live
+// one's are kept, whatever PID namespace it runs in, and a link of that
+// name is not followed.
+func TestStaleTmpSwept(t *testing.T) {
+	stale, err := os.MkdirTemp("", tmpRootPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(stale, "f"), []byte("x"), 0o600)
-	live, err := os.MkdirTemp("", fmt.Sprintf("hookd-tmp-%d-", os.Getppid()))
+	live, err := os.MkdirTemp("", tmpRootPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(live)
+	fd, err := unix.Open(live, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	target := t.TempDir()
+	os.WriteFile(filepath.Join(target, "keep"), []byte("x"), 0o600)
+	link := filepath.Join(os.TempDir(), tmpRootPrefix+"link-"+filepath.Base(target))
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(link)
+
 	sb := New(Options{})
 	defer sb.Close()
 	if exists(stale) {
 		t.Errorf("the directory of a hookd that is gone was kept: %s", stale)
 	}
 	if !exists(live) {
-		t.Errorf("the directory of a live process was removed: %s", live)
+		t.Errorf("the directory of a live hookd was removed: %s", live)
+	}
+	if !exists(filepath.Join(target, "keep")) {
+		t.Errorf("the sweep followed a link")
 	}
 }
 
-// TestViewFollowsHostMounts: a hook's mount namespace outlives its
-// processes, and what the host mounts after it was made (a disk plugged
-// in) reaches the hook's next process, as does an unmount (a disk taken
-// out is not held busy by hookd). Shown live: a namespace that is
-// private to the host's (as the first cut of the views made them) sees
-// neither.
-func TestViewFollowsHostMounts(t *testing.T) {
+// TestViewRemadeAfterHostMount: a hook's mount namespace is private, so a
+// disk the host mounts after it was made does not reach a process that
+// runs in it (the live part), but the hook's next process sees it, in a
+// namespace made again; and once the host unmounts it, the next process
+// does not see it.
+func TestViewRemadeAfterHostMount(t *testing.T) {
 	sb := New(Options{})
 	defer sb.Close()
 	need(t, sb)
@@ -195,41 +283,14 @@ func TestViewFollowsHostMounts(t *testing.T) {
 		t.Skip("no mount namespace here (not root)")
 	}
 	wd := t.TempDir()
-	// A shared mount, as systemd makes the host's every mount (here the
-	// root mount is private, and nothing could reach a namespace).
-	if err := unix.Mount(wd, wd, "", unix.MS_BIND, ""); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Unmount(wd, unix.MNT_DETACH)
-	if err := unix.Mount("", wd, "", unix.MS_SHARED, ""); err != nil {
-		t.Fatal(err)
-	}
 	disk := filepath.Join(wd, "disk")
 	os.Mkdir(disk, 0o755)
 	p := &Policy{Workdir: wd, Key: "hook"}
-	out, proc := run(t, sb, p, wd, "cat disk/label 2>&1")
-	proc.Release(false)
-	if strings.Contains(out, "DISK-LABEL") {
-		t.Fatalf("the label was there before the mount: %q", out)
-	}
-	// Live: a namespace private to the host's, made now.
-	private := startPaused(t, sb, &Policy{Workdir: wd, Key: "private"}, wd, "echo ready; read x; cat disk/label 2>&1")
-	if l := private.line(t); l != "ready" {
+	early := startPaused(t, sb, p, wd, "echo ready; read x; cat disk/label 2>&1")
+	if l := early.line(t); l != "ready" {
 		t.Fatal(l)
 	}
-	v := sb.sys.views[fmt.Sprintf("%t\x00%s", false, "private")]
-	if v == nil {
-		t.Fatal("no view for key private")
-	}
-	if err := onLockedThread(func() error {
-		if err := v.enter(); err != nil {
-			return err
-		}
-		return unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
-	}); err != nil {
-		t.Fatal(err)
-	}
-
+	gen := sb.sys.mountGen.load()
 	if err := unix.Mount("tmpfs", disk, "tmpfs", 0, "size=1m"); err != nil {
 		t.Fatal(err)
 	}
@@ -240,21 +301,33 @@ func TestViewFollowsHostMounts(t *testing.T) {
 		}
 	}()
 	os.WriteFile(filepath.Join(disk, "label"), []byte("DISK-LABEL\n"), 0o644)
-	if out := private.finish(t); strings.Contains(out, "DISK-LABEL") {
-		t.Fatalf("live: a private namespace saw the host's new mount, so this test shows nothing: %q", out)
+	if out := early.finish(t); strings.Contains(out, "DISK-LABEL") {
+		t.Fatalf("a running process saw the host's new mount: the namespace is not private: %q", out)
 	}
-	out, proc = run(t, sb, p, wd, "cat disk/label 2>&1")
+	// hookd's watch of its mount table runs on its own goroutine.
+	for deadline := time.Now().Add(10 * time.Second); sb.sys.mountGen.load() == gen; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the mount table's change was not seen")
+		}
+	}
+	out, proc := run(t, sb, p, wd, "cat disk/label 2>&1")
 	proc.Release(false)
 	if !strings.Contains(out, "DISK-LABEL") {
 		t.Errorf("the hook's next process does not see what the host mounted: %q", out)
 	}
+	gen = sb.sys.mountGen.load()
 	if err := unix.Unmount(disk, 0); err != nil {
-		t.Fatalf("the host cannot unmount what a hook's namespace saw: %v", err)
+		t.Fatalf("unmount: %v", err)
 	}
 	mounted = false
-	out, proc = run(t, sb, p, wd, "cat disk/label 2>&1; grep -c ' "+disk+" ' /proc/self/mountinfo")
+	for deadline := time.Now().Add(10 * time.Second); sb.sys.mountGen.load() == gen; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the unmount was not seen")
+		}
+	}
+	out, proc = run(t, sb, p, wd, "cat disk/label 2>&1")
 	proc.Release(false)
-	if strings.Contains(out, "DISK-LABEL") || !strings.HasSuffix(strings.TrimSpace(out), "0") {
-		t.Errorf("the hook's namespace kept what the host unmounted: %q", out)
+	if strings.Contains(out, "DISK-LABEL") {
+		t.Errorf("the hook's next process still sees what the host unmounted: %q", out)
 	}
 }

@@ -13,7 +13,6 @@ type Process struct {
 	sys  *system // nil: started unconfined
 	cg   *cgroup
 	tmp  string
-	tmps *tmpDirs // where tmp goes back
 	view *mountView
 	note string
 	once sync.Once
@@ -107,7 +106,7 @@ func (p *Process) cleanup() {
 			p.cg.release()
 		}
 		if p.tmp != "" {
-			p.tmps.put(p.tmp)
+			os.RemoveAll(p.tmp)
 		}
 		p.sys.unref(p.view)
 	})

@@ -35,7 +35,8 @@ type system struct {
 	// started under as its reaper (reaper_linux.go).
 	reaperExe string
 	cg        *cgroups
-	tmps      tmpDirs
+	tmpRoot   *tmpRoot // where the processes' TMPDIRs are made
+	mountGen  mountGen // changes of hookd's mount table (mountNS)
 
 	mu       sync.Mutex
 	nets     map[string]int // Policy.Key → network namespace fd
@@ -55,7 +56,11 @@ func newSystem() (*system, Status) {
 	// Descriptors hookd inherited without close-on-exec would reach every
 	// child: mark them all (Go's own are already).
 	_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
-	sweepTmp()
+	if r, err := newTmpRoot(); err == nil {
+		s.tmpRoot = r
+	} else {
+		st.Problems = append(st.Problems, fmt.Sprintf("no directory for the processes' TMPDIRs: %v", err))
+	}
 
 	if abi, err := landlockABI(); err == nil && abi > 0 {
 		s.abi = abi
@@ -69,6 +74,9 @@ func newSystem() (*system, Status) {
 	if os.Geteuid() == 0 {
 		s.root = true
 		s.mountNS = onLockedThread(func() error { return unix.Unshare(unix.CLONE_NEWNS) }) == nil
+		if s.mountNS {
+			s.mountGen.start()
+		}
 		s.netNS = onLockedThread(func() error { return unix.Unshare(unix.CLONE_NEWNET) }) == nil
 	}
 	switch {
@@ -149,8 +157,8 @@ func handledFS(abi int) uint64 {
 // prepared is what start computed for one process before it forks.
 type prepared struct {
 	ruleset  int
-	tmp      string   // the process's TMPDIR (as hookd sees it)
-	tmps     *tmpDirs // where tmp goes back
+	tmp      string // the process's TMPDIR (as hookd sees it)
+	tmpFD    int    // tmp, for its Landlock rule
 	view     *mountView
 	netFD    int // network namespace to enter; -1: none
 	seccomp  []unix.SockFilter
@@ -158,9 +166,24 @@ type prepared struct {
 	contains string
 }
 
-func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
+// start starts cmd under p: start1, once more when the hook's mount
+// namespace turned out stale (a covered path replaced since it was made).
+func (s *system) start(cmd *exec.Cmd, p *Policy) (*Process, error) {
+	env, path, args := cmd.Env, cmd.Path, cmd.Args
+	proc, err := s.start1(cmd, p)
+	if errors.Is(err, errStaleView) {
+		cmd.Env, cmd.Path, cmd.Args = env, path, args
+		proc, err = s.start1(cmd, p)
+	}
+	return proc, err
+}
+
+func (s *system) start1(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 	if cmd.Env == nil {
 		return nil, errors.New("sandbox: start: the command has no environment")
+	}
+	if s.tmpRoot == nil {
+		return nil, errors.New("sandbox: start: no directory for the processes' TMPDIRs (see the sandbox's status)")
 	}
 	wd := p.Workdir
 	if wd == "" {
@@ -179,17 +202,23 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 			hidden = append(hidden, realPath(h))
 		}
 	}
-	pr := prepared{ruleset: -1, netFD: -1, tmps: &s.tmps}
+	pr := prepared{ruleset: -1, netFD: -1, tmpFD: -1}
 	defer func() {
 		if pr.ruleset >= 0 {
 			unix.Close(pr.ruleset)
 		}
+		if pr.tmpFD >= 0 {
+			unix.Close(pr.tmpFD)
+		}
 		if err != nil {
 			if pr.tmp != "" {
-				pr.tmps.put(pr.tmp)
+				os.RemoveAll(pr.tmp)
 			}
 			if pr.cg != nil {
 				pr.cg.remove()
+			}
+			if errors.Is(err, errStaleView) {
+				s.retire(pr.view)
 			}
 			s.unref(pr.view)
 		}
@@ -224,27 +253,26 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 				swapTmp = false
 			}
 		}
-		v, err := s.view(p.Key, swapTmp, identify(hidden))
+		v, err := s.view(p.Key, swapTmp, hidden)
 		if err != nil {
 			return nil, err
 		}
 		pr.view = v
 		if v.tmp != "" {
-			pr.tmps = &v.tmps
-			pr.tmp, tmpEnv, err = v.tmpDir()
+			pr.tmp, pr.tmpFD, err = s.tmpRoot.tmpDir(v.tmp)
 			if err != nil {
 				return nil, fmt.Errorf("sandbox: make the private temporary directory: %w", err)
 			}
+			tmpEnv = filepath.Join("/tmp", filepath.Base(pr.tmp))
 		}
 	}
 	if pr.tmp == "" {
-		tmp, err := s.tmps.take()
+		tmp, fd, err := s.tmpRoot.tmpDir("")
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: make the private temporary directory: %w", err)
 		}
-		pr.tmp, tmpEnv = tmp, tmp
+		pr.tmp, pr.tmpFD, tmpEnv = tmp, fd, tmp
 	}
-	writes = append(writes, pr.tmp)
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmpEnv)
 	var notes []string
 	if cacheErr != nil {
@@ -252,7 +280,7 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 		notes = append(notes, "no cache directory ("+cacheErr.Error()+")")
 	}
 	if s.abi > 0 {
-		rs, err := s.ruleset(p, wd, writes, hidden)
+		rs, err := s.ruleset(p, wd, writes, hidden, pr.tmpFD)
 		if err != nil {
 			return nil, err
 		}
@@ -300,7 +328,7 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 	if err != nil {
 		return nil, err
 	}
-	proc = &Process{pid: cmd.Process.Pid, sys: s, cg: pr.cg, tmp: pr.tmp, tmps: pr.tmps, view: pr.view, note: strings.Join(notes, ", "),
+	proc = &Process{pid: cmd.Process.Pid, sys: s, cg: pr.cg, tmp: pr.tmp, view: pr.view, note: strings.Join(notes, ", "),
 		reaper: s.reaperExe != "" && pr.cg == nil, os: cmd.Process}
 	s.mu.Lock()
 	s.live[proc] = struct{}{}
@@ -312,6 +340,9 @@ func (s *system) start(cmd *exec.Cmd, p *Policy) (proc *Process, err error) {
 func (s *system) fork(cmd *exec.Cmd, pr *prepared) error {
 	if pr.view != nil {
 		if err := pr.view.enter(); err != nil {
+			return err
+		}
+		if err := pr.view.check(); err != nil {
 			return err
 		}
 	}
@@ -417,7 +448,7 @@ func hide(path string) error {
 }
 
 // ruleset builds the Landlock ruleset of p.
-func (s *system) ruleset(p *Policy, wd string, writes, hidden []string) (int, error) {
+func (s *system) ruleset(p *Policy, wd string, writes, hidden []string, tmpFD int) (int, error) {
 	handled := handledFS(s.abi)
 	attr := rulesetAttr{fs: handled}
 	if s.abi >= 4 && len(p.Network.Ports) > 0 && !p.Network.All {
@@ -470,6 +501,10 @@ func (s *system) ruleset(p *Policy, wd string, writes, hidden []string) (int, er
 		if err := carve(w, holes, handled, add); err != nil {
 			return fail(err)
 		}
+	}
+	// The private TMPDIR, by the descriptor of the directory made.
+	if err := landlockAddPath(rs, tmpFD, handled); err != nil {
+		return fail(fmt.Errorf("sandbox: landlock: TMPDIR: %w", err))
 	}
 	for _, d := range []string{"/dev/null", "/dev/zero", "/dev/full"} {
 		if err := add(d, llReadFile|llWriteFile|llTruncate|llIoctlDev); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -708,7 +743,10 @@ func (s *system) close() error {
 	if s.cg != nil {
 		s.cg.close()
 	}
-	s.tmps.close()
+	if s.tmpRoot != nil {
+		s.tmpRoot.close()
+	}
+	s.mountGen.stop()
 	return nil
 }
 

@@ -2,117 +2,95 @@ package sandbox
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// tmpDirs hands out the private temporary directories (TMPDIR) of
-// processes, made in parent (os.TempDir when empty). One a process left
-// as it found it (empty, no extended attributes or ACLs) goes back to a
-// small pool for the next process instead of being removed: making and
-// removing a directory costs ~0.15 ms on an ext4 /tmp, checking one a
-// few µs.
-type tmpDirs struct {
-	parent string
-	mu     sync.Mutex
-	free   []string
-	closed bool
+// tmpRoot is the directory a system makes its processes' temporary
+// directories in: $TMPDIR/hookd-sandbox-RANDOM, 0700, which the system
+// holds a shared flock on while it lives, so that a later hookd's sweep
+// (sweepTmp) can tell it is in use — whatever PID namespace either runs
+// in. Each process gets a directory of its own in it, made fresh (none is
+// ever handed out twice: what one process left in or did to its
+// directory cannot reach another), and removed with what it holds when
+// the process tree has ended.
+type tmpRoot struct {
+	dir string
+	fd  int // holds the flock
 }
 
-// maxFreeTmp bounds the directories kept for reuse.
-const maxFreeTmp = 32
+// tmpRootPrefix begins the names of the systems' temporary directories.
+const tmpRootPrefix = "hookd-sandbox-"
 
-// take returns an empty directory only the caller's process will use.
-func (t *tmpDirs) take() (string, error) {
-	t.mu.Lock()
-	var dir string
-	if n := len(t.free); n > 0 {
-		dir, t.free = t.free[n-1], t.free[:n-1]
+func newTmpRoot() (*tmpRoot, error) {
+	sweepTmp()
+	dir, err := os.MkdirTemp("", tmpRootPrefix)
+	if err != nil {
+		return nil, err
 	}
-	t.mu.Unlock()
-	if dir != "" {
-		// The last process may have changed its mode: back to private.
-		if err := os.Chmod(dir, 0o700); err == nil {
-			return dir, nil
-		}
-		os.RemoveAll(dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		err = unix.Flock(fd, unix.LOCK_SH)
 	}
-	return os.MkdirTemp(t.parent, tmpPrefix)
+	if err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	return &tmpRoot{dir: dir, fd: fd}, nil
 }
 
-// tmpPrefix begins the names of the temporary directories this process
-// makes for its sandboxes, with its pid, so that a later hookd can remove
-// what one that is gone (killed before it could) left behind.
-var tmpPrefix = fmt.Sprintf("hookd-tmp-%d-", os.Getpid())
+// tmpDir makes a process's temporary directory in parent (the root when
+// ""), and returns it with a descriptor of it for its Landlock rule:
+// opened without following a link and checked to be the directory made,
+// so that a name swapped in between cannot steer the grant elsewhere.
+func (r *tmpRoot) tmpDir(parent string) (string, int, error) {
+	if parent == "" {
+		parent = r.dir
+	}
+	dir, err := os.MkdirTemp(parent, "tmp-")
+	if err != nil {
+		return "", -1, err
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", -1, fmt.Errorf("open %s: %w", dir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Uid != uint32(os.Geteuid()) {
+		unix.Close(fd)
+		return "", -1, fmt.Errorf("%s is not the directory hookd made", dir)
+	}
+	return dir, fd, nil
+}
+
+func (r *tmpRoot) close() {
+	os.RemoveAll(r.dir)
+	unix.Close(r.fd)
+}
 
 // sweepTmp removes the temporary directories of hookd processes that
-// are gone.
+// are gone: those nobody holds the flock of.
 func sweepTmp() {
-	dir := os.TempDir()
-	entries, err := os.ReadDir(dir)
+	tmp := os.TempDir()
+	entries, err := os.ReadDir(tmp)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), "hookd-tmp-")
-		if !ok || !e.IsDir() {
+		if !strings.HasPrefix(e.Name(), tmpRootPrefix) || !e.IsDir() {
+			continue // a link of that name is not followed
+		}
+		dir := filepath.Join(tmp, e.Name())
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
 			continue
 		}
-		p, _, ok := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(p)
-		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
-			continue
+		if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+			os.RemoveAll(dir)
 		}
-		if unix.Kill(pid, 0) == unix.ESRCH {
-			os.RemoveAll(filepath.Join(dir, e.Name()))
-		}
-	}
-}
-
-// put takes back dir once its process tree has ended: kept for reuse if
-// it is as take gave it, removed with its contents otherwise.
-func (t *tmpDirs) put(dir string) {
-	if pristine(dir) {
-		t.mu.Lock()
-		if !t.closed && len(t.free) < maxFreeTmp {
-			t.free = append(t.free, dir)
-			t.mu.Unlock()
-			return
-		}
-		t.mu.Unlock()
-	}
-	os.RemoveAll(dir)
-}
-
-// pristine reports whether dir is still an empty directory with no
-// extended attributes (an ACL is one): nothing of one process's would
-// reach the next.
-func pristine(dir string) bool {
-	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if _, err := f.Readdirnames(1); err != io.EOF {
-		return false
-	}
-	n, err := unix.Flistxattr(int(f.Fd()), nil)
-	return err == nil && n == 0
-}
-
-// close removes the kept directories; put removes those returned after.
-func (t *tmpDirs) close() {
-	t.mu.Lock()
-	free := t.free
-	t.free, t.closed = nil, true
-	t.mu.Unlock()
-	for _, d := range free {
-		os.Remove(d)
+		unix.Close(fd)
 	}
 }
