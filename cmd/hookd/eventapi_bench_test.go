@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -133,53 +132,28 @@ func benchEventToRunAPI(b *testing.B, pubs int, boxed bool) {
 
 	var lat []time.Duration
 	var latMu sync.Mutex
+	bodies := make([][]byte, pubs)
+	for p := range pubs {
+		bodies[p], _ = json.Marshal(api.EmitRequest{Type: fmt.Sprintf("bench.p%d", p)})
+	}
 	emitRuns := func(n int) time.Duration {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		start := time.Now()
-		for p := range pubs {
-			body, _ := json.Marshal(api.EmitRequest{Type: fmt.Sprintf("bench.p%d", p)})
-			wg.Go(func() {
-				var mine []time.Duration
-				for next.Add(1) <= int64(n) {
-					sent := time.Now()
-					var ans api.EmitAnswer
-					if err := call("POST", "/v1/events", body, &ans); err != nil || len(ans.Runs) != 1 {
-						b.Errorf("emit: %d runs, %v", len(ans.Runs), err)
-						return
-					}
-					var final engine.Run
-					if err := call("GET", "/v1/runs/"+ans.Runs[0].ID+"/wait", nil, &final); err != nil || final.Status != engine.StatusCompleted {
-						b.Errorf("run %s: %v %+v", ans.Runs[0].ID, err, final.Status)
-						return
-					}
-					mine = append(mine, final.StartedAt.Sub(sent))
-				}
-				latMu.Lock()
-				lat = append(lat, mine...)
-				latMu.Unlock()
-			})
-		}
-		wg.Wait()
-		return time.Since(start)
+		return inParallel(b, pubs, n, func(p int) error {
+			sent := time.Now()
+			var ans api.EmitAnswer
+			if err := call("POST", "/v1/events", bodies[p], &ans); err != nil || len(ans.Runs) != 1 {
+				return fmt.Errorf("emit: %d runs, %v", len(ans.Runs), err)
+			}
+			var final engine.Run
+			if err := call("GET", "/v1/runs/"+ans.Runs[0].ID+"/wait", nil, &final); err != nil || final.Status != engine.StatusCompleted {
+				return fmt.Errorf("run %s: %v %+v", ans.Runs[0].ID, err, final.Status)
+			}
+			latMu.Lock()
+			lat = append(lat, final.StartedAt.Sub(sent))
+			latMu.Unlock()
+			return nil
+		})
 	}
-	spawns := func(n int) time.Duration {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		start := time.Now()
-		for range pubs {
-			wg.Go(func() {
-				for next.Add(1) <= int64(n) {
-					if err := spawn(); err != nil {
-						b.Errorf("spawn: %v", err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		return time.Since(start)
-	}
+	spawns := func(n int) time.Duration { return inParallel(b, pubs, n, func(int) error { return spawn() }) }
 	emitRuns(pubs) // neither side pays for a first time in the figures
 	spawns(pubs)
 	lat = lat[:0]

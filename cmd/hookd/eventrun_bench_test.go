@@ -112,23 +112,7 @@ func benchEventToRun(b *testing.B, pubs int) {
 		wg.Wait()
 		return time.Since(start)
 	}
-	spawns := func(n int) time.Duration {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		start := time.Now()
-		for range pubs {
-			wg.Go(func() {
-				for next.Add(1) <= int64(n) {
-					if err := bareSpawn(); err != nil {
-						b.Errorf("spawn: %v", err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		return time.Since(start)
-	}
+	spawns := func(n int) time.Duration { return inParallel(b, pubs, n, func(int) error { return bareSpawn() }) }
 	emitRuns(pubs)
 	spawns(pubs)
 	lat = lat[:0]
@@ -174,6 +158,27 @@ func benchEventToRun(b *testing.B, pubs int) {
 	b.Logf("%d publishers: %d runs in %v (%.0f runs/s), %d bare spawns in %v (%.0f spawns/s): ratio %.2f; emit to start recorded p50 %v p99 %v max %v",
 		pubs, per*rounds, runT.Round(time.Millisecond), runRate, per*rounds, spawnT.Round(time.Millisecond), spawnRate,
 		runRate/spawnRate, quantileDur(lat, 0.5), quantileDur(lat, 0.99), lat[len(lat)-1])
+}
+
+// inParallel does n operations from workers goroutines, each calling
+// do(worker) until n are done, and returns how long they took; an
+// error fails b and stops that worker.
+func inParallel(b *testing.B, workers, n int, do func(worker int) error) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if err := do(w); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
 }
 
 // bareSpawn runs what a shell step with command `true` runs, the way it
