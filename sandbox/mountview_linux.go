@@ -157,6 +157,10 @@ func makeView(root *tmpRoot, swapTmp bool, hidden []string, gen uint64) (*mountV
 			if err := hide(h); err != nil {
 				return err
 			}
+		}
+		// Once all are covered: a path inside another covered one (the
+		// database in the state directory) no longer resolves at all.
+		for _, h := range hidden {
 			mnt, err := mountOf(h)
 			if err != nil {
 				return err

@@ -120,9 +120,18 @@ func TestHiddenWhateverTheInode(t *testing.T) {
 	cfg := filepath.Join(wd, "hookd.yaml")
 	state := filepath.Join(wd, ".hookd")
 	os.WriteFile(cfg, []byte("FIRST-CANARY\n"), 0o600)
-	p := &Policy{Workdir: wd, Hidden: []string{cfg, state}, Key: "hook"}
-	_, proc := run(t, sb, p, wd, "true")
+	db := filepath.Join(state, "hookd.db")
+	os.Mkdir(state, 0o700)
+	os.WriteFile(db, []byte("DB-CANARY"), 0o600)
+	// The database before the state directory that holds it, as hookd
+	// lists them: covered first, then no longer there at all.
+	p := &Policy{Workdir: wd, Hidden: []string{cfg, db, state}, Key: "hook"}
+	out, proc := run(t, sb, p, wd, "cat .hookd/hookd.db; echo ran")
 	proc.Release(false)
+	if !strings.Contains(out, "ran") || strings.Contains(out, "CANARY") {
+		t.Fatalf("a process with nested covers: %q", out)
+	}
+	os.RemoveAll(state)
 	for i := range 3 {
 		os.Remove(cfg)
 		os.WriteFile(cfg, fmt.Appendf(nil, "AGAIN-CANARY-%d\n", i), 0o600)
@@ -134,7 +143,7 @@ func TestHiddenWhateverTheInode(t *testing.T) {
 	}
 	os.Mkdir(state, 0o700)
 	os.WriteFile(filepath.Join(state, "token"), []byte("TOKEN-CANARY"), 0o600)
-	out, proc := run(t, sb, p, wd, "cat .hookd/token")
+	out, proc = run(t, sb, p, wd, "cat .hookd/token")
 	proc.Release(false)
 	if strings.Contains(out, "CANARY") {
 		t.Errorf("a state directory made after the namespace was read: %q", out)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/textsafe"
 )
 
 // table lays out rows of cells in columns as the commands' tabwriters do
@@ -184,7 +185,7 @@ type giveWay struct{ col, min int }
 // t.order until the table fits t.width (a cut cell ends in "…"; a table
 // that does not fit with every listed column at its minimum runs over), and
 // the cells t.paint names an SGR code for coloured. With colours the
-// cells are escaped as termSafe escapes text and the table is written
+// cells are escaped as termSafe escapes text (textsafe) and the table is written
 // raw (termSafe would escape the colours too).
 func (t *table) writeTerminal(w io.Writer) error {
 	cells := make([]string, len(t.ends))
@@ -201,7 +202,7 @@ func (t *table) writeTerminal(w io.Writer) error {
 			return r
 		}, c)
 		if t.paint != nil {
-			c = string(appendEscaped(nil, []byte(c)))
+			c = string(textsafe.Append(nil, []byte(c)))
 		}
 		cells[i], widths[i] = c, utf8.RuneCountInString(c)
 		widest[i%t.cols] = max(widest[i%t.cols], widths[i])

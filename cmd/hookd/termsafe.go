@@ -53,7 +53,7 @@ func (t *termSafe) Write(p []byte) (int, error) {
 		t.carry = append([]byte(nil), rest[n:]...) // the rest comes with the next write
 		rest = rest[:n]
 	}
-	out = appendEscaped(out, rest)
+	out = textsafe.Append(out, rest)
 	t.buf = out
 	if _, err := t.w.Write(out); err != nil {
 		return 0, err
@@ -73,30 +73,6 @@ func cutSequence(b []byte) int {
 		}
 	}
 	return len(b)
-}
-
-// appendEscaped appends in to out with what termSafe escapes escaped: a
-// control as \uXXXX, a byte that is not UTF-8 as \xXX.
-func appendEscaped(out, in []byte) []byte {
-	for i := 0; i < len(in); {
-		c := in[i]
-		if textsafe.Plain(c) {
-			out = append(out, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(in[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			out = fmt.Appendf(out, `\x%02x`, c)
-		case textsafe.Escaped(r):
-			out = fmt.Appendf(out, `\u%04x`, r)
-		default:
-			out = append(out, in[i:i+n]...)
-		}
-		i += n
-	}
-	return out
 }
 
 // Close writes what an unfinished sequence left, escaped byte by byte.
