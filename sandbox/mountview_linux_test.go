@@ -157,13 +157,7 @@ func TestPrivateTmp(t *testing.T) {
 	sb := New(Options{})
 	defer sb.Close()
 	need(t, sb)
-	// Outside /tmp: a workdir under /tmp keeps the host's /tmp.
-	wd, err := os.MkdirTemp(".", ".wd-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wd, _ = filepath.Abs(wd)
-	t.Cleanup(func() { os.RemoveAll(wd) })
+	wd := outsideTmp(t, ".wd-") // a workdir under /tmp keeps the host's /tmp
 	a := &Policy{Workdir: wd, Key: "a"}
 	b := &Policy{Workdir: wd, Key: "b"}
 	out, p1 := run(t, sb, a, wd, "echo left > $TMPDIR/f; chmod 777 $TMPDIR; echo $TMPDIR")
@@ -199,12 +193,7 @@ func TestTmpDirSwappedForALink(t *testing.T) {
 	defer sb.Close()
 	need(t, sb)
 	wd := t.TempDir()
-	target, err := os.MkdirTemp(".", ".target-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, _ = filepath.Abs(target)
-	t.Cleanup(func() { os.RemoveAll(target) })
+	target := outsideTmp(t, ".target-")
 	os.WriteFile(filepath.Join(target, "keep"), []byte("x"), 0o600)
 	os.Chmod(target, 0o755)
 	p := &Policy{Workdir: wd, Key: "a"}

@@ -59,18 +59,26 @@ func need(t *testing.T, sb *Sandbox, what ...string) {
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
+// outsideTmp makes a directory outside /tmp, which a sandboxed process
+// may see replaced by its private one, removed at the end of t.
+func outsideTmp(t *testing.T, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(".", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ = filepath.Abs(dir)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 func TestWritesOnlyWhereDeclared(t *testing.T) {
 	sb := New(Options{})
 	defer sb.Close()
 	need(t, sb)
 	wd, declared := t.TempDir(), t.TempDir()
 	// Outside /tmp, which a process may see replaced by its private one.
-	outside, err := os.MkdirTemp(".", ".canary-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	outside, _ = filepath.Abs(outside)
-	t.Cleanup(func() { os.RemoveAll(outside) })
+	outside := outsideTmp(t, ".canary-")
 	script := "echo x > ok; echo x > " + outside + "/canary; echo x > " + declared + "/out; mkdir " + outside + "/d; ln -s /etc " + outside + "/l"
 
 	// Live: without the sandbox the same script writes the canary.
