@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -234,71 +233,59 @@ func (v *mountView) close() {
 	}
 }
 
-// mountGen counts the changes of hookd's mount table (/proc/self/mountinfo
-// wakes a poller with POLLPRI at each mount and unmount), so that a view
-// made before one is made again.
+// mountGen counts the changes of hookd's mount table, so that a view
+// made before one is made again. /proc/.../mountinfo reports POLLPRI once
+// after each mount or unmount: load asks, without waiting, at each spawn.
+// No goroutine watches it: one blocked in a system call would hold up
+// what waits for a program's goroutines to settle (testing/synctest).
 type mountGen struct {
-	n            atomic.Uint64
-	once         sync.Once
-	stopR, stopW int
-	done         chan struct{}
+	mu sync.Mutex
+	fd int // hookd's mount table; -1: not watched (the generation stays 0)
+	n  uint64
 }
 
-// start watches the mount table; without a watch the generation never
-// changes. The watch runs on a thread of its own: /proc/self is the main
-// thread's, which a goroutine that made a namespace on it may have left
-// there (the runtime never ends the main thread).
+// start opens the mount table of the calling thread's namespace, which is
+// hookd's: /proc/self is the main thread's, which a goroutine that made a
+// namespace on it may have left there (the runtime never ends it). The
+// descriptor keeps that namespace, whatever becomes of the thread.
 func (g *mountGen) start() {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	fd, err := unix.Open("/proc/thread-self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		g.fd = -1
 		return
 	}
-	g.stopR, g.stopW, g.done = p[0], p[1], make(chan struct{})
-	ready := make(chan struct{})
-	go func() {
-		defer close(g.done)
-		runtime.LockOSThread() // for the watch's life: the descriptor is this thread's
-		fd, err := unix.Open("/proc/thread-self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		close(ready)
-		if err != nil {
-			return
-		}
-		defer unix.Close(fd)
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}, {Fd: int32(g.stopR), Events: unix.POLLIN}}
-		var buf [4096]byte
-		for {
-			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
-				return
-			}
-			if fds[1].Revents != 0 {
-				return
-			}
-			if fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0 {
-				g.n.Add(1)
-				// Read it to the end again: the next change wakes the
-				// poller again.
-				_, _ = unix.Seek(fd, 0, 0)
-				for {
-					if n, err := unix.Read(fd, buf[:]); n <= 0 || err != nil {
-						break
-					}
-				}
-			}
-		}
-	}()
-	<-ready
+	g.fd = fd
 }
 
-func (g *mountGen) load() uint64 { return g.n.Load() }
+// load returns the generation, counting the changes since it last asked.
+func (g *mountGen) load() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fd <= 0 {
+		return g.n
+	}
+	fds := []unix.PollFd{{Fd: int32(g.fd), Events: unix.POLLPRI}}
+	if n, err := unix.Poll(fds, 0); err == nil && n > 0 && fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0 {
+		g.n++
+		// Read it to the end again: the next change is reported anew.
+		_, _ = unix.Seek(g.fd, 0, 0)
+		var buf [4096]byte
+		for {
+			if n, err := unix.Read(g.fd, buf[:]); n <= 0 || err != nil {
+				break
+			}
+		}
+	}
+	return g.n
+}
 
 func (g *mountGen) stop() {
-	g.once.Do(func() {
-		if g.done == nil {
-			return
-		}
-		unix.Write(g.stopW, []byte{0})
-		<-g.done
-		unix.Close(g.stopR)
-		unix.Close(g.stopW)
-	})
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fd > 0 {
+		unix.Close(g.fd)
+		g.fd = -1
+	}
 }
