@@ -74,8 +74,10 @@ func Test400NotRetried(t *testing.T) {
 	if tr.Stop != "error" || tr.Rounds[0].Call.Error == "" {
 		t.Errorf("transcript %+v", tr)
 	}
-	if run.Tokens.Known {
-		t.Errorf("tokens %+v: nothing was reported", run.Tokens)
+	// A failed call spent nothing it could report: no tokens, and no
+	// "unreported usage" either.
+	if run.Tokens != (engine.Tokens{Known: true}) {
+		t.Errorf("tokens %+v, want none, known", run.Tokens)
 	}
 }
 
