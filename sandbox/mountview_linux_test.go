@@ -98,8 +98,7 @@ func TestReplacedHookdFileStaysHidden(t *testing.T) {
 		t.Fatalf("live: the running process did not see the renamed file, so this test shows nothing: %q", out)
 	}
 
-	out, proc := run(t, sb, p, wd, "cat hookd.yaml")
-	proc.Release(false)
+	out := runEnded(t, sb, p, wd, "cat hookd.yaml")
 	if strings.Contains(out, "CANARY") {
 		t.Errorf("a process started after the rename read hookd.yaml: %q", out)
 	}
@@ -126,8 +125,7 @@ func TestHiddenWhateverTheInode(t *testing.T) {
 	// The database before the state directory that holds it, as hookd
 	// lists them: covered first, then no longer there at all.
 	p := &Policy{Workdir: wd, Hidden: []string{cfg, db, state}, Key: "hook"}
-	out, proc := run(t, sb, p, wd, "cat .hookd/hookd.db; echo ran")
-	proc.Release(false)
+	out := runEnded(t, sb, p, wd, "cat .hookd/hookd.db; echo ran")
 	if !strings.Contains(out, "ran") || strings.Contains(out, "CANARY") {
 		t.Fatalf("a process with nested covers: %q", out)
 	}
@@ -135,16 +133,14 @@ func TestHiddenWhateverTheInode(t *testing.T) {
 	for i := range 3 {
 		os.Remove(cfg)
 		os.WriteFile(cfg, fmt.Appendf(nil, "AGAIN-CANARY-%d\n", i), 0o600)
-		out, proc := run(t, sb, p, wd, "cat hookd.yaml")
-		proc.Release(false)
+		out := runEnded(t, sb, p, wd, "cat hookd.yaml")
 		if strings.Contains(out, "CANARY") {
 			t.Errorf("after hookd.yaml was removed and made again (%d), a process read it: %q", i, out)
 		}
 	}
 	os.Mkdir(state, 0o700)
 	os.WriteFile(filepath.Join(state, "token"), []byte("TOKEN-CANARY"), 0o600)
-	out, proc = run(t, sb, p, wd, "cat .hookd/token")
-	proc.Release(false)
+	out = runEnded(t, sb, p, wd, "cat .hookd/token")
 	if strings.Contains(out, "CANARY") {
 		t.Errorf("a state directory made after the namespace was read: %q", out)
 	}
@@ -174,8 +170,7 @@ func TestPrivateTmp(t *testing.T) {
 
 	held := startPaused(t, sb, a, wd, "echo A-CANARY > $TMPDIR/f; echo $TMPDIR; read x")
 	tmpA := held.line(t)
-	out, proc := run(t, sb, b, wd, "ls -a /tmp "+tmpA+" 2>&1 | head -20; cat "+tmpA+"/f 2>&1")
-	proc.Release(false)
+	out = runEnded(t, sb, b, wd, "ls -a /tmp "+tmpA+" 2>&1 | head -20; cat "+tmpA+"/f 2>&1")
 	held.finish(t)
 	if sb.sys.mountNS && strings.Contains(out, "A-CANARY") {
 		t.Errorf("hook b read hook a's TMPDIR: %q", out)
@@ -217,8 +212,7 @@ func TestTmpDirSwappedForALink(t *testing.T) {
 	if fi, err := os.Stat(target); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("the link's target changed: %v %v", fi.Mode(), err)
 	}
-	out, proc := run(t, sb, p, wd, "echo x > "+target+"/escaped 2>&1; echo done")
-	proc.Release(false)
+	out := runEnded(t, sb, p, wd, "echo x > "+target+"/escaped 2>&1; echo done")
 	if exists(filepath.Join(target, "escaped")) {
 		t.Errorf("a process wrote where the swapped link pointed: %q", out)
 	}
@@ -308,8 +302,7 @@ func TestViewRemadeAfterHostMount(t *testing.T) {
 			t.Fatal("the mount table's change was not seen")
 		}
 	}
-	out, proc := run(t, sb, p, wd, "cat disk/label 2>&1")
-	proc.Release(false)
+	out := runEnded(t, sb, p, wd, "cat disk/label 2>&1")
 	if !strings.Contains(out, "DISK-LABEL") {
 		t.Errorf("the hook's next process does not see what the host mounted: %q", out)
 	}
@@ -323,8 +316,7 @@ func TestViewRemadeAfterHostMount(t *testing.T) {
 			t.Fatal("the unmount was not seen")
 		}
 	}
-	out, proc = run(t, sb, p, wd, "cat disk/label 2>&1")
-	proc.Release(false)
+	out = runEnded(t, sb, p, wd, "cat disk/label 2>&1")
 	if strings.Contains(out, "DISK-LABEL") {
 		t.Errorf("the hook's next process still sees what the host unmounted: %q", out)
 	}

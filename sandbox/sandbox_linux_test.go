@@ -32,6 +32,15 @@ func run(t *testing.T, sb *Sandbox, p *Policy, dir, script string) (string, *Pro
 	return out.String(), proc
 }
 
+// runEnded is run, with the process's tree released (killed, its
+// cgroup and TMPDIR removed) before it returns the output.
+func runEnded(t *testing.T, sb *Sandbox, p *Policy, dir, script string) string {
+	t.Helper()
+	out, proc := run(t, sb, p, dir, script)
+	proc.Release(false)
+	return out
+}
+
 // need skips t when this machine cannot give what it tests (trees: a
 // cgroup per tree; limits: memory and pids limits too), or fails it
 // under HOOKD_REQUIRE_SANDBOX (as testtool.NeedSandbox does; that
