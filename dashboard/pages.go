@@ -500,6 +500,16 @@ var funcs = template.FuncMap{
 		}
 		return t.Local().Format("2006-01-02 15:04:05 MST") + " (" + human.Relative(t.Sub(now)) + ")"
 	},
+	// reltime is when, short for a table's cell: "3m ago" or "in 10m",
+	// in a <time> that does not break, with the full time as its title.
+	"reltime": func(t, now time.Time) template.HTML {
+		if t.IsZero() {
+			return "-"
+		}
+		return template.HTML(`<time class="rel" datetime="` + t.UTC().Format(time.RFC3339) + `" title="` +
+			template.HTMLEscapeString(t.Local().Format("2006-01-02 15:04:05 MST")) + `">` +
+			template.HTMLEscapeString(human.Relative(t.Sub(now))) + `</time>`)
+	},
 	"clock": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
