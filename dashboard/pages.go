@@ -118,11 +118,9 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, req *request) 
 			d.Counts = append(d.Counts, statusCount{st, n[st]})
 		}
 	}
-	if ns, ok := src.(NodesSource); ok {
-		if d.Nodes, d.Drift, err = ns.Nodes(ctx); err != nil {
-			s.failErr(w, r, req, err)
-			return
-		}
+	if d.Nodes, d.Drift, err = src.Nodes(ctx); err != nil {
+		s.failErr(w, r, req, err)
+		return
 	}
 	d.Timeline = timeline(briefs, now, timelineRange)
 	s.render(w, r, req, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Live: "all", Data: d})

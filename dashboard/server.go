@@ -42,13 +42,10 @@ type Source interface {
 	BriefsSince(ctx context.Context, since time.Time, limit int) ([]engine.RunBrief, error)
 	// DatabaseBytes is the size of the database on disk.
 	DatabaseBytes(ctx context.Context) (int64, error)
-}
-
-// NodesSource is a Source whose database several hookd nodes share
-// (PostgreSQL): the overview lists them. A Source without it shows none.
-type NodesSource interface {
-	// Nodes returns the nodes, by name (none when no node registered),
-	// and the hooks whose files differ between live nodes.
+	// Nodes returns the nodes sharing the database (PostgreSQL), by name,
+	// and the hooks whose files differ between live nodes; the overview
+	// lists them. A daemon of one node (SQLite), or a cluster where no
+	// node registered yet, answers none: no cluster to show.
 	Nodes(ctx context.Context) ([]Node, []HookDrift, error)
 }
 

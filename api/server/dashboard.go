@@ -63,9 +63,13 @@ func (s dashSource) DatabaseBytes(ctx context.Context) (int64, error) {
 	return size.Bytes + size.WALBytes, err
 }
 
-// Nodes lists the nodes sharing a PostgreSQL database for the overview
-// (none on SQLite), with the hooks whose files differ between live nodes.
+// Nodes lists the nodes sharing a PostgreSQL database for the overview,
+// with the hooks whose files differ between live nodes; a daemon of one
+// node (SQLite) has no cluster and answers none.
 func (s dashSource) Nodes(ctx context.Context) ([]dashboard.Node, []dashboard.HookDrift, error) {
+	if s.nodes == nil {
+		return nil, nil, nil // one node: no cluster
+	}
 	rep, err := clusterOf(ctx, s.nodes)
 	if err != nil || rep == nil {
 		return nil, nil, err
