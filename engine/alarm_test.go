@@ -12,28 +12,29 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/clocktest"
 )
 
-// alarmClock is the harness's jumpClock with wall-clock alarms that
+// alarmClock is the harness's clocktest.Clock with wall-clock alarms that
 // behave as the Linux timerfd does: an alarm fires when the (jumped)
 // wall clock reaches the time it was set for, and at once when the wall
 // clock jumps. It counts the Resets of its timers: the loop resets its
 // one timer each time it wakes.
 type alarmClock struct {
-	*jumpClock
+	*clocktest.Clock
 	mu     sync.Mutex
 	alarms []*fakeAlarm
 	resets atomic.Int64
 }
 
 func (c *alarmClock) NewTimer(d time.Duration) engine.Timer {
-	return &countingTimer{Timer: c.jumpClock.NewTimer(d), n: &c.resets}
+	return &countingTimer{Timer: c.Clock.NewTimer(d), n: &c.resets}
 }
 
 // withAlarms gives the harness's engine an alarmClock on its clock.
 func withAlarms(ac **alarmClock) func(*engine.Config) {
 	return func(c *engine.Config) {
-		*ac = &alarmClock{jumpClock: c.Clock.(*jumpClock)}
+		*ac = &alarmClock{Clock: c.Clock.(*clocktest.Clock)}
 		c.Clock = *ac
 	}
 }
@@ -49,7 +50,7 @@ func (c *alarmClock) NewAlarm() (engine.Alarm, error) {
 // Jump moves the wall clock and wakes every alarm, as a clock step or a
 // resume cancels a timerfd armed with TFD_TIMER_CANCEL_ON_SET.
 func (c *alarmClock) Jump(d time.Duration) {
-	c.jumpClock.Jump(d)
+	c.Clock.Jump(d)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, a := range c.alarms {

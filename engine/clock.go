@@ -1,15 +1,44 @@
 package engine
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
-// Clock is the engine's source of time. Tests inject a fake one.
+// Clock is hookd's one source of time: the engine, and everything that
+// waits or measures (the model client, notifications, MCP servers, the
+// stores, steps, the cluster member), read it. The daemon passes the
+// engine's clock to each; tests inject a fake one (engine/clocktest).
 type Clock interface {
 	// Now returns the wall-clock time (without a monotonic reading, so
-	// that a suspend or a clock jump is seen).
+	// that a suspend or a clock jump is seen): for timestamps and for
+	// what is due at a wall time.
 	Now() time.Time
-	// NewTimer returns a timer that fires after d.
+	// Mono returns a reading of the monotonic clock, which a step of the
+	// wall clock does not move: for durations (Since).
+	Mono() Mono
+	// NewTimer returns a timer that fires after d, counted on the
+	// monotonic clock.
 	NewTimer(d time.Duration) Timer
+	// NewAlarm returns an alarm on the wall clock, or an error when the
+	// clock has none: then the loop wakes every Tick to re-read the
+	// clock instead.
+	NewAlarm() (Alarm, error)
 }
+
+// Mono is a reading of a clock's monotonic clock. Only the difference of
+// two readings of one clock means something.
+type Mono struct{ t time.Time }
+
+// MonoAt returns the reading t's monotonic clock gives (t as time.Now
+// returns it, with its monotonic reading): for a Clock built on time.Now.
+func MonoAt(t time.Time) Mono { return Mono{t} }
+
+// Sub returns the duration m-u on the monotonic clock.
+func (m Mono) Sub(u Mono) time.Duration { return m.t.Sub(u.t) }
+
+// Since returns the time elapsed on c's monotonic clock since start.
+func Since(c Clock, start Mono) time.Duration { return c.Mono().Sub(start) }
 
 // Timer is the part of time.Timer the engine uses.
 type Timer interface {
@@ -18,14 +47,23 @@ type Timer interface {
 	Stop() bool
 }
 
-// SystemClock is the real clock.
+// SystemClock is the real clock, without wall-clock alarms.
 type SystemClock struct{}
 
 // Now returns the wall-clock time without its monotonic reading.
 func (SystemClock) Now() time.Time { return time.Now().Round(0) }
 
+// Mono returns the system's monotonic reading.
+func (SystemClock) Mono() Mono { return Mono{time.Now()} }
+
 // NewTimer returns a real timer.
 func (SystemClock) NewTimer(d time.Duration) Timer { return &sysTimer{time.NewTimer(d)} }
+
+// errNoAlarm is SystemClock's answer to NewAlarm.
+var errNoAlarm = errors.New("engine: this clock has no wall-clock alarm; the loop re-reads the clock every tick")
+
+// NewAlarm fails: a SystemClock has no wall-clock alarms.
+func (SystemClock) NewAlarm() (Alarm, error) { return nil, errNoAlarm }
 
 type sysTimer struct{ t *time.Timer }
 
@@ -38,6 +76,8 @@ func (s *sysTimer) Stop() bool            { return s.t.Stop() }
 // suspend it fires at the wall time it was set for, and when the wall
 // clock is stepped it wakes at once, so the loop can sleep until the
 // earliest due time without waking every Tick to look at the clock.
+// With one, the loop wakes otherwise only every alarmTick (for
+// Config.Guard); without (NewAlarm failed), at least every Tick.
 type Alarm interface {
 	// Set arms the alarm for wall time t, replacing the time set before;
 	// a zero t disarms it.
@@ -48,15 +88,6 @@ type Alarm interface {
 	C() <-chan struct{}
 	// Close releases the alarm.
 	Close() error
-}
-
-// AlarmClock is a Clock that has wall-clock alarms. With one, the loop
-// sleeps until the earliest due time on an Alarm and otherwise wakes
-// only every alarmTick (for Config.Guard); with a plain Clock, or when
-// NewAlarm fails, it wakes at least every Tick to re-read the clock.
-type AlarmClock interface {
-	Clock
-	NewAlarm() (Alarm, error)
 }
 
 // WallClock is the real clock with wall-clock alarms where the system

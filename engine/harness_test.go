@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/clocktest"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
 )
@@ -28,7 +29,7 @@ type harness struct {
 	dbPath string
 	db     *store.DB
 	eng    *engine.Engine
-	clock  *jumpClock
+	clock  *clocktest.Clock
 	cfg    engine.Config
 	hooks  []*engine.Hook
 
@@ -36,20 +37,9 @@ type harness struct {
 	events []*engine.Event
 }
 
-// jumpClock is the real (bubbled) clock plus an offset: Jump moves the
-// wall clock the way a suspend or an NTP step does, while timers keep
-// running on the monotonic clock.
-type jumpClock struct {
-	engine.SystemClock
-	offset atomic.Int64
-}
-
-func (c *jumpClock) Now() time.Time       { return time.Now().Round(0).Add(time.Duration(c.offset.Load())) }
-func (c *jumpClock) Jump(d time.Duration) { c.offset.Add(int64(d)) }
-
 func newHarness(t *testing.T, hooks []*engine.Hook, tweak ...func(*engine.Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, dbPath: filepath.Join(t.TempDir(), "hookd.db"), clock: &jumpClock{}, hooks: hooks}
+	h := &harness{t: t, dbPath: filepath.Join(t.TempDir(), "hookd.db"), clock: &clocktest.Clock{}, hooks: hooks}
 	h.cfg = engine.Config{
 		Clock:  h.clock,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

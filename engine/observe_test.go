@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/clocktest"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
 )
@@ -298,7 +299,7 @@ func TestEmitMarksWithTheStart(t *testing.T) {
 		a, b := newHook("a"), newHook("b")
 		a.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "two.*"}
 		b.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "two.*"}
-		eng, err := engine.New(engine.Config{Store: mc, Events: triggers.NewEventIndex(), Clock: &jumpClock{},
+		eng, err := engine.New(engine.Config{Store: mc, Events: triggers.NewEventIndex(), Clock: &clocktest.Clock{},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Tick: time.Second}, []*engine.Hook{one, a, b})
 		if err != nil {
 			t.Fatal(err)
@@ -379,7 +380,7 @@ func TestEmitStoredWithTheStartFails(t *testing.T) {
 		blk := newBlock()
 		hk := withSteps(newHook("deploy"), blk)
 		hk.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
-		eng, err := engine.New(engine.Config{Store: &failingStarter{db}, Events: triggers.NewEventIndex(), Clock: &jumpClock{},
+		eng, err := engine.New(engine.Config{Store: &failingStarter{db}, Events: triggers.NewEventIndex(), Clock: &clocktest.Clock{},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Tick: time.Second}, []*engine.Hook{hk})
 		if err != nil {
 			t.Fatal(err)

@@ -530,15 +530,16 @@ func (e *Engine) runStep(ctx context.Context, h *Hook, run *Run, def *StepDef, e
 		sctx, cancel = context.WithTimeout(ctx, def.Timeout)
 		defer cancel()
 	}
-	start := e.cfg.Clock.Now()
+	start, mono := e.cfg.Clock.Now(), e.cfg.Clock.Mono()
 	res, err := runStepSafely(sctx, def, env)
 	if res == nil {
 		res = &StepResult{}
 	}
-	// The step's timing is the engine's, on its clock: what a step says
-	// of its own start and duration is not used.
+	// The step's timing is the engine's, on its clock (the duration on
+	// its monotonic reading): what a step says of its own start and
+	// duration is not used.
 	res.Index, res.Name, res.Type = def.Index, def.Name, def.Type
-	res.Started, res.Duration = start, e.cfg.Clock.Now().Sub(start)
+	res.Started, res.Duration = start, Since(e.cfg.Clock, mono)
 	if err != nil && res.Error == "" {
 		res.Error = err.Error()
 	}

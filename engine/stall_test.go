@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/clocktest"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
 )
@@ -201,7 +202,7 @@ func TestFullDiskSlotsOnRecord(t *testing.T) {
 		}
 		defer db.Close()
 		disk := &fullDisk{DB: db}
-		eng, err := engine.New(engine.Config{Store: disk, Events: triggers.NewEventIndex(), Clock: &jumpClock{}, Tick: time.Second,
+		eng, err := engine.New(engine.Config{Store: disk, Events: triggers.NewEventIndex(), Clock: &clocktest.Clock{}, Tick: time.Second,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{every(newHook("tick"), time.Second)})
 		if err != nil {
 			t.Fatal(err)
@@ -266,7 +267,7 @@ func TestFullDiskRunResultKept(t *testing.T) {
 		defer db.Close()
 		disk := &fullDisk{DB: db}
 		blk := newBlock()
-		eng, err := engine.New(engine.Config{Store: disk, Events: triggers.NewEventIndex(), Clock: &jumpClock{}, Tick: time.Second,
+		eng, err := engine.New(engine.Config{Store: disk, Events: triggers.NewEventIndex(), Clock: &clocktest.Clock{}, Tick: time.Second,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{withSteps(newHook("slow"), blk)})
 		if err != nil {
 			t.Fatal(err)

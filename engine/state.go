@@ -468,11 +468,10 @@ func (s *state) loop(ctx context.Context) {
 // newAlarm returns a wall-clock alarm when the clock has them and the
 // engine schedules (a Manual engine has nothing due), or nil.
 func (s *state) newAlarm() Alarm {
-	ac, ok := s.cfg.Clock.(AlarmClock)
-	if !ok || s.cfg.Manual {
+	if s.cfg.Manual {
 		return nil
 	}
-	a, err := ac.NewAlarm()
+	a, err := s.cfg.Clock.NewAlarm()
 	if err != nil {
 		s.e.log.Info("no wall-clock alarm; the loop re-reads the clock every tick", "tick", s.cfg.Tick, "err", err)
 		return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/clocktest"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
 )
@@ -174,7 +175,7 @@ func TestUnstartedRunEndsArePublished(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer db.Close()
-				eng, err := engine.New(engine.Config{Store: refusingStore{db, tc.err}, Events: triggers.NewEventIndex(), Clock: &jumpClock{}, Tick: time.Second,
+				eng, err := engine.New(engine.Config{Store: refusingStore{db, tc.err}, Events: triggers.NewEventIndex(), Clock: &clocktest.Clock{}, Tick: time.Second,
 					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{newHook("h")})
 				if err != nil {
 					t.Fatal(err)
