@@ -268,7 +268,7 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	}
 	defer rl.stop()
 	if dm.load != nil {
-		sr := &settingsReloader{load: dm.load, llm: l.llm, targets: notifier.SetTargets, log: log,
+		sr := &settingsReloader{load: dm.load, llm: l.llm, targets: notifier.SetTargets, log: log, clock: l.Clock,
 			creds: CredentialEnv(d), cur: d, lifecycle: l.Engine.Lifecycle(), maxConc: func(n int) {
 				// Lowering it cancels nothing; new starts wait.
 				if err := l.Engine.SetMaxConcurrent(context.Background(), n); err != nil {

@@ -133,6 +133,7 @@ type Local struct {
 	SQLite *store.DB    // the same store when it is SQLite, else nil
 	Engine *engine.Engine
 	Hooks  []*engine.Hook
+	Clock  engine.Clock  // the engine's clock, which all else that waits or measures reads too (the model client and loop)
 	feed   *server.Feed  // told whenever events are stored
 	hs     *handlers.Set // the command handlers of hooks.d
 	model  *model        // the LLM client and MCP servers hookd started with
@@ -234,7 +235,7 @@ func Open(ctx context.Context, d *config.Daemon, holder string, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	l := &Local{Store: o.Store, SQLite: o.SQLite, lock: o.Lock, feed: server.NewFeed()}
+	l := &Local{Store: o.Store, SQLite: o.SQLite, Clock: engine.WallClock{}, lock: o.Lock, feed: server.NewFeed()}
 	// The store wakes the live stream after every event write.
 	o.Store.Observe(engine.StoreObserver{EventsStored: l.feed.Wake})
 	// The lock's holder alone opens the process journal, as the database.
@@ -273,9 +274,10 @@ func Open(ctx context.Context, d *config.Daemon, holder string, log *slog.Logger
 		// zero Grace as "unset" and would wait its default 30s.
 		grace = time.Nanosecond
 	}
-	l.model = newModel(d, log)
+	l.model = newModel(d, log, l.Clock)
 	l.llm = newSwapLLM(l.model)
 	l.Engine, err = engine.New(engine.Config{
+		Clock:          l.Clock,
 		LLM:            l.llm,
 		Lifecycle:      lifecycle,
 		HooksDir:       l.model.hooksDir,

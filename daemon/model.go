@@ -24,11 +24,11 @@ type model struct {
 	protected []string
 }
 
-// newModel builds the model stage from the settings. MCP servers start
-// only when a run needs them.
-func newModel(d *config.Daemon, log *slog.Logger) *model {
+// newModel builds the model stage from the settings, on the engine's
+// clock. MCP servers start only when a run needs them.
+func newModel(d *config.Daemon, log *slog.Logger, clock engine.Clock) *model {
 	m := &model{hooksDir: absPath(d.HooksDir), protected: protectedPaths(d)}
-	opts := agent.Options{Defaults: d.LLM}
+	opts := agent.Options{Defaults: d.LLM, Clock: clock}
 	if len(d.MCPServers) > 0 {
 		mgr, err := mcp.NewManager(MCPConfigs(d), mcp.Options{Logger: log,
 			Redactor: engine.NewRedactor(CredentialEnv(d), os.Environ())})
@@ -38,7 +38,7 @@ func newModel(d *config.Daemon, log *slog.Logger) *model {
 			m.mcp, opts.Servers = mgr, mgr
 		}
 	}
-	opts.Chat = llm.New(llm.Options{Defaults: d.LLM, Logger: log})
+	opts.Chat = llm.New(llm.Options{Defaults: d.LLM, Logger: log, Clock: clock})
 	m.llm = agent.New(opts)
 	return m
 }

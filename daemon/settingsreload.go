@@ -104,6 +104,7 @@ type settingsReloader struct {
 	// to it.
 	lifecycle *engine.Registry
 	log       *slog.Logger
+	clock     engine.Clock // the engine's, for a new model stage
 
 	creds []string // the credential variables hookd started with (engine.Config.Credentials)
 
@@ -152,7 +153,7 @@ func (r *settingsReloader) reload(why string) {
 		return
 	}
 	if slices.Contains(live, "llm") || slices.Contains(live, "mcp_servers") {
-		r.llm.swap(newModel(nd, r.log))
+		r.llm.swap(newModel(nd, r.log, r.clock))
 	}
 	if slices.Contains(live, "notify") {
 		r.targets(nd.Notify)

@@ -47,8 +47,12 @@ type Options struct {
 	// AttemptTimeout bounds one HTTP attempt (default 5m); the run's own
 	// timeout bounds the whole stage.
 	AttemptTimeout time.Duration
-	// Sleep waits between attempts (default: a timer); tests replace it.
+	// Sleep waits between attempts (default: a timer of Clock); tests
+	// replace it to record the waits.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock stamps and times the calls and times the waits between
+	// attempts (default engine.SystemClock): the engine's clock.
+	Clock engine.Clock
 }
 
 // Client is a chat client of an OpenAI-compatible chat-completions
@@ -76,8 +80,11 @@ func New(opts Options) *Client {
 	if opts.AttemptTimeout <= 0 {
 		opts.AttemptTimeout = DefaultAttemptTimeout
 	}
+	if opts.Clock == nil {
+		opts.Clock = engine.SystemClock{}
+	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = func(ctx context.Context, d time.Duration) error { return sleep(ctx, opts.Clock, d) }
 	}
 	return &Client{opts: opts, http: doer{opts.HTTPClient}}
 }
@@ -199,14 +206,15 @@ func toolCalls(calls []agent.ToolRequest) []openai.ToolCall {
 // from it, so no cut or quoting can split a secret.
 func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatCompletionRequest, mc *agent.ChatReply, set Settings, redact func(string) string) (openai.ChatCompletionResponse, *agent.Usage, error) {
 	p := c.opts.Retry
-	mc.Started = time.Now()
+	clock := c.opts.Clock
+	mc.Started = clock.Now()
 	mc.Duration = 0
 	for attempt := 1; ; attempt++ {
 		s := &slot{}
 		actx, cancel := context.WithTimeout(context.WithValue(ctx, slotKey{}, s), c.opts.AttemptTimeout)
-		start := time.Now()
+		start := clock.Mono()
 		resp, err := api.CreateChatCompletion(actx, creq)
-		mc.Latency = time.Since(start)
+		mc.Latency = engine.Since(clock, start)
 		mc.Duration += mc.Latency
 		cancel()
 		if (err != nil || len(resp.Choices) == 0) && s.body.Len() > 0 {
@@ -244,12 +252,13 @@ func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatC
 			return fail(" (gave up after %d attempts)", attempt)
 		}
 		wait := p.backoff(attempt)
-		if ra, ok := backoff.RetryAfter(s.header, time.Now()); ok {
+		if ra, ok := backoff.RetryAfter(s.header, clock.Now()); ok {
 			if ra > p.MaxRetryAfter {
 				return fail(" (the server asks to retry after %s, longer than hookd waits: %s)", ra, p.MaxRetryAfter)
 			}
 			wait, a.RetryAfter = ra, true
 		}
+		// The context's deadline is on the runtime's clock, as its timer.
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return fail(" (a retry in %s would be past the run's timeout)", wait.Round(time.Millisecond))
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
+	"github.com/hookd/hookd/engine/clocktest"
 	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
@@ -187,5 +188,36 @@ func TestRetryAfterPastTheDeadlineFailsAtOnce(t *testing.T) {
 	agenttest.WantStatus(t, run, engine.StatusFailed, "HTTP 429: quota (a retry in 1m0s would be past the run's timeout)")
 	if len(f.Waits) != 0 {
 		t.Errorf("waited %v", f.Waits)
+	}
+}
+
+// jumpBack is a transport that steps the clock's wall time back an hour
+// as each request goes out, and then sends it.
+type jumpBack struct{ clock *clocktest.Clock }
+
+func (j jumpBack) RoundTrip(r *http.Request) (*http.Response, error) {
+	j.clock.Jump(-time.Hour)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestLatencyOnTheMonotonicClock: a model call's latency and duration are
+// measured on the clock's monotonic reading: the wall clock stepped back
+// an hour during the call leaves them the call's time, not minus an hour,
+// and the call's start is the wall time it began at.
+func TestLatencyOnTheMonotonicClock(t *testing.T) {
+	srv := llmtest.New(llmtest.Answer("fine"))
+	clock := &clocktest.Clock{}
+	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv), func(o *llm.Options) {
+		o.Clock, o.HTTPClient = clock, &http.Client{Transport: jumpBack{clock}}
+	})
+	before := clock.Now()
+	run, tr := f.Fire()
+	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
+	c := tr.Rounds[0].Call
+	if c.Latency <= 0 || c.Latency >= time.Hour || c.Duration < c.Latency || c.Duration >= time.Hour {
+		t.Errorf("latency %v, duration %v; want both above zero and under the hour the wall clock stepped back", c.Latency, c.Duration)
+	}
+	if c.Started.Before(before) {
+		t.Errorf("started %v, before the fire at %v", c.Started, before)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/backoff"
 )
 
@@ -316,15 +317,15 @@ func retryStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 }
 
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d on clock's timer, or until ctx is done.
+func sleep(ctx context.Context, clock engine.Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
+	t := clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -38,6 +37,9 @@ type Options struct {
 	// ToolParallelism bounds the tool calls of one answer that run at
 	// once (default 4).
 	ToolParallelism int
+	// Clock times the tool calls and the rounds (default
+	// engine.SystemClock): the engine's clock.
+	Clock engine.Clock
 }
 
 // Agent is the model stage: it implements engine.LLM by running the
@@ -61,6 +63,9 @@ func New(opts Options) *Agent {
 	}
 	if opts.ToolParallelism <= 0 {
 		opts.ToolParallelism = DefaultToolParallelism
+	}
+	if opts.Clock == nil {
+		opts.Clock = engine.SystemClock{}
 	}
 	return &Agent{opts: opts}
 }
@@ -203,10 +208,10 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 					return fmt.Errorf("llm:call:before: %s answered with a %T, not a string", o.ChangedBy[engine.ChangeAnswer], v)
 				}
 				rd.Call.Started, rd.Call.AnsweredBy, rd.Call.Content, rd.Call.FinishReason =
-					time.Now(), o.ChangedBy[engine.ChangeAnswer], answer, "handler"
+					a.opts.Clock.Now(), o.ChangedBy[engine.ChangeAnswer], answer, "handler"
 				run.Tokens.Known = known
 				run.Response, tr.Answer, tr.Stop = answer, answer, "answer"
-				publishRound(env, round, rd, 0)
+				a.publishRound(env, round, rd, 0)
 				return nil
 			}
 			if v, ok := o.Changes[engine.ChangeMessages]; ok {
@@ -240,7 +245,7 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 		}
 		if err != nil {
 			rd.Call.Error = err.Error()
-			publishRound(env, round, rd, 0)
+			a.publishRound(env, round, rd, 0)
 			return fmt.Errorf("model call %d: %w", round, err)
 		}
 		usage := reply.Usage
@@ -260,7 +265,7 @@ func (a *Agent) Complete(ctx context.Context, req *engine.LLMRequest) (err error
 		msg := reply.Message
 		rd.Call.FinishReason = reply.FinishReason
 		rd.Call.Content = msg.Content
-		publishRound(env, round, rd, len(msg.ToolCalls))
+		a.publishRound(env, round, rd, len(msg.ToolCalls))
 		if lc := env.Lifecycle; lc.Active(engine.PointLLMCallAfter) {
 			p := &engine.Payload{Hook: h, RunID: run.ID, Prompt: run.Prompt, Round: round, Model: rd.Call.Model, Response: msg.Content,
 				Usage: &engine.Tokens{}}

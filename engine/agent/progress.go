@@ -1,15 +1,13 @@
 package agent
 
 import (
-	"time"
-
 	"github.com/hookd/hookd/engine"
 )
 
 // publishRound publishes hook.llm.round for a model call that ended (or
 // that a handler answered): a progress event, streamed to watchers and
 // never dispatched to hooks.
-func publishRound(env *engine.ToolEnv, round int, rd *Round, toolCalls int) {
+func (a *Agent) publishRound(env *engine.ToolEnv, round int, rd *Round, toolCalls int) {
 	if env.Publish == nil {
 		return
 	}
@@ -21,7 +19,9 @@ func publishRound(env *engine.ToolEnv, round int, rd *Round, toolCalls int) {
 	case mc.Duration > 0:
 		data["duration_ms"] = mc.Duration.Milliseconds()
 	case !mc.Started.IsZero():
-		data["duration_ms"] = time.Since(mc.Started).Milliseconds()
+		// A call that took no time of the model's (a handler answered):
+		// since its start, a wall timestamp, never below zero.
+		data["duration_ms"] = max(a.opts.Clock.Now().Sub(mc.Started), 0).Milliseconds()
 	}
 	if n := mc.Requests(); n > 1 {
 		data["attempts"] = n
