@@ -210,7 +210,7 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	m := metrics.New(l.Engine, d.OverdueGrace, 0)
 	l.Engine.Subscribe(m.Observe)
 	notifier := notify.New(notify.Options{Targets: d.Notify, Logger: log, Count: m.Notification, Note: l.Engine.NoteRun,
-		Lifecycle: l.Engine.Lifecycle()})
+		Lifecycle: l.Engine.Lifecycle(), Clock: l.Clock})
 	notifier.SetHooks(l.Hooks)
 	notifier.Start()
 	l.Engine.Subscribe(notifier.Observe)

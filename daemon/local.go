@@ -133,7 +133,7 @@ type Local struct {
 	SQLite *store.DB    // the same store when it is SQLite, else nil
 	Engine *engine.Engine
 	Hooks  []*engine.Hook
-	Clock  engine.Clock  // the engine's clock, which all else that waits or measures reads too (the model client and loop)
+	Clock  engine.Clock  // the engine's clock, which all else that waits or measures reads too (model, MCP, notifications)
 	feed   *server.Feed  // told whenever events are stored
 	hs     *handlers.Set // the command handlers of hooks.d
 	model  *model        // the LLM client and MCP servers hookd started with

@@ -30,7 +30,7 @@ func newModel(d *config.Daemon, log *slog.Logger, clock engine.Clock) *model {
 	m := &model{hooksDir: absPath(d.HooksDir), protected: protectedPaths(d)}
 	opts := agent.Options{Defaults: d.LLM, Clock: clock}
 	if len(d.MCPServers) > 0 {
-		mgr, err := mcp.NewManager(MCPConfigs(d), mcp.Options{Logger: log,
+		mgr, err := mcp.NewManager(MCPConfigs(d), mcp.Options{Logger: log, Clock: clock,
 			Redactor: engine.NewRedactor(CredentialEnv(d), os.Environ())})
 		if err != nil {
 			log.Error("mcp servers not available", "err", err)

@@ -68,6 +68,9 @@ type Options struct {
 	// StopTimeout is how long a stdio server gets to exit after its
 	// stdin is closed before it is signalled (default 2s).
 	StopTimeout time.Duration
+	// Clock times the waits (a start's retry, a stop) (default
+	// engine.SystemClock): the engine's clock.
+	Clock engine.Clock
 }
 
 // Manager holds the MCP servers of one hookd process. It is safe for
@@ -94,6 +97,9 @@ func NewManager(servers []ServerConfig, opts Options) (*Manager, error) {
 	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 2 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = engine.SystemClock{}
 	}
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 2 * time.Second

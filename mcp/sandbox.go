@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/sandbox"
 )
 
@@ -22,6 +23,7 @@ type sandboxTransport struct {
 	cmd       *exec.Cmd
 	policy    *sandbox.Policy
 	terminate time.Duration
+	clock     engine.Clock
 }
 
 func (t *sandboxTransport) Connect(ctx context.Context) (sdk.Connection, error) {
@@ -37,7 +39,7 @@ func (t *sandboxTransport) Connect(ctx context.Context) (sdk.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	w := &serverStdin{WriteCloser: stdin, cmd: t.cmd, proc: proc, terminate: t.terminate}
+	w := &serverStdin{WriteCloser: stdin, cmd: t.cmd, proc: proc, terminate: t.terminate, clock: t.clock}
 	return (&sdk.IOTransport{Reader: io.NopCloser(stdout), Writer: w}).Connect(ctx)
 }
 
@@ -49,6 +51,7 @@ type serverStdin struct {
 	cmd       *exec.Cmd
 	proc      *sandbox.Process
 	terminate time.Duration
+	clock     engine.Clock
 	once      sync.Once
 	err       error
 }
@@ -64,10 +67,12 @@ func (s *serverStdin) stop() error {
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
 	wait := func() (error, bool) {
+		t := s.clock.NewTimer(s.terminate)
+		defer t.Stop()
 		select {
 		case err := <-done:
 			return err, true
-		case <-time.After(s.terminate):
+		case <-t.C():
 			return nil, false
 		}
 	}

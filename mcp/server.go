@@ -40,7 +40,7 @@ type server struct {
 	dead     chan struct{} // closed when sess ended
 	stderr   *tail         // of the current or last stdio process
 	lastErr  error         // why the last start failed
-	failedAt time.Time
+	failedAt engine.Mono
 	starts   int
 	closed   bool
 }
@@ -63,11 +63,11 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, []*Tool, erro
 			return s.sess, s.tools, nil
 		}
 	}
-	if s.lastErr != nil && time.Since(s.failedAt) < s.m.opts.RetryAfter {
+	if s.lastErr != nil && engine.Since(s.m.opts.Clock, s.failedAt) < s.m.opts.RetryAfter {
 		return nil, nil, s.lastErr
 	}
 	if err := s.start(ctx); err != nil {
-		s.lastErr, s.failedAt = err, time.Now()
+		s.lastErr, s.failedAt = err, s.m.opts.Clock.Mono()
 		return nil, nil, err
 	}
 	s.lastErr = nil
@@ -119,7 +119,8 @@ func (s *server) failed(what string, err error) error {
 	msg := fmt.Sprintf("%s mcp server %s: %v", what, s.cfg.Name, err)
 	if s.stderr != nil {
 		// The process may still be writing; give its last words a moment.
-		time.Sleep(50 * time.Millisecond)
+		t := s.m.opts.Clock.NewTimer(50 * time.Millisecond)
+		<-t.C()
 		if e := strings.TrimSpace(s.m.opts.Redactor.String(s.stderr.String())); e != "" {
 			msg += "; stderr: " + e
 		}
@@ -198,7 +199,7 @@ func (s *server) transport() (sdk.Transport, error) {
 			policy.Workdir = wd
 		}
 	}
-	return &sandboxTransport{cmd: cmd, policy: policy, terminate: s.m.opts.StopTimeout}, nil
+	return &sandboxTransport{cmd: cmd, policy: policy, terminate: s.m.opts.StopTimeout, clock: s.m.opts.Clock}, nil
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -283,12 +284,12 @@ func (s *server) ended(sess *sdk.ClientSession) bool {
 	if !current {
 		return true
 	}
-	t := time.NewTimer(500 * time.Millisecond)
+	t := s.m.opts.Clock.NewTimer(500 * time.Millisecond)
 	defer t.Stop()
 	select {
 	case <-dead:
 		return true
-	case <-t.C:
+	case <-t.C():
 		return false
 	}
 }

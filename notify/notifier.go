@@ -52,6 +52,9 @@ type Options struct {
 	// handlers are not called for a run that deep, so that a handler
 	// that fires a hook whose notification fails in turn cannot loop.
 	MaxDepth int
+	// Clock times the waits between tries and reads an HTTP-date
+	// Retry-After (default engine.SystemClock): the engine's clock.
+	Clock engine.Clock
 }
 
 // Notifier delivers notifications in the background. Start it, feed it
@@ -128,6 +131,9 @@ func New(o Options) *Notifier {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = engine.SystemClock{}
 	}
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = engine.DefaultMaxEventDepth
@@ -444,9 +450,9 @@ func (n *Notifier) deliver(j *job) {
 		}
 		wait = min(max(wait, policy.Delay(attempt, 0)), n.o.MaxBackoff)
 		n.log.Debug("notification failed; retrying", "target", j.t.label, "attempt", attempt, "in", wait, "err", err)
-		t := time.NewTimer(wait)
+		t := n.o.Clock.NewTimer(wait)
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-n.ctx.Done():
 			t.Stop()
 			n.fail(j, attempt, fmt.Errorf("hookd stopped before it was delivered (last try: %w)", err))
@@ -504,7 +510,7 @@ func (n *Notifier) post(t *target, body []byte) (retry bool, wait time.Duration,
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return false, 0, nil
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		wait, _ = backoff.RetryAfter(resp.Header, time.Now())
+		wait, _ = backoff.RetryAfter(resp.Header, n.o.Clock.Now())
 		return true, wait, fmt.Errorf("webhook answered %s", resp.Status)
 	}
 	return false, 0, fmt.Errorf("webhook answered %s", resp.Status)
