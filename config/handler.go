@@ -19,7 +19,7 @@ const DefaultHandlerTimeout = 5 * time.Second
 // Handler is a command handler declared by a file in hooks.d: a file
 // with `on:` (a lifecycle point) instead of a trigger. The command gets
 // the point's payload as JSON on stdin and answers by its exit code and
-// stdout (see the README, "Lifecycle handlers").
+// stdout (see docs/hooks.md, "Lifecycle handlers").
 type Handler struct {
 	File  string       // path as given to the loader
 	Line  int          // line of the file's first key

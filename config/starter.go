@@ -101,7 +101,7 @@ func Starter(s ModelServer) []StarterFile {
 		fmt.Fprintf(&llm, "  api_key_env: %s   # the variable holding the key; never the key itself\n", s.KeyEnv)
 	}
 	settings := "# hookd's settings, written by hookd init " + s.Flag + " (the model: " + s.Name + ").\n" +
-		"# Every key is optional: hookd's README, \"Daemon settings: hookd.yaml\", lists them.\n" +
+		"# Every key is optional: hookd's docs/daemon.md, \"Daemon settings: hookd.yaml\", lists them.\n" +
 		llm.String()
 	hook := `# A check, then a question to the model only when the check found something.
 # Try it now: hookd fire todos --wait (see the prompt without a model: hookd render todos)

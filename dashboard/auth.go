@@ -304,8 +304,8 @@ func (s *Server) StreamSession(r *http.Request) *StreamSession {
 // per port, and send them to every port of it; the port in the name keeps
 // two daemons on one host (or a daemon and another app's cookie) from
 // overwriting each other's sessions. It does not keep the cookie from
-// other servers on the same host name (see the README's dashboard
-// section).
+// other servers on the same host name (see docs/daemon.md, "Web
+// dashboard").
 func sessionCookieName(r *http.Request) string {
 	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
 		return sessionCookie + "_" + port

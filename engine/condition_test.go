@@ -39,7 +39,7 @@ func TestConditionEval(t *testing.T) {
 		{`"b" in event.tags`, true},
 		{`hook == "h" && trigger == "event"`, true},
 		{`trim(steps.tests.output) == "ok"`, true},
-		// The README's forms for a number in a step's output.
+		// docs/hooks.md's forms for a number in a step's output.
 		{`fromJSON(steps.check.body).used_pct < 80`, true},
 		{`int(trim(steps.df.stdout)) < 80`, false},
 		{`float(trim(steps.df.stdout)) >= 86.5`, true},

@@ -2,8 +2,8 @@ package engine
 
 // ExitCode is what a hookd command exits with, for scripts to act on.
 // ExitCodes and RunExits are the one table of them: the CLI reads its
-// codes from here, and README.md's "Run statuses and exit codes" shows
-// the same table. Add a row here, and to the README, never beside it.
+// codes from here, and docs/cli.md's "Run statuses and exit codes" shows
+// the same table. Add a row here, and to docs/cli.md, never beside it.
 type ExitCode int
 
 // Exit codes.

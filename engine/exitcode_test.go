@@ -7,17 +7,17 @@ import (
 	"testing"
 )
 
-// TestExitTableInREADME: README.md's "Run statuses and exit codes" has a
+// TestExitTableInDocs: docs/cli.md's "Run statuses and exit codes" has a
 // row for each row of RunExits and ExitCodes, with the same code: the
 // one table, in the code and in the docs.
-func TestExitTableInREADME(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+func TestExitTableInDocs(t *testing.T) {
+	b, err := os.ReadFile("../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(b), "### Run statuses and exit codes")
 	if !ok {
-		t.Fatal(`README.md has no "### Run statuses and exit codes"`)
+		t.Fatal(`docs/cli.md has no "### Run statuses and exit codes"`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	for _, r := range RunExits {
@@ -26,12 +26,12 @@ func TestExitTableInREADME(t *testing.T) {
 			flag = " `" + r.Flag + "`"
 		}
 		if row := fmt.Sprintf("| `%s` |%s | %d |", r.Status, flag, r.Code); !strings.Contains(section, row) {
-			t.Errorf("README.md lacks the row %q", row)
+			t.Errorf("docs/cli.md lacks the row %q", row)
 		}
 	}
 	for _, c := range ExitCodes {
 		if row := fmt.Sprintf("\n| %d | ", c.Code); !strings.Contains(section, row) {
-			t.Errorf("README.md lacks exit code %d", c.Code)
+			t.Errorf("docs/cli.md lacks exit code %d", c.Code)
 		}
 	}
 }

@@ -90,7 +90,7 @@ func emptyGitRepo(t *testing.T, dir string) {
 
 // TestShellDerivedOptionAttacks performs attacks where a word split or
 // rewritten from data reaches git as an option (--output=MARK writes a
-// file where the data says): the README's folder-watch loop, read's
+// file where the data says): docs/security.md's folder-watch loop, read's
 // splitting, mapfile, $(… | tr …), a for list over $(…), set -- $(…),
 // printf -v '%b'. The run-time check of a placeholder's value sees
 // only the whole value, which does not begin with '-'.

@@ -59,8 +59,8 @@
 // object; repeated headers joined with ", "), url (the final one, after
 // redirects, without a password), method, truncated, duration_ms. Any
 // answer is a result; one with a status of 400 or more fails a run as a
-// command's non-zero exit does (see the README, "When a step fails the
-// run"). Fields:
+// command's non-zero exit does (see docs/hooks.md, "When a step fails
+// the run"). Fields:
 //
 //	url:           http:// or https://, written out; the rest may hold
 //	               placeholders, percent-encoded for where they stand

@@ -27,7 +27,7 @@ import (
 // every step. Without Chromium they skip, unless HOOKD_REQUIRE_CHROMIUM=1
 // (CI sets it), where they fail.
 
-// updateScreenshot rewrites docs/dashboard.png (for the README) from the
+// updateScreenshot rewrites docs/dashboard.png (for docs/daemon.md) from the
 // overview the browser test renders.
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the dashboard screenshot to docs/dashboard.png")
 
@@ -186,7 +186,7 @@ func seedDay(t *testing.T, dbPath string, hooks []string, now time.Time) {
 // watches its run appear and finish on the run list without a reload,
 // fires a model hook from the page with an event and reads its steps and
 // transcript, pauses a hook, and renders the overview's timeline (the
-// README's screenshot).
+// screenshot of docs/daemon.md).
 func TestBrowser(t *testing.T) {
 	ctx := newChromium(t)
 	model := llmtest.New(

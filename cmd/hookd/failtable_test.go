@@ -11,7 +11,7 @@ import (
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
-// TestFailureTable runs every row of the README's failure table through
+// TestFailureTable runs every row of docs/hooks.md's failure table through
 // the daemon with real steps: a shell command that exits 12 (a real
 // subprocess), an http POST that a loopback server answers 503, and a
 // read_file of a file that is not there (a step error), in a hook without and with a model stage (the scripted model

@@ -314,12 +314,12 @@ func TestReadmeQuickStart(t *testing.T) {
 	if r := get("hookd render todos"); !strings.Contains(r.stderr, "no short-circuit applies") || !strings.Contains(r.stdout, "./notes.md:1:TODO: find out what hookd can do") {
 		t.Errorf("hookd render todos:\n%s", r)
 	}
-	// The README's figure of the preamble's cost, in the prompt render
+	// docs/hooks.md's figure of the preamble's cost, in the prompt render
 	// prints (the preamble ends with the line "## Instructions").
 	pre, _, ok := strings.Cut(get("hookd render todos").stdout, "## Instructions\n")
 	t.Logf("the preamble of the quick start's todos hook: %d characters", len(pre))
 	if !ok || len(pre) < 950 || len(pre) > 1050 {
-		t.Errorf("the preamble is %d characters; the README's Prompts says about 1,000 (about 250 tokens): measure it again and say so there", len(pre))
+		t.Errorf("the preamble is %d characters; docs/hooks.md's Prompts says about 1,000 (about 250 tokens): measure it again and say so there", len(pre))
 	}
 	if r := get("hookd fire todos --wait --wait-lock 30s (again)"); !strings.Contains(r.stderr, "todos completed, model not needed") {
 		t.Errorf("the fire with no TODO left:\n%s", r)

@@ -1,5 +1,6 @@
 // Command hookd is a scheduled automation engine with LLM-driven hooks.
-// See the README for the hook file format and the commands.
+// See docs/hooks.md for the hook file format and docs/cli.md for the
+// commands.
 package main
 
 import (

@@ -271,7 +271,7 @@ func TestShippedExamplesRunContained(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no shipped hooks: %v", err)
 	}
-	hooks := map[string]string{"tests.yaml": readmeBlock(t, "## A first hook")}
+	hooks := map[string]string{"tests.yaml": docBlock(t, "README.md", "## A first hook")}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {

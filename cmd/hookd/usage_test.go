@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,22 +15,22 @@ import (
 // once, under the list.
 var commonFlags = []string{"--config", "--db", "--hooks", "--color"}
 
-// readmeCommands returns the lines of the README's command synopsis (the
+// cliCommands returns the lines of docs/cli.md's command synopsis (the
 // first code block after "## Commands") by command name.
-func readmeCommands(t *testing.T) map[string]string {
+func cliCommands(t *testing.T) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
-		t.Fatalf("read README: %v", err)
+		t.Fatalf("read docs/cli.md: %v", err)
 	}
 	_, sec, ok := strings.Cut(string(b), "\n## Commands\n")
 	if !ok {
-		t.Fatal("README has no ## Commands section")
+		t.Fatal("docs/cli.md has no ## Commands section")
 	}
 	_, block, ok := strings.Cut(sec, "```\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
-		t.Fatal("README's ## Commands section has no code block")
+		t.Fatal("docs/cli.md's ## Commands section has no code block")
 	}
 	lines := map[string]string{}
 	for _, l := range strings.Split(block, "\n") {
@@ -46,15 +49,15 @@ func readmeCommands(t *testing.T) map[string]string {
 var flagWord = regexp.MustCompile(`(?:^|[\s\[|])(--?[a-z][a-z-]*)`)
 
 // TestUsageListsEveryFlag checks that each command's synopsis — in
-// `hookd --help` and in the README's Commands block — names every flag the
+// `hookd --help` and in docs/cli.md's Commands block — names every flag the
 // command takes and no flag it does not take.
 func TestUsageListsEveryFlag(t *testing.T) {
-	readme := readmeCommands(t)
+	synopsis := cliCommands(t)
 	for _, cmd := range commands {
 		flags := commandFlags(cmd)
-		line, documented := readme[cmd.name]
+		line, documented := synopsis[cmd.name]
 		if !documented {
-			t.Errorf("README's Commands block has no line for hookd %s", cmd.name)
+			t.Errorf("docs/cli.md's Commands block has no line for hookd %s", cmd.name)
 		}
 		for _, f := range flags {
 			if slices.Contains(commonFlags, f) {
@@ -65,7 +68,7 @@ func TestUsageListsEveryFlag(t *testing.T) {
 				t.Errorf("hookd --help: %s %s does not list %s", cmd.name, cmd.args, f)
 			}
 			if documented && !strings.Contains(line, f) && !(len(short) == 2 && strings.Contains(line, short+" ")) {
-				t.Errorf("README: %q does not list %s", line, f)
+				t.Errorf("docs/cli.md: %q does not list %s", line, f)
 			}
 		}
 		for _, text := range []string{cmd.args, line} {
@@ -82,37 +85,98 @@ func TestUsageListsEveryFlag(t *testing.T) {
 	}
 }
 
-// readmeBlock returns the first ```yaml block after heading in the README.
-func readmeBlock(t *testing.T, heading string) string {
+// docBlock returns the first ```yaml block after heading in file, a
+// path from the repository's root (README.md, docs/hooks.md).
+func docBlock(t *testing.T, file, heading string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(filepath.Join("..", "..", file))
 	if err != nil {
-		t.Fatalf("read README: %v", err)
+		t.Fatalf("read %s: %v", file, err)
 	}
 	_, sec, ok := strings.Cut(string(b), "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README has no %q", heading)
+		t.Fatalf("%s has no %q", file, heading)
 	}
 	_, blk, ok := strings.Cut(sec, "```yaml\n")
 	blk, _, ok2 := strings.Cut(blk, "```")
 	if !ok || !ok2 {
-		t.Fatalf("README's %q has no yaml block", heading)
+		t.Fatalf("%s's %q has no yaml block", file, heading)
 	}
 	return blk
 }
 
-// TestReadmeExamplesLoad checks that the hook file a newcomer copies from
-// the README — the first hook and the reference of every key — loads as
-// written, and that the reference hook file holds no key of hookd.yaml.
-func TestReadmeExamplesLoad(t *testing.T) {
+// docFiles returns the user documentation whose examples the tests load:
+// README.md and docs/*.md, as paths from the repository's root.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
+	}
+	files := []string{"README.md"}
+	for _, d := range docs {
+		files = append(files, filepath.ToSlash(strings.TrimPrefix(d, "../../")))
+	}
+	return files
+}
+
+// namedHookFile finds the hook file a paragraph names: `hooks.d/NAME.yaml`.
+var namedHookFile = regexp.MustCompile("`hooks\\.d/([A-Za-z0-9_.-]+\\.ya?ml)`")
+
+// yamlBlock is a ```yaml block of a documentation file.
+var yamlBlock = regexp.MustCompile("(?ms)^```ya?ml\n(.*?)^```")
+
+// docHookFiles returns the hook files the README and docs/*.md give as
+// files to write: each ```yaml block whose paragraph before it names
+// `hooks.d/NAME.yaml`, by NAME.yaml, with where it was found.
+func docHookFiles(t *testing.T) (hooks, where map[string]string) {
+	t.Helper()
+	hooks, where = map[string]string{}, map[string]string{}
+	for _, file := range docFiles(t) {
+		b, err := os.ReadFile(filepath.Join("..", "..", file))
+		if err != nil {
+			t.Fatalf("read %s: %v", file, err)
+		}
+		text := string(b)
+		for _, m := range yamlBlock.FindAllStringSubmatchIndex(text, -1) {
+			before := strings.TrimRight(text[:m[0]], "\n")
+			if i := strings.LastIndex(before, "\n\n"); i >= 0 {
+				before = before[i:]
+			}
+			name := namedHookFile.FindStringSubmatch(before)
+			if name == nil {
+				continue
+			}
+			at := fmt.Sprintf("%s:%d", file, strings.Count(text[:m[0]], "\n")+1)
+			if prev, dup := where[name[1]]; dup {
+				t.Fatalf("%s and %s both give hooks.d/%s", prev, at, name[1])
+			}
+			hooks[name[1]], where[name[1]] = text[m[2]:m[3]], at
+		}
+	}
+	return hooks, where
+}
+
+// TestDocExamplesLoad checks that the hook files a reader copies from the
+// README and docs/*.md load as written: the README's first hook and its
+// common jobs, every other block the docs give as `hooks.d/NAME.yaml`,
+// and the reference of every key in docs/hooks.md (which holds no key of
+// hookd.yaml).
+func TestDocExamplesLoad(t *testing.T) {
+	hooks, where := docHookFiles(t)
+	for _, name := range []string{"tests.yaml", "disk.yaml", "deploy-triage.yaml", "proofread.yaml", "backup.yaml", "weekly-note.yaml"} {
+		if _, ok := hooks[name]; !ok {
+			t.Errorf("the README gives no hooks.d/%s (found %v)", name, slices.Sorted(maps.Keys(hooks)))
+		}
+	}
+	hooks["test-triage.yaml"] = docBlock(t, "docs/hooks.md", "## Hook files")
+	where["test-triage.yaml"] = "docs/hooks.md, ## Hook files"
 	// The hook files' example lists github.search_issues: hookd.yaml
-	// declares the server, as the README's does.
-	e := newEnv(t, "llm: {model: test-model, base_url: http://127.0.0.1:1/v1}\nmcp_servers:\n  github: {command: [github-mcp-server, stdio]}\n", map[string]string{
-		"tests.yaml":       readmeBlock(t, "## A first hook"),
-		"test-triage.yaml": readmeBlock(t, "## Hook files"),
-	})
-	if r := e.must(0, "validate"); !strings.HasPrefix(r.stdout, "2 hook(s) valid") {
-		t.Errorf("validate the README's hooks:\n%s", r)
+	// declares the server, as docs/daemon.md's does.
+	e := newEnv(t, "llm: {model: test-model, base_url: http://127.0.0.1:1/v1}\nmcp_servers:\n  github: {command: [github-mcp-server, stdio]}\n", hooks)
+	r := e.run("validate")
+	if want := fmt.Sprintf("%d hook(s) valid", len(hooks)); r.code != 0 || !strings.HasPrefix(r.stdout, want) {
+		t.Errorf("validate the docs' hooks (%v): want %q\n%s", where, want, r)
 	}
 	e.must(0, "next", "tests")
 }
