@@ -94,6 +94,13 @@ type Command struct {
 	// shown live. It is how a run's followers see a step's output as it
 	// runs (engine.StepEnv.Output); it must not block.
 	Live func(stream string, p []byte)
+	// LiveRedactor, when set, replaces secrets in what Live gets only,
+	// holding back as Redactor does, per stream: the result keeps the
+	// output as the command wrote it. It is for a command whose output
+	// its caller must read as written (a lifecycle handler's answer may
+	// carry a secret on purpose) while its followers must not see the
+	// secret.
+	LiveRedactor *engine.Redactor
 	// Policy, when set, contains the command (sandbox.Default): it reaches
 	// only the files and network the policy declares, and every process it
 	// starts lives in its cgroup, so that setsid'd and double-forked ones
@@ -166,9 +173,18 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	if c.Tee != nil {
 		outW = &teeWriter{stdout, c.Tee}
 	}
+	var liveRed []io.Closer // what LiveRedactor holds back, written at the end
 	if c.Live != nil {
-		outW = &liveWriter{next: outW, live: c.Live, stream: "stdout", left: limit, max: limit}
-		errW = &liveWriter{next: errW, live: c.Live, stream: "stderr", left: limit, max: limit}
+		live := func(next io.Writer, stream string) io.Writer {
+			sink := liveSink{c.Live, stream}
+			if c.LiveRedactor == nil {
+				return &liveWriter{next: next, live: sink, stream: stream, left: limit, max: limit}
+			}
+			rw := c.LiveRedactor.Writer(sink)
+			liveRed = append(liveRed, rw)
+			return &liveWriter{next: next, live: rw, stream: stream, left: limit, max: limit}
+		}
+		outW, errW = live(outW, "stdout"), live(errW, "stderr")
 	}
 	redOut, redErr := c.Redactor.Writer(outW), c.Redactor.Writer(errW)
 	// The output pipes are Run's own, not os/exec's: os/exec stops reading
@@ -321,6 +337,9 @@ func (c *Command) Run(ctx context.Context) CommandResult {
 	heldOpen := waitDrains(drains, grace)
 
 	_, _ = redOut.Close(), redErr.Close() // what the redactors held back
+	for _, rw := range liveRed {
+		_ = rw.Close()
+	}
 	res.Stdout, res.Truncated = stdout.String()
 	var errTrunc bool
 	res.Stderr, errTrunc = stderr.String()
@@ -467,7 +486,7 @@ func (t *teeWriter) Write(p []byte) (int, error) {
 // to live.
 type liveWriter struct {
 	next   io.Writer
-	live   func(stream string, p []byte)
+	live   io.Writer
 	stream string
 	left   int // bytes still shown; -1 once the note said it stopped
 	max    int
@@ -477,15 +496,26 @@ func (l *liveWriter) Write(p []byte) (int, error) {
 	switch {
 	case len(p) <= l.left:
 		l.left -= len(p)
-		l.live(l.stream, p)
+		_, _ = l.live.Write(p)
 	case l.left >= 0:
 		if l.left > 0 {
-			l.live(l.stream, p[:l.left])
+			_, _ = l.live.Write(p[:l.left])
 		}
-		l.live(l.stream, []byte(fmt.Sprintf("\n[hookd: live %s stops at max_output (%d bytes); the record keeps the end]\n", l.stream, l.max)))
+		fmt.Fprintf(l.live, "\n[hookd: live %s stops at max_output (%d bytes); the record keeps the end]\n", l.stream, l.max)
 		l.left = -1
 	}
 	return l.next.Write(p)
+}
+
+// liveSink hands what is written to it to a Command's Live, as stream.
+type liveSink struct {
+	live   func(stream string, p []byte)
+	stream string
+}
+
+func (s liveSink) Write(p []byte) (int, error) {
+	s.live(s.stream, p)
+	return len(p), nil
 }
 
 // CapBuffer keeps the first and the last bytes written to it, at most

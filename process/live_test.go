@@ -41,3 +41,34 @@ func TestCommandLive(t *testing.T) {
 		t.Errorf("live stderr = %q, want %q", got["stderr"], "err")
 	}
 }
+
+// LiveRedactor redacts what Live gets, also a secret written in two
+// pieces, and leaves the result as the command wrote it.
+func TestCommandLiveRedactorOnly(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]string{}
+	c := Command{
+		// Two writes by two processes: the secret is cut between them.
+		Argv:         []string{"sh", "-c", `printf '{"token":"%s' "$(printf %s "$TOKEN" | head -c 6)"; printf '%s"}\n' "$(printf %s "$TOKEN" | tail -c +7)"; printf 'why: %s\n' "$TOKEN" >&2`},
+		Env:          append(engine.ChildEnv(nil, nil, nil), "TOKEN=sekrit-value-42"),
+		LiveRedactor: engine.NewRedactor([]string{"TOKEN"}, []string{"TOKEN=sekrit-value-42"}),
+		Live: func(stream string, p []byte) {
+			mu.Lock()
+			got[stream] += string(p)
+			mu.Unlock()
+		},
+	}
+	r := c.Run(context.Background())
+	if r.Err != nil || r.ExitCode != 0 {
+		t.Fatalf("run: %+v", r)
+	}
+	if want := `{"token":"[REDACTED:TOKEN]"}` + "\n"; got["stdout"] != want {
+		t.Errorf("live stdout = %q, want %q", got["stdout"], want)
+	}
+	if want := "why: [REDACTED:TOKEN]\n"; got["stderr"] != want {
+		t.Errorf("live stderr = %q, want %q", got["stderr"], want)
+	}
+	if r.Stdout != `{"token":"sekrit-value-42"}`+"\n" || r.Stderr != "why: sekrit-value-42\n" {
+		t.Errorf("the result = %q %q, want the output as written", r.Stdout, r.Stderr)
+	}
+}
