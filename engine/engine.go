@@ -244,6 +244,8 @@ func New(cfg Config, hooks []*Hook) (*Engine, error) {
 	e.wr = e.newWriter()
 	e.runCtx, e.runCancel = context.WithCancelCause(context.Background())
 	e.initCluster()
+	src := liveSource(e.handlerOutput)
+	cfg.Lifecycle.live.Store(&src)
 	return e, nil
 }
 

@@ -144,6 +144,29 @@ type Payload struct {
 	Depth int
 	// Daemon describes the daemon at daemon:start and daemon:stop.
 	Daemon *DaemonInfo
+
+	// live and label are where Live finds the handler's live output
+	// (Registry.invoke sets them for each handler it calls).
+	live  liveSource
+	label string
+}
+
+// liveSource gives the live output of a handler labelled label called
+// with p, and the redactor of what goes there (Payload.Live).
+type liveSource func(p *Payload, label string) (out func(stream string, b []byte), red *Redactor)
+
+// Live returns where the handler shows what its processes write, as
+// they write it, to whoever follows the run (Engine.SubscribeOutput: the
+// run's live output, under "handler LABEL (POINT)"), and the redactor of
+// the hook's secrets that must redact it first, for process.Command's
+// Live and LiveRedactor. out is nil when nobody can follow: at a point
+// that is not of a run the engine executes now (event:claim, daemon:*,
+// notify:*), or for a handler not called by a registry.
+func (p *Payload) Live() (out func(stream string, b []byte), red *Redactor) {
+	if p.live == nil {
+		return nil, nil
+	}
+	return p.live(p, p.label)
 }
 
 // DaemonInfo is what daemon:start and daemon:stop handlers (and the
@@ -259,6 +282,7 @@ type Registry struct {
 	snap atomic.Pointer[[len(points)][]*registration]
 	log  atomic.Pointer[slog.Logger]
 	seq  atomic.Pointer[[len(points)]bool] // void points whose handlers run one at a time (SetSequential)
+	live atomic.Pointer[liveSource]        // the engine's (Payload.Live); nil: none
 }
 
 // NewRegistry returns an empty registry.
@@ -559,6 +583,11 @@ var errHandlerTimeout = errors.New("engine: lifecycle handler timed out")
 // timeout, running it on its own goroutine so that a handler that ignores
 // its context cannot hold the caller past the timeout.
 func (r *Registry) invoke(ctx context.Context, reg *registration, p *Payload) (Decision, error) {
+	if src := r.live.Load(); src != nil && p.RunID != "" {
+		q := *p
+		q.live, q.label = *src, reg.Label
+		p = &q
+	}
 	if reg.Timeout <= 0 {
 		return safeCall(ctx, reg.h, p)
 	}

@@ -212,3 +212,15 @@ func (e *Engine) stepOutput(run *Run, def *StepDef) func(stream string, p []byte
 	runID, hook, label := run.ID, run.Hook, def.Label()
 	return func(stream string, p []byte) { e.live.publish(runID, hook, label, stream, p) }
 }
+
+// handlerOutput is the Payload.Live of a handler labelled label: the
+// live output of the run p is about while this engine executes it,
+// under "handler LABEL (POINT)", and the hook's redactor.
+func (e *Engine) handlerOutput(p *Payload, label string) (func(stream string, b []byte), *Redactor) {
+	st := e.st.Load()
+	if st == nil || p.Hook == nil || !st.isLive(p.RunID) {
+		return nil, nil
+	}
+	runID, hook, name := p.RunID, p.Hook.Name, "handler "+label+" ("+string(p.Point)+")"
+	return func(stream string, b []byte) { e.live.publish(runID, hook, name, stream, b) }, e.redactor(p.Hook)
+}

@@ -83,3 +83,41 @@ func TestLiveOutputSlowSubscriber(t *testing.T) {
 		}
 	})
 }
+
+// A lifecycle handler called at a point of a run in flight gets the
+// run's live output (Payload.Live), under "handler LABEL (POINT)", and
+// the hook's redactor.
+func TestLiveOutputHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hk := withSteps(newHook("live"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+			return &engine.StepResult{Output: "done"}, nil
+		}))
+		hk.Secrets = []string{"LIVE_TOKEN"}
+		h := newHarness(t, []*engine.Hook{hk}, func(c *engine.Config) { c.Environ = []string{"LIVE_TOKEN=tok-9f8e7d"} })
+		defer h.stop()
+		noRed := false
+		h.eng.Lifecycle().On(engine.PointStepAfter, func(ctx context.Context, p *engine.Payload) (engine.Decision, error) {
+			out, red := p.Live()
+			if out == nil || red == nil {
+				t.Error("a step:after handler of a run in flight has no live output or redactor")
+				return engine.Decision{}, nil
+			}
+			noRed = red.String("tok-9f8e7d") == "tok-9f8e7d"
+			out("stderr", []byte("from the handler\n"))
+			return engine.Decision{}, nil
+		}, engine.HandlerOptions{Label: "audit"})
+		sub := h.eng.SubscribeOutput(engine.LiveFilter{Hook: "live"}, 0)
+		defer sub.Close()
+		run := h.mustFire("live")
+		if _, err := h.eng.Wait(context.Background(), run.ID); err != nil {
+			t.Fatal(err)
+		}
+		cs := sub.Take()
+		if len(cs) != 2 || cs[0].Step != "handler audit (step:after)" || cs[0].Stream != "stderr" || cs[0].Text != "from the handler\n" || !cs[1].End {
+			t.Errorf("chunks %+v; want the handler's line, then the run's end", cs)
+		}
+		if noRed {
+			t.Error("the handler's redactor does not know the hook's secret")
+		}
+	})
+}

@@ -1247,6 +1247,15 @@ func (s *state) delLive(runID string) {
 	s.e.waitMu.Unlock()
 }
 
+// isLive reports whether the run is live (active, queued or pending).
+// Safe off the loop.
+func (s *state) isLive(runID string) bool {
+	s.e.waitMu.Lock()
+	defer s.e.waitMu.Unlock()
+	_, ok := s.live[runID]
+	return ok
+}
+
 // addWaiter has ch told of the run's end and reports true when the run is
 // live (active, queued or pending); its end is then not told yet: every
 // run leaves live before finishWaiters. Safe off the loop.

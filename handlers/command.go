@@ -217,9 +217,12 @@ func Command(h *config.Handler, environ []string) engine.Handler {
 			// and hookd emit run from here pass it on (engine.Payload.Depth).
 			env = append(env, "HOOKD_DEPTH="+strconv.Itoa(p.Depth+1))
 		}
+		// Its followers see what it writes as it writes it, redacted; its
+		// answer is read as it wrote it.
+		live, red := p.Live()
 		cmd := &process.Command{
 			Argv: h.Command, Dir: h.Dir, Stdin: bytes.NewReader(in), Timeout: h.Timeout,
-			KillGrace: killGrace, MaxOutput: MaxOutput, Env: env, Policy: policy,
+			KillGrace: killGrace, MaxOutput: MaxOutput, Env: env, Policy: policy, Live: live, LiveRedactor: red,
 		}
 		res := cmd.Run(ctx)
 		return decide(p.Point, res)

@@ -99,7 +99,7 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 	}
 	out := process.NewCapBuffer(s.repo.maxOutput)
 	truncated := false
-	r, err := git.run(ctx, gitCmd{args: append(append([]string{"diff", "--relative", "--no-color"}, gitDiffArgs...), base, "--", p)})
+	r, err := git.run(ctx, gitCmd{args: append(append([]string{"diff", "--relative", "--no-color"}, gitDiffArgs...), base, "--", p), live: true})
 	if err != nil {
 		return fail(res, err)
 	}
@@ -141,6 +141,7 @@ func (s *fileDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 		r, err := git.run(ctx, gitCmd{
 			args:    append(append([]string{"diff", "--no-index", "--no-color"}, gitDiffArgs...), "--", "/dev/null", name),
 			okCodes: []int{1},
+			live:    true,
 		})
 		if err != nil {
 			return fail(res, err)

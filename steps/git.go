@@ -1,9 +1,11 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookd/hookd/engine"
@@ -127,6 +129,12 @@ type gitCmd struct {
 	nul       bool
 	okCodes   []int // exit codes besides 0 that are not errors
 	maxOutput int   // 0: the repo's
+	// live makes the command's output the step's live output (the step's
+	// own output: a diff), which its followers see as git writes it
+	// (StepEnv.Output); liveLines, when set, rewrites each whole line of
+	// stdout for them first (git log's records as the step shows them).
+	live      bool
+	liveLines func(line string) string
 }
 
 // gitSession runs the git commands of one step run in one workspace,
@@ -143,6 +151,8 @@ type gitSession struct {
 	// res, when set, is the step's result, whose containment field each
 	// git process sets.
 	res *engine.StepResult
+	// out is the step's live output (StepEnv.Output; nil: none).
+	out func(stream string, p []byte)
 }
 
 // open resolves the workspace and reads which drivers its repository
@@ -153,7 +163,7 @@ func (g *gitRepo) open(ctx context.Context, env *engine.StepEnv, res *engine.Ste
 	if err != nil {
 		return nil, err
 	}
-	s := &gitSession{repo: g, dir: p.dir, env: gitSafeEnv(env.Env, p.workdir, p.gitDir, nil), red: env.Redactor, res: res}
+	s := &gitSession{repo: g, dir: p.dir, env: gitSafeEnv(env.Env, p.workdir, p.gitDir, nil), red: env.Redactor, res: res, out: env.Output}
 	if env.Sandbox != nil {
 		s.policy = env.Sandbox.With(nil, &sandbox.Network{})
 	}
@@ -187,6 +197,14 @@ func (s *gitSession) run(ctx context.Context, gc gitCmd) (process.CommandResult,
 	if c.MaxOutput == 0 {
 		c.MaxOutput = g.maxOutput
 	}
+	var lines *liveLines
+	if gc.live && s.out != nil {
+		c.Live = s.out
+		if gc.liveLines != nil {
+			lines = &liveLines{out: s.out, edit: gc.liveLines}
+			c.Live = lines.write
+		}
+	}
 	var sw *process.SplitWriter
 	if gc.tee != nil {
 		sep := byte('\n')
@@ -195,13 +213,20 @@ func (s *gitSession) run(ctx context.Context, gc gitCmd) (process.CommandResult,
 		}
 		sw = process.NewSplitWriter(sep, gc.tee)
 		c.Tee = sw
-		// The records are all the caller wants of stdout; the cap
-		// leaves room for an error message on stderr.
-		c.MaxOutput = 4 << 10
+		if c.Live == nil {
+			// The records are all the caller wants of stdout; the cap
+			// leaves room for an error message on stderr. (Shown live,
+			// the output is capped at the repo's max_output, as the
+			// step's own is.)
+			c.MaxOutput = 4 << 10
+		}
 	}
 	r := c.Run(ctx)
 	if sw != nil {
 		sw.Flush()
+	}
+	if lines != nil {
+		lines.flush()
 	}
 	if s.res != nil {
 		s.res.Fields["containment"] = process.Containment(c.Policy, r)
@@ -305,3 +330,48 @@ func (l *fileList) add(name string) {
 }
 
 func (l *fileList) truncated() bool { return l.total > len(l.names) }
+
+// liveLines shows a git command's stdout live line by line, each line
+// as edit rewrites it; stderr, and hookd's own notes, go as they come.
+// Run calls write from the stdout and the stderr goroutines at once.
+type liveLines struct {
+	out  func(stream string, p []byte)
+	edit func(line string) string
+
+	mu      sync.Mutex
+	partial []byte
+}
+
+func (l *liveLines) write(stream string, p []byte) {
+	if stream != "stdout" {
+		l.out(stream, p)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	i := bytes.LastIndexByte(l.partial, '\n')
+	if i < 0 {
+		return
+	}
+	var b strings.Builder
+	for line := range strings.Lines(string(l.partial[:i+1])) {
+		b.WriteString(l.edit(strings.TrimSuffix(line, "\n")))
+	}
+	l.partial = append(l.partial[:0], l.partial[i+1:]...)
+	if b.Len() > 0 {
+		l.out(stream, []byte(b.String()))
+	}
+}
+
+// flush shows what is left of a last line without its newline.
+func (l *liveLines) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.partial) > 0 {
+		if s := l.edit(string(l.partial)); s != "" {
+			l.out("stdout", []byte(s))
+		}
+		l.partial = nil
+	}
+}

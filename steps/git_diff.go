@@ -94,7 +94,7 @@ func (s *gitDiffStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Ste
 	}); err != nil {
 		return fail(res, err)
 	}
-	r, err := git.run(ctx, gitCmd{args: append(append([]string{"diff", "--no-color"}, gitDiffArgs...), rng, "--")})
+	r, err := git.run(ctx, gitCmd{args: append(append([]string{"diff", "--no-color"}, gitDiffArgs...), rng, "--"), live: true})
 	if err != nil {
 		return fail(res, err)
 	}

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -118,6 +119,36 @@ type commitRecord struct {
 	more                               int // files not kept in files
 }
 
+// newCommitRecord reads a commit's line of the log (its fields after the
+// record separator).
+func newCommitRecord(rest string) *commitRecord {
+	f := strings.SplitN(rest, "\x1f", 5)
+	for len(f) < 5 {
+		f = append(f, "")
+	}
+	return &commitRecord{hash: f[0], short: f[1], author: f[2], date: f[3], subject: f[4]}
+}
+
+// line is the commit's line of the step's output.
+func (c *commitRecord) line() string {
+	return fmt.Sprintf("%s %s %s: %s\n", c.short, c.date, c.author, c.subject)
+}
+
+// liveLogLine is a line of the log as the step's output shows it, for
+// its live output: a commit's line, a file indented under it; an empty
+// line is dropped and hookd's notes are shown as they are.
+func liveLogLine(line string) string {
+	switch rest, ok := strings.CutPrefix(line, "\x1e"); {
+	case ok:
+		return newCommitRecord(rest).line()
+	case line == "":
+		return ""
+	case strings.HasPrefix(line, "[hookd: "):
+		return line + "\n"
+	}
+	return "    " + line + "\n"
+}
+
 // Run lists the commits. A repository without commits gives an empty
 // log; a rev that is not a commit, a workspace that is not a repository
 // and a timeout are errors.
@@ -185,13 +216,9 @@ func (s *gitLogStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Step
 		commits []*commitRecord
 		files   = newFileList(s.repo.maxFiles)
 	)
-	if _, err := git.run(ctx, gitCmd{args: args, tee: func(line string) {
+	if _, err := git.run(ctx, gitCmd{args: args, live: true, liveLines: liveLogLine, tee: func(line string) {
 		if rest, ok := strings.CutPrefix(line, "\x1e"); ok {
-			f := strings.SplitN(rest, "\x1f", 5)
-			for len(f) < 5 {
-				f = append(f, "")
-			}
-			commits = append(commits, &commitRecord{hash: f[0], short: f[1], author: f[2], date: f[3], subject: f[4]})
+			commits = append(commits, newCommitRecord(rest))
 			return
 		}
 		if line == "" || len(commits) == 0 {
@@ -211,7 +238,7 @@ func (s *gitLogStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Step
 	out := process.NewCapBuffer(s.repo.maxOutput)
 	list := make([]any, 0, len(commits))
 	for _, c := range commits {
-		fmt.Fprintf(out, "%s %s %s: %s\n", c.short, c.date, c.author, c.subject)
+		io.WriteString(out, c.line())
 		cf := make([]any, len(c.files))
 		for i, f := range c.files {
 			fmt.Fprintf(out, "    %s\n", f)
