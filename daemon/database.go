@@ -27,6 +27,9 @@ type Opened struct {
 	SQLite   *store.DB    // when the store is the SQLite file (vacuum, file checks); else nil
 	Postgres *postgres.DB // when it is PostgreSQL (cluster membership); else nil
 	Lock     Lock
+	// Clock is the one clock the store reads, and the engine and all
+	// else that waits or measures after it (Local.Clock).
+	Clock engine.Clock
 }
 
 // Lock lets one daemon at a time use a database.
@@ -51,6 +54,7 @@ const dbTimeout = 30 * time.Second
 // command takes the lock meanwhile (store.LockWait, lockPostgres).
 // Without it, a held lock is an error at once.
 func LockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (*Opened, error) {
+	clock := engine.WallClock{}
 	if d.Database != "" {
 		// The node's own state (its socket) stays in the directory of db.
 		if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
@@ -62,12 +66,12 @@ func LockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, wai
 		}
 		ctx, cancel := context.WithTimeout(ctx, dbTimeout)
 		defer cancel()
-		db, err := postgres.Open(ctx, d.Database)
+		db, err := postgres.Open(ctx, d.Database, store.WithClock(clock))
 		if err != nil {
 			pl.Unlock()
 			return nil, err
 		}
-		return &Opened{Store: db, Postgres: db, Lock: pl}, nil
+		return &Opened{Store: db, Postgres: db, Lock: pl, Clock: clock}, nil
 	}
 	var sl *store.DaemonLock
 	var err error
@@ -79,12 +83,12 @@ func LockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, wai
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(d.DB)
+	db, err := store.Open(d.DB, store.WithClock(clock))
 	if err != nil {
 		sl.Unlock()
 		return nil, err
 	}
-	return &Opened{Store: db, SQLite: db, Lock: sl}, nil
+	return &Opened{Store: db, SQLite: db, Lock: sl, Clock: clock}, nil
 }
 
 // lockError says who holds a PostgreSQL database's lock.

@@ -235,7 +235,7 @@ func Open(ctx context.Context, d *config.Daemon, holder string, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	l := &Local{Store: o.Store, SQLite: o.SQLite, Clock: engine.WallClock{}, lock: o.Lock, feed: server.NewFeed()}
+	l := &Local{Store: o.Store, SQLite: o.SQLite, Clock: o.Clock, lock: o.Lock, feed: server.NewFeed()}
 	// The store wakes the live stream after every event write.
 	o.Store.Observe(engine.StoreObserver{EventsStored: l.feed.Wake})
 	// The lock's holder alone opens the process journal, as the database.

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hookd/hookd/engine"
 )
 
 // Checkpoints off the commit path. SQLite copies the write-ahead log back
@@ -97,9 +99,10 @@ type checkpointer struct {
 
 	// The bounds in bytes of the -wal file; tests lower them.
 	soft, hard atomic.Int64
-	// hardAfter: UnixNano before which the committer does not stop at the
-	// hard bound (a TRUNCATE checkpoint that readers kept from finishing
-	// was tried less than checkpointRetry ago).
+	// hardAfter: the time on the store's monotonic clock (DB.sinceOpen)
+	// before which the committer does not stop at the hard bound (a
+	// TRUNCATE checkpoint that readers kept from finishing was tried less
+	// than checkpointRetry ago).
 	hardAfter atomic.Int64
 
 	// walFD is the -wal file walSize keeps open, when walOpen;
@@ -202,14 +205,18 @@ func (d *DB) noteCommit() (stop bool) {
 	if !d.wakeCheckpointer() {
 		return false
 	}
-	return ck.overHard(size)
+	return d.overHard(size)
 }
 
 // overHard reports whether a log of size bytes is past the hard bound,
 // and no TRUNCATE checkpoint failed less than checkpointRetry ago.
-func (ck *checkpointer) overHard(size int64) bool {
-	return size > ck.hard.Load() && time.Now().UnixNano() >= ck.hardAfter.Load()
+func (d *DB) overHard(size int64) bool {
+	ck := &d.ck
+	return size > ck.hard.Load() && int64(d.sinceOpen()) >= ck.hardAfter.Load()
 }
+
+// sinceOpen is the time since Open on the store's monotonic clock.
+func (d *DB) sinceOpen() time.Duration { return engine.Since(d.clock, d.origin) }
 
 // wakeCheckpointer wakes the checkpointer, starting it if need be. It
 // reports false once Close stopped it.
@@ -257,14 +264,14 @@ func (d *DB) checkpointLoop(wake, stop, done chan struct{}) {
 			return
 		case <-wake:
 		}
-		began := time.Now()
+		began := d.clock.Mono()
 		d.checkpointRound()
-		t := time.NewTimer(checkpointGap - time.Since(began))
+		t := d.clock.NewTimer(checkpointGap - engine.Since(d.clock, began))
 		select {
 		case <-stop:
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -308,7 +315,7 @@ func (d *DB) checkpointRound() {
 	}
 	defer d.resumeWrites()
 	mode := "PASSIVE" // writes wait: it copies what the readers let it
-	if ck.overHard(ck.walSize()) {
+	if d.overHard(ck.walSize()) {
 		mode = "TRUNCATE"
 		ck.truncates.Add(1)
 	}
@@ -318,7 +325,7 @@ func (d *DB) checkpointRound() {
 		ck.fail(err)
 	}
 	if mode == "TRUNCATE" && (err != nil || r.busy) {
-		ck.hardAfter.Store(time.Now().Add(checkpointRetry).UnixNano())
+		ck.hardAfter.Store(int64(d.sinceOpen() + checkpointRetry))
 	}
 }
 

@@ -30,7 +30,9 @@ type DB struct {
 	// beside its target. Everything that reads or narrows them uses
 	// sidecar.
 	real   string
-	opened os.FileInfo // the file Open opened, for Check
+	opened os.FileInfo  // the file Open opened, for Check
+	clock  engine.Clock // Options.Clock
+	origin engine.Mono  // clock's monotonic reading at Open, the zero of checkpointer.hardAfter
 	w      *sql.DB
 	r      *sql.DB
 
@@ -64,7 +66,8 @@ type DB struct {
 // Open opens (creating if needed) the SQLite database at path and brings
 // its schema up to date. It refuses a database written by a newer hookd.
 // Open does not take the daemon's lock; see Lock.
-func Open(path string) (*DB, error) {
+func Open(path string, opts ...Option) (*DB, error) {
+	o := Configure(opts)
 	if path == "" {
 		return nil, errors.New("open store: empty database path")
 	}
@@ -82,7 +85,7 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: resolve database path: %w", err)
 	}
-	d := &DB{path: abs, real: real}
+	d := &DB{path: abs, real: real, clock: o.Clock, origin: o.Clock.Mono()}
 
 	// The writer sets WAL (persistent in the file) before any reader opens.
 	d.w, err = sql.Open(writeDriver, dsn(abs, url.Values{
@@ -104,7 +107,7 @@ func Open(path string) (*DB, error) {
 		d.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	if err := migrate(context.Background(), d.w, migrations); err != nil {
+	if err := migrate(context.Background(), d.w, migrations, d.clock); err != nil {
 		d.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}

@@ -160,7 +160,7 @@ func TestEventsByTypeMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hookd.db")
 	db, err := sql.Open("sqlite3", path+"?_txlock=immediate")
 	mustRun(t, err)
-	mustRun(t, migrate(ctx, db, migrations[:12]))
+	mustRun(t, migrate(ctx, db, migrations[:12], engine.SystemClock{}))
 	_, err = db.ExecContext(ctx, `INSERT INTO events (id, type, data) VALUES
 		('e1', 'deploy.done', '{"n":1}'), ('e2', 'hook.run.started', '{}'), ('e3', 'hook.run.failed', '{}'),
 		('e4', 'deploy.done', '{"n":2}'), ('e5', 'hook.run.started', '{}')`)

@@ -52,7 +52,7 @@ var (
 // (optimizeIndex); then it frees the pages it emptied by incremental
 // vacuum, in small steps.
 func (d *DB) Prune(ctx context.Context, now time.Time, p PrunePolicy) (PruneStats, error) {
-	start := time.Now()
+	start := d.clock.Mono()
 	if p.Batch <= 0 {
 		p.Batch = DefaultPruneBatch
 	}
@@ -75,7 +75,7 @@ func (d *DB) Prune(ctx context.Context, now time.Time, p PrunePolicy) (PruneStat
 			return st, fmt.Errorf("vacuum: %w", err)
 		}
 	}
-	st.Took = time.Since(start)
+	st.Took = engine.Since(d.clock, start)
 	return st, nil
 }
 

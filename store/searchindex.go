@@ -161,12 +161,12 @@ func (d *DB) indexLoop(wake, stop, done chan struct{}) {
 			return
 		case <-wake:
 		}
-		t := time.NewTimer(indexGather)
+		t := d.clock.NewTimer(indexGather)
 		select {
 		case <-stop:
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		// An error leaves the runs queued: the next poke, a search or
 		// Close indexes them.

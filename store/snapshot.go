@@ -65,7 +65,7 @@ func (d *DB) SaveSnapshot(ctx context.Context, hook string, files map[string]eng
 		if _, err := tx.ExecContext(ctx, `DELETE FROM watch_files WHERE hook = ?`, hook); err != nil {
 			return err
 		}
-		return writeSnapshot(ctx, tx, hook, files, nil)
+		return writeSnapshot(ctx, tx, hook, files, nil, d.clock.Now())
 	})
 	if err != nil {
 		return fmt.Errorf("save snapshot of %s: %w", hook, err)
@@ -77,7 +77,7 @@ func (d *DB) SaveSnapshot(ctx context.Context, hook string, files map[string]eng
 // transaction; it creates the snapshot if there is none.
 func (d *DB) UpdateSnapshot(ctx context.Context, hook string, changed map[string]engine.FileStamp, deleted []string) error {
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		return writeSnapshot(ctx, tx, hook, changed, deleted)
+		return writeSnapshot(ctx, tx, hook, changed, deleted, d.clock.Now())
 	})
 	if err != nil {
 		return fmt.Errorf("update snapshot of %s: %w", hook, err)
@@ -85,9 +85,9 @@ func (d *DB) UpdateSnapshot(ctx context.Context, hook string, changed map[string
 	return nil
 }
 
-func writeSnapshot(ctx context.Context, tx *sql.Tx, hook string, set map[string]engine.FileStamp, del []string) error {
+func writeSnapshot(ctx context.Context, tx *sql.Tx, hook string, set map[string]engine.FileStamp, del []string, now time.Time) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO watch_snapshots (hook, saved_at) VALUES (?, ?)
-		ON CONFLICT (hook) DO UPDATE SET saved_at = excluded.saved_at`, hook, time.Now().UnixNano()); err != nil {
+		ON CONFLICT (hook) DO UPDATE SET saved_at = excluded.saved_at`, hook, now.UnixNano()); err != nil {
 		return err
 	}
 	if len(del) > 0 {

@@ -28,12 +28,14 @@ type DB struct {
 
 	closeOnce sync.Once
 	obs       store.Observer // told of event writes (Observe)
+	clock     engine.Clock   // store.Options.Clock
 }
 
 // Open connects to the database at url (postgres://user@host/db?...) and
 // brings its schema up to date. It refuses a database written by a newer
-// hookd.
-func Open(ctx context.Context, url string) (*DB, error) {
+// hookd. It takes the options of SQLite's store.Open.
+func Open(ctx context.Context, url string, opts ...store.Option) (*DB, error) {
+	o := store.Configure(opts)
 	if err := pgurl.Check(url); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -41,7 +43,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", parseError(err))
 	}
-	d := &DB{desc: Describe(url)}
+	d := &DB{desc: Describe(url), clock: o.Clock}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
@@ -52,7 +54,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		d.pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", d.desc, err)
 	}
-	if err := migrate(ctx, d.pool, migrations); err != nil {
+	if err := migrate(ctx, d.pool, migrations, d.clock); err != nil {
 		d.pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", d.desc, err)
 	}

@@ -338,10 +338,12 @@ func (m *Member) Wakes(ctx context.Context) <-chan engine.WakeUp {
 				return
 			}
 			_ = err // the engine polls meanwhile
+			t := m.db.clock.NewTimer(time.Second)
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				return
-			case <-time.After(time.Second):
+			case <-t.C():
 			}
 		}
 	}()

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookd/hookd/engine"
 )
 
 // migration is one step of the schema's history. Versions start at 1 and
@@ -138,8 +139,8 @@ const (
 // migrate brings the schema up to the last of ms, under an advisory lock
 // so that nodes starting together migrate once. A database already
 // current is only read; one beyond ms (written by a newer hookd) is
-// refused.
-func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migration) error {
+// refused. clock stamps the migrations applied.
+func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migration, clock engine.Clock) error {
 	for i, m := range ms {
 		if m.version != i+1 {
 			return fmt.Errorf("migrate: migration %d (%s) has version %d, want %d", i, m.name, m.version, i+1)
@@ -178,7 +179,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migration) error {
 				return fmt.Errorf("apply migration %d (%s): %w", m.version, m.name, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-				m.version, m.name, time.Now().UnixNano()); err != nil {
+				m.version, m.name, clock.Now().UnixNano()); err != nil {
 				return fmt.Errorf("record migration %d: %w", m.version, err)
 			}
 		}

@@ -45,7 +45,7 @@ var (
 // space of deleted rows reusable; the files do not shrink (FreedBytes is
 // 0), as that takes a VACUUM FULL, which locks the tables.
 func (d *DB) Prune(ctx context.Context, now time.Time, p store.PrunePolicy) (store.PruneStats, error) {
-	start := time.Now()
+	start := d.clock.Mono()
 	if p.Batch <= 0 {
 		p.Batch = store.DefaultPruneBatch
 	}
@@ -85,7 +85,7 @@ func (d *DB) Prune(ctx context.Context, now time.Time, p store.PrunePolicy) (sto
 			return st, fmt.Errorf("prune events: %w", err)
 		}
 	}
-	st.Took = time.Since(start)
+	st.Took = engine.Since(d.clock, start)
 	return st, nil
 }
 

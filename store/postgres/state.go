@@ -149,7 +149,7 @@ func (d *DB) SaveSnapshot(ctx context.Context, hook string, files map[string]eng
 		if _, err := tx.Exec(ctx, `DELETE FROM watch_files WHERE hook = $1`, hook); err != nil {
 			return err
 		}
-		return writeSnapshot(ctx, tx, hook, files, nil)
+		return writeSnapshot(ctx, tx, hook, files, nil, d.clock.Now())
 	})
 	if err != nil {
 		return fmt.Errorf("save snapshot of %s: %w", hook, err)
@@ -160,16 +160,16 @@ func (d *DB) SaveSnapshot(ctx context.Context, hook string, files map[string]eng
 // UpdateSnapshot records changed files and forgets deleted ones, in one
 // transaction; it creates the snapshot if there is none.
 func (d *DB) UpdateSnapshot(ctx context.Context, hook string, changed map[string]engine.FileStamp, deleted []string) error {
-	err := d.tx(ctx, func(tx pgx.Tx) error { return writeSnapshot(ctx, tx, hook, changed, deleted) })
+	err := d.tx(ctx, func(tx pgx.Tx) error { return writeSnapshot(ctx, tx, hook, changed, deleted, d.clock.Now()) })
 	if err != nil {
 		return fmt.Errorf("update snapshot of %s: %w", hook, err)
 	}
 	return nil
 }
 
-func writeSnapshot(ctx context.Context, tx pgx.Tx, hook string, set map[string]engine.FileStamp, del []string) error {
+func writeSnapshot(ctx context.Context, tx pgx.Tx, hook string, set map[string]engine.FileStamp, del []string, now time.Time) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO watch_snapshots (hook, saved_at) VALUES ($1, $2)
-		ON CONFLICT (hook) DO UPDATE SET saved_at = excluded.saved_at`, hook, time.Now().UnixNano()); err != nil {
+		ON CONFLICT (hook) DO UPDATE SET saved_at = excluded.saved_at`, hook, now.UnixNano()); err != nil {
 		return err
 	}
 	if len(del) > 0 {
