@@ -20,6 +20,9 @@ type Clock interface {
 	// NewTimer returns a timer that fires after d, counted on the
 	// monotonic clock.
 	NewTimer(d time.Duration) Timer
+	// NewTicker returns a ticker that ticks every d, counted on the
+	// monotonic clock.
+	NewTicker(d time.Duration) Ticker
 	// NewAlarm returns an alarm on the wall clock, or an error when the
 	// clock has none: then the loop wakes every Tick to re-read the
 	// clock instead.
@@ -47,6 +50,12 @@ type Timer interface {
 	Stop() bool
 }
 
+// Ticker is the part of time.Ticker hookd uses.
+type Ticker interface {
+	C() <-chan time.Time
+	Stop()
+}
+
 // SystemClock is the real clock, without wall-clock alarms.
 type SystemClock struct{}
 
@@ -58,6 +67,14 @@ func (SystemClock) Mono() Mono { return Mono{time.Now()} }
 
 // NewTimer returns a real timer.
 func (SystemClock) NewTimer(d time.Duration) Timer { return &sysTimer{time.NewTimer(d)} }
+
+// NewTicker returns a real ticker.
+func (SystemClock) NewTicker(d time.Duration) Ticker { return &sysTicker{time.NewTicker(d)} }
+
+type sysTicker struct{ t *time.Ticker }
+
+func (s *sysTicker) C() <-chan time.Time { return s.t.C }
+func (s *sysTicker) Stop()               { s.t.Stop() }
 
 // errNoAlarm is SystemClock's answer to NewAlarm.
 var errNoAlarm = errors.New("engine: this clock has no wall-clock alarm; the loop re-reads the clock every tick")

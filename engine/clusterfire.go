@@ -87,9 +87,9 @@ func (e *Engine) forwardFire(ctx context.Context, name string, opt FireOptions) 
 	}
 	bg := context.WithoutCancel(ctx)
 	limit := fireWait(cl)
-	deadline := time.NewTimer(limit)
+	deadline := e.cfg.Clock.NewTimer(limit)
 	defer deadline.Stop()
-	tick := time.NewTicker(cl.Interval())
+	tick := e.cfg.Clock.NewTicker(cl.Interval())
 	defer tick.Stop()
 	var gone error // why the request was withdrawn, once it is tried
 	for {
@@ -106,18 +106,18 @@ func (e *Engine) forwardFire(ctx context.Context, name string, opt FireOptions) 
 			// meanwhile and answers it in the same transaction.
 			select {
 			case <-woken:
-			case <-tick.C:
+			case <-tick.C():
 			}
 			continue
 		}
 		select {
 		case <-woken:
 			continue
-		case <-tick.C:
+		case <-tick.C():
 			continue
 		case <-ctx.Done():
 			gone = ctx.Err()
-		case <-deadline.C:
+		case <-deadline.C():
 			_, node := e.Scheduler()
 			gone = fmt.Errorf("%w: no scheduler decided the fire of %s within %s (scheduler: %s)", ErrNotScheduler, name, limit, node)
 		}
@@ -200,7 +200,7 @@ func (e *Engine) decideFire(ctx context.Context, req FireRequest) (FireAnswer, e
 // not follow (another node decided it) to be final in the store: woken
 // when a node says a run ended, and every Interval.
 func (e *Engine) waitStored(ctx context.Context, runID string) (*Run, error) {
-	tick := time.NewTicker(e.cfg.Cluster.Interval())
+	tick := e.cfg.Clock.NewTicker(e.cfg.Cluster.Interval())
 	defer tick.Stop()
 	for {
 		woken := e.ended.wait()
@@ -210,7 +210,7 @@ func (e *Engine) waitStored(ctx context.Context, runID string) (*Run, error) {
 		}
 		select {
 		case <-woken:
-		case <-tick.C:
+		case <-tick.C():
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

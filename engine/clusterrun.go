@@ -27,7 +27,7 @@ type clusterNode struct {
 
 	leading  atomic.Bool            // this node holds the scheduler lease (and its loop schedules)
 	holder   atomic.Pointer[string] // the scheduler's node, as last seen
-	leaseAt  time.Time              // when the latest successful Lead began (leadLoop's)
+	leaseAt  Mono                   // when the latest successful Lead began, on the monotonic clock (leadLoop's)
 	failOnce sync.Once
 	ended    ended // signalled by WakeDone (clusterfire.go)
 
@@ -158,7 +158,7 @@ func (e *Engine) tellScheduler() {
 // runs finish.
 func (e *Engine) leadLoop(ctx context.Context) {
 	cl := e.cfg.Cluster
-	t := time.NewTicker(cl.Interval())
+	t := e.cfg.Clock.NewTicker(cl.Interval())
 	defer t.Stop()
 	stopping, resigned := e.stopping, false
 	for {
@@ -166,7 +166,7 @@ func (e *Engine) leadLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		case <-stopping:
 			stopping = nil
 		case <-e.wakeLead:
@@ -235,13 +235,13 @@ func (e *Engine) vacancyLoop(ctx context.Context) {
 // the scheduler's state from the store, and one that lost it stops.
 func (e *Engine) tryLead(ctx context.Context) {
 	cl := e.cfg.Cluster
-	began := time.Now()
+	began := e.cfg.Clock.Mono()
 	holder, ok, err := cl.Lead(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return
 		}
-		if e.leading.Load() && time.Since(e.leaseAt) >= cl.Timeout()-cl.Interval() {
+		if e.leading.Load() && Since(e.cfg.Clock, e.leaseAt) >= cl.Timeout()-cl.Interval() {
 			e.fail(fmt.Errorf("%w: it could not be renewed in time: %w", ErrLeaseLost, err))
 			return
 		}
@@ -266,7 +266,7 @@ func (e *Engine) tryLead(ctx context.Context) {
 			return
 		}
 		e.leading.Store(true)
-		e.log.Info("this node schedules now", "node", cl.Node(), "took", time.Since(began).Round(time.Millisecond))
+		e.log.Info("this node schedules now", "node", cl.Node(), "took", Since(e.cfg.Clock, began).Round(time.Millisecond))
 		poke(e.wakeEvents)
 		poke(e.wakePoll)
 	case e.leading.Load():
@@ -422,7 +422,7 @@ func (e *Engine) wakeLoop(ctx context.Context, wakes <-chan WakeUp) {
 // workLoop claims released runs while this node has room, woken by new
 // work, by its own runs ending, and every Interval.
 func (e *Engine) workLoop(ctx context.Context) {
-	t := time.NewTicker(e.cfg.Cluster.Interval())
+	t := e.cfg.Clock.NewTicker(e.cfg.Cluster.Interval())
 	defer t.Stop()
 	for {
 		e.claim(ctx)
@@ -431,7 +431,7 @@ func (e *Engine) workLoop(ctx context.Context) {
 			return
 		case <-e.stopping:
 			return
-		case <-t.C:
+		case <-t.C():
 		case <-e.wakeWork:
 		}
 	}
@@ -520,13 +520,13 @@ func (e *Engine) executeClaimed(ctx context.Context, act *active) {
 // paused state, which any node may change.
 func (e *Engine) pollLoop(ctx context.Context) {
 	cl := e.cfg.Cluster
-	t := time.NewTicker(cl.Interval())
+	t := e.cfg.Clock.NewTicker(cl.Interval())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		case <-e.wakePoll:
 		}
 		if !e.leading.Load() {
@@ -634,13 +634,13 @@ func (s *state) plannedRetry(ctx context.Context, r *Run) *PendingRetry {
 // pending and decides the fires other nodes stored: woken when events or
 // fires are stored, and every Interval.
 func (e *Engine) dispatchLoop(ctx context.Context) {
-	t := time.NewTicker(e.cfg.Cluster.Interval())
+	t := e.cfg.Clock.NewTicker(e.cfg.Cluster.Interval())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		case <-e.wakeEvents:
 		}
 		if !e.leading.Load() {
