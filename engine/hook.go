@@ -289,6 +289,11 @@ type Schedule interface {
 // or a wrong type is an error naming the file, line and field.
 type Decoder interface {
 	Decode(v any) error
+	// Errorf returns an error about the value of field, a dotted key path
+	// inside the piece decoded ("command", "headers.Accept"), located at
+	// it as well as the decoder knows: a step kind reports a bad value
+	// after decoding it.
+	Errorf(field, format string, args ...any) error
 }
 
 // StepDef is one step of a hook as written in its file.

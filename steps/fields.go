@@ -7,18 +7,10 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
-// fieldErrorer is implemented by decoders that can place an error at a
-// field of the mapping they decoded (file and line), like the hook loader's.
-type fieldErrorer interface {
-	Errorf(field, format string, args ...any) error
-}
-
-// fieldErr reports a bad value of field, located by cfg when it can.
+// fieldErr reports a bad value of field, located by cfg (file and line,
+// from the hook loader's).
 func fieldErr(cfg engine.Decoder, field, format string, args ...any) error {
-	if fe, ok := cfg.(fieldErrorer); ok {
-		return fe.Errorf(field, format, args...)
-	}
-	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+	return cfg.Errorf(field, format, args...)
 }
 
 // checkPathTemplate checks a path field that may hold placeholders.

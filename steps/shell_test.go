@@ -32,6 +32,11 @@ func (d yamlDecoder) Decode(v any) error {
 	return nil
 }
 
+// Errorf names the field, as a decoder that knows no lines does.
+func (d yamlDecoder) Errorf(field, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+}
+
 func newShellStep(t testing.TB, src string, timeout time.Duration) (engine.Step, error) {
 	t.Helper()
 	kind, ok := engine.LookupStep("shell")
