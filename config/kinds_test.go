@@ -50,13 +50,13 @@ func init() {
 	}))
 	// test_cmd declares the fields of its results, and starts processes
 	// whose writes: and network: its steps declare, like shell.
-	engine.RegisterStep("test_cmd", engine.DeclaredKind{Fields: []string{"stdout", "exit_code", "used_pct"}, Processes: engine.ProcessesDeclared,
+	engine.RegisterStep("test_cmd", engine.DeclaredKind{Fields: []string{"stdout", "exit_code", "used_pct"}, Starts: engine.ProcessesDeclared,
 		Build: func(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 			s := &echoStep{}
 			return s, cfg.Decode(&s.cfg)
 		}})
 	// test_git starts processes under its hook's policy, like git_diff.
-	engine.RegisterStep("test_git", engine.DeclaredKind{Processes: engine.ProcessesFixed,
+	engine.RegisterStep("test_git", engine.DeclaredKind{Starts: engine.ProcessesFixed,
 		Build: func(def *engine.StepDef, cfg engine.Decoder) (engine.Step, error) {
 			s := &echoStep{}
 			return s, cfg.Decode(&s.cfg)

@@ -46,7 +46,7 @@ func (s *state) secretNames(n *yaml.Node, path string, hook []string, dst *[]str
 // stepSecretsAllowed refuses secrets: on a step whose kind starts no
 // process: a secret reaches nothing else.
 func (s *state) stepSecretsAllowed(n *yaml.Node, path string, def *engine.StepDef, kind engine.StepKind) {
-	if pk, ok := kind.(engine.ProcessKind); ok && pk.StartsProcesses() {
+	if kind.Processes() != engine.ProcessesNone {
 		return
 	}
 	s.errorf(n, path, "a %s step starts no process, so no secret reaches it (secrets go to the processes of "+

@@ -364,15 +364,10 @@ func condField(i int, name string, t reflect.Type) reflect.StructField {
 // fields its kind declares, or an object of unknown shape for a kind that
 // declares none.
 func stepType(kind string) reflect.Type {
-	k, ok := LookupStep(kind)
-	if !ok {
+	names := slices.Clone(kindFields(kind))
+	if names == nil {
 		return mapAnyType
 	}
-	d, ok := k.(FieldDeclarer)
-	if !ok {
-		return mapAnyType
-	}
-	names := d.ResultFields()
 	slices.Sort(names)
 	names = slices.Compact(names)
 	fields := make([]reflect.StructField, len(names))

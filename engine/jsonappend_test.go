@@ -210,6 +210,7 @@ func init() { RegisterStep("jsontest_kind", jsonTestKind{}) }
 
 func (jsonTestKind) New(*StepDef, Decoder) (Step, error) { return nil, nil }
 func (jsonTestKind) ResultFields() []string              { return []string{"duration_ms", "truncated"} }
+func (jsonTestKind) Processes() Processes                { return ProcessesNone }
 
 func init() {
 	RegisterStep("jsontest_declared", DeclaredKind{Build: func(*StepDef, Decoder) (Step, error) { return nil, nil },

@@ -58,7 +58,7 @@ func TestSandboxPolicy(t *testing.T) {
 // TestNeedsContainment: a hook needs containment when it takes untrusted
 // input and starts processes (a step that does, or a model's tools).
 func TestNeedsContainment(t *testing.T) {
-	RegisterStep("test_sandbox_proc", DeclaredKind{Processes: ProcessesDeclared, Build: func(*StepDef, Decoder) (Step, error) { return nil, nil }})
+	RegisterStep("test_sandbox_proc", DeclaredKind{Starts: ProcessesDeclared, Build: func(*StepDef, Decoder) (Step, error) { return nil, nil }})
 	RegisterStep("test_sandbox_none", DeclaredKind{Build: func(*StepDef, Decoder) (Step, error) { return nil, nil }})
 	proc := []*StepDef{{Type: "test_sandbox_none"}, {Type: "test_sandbox_proc"}}
 	none := []*StepDef{{Type: "test_sandbox_none"}}

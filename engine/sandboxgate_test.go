@@ -13,7 +13,7 @@ import (
 
 func init() {
 	// A step kind that starts processes, as shell does.
-	engine.RegisterStep("test_process", engine.DeclaredKind{Processes: engine.ProcessesDeclared,
+	engine.RegisterStep("test_process", engine.DeclaredKind{Starts: engine.ProcessesDeclared,
 		Build: func(*engine.StepDef, engine.Decoder) (engine.Step, error) { return nil, nil }})
 }
 

@@ -16,24 +16,35 @@ type Step interface {
 }
 
 // StepKind builds steps of one type from the kind-specific fields of a
-// step definition. cfg decodes those fields strictly.
+// step definition (cfg decodes those fields strictly), and says what its
+// steps are: the fields of their results, and whether they start
+// processes.
 type StepKind interface {
 	New(def *StepDef, cfg Decoder) (Step, error)
+	// ResultFields lists the fields of the kind's results, CommonFields
+	// included; nil when the kind declares none, and then a placeholder
+	// may name any field of its steps. A placeholder naming another field
+	// of a kind that declares them ({{step_N.field}},
+	// {{steps.NAME.field}}) is refused when the hook loads.
+	ResultFields() []string
+	// Processes says whether the kind's steps start processes. Only such
+	// steps may name the hook's secrets (StepDef.Secrets): a secret
+	// reaches nothing but a process's environment.
+	Processes() Processes
 }
 
-// ProcessKind is implemented by a step kind that says whether its steps
-// start processes. Only such steps may name the hook's secrets
-// (StepDef.Secrets): a secret reaches nothing but a process's
-// environment.
-type ProcessKind interface {
-	StartsProcesses() bool
-}
-
-// StepKindFunc adapts a function to StepKind.
+// StepKindFunc adapts a function to StepKind: a kind that declares no
+// result fields and starts no process.
 type StepKindFunc func(def *StepDef, cfg Decoder) (Step, error)
 
 // New calls f.
 func (f StepKindFunc) New(def *StepDef, cfg Decoder) (Step, error) { return f(def, cfg) }
+
+// ResultFields returns nil: f declares no fields.
+func (StepKindFunc) ResultFields() []string { return nil }
+
+// Processes returns ProcessesNone.
+func (StepKindFunc) Processes() Processes { return ProcessesNone }
 
 // StepEnv is what a step sees of its run.
 type StepEnv struct {
@@ -76,8 +87,16 @@ type StepEnv struct {
 
 var (
 	stepKindsMu sync.RWMutex
-	stepKinds   = map[string]StepKind{}
+	stepKinds   = map[string]registeredKind{}
 )
+
+// registeredKind is a registered step kind with its result fields, read
+// once when it registered: a run's record asks for them several times a
+// step.
+type registeredKind struct {
+	kind   StepKind
+	fields []string // kind.ResultFields(); nil: it declares none
+}
 
 // RegisterStep makes a step kind available under name. It panics when name
 // is empty or already registered.
@@ -90,7 +109,7 @@ func RegisterStep(name string, kind StepKind) {
 	if _, dup := stepKinds[name]; dup {
 		panic(fmt.Sprintf("engine: step kind %q registered twice", name))
 	}
-	stepKinds[name] = kind
+	stepKinds[name] = registeredKind{kind: kind, fields: kind.ResultFields()}
 }
 
 // LookupStep returns the step kind registered under name.
@@ -98,7 +117,16 @@ func LookupStep(name string) (StepKind, bool) {
 	stepKindsMu.RLock()
 	defer stepKindsMu.RUnlock()
 	k, ok := stepKinds[name]
-	return k, ok
+	return k.kind, ok
+}
+
+// kindFields returns the result fields of the kind registered under name,
+// CommonFields included; nil when it declares none or is unknown. The
+// slice is the registry's: callers do not modify it.
+func kindFields(name string) []string {
+	stepKindsMu.RLock()
+	defer stepKindsMu.RUnlock()
+	return stepKinds[name].fields
 }
 
 // StepKinds lists the registered step kinds, sorted.

@@ -10,20 +10,13 @@ import (
 // the primary output, the error, and the step's name and type.
 var CommonFields = []string{"output", "error", "name", "type"}
 
-// FieldDeclarer is implemented by a step kind that declares the fields of
-// its results. A placeholder naming another field of such a step
-// ({{step_N.field}}, {{steps.NAME.field}}) is refused when the hook loads.
-type FieldDeclarer interface {
-	ResultFields() []string
-}
-
 // DeclaredKind is a step kind built by Build whose results have the
-// Fields listed (besides CommonFields). Processes says whether its steps
+// Fields listed (besides CommonFields). Starts says whether its steps
 // start processes.
 type DeclaredKind struct {
-	Build     StepKindFunc
-	Fields    []string
-	Processes Processes
+	Build  StepKindFunc
+	Fields []string
+	Starts Processes
 }
 
 // Processes says whether a step kind starts processes, and whether its
@@ -49,17 +42,14 @@ func KindProcesses(kind string) Processes {
 	if !ok {
 		return ProcessesNone
 	}
-	if dk, ok := k.(DeclaredKind); ok {
-		return dk.Processes
-	}
-	return ProcessesNone
+	return k.Processes()
 }
 
 // New calls k.Build.
 func (k DeclaredKind) New(def *StepDef, cfg Decoder) (Step, error) { return k.Build(def, cfg) }
 
-// StartsProcesses reports whether k's steps start processes.
-func (k DeclaredKind) StartsProcesses() bool { return k.Processes != ProcessesNone }
+// Processes says whether k's steps start processes (k.Starts).
+func (k DeclaredKind) Processes() Processes { return k.Starts }
 
 // ResultFields returns the fields k's results have, CommonFields included.
 func (k DeclaredKind) ResultFields() []string {
@@ -70,19 +60,8 @@ func (k DeclaredKind) ResultFields() []string {
 // field; a kind that declares no fields accepts any. who names the step
 // in the error.
 func checkStepField(kind, field, who string) error {
-	k, ok := LookupStep(kind)
-	if !ok {
-		return nil
-	}
-	d, ok := k.(FieldDeclarer)
-	if !ok {
-		return nil
-	}
-	if dk, ok := d.(DeclaredKind); ok && (slices.Contains(CommonFields, field) || slices.Contains(dk.Fields, field)) {
-		return nil // ResultFields holds it, without building that list
-	}
-	fields := d.ResultFields()
-	if slices.Contains(fields, field) {
+	fields := kindFields(kind)
+	if fields == nil || slices.Contains(fields, field) {
 		return nil
 	}
 	return &fieldError{who: who, kind: kind, field: field, fields: fields}

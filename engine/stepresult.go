@@ -41,13 +41,13 @@ func (r *StepResult) typed(name string) (any, bool) {
 	case "exit_code", "count":
 		return r.typedOf(name, nil) // the kind does not matter
 	}
-	k, _ := LookupStep(r.Type)
-	return r.typedOf(name, k)
+	return r.typedOf(name, kindFields(r.Type))
 }
 
-// typedOf is typed for a result of kind k (nil when unknown), which a
-// caller asking for every typed field looks up once.
-func (r *StepResult) typedOf(name string, k StepKind) (any, bool) {
+// typedOf is typed for a result of a kind whose declared fields are k
+// (nil: none, or the kind is unknown), which a caller asking for every
+// typed field looks up once.
+func (r *StepResult) typedOf(name string, k []string) (any, bool) {
 	switch name {
 	case "exit_code":
 		if r.ExitCode != nil {
@@ -69,18 +69,9 @@ func (r *StepResult) typedOf(name string, k StepKind) (any, bool) {
 	return nil, false
 }
 
-// declares reports whether kind k declares the field. A DeclaredKind is
-// asked without the copy its ResultFields makes: every run's record asks
-// four times a step.
-func declares(k StepKind, name string) bool {
-	switch d := k.(type) {
-	case DeclaredKind:
-		return slices.Contains(d.Fields, name) || slices.Contains(CommonFields, name)
-	case FieldDeclarer:
-		return slices.Contains(d.ResultFields(), name)
-	}
-	return false
-}
+// declares reports whether a kind whose declared fields are k (nil:
+// none) declares the field.
+func declares(k []string, name string) bool { return slices.Contains(k, name) }
 
 // stepJSON is the JSON form of a StepResult.
 type stepJSON struct {
@@ -181,7 +172,7 @@ func (r *StepResult) appendJSON(b []byte, stored bool) ([]byte, error) {
 		v    any
 	}
 	nt := 0
-	kind, _ := LookupStep(r.Type)
+	kind := kindFields(r.Type)
 	for _, name := range typedFields {
 		if v, ok := r.typedOf(name, kind); ok {
 			typed[nt].name, typed[nt].v = name, v
@@ -261,7 +252,7 @@ func (r *StepResult) appendJSON(b []byte, stored bool) ([]byte, error) {
 // hand-written one is tested against, and what answers its errors.
 func (r *StepResult) marshalJSONReflect() ([]byte, error) {
 	fields := maps.Clone(r.Fields)
-	kind, _ := LookupStep(r.Type)
+	kind := kindFields(r.Type)
 	for _, name := range typedFields {
 		if v, ok := r.typedOf(name, kind); ok {
 			if fields == nil {

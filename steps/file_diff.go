@@ -15,7 +15,7 @@ import (
 
 func init() {
 	engine.RegisterStep("file_diff", engine.DeclaredKind{Build: newFileDiff,
-		Fields: []string{"diff", "path", "files", "count", "truncated", "untracked", "exit_code", "containment"}, Processes: engine.ProcessesFixed})
+		Fields: []string{"diff", "path", "files", "count", "truncated", "untracked", "exit_code", "containment"}, Starts: engine.ProcessesFixed})
 }
 
 type fileDiffConfig struct {

@@ -9,7 +9,7 @@ import (
 
 func init() {
 	engine.RegisterStep("git_diff", engine.DeclaredKind{Build: newGitDiff,
-		Fields: []string{"diff", "files", "count", "truncated", "base", "head", "exit_code", "containment"}, Processes: engine.ProcessesFixed})
+		Fields: []string{"diff", "files", "count", "truncated", "base", "head", "exit_code", "containment"}, Starts: engine.ProcessesFixed})
 }
 
 type gitDiffConfig struct {

@@ -21,7 +21,7 @@ const maxFilesPerCommit = 50
 
 func init() {
 	engine.RegisterStep("git_log", engine.DeclaredKind{Build: newGitLog,
-		Fields: []string{"log", "commits", "files", "count", "truncated", "since", "containment"}, Processes: engine.ProcessesFixed})
+		Fields: []string{"log", "commits", "files", "count", "truncated", "since", "containment"}, Starts: engine.ProcessesFixed})
 }
 
 type gitLogConfig struct {

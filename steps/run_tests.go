@@ -15,7 +15,7 @@ const DefaultTestTimeout = 10 * time.Minute
 func init() {
 	engine.RegisterStep("run_tests", engine.DeclaredKind{Build: newRunTests, Fields: []string{
 		"passed", "failures", "failure_count", "test_count", "passed_count", "skipped_count", "framework",
-		"exit_code", "timed_out", "truncated", "duration_ms", "command", "stdout", "stderr", "containment"}, Processes: engine.ProcessesDeclared})
+		"exit_code", "timed_out", "truncated", "duration_ms", "command", "stdout", "stderr", "containment"}, Starts: engine.ProcessesDeclared})
 }
 
 type runTestsConfig struct {

@@ -19,7 +19,7 @@ const DefaultShellTimeout = 5 * time.Minute
 
 func init() {
 	engine.RegisterStep("shell", engine.DeclaredKind{Build: newShell,
-		Fields: []string{"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms", "command", "containment"}, Processes: engine.ProcessesDeclared})
+		Fields: []string{"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms", "command", "containment"}, Starts: engine.ProcessesDeclared})
 }
 
 // shellConfig is the kind-specific part of a shell step definition.
