@@ -54,7 +54,14 @@ type Usage struct {
 	// Unreported is set when a model call of the run reported no usage:
 	// that call counts 0 tokens, the counts are those of the others.
 	Unreported bool `json:"unreported,omitempty"`
+	// Tag says what spent it when that was not a run: UsageReplay for a
+	// replay of a recorded run (hookd replay), whose RunID names no run
+	// record. The budgets count every record alike.
+	Tag string `json:"tag,omitempty"`
 }
+
+// UsageReplay is the Tag of the usage of a replay.
+const UsageReplay = "replay"
 
 // Total is the tokens the budgets count: prompt plus completion.
 func (u *Usage) Total() int64 { return u.Prompt + u.Completion }
@@ -136,8 +143,8 @@ type budgetLimit struct {
 }
 
 // limits lists the caps a run of h is held to: the hook's, then the
-// daemon's.
-func (s *state) limits(h *Hook) []budgetLimit {
+// daemon's d.
+func limits(h *Hook, d DaemonBudget) []budgetLimit {
 	var out []budgetLimit
 	add := func(hook string, window time.Duration, limit int64, field, file string) {
 		if limit > 0 {
@@ -146,7 +153,6 @@ func (s *state) limits(h *Hook) []budgetLimit {
 	}
 	add(h.Name, BudgetHour, h.Budget.PerHour, "budget.per_hour", h.Source.File)
 	add(h.Name, BudgetDay, h.Budget.PerDay, "budget.per_day", h.Source.File)
-	d := s.cfg.Budget
 	file := d.File
 	if file == "" {
 		file = "hookd.yaml"
@@ -157,13 +163,20 @@ func (s *state) limits(h *Hook) []budgetLimit {
 }
 
 // budgetGate refuses a run of ent's hook when the hook's or the daemon's
-// token budget is spent, or returns nil. It is the one place that decides:
-// triggers, and queued and pending runs about to start, ask it.
+// token budget is spent, or returns nil: triggers, and queued and
+// pending runs about to start, ask it.
 func (s *state) budgetGate(ent *entry, now time.Time) *GateError {
-	s.spend.trim(now)
-	for _, b := range s.limits(ent.hook) {
+	return s.spend.gate(ent.hook, s.cfg.Budget, now)
+}
+
+// gate is the one place that decides whether h's budget, or the daemon's
+// d, is spent at now: a *GateError saying which and until when, or nil.
+// It drops the records older than a day.
+func (l *ledger) gate(h *Hook, d DaemonBudget, now time.Time) *GateError {
+	l.trim(now)
+	for _, b := range limits(h, d) {
 		from := now.Add(-b.window)
-		used := s.spend.used(b.hook, from)
+		used := l.used(b.hook, from)
 		if used < b.limit {
 			continue
 		}
@@ -171,8 +184,8 @@ func (s *state) budgetGate(ent *entry, now time.Time) *GateError {
 		if b.hook == "" {
 			whose = "the runs of all hooks"
 		}
-		g := &GateError{Gate: GateBudget, Hook: ent.hook.Name}
-		if at := s.spend.freeAt(b.hook, from, b.window, used, b.limit); at.After(now) {
+		g := &GateError{Gate: GateBudget, Hook: h.Name}
+		if at := l.freeAt(b.hook, from, b.window, used, b.limit); at.After(now) {
 			g.Remaining = at.Sub(now)
 		}
 		g.Detail = fmt.Sprintf("%s used %d tokens in the last %s (%s: %d in %s); the next run is allowed in %s",

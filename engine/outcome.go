@@ -13,6 +13,9 @@ const (
 	ToolBlocked ToolOutcome = "blocked" // a tool:call:after handler withheld its result
 	ToolUnknown ToolOutcome = "unknown" // the model called a tool the hook does not offer
 	ToolNotRun  ToolOutcome = "not_run" // a limit stopped it: max_rounds, too many calls in one answer
+	// ToolNotRecorded is a replay's call that the recorded run has no
+	// result for: the model got a tool error, the tool did not run.
+	ToolNotRecorded ToolOutcome = "not_recorded"
 )
 
 // ToolUse is one tool call of a run's model stage, as the model stage

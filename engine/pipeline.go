@@ -250,24 +250,27 @@ func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time
 	}
 	req := &LLMRequest{Hook: h, Run: run, System: red.String(h.System), Env: e.toolEnv(h, run, envs, red)}
 	e.flush(out)
-	if err := e.cfg.LLM.Complete(ctx, req); err != nil {
-		if stopped(ctx, run) {
-			return req.Model
-		}
+	modelOutcome(ctx, run, e.cfg.LLM.Complete(ctx, req))
+	return req.Model
+}
+
+// modelOutcome sets run's status from how its model stage ended, err
+// being what the LLM's Complete returned: a run and a replay end alike.
+func modelOutcome(ctx context.Context, run *Run, err error) {
+	switch {
+	case stopped(ctx, run):
+	case err == nil:
+		run.Status = StatusCompleted
+	default:
 		if ce, ok := errors.AsType[*CancelError](err); ok {
 			run.Status, run.Cause, run.Reason = StatusCancelled, CauseHandler, ce.Error()
-			return req.Model
+			return
 		}
 		run.Status, run.Error = StatusFailed, err.Error()
 		if run.Cause == "" {
 			run.Cause = CauseModelError
 		}
-		return req.Model
 	}
-	if !stopped(ctx, run) {
-		run.Status = StatusCompleted
-	}
-	return req.Model
 }
 
 // prepare runs everything before the model stage: the steps, the

@@ -72,6 +72,10 @@ type ToolEnv struct {
 	// Sandbox is the policy of the processes the model's tools start
 	// (Engine.ToolPolicy): nil leaves them unconfined.
 	Sandbox *sandbox.Policy
+	// Replay, when set, answers the model's tool calls from a recorded
+	// run's (Engine.Replay): no tool runs, and a call the record has no
+	// result for gets a tool error (ToolNotRecorded).
+	Replay *RecordedTools
 }
 
 // ToolEnviron is the environment of the processes the tool name starts:

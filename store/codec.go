@@ -252,13 +252,13 @@ func ScanRetry(row Scanner) (*engine.PendingRetry, error) {
 }
 
 // UsageCols are the columns ScanUsage reads, in its order.
-const UsageCols = `run_id, hook, model, at, prompt, completion, unreported`
+const UsageCols = `run_id, hook, model, at, prompt, completion, unreported, tag`
 
 // ScanUsage scans UsageCols.
 func ScanUsage(row Scanner) (*engine.Usage, error) {
 	u := &engine.Usage{}
 	var at int64
-	if err := row.Scan(&u.RunID, &u.Hook, &u.Model, &at, &u.Prompt, &u.Completion, &u.Unreported); err != nil {
+	if err := row.Scan(&u.RunID, &u.Hook, &u.Model, &at, &u.Prompt, &u.Completion, &u.Unreported, &u.Tag); err != nil {
 		return nil, err
 	}
 	u.At = intTime(at)

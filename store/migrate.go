@@ -95,6 +95,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{20, "run search text", sqlRunSearchText},      // searchindex.go
 	{21, "pending reruns", sqlReruns},              // reruns.go
 	{22, "event trace parent", sqlEventTrace},      // dispatch.go
+	{23, "usage tag", sqlUsageTag},                 // usage.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -23,6 +23,9 @@ const sqlUsage = `CREATE TABLE token_usage (
 );
 CREATE INDEX token_usage_at ON token_usage (at);`
 
+// sqlUsageTag tags the usage that no run spent: a replay's (engine.Usage.Tag).
+const sqlUsageTag = `ALTER TABLE token_usage ADD COLUMN tag TEXT NOT NULL DEFAULT '';`
+
 // AddUsage records a run's token usage and deletes records older than
 // engine.UsageKept before it.
 func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
@@ -32,8 +35,8 @@ func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO token_usage
-		(run_id, hook, model, at, prompt, completion, unreported) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		u.RunID, u.Hook, u.Model, timeInt(u.At), u.Prompt, u.Completion, u.Unreported); err != nil {
+		(run_id, hook, model, at, prompt, completion, unreported, tag) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		u.RunID, u.Hook, u.Model, timeInt(u.At), u.Prompt, u.Completion, u.Unreported, u.Tag); err != nil {
 		return fmt.Errorf("add token usage of run %s: %w", u.RunID, err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM token_usage WHERE at < ?`, timeInt(u.At.Add(-engine.UsageKept))); err != nil {

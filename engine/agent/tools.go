@@ -82,6 +82,9 @@ func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, t
 	if err := bt.schema.ValidateJSON([]byte(args)); err != nil {
 		return errResult(err.Error())
 	}
+	if env.Replay != nil {
+		return replayTool(env.Replay, bt, args, rec, errResult)
+	}
 	lc := env.Lifecycle
 	if lc.Active(engine.PointToolCallBefore) {
 		o := lc.Call(ctx, engine.PointToolCallBefore, &engine.Payload{
@@ -145,6 +148,24 @@ func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, t
 	rec.Truncated = cut
 	rec.Result, _ = capText(out, a.opts.RecordResult)
 	return rec, out
+}
+
+// replayTool answers a replay's tool call from the recorded run: what
+// the same call got there, or a tool error when the record has none (the
+// tool never runs).
+func replayTool(recorded *engine.RecordedTools, bt *boundTool, args string, rec *ToolCall, errResult func(string) (*ToolCall, string)) (*ToolCall, string) {
+	u, ok := recorded.Answer(bt.qualified, args)
+	if !ok {
+		rec.Outcome = engine.ToolNotRecorded
+		return errResult("not recorded: the recorded run has no result of this call with these arguments " +
+			"(a replay answers tool calls from the record; hookd replay --live-tools runs them)")
+	}
+	if u.Error != "" {
+		rec.Outcome = u.Outcome
+		return errResult(u.Error)
+	}
+	rec.Result, rec.ResultBytes, rec.Truncated = u.Result, u.ResultBytes, u.Truncated
+	return rec, u.Result
 }
 
 func hookName(h *engine.Hook) string {

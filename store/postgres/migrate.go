@@ -125,6 +125,7 @@ CREATE TABLE retries (
 	{15, "search text capped", sqlSearchCaps},                          // search.go
 	{16, "pending reruns", sqlReruns},                                  // reruns.go
 	{17, "event trace parent", sqlEventTrace},                          // events.go
+	{18, "usage tag", sqlUsageTag},                                     // usage.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

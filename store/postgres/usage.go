@@ -22,15 +22,18 @@ const sqlUsage = `CREATE TABLE token_usage (
 );
 CREATE INDEX token_usage_at ON token_usage (at);`
 
+// sqlUsageTag tags the usage that no run spent: a replay's (engine.Usage.Tag).
+const sqlUsageTag = `ALTER TABLE token_usage ADD COLUMN tag TEXT NOT NULL DEFAULT '';`
+
 // AddUsage records a run's token usage and deletes records older than
 // engine.UsageKept before it.
 func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO token_usage (run_id, hook, model, at, prompt, completion, unreported)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
+		if _, err := tx.Exec(ctx, `INSERT INTO token_usage (run_id, hook, model, at, prompt, completion, unreported, tag)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (run_id) DO UPDATE SET hook = EXCLUDED.hook, model = EXCLUDED.model, at = EXCLUDED.at,
-				prompt = EXCLUDED.prompt, completion = EXCLUDED.completion, unreported = EXCLUDED.unreported`,
-			u.RunID, u.Hook, u.Model, timeInt(u.At), u.Prompt, u.Completion, u.Unreported); err != nil {
+				prompt = EXCLUDED.prompt, completion = EXCLUDED.completion, unreported = EXCLUDED.unreported, tag = EXCLUDED.tag`,
+			u.RunID, u.Hook, u.Model, timeInt(u.At), u.Prompt, u.Completion, u.Unreported, u.Tag); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM token_usage WHERE at < $1`, timeInt(u.At.Add(-engine.UsageKept)))

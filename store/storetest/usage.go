@@ -11,7 +11,8 @@ import (
 
 // testUsage: the spend ledger survives a reopen, oldest first from a
 // time on, a run's second record replaces its first, and records older
-// than engine.UsageKept go when a newer one is added.
+// than engine.UsageKept go when a newer one is added; a replay's record
+// keeps its tag.
 func testUsage(t *testing.T, e *env) {
 	ctx := context.Background()
 	s, err := e.open()
@@ -21,7 +22,7 @@ func testUsage(t *testing.T, e *env) {
 	}
 	old := &engine.Usage{RunID: "r0", Hook: "h", Model: "m", At: t0.Add(-engine.UsageKept - time.Minute), Prompt: 5, Completion: 5}
 	a := &engine.Usage{RunID: "r1", Hook: "h", Model: "gpt-4o", At: t0, Prompt: 1200, Completion: 300}
-	b := &engine.Usage{RunID: "r2", Hook: "g", Model: "llama3", At: t0.Add(time.Hour), Prompt: 7, Unreported: true}
+	b := &engine.Usage{RunID: "r2", Hook: "g", Model: "llama3", At: t0.Add(time.Hour), Prompt: 7, Unreported: true, Tag: engine.UsageReplay}
 	must(t, s.AddUsage(ctx, old))
 	must(t, s.AddUsage(ctx, b))
 	must(t, s.AddUsage(ctx, &engine.Usage{RunID: "r1", Hook: "h", Model: "gpt-4o", At: t0, Prompt: 1}))

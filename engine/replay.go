@@ -1,0 +1,377 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// ErrReplay is returned to a tool or step that would publish an event or
+// fire a hook during a replay: a replay writes nothing to the run
+// history.
+var ErrReplay = errors.New("engine: replay: events are not published and hooks are not fired")
+
+// replayEmit stands in for the event publisher of a replay's tools.
+func replayEmit(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
+	return nil, fmt.Errorf("%w (would emit %s)", ErrReplay, typ)
+}
+
+// replayFire stands in for fire_hook in a replay.
+func replayFire(ctx context.Context, hook string, event map[string]any) (*Run, error) {
+	return nil, fmt.Errorf("%w (would fire %s)", ErrReplay, hook)
+}
+
+// ReplayOptions say how Engine.Replay treats a recorded run.
+type ReplayOptions struct {
+	// LiveSteps runs the hook's steps again, as a preview does, instead
+	// of reading their results from the record.
+	LiveSteps bool
+	// LiveTools runs the model's tool calls, under the hook's
+	// containment, instead of answering them from the record. Tools
+	// that publish events or fire hooks are refused all the same.
+	LiveTools bool
+}
+
+// Replay is a recorded run replayed against the hook as it is now: the
+// prompt rendered again from the recorded context, the model called
+// again. Nothing of it is stored as a run.
+type Replay struct {
+	Recorded *Run
+	// Run is the replay as a run record that is never stored: its
+	// Prompt, Response, Tools, Tokens, Status, Cause and Error.
+	Run *Run
+	// Model is the model the replay called ("" when it made no call).
+	Model string
+	// PromptChanged says the prompt rendered differs from the recorded
+	// one.
+	PromptChanged bool
+	// NotRecorded are the tool calls the record had no result for: each
+	// got a tool error, and the replay diverged from the record.
+	NotRecorded []ToolUse
+	// Redacted says where the recorded context had secrets redacted
+	// ("step_1 (fetch): API_TOKEN"): the model saw the marker there, not
+	// the value.
+	Redacted []string
+	// Notes are what a person should know about how faithful the replay
+	// is.
+	Notes []string
+	// Usage is what the replay spent, tagged UsageReplay; nil when no
+	// model call was made. Engine.AddUsage counts it.
+	Usage *Usage
+}
+
+// Diverged reports whether the model called a tool with arguments the
+// record had no result for.
+func (r *Replay) Diverged() bool { return len(r.NotRecorded) > 0 }
+
+// ReplayOutcome is how a replay compares with its record.
+type ReplayOutcome string
+
+const (
+	ReplaySame     ReplayOutcome = "same"     // the same answer
+	ReplayChanged  ReplayOutcome = "changed"  // another answer
+	ReplayDiverged ReplayOutcome = "diverged" // it called a tool the record had no result for
+	ReplayFailed   ReplayOutcome = "failed"   // the replay did not end with an answer
+)
+
+// Outcome compares the replay with its record: failed when it did not
+// complete, diverged when a tool call was not recorded, else same or
+// changed by the answer's text.
+func (r *Replay) Outcome() ReplayOutcome {
+	switch {
+	case r.Run.Status != StatusCompleted:
+		return ReplayFailed
+	case r.Diverged():
+		return ReplayDiverged
+	case strings.TrimSpace(r.Run.Response) == strings.TrimSpace(r.Recorded.Response):
+		return ReplaySame
+	}
+	return ReplayChanged
+}
+
+// Replayable says whether run can be replayed: its model stage was
+// reached, so that its record has a prompt (and a transcript) to compare
+// with; else why not.
+func Replayable(run *Run) error {
+	if run.Prompt != "" {
+		return nil
+	}
+	why := string(run.Status)
+	if run.Reason != "" {
+		why += ": " + run.Reason
+	} else if run.Error != "" {
+		why += ": " + run.Error
+	}
+	return fmt.Errorf("run %s did not reach the model (%s): there is no prompt or answer to replay", run.ID, why)
+}
+
+// Replay replays the recorded run rec with hook h (the hook as it is
+// now, or another definition of it): it renders h's prompt from the
+// steps' results and the event the record holds (or runs the steps again
+// with opts.LiveSteps), calls the model and answers its tool calls from
+// the record's (or runs them with opts.LiveTools). It records nothing
+// and publishes nothing, and lifecycle handlers do not run; a budget
+// that is spent refuses it (a *GateError). The caller counts the tokens
+// it spent with AddUsage.
+//
+// A hook with a step the record has no result of fails the replay with
+// "needs --live-steps", as a prompt that does not render fails it; the
+// outcome is in the returned Replay's Run. An error is returned only
+// when nothing was tried.
+func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptions) (*Replay, error) {
+	if err := Replayable(rec); err != nil {
+		return nil, err
+	}
+	if !h.NeedsModel() {
+		return nil, fmt.Errorf("hook %s has no prompt for a model (skip_llm, or no prompt): there is nothing to replay", h.Name)
+	}
+	if g, err := e.replayBudget(ctx, h); err != nil {
+		return nil, err
+	} else if g != nil {
+		return nil, g
+	}
+	now := e.cfg.Clock.Now()
+	run := &Run{
+		ID: NewID(), Hook: h.Name, Project: h.Project, Trigger: rec.Trigger, Slot: rec.Slot, Status: StatusRunning,
+		Event: rec.Event, EventType: rec.EventType, QueuedAt: now, StartedAt: now, Depth: rec.Depth,
+	}
+	rp := &Replay{Recorded: rec, Run: run, Redacted: redactedContext(rec)}
+	red := e.redactor(h)
+	envs := h.ChildEnvs(e.cfg.Environ)
+	finish := func() *Replay {
+		red.Run(run)
+		run.FinishedAt = e.cfg.Clock.Now()
+		for _, u := range run.Tools {
+			if u.Outcome == ToolNotRecorded {
+				rp.NotRecorded = append(rp.NotRecorded, u)
+			}
+		}
+		return rp
+	}
+	if opts.LiveSteps {
+		// As a preview: the steps run, the prompt renders whatever the
+		// short-circuits say (a replay is asked for), nothing is
+		// published.
+		e.prepare(ctx, h, run, rec.PrevStart, red, envs, nil)
+		if run.Prompt == "" || run.Error != "" {
+			if run.Status == StatusRunning || run.Status == StatusCompleted {
+				run.Status, run.Cause = StatusFailed, CausePrompt
+			}
+			return finish(), nil
+		}
+		run.Status, run.Cause, run.Reason = StatusRunning, "", ""
+	} else if !e.renderRecorded(h, rec, run, red) {
+		return finish(), nil
+	}
+	rp.PromptChanged = run.Prompt != rec.Prompt
+	rp.Notes = append(rp.Notes, recordedCaps(rec)...)
+
+	if e.cfg.LLM == nil {
+		run.Status, run.Cause = StatusFailed, CauseNoModel
+		run.Error = "no model client: hookd has no LLM client configured"
+		return finish(), nil
+	}
+	env := &ToolEnv{
+		Hook: h, RunID: run.ID, Depth: run.Depth, Workdir: h.Workdir, HooksDir: e.cfg.HooksDir, Protected: e.cfg.Protected,
+		Environ: envs.Base(), envs: envs, Records: e.cfg.Store, Redactor: red, Sandbox: e.ToolPolicy(h),
+		Emit: replayEmit, Fire: replayFire,
+	}
+	if !opts.LiveTools {
+		env.Replay = NewRecordedTools(rec.Tools)
+	}
+	req := &LLMRequest{Hook: h, Run: run, System: red.String(h.System), Env: env}
+	modelOutcome(ctx, run, e.cfg.LLM.Complete(ctx, req))
+	rp.Model = req.Model
+	finish()
+	if u := usageOf(run, req.Model); u != nil {
+		u.Tag = UsageReplay
+		rp.Usage = u
+	}
+	return rp, nil
+}
+
+// renderRecorded renders h's prompt into run from the recorded run's
+// steps and event, as the run would have had them. A step of h that the
+// record has no result of (added since, or of another kind now) fails
+// the replay: it needs --live-steps.
+func (e *Engine) renderRecorded(h *Hook, rec, run *Run, red *Redactor) bool {
+	scope := &Scope{
+		Hook: h.Name, RunID: rec.ID, Trigger: rec.Trigger, Now: rec.StartedAt, LastRunTime: rec.PrevStart,
+		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
+		Redactor: red,
+	}
+	byIndex := make(map[int]*StepResult, len(rec.Steps))
+	for _, s := range rec.Steps {
+		byIndex[s.Index] = s
+	}
+	var missing []string
+	for i, d := range h.Steps {
+		if d.Name != "" {
+			scope.StepNames[d.Name] = d.Index
+		}
+		s := byIndex[d.Index]
+		switch {
+		case s == nil:
+			missing = append(missing, d.Label()+" ("+d.Type+"): not in the record")
+		case s.Type != d.Type:
+			missing = append(missing, fmt.Sprintf("%s: a %s step now, a %s step in the record", d.Label(), d.Type, s.Type))
+		default:
+			cp := *s
+			scope.Steps[i] = &cp
+		}
+	}
+	if len(missing) > 0 {
+		run.Status, run.Cause = StatusFailed, CauseStepFailed
+		run.Error = "needs --live-steps: " + strings.Join(missing, "; ")
+		return false
+	}
+	if len(rec.Event) > 0 {
+		if err := json.Unmarshal(rec.Event, &scope.Event); err != nil {
+			run.Status, run.Cause, run.Error = StatusFailed, CauseInternal, fmt.Sprintf("decode the recorded event payload: %v", err)
+			return false
+		}
+	}
+	prompt, err := e.cfg.Prompt.RenderPrompt(h, scope)
+	if err != nil {
+		run.Status, run.Cause, run.Error = StatusFailed, CausePrompt, fmt.Sprintf("render prompt: %v", err)
+		return false
+	}
+	run.Prompt = red.String(prompt)
+	return true
+}
+
+// replayBudget is the budget gate's answer for a replay of h, from the
+// usage the store holds: a replay spends the same budgets as a run.
+func (e *Engine) replayBudget(ctx context.Context, h *Hook) (*GateError, error) {
+	if h.Budget.PerHour == 0 && h.Budget.PerDay == 0 && e.cfg.Budget.PerHour == 0 && e.cfg.Budget.PerDay == 0 {
+		return nil, nil
+	}
+	now := e.cfg.Clock.Now()
+	recs, err := e.cfg.Store.UsageSince(ctx, now.Add(-BudgetDay))
+	if err != nil {
+		return nil, fmt.Errorf("read token usage: %w", err)
+	}
+	l := &ledger{recs: recs}
+	return l.gate(h, e.cfg.Budget, now), nil
+}
+
+// AddUsage records what a replay spent (Replay.Usage) in the spend
+// ledger, where the budgets count it, and in the store's; nil does
+// nothing.
+func (e *Engine) AddUsage(ctx context.Context, u *Usage) error {
+	if u == nil {
+		return nil
+	}
+	cp := *u
+	sctx, cancel := e.storeCtx(ctx)
+	err := e.cfg.Store.AddUsage(sctx, &cp)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if e.cancel != nil {
+		if err := e.do(ctx, func(s *state) { s.charge(&cp) }); err != nil && !errors.Is(err, ErrStopped) {
+			return err
+		}
+	}
+	return nil
+}
+
+// redactedMark matches the Redactor's marker.
+var redactedMark = regexp.MustCompile(`\[REDACTED:([A-Za-z_][A-Za-z0-9_]*)\]`)
+
+// redactedContext lists where the context rec recorded had secrets
+// redacted: its event and its steps' outputs, fields and errors.
+func redactedContext(rec *Run) []string {
+	var out []string
+	note := func(where string, texts ...string) {
+		seen := map[string]bool{}
+		var names []string
+		for _, t := range texts {
+			for _, m := range redactedMark.FindAllStringSubmatch(t, -1) {
+				if !seen[m[1]] {
+					seen[m[1]] = true
+					names = append(names, m[1])
+				}
+			}
+		}
+		if len(names) > 0 {
+			sort.Strings(names)
+			out = append(out, where+": "+strings.Join(names, ", "))
+		}
+	}
+	note("event", string(rec.Event))
+	for _, s := range rec.Steps {
+		texts := []string{s.Output, s.Error}
+		if len(s.Fields) > 0 {
+			if b, err := json.Marshal(s.Fields); err == nil {
+				texts = append(texts, string(b))
+			}
+		}
+		where := fmt.Sprintf("step_%d", s.Index)
+		if s.Name != "" {
+			where += " (" + s.Name + ")"
+		}
+		note(where, texts...)
+	}
+	return out
+}
+
+// recordedCaps notes the recorded tool results that the record keeps cut
+// (the model saw more of them than a replay can give).
+func recordedCaps(rec *Run) []string {
+	n := 0
+	for _, u := range rec.Tools {
+		if u.ResultBytes > len(u.Result) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%d recorded tool result(s) were kept cut in the record; the replay's model gets what was kept", n)}
+}
+
+// RecordedTools answers a replay's tool calls from a recorded run's: a
+// call of the same tool with the same arguments (as JSON, whatever their
+// spacing and key order) gets what the recorded call got. It is safe for
+// concurrent use (it is only read).
+type RecordedTools struct {
+	calls map[string]ToolUse
+}
+
+// NewRecordedTools indexes the tool calls of a recorded run (Run.Tools).
+// Calls that did not run (a limit stopped them) have no result and are
+// left out.
+func NewRecordedTools(uses []ToolUse) *RecordedTools {
+	r := &RecordedTools{calls: make(map[string]ToolUse, len(uses))}
+	for _, u := range uses {
+		if u.Outcome == ToolNotRun || u.Outcome == ToolNotRecorded || u.Tool == "" {
+			continue
+		}
+		r.calls[recordedKey(u.Tool, u.Arguments)] = u
+	}
+	return r
+}
+
+// Answer returns the recorded call of tool (as hooks list it) with args,
+// and whether there is one.
+func (r *RecordedTools) Answer(tool, args string) (ToolUse, bool) {
+	u, ok := r.calls[recordedKey(tool, args)]
+	return u, ok
+}
+
+func recordedKey(tool, args string) string {
+	a := strings.TrimSpace(args)
+	if a == "" {
+		a = "{}"
+	}
+	if canon, ok := CanonicalJSON([]byte(a)); ok {
+		a = string(canon)
+	}
+	return tool + "\x00" + a
+}
