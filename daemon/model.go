@@ -10,9 +10,11 @@ import (
 	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/mcp"
+	"github.com/hookd/hookd/process"
 	"github.com/hookd/hookd/sandbox"
 	"github.com/hookd/hookd/templates"
 	_ "github.com/hookd/hookd/tools" // registers the built-in tools
+	"github.com/hookd/hookd/triggers"
 )
 
 // model is the model stage of a hookd process: the agent over the LLM
@@ -89,4 +91,39 @@ func processPolicy(d *config.Daemon, ps *config.ProcessSandbox, dir, key string)
 // PromptRenderer is the prompt renderer of every engine hookd builds.
 func PromptRenderer(d *config.Daemon) engine.PromptRenderer {
 	return templates.New(templates.Options{MaxValueBytes: d.PromptValueMax})
+}
+
+// ReplayEngine builds the engine `hookd replay` replays recorded runs
+// with (engine.Replay): the model stage, prompt renderer, sandbox and
+// budgets a daemon has, over db and hooks. It is never started; close
+// stops the MCP servers a replay started.
+func ReplayEngine(d *config.Daemon, hooks []*engine.Hook, db engine.Store, log *slog.Logger) (eng *engine.Engine, close func(), err error) {
+	sb, err := InstallSandbox(d, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := newModel(d, log)
+	eng, err = engine.New(engine.Config{
+		LLM:            m.llm,
+		HooksDir:       m.hooksDir,
+		Protected:      m.protected,
+		Database:       absPath(d.DB),
+		Credentials:    CredentialEnv(d),
+		Store:          db,
+		Reap:           process.ReapGroup,
+		Events:         triggers.NewEventIndex(),
+		Prompt:         PromptRenderer(d),
+		Logger:         log,
+		DefaultTimeout: d.DefaultTimeout,
+		Budget:         d.Budget,
+		Manual:         true,
+		Sandbox:        &sb,
+
+		CredentialValues: CredentialValues(d),
+	}, hooks)
+	if err != nil {
+		m.close()
+		return nil, nil, err
+	}
+	return eng, m.close, nil
 }

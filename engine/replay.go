@@ -134,6 +134,8 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 	} else if g != nil {
 		return nil, g
 	}
+	ctx, cancel := e.runContext(ctx, h)
+	defer cancel()
 	now := e.cfg.Clock.Now()
 	run := &Run{
 		ID: NewID(), Hook: h.Name, Project: h.Project, Trigger: rec.Trigger, Slot: rec.Slot, Status: StatusRunning,

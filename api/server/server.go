@@ -164,7 +164,27 @@ func (a *Server) handler(dash *dashboard.Server) http.Handler {
 		mux.HandleFunc("POST /v1/prune", a.prune)
 	}
 	mux.HandleFunc("POST /v1/ui/login", a.uiLogin)
+	mux.HandleFunc("POST /v1/usage", a.usage)
 	return mux
+}
+
+// usage records what a replay spent (hookd replay, engine.Replay) in the
+// spend ledger, where the budgets count it. Only a replay's usage is
+// taken: a run's is recorded by the run.
+func (a *Server) usage(w http.ResponseWriter, r *http.Request) {
+	var u engine.Usage
+	if !decodeBody(w, r, &u) {
+		return
+	}
+	if u.Tag != engine.UsageReplay || u.RunID == "" || u.Hook == "" || u.Prompt < 0 || u.Completion < 0 || u.At.IsZero() {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: `only a replay's usage is taken: {"tag": "replay", "run_id", "hook", "at", "prompt", "completion"} with counts of 0 or more`})
+		return
+	}
+	if err := a.eng.AddUsage(r.Context(), &u); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run_id": u.RunID, "recorded": true})
 }
 
 // ServeUnix listens on the socket path (replacing a stale socket: the

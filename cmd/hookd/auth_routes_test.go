@@ -25,7 +25,7 @@ func TestTCPEveryRouteNeedsAuth(t *testing.T) {
 		{"GET", "/v1/runs/01JX/wait"}, {"GET", "/v1/runs/01JX/progress"}, {"GET", "/v1/search?q=hello"},
 		{"GET", "/v1/status"}, {"GET", "/v1/nodes"}, {"GET", "/v1/env"}, {"GET", "/metrics"},
 		{"POST", "/v1/hooks/hello/fire"}, {"POST", "/v1/hooks/hello/pause"}, {"POST", "/v1/hooks/hello/resume"},
-		{"POST", "/v1/events"}, {"POST", "/v1/prune"}, {"POST", "/v1/ui/login"},
+		{"POST", "/v1/events"}, {"POST", "/v1/prune"}, {"POST", "/v1/ui/login"}, {"POST", "/v1/usage"},
 		{"HEAD", "/v1/hooks"}, {"DELETE", "/v1/runs/01JX"}, {"GET", "/V1/hooks"},
 	}
 	for _, r := range api {

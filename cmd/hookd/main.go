@@ -48,6 +48,7 @@ var commands = []command{
 	{"validate", "[DIR] [--json]", "check hook files; exit 1 on error", cmdValidate},
 	{"next", "NAME [-n 5] [--json]", "next fire times", cmdNext},
 	{"render", "NAME [--event JSON] [--json]", "run a hook's steps and print the prompt it would send, without a model", cmdRender},
+	{"replay", "RUN|--hook NAME --last N [--hook FILE|NAME] [--model M] [--base-url U] [--live-tools] [--live-steps] [--json] [--wait-lock D]", "replay recorded runs against the hook as it is now (or another file, model or server), tools answered from the record; nothing is written to the run history", cmdReplay},
 	{"handlers", "[--json]", "lifecycle handlers: point, priority, label, plugin, source file", cmdHandlers},
 	{"tools", "[--json] [--builtin]", "the tools hooks may give the model: built-in and MCP, with their schemas", cmdTools},
 	{"pause", "NAME [--wait-lock D]", "pause a hook (kept across restarts)", cmdPause},

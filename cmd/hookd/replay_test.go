@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/llm/llmtest"
+	"github.com/hookd/hookd/store"
+)
+
+// replayHook reads notes.txt with the model's read_file after a shell
+// step: a real hook whose runs hookd replay replays.
+const replayHook = `steps:
+  - type: shell
+    command: echo disk 91%
+prompt: "Disk report: {{step_0}}. Say whether to act."
+tools: [read_file]
+`
+
+// replayEnv is a project whose model is a scripted server, with one
+// recorded run of the ask hook: the model read notes.txt, then answered.
+func replayEnv(t *testing.T) (*env, *llmtest.Server) {
+	model := llmtest.New(
+		llmtest.Calls(llmtest.ToolCall{ID: "c1", Name: "read_file", Args: `{"path":"notes.txt"}`}),
+		llmtest.Reply{Content: "Act: clean /var/log.", Usage: &llmtest.Usage{Prompt: 100, Completion: 20}},
+	)
+	t.Cleanup(model.Close)
+	e := newEnv(t, "llm: {model: test-model, base_url: "+model.BaseURL()+"}\n", map[string]string{"ask.yaml": replayHook})
+	e.write("notes.txt", "the log rotation is broken\n")
+	return e, model
+}
+
+// TestReplayFromTheCLI follows a user: a run is recorded through the
+// daemon, the prompt is changed, and `hookd replay RUN` renders the new
+// prompt from the recorded step output, asks the model, answers its
+// read_file from the record (the file has changed since: the recorded
+// contents are what the model gets), and shows both answers. No run is
+// added to the history; the tokens count in the daemon's spend.
+func TestReplayFromTheCLI(t *testing.T) {
+	e, model := replayEnv(t)
+	e.serve()
+	id := runID(t, e.must(0, "fire", "ask", "--wait"))
+
+	e.write("notes.txt", "CHANGED since the run\n")
+	e.write("hooks.d/ask.yaml", strings.Replace(replayHook, "Say whether to act.", "Answer in one word.", 1))
+	waitFor(t, "the reload", func() bool {
+		return strings.Contains(e.run("render", "ask").stdout, "one word")
+	}, nil)
+	model.Push(
+		llmtest.Calls(llmtest.ToolCall{ID: "r1", Name: "read_file", Args: `{ "path": "notes.txt" }`}),
+		llmtest.Reply{Content: "Act.", Usage: &llmtest.Usage{Prompt: 70, Completion: 2}},
+	)
+	r := e.must(0, "replay", id[:10])
+	for _, want := range []string{
+		"replay of run " + id + " (hook ask): changed",
+		"prompt: changed",
+		"completed", "110 in, 25 out", "80 in, 7 out", "1: read_file", // the scripted calls report 10 in and 5 out
+		"recorded answer:\n  Act: clean /var/log.",
+		"replay answer:\n  Act.",
+		"nothing was written to the run history",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("replay's output lacks %q:\n%s", want, r)
+		}
+	}
+	reqs := model.Requests()
+	last := reqs[len(reqs)-1].Chat.Messages
+	if got := reqs[len(reqs)-2].Chat.Messages[0].Content; !strings.HasSuffix(got, `Disk report: "disk 91%". Answer in one word.`) {
+		t.Errorf("replayed prompt %q: not rendered from the recorded step output with the new prompt", got)
+	}
+	if got := last[len(last)-1].Content; !strings.Contains(got, "the log rotation is broken") || strings.Contains(got, "CHANGED") {
+		t.Errorf("the model got %q for read_file: want the recorded contents, the tool must not run", got)
+	}
+	if runs := e.listRuns(); len(runs) != 1 {
+		t.Errorf("%d runs in the history after a replay, want 1", len(runs))
+	}
+	var st struct {
+		Spend engine.Spend `json:"spend"`
+	}
+	if err := json.Unmarshal([]byte(e.must(0, "status", "--json").stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Spend.Hooks["ask"].Day.Tokens; got != 135+87 {
+		t.Errorf("the hook's spend today is %d tokens, want the run's 135 and the replay's 87", got)
+	}
+	// The API takes a replay's usage only: a run's is the run's to record.
+	if code, out := e.socketClient().call("POST", "/v1/usage", map[string]any{"run_id": "x", "hook": "ask", "at": time.Now(), "prompt": 5}); code != 400 {
+		t.Errorf("POST /v1/usage without the replay tag: %d %s", code, out)
+	}
+}
+
+// TestReplayLastSummary: --hook NAME --last N replays the hook's latest
+// runs that reached the model, with another model, and sums them up;
+// a tool call the record has no result for makes a replay diverged.
+func TestReplayLastSummary(t *testing.T) {
+	e, model := replayEnv(t)
+	e.serve()
+	first := runID(t, e.must(0, "fire", "ask", "--wait"))
+	model.Push(llmtest.Answer("No action."))
+	second := runID(t, e.must(0, "fire", "ask", "--wait"))
+
+	// Newest first: the second run's replay answers the same; the
+	// first's reads a file the record never read.
+	model.Push(
+		llmtest.Answer("No action."),
+		llmtest.Calls(llmtest.ToolCall{ID: "r1", Name: "read_file", Args: `{"path":"other.txt"}`}),
+		llmtest.Answer("Cannot tell."),
+	)
+	r := e.must(0, "replay", "--hook", "ask", "--last", "5", "--model", "other-model", "--json")
+	var sum replaySummaryJSON
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	if len(sum.Replays) != 2 || sum.Replays[0].Run != second || sum.Replays[1].Run != first {
+		t.Fatalf("replays %+v, want the two runs newest first", sum.Replays)
+	}
+	if sum.Counts[engine.ReplaySame] != 1 || sum.Counts[engine.ReplayDiverged] != 1 || sum.Replays[1].NotRecorded[0].Tool != "read_file" {
+		t.Errorf("counts %v, not recorded %+v", sum.Counts, sum.Replays[1].NotRecorded)
+	}
+	if sum.Replays[0].Replay.Model != "other-model" || sum.Replays[0].Recorded.Model != "test-model" {
+		t.Errorf("models: recorded %q, replay %q", sum.Replays[0].Recorded.Model, sum.Replays[0].Replay.Model)
+	}
+	for _, req := range model.Requests()[3:] {
+		if req.Chat.Model != "other-model" {
+			t.Errorf("a replay asked model %q, want --model's", req.Chat.Model)
+		}
+	}
+	model.Push(llmtest.Answer("No action."), llmtest.Answer("No action."))
+	r = e.must(0, "replay", "--hook", "ask", "--last", "2")
+	for _, want := range []string{"RUN", "OUTCOME", second, "same", "1 same, 1 changed, 0 diverged, 0 failed"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, r)
+		}
+	}
+}
+
+// TestReplayWithoutDaemon: with no daemon, replay holds the database
+// lock to count its tokens; a hook with a step the record lacks needs
+// --live-steps, which runs it.
+func TestReplayWithoutDaemon(t *testing.T) {
+	e, model := replayEnv(t)
+	id := runID(t, e.must(0, "fire", "ask", "--wait"))
+	e.write("hooks.d/ask.yaml", strings.Replace(replayHook, "    command: echo disk 91%\n",
+		"    command: echo disk 91%\n  - type: shell\n    command: echo inodes 3%\n", 1))
+
+	served := model.Served()
+	r := e.must(exitError, "replay", id)
+	if !strings.Contains(r.stdout, "failed") || !strings.Contains(r.stdout, "needs --live-steps: step_1 (shell): not in the record") || model.Served() != served {
+		t.Errorf("a replay with a step the record lacks:\n%s (model asked %d times)", r, model.Served()-served)
+	}
+	model.Push(llmtest.Answer("Fine."))
+	r = e.must(0, "replay", id, "--live-steps", "--json")
+	var rp replayJSON
+	if err := json.Unmarshal([]byte(r.stdout), &rp); err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	if rp.Replay.Status != engine.StatusCompleted || !strings.Contains(rp.Replay.Prompt, "disk 91%") {
+		t.Errorf("replay with --live-steps: %+v", rp.Replay)
+	}
+
+	db, err := store.Open(e.path(".hookd/hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	usage, err := db.UsageSince(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(usage) != 2 || usage[1].Tag != engine.UsageReplay || usage[1].Total() != 15 {
+		t.Errorf("usage records %+v, want the run's and the replay's (tagged replay)", usage)
+	}
+}
