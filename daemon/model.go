@@ -102,8 +102,10 @@ func ReplayEngine(d *config.Daemon, hooks []*engine.Hook, db engine.Store, log *
 	if err != nil {
 		return nil, nil, err
 	}
-	m := newModel(d, log)
+	clock := engine.WallClock{}
+	m := newModel(d, log, clock)
 	eng, err = engine.New(engine.Config{
+		Clock:          clock,
 		LLM:            m.llm,
 		HooksDir:       m.hooksDir,
 		Protected:      m.protected,

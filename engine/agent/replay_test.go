@@ -14,12 +14,12 @@ import (
 	"github.com/hookd/hookd/llm/llmtest"
 )
 
-// replayCalls counts the calls of the test_replay tool: a replay must
+// replayCalls counts the calls of the replay_read tool: a replay must
 // make none.
 var replayCalls atomic.Int64
 
 func init() {
-	engine.RegisterTool(&agenttest.Tool{ToolName: "test_replay",
+	engine.RegisterTool(&agenttest.Tool{ToolName: "replay_read",
 		ToolSchema: `{"type":"object","properties":{"path":{"type":"string"},"n":{"type":"integer"}},"required":["path"]}`,
 		Fn: func(_ context.Context, _ *engine.ToolEnv, args json.RawMessage) (string, error) {
 			replayCalls.Add(1)
@@ -40,12 +40,12 @@ func init() {
 func recordReplayRun(t *testing.T, tweak ...func(*engine.Hook)) (*agenttest.Fixture, *engine.Hook, *engine.Run) {
 	t.Helper()
 	srv := llmtest.New(
-		llmtest.Calls(llmtest.ToolCall{ID: "c1", Name: "test_replay", Args: `{"path":"a.txt","n":1}`},
-			llmtest.ToolCall{ID: "c2", Name: "test_replay", Args: `{"path":"missing"}`}),
+		llmtest.Calls(llmtest.ToolCall{ID: "c1", Name: "replay_read", Args: `{"path":"a.txt","n":1}`},
+			llmtest.ToolCall{ID: "c2", Name: "replay_read", Args: `{"path":"missing"}`}),
 		llmtest.Answer("a.txt is fine"),
 	)
 	h := agenttest.NewHook(t, srv, append([]func(*engine.Hook){func(h *engine.Hook) {
-		h.Tools = []string{"test_replay"}
+		h.Tools = []string{"replay_read"}
 		h.Prompt = "Check {{event.path}} (token {{event.token}})."
 	}}, tweak...)...)
 	f := agenttest.Start(t, srv, h)
@@ -78,8 +78,8 @@ func TestReplayAnswersToolsFromTheRecord(t *testing.T) {
 	f, h, rec := recordReplayRun(t)
 	before := replayCalls.Load()
 	f.Srv.Push(
-		llmtest.Calls(llmtest.ToolCall{ID: "r1", Name: "test_replay", Args: `{ "n": 1, "path": "a.txt" }`},
-			llmtest.ToolCall{ID: "r2", Name: "test_replay", Args: `{"path":"missing"}`}),
+		llmtest.Calls(llmtest.ToolCall{ID: "r1", Name: "replay_read", Args: `{ "n": 1, "path": "a.txt" }`},
+			llmtest.ToolCall{ID: "r2", Name: "replay_read", Args: `{"path":"missing"}`}),
 		llmtest.Reply{Content: "a.txt is fine; missing is missing", Usage: &llmtest.Usage{Prompt: 40, Completion: 7}},
 	)
 	changed := *h
@@ -133,7 +133,7 @@ func TestReplayAnswersToolsFromTheRecord(t *testing.T) {
 func TestReplayDiverges(t *testing.T) {
 	f, h, rec := recordReplayRun(t)
 	before := replayCalls.Load()
-	f.Srv.Push(llmtest.Calls(llmtest.ToolCall{ID: "r1", Name: "test_replay", Args: `{"path":"b.txt"}`}), llmtest.Answer("b?"))
+	f.Srv.Push(llmtest.Calls(llmtest.ToolCall{ID: "r1", Name: "replay_read", Args: `{"path":"b.txt"}`}), llmtest.Answer("b?"))
 	rp, err := f.Eng.Replay(context.Background(), rec, h, engine.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestReplayDiverges(t *testing.T) {
 func TestReplayLiveTools(t *testing.T) {
 	f, h, rec := recordReplayRun(t)
 	before := replayCalls.Load()
-	f.Srv.Push(llmtest.Calls(llmtest.ToolCall{ID: "r1", Name: "test_replay", Args: `{"path":"b.txt"}`}), llmtest.Answer("b is fine"))
+	f.Srv.Push(llmtest.Calls(llmtest.ToolCall{ID: "r1", Name: "replay_read", Args: `{"path":"b.txt"}`}), llmtest.Answer("b is fine"))
 	rp, err := f.Eng.Replay(context.Background(), rec, h, engine.ReplayOptions{LiveTools: true})
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ const sqlUsage = `CREATE TABLE token_usage (
 CREATE INDEX token_usage_at ON token_usage (at);`
 
 // sqlUsageTag tags the usage that no run spent: a replay's (engine.Usage.Tag).
-const sqlUsageTag = `ALTER TABLE token_usage ADD COLUMN tag TEXT NOT NULL DEFAULT '';`
+const sqlUsageTag = `ALTER TABLE token_usage ADD COLUMN IF NOT EXISTS tag TEXT NOT NULL DEFAULT '';`
 
 // AddUsage records a run's token usage and deletes records older than
 // engine.UsageKept before it.
