@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hookd/hookd/config"
 )
 
 // commonFlags are the flags every command takes; the usage line says so
@@ -196,5 +199,89 @@ func TestUsageCommonFlags(t *testing.T) {
 			t.Errorf("hookd %s takes %s; --help says it %s --config, --db and --hooks", cmd.name, strings.Join(flags, " "),
 				map[bool]string{true: "does not take", false: "takes"}[excepted])
 		}
+	}
+}
+
+// docSettings is the hookd.yaml the docs' hook files are checked
+// against: a model for their prompts, and the MCP server whose tools the
+// reference hook file lists.
+const docSettings = "llm: {model: test-model, base_url: http://127.0.0.1:1/v1}\nmcp_servers:\n  github: {command: [github-mcp-server, stdio]}\n"
+
+// docBlockParts splits a yaml block into what must load on its own: the
+// block, or, when it gives a top-level key more than once (a list of
+// alternatives: `llm:` for each model server, each after a comment
+// naming the server), each line that gives one.
+func docBlockParts(blk string) []string {
+	seen, dup := map[string]bool{}, false
+	var keys []string
+	for _, l := range strings.Split(blk, "\n") {
+		if k, _, ok := strings.Cut(l, ":"); ok && l != "" && l[0] != ' ' && l[0] != '#' && l[0] != '-' {
+			dup = dup || seen[k]
+			seen[k] = true
+			keys = append(keys, l)
+		}
+	}
+	if !dup {
+		return []string{blk}
+	}
+	return keys
+}
+
+// TestDocYAMLBlocksLoad checks every ```yaml block of README.md and
+// docs/*.md: each loads as a hook file (or lifecycle handler), as the
+// daemon loads hooks.d, or as hookd.yaml — as the kind its first line
+// names when it names one (`# hooks.d/NAME.yaml`, `# hookd.yaml`). A
+// misspelled key, a bad value or a key of the wrong file fails it.
+func TestDocYAMLBlocksLoad(t *testing.T) {
+	settings, err := config.LoadDaemon(strings.NewReader(docSettings), filepath.Join(t.TempDir(), "hookd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asHook := func(src string) error {
+		dir := filepath.Join(t.TempDir(), "hooks.d")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "example.yaml"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, errs := config.CheckDir(dir, settings.HookOptions())
+		return errors.Join(errs...)
+	}
+	asSettings := func(src string) error {
+		_, err := config.LoadDaemon(strings.NewReader(src), filepath.Join(t.TempDir(), "hookd.yaml"))
+		return err
+	}
+	blocks := 0
+	for _, file := range docFiles(t) {
+		b, err := os.ReadFile(filepath.Join("..", "..", file))
+		if err != nil {
+			t.Fatalf("read %s: %v", file, err)
+		}
+		text := string(b)
+		for _, m := range yamlBlock.FindAllStringSubmatchIndex(text, -1) {
+			blocks++
+			at := fmt.Sprintf("%s:%d", file, strings.Count(text[:m[0]], "\n")+1)
+			blk := text[m[2]:m[3]]
+			first, _, _ := strings.Cut(blk, "\n")
+			for _, part := range docBlockParts(blk) {
+				hookErr, settingsErr := asHook(part), asSettings(part)
+				switch {
+				case strings.HasPrefix(first, "# hooks.d/"):
+					if hookErr != nil {
+						t.Errorf("%s: the block %q gives does not load:\n%v", at, first, hookErr)
+					}
+				case strings.HasPrefix(first, "# hookd.yaml"):
+					if settingsErr != nil {
+						t.Errorf("%s: the hookd.yaml block does not load:\n%v", at, settingsErr)
+					}
+				case hookErr != nil && settingsErr != nil:
+					t.Errorf("%s: the yaml block loads neither as a hook file nor as hookd.yaml:\nas a hook file: %v\nas hookd.yaml: %v", at, hookErr, settingsErr)
+				}
+			}
+		}
+	}
+	if blocks < 30 {
+		t.Errorf("%d yaml blocks in README.md and docs/*.md: fewer than expected, is the fence pattern still right?", blocks)
 	}
 }
