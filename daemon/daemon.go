@@ -38,14 +38,14 @@ const notifyDrain = 5 * time.Second
 // hookd.stopping) to the hooks whose event trigger matches it and to the
 // live stream. It is not stored in the event log: it says what this
 // process did, and is not dispatched again after a crash.
-func daemonEvent(eng *engine.Engine, log *slog.Logger, typ string, info *engine.DaemonInfo) {
+func daemonEvent(eng *engine.Engine, clock engine.Clock, log *slog.Logger, typ string, info *engine.DaemonInfo) {
 	data := map[string]any{"pid": info.PID, "hooks": info.Hooks}
 	if info.Signal != "" {
 		data["signal"] = info.Signal
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ev := &engine.Event{ID: engine.NewID(), Type: typ, Source: "hookd", Data: data, Time: time.Now()}
+	ev := &engine.Event{ID: engine.NewID(), Type: typ, Source: "hookd", Data: data, Time: clock.Now()}
 	if _, err := eng.Dispatch(ctx, ev); err != nil {
 		log.Error("publish daemon event", "event", typ, "err", err)
 	}
@@ -196,13 +196,13 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	d, l, log := dm.d, dm.l, dm.log
 	// The database frees the pages pruning empties; one VACUUM converts a
 	// database made before, before anything runs.
-	vstart := time.Now()
+	vstart := l.Clock.Mono()
 	if l.SQLite == nil {
 		// PostgreSQL: the server vacuums.
 	} else if ran, err := l.SQLite.EnableIncrementalVacuum(context.Background()); err != nil {
 		return fmt.Errorf("start: %w", err)
 	} else if ran {
-		log.Info("database converted to incremental vacuum (once)", "took", time.Since(vstart).Round(time.Millisecond))
+		log.Info("database converted to incremental vacuum (once)", "took", engine.Since(l.Clock, vstart).Round(time.Millisecond))
 	}
 
 	// Observers subscribe before the engine starts, so they see its first
@@ -258,7 +258,7 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	// File watches, and live reload of the hooks directory (reload.go).
 	// History is pruned in the background (prune.go).
 	onHooks := []func([]*engine.Hook){notifier.SetHooks}
-	pr := newPruner(l.Store, d, l.Hooks, log, m.Pruned)
+	pr := newPruner(l.Store, d, l.Hooks, log, m.Pruned, l.Clock)
 	pr.Start()
 	defer pr.Stop()
 	onHooks = append(onHooks, pr.SetHooks)
@@ -286,7 +286,7 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	}
 	apiSrv, err := server.New(server.Options{
 		Engine: l.Engine, Store: l.Store, Feed: l.feed, Metrics: m, DB: abs, Log: log, Grace: d.OverdueGrace,
-		Pruner: pr, Cluster: server.NodesOf(l.member), Token: dm.token, DashboardHosts: d.DashboardHosts,
+		Pruner: pr, Cluster: server.NodesOf(l.member), Token: dm.token, DashboardHosts: d.DashboardHosts, Now: l.Clock.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -323,7 +323,7 @@ func (dm *Daemon) Run(ctx context.Context) error {
 		attrs = append(attrs, "listen", addr.String())
 	}
 	log.Info("hookd serving", attrs...)
-	daemonEvent(l.Engine, log, engine.EventDaemonStarted, daemon)
+	daemonEvent(l.Engine, l.Clock, log, engine.EventDaemonStarted, daemon)
 
 	select {
 	case <-ctx.Done():
@@ -341,7 +341,7 @@ func (dm *Daemon) Run(ctx context.Context) error {
 		stopInfo.Signal = sig.String()
 	}
 	l.Engine.Lifecycle().Call(context.Background(), engine.PointDaemonStop, &engine.Payload{Daemon: stopInfo})
-	daemonEvent(l.Engine, log, engine.EventDaemonStopping, stopInfo)
+	daemonEvent(l.Engine, l.Clock, log, engine.EventDaemonStopping, stopInfo)
 	log.Info("stopping: no new runs; waiting for runs in flight (signal again to force)", "signal", stopInfo.Signal, "grace", d.Grace)
 	go rl.stop()   // no more reloads or file-change fires (not in the way of the engine's stop)
 	apiSrv.Close() // end the live streams

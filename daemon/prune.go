@@ -38,6 +38,7 @@ type pruner struct {
 	every   time.Duration
 	log     *slog.Logger
 	counted func(kind string, n int64) // metrics; nil for none
+	clock   engine.Clock               // the engine's: when a prune runs, and the ages it prunes by
 
 	run sync.Mutex // held while a prune runs
 
@@ -50,8 +51,9 @@ type pruner struct {
 	done   chan struct{}
 }
 
-func newPruner(db prunable, d *config.Daemon, hooks []*engine.Hook, log *slog.Logger, counted func(string, int64)) *pruner {
-	p := &pruner{db: db, where: whereOf(d), ret: d.Retention, every: d.PruneEvery, log: log, counted: counted, done: make(chan struct{})}
+func newPruner(db prunable, d *config.Daemon, hooks []*engine.Hook, log *slog.Logger, counted func(string, int64), clock engine.Clock) *pruner {
+	p := &pruner{db: db, where: whereOf(d), ret: d.Retention, every: d.PruneEvery, log: log, counted: counted, clock: clock,
+		done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.SetHooks(hooks)
 	return p
@@ -73,13 +75,13 @@ func (p *pruner) SetHooks(hooks []*engine.Hook) {
 func (p *pruner) Start() {
 	go func() {
 		defer close(p.done)
-		t := time.NewTimer(min(pruneFirst, p.every))
+		t := p.clock.NewTimer(min(pruneFirst, p.every))
 		defer t.Stop()
 		for {
 			select {
 			case <-p.ctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
 			}
 			p.Prune(p.ctx, false)
 			t.Reset(p.every)
@@ -101,7 +103,7 @@ func (p *pruner) Prune(ctx context.Context, dryRun bool) *api.PruneReport {
 	p.mu.Lock()
 	pol := store.PrunePolicy{Retention: p.ret, Hooks: p.hooks, DryRun: dryRun}
 	p.mu.Unlock()
-	rep := &api.PruneReport{At: time.Now()}
+	rep := &api.PruneReport{At: p.clock.Now()}
 	st, err := p.db.Prune(ctx, rep.At, pol)
 	rep.PruneStats = st
 	if err != nil {
@@ -194,7 +196,7 @@ func pruneWith(ctx context.Context, d *config.Daemon, db prunable, dryRun bool, 
 		}
 	}
 	log := NewLogger(d.LogFormat, os.Stderr, slog.LevelWarn)
-	rep := newPruner(db, d, hooks, log, nil).Prune(ctx, dryRun)
+	rep := newPruner(db, d, hooks, log, nil, engine.WallClock{}).Prune(ctx, dryRun)
 	if rep.Error != "" {
 		return nil, errors.New(rep.Error)
 	}
