@@ -86,15 +86,24 @@ func cmdReplay(c *cli, args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	fixed, err := c.replayHook(d, hooks, *hookRef)
-	if err != nil {
-		for _, e := range errs {
-			fmt.Fprintf(c.stderr, "not loaded: %v\n", e)
+	var (
+		recs  []*engine.Run
+		fixed *engine.Hook
+	)
+	loadHook := func(defaultName string) bool {
+		if fixed, err = c.replayHook(d, hooks, *hookRef, defaultName); err != nil {
+			for _, e := range errs {
+				fmt.Fprintf(c.stderr, "not loaded: %v\n", e)
+			}
+			c.errorf("%v", err)
+			return false
 		}
-		return c.errorf("%v", err)
+		return true
 	}
-	var recs []*engine.Run
 	if *last > 0 {
+		if !loadHook("") {
+			return exitError
+		}
 		if recs, err = replayableRuns(ctx, db, fixed.Name, *last); err != nil {
 			return c.errorf("%v", err)
 		}
@@ -110,6 +119,11 @@ func cmdReplay(c *cli, args []string) int {
 			return c.errorf("%v", err)
 		}
 		recs = []*engine.Run{rec}
+		// A hook file without a name: is a new version of the recorded
+		// run's hook, whose budget the replay spends.
+		if !loadHook(rec.Hook) {
+			return exitError
+		}
 	}
 
 	log := daemon.NewLogger(d.LogFormat, c.log, slog.LevelWarn)
@@ -178,8 +192,10 @@ func cmdReplay(c *cli, args []string) int {
 }
 
 // replayHook is the hook --hook names: a hook file, read as hooks.d
-// reads one, or a hook's name; nil when ref is "" (each run's own hook).
-func (c *cli) replayHook(d *config.Daemon, hooks []*engine.Hook, ref string) (*engine.Hook, error) {
+// reads one (named defaultName when it has no name: and defaultName is
+// set, else by its file's name), or a hook's name; nil when ref is ""
+// (each run's own hook).
+func (c *cli) replayHook(d *config.Daemon, hooks []*engine.Hook, ref, defaultName string) (*engine.Hook, error) {
 	if ref == "" {
 		return nil, nil
 	}
@@ -197,7 +213,10 @@ func (c *cli) replayHook(d *config.Daemon, hooks []*engine.Hook, ref string) (*e
 	}
 	defer f.Close()
 	opts := d.HookOptions()
-	opts.DefaultName = strings.TrimSuffix(filepath.Base(path), ext)
+	opts.DefaultName = defaultName
+	if opts.DefaultName == "" {
+		opts.DefaultName = strings.TrimSuffix(filepath.Base(path), ext)
+	}
 	if opts.Root == "" {
 		if abs, err := filepath.Abs(d.HooksDir); err == nil {
 			opts.Root = filepath.Dir(abs)

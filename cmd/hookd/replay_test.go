@@ -161,6 +161,18 @@ func TestReplayWithoutDaemon(t *testing.T) {
 	if rp.Replay.Status != engine.StatusCompleted || !strings.Contains(rp.Replay.Prompt, "disk 91%") {
 		t.Errorf("replay with --live-steps: %+v", rp.Replay)
 	}
+	// A candidate hook file outside hooks.d, without a name: it is a new
+	// version of the recorded run's hook, whose budget it spends.
+	e.write("candidate.yaml", strings.Replace(replayHook, "Say whether to act.", "Be terse.", 1))
+	model.Push(llmtest.Answer("Terse."))
+	r = e.must(0, "replay", id, "--hook", "candidate.yaml", "--json")
+	rp = replayJSON{}
+	if err := json.Unmarshal([]byte(r.stdout), &rp); err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	if rp.Hook != "ask" || !strings.Contains(rp.Replay.Prompt, "Be terse.") || !rp.PromptChanged {
+		t.Errorf("replay with --hook candidate.yaml: hook %q, prompt %q", rp.Hook, rp.Replay.Prompt)
+	}
 
 	db, err := store.Open(e.path(".hookd/hookd.db"))
 	if err != nil {
@@ -173,7 +185,7 @@ func TestReplayWithoutDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(usage) != 2 || usage[1].Tag != engine.UsageReplay || usage[1].Total() != 15 {
-		t.Errorf("usage records %+v, want the run's and the replay's (tagged replay)", usage)
+	if len(usage) != 3 || usage[1].Tag != engine.UsageReplay || usage[1].Total() != 15 || usage[2].Hook != "ask" {
+		t.Errorf("usage records %+v, want the run's and the two replays' (tagged replay, charged to ask)", usage)
 	}
 }
