@@ -335,11 +335,11 @@ func Collapsible(r *engine.Run) bool { return collapsible(r) }
 
 // RerunCols are the columns of a pending rerun, in the order of
 // RerunArgs and ScanRerun.
-const RerunCols = `run_id, hook, interrupted, event, event_type, depth, planned_at`
+const RerunCols = `run_id, hook, interrupted, event, event_type, depth, planned_at, trace_parent`
 
 // RerunArgs returns the values of RerunCols for r.
 func RerunArgs(r *engine.PendingRerun) []any {
-	return []any{r.RunID, r.Hook, r.Interrupted, RawArg(r.Event), r.EventType, r.Depth, timeInt(r.PlannedAt)}
+	return []any{r.RunID, r.Hook, r.Interrupted, RawArg(r.Event), r.EventType, r.Depth, timeInt(r.PlannedAt), TraceArg(r.TraceParent)}
 }
 
 // ScanRerun scans RerunCols.
@@ -348,9 +348,13 @@ func ScanRerun(row Scanner) (*engine.PendingRerun, error) {
 		r       engine.PendingRerun
 		planned int64
 		event   *string
+		tp      *string
 	)
-	if err := row.Scan(&r.RunID, &r.Hook, &r.Interrupted, &event, &r.EventType, &r.Depth, &planned); err != nil {
+	if err := row.Scan(&r.RunID, &r.Hook, &r.Interrupted, &event, &r.EventType, &r.Depth, &planned, &tp); err != nil {
 		return nil, err
+	}
+	if tp != nil {
+		r.TraceParent = engine.TraceParent(*tp)
 	}
 	r.PlannedAt = intTime(planned)
 	if event != nil && *event != "" {

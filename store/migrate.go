@@ -96,6 +96,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{21, "pending reruns", sqlReruns},              // reruns.go
 	{22, "event trace parent", sqlEventTrace},      // dispatch.go
 	{23, "usage tag", sqlUsageTag},                 // usage.go
+	{24, "rerun trace parent", sqlRerunTrace},      // reruns.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

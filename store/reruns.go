@@ -22,9 +22,13 @@ const sqlReruns = `CREATE TABLE reruns (
 	planned_at  INTEGER NOT NULL
 );`
 
+// sqlRerunTrace is migration 24: the trace parent of a pending rerun
+// (engine.PendingRerun.TraceParent), the caller's trace it continues.
+const sqlRerunTrace = `ALTER TABLE reruns ADD COLUMN trace_parent TEXT;`
+
 // AddRerun records a pending rerun.
 func (d *DB) AddRerun(ctx context.Context, r *engine.PendingRerun) error {
-	_, err := d.w.ExecContext(ctx, `INSERT INTO reruns (`+RerunCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`, RerunArgs(r)...)
+	_, err := d.w.ExecContext(ctx, `INSERT INTO reruns (`+RerunCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, RerunArgs(r)...)
 	if err != nil {
 		return fmt.Errorf("add rerun of run %s: %w", r.Interrupted, err)
 	}

@@ -126,6 +126,7 @@ CREATE TABLE retries (
 	{16, "pending reruns", sqlReruns},                                  // reruns.go
 	{17, "event trace parent", sqlEventTrace},                          // events.go
 	{18, "usage tag", sqlUsageTag},                                     // usage.go
+	{19, "rerun trace parent", sqlRerunTrace},                          // reruns.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

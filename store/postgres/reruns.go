@@ -22,10 +22,14 @@ const sqlReruns = `CREATE TABLE IF NOT EXISTS reruns (
 	planned_at  BIGINT  NOT NULL
 );`
 
+// sqlRerunTrace is migration 19: the trace parent of a pending rerun
+// (engine.PendingRerun.TraceParent), the caller's trace it continues.
+const sqlRerunTrace = `ALTER TABLE reruns ADD COLUMN IF NOT EXISTS trace_parent TEXT;`
+
 // AddRerun records a pending rerun.
 func (d *DB) AddRerun(ctx context.Context, r *engine.PendingRerun) error {
 	_, err := d.pool.Exec(ctx, `INSERT INTO reruns (`+store.RerunCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, store.RerunArgs(r)...)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, store.RerunArgs(r)...)
 	if err != nil {
 		return fmt.Errorf("add rerun of run %s: %w", r.Interrupted, err)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // testPendingReruns: pending reruns survive a reopen, oldest planned
-// first, with their event, until deleted.
+// first, with their event and their trace parent, until deleted.
 func testPendingReruns(t *testing.T, e *env) {
 	ctx := context.Background()
 	s, err := e.open()
@@ -21,7 +21,7 @@ func testPendingReruns(t *testing.T, e *env) {
 	}
 	later := &engine.PendingRerun{RunID: "b-rerun", Hook: "h", Interrupted: "b", PlannedAt: t0.Add(time.Minute)}
 	first := &engine.PendingRerun{RunID: "a-rerun", Hook: "g", Interrupted: "a", Event: json.RawMessage(`{"k":"v"}`),
-		EventType: "deploy", Depth: 2, PlannedAt: t0}
+		EventType: "deploy", Depth: 2, PlannedAt: t0, TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	must(t, s.AddRerun(ctx, later))
 	must(t, s.AddRerun(ctx, first))
 	if err := s.AddRerun(ctx, first); err == nil {
