@@ -85,6 +85,7 @@ type Run struct {
 	FinishedAt  time.Time       `json:"finished_at,omitzero"`  //
 	Depth       int             `json:"depth,omitempty"`       // event chain depth that led to this run
 	TraceParent TraceParent     `json:"traceparent,omitempty"` // the caller's trace it continues (its event's, or its fire's)
+	TraceLinks  TraceLinks      `json:"trace_links,omitzero"`  // the traces of the triggers coalesced into it (overlap: queue), which its trace links to
 	// Repeats is how many identical records of a paused or disabled hook
 	// this one stands for (0 or 1: itself only): the first was refused at
 	// QueuedAt, the latest at FinishedAt, and Event and Slot are the

@@ -734,6 +734,7 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 	if p := ent.pending; p != nil {
 		ent.coalesce++
 		p.Event = s.redactEvent(ent, s.mergePending(p, t))
+		p.linkCoalesced(t.traceParent)
 		if t.eventType != "" {
 			p.EventType = t.eventType
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"strings"
 )
 
@@ -47,4 +48,36 @@ func (t TraceParent) IDs() (trace, parent string) {
 		return "", ""
 	}
 	return p[1], p[2]
+}
+
+// MaxTraceLinks is how many traces of the triggers coalesced into a
+// pending run a run keeps (TraceLinks.Parents); the rest are counted
+// (TraceLinks.Dropped).
+const MaxTraceLinks = 32
+
+// TraceLinks are the traces of the triggers coalesced into a pending run
+// (overlap: queue) other than the one the run continues
+// (Run.TraceParent): its trace links to each. Parents holds each at most
+// once, and at most MaxTraceLinks; Dropped counts those past it. They are
+// stored with the run (both stores), so a run started after a restart or
+// on another node links to them too.
+type TraceLinks struct {
+	Parents []TraceParent `json:"parents,omitempty"`
+	Dropped int           `json:"dropped,omitempty"`
+}
+
+// IsZero reports whether l links to nothing.
+func (l TraceLinks) IsZero() bool { return len(l.Parents) == 0 && l.Dropped == 0 }
+
+// linkCoalesced records the trace parent tp of a trigger coalesced into
+// r: none, r's own and one r links to already add nothing.
+func (r *Run) linkCoalesced(tp TraceParent) {
+	if tp == "" || tp == r.TraceParent || slices.Contains(r.TraceLinks.Parents, tp) {
+		return
+	}
+	if len(r.TraceLinks.Parents) >= MaxTraceLinks {
+		r.TraceLinks.Dropped++
+		return
+	}
+	r.TraceLinks.Parents = append(r.TraceLinks.Parents, tp)
 }

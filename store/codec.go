@@ -50,7 +50,8 @@ func Collect[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
 // ScanRun.
 const RunCols = `id, hook, "trigger", slot, status, reason, event_type, event, steps,
 	prompt, response, tool_calls, prompt_tokens, completion_tokens, cached_tokens,
-	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project, hook_version, check_failed`
+	error, fingerprint, depth, queued_at, started_at, finished_at, outcome, repeats, project, hook_version, check_failed,
+	trace_links`
 
 // CollectRuns scans rows of RunCols then seq, in the order the query
 // gives them. An empty list is [] in JSON, never null.
@@ -79,13 +80,13 @@ func ScanRun(row Scanner) (*engine.Run, int64, error) {
 		slot, pt, ct, cached *int64
 		queued, started, fin *int64
 		event, steps, tools  *string
-		out                  *string
+		out, links           *string
 		seq                  int64
 		repeats              int
 	)
 	if err := row.Scan(&r.ID, &r.Hook, &r.Trigger, &slot, &status, &r.Reason, &r.EventType,
 		&event, &steps, &r.Prompt, &r.Response, &tools, &pt, &ct, &cached,
-		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &r.HookVersion, &r.CheckFailed, &seq); err != nil {
+		&r.Error, &r.Fingerprint, &r.Depth, &queued, &started, &fin, &out, &repeats, &r.Project, &r.HookVersion, &r.CheckFailed, &links, &seq); err != nil {
 		return nil, 0, err
 	}
 	r.Status = engine.Status(status)
@@ -112,6 +113,11 @@ func ScanRun(row Scanner) (*engine.Run, int64, error) {
 			return nil, 0, err
 		}
 	}
+	if links != nil && *links != "" {
+		if err := json.Unmarshal([]byte(*links), &r.TraceLinks); err != nil {
+			return nil, 0, fmt.Errorf("decode trace links of run %s: %w", r.ID, err)
+		}
+	}
 	return &r, seq, nil
 }
 
@@ -128,11 +134,28 @@ func RunArgs(r *engine.Run, st engine.Status) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	links, err := TraceLinksArg(r.TraceLinks)
+	if err != nil {
+		return nil, err
+	}
 	pt, ct, cached := TokenArgs(r.Tokens)
 	return []any{r.ID, r.Hook, r.Trigger, timeArg(r.Slot), string(st), r.Reason, r.EventType,
 		RawArg(r.Event), steps, r.Prompt, r.Response, RawArg(r.ToolCalls), pt, ct, cached,
 		r.Error, r.Fingerprint, r.Depth, timeArg(r.QueuedAt), timeArg(r.StartedAt),
-		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project, r.HookVersion, r.CheckFailed}, nil
+		timeArg(r.FinishedAt), out, max(r.Repeats, 1), r.Project, r.HookVersion, r.CheckFailed, links}, nil
+}
+
+// TraceLinksArg is the value of a run's trace_links column
+// (Run.TraceLinks as JSON): NULL when it links to nothing.
+func TraceLinksArg(l engine.TraceLinks) (any, error) {
+	if l.IsZero() {
+		return nil, nil
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return nil, fmt.Errorf("encode trace links: %w", err)
+	}
+	return string(b), nil
 }
 
 // RunOutcomeArg is the value of a run's outcome column: NULL (nil) when

@@ -97,6 +97,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{22, "event trace parent", sqlEventTrace},      // dispatch.go
 	{23, "usage tag", sqlUsageTag},                 // usage.go
 	{24, "rerun trace parent", sqlRerunTrace},      // reruns.go
+	{25, "run trace links", sqlRunTraceLinks},      // runs.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -29,13 +29,17 @@ const sqlRunHookVersion = `ALTER TABLE runs ADD COLUMN hook_version TEXT NOT NUL
 // (hookstate.go) reads it with the status.
 const sqlRunCheckFailed = `ALTER TABLE runs ADD COLUMN check_failed TEXT NOT NULL DEFAULT '';`
 
+// sqlRunTraceLinks is migration 25: the traces of the triggers coalesced
+// into a pending run (engine.Run.TraceLinks), as JSON; NULL for none.
+const sqlRunTraceLinks = `ALTER TABLE runs ADD COLUMN trace_links TEXT;`
+
 // defaultLimit is the number of rows a list returns when no limit is given.
 const defaultLimit = 50
 
 const runCols = RunCols
 
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // sqlUpsertRun inserts a run as running, or starts the queued run of the
 // same id (keeping its seq, hence its place in the history). A run already
@@ -334,17 +338,21 @@ func (d *DB) QueuedRuns(ctx context.Context) ([]*engine.Run, error) {
 	return runs, nil
 }
 
-// UpdateQueued replaces the event, event type, trigger, reason and depth of
-// a queued run (when a later trigger coalesces into it). What merged names
+// UpdateQueued replaces the event, event type, trigger, reason, depth and
+// trace links of a queued run (when a later trigger coalesces into it). What merged names
 // was merged into the run, and is recorded in the same transaction: a
 // slot as the run's, the hook's last slot advancing to it, so a restart
 // never fires it again; a pending event as having reached the run's hook
 // (DispatchedTo). A run that is not queued is engine.ErrNotFound.
 func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged engine.Merged) error {
-	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	links, err := TraceLinksArg(r.TraceLinks)
+	if err != nil {
+		return fmt.Errorf("update queued run %s: %w", r.ID, err)
+	}
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET event = ?, event_type = ?, "trigger" = ?,
-			reason = ?, depth = ? WHERE id = ? AND status = ?`,
-			RawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))
+			reason = ?, depth = ?, trace_links = ? WHERE id = ? AND status = ?`,
+			RawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, links, r.ID, string(engine.StatusQueued))
 		if err != nil {
 			return err
 		}

@@ -43,6 +43,14 @@ func (x *Exporter) export(run *engine.Run) {
 			Attributes:  []attribute.KeyValue{attribute.String("hookd.link", "retry_of"), attribute.String("hookd.run.id", run.RetryOf)},
 		}))
 	}
+	// A run triggers were coalesced into (overlap: queue) links to each
+	// one's trace.
+	for _, tp := range run.TraceLinks.Parents {
+		if sc, ok := remoteParent(tp); ok {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc,
+				Attributes: []attribute.KeyValue{attribute.String("hookd.link", "coalesced")}}))
+		}
+	}
 	ctx, root := x.tracer.Start(ctx, "run "+run.Hook, opts...)
 	ctx = context.WithValue(ctx, rootKey{}, rootIDs{}) // the spans under it get ids of their own
 	if run.Gate != "" {
@@ -93,6 +101,9 @@ func (x *Exporter) runAttrs(run *engine.Run) []attribute.KeyValue {
 	}
 	if run.Attempt > 0 {
 		a = append(a, attribute.Int("hookd.attempt", run.Attempt), attribute.Int("hookd.attempts", run.Attempts))
+	}
+	if run.TraceLinks.Dropped > 0 { // coalesced triggers' traces past engine.MaxTraceLinks
+		a = append(a, attribute.Int("hookd.links.dropped", run.TraceLinks.Dropped))
 	}
 	if run.Tokens.Known && run.Tokens.Prompt+run.Tokens.Completion > 0 {
 		a = append(a, attribute.Int64("gen_ai.usage.input_tokens", run.Tokens.Prompt),

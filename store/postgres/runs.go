@@ -19,8 +19,12 @@ const runCols = store.RunCols
 // (engine.Run.CheckFailed), read with the hooks' last status (state.go).
 const sqlRunCheckFailed = `ALTER TABLE runs ADD COLUMN IF NOT EXISTS check_failed TEXT NOT NULL DEFAULT '';`
 
+// sqlRunTraceLinks is migration 20: the traces of the triggers coalesced
+// into a pending run (engine.Run.TraceLinks), as JSON; NULL for none.
+const sqlRunTraceLinks = `ALTER TABLE runs ADD COLUMN IF NOT EXISTS trace_links TEXT;`
+
 const sqlInsertRun = `INSERT INTO runs (` + runCols + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`
 
 // sqlUpsertRun inserts a run as running, or starts the queued run of the
 // same id (keeping its seq). A run already running is left as is apart
@@ -411,9 +415,13 @@ func (d *DB) UpdateQueued(ctx context.Context, r *engine.Run, merged engine.Merg
 
 // updateQueued is UpdateQueued in tx.
 func updateQueued(ctx context.Context, tx pgx.Tx, r *engine.Run, merged engine.Merged) error {
+	links, err := store.TraceLinksArg(r.TraceLinks)
+	if err != nil {
+		return err
+	}
 	tag, err := tx.Exec(ctx, `UPDATE runs SET event = $1, event_type = $2, "trigger" = $3,
-		reason = $4, depth = $5 WHERE id = $6 AND status = $7`,
-		store.RawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, r.ID, string(engine.StatusQueued))
+		reason = $4, depth = $5, trace_links = $6 WHERE id = $7 AND status = $8`,
+		store.RawArg(r.Event), r.EventType, r.Trigger, r.Reason, r.Depth, links, r.ID, string(engine.StatusQueued))
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,7 @@ func fullRun(id string) *engine.Run {
 		RetryOf:     "first",
 		Retry:       &engine.RetryPlan{RunID: "next", Attempt: 3, At: t0.Add(time.Minute)},
 		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		TraceLinks:  engine.TraceLinks{Parents: []engine.TraceParent{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, Dropped: 2},
 	}
 }
 
@@ -723,5 +724,42 @@ func testSkipRecordsCollapse(t *testing.T, e *env) {
 	}
 	if runs, _ := s.ListRuns(ctx, engine.RunFilter{Hook: "c"}); len(runs) != 2 {
 		t.Errorf("in_flight records: %d, want 2", len(runs))
+	}
+}
+
+// testCoalescedTraceLinks: the traces of the triggers coalesced into a
+// queued run (engine.Run.TraceLinks) are stored with it by UpdateQueued,
+// survive a reopen, and stay with the run through its start and its end.
+func testCoalescedTraceLinks(t *testing.T, e *env) {
+	ctx := context.Background()
+	s, err := e.open()
+	must(t, err)
+	const own = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	links := engine.TraceLinks{Parents: []engine.TraceParent{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		"00-11111111111111111111111111111111-2222222222222222-00"}, Dropped: 4}
+	must(t, s.InsertRun(ctx, &engine.Run{ID: "p", Hook: "h", Status: engine.StatusQueued, Trigger: "event", QueuedAt: t0, TraceParent: own}))
+	if r, err := s.GetRun(ctx, "p"); err != nil || !r.TraceLinks.IsZero() {
+		t.Fatalf("a queued run nothing was coalesced into: %+v %v", r, err)
+	}
+	must(t, s.UpdateQueued(ctx, &engine.Run{ID: "p", Hook: "h", Trigger: "event", Reason: "coalesced", TraceParent: own,
+		TraceLinks: links}, engine.Merged{}))
+	must(t, s.Close())
+
+	s = e.store()
+	qs, err := s.QueuedRuns(ctx)
+	must(t, err)
+	if len(qs) != 1 {
+		t.Fatalf("QueuedRuns after reopen: %d runs, want p", len(qs))
+	}
+	if qs[0].TraceParent != own || !reflect.DeepEqual(qs[0].TraceLinks, links) {
+		t.Fatalf("p after reopen continues %q, links to %+v; want %s, %+v", qs[0].TraceParent, qs[0].TraceLinks, own, links)
+	}
+	must(t, s.StartRun(ctx, &engine.Run{ID: "p", Hook: "h", Trigger: "event", QueuedAt: t0, StartedAt: t0.Add(time.Second)}))
+	must(t, s.FinishRun(ctx, &engine.Run{ID: "p", Hook: "h", Trigger: "event", Status: engine.StatusCompleted,
+		QueuedAt: t0, StartedAt: t0.Add(time.Second), FinishedAt: t0.Add(2 * time.Second), TraceParent: own}))
+	r, err := s.GetRun(ctx, "p")
+	must(t, err)
+	if r.Status != engine.StatusCompleted || !reflect.DeepEqual(r.TraceLinks, links) {
+		t.Errorf("the finished run: %s, trace links %+v; want %+v", r.Status, r.TraceLinks, links)
 	}
 }

@@ -65,6 +65,7 @@ var tests = []struct {
 	{"QueuedRunsSurviveReopen", testQueuedRunsSurviveReopen},
 	{"UpdateQueuedRecordsMergedSlot", testUpdateQueuedRecordsMergedSlot},
 	{"UpdateQueuedRefusesOthers", testUpdateQueuedRefusesOthers},
+	{"CoalescedTraceLinks", testCoalescedTraceLinks},
 	{"RecoverInterrupted", testRecoverInterrupted},
 	{"RecoverInterruptedReturnsProcs", testRecoverInterruptedReturnsProcs},
 	{"LastFingerprint", testLastFingerprint},

@@ -1,0 +1,155 @@
+package tracing
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hookd/hookd/engine"
+)
+
+// receiver is an OTLP/HTTP traces endpoint on a loopback port: it decodes
+// the protobuf requests it gets and keeps their spans.
+type receiver struct {
+	url   string
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func newReceiver(t *testing.T) *receiver {
+	t.Helper()
+	rc := &receiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			t.Errorf("export to %s as %q; want protobuf to /v1/traces", r.URL.Path, r.Header.Get("Content-Type"))
+			http.Error(w, "want application/x-protobuf at /v1/traces", http.StatusBadRequest)
+			return
+		}
+		var body io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			body = zr
+		}
+		b, err := io.ReadAll(body)
+		var req coltracepb.ExportTraceServiceRequest
+		if err == nil {
+			err = proto.Unmarshal(b, &req)
+		}
+		if err != nil {
+			t.Errorf("decode an export: %v", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rc.mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				rc.spans = append(rc.spans, ss.Spans...)
+			}
+		}
+		rc.mu.Unlock()
+		resp, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(resp)
+	}))
+	t.Cleanup(srv.Close)
+	rc.url = srv.URL
+	return rc
+}
+
+func (rc *receiver) got() []*tracepb.Span {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]*tracepb.Span(nil), rc.spans...)
+}
+
+// export sends runs through an Exporter to rc, and flushes it.
+func exportRuns(t *testing.T, rc *receiver, runs ...*engine.Run) {
+	t.Helper()
+	x, err := New(context.Background(), Options{Endpoint: rc.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		x.Observe(engine.RunEvent(r))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := x.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func finishedRun(id string) *engine.Run {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	return &engine.Run{ID: id, Hook: "h", Trigger: "event", Status: engine.StatusCompleted,
+		QueuedAt: t0, StartedAt: t0, FinishedAt: t0.Add(time.Second)}
+}
+
+// attr is the value of attribute key among attrs, as text ("" if none).
+func attr(attrs []*commonpb.KeyValue, key string) string {
+	for _, kv := range attrs {
+		if kv.Key != key {
+			continue
+		}
+		switch v := kv.Value.Value.(type) {
+		case *commonpb.AnyValue_StringValue:
+			return v.StringValue
+		case *commonpb.AnyValue_IntValue:
+			return strconv.FormatInt(v.IntValue, 10)
+		}
+	}
+	return ""
+}
+
+// TestCoalescedRunLinksEveryTrace: a run that triggers were coalesced
+// into (overlap: queue) continues its first trigger's trace, and its root
+// span links to the trace of each trigger merged into it
+// (hookd.link=coalesced), with those it did not keep counted.
+func TestCoalescedRunLinksEveryTrace(t *testing.T) {
+	const (
+		first = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		b     = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+		c     = "00-11111111111111111111111111111111-2222222222222222-00"
+	)
+	rc := newReceiver(t)
+	run := finishedRun("coalesced")
+	run.TraceParent = first
+	run.TraceLinks = engine.TraceLinks{Parents: []engine.TraceParent{b, c}, Dropped: 3}
+	exportRuns(t, rc, run)
+	spans := rc.got()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want the run's one", len(spans))
+	}
+	root := spans[0]
+	if got := hex.EncodeToString(root.TraceId) + "-" + hex.EncodeToString(root.ParentSpanId); got != "4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7" {
+		t.Errorf("the run's trace and parent span = %s; want the first trigger's", got)
+	}
+	var links []string
+	for _, l := range root.Links {
+		links = append(links, "00-"+hex.EncodeToString(l.TraceId)+"-"+hex.EncodeToString(l.SpanId)+" "+attr(l.Attributes, "hookd.link"))
+	}
+	want := []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331 coalesced", "00-11111111111111111111111111111111-2222222222222222 coalesced"}
+	if !slices.Equal(links, want) {
+		t.Errorf("the run's span links = %q, want %q", links, want)
+	}
+	if got := attr(root.Attributes, "hookd.links.dropped"); got != "3" {
+		t.Errorf("hookd.links.dropped = %q, want 3", got)
+	}
+}
