@@ -153,3 +153,61 @@ func TestCoalescedRunLinksEveryTrace(t *testing.T) {
 		t.Errorf("hookd.links.dropped = %q, want 3", got)
 	}
 }
+
+// TestSamplerFromEnvironment: OTEL_TRACES_SAMPLER and
+// OTEL_TRACES_SAMPLER_ARG choose which runs are sent. The default
+// (parentbased_always_on) sends a run of its own and one whose caller
+// sampled its trace, not one whose caller did not (traceparent flags 00).
+func TestSamplerFromEnvironment(t *testing.T) {
+	const (
+		sampled   = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		unsampled = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+	)
+	for _, tc := range []struct {
+		sampler, arg string
+		want         []string // the runs sent, of own, sampled and unsampled
+	}{
+		{"", "", []string{"own", "sampled"}},
+		{"always_off", "", nil},
+		{"always_on", "", []string{"own", "sampled", "unsampled"}},
+		{"traceidratio", "0", nil},
+		{"traceidratio", "1", []string{"own", "sampled", "unsampled"}},
+		{"parentbased_traceidratio", "0", []string{"sampled"}},
+		{"parentbased_always_off", "", []string{"sampled"}},
+		{"no_such_sampler", "", []string{"own", "sampled"}}, // the default
+	} {
+		t.Run(tc.sampler+"="+tc.arg, func(t *testing.T) {
+			t.Setenv("OTEL_TRACES_SAMPLER", tc.sampler)
+			t.Setenv("OTEL_TRACES_SAMPLER_ARG", tc.arg)
+			rc := newReceiver(t)
+			own, s, u := finishedRun("own"), finishedRun("sampled"), finishedRun("unsampled")
+			s.TraceParent, u.TraceParent = sampled, unsampled
+			exportRuns(t, rc, own, s, u)
+			var sent []string
+			for _, sp := range rc.got() {
+				sent = append(sent, attr(sp.Attributes, "hookd.run.id"))
+			}
+			slices.Sort(sent)
+			if !slices.Equal(sent, tc.want) {
+				t.Errorf("OTEL_TRACES_SAMPLER=%s OTEL_TRACES_SAMPLER_ARG=%s: runs sent %q, want %q", tc.sampler, tc.arg, sent, tc.want)
+			}
+		})
+	}
+}
+
+// TestOTLPOverHTTPOnly: hookd sends OTLP as protobuf over HTTP (the
+// receiver refuses anything else); gRPC is not built in, so
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc changes nothing.
+func TestOTLPOverHTTPOnly(t *testing.T) {
+	for _, proto := range []string{"", "http/protobuf", "grpc"} {
+		t.Run("protocol="+proto, func(t *testing.T) {
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
+			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "")
+			rc := newReceiver(t)
+			exportRuns(t, rc, finishedRun("r"))
+			if n := len(rc.got()); n != 1 {
+				t.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: %d spans over http/protobuf, want 1", proto, n)
+			}
+		})
+	}
+}
