@@ -130,15 +130,27 @@ func appendJSONFloat(b []byte, f float64) []byte {
 
 // AppendJSONString appends s quoted as encoding/json quotes it: printable
 // ASCII other than " \ < > & as it is, anything else through
-// encoding/json itself.
+// encoding/json itself: its Encoder writes the quoted string from its
+// own (pooled) buffer straight onto b, where json.Marshal would return a
+// copy of it first: for a step's megabyte of output, one megabyte less
+// to allocate.
 func AppendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
+			w := appendWriter{b: b}
+			_ = json.NewEncoder(&w).Encode(s) // a string always encodes
+			return w.b[:len(w.b)-1]           // less the line break Encode ends with
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// appendWriter appends what is written to b.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }

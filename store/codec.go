@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -175,7 +176,9 @@ func StepsArg(steps []*engine.StepResult) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode steps: %w", err)
 	}
-	return string(b), nil
+	// The text is the encoding's bytes, not a copy of them (a megabyte
+	// for a step's megabyte of output): nothing writes to b after this.
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil
 }
 
 // TokenArgs are the values of a run's token columns: NULL when the model

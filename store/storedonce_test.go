@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -32,5 +33,33 @@ func TestStepOutputStoredOnce(t *testing.T) {
 	mustRun(t, err)
 	if s, _ := got.Steps[0].Fields["stdout"].(string); s != out || got.Steps[0].Output != out {
 		t.Errorf("read back: output %d bytes, stdout %d bytes", len(got.Steps[0].Output), len(s))
+	}
+}
+
+// TestStepsArgAllocatesOutputOnce: encoding the steps of a run whose
+// shell step printed 1 MiB of text with line breaks (escaped in JSON)
+// allocates about the encoding's size once, not several copies of it
+// (json.Marshal's copy of the quoted output, the buffer outgrown by the
+// escapes, the text copied from the bytes: 4.4 MB for 1 MiB). The fewest
+// bytes of five tries count, should another goroutine allocate meanwhile.
+func TestStepsArgAllocatesOutputOnce(t *testing.T) {
+	line := strings.Repeat("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo", 2) + "\n"
+	out := strings.Repeat(line, (1<<20)/len(line))
+	steps := []*engine.StepResult{{Index: 0, Name: "dump", Type: "shell", Output: out, ExitCode: new(0),
+		Fields: map[string]any{"stdout": out, "stderr": "", "command": "cat dump"}}}
+	least := uint64(1 << 62)
+	var size int
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		v, err := StepsArg(steps)
+		runtime.ReadMemStats(&after)
+		mustRun(t, err)
+		size = len(v.(string))
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	t.Logf("%d bytes allocated for %d bytes of steps", least, size)
+	if least > uint64(size)*3/2 {
+		t.Errorf("encoding %d bytes of steps allocated %d bytes; want at most 1.5 times the encoding", size, least)
 	}
 }
