@@ -20,6 +20,7 @@ import (
 
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/sandbox"
 )
 
@@ -35,7 +36,11 @@ import (
 // (BenchmarkSpawn in package sandbox has it). It prints runs/s, spawns/s
 // and their ratio (the target is >= 0.75 with 8 publishers and the
 // sandbox off), and the latency from sending the POST to the run's
-// started_at, p50 and p99 (target: p99 <= 5 ms).
+// started_at, p50 and p99 (target: p99 <= 5 ms). Beside them, where the
+// CPU goes (the two cores are shared by both sides of the ratio): a run's
+// in the daemon (its own threads), in the publishers (this process: the
+// HTTP client, the answers' JSON) and in the step's process; a spawn's in
+// the spawners and in the child.
 //
 //	go test -run '^$' -bench 'BenchmarkEventToRunAPI$' -benchtime 2000x ./cmd/hookd/
 func BenchmarkEventToRunAPI(b *testing.B) {
@@ -159,11 +164,22 @@ func benchEventToRunAPI(b *testing.B, pubs int, boxed bool) {
 	lat = lat[:0]
 
 	per := max(b.N/rounds, pubs)
-	var runT, spawnT time.Duration
+	// CPU: the publishers' (this process), the daemon's, the steps'
+	// processes (the daemon's children); the spawners' (this process)
+	// and their children's.
+	var runT, spawnT, pubCPU, daemonCPU, stepCPU, spawnCPU, childCPU time.Duration
+	pid := cmd.Process.Pid
 	b.ResetTimer()
 	for range rounds {
+		c0, k0 := testtool.SelfCPU(b), testtool.ChildrenCPU(b)
 		spawnT += spawns(per)
+		c1, k1 := testtool.SelfCPU(b), testtool.ChildrenCPU(b)
+		d1, s1 := testtool.ProcCPU(b, pid)
 		runT += emitRuns(per)
+		c2 := testtool.SelfCPU(b)
+		d2, s2 := testtool.ProcCPU(b, pid)
+		spawnCPU, childCPU = spawnCPU+c1-c0, childCPU+k1-k0
+		pubCPU, daemonCPU, stepCPU = pubCPU+c2-c1, daemonCPU+d2-d1, stepCPU+s2-s1
 	}
 	b.StopTimer()
 	if b.Failed() {
@@ -176,6 +192,12 @@ func benchEventToRunAPI(b *testing.B, pubs int, boxed bool) {
 	b.ReportMetric(runRate, "runs/s")
 	b.ReportMetric(spawnRate, "spawns/s")
 	b.ReportMetric(runRate/spawnRate, "ratio")
+	perOp := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(per*rounds) }
+	b.ReportMetric(perOp(daemonCPU), "daemon-cpu-µs/run")
+	b.ReportMetric(perOp(pubCPU), "publishers-cpu-µs/run")
+	b.ReportMetric(perOp(stepCPU), "step-cpu-µs/run")
+	b.ReportMetric(perOp(spawnCPU), "spawners-cpu-µs/spawn")
+	b.ReportMetric(perOp(childCPU), "child-cpu-µs/spawn")
 	b.ReportMetric(ms(quantileDur(lat, 0.50)), "start-p50-ms")
 	b.ReportMetric(ms(quantileDur(lat, 0.99)), "start-p99-ms")
 	b.Logf("sandbox %t, %d publishers over the API socket: %d runs in %v (%.0f runs/s), %d bare spawns in %v (%.0f spawns/s): ratio %.2f; POST to started_at p50 %v p99 %v",
