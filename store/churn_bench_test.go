@@ -16,21 +16,27 @@ const churnKeep = 6
 
 // base64Output is n bytes of base64 text of random bytes in 76-character
 // lines, as `head -c N /dev/urandom | base64` prints: every run's output
-// is new words to the index.
+// is new words to the index. It is made a line at a time into the one
+// string it returns: the soak measures the store's memory, not garbage
+// of its own.
 func base64Output(rng *rand.Rand, n int) string {
-	raw := make([]byte, n*3/4)
-	for i := range raw {
-		raw[i] = byte(rng.Uint32())
-	}
-	enc := base64.StdEncoding.EncodeToString(raw)
+	raw := n * 3 / 4
 	var b strings.Builder
-	b.Grow(len(enc) + len(enc)/76 + 1)
-	for len(enc) > 76 {
-		b.WriteString(enc[:76])
-		b.WriteByte('\n')
-		enc = enc[76:]
+	b.Grow(n + n/76 + 1)
+	var chunk [57]byte // a line's bytes: 76 characters
+	var line [77]byte
+	for raw > 0 {
+		k := min(raw, len(chunk))
+		for i := range k {
+			chunk[i] = byte(rng.Uint32())
+		}
+		raw -= k
+		enc := base64.StdEncoding.AppendEncode(line[:0], chunk[:k])
+		if raw > 0 {
+			enc = append(enc, '\n')
+		}
+		b.Write(enc)
 	}
-	b.WriteString(enc)
 	return b.String()
 }
 

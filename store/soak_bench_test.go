@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"testing"
@@ -107,12 +108,24 @@ func storeSoak(b *testing.B, soak time.Duration) {
 		at        time.Duration
 		rss, heap float64 // MB
 		gomem     float64 // MB the Go runtime holds from the OS (Sys less released)
+		cheld     float64 // MB glibc's malloc holds from the OS (arenas and mapped blocks)
+		cuse      float64 // MB allocated from it
+		sqlite    float64 // MB of it SQLite counts as its own
 	}
 	var samples []sample
+	profile := os.Getenv("HOOKD_SOAK_HEAPPROFILE") // a heap profile at the RSS peak
+	peakSoFar := 0.0
 	take := func() {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		samples = append(samples, sample{time.Since(start), rssMB(b), float64(ms.HeapInuse) / 1e6, float64(ms.Sys-ms.HeapReleased) / 1e6})
+		held, inUse, sq := cMemory()
+		s := sample{time.Since(start), rssMB(b), float64(ms.HeapInuse) / 1e6, float64(ms.Sys-ms.HeapReleased) / 1e6,
+			float64(held) / 1e6, float64(inUse) / 1e6, float64(sq) / 1e6}
+		samples = append(samples, s)
+		if profile != "" && s.rss > peakSoFar {
+			peakSoFar = s.rss
+			writeHeapProfile(b, profile)
+		}
 	}
 	take()
 	tick := time.NewTicker(5 * time.Second)
@@ -139,7 +152,11 @@ func storeSoak(b *testing.B, soak time.Duration) {
 	warm := min(2*time.Minute, soak/5)
 	var xs, ys []float64
 	peak, heapPeak, goPeak := 0.0, 0.0, 0.0
+	var atPeak sample
 	for _, s := range samples {
+		if s.rss > peak {
+			atPeak = s
+		}
 		peak, heapPeak, goPeak = max(peak, s.rss), max(heapPeak, s.heap), max(goPeak, s.gomem)
 		if s.at >= warm {
 			xs, ys = append(xs, s.at.Hours()), append(ys, s.rss)
@@ -154,6 +171,26 @@ func storeSoak(b *testing.B, soak time.Duration) {
 		"Go heap in use peak %.0f MB, at the end %.0f MB; the Go runtime's memory (Sys less released) peak %.0f MB, at the end %.0f MB; database file %.2f MB against %.2f MB live (%s): %.2f (target <= 1.5)",
 		mallocTuned, runs, soak, float64(runs)/soak.Seconds(), warm, slope, peak, last.rss, heapPeak, last.heap, goPeak, last.gomem,
 		float64(size.Bytes)/1e6, float64(live)/1e6, how, float64(size.Bytes)/float64(live))
+	b.Logf("at the RSS peak (%s): RSS %.0f MB = the Go runtime %.0f MB (heap in use %.0f) + glibc's malloc %.0f MB held (%.0f allocated, SQLite's count %.0f) + the rest (program text, stacks of C threads) %.0f",
+		atPeak.at.Round(time.Second), atPeak.rss, atPeak.gomem, atPeak.heap, atPeak.cheld, atPeak.cuse, atPeak.sqlite, atPeak.rss-atPeak.gomem-atPeak.cheld)
+	for _, s := range samples {
+		if testing.Verbose() {
+			b.Logf("%6s rss %5.1f go %5.1f heap %5.1f cheld %5.1f cuse %5.1f sqlite %5.1f", s.at.Round(time.Second), s.rss, s.gomem, s.heap, s.cheld, s.cuse, s.sqlite)
+		}
+	}
+}
+
+// writeHeapProfile writes the heap profile to path, after a collection.
+func writeHeapProfile(tb testing.TB, path string) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // rssMB is the process's resident set (VmRSS) in MB.
