@@ -121,8 +121,10 @@ type checkpointer struct {
 	done    chan struct{}
 
 	// Counts, for tests: rounds that ran, checkpoints run between two
-	// commits (TRUNCATE ones among them), errors.
+	// commits (TRUNCATE ones among them), errors; calls of checkpointRound
+	// begun and ended.
 	rounds, held, truncates, errs atomic.Int64
+	calls, ended                  atomic.Int64
 }
 
 // walBytes returns the size in bytes of a log of pages pages.
@@ -192,20 +194,24 @@ func (ck *checkpointer) closeWAL() {
 	ck.walClosed = true
 }
 
-// noteCommit is called by the committer after each commit. It wakes the
-// checkpointer when the log passed walCheckpointPages, and reports
-// whether the committer should stop for a TRUNCATE checkpoint: the log
-// passed walHardPages.
-func (d *DB) noteCommit() (stop bool) {
+// noteCommit is called by the committer after each commit. It reports
+// whether the log passed walCheckpointPages, so that the checkpointer is
+// to be woken (it starts it if need be), and whether the committer
+// should stop for a TRUNCATE checkpoint: the log passed walHardPages.
+// The committer records the stop before it wakes the checkpointer
+// (afterCommit): woken first, the checkpointer could run its round
+// before the stop was recorded, find none, and wait for the next wake
+// while the committer waited for it, and every write with it.
+func (d *DB) noteCommit() (wake, stop bool) {
 	ck := &d.ck
 	size := ck.walSize()
 	if size <= ck.soft.Load() {
-		return false
+		return false, false
 	}
-	if !d.wakeCheckpointer() {
-		return false
+	if !d.startCheckpointer() {
+		return false, false
 	}
-	return d.overHard(size)
+	return true, d.overHard(size)
 }
 
 // overHard reports whether a log of size bytes is past the hard bound,
@@ -218,19 +224,18 @@ func (d *DB) overHard(size int64) bool {
 // sinceOpen is the time since Open on the store's monotonic clock.
 func (d *DB) sinceOpen() time.Duration { return engine.Since(d.clock, d.origin) }
 
-// wakeCheckpointer wakes the checkpointer, starting it if need be. It
+// startCheckpointer starts the checkpointer if it is not running. It
 // reports false once Close stopped it.
-func (d *DB) wakeCheckpointer() bool {
+func (d *DB) startCheckpointer() bool {
 	ck := &d.ck
 	ck.mu.Lock()
+	defer ck.mu.Unlock()
 	if ck.closed {
-		ck.mu.Unlock()
 		return false
 	}
 	if !ck.started {
 		db, err := d.openCheckpointer()
 		if err != nil {
-			ck.mu.Unlock()
 			ck.fail(err)
 			return false
 		}
@@ -240,12 +245,16 @@ func (d *DB) wakeCheckpointer() bool {
 		ck.done = make(chan struct{})
 		go d.checkpointLoop(ck.wake, ck.stop, ck.done)
 	}
-	ck.mu.Unlock()
-	select {
-	case ck.wake <- struct{}{}:
-	default:
-	}
 	return true
+}
+
+// wakeCheckpointer wakes the checkpointer, which startCheckpointer
+// started.
+func (d *DB) wakeCheckpointer() {
+	select {
+	case d.ck.wake <- struct{}{}:
+	default: // a wake is pending: the round it starts sees this commit too
+	}
 }
 
 func (d *DB) checkpointLoop(wake, stop, done chan struct{}) {
@@ -282,6 +291,8 @@ func (d *DB) checkpointLoop(wake, stop, done chan struct{}) {
 // tries again, and Close's checkpoint reports one that lasts.
 func (d *DB) checkpointRound() {
 	ck := &d.ck
+	ck.calls.Add(1)
+	defer ck.ended.Add(1)
 	stopped := d.takeStopped()
 	if !stopped && ck.walSize() <= ck.soft.Load() {
 		return

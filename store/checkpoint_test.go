@@ -400,3 +400,51 @@ func TestWALSizeFollowsTheFile(t *testing.T) {
 		t.Fatalf("after closeWAL: size %d (open %v), want 70 by its path", got, ck.walOpen)
 	}
 }
+
+// The committer records its stop at the hard bound before it wakes the
+// checkpointer. Woken first, the checkpointer could run its whole round
+// before the stop was recorded (both PASSIVE checkpoints copy the log
+// while the committer is between its commit and the stop), find no stop,
+// and wait for the next wake while the committer waited for it: every
+// write after it waited for ever (seen in a soak of 1 MB outputs under
+// load). afterNoteCommit holds the committer at that point until no wake
+// is pending and no round running (but one waiting for the commit to end).
+func TestCheckpointerSeesStopAtHardBound(t *testing.T) {
+	d, _ := openTest(t)
+	ck := &d.ck
+	// Writes of about 15 pages; the commit that passes one bound passes
+	// both, and the round it wakes finds more than checkpointSmall frames
+	// in the log: two PASSIVE checkpoints, the second of which finds the
+	// log all copied and ends the round (the writes do not wait for it).
+	mustRun(t, d.setWALPages(checkpointSmall+44, checkpointSmall+44))
+	var stops atomic.Int64
+	afterNoteCommit = func(stop bool) {
+		if !stop {
+			return
+		}
+		stops.Add(1)
+		// Until no wake is pending and no round running, but for one
+		// waiting for this commit to end (holdWrites).
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			d.gc.mu.Lock()
+			holding := d.gc.gap != nil
+			d.gc.mu.Unlock()
+			if len(ck.wake) == 0 && (holding || ck.calls.Load() == ck.ended.Load()) {
+				return
+			}
+		}
+		t.Error("the checkpointer's round did not end")
+	}
+	defer func() { afterNoteCommit = nil }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 0; stops.Load() < 3; i++ {
+		if i == 200 {
+			t.Fatalf("the log passed its hard bound %d times in %d writes, want 3", stops.Load(), i)
+		}
+		if err := d.AppendEvents(ctx, bigEvents(fmt.Sprint(i), 10)); err != nil {
+			d.wakeCheckpointer() // so that Close does not wait for ever too
+			t.Fatalf("write %d, after %d stops at the hard bound: %v", i, stops.Load(), err)
+		}
+	}
+}

@@ -213,7 +213,13 @@ func (d *DB) submit(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx
 // it (holdWrites) or is woken to checkpoint a log past its hard bound, or
 // left it idle.
 func (d *DB) afterCommit() (more bool) {
-	stop := d.noteCommit()
+	wake, stop := d.noteCommit()
+	if wake {
+		defer d.wakeCheckpointer() // after the stop is recorded (noteCommit)
+	}
+	if afterNoteCommit != nil {
+		afterNoteCommit(stop)
+	}
 	c := &d.gc
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -232,6 +238,10 @@ func (d *DB) afterCommit() (more bool) {
 	c.idle.Broadcast()
 	return false
 }
+
+// afterNoteCommit, when set (by tests), is called by afterCommit between
+// noteCommit and recording its outcome.
+var afterNoteCommit func(stop bool)
 
 // holdWrites waits for the commit in progress, if any, to end and keeps
 // the committer busy, so that writes queue, until resumeWrites. It
