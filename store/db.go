@@ -58,6 +58,7 @@ type DB struct {
 	obs Observer     // told of event writes (Observe)
 	ck  checkpointer // copies the log into the database file (checkpoint.go)
 	ix  indexer      // the search index's background indexer (searchindex.go)
+	tr  trimmer      // gives the C heap's free pages back after large runs (malloc_glibc.go)
 
 	closeOnce sync.Once
 	closeErr  error

@@ -26,9 +26,21 @@ static int hookd_tune_malloc(void) {
 	return 0;
 #endif
 }
+
+// hookd_trim_malloc gives the free pages inside glibc's malloc arenas
+// back to the system (malloc_trim; glibc only).
+static void hookd_trim_malloc(void) {
+#if defined(__GLIBC__)
+	malloc_trim(0);
+#endif
+}
 */
 import "C"
 
 // mallocTuned is how many of glibc's malloc settings hookd set at start
 // (hookd_tune_malloc above); the soak benchmark prints it.
 var mallocTuned = int(C.hookd_tune_malloc())
+
+// trimCHeap gives the pages freed inside the C heap's arenas back to the
+// system (trimmer, trim.go).
+func trimCHeap() { C.hookd_trim_malloc() }

@@ -94,6 +94,7 @@ func (d *DB) InsertRun(ctx context.Context, r *engine.Run) error {
 		r.ID, r.Repeats, r.QueuedAt = id, repeats, queued
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
+	d.afterRunWrite(r)
 	return nil
 }
 
@@ -235,6 +236,7 @@ func (d *DB) FinishRun(ctx context.Context, r *engine.Run) error {
 		return fmt.Errorf("finish run %s: %w", r.ID, err)
 	}
 	d.pokeIndexer() // the run is queued for the search index
+	d.afterRunWrite(r)
 	return nil
 }
 

@@ -63,3 +63,32 @@ func TestStepsArgAllocatesOutputOnce(t *testing.T) {
 		t.Errorf("encoding %d bytes of steps allocated %d bytes; want at most 1.5 times the encoding", size, least)
 	}
 }
+
+// TestLargeRunTrimsCHeap: the write of a run whose step printed 1 MiB is
+// followed by a trim of the C heap (trim.go), that of a small run not,
+// and a second large run within trimEvery not either.
+func TestLargeRunTrimsCHeap(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	finish := func(out string) {
+		r := &engine.Run{ID: engine.NewID(), Hook: "dump", Trigger: "manual", Status: engine.StatusRunning, StartedAt: t0, QueuedAt: t0}
+		mustRun(t, d.StartRun(ctx, r))
+		r.Status, r.FinishedAt = engine.StatusCompleted, t0.Add(time.Second)
+		r.Steps = []*engine.StepResult{{Index: 0, Name: "dump", Type: "shell", Output: out, ExitCode: new(0)}}
+		mustRun(t, d.FinishRun(ctx, r))
+	}
+	finish("small")
+	if n := d.tr.count.Load(); n != 0 {
+		t.Errorf("%d trims after a small run, want none", n)
+	}
+	finish(strings.Repeat("0123456789abcdef\n", 1<<16)) // 1.06 MiB
+	if n := d.tr.count.Load(); n != 1 {
+		t.Errorf("%d trims after a run of 1 MiB, want 1", n)
+	}
+	if d.sinceOpen() < time.Duration(d.tr.next.Load()) {
+		finish(strings.Repeat("0123456789abcdef\n", 1<<16))
+		if n := d.tr.count.Load(); n != 1 {
+			t.Errorf("%d trims after two runs of 1 MiB within %v, want 1", n, trimEvery)
+		}
+	}
+}
