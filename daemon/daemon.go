@@ -358,11 +358,13 @@ func (dm *Daemon) Run(ctx context.Context) error {
 		forced = true
 		log.Warn("forced stop: cancelling runs in flight")
 		l.Engine.Abort()
+		t := l.Clock.NewTimer(3 * time.Second)
 		select {
 		case <-done:
-		case <-time.After(3 * time.Second):
+		case <-t.C():
 			log.Warn("runs still in flight will be recorded as interrupted at the next start")
 		}
+		t.Stop()
 		os.Remove(sock)
 		return ErrAborted
 	}
@@ -382,9 +384,11 @@ func (dm *Daemon) abandon(err error) {
 		dm.l.Engine.Shutdown(ctx)
 		close(done)
 	}()
+	t := dm.l.Clock.NewTimer(5 * time.Second)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-t.C():
 		dm.log.Warn("runs still in flight are abandoned")
 	}
 }

@@ -60,7 +60,7 @@ func LockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, wai
 		if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
 			return nil, fmt.Errorf("create state directory: %w", err)
 		}
-		pl, err := lockPostgres(ctx, d, holder, node, waiting)
+		pl, err := lockPostgres(ctx, clock, d, holder, node, waiting)
 		if err != nil {
 			return nil, lockError(err, d)
 		}
@@ -141,19 +141,29 @@ func whereOf(d *config.Daemon) api.DBWhere {
 const lockWait = 3 * time.Second
 
 // lockWaiting takes a lock with take, trying again for up to lockWait
-// while another session holds it.
-func lockWaiting(ctx context.Context, take func(context.Context) (*postgres.DaemonLock, error)) (*postgres.DaemonLock, error) {
-	deadline := time.Now().Add(lockWait)
+// (on clock's monotonic reading) while another session holds it.
+func lockWaiting(ctx context.Context, clock engine.Clock, take func(context.Context) (*postgres.DaemonLock, error)) (*postgres.DaemonLock, error) {
+	began := clock.Mono()
 	for {
 		l, err := take(ctx)
-		if err == nil || !errors.Is(err, engine.ErrLocked) || time.Now().After(deadline) {
+		if err == nil || !errors.Is(err, engine.ErrLocked) || engine.Since(clock, began) > lockWait {
 			return l, err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
+		if sleep(ctx, clock, 100*time.Millisecond) != nil {
+			return nil, err // the lock's error, as before the wait
 		}
+	}
+}
+
+// sleep waits d on clock's timer, or until ctx ends (its error then).
+func sleep(ctx context.Context, clock engine.Clock, d time.Duration) error {
+	t := clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
 	}
 }
 
@@ -166,11 +176,11 @@ const commandPoll = 250 * time.Millisecond
 // waiting set, while an offline hookd command holds the database
 // (postgres.CommandError) it waits for it, as store.LockWait does for
 // SQLite, until ctx ends.
-func lockPostgres(ctx context.Context, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (*postgres.DaemonLock, error) {
+func lockPostgres(ctx context.Context, clock engine.Clock, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (*postgres.DaemonLock, error) {
 	lastPID := -1
 	for {
 		tctx, cancel := context.WithTimeout(ctx, dbTimeout)
-		pl, err := lockWaiting(tctx, func(ctx context.Context) (*postgres.DaemonLock, error) {
+		pl, err := lockWaiting(tctx, clock, func(ctx context.Context) (*postgres.DaemonLock, error) {
 			if node != "" {
 				return postgres.LockNode(ctx, d.Database, node)
 			}
@@ -185,11 +195,9 @@ func lockPostgres(ctx context.Context, d *config.Daemon, holder, node string, wa
 			lastPID = ce.PID
 			waiting(ce.Command, ce.PID)
 		}
-		select {
-		case <-ctx.Done():
+		if sleep(ctx, clock, commandPoll) != nil {
 			return nil, fmt.Errorf("lock database %s: stopped waiting for hookd %s, pid %d: %w",
 				postgres.Describe(d.Database), ce.Command, ce.PID, context.Cause(ctx))
-		case <-time.After(commandPoll):
 		}
 	}
 }
