@@ -664,11 +664,7 @@ func setPaused(c *cli, args []string, paused bool) int {
 	name := pos[0]
 	verb := map[bool]string{true: "paused", false: "resumed"}[paused]
 	ctx := context.Background()
-	var o *daemon.Opened
-	cl, code, done := c.reach(ctx, d, *waitLock, func() (err error) {
-		o, err = daemon.LockAndOpen(ctx, d, c.name, "", nil)
-		return err
-	})
+	cl, o, code, done := c.reachOrLock(ctx, d, *waitLock)
 	if done {
 		return code
 	}

@@ -98,3 +98,14 @@ func (c *cli) reachOrOpen(ctx context.Context, d *config.Daemon, wait time.Durat
 	})
 	return cl, l, code, done
 }
+
+// reachOrLock is reach for the commands whose way without a daemon is a
+// write to the store alone (pause, resume, replay's tokens): the client,
+// or the database locked and opened.
+func (c *cli) reachOrLock(ctx context.Context, d *config.Daemon, wait time.Duration) (cl *client.Client, o *daemon.Opened, code int, done bool) {
+	cl, code, done = c.reach(ctx, d, wait, func() (err error) {
+		o, err = daemon.LockAndOpen(ctx, d, c.name, "", nil)
+		return err
+	})
+	return cl, o, code, done
+}

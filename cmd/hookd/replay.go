@@ -58,14 +58,8 @@ func cmdReplay(c *cli, args []string) int {
 
 	// The tokens are recorded through the daemon, or with none here,
 	// holding the database lock (as `hookd pause` does).
-	var (
-		lockHeld *daemon.Opened
-		db       engine.Store
-	)
-	cl, code, done := c.reach(ctx, d, *waitLock, func() (err error) {
-		lockHeld, err = daemon.LockAndOpen(ctx, d, c.name, "", nil)
-		return err
-	})
+	var db engine.Store
+	cl, lockHeld, code, done := c.reachOrLock(ctx, d, *waitLock)
 	if done {
 		return code
 	}
