@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/store/pgtest"
 )
 
@@ -98,7 +99,8 @@ func checkTakeover(t *testing.T, old, next leaseRow, timeout time.Duration) time
 }
 
 // TestClusterKills runs three `hookd serve` on one PostgreSQL database
-// and SIGKILLs the scheduler or a random node 20 times, restarting each,
+// and SIGKILLs the scheduler or a random node 20 times (6 without
+// HOOKD_TEST_LONG=1), restarting each,
 // while periodic hooks of every overlap policy fire each second and
 // events are posted to random live nodes. From the steps' side log: no
 // slot ran in two runs, every accepted event reached a step (an event
@@ -110,7 +112,7 @@ func TestClusterKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts cluster nodes 20 times")
 	}
-	const kills = 20
+	kills := testtool.Count(6, 20)
 	url := pgtest.NewDatabase(t)
 	nodes, side := newCluster(t, url, 3, fmt.Sprintf("max_concurrent: 3, heartbeat_timeout: %s", clusterTimeout),
 		"max_concurrent: 6\n", clusterKillHooks)

@@ -346,8 +346,8 @@ skip_llm: true
 `,
 }
 
-// TestCrashLoop SIGKILLs a real `hookd serve` at random moments, 20 times,
-// while periodic hooks of every overlap policy fire each second and events
+// TestCrashLoop SIGKILLs a real `hookd serve` at random moments, 20 times
+// (6 without HOOKD_TEST_LONG=1), while periodic hooks of every overlap policy fire each second and events
 // are emitted, then lets a last daemon finish. From the steps' own side
 // log, not the database: no slot ran in two runs, and every event that
 // `hookd emit` accepted reached a run's step (an event whose run and its
@@ -357,7 +357,7 @@ func TestCrashLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts the daemon 20 times")
 	}
-	const kills = 20
+	kills := testtool.Count(6, 20)
 	e := newProcEnv(t, "max_concurrent: 3\n", crashLoopHooks)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))

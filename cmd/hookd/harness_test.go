@@ -32,6 +32,10 @@ import (
 // hookdBin is the binary under test, built by TestMain.
 var hookdBin string
 
+// builtWithVCS says TestMain built hookdBin with -buildvcs=true: when it
+// has no revision, Go cannot stamp one in this checkout.
+var builtWithVCS bool
+
 // Bounds of the waits. They are generous: the tests must pass on a loaded
 // two-core machine, and a wait that succeeds returns at once.
 const (
@@ -64,7 +68,9 @@ func testMain(m *testing.M) int {
 	// it, and builds hookd again only without it); where it cannot (no
 	// git), the build goes on without.
 	build := exec.Command(goTool, append(append(args, "-buildvcs=true"), ".")...)
+	builtWithVCS = true
 	if _, err := build.CombinedOutput(); err != nil {
+		builtWithVCS = false
 		build = exec.Command(goTool, append(args, ".")...)
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build hookd: %v\n%s", err, out)

@@ -21,14 +21,16 @@ var otelcol struct {
 }
 
 // Otelcol returns the OpenTelemetry Collector binary: $HOOKD_OTELCOL, or
-// internal/otelcol built once per test process (a few minutes the first
-// time, the module cache and build cache after). A build that fails (no
-// module proxy) skips t, or fails it under HOOKD_REQUIRE_TOOLS.
+// under HOOKD_TEST_LONG=1 internal/otelcol built once per test process (a
+// few minutes the first time, the module cache and build cache after).
+// With neither, t skips, naming both (a long test). A build that fails
+// (no module proxy) skips t, or fails it under HOOKD_REQUIRE_TOOLS.
 func Otelcol(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv(OtelcolEnv); p != "" {
 		return p
 	}
+	NeedLong(t, "runs the OpenTelemetry Collector (internal/otelcol, built here, or $"+OtelcolEnv+" to use a built one)")
 	otelcol.once.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
 		src := filepath.Join(filepath.Dir(file), "..", "otelcol")
