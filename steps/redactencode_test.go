@@ -106,8 +106,15 @@ func TestCommandRedactsWrappedEncodings(t *testing.T) {
 			fmt.Sprintf(`printf %%s "$P$S" | base64 -w %d`, n)})
 	}
 	red := redactorOf(encodedSecrets)
+	// Prefixes of 0, 1 and 5 bytes put the secret at each of base64's
+	// three alignments; under HOOKD_TEST_LONG=1 (as CI runs it) 3 and 15
+	// bytes too, which move it along the other wrap widths' lines.
+	prefixes := []string{"", "u", "user:"}
+	if testtool.Long() {
+		prefixes = append(prefixes, "us:", "Authorization-x")
+	}
 	for name, secret := range encodedSecrets {
-		for _, prefix := range []string{"", "u", "us:", "user:", "Authorization-x"} {
+		for _, prefix := range prefixes {
 			for _, p := range programs {
 				raw := runEncoder(t, p.script, prefix, secret, nil)
 				if encodedLeak(raw, prefix, secret) == "" {
