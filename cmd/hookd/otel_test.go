@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/llm/llmtest"
 )
@@ -172,6 +173,14 @@ prompt: "Read the notes. {{step_0}}"
 tools: [read_file]
 `)
 	e.write("notes.txt", "all is well\n")
+	// batch's first run waits for the file go; the fires meanwhile are
+	// coalesced into one pending run (overlap: queue).
+	e.write("hooks.d/batch.yaml", `overlap: queue
+skip_llm: true
+steps:
+  - type: shell
+    command: 'while [ ! -e go ]; do sleep 0.02; done'
+`)
 	e.environ = []string{"TRACE_SECRET=" + secret}
 	d := e.serve()
 	const caller, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -183,6 +192,20 @@ tools: [read_file]
 	if refused.code != exitRefused {
 		t.Fatalf("the second fire was not refused by the cooldown:\n%s", refused)
 	}
+	const queued2, queued3 = "5bf92f3577b34da6a3ce929d0e0e4736", "6bf92f3577b34da6a3ce929d0e0e4736"
+	e.must(0, "fire", "batch")
+	e.must(0, "fire", "batch", "--traceparent", "00-"+queued2+"-00f067aa0ba902b7-01")
+	e.must(0, "fire", "batch", "--traceparent", "00-"+queued3+"-00f067aa0ba902b7-01")
+	e.write("go", "")
+	waitFor(t, "batch's two runs", func() bool {
+		done := 0
+		for _, r := range e.listRuns("batch") {
+			if r.Status == engine.StatusCompleted {
+				done++
+			}
+		}
+		return done == 2
+	}, func() string { return fmt.Sprintf("%+v", e.listRuns("batch")) })
 	d.signal(syscall.SIGTERM) // the exporter sends what it holds at the stop
 	d.wait()
 
@@ -200,6 +223,22 @@ tools: [read_file]
 				t.Errorf("span %q attribute %s holds the secret: %s", s.Name, a.Key, b)
 			}
 		}
+	}
+	// The run the two fires were coalesced into is in, or links to,
+	// both callers' traces.
+	batch := byName["run batch"]
+	if len(batch) != 2 {
+		t.Fatalf("%d batch runs' spans, want 2: %v", len(batch), names(spans))
+	}
+	traces := map[string]string{}
+	for _, s := range batch {
+		traces[s.TraceID] = "its trace"
+		for _, l := range s.Links {
+			traces[l.TraceID] = "a link"
+		}
+	}
+	if traces[queued2] == "" || traces[queued3] == "" {
+		t.Errorf("the coalesced run's span is in or links to %v, want both fires' traces %s and %s", traces, queued2, queued3)
 	}
 	roots := byName["run triage"]
 	if len(roots) != 2 {
