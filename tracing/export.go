@@ -56,6 +56,9 @@ type Exporter struct {
 
 // New starts an exporter to the collector opts name.
 func New(ctx context.Context, opts Options) (*Exporter, error) {
+	if err := checkEnv(); err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
 	var hopts []otlptracehttp.Option
 	if opts.Endpoint != "" {
 		hopts = append(hopts, otlptracehttp.WithEndpointURL(opts.Endpoint+"/v1/traces"))

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,7 +175,6 @@ func TestSamplerFromEnvironment(t *testing.T) {
 		{"traceidratio", "1", []string{"own", "sampled", "unsampled"}},
 		{"parentbased_traceidratio", "0", []string{"sampled"}},
 		{"parentbased_always_off", "", []string{"sampled"}},
-		{"no_such_sampler", "", []string{"own", "sampled"}}, // the default
 	} {
 		t.Run(tc.sampler+"="+tc.arg, func(t *testing.T) {
 			t.Setenv("OTEL_TRACES_SAMPLER", tc.sampler)
@@ -196,10 +196,9 @@ func TestSamplerFromEnvironment(t *testing.T) {
 }
 
 // TestOTLPOverHTTPOnly: hookd sends OTLP as protobuf over HTTP (the
-// receiver refuses anything else); gRPC is not built in, so
-// OTEL_EXPORTER_OTLP_PROTOCOL=grpc changes nothing.
+// receiver refuses anything else).
 func TestOTLPOverHTTPOnly(t *testing.T) {
-	for _, proto := range []string{"", "http/protobuf", "grpc"} {
+	for _, proto := range []string{"", "http/protobuf"} {
 		t.Run("protocol="+proto, func(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
 			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "")
@@ -207,6 +206,34 @@ func TestOTLPOverHTTPOnly(t *testing.T) {
 			exportRuns(t, rc, finishedRun("r"))
 			if n := len(rc.got()); n != 1 {
 				t.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: %d spans over http/protobuf, want 1", proto, n)
+			}
+		})
+	}
+}
+
+// TestEnvironmentMistakes: the variables the SDK would misread in
+// silence — it takes an unknown sampler for the default (every trace
+// sent), a bad ratio for 1, and sends http/protobuf whatever protocol is
+// asked for — are refused with the variable named.
+func TestEnvironmentMistakes(t *testing.T) {
+	for _, tc := range []struct{ name, value, sampler, want string }{
+		{"OTEL_TRACES_SAMPLER", "always_of", "", `OTEL_TRACES_SAMPLER="always_of" is not a sampler`},
+		{"OTEL_TRACES_SAMPLER_ARG", "half", "traceidratio", `OTEL_TRACES_SAMPLER_ARG="half" is not a ratio`},
+		{"OTEL_TRACES_SAMPLER_ARG", "2", "parentbased_traceidratio", `OTEL_TRACES_SAMPLER_ARG="2" is not a ratio`},
+		{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "", `OTEL_EXPORTER_OTLP_PROTOCOL="grpc": hookd sends OTLP over http/protobuf only`},
+		{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json", "", `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http/json"`},
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			for _, n := range []string{"OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+				t.Setenv(n, "")
+			}
+			if tc.sampler != "" {
+				t.Setenv("OTEL_TRACES_SAMPLER", tc.sampler)
+			}
+			t.Setenv(tc.name, tc.value)
+			_, err := New(context.Background(), Options{Endpoint: "http://127.0.0.1:1"})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New with %s=%s: %v, want an error saying %s", tc.name, tc.value, err, tc.want)
 			}
 		})
 	}
