@@ -263,11 +263,16 @@ func (e *Engine) replayBudget(ctx context.Context, h *Hook) (*GateError, error) 
 
 // AddUsage records what a replay spent (Replay.Usage) in the spend
 // ledger, where the budgets count it, and in the store's; nil does
-// nothing.
+// nothing. The record gets an id of its own and the engine's time now,
+// whatever u says (both are set in u): the store replaces a record with
+// the same id, so a run's id would take the run's tokens out of the
+// budgets, and a time far ahead would count forever and prune every
+// record a year older than it.
 func (e *Engine) AddUsage(ctx context.Context, u *Usage) error {
 	if u == nil {
 		return nil
 	}
+	u.RunID, u.At = NewID(), e.cfg.Clock.Now()
 	cp := *u
 	sctx, cancel := e.storeCtx(ctx)
 	err := e.cfg.Store.AddUsage(sctx, &cp)

@@ -176,8 +176,8 @@ func (a *Server) usage(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &u) {
 		return
 	}
-	if u.Tag != engine.UsageReplay || u.RunID == "" || u.Hook == "" || u.Prompt < 0 || u.Completion < 0 || u.At.IsZero() {
-		writeJSON(w, http.StatusBadRequest, api.Error{Error: `only a replay's usage is taken: {"tag": "replay", "run_id", "hook", "at", "prompt", "completion"} with counts of 0 or more`})
+	if u.Tag != engine.UsageReplay || u.Hook == "" || u.Prompt < 0 || u.Completion < 0 {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: `only a replay's usage is taken: {"tag": "replay", "hook", "prompt", "completion"} with counts of 0 or more`})
 		return
 	}
 	if err := a.eng.AddUsage(r.Context(), &u); err != nil {

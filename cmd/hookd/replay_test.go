@@ -189,3 +189,46 @@ func TestReplayWithoutDaemon(t *testing.T) {
 		t.Errorf("usage records %+v, want the run's and the two replays' (tagged replay, charged to ask)", usage)
 	}
 }
+
+// TestReplayUsageCannotRewriteTheLedger: POST /v1/usage adds a replay's
+// record to the spend ledger and nothing else. With a run's id as its
+// run_id it must not replace that run's usage (which would take the run's
+// tokens out of the budgets), and with an "at" far ahead it must neither
+// count in the future nor prune every record a year older than it.
+func TestReplayUsageCannotRewriteTheLedger(t *testing.T) {
+	e, _ := replayEnv(t)
+	e.serve()
+	id := runID(t, e.must(0, "fire", "ask", "--wait"))
+	before := time.Now()
+	for _, body := range []map[string]any{
+		{"tag": "replay", "run_id": id, "hook": "ask", "at": time.Now(), "prompt": 0},
+		{"tag": "replay", "run_id": "replay-1", "hook": "ask", "at": time.Now().AddDate(5, 0, 0), "prompt": 1},
+	} {
+		if code, out := e.socketClient().call("POST", "/v1/usage", body); code != 200 {
+			t.Fatalf("POST /v1/usage %v: %d %s", body, code, out)
+		}
+	}
+	db, err := store.Open(e.path(".hookd/hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	usage, err := db.UsageSince(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run *engine.Usage
+	for _, u := range usage {
+		if u.RunID == id {
+			run = u
+		}
+		if u.At.After(time.Now().Add(time.Minute)) || u.At.Before(before.Add(-time.Minute)) {
+			t.Errorf("usage record %+v: recorded at the time the client said, not when it was taken", u)
+		}
+	}
+	if run == nil || run.Tag != "" || run.Total() != 135 || len(usage) != 3 {
+		t.Errorf("usage records %+v: want the run's (135 tokens, untagged) and two replays'", usage)
+	}
+}
