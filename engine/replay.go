@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // ErrReplay is returned to a tool or step that would publish an event or
@@ -134,6 +135,10 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 	} else if g != nil {
 		return nil, g
 	}
+	prev, err := e.prevStart(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := e.runContext(ctx, h)
 	defer cancel()
 	now := e.cfg.Clock.Now()
@@ -158,7 +163,7 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 		// As a preview: the steps run, the prompt renders whatever the
 		// short-circuits say (a replay is asked for), nothing is
 		// published.
-		e.prepare(ctx, h, run, rec.PrevStart, red, envs, nil)
+		e.prepare(ctx, h, run, prev, red, envs, nil)
 		if run.Prompt == "" || run.Error != "" {
 			if run.Status == StatusRunning || run.Status == StatusCompleted {
 				run.Status, run.Cause = StatusFailed, CausePrompt
@@ -166,7 +171,7 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 			return finish(), nil
 		}
 		run.Status, run.Cause, run.Reason = StatusRunning, "", ""
-	} else if !e.renderRecorded(h, rec, run, red) {
+	} else if !e.renderRecorded(h, rec, run, prev, red) {
 		return finish(), nil
 	}
 	rp.PromptChanged = run.Prompt != rec.Prompt
@@ -200,9 +205,9 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 // steps and event, as the run would have had them. A step of h that the
 // record has no result of (added since, or of another kind now) fails
 // the replay: it needs --live-steps.
-func (e *Engine) renderRecorded(h *Hook, rec, run *Run, red *Redactor) bool {
+func (e *Engine) renderRecorded(h *Hook, rec, run *Run, prevStart time.Time, red *Redactor) bool {
 	scope := &Scope{
-		Hook: h.Name, RunID: rec.ID, Trigger: rec.Trigger, Now: rec.StartedAt, LastRunTime: rec.PrevStart,
+		Hook: h.Name, RunID: rec.ID, Trigger: rec.Trigger, Now: rec.StartedAt, LastRunTime: prevStart,
 		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
 		Redactor: red,
 	}
@@ -244,6 +249,32 @@ func (e *Engine) renderRecorded(h *Hook, rec, run *Run, red *Redactor) bool {
 	}
 	run.Prompt = red.String(prompt)
 	return true
+}
+
+// prevStart is when the run of rec's hook before rec started, as the
+// run had it for "last run" in its prompt ({{last_run_time}}): the record
+// does not keep it (Run.PrevStart), so it is the start of the newest of
+// the hook's earlier runs that started; zero when none did.
+func (e *Engine) prevStart(ctx context.Context, rec *Run) (time.Time, error) {
+	if !rec.PrevStart.IsZero() {
+		return rec.PrevStart, nil
+	}
+	before := rec.ID
+	for {
+		page, err := e.cfg.Store.ListRuns(ctx, RunFilter{Hook: rec.Hook, Before: before, Limit: 200})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("read the run before %s: %w", rec.ID, err)
+		}
+		for _, r := range page {
+			if !r.StartedAt.IsZero() && !r.StartedAt.After(rec.StartedAt) {
+				return r.StartedAt, nil
+			}
+		}
+		if len(page) < 200 {
+			return time.Time{}, nil
+		}
+		before = page[len(page)-1].ID
+	}
 }
 
 // replayBudget is the budget gate's answer for a replay of h, from the

@@ -232,3 +232,30 @@ func TestReplayUsageCannotRewriteTheLedger(t *testing.T) {
 		t.Errorf("usage records %+v: want the run's (135 tokens, untagged) and two replays'", usage)
 	}
 }
+
+// TestReplayOfALaterRunRendersTheSamePrompt: a run that had a run of its
+// hook before it recorded "Last run: <time>" in its prompt; a replay with
+// the hook unchanged renders that prompt again, the same, not "Last run:
+// never".
+func TestReplayOfALaterRunRendersTheSamePrompt(t *testing.T) {
+	e, model := replayEnv(t)
+	e.must(0, "fire", "ask", "--wait")
+	model.Push(
+		llmtest.Calls(llmtest.ToolCall{ID: "c2", Name: "read_file", Args: `{"path":"notes.txt"}`}),
+		llmtest.Reply{Content: "Act: clean /var/log.", Usage: &llmtest.Usage{Prompt: 100, Completion: 20}},
+	)
+	id := runID(t, e.must(0, "fire", "ask", "--wait"))
+	model.Push(
+		llmtest.Calls(llmtest.ToolCall{ID: "r1", Name: "read_file", Args: `{"path":"notes.txt"}`}),
+		llmtest.Reply{Content: "Act: clean /var/log.", Usage: &llmtest.Usage{Prompt: 100, Completion: 20}},
+	)
+	r := e.must(0, "replay", id, "--json")
+	var rp replayJSON
+	if err := json.Unmarshal([]byte(r.stdout), &rp); err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	if rp.PromptChanged || rp.Outcome != engine.ReplaySame || rp.Replay.Prompt != rp.Recorded.Prompt {
+		t.Errorf("replay of an unchanged hook's second run: outcome %s, prompt changed %v:\nrecorded %q\nreplay   %q",
+			rp.Outcome, rp.PromptChanged, rp.Recorded.Prompt, rp.Replay.Prompt)
+	}
+}
