@@ -107,6 +107,13 @@ func Replayable(run *Run) error {
 	} else if run.Error != "" {
 		why += ": " + run.Error
 	}
+	switch run.Status {
+	case StatusQueued, StatusRunning:
+		// The prompt and answer are recorded when the run ends.
+		return fmt.Errorf("run %s has not finished (%s): its prompt and answer are recorded when it ends; replay it then", run.ID, why)
+	case StatusInterrupted:
+		return fmt.Errorf("run %s was interrupted before it ended (%s): its prompt was not recorded, there is nothing to replay", run.ID, why)
+	}
 	return fmt.Errorf("run %s did not reach the model (%s): there is no prompt or answer to replay", run.ID, why)
 }
 

@@ -259,3 +259,19 @@ func TestReplayOfALaterRunRendersTheSamePrompt(t *testing.T) {
 			rp.Outcome, rp.PromptChanged, rp.Recorded.Prompt, rp.Replay.Prompt)
 	}
 }
+
+// TestReplayOfARunStillRunning: a run waiting for the model has no
+// recorded prompt yet; replay says it has not finished, not that it did
+// not reach the model.
+func TestReplayOfARunStillRunning(t *testing.T) {
+	model := llmtest.New(llmtest.Reply{Stall: true})
+	t.Cleanup(model.Close)
+	e := newEnv(t, "llm: {model: test-model, base_url: "+model.BaseURL()+"}\n", map[string]string{"ask.yaml": replayHook})
+	e.serve()
+	id := runID(t, e.must(0, "fire", "ask"))
+	waitFor(t, "the model asked", func() bool { return model.Served() > 0 || len(model.Requests()) > 0 }, nil)
+	r := e.run("replay", id)
+	if r.code != exitError || !strings.Contains(r.stderr, "has not finished (running)") || strings.Contains(r.stderr, "did not reach the model") {
+		t.Errorf("replay of a run waiting for the model:\n%s", r)
+	}
+}
