@@ -54,8 +54,9 @@ type Replay struct {
 	// got a tool error, and the replay diverged from the record.
 	NotRecorded []ToolUse
 	// Redacted says where the recorded context had secrets redacted
-	// ("step_1 (fetch): API_TOKEN"): the model saw the marker there, not
-	// the value.
+	// ("step_1 (fetch): API_TOKEN", "tool call 2 (read_file): API_TOKEN"
+	// for a call answered from the record): the model saw the marker
+	// there, not the value.
 	Redacted []string
 	// Notes are what a person should know about how faithful the replay
 	// is.
@@ -159,9 +160,13 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 	finish := func() *Replay {
 		red.Run(run)
 		run.FinishedAt = e.cfg.Clock.Now()
-		for _, u := range run.Tools {
+		for i, u := range run.Tools {
 			if u.Outcome == ToolNotRecorded {
 				rp.NotRecorded = append(rp.NotRecorded, u)
+			} else if !opts.LiveTools {
+				// Answered from the record: the model got what the
+				// record kept, redacted where it was.
+				rp.Redacted = appendRedacted(rp.Redacted, fmt.Sprintf("tool call %d (%s)", i+1, u.Tool), u.Result, u.Error)
 			}
 		}
 		return rp
@@ -333,22 +338,7 @@ var redactedMark = regexp.MustCompile(`\[REDACTED:([A-Za-z_][A-Za-z0-9_]*)\]`)
 // redacted: its event and its steps' outputs, fields and errors.
 func redactedContext(rec *Run) []string {
 	var out []string
-	note := func(where string, texts ...string) {
-		seen := map[string]bool{}
-		var names []string
-		for _, t := range texts {
-			for _, m := range redactedMark.FindAllStringSubmatch(t, -1) {
-				if !seen[m[1]] {
-					seen[m[1]] = true
-					names = append(names, m[1])
-				}
-			}
-		}
-		if len(names) > 0 {
-			sort.Strings(names)
-			out = append(out, where+": "+strings.Join(names, ", "))
-		}
-	}
+	note := func(where string, texts ...string) { out = appendRedacted(out, where, texts...) }
 	note("event", string(rec.Event))
 	for _, s := range rec.Steps {
 		texts := []string{s.Output, s.Error}
@@ -364,6 +354,26 @@ func redactedContext(rec *Run) []string {
 		note(where, texts...)
 	}
 	return out
+}
+
+// appendRedacted appends "where: NAME, ..." to out when texts hold the
+// Redactor's marker, naming each secret once.
+func appendRedacted(out []string, where string, texts ...string) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, t := range texts {
+		for _, m := range redactedMark.FindAllStringSubmatch(t, -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				names = append(names, m[1])
+			}
+		}
+	}
+	if len(names) == 0 {
+		return out
+	}
+	sort.Strings(names)
+	return append(out, where+": "+strings.Join(names, ", "))
 }
 
 // recordedCaps notes the recorded tool results that the record keeps cut

@@ -28,7 +28,8 @@ func init() {
 				return "", err
 			}
 			if a.Path == "missing" {
-				return "", errors.New("no such file")
+				// The error names the secret: the record keeps it redacted.
+				return "", errors.New("no such file (token " + agenttest.SecretValue + ")")
 			}
 			return "contents of " + a.Path, nil
 		}})
@@ -106,8 +107,10 @@ func TestReplayAnswersToolsFromTheRecord(t *testing.T) {
 	if rp.Diverged() || rp.Outcome() != engine.ReplayChanged {
 		t.Errorf("outcome %s, diverged %v", rp.Outcome(), rp.Diverged())
 	}
-	if len(rp.Redacted) != 1 || rp.Redacted[0] != "event: SECRET" {
-		t.Errorf("redacted %q, want the event's SECRET", rp.Redacted)
+	// The model got the recorded error of the second call, redacted: the
+	// replay says so as it does of the event.
+	if len(rp.Redacted) != 2 || rp.Redacted[0] != "event: SECRET" || rp.Redacted[1] != "tool call 2 (replay_read): SECRET" {
+		t.Errorf("redacted %q, want the event's SECRET and the second tool call's", rp.Redacted)
 	}
 	if rp.Usage == nil || rp.Usage.Tag != engine.UsageReplay || rp.Usage.Prompt != 50 || rp.Usage.Hook != "ask" {
 		t.Fatalf("usage %+v", rp.Usage)
