@@ -315,6 +315,9 @@ func (e *Engine) AddUsage(ctx context.Context, u *Usage) error {
 	if u == nil {
 		return nil
 	}
+	if err := CheckReplayUsage(u); err != nil {
+		return err
+	}
 	u.RunID, u.At = NewID(), e.cfg.Clock.Now()
 	cp := *u
 	sctx, cancel := e.storeCtx(ctx)
@@ -327,6 +330,22 @@ func (e *Engine) AddUsage(ctx context.Context, u *Usage) error {
 		if err := e.do(ctx, func(s *state) { s.charge(&cp) }); err != nil && !errors.Is(err, ErrStopped) {
 			return err
 		}
+	}
+	return nil
+}
+
+// MaxReplayTokens bounds each count of a replay's usage record: far
+// above what any model call reports, and low enough that no sum of the
+// ledger's records overflows (which would make a budget's use negative
+// and let every run through).
+const MaxReplayTokens = 1 << 40
+
+// CheckReplayUsage says whether u can be recorded as a replay's usage
+// (Engine.AddUsage, POST /v1/usage): tagged UsageReplay, naming its hook,
+// with counts from 0 to MaxReplayTokens.
+func CheckReplayUsage(u *Usage) error {
+	if u.Tag != UsageReplay || u.Hook == "" || u.Prompt < 0 || u.Completion < 0 || u.Prompt > MaxReplayTokens || u.Completion > MaxReplayTokens {
+		return fmt.Errorf(`only a replay's usage is taken: {"tag": "replay", "hook", "prompt", "completion"} with counts from 0 to %d`, int64(MaxReplayTokens))
 	}
 	return nil
 }

@@ -176,8 +176,8 @@ func (a *Server) usage(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &u) {
 		return
 	}
-	if u.Tag != engine.UsageReplay || u.Hook == "" || u.Prompt < 0 || u.Completion < 0 {
-		writeJSON(w, http.StatusBadRequest, api.Error{Error: `only a replay's usage is taken: {"tag": "replay", "hook", "prompt", "completion"} with counts of 0 or more`})
+	if err := engine.CheckReplayUsage(&u); err != nil {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
 		return
 	}
 	if err := a.eng.AddUsage(r.Context(), &u); err != nil {

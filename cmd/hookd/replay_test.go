@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -207,6 +208,12 @@ func TestReplayUsageCannotRewriteTheLedger(t *testing.T) {
 		if code, out := e.socketClient().call("POST", "/v1/usage", body); code != 200 {
 			t.Fatalf("POST /v1/usage %v: %d %s", body, code, out)
 		}
+	}
+	// Counts whose sum overflows would make the ledger's sums negative,
+	// and every budget would let every run through for a day.
+	if code, out := e.socketClient().call("POST", "/v1/usage", map[string]any{"tag": "replay", "hook": "ask",
+		"prompt": int64(math.MaxInt64), "completion": 1}); code != 400 {
+		t.Errorf("POST /v1/usage with counts that overflow: %d %s", code, out)
 	}
 	db, err := store.Open(e.path(".hookd/hookd.db"))
 	if err != nil {
