@@ -134,7 +134,7 @@ func cmdReplay(c *cli, args []string) int {
 	}
 	opts := engine.ReplayOptions{LiveSteps: *liveSteps, LiveTools: *liveTools}
 	var reports []replayJSON
-	failed := false
+	failed, refused := false, false
 	for _, rec := range recs {
 		h := fixed
 		if h == nil {
@@ -149,8 +149,14 @@ func cmdReplay(c *cli, args []string) int {
 		rp, err := eng.Replay(ctx, rec, h, opts)
 		if err != nil {
 			if g, ok := errors.AsType[*engine.GateError](err); ok {
+				// The replays made before it spent their tokens: they
+				// are shown all the same.
 				fmt.Fprintf(c.stderr, "hookd replay: refused: %v\n", g)
-				return exitRefused
+				if len(reports) > 0 {
+					fmt.Fprintf(c.stderr, "hookd replay: %d of %d runs replayed before the budget refused the rest\n", len(reports), len(recs))
+				}
+				refused = true
+				break
 			}
 			return c.errorf("replay of run %s: %v", rec.ID, err)
 		}
@@ -165,6 +171,9 @@ func cmdReplay(c *cli, args []string) int {
 		}
 	}
 
+	if len(reports) == 0 {
+		return exitRefused // refused before any replay
+	}
 	switch {
 	case *asJSON && *last > 0:
 		if code := c.printJSON(replaySummaryOf(reports)); code != exitOK {
@@ -179,7 +188,10 @@ func cmdReplay(c *cli, args []string) int {
 	default:
 		c.printReplay(&reports[0])
 	}
-	if failed {
+	switch {
+	case refused:
+		return exitRefused
+	case failed:
 		return exitError
 	}
 	return exitOK

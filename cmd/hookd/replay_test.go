@@ -282,3 +282,25 @@ func TestReplayOfARunStillRunning(t *testing.T) {
 		t.Errorf("replay of a run waiting for the model:\n%s", r)
 	}
 }
+
+// TestReplayLastRefusedByBudget: when the budget is spent part way
+// through --last N, replay stops there, and still shows the replays it
+// made (their tokens are spent) before it exits 75.
+func TestReplayLastRefusedByBudget(t *testing.T) {
+	e, model := replayEnv(t)
+	e.must(0, "fire", "ask", "--wait") // 135 tokens
+	model.Push(llmtest.Answer("No action."))
+	second := runID(t, e.must(0, "fire", "ask", "--wait")) // 15
+	e.write("hooks.d/ask.yaml", "budget: {per_hour: 160}\n"+replayHook)
+
+	model.Push(llmtest.Answer("No action.")) // 15: the budget is spent after it
+	r := e.run("replay", "--hook", "ask", "--last", "2")
+	if r.code != exitRefused || !strings.Contains(r.stderr, "refused") {
+		t.Errorf("replay --last 2 past the budget: want exit %d and the refusal:\n%s", exitRefused, r)
+	}
+	for _, want := range []string{second, "same", "1 same, 0 changed, 0 diverged, 0 failed"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the summary of the replay made before the refusal lacks %q:\n%s", want, r)
+		}
+	}
+}
