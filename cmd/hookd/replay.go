@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/daemon"
@@ -126,11 +127,15 @@ func cmdReplay(c *cli, args []string) int {
 		return c.errorf("%v", err)
 	}
 	defer closeEng()
+	// Tokens spent are counted even when Ctrl-C stopped the replay
+	// (else it would be a way around the budgets).
 	record := func(u *engine.Usage) error {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
 		if cl != nil {
-			return cl.Do(ctx, "POST", "/v1/usage", u, nil)
+			return cl.Do(rctx, "POST", "/v1/usage", u, nil)
 		}
-		return eng.AddUsage(ctx, u)
+		return eng.AddUsage(rctx, u)
 	}
 	opts := engine.ReplayOptions{LiveSteps: *liveSteps, LiveTools: *liveTools}
 	var reports []replayJSON

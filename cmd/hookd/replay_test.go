@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -302,5 +304,45 @@ func TestReplayLastRefusedByBudget(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("the summary of the replay made before the refusal lacks %q:\n%s", want, r)
 		}
+	}
+}
+
+// TestReplayInterruptedCountsItsTokens: a replay stopped by Ctrl-C after
+// a model call has spent tokens still counts them in the spend ledger,
+// through the daemon (else Ctrl-C would be a way around the budgets).
+func TestReplayInterruptedCountsItsTokens(t *testing.T) {
+	model := llmtest.New(
+		llmtest.Calls(llmtest.ToolCall{ID: "c1", Name: "read_file", Args: `{"path":"notes.txt"}`}),
+		llmtest.Reply{Content: "Act: clean /var/log.", Usage: &llmtest.Usage{Prompt: 100, Completion: 20}},
+	)
+	t.Cleanup(model.Close)
+	e := newProcEnv(t, "llm: {model: test-model, base_url: "+model.BaseURL()+"}\n", map[string]string{"ask.yaml": replayHook})
+	e.write("notes.txt", "the log rotation is broken\n")
+	e.serve() // the replay's tokens go through the daemon
+	id := runID(t, e.must(0, "fire", "ask", "--wait"))
+
+	model.Push(
+		llmtest.Calls(llmtest.ToolCall{ID: "r1", Name: "read_file", Args: `{"path":"notes.txt"}`}), // 15 tokens
+		llmtest.Reply{Stall: true},
+	)
+	asked := len(model.Requests())
+	p := e.startProcess(exec.Command(hookdBin, "replay", id))
+	waitFor(t, "the replay's second model call", func() bool { return len(model.Requests()) >= asked+2 }, p.log.String)
+	p.signal(syscall.SIGINT)
+	p.wait()
+
+	db, err := store.Open(e.path(".hookd/hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	usage, err := db.UsageSince(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(usage) != 2 || usage[1].Tag != engine.UsageReplay || usage[1].Total() != 15 {
+		t.Errorf("usage records %+v, want the run's and the interrupted replay's 15 tokens; replay's output:\n%s", usage, p.log)
 	}
 }
