@@ -252,8 +252,9 @@ type SpendWindow struct {
 	Tokens     int64 `json:"tokens"` // prompt + completion: what the cap counts
 	Prompt     int64 `json:"prompt"`
 	Completion int64 `json:"completion"`
-	Limit      int64 `json:"limit,omitempty"` // 0: no cap
-	Runs       int   `json:"runs"`            // runs whose model stage made a call
+	Limit      int64 `json:"limit,omitempty"`   // 0: no cap
+	Runs       int   `json:"runs"`              // runs whose model stage made a call
+	Replays    int   `json:"replays,omitempty"` // replays of recorded runs (hookd replay), which are not runs
 	// Unreported counts the runs with a model call whose server reported
 	// no usage: those calls count 0 tokens.
 	Unreported int `json:"unreported_runs,omitempty"`
@@ -274,7 +275,11 @@ func (u *Usage) Cost(prices map[string]Price) (float64, bool) {
 
 // count adds u to w.
 func (w *SpendWindow) count(u *Usage, prices map[string]Price) {
-	w.Runs++
+	if u.Tag == UsageReplay {
+		w.Replays++
+	} else {
+		w.Runs++
+	}
 	w.Prompt += u.Prompt
 	w.Completion += u.Completion
 	w.Tokens += u.Total()

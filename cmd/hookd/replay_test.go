@@ -90,6 +90,10 @@ func TestReplayFromTheCLI(t *testing.T) {
 	if got := st.Spend.Hooks["ask"].Day.Tokens; got != 135+87 {
 		t.Errorf("the hook's spend today is %d tokens, want the run's 135 and the replay's 87", got)
 	}
+	// A replay is not a run: the spend counts it apart.
+	if day := st.Spend.Hooks["ask"].Day; day.Runs != 1 || day.Replays != 1 {
+		t.Errorf("the hook's spend today counts %d runs and %d replays, want 1 and 1", day.Runs, day.Replays)
+	}
 	// The API takes a replay's usage only: a run's is the run's to record.
 	if code, out := e.socketClient().call("POST", "/v1/usage", map[string]any{"run_id": "x", "hook": "ask", "at": time.Now(), "prompt": 5}); code != 400 {
 		t.Errorf("POST /v1/usage without the replay tag: %d %s", code, out)
