@@ -154,7 +154,7 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 		ID: NewID(), Hook: h.Name, Project: h.Project, Trigger: rec.Trigger, Slot: rec.Slot, Status: StatusRunning,
 		Event: rec.Event, EventType: rec.EventType, QueuedAt: now, StartedAt: now, Depth: rec.Depth,
 	}
-	rp := &Replay{Recorded: rec, Run: run, Redacted: redactedContext(rec)}
+	rp := &Replay{Recorded: rec, Run: run, Redacted: redactedContext(rec, !opts.LiveSteps)}
 	red := e.redactor(h)
 	envs := h.ChildEnvs(e.cfg.Environ)
 	finish := func() *Replay {
@@ -354,11 +354,15 @@ func CheckReplayUsage(u *Usage) error {
 var redactedMark = regexp.MustCompile(`\[REDACTED:([A-Za-z_][A-Za-z0-9_]*)\]`)
 
 // redactedContext lists where the context rec recorded had secrets
-// redacted: its event and its steps' outputs, fields and errors.
-func redactedContext(rec *Run) []string {
+// redacted: its event and, when the replay reads them from the record
+// (steps; not with --live-steps), its steps' outputs, fields and errors.
+func redactedContext(rec *Run, steps bool) []string {
 	var out []string
 	note := func(where string, texts ...string) { out = appendRedacted(out, where, texts...) }
 	note("event", string(rec.Event))
+	if !steps {
+		return out
+	}
 	for _, s := range rec.Steps {
 		texts := []string{s.Output, s.Error}
 		if len(s.Fields) > 0 {

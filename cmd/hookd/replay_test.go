@@ -350,3 +350,39 @@ func TestReplayInterruptedCountsItsTokens(t *testing.T) {
 		t.Errorf("usage records %+v, want the run's and the interrupted replay's 15 tokens; replay's output:\n%s", usage, p.log)
 	}
 }
+
+// TestReplayLiveStepsRedactedContext: with --live-steps the model gets
+// what the steps gather now, not the recorded outputs, so replay does not
+// say the recorded step outputs' secrets were redacted in what it saw.
+func TestReplayLiveStepsRedactedContext(t *testing.T) {
+	const secretHook = `secrets: [NOTES_TOKEN]
+steps:
+  - type: shell
+    command: echo token $NOTES_TOKEN
+    secrets: [NOTES_TOKEN]
+prompt: "Report: {{step_0}}."
+`
+	model := llmtest.New(llmtest.Answer("Fine."))
+	t.Cleanup(model.Close)
+	e := newEnv(t, "llm: {model: test-model, base_url: "+model.BaseURL()+"}\n", map[string]string{"ask.yaml": secretHook})
+	e.environ = append(e.environ, "NOTES_TOKEN=n0tes-t0ken-value")
+	id := runID(t, e.must(0, "fire", "ask", "--wait"))
+
+	model.Push(llmtest.Answer("Fine."))
+	var rp replayJSON
+	if err := json.Unmarshal([]byte(e.must(0, "replay", id, "--json").stdout), &rp); err != nil {
+		t.Fatal(err)
+	}
+	if len(rp.Redacted) != 1 || rp.Redacted[0] != "step_0: NOTES_TOKEN" {
+		t.Errorf("replay from the record: redacted %q, want step_0's NOTES_TOKEN", rp.Redacted)
+	}
+	e.write("hooks.d/ask.yaml", strings.Replace(secretHook, "echo token $NOTES_TOKEN", "echo no token", 1))
+	model.Push(llmtest.Answer("Fine."))
+	rp = replayJSON{}
+	if err := json.Unmarshal([]byte(e.must(0, "replay", id, "--live-steps", "--json").stdout), &rp); err != nil {
+		t.Fatal(err)
+	}
+	if len(rp.Redacted) != 0 || !strings.Contains(rp.Replay.Prompt, "no token") {
+		t.Errorf("replay with --live-steps: redacted %q (the model saw no recorded step output), prompt %q", rp.Redacted, rp.Replay.Prompt)
+	}
+}
