@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -155,7 +156,7 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 		Event: rec.Event, EventType: rec.EventType, QueuedAt: now, StartedAt: now, Depth: rec.Depth,
 	}
 	rp := &Replay{Recorded: rec, Run: run, Redacted: redactedContext(rec, !opts.LiveSteps)}
-	red := e.redactor(h)
+	red := e.redactor(e.replaySecrets(h, rec.Hook))
 	envs := h.ChildEnvs(e.cfg.Environ)
 	finish := func() *Replay {
 		red.Run(run)
@@ -452,4 +453,29 @@ func recordedKey(tool, args string) string {
 		a = string(canon)
 	}
 	return tool + "\x00" + a
+}
+
+// replaySecrets is h for redaction: with the secrets of the hook the
+// recorded run belongs to (as e has it) besides its own, so that a replay
+// with another definition (hookd replay --hook FILE) that lists fewer
+// secrets still redacts every value the recorded hook kept secret.
+func (e *Engine) replaySecrets(h *Hook, recorded string) *Hook {
+	for _, rh := range e.hooks {
+		if rh.Name != recorded || rh == h {
+			continue
+		}
+		var more []string
+		for _, s := range rh.Secrets {
+			if !slices.Contains(h.Secrets, s) {
+				more = append(more, s)
+			}
+		}
+		if len(more) == 0 {
+			return h
+		}
+		cp := *h
+		cp.Secrets = append(slices.Clip(h.Secrets), more...)
+		return &cp
+	}
+	return h
 }

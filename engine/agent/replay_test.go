@@ -203,3 +203,20 @@ func TestReplayNotReplayable(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestReplayKeepsTheRecordedHooksSecrets: a replay with another
+// definition of the hook that lists fewer secrets (hookd replay --hook
+// FILE) still redacts the values the recorded hook kept secret.
+func TestReplayKeepsTheRecordedHooksSecrets(t *testing.T) {
+	f, h, rec := recordReplayRun(t)
+	f.Srv.Push(llmtest.Answer("the token is " + agenttest.SecretValue))
+	candidate := *h
+	candidate.Secrets, candidate.ToolSecrets = nil, nil
+	rp, err := f.Eng.Replay(context.Background(), rec, &candidate, engine.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(rp.Run.Response, agenttest.SecretValue) || !strings.Contains(rp.Run.Response, "[REDACTED:SECRET]") {
+		t.Errorf("the replay's answer %q: the recorded hook's secret is not redacted", rp.Run.Response)
+	}
+}
