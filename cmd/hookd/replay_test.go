@@ -181,17 +181,7 @@ func TestReplayWithoutDaemon(t *testing.T) {
 		t.Errorf("replay with --hook candidate.yaml: hook %q, prompt %q", rp.Hook, rp.Replay.Prompt)
 	}
 
-	db, err := store.Open(e.path(".hookd/hookd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	usage, err := db.UsageSince(ctx, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	usage := e.usageRecords()
 	if len(usage) != 3 || usage[1].Tag != engine.UsageReplay || usage[1].Total() != 15 || usage[2].Hook != "ask" {
 		t.Errorf("usage records %+v, want the run's and the two replays' (tagged replay, charged to ask)", usage)
 	}
@@ -221,17 +211,7 @@ func TestReplayUsageCannotRewriteTheLedger(t *testing.T) {
 		"prompt": int64(math.MaxInt64), "completion": 1}); code != 400 {
 		t.Errorf("POST /v1/usage with counts that overflow: %d %s", code, out)
 	}
-	db, err := store.Open(e.path(".hookd/hookd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	usage, err := db.UsageSince(ctx, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	usage := e.usageRecords()
 	var run *engine.Usage
 	for _, u := range usage {
 		if u.RunID == id {
@@ -335,17 +315,7 @@ func TestReplayInterruptedCountsItsTokens(t *testing.T) {
 	p.signal(syscall.SIGINT)
 	p.wait()
 
-	db, err := store.Open(e.path(".hookd/hookd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	usage, err := db.UsageSince(ctx, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	usage := e.usageRecords()
 	if len(usage) != 2 || usage[1].Tag != engine.UsageReplay || usage[1].Total() != 15 {
 		t.Errorf("usage records %+v, want the run's and the interrupted replay's 15 tokens; replay's output:\n%s", usage, p.log)
 	}
@@ -385,4 +355,22 @@ prompt: "Report: {{step_0}}."
 	if len(rp.Redacted) != 0 || !strings.Contains(rp.Replay.Prompt, "no token") {
 		t.Errorf("replay with --live-steps: redacted %q (the model saw no recorded step output), prompt %q", rp.Redacted, rp.Replay.Prompt)
 	}
+}
+
+// usageRecords reads the spend ledger of e's SQLite database, oldest
+// first.
+func (e *env) usageRecords() []*engine.Usage {
+	e.t.Helper()
+	db, err := store.Open(e.path(".hookd/hookd.db"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	usage, err := db.UsageSince(ctx, time.Time{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return usage
 }
