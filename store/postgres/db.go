@@ -136,23 +136,38 @@ func Lock(ctx context.Context, url, command string) (*DaemonLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock database %s: %w", Describe(url), err)
 	}
-	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockDaemon).Scan(&ok); err != nil {
-		conn.Close(ctx)
-		return nil, fmt.Errorf("lock database %s: %w", Describe(url), err)
-	}
-	if !ok {
+	for try := 1; ; try++ {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockDaemon).Scan(&ok); err != nil {
+			conn.Close(ctx)
+			return nil, fmt.Errorf("lock database %s: %w", Describe(url), err)
+		}
+		if ok {
+			return &DaemonLock{conn: conn}, nil
+		}
 		// Held alone by an offline command (which ends by itself), or
 		// shared by the nodes of a cluster.
-		command, pid := lockCommand(ctx, conn)
+		command, pid, held := lockCommand(ctx, conn)
+		if !held && try < lockTries {
+			continue // its holder let go between the try and the look
+		}
 		conn.Close(ctx)
 		if command != "" {
 			return nil, &CommandError{Database: Describe(url), Command: command, PID: pid}
 		}
 		return nil, fmt.Errorf("lock database %s: %w", Describe(url), engine.ErrLocked)
 	}
-	return &DaemonLock{conn: conn}, nil
 }
+
+// lockTries is how many times Lock and LockNode try the daemon lock
+// when its holder is gone by the time they look for it (it let go in
+// between): the next try takes it.
+const lockTries = 3
+
+// afterRefused, when set (by tests), runs between a refused try of the
+// daemon lock and the look for its holder: the window in which the
+// holder may let go.
+var afterRefused func()
 
 // Check reports whether the lock is still held: its connection must be
 // alive (a database restart ends the session, and with it the lock).
@@ -263,22 +278,30 @@ func (e *CommandError) Transient() bool { return e.Command != "" }
 
 // lockCommand returns the command and pid holding the daemon lock alone,
 // as its session's application_name records them; "" and 0 when unknown.
-func lockCommand(ctx context.Context, conn *pgx.Conn) (string, int) {
+// held is false when no session holds it alone any more: it let go since
+// the lock was refused.
+func lockCommand(ctx context.Context, conn *pgx.Conn) (command string, pid int, held bool) {
+	if afterRefused != nil {
+		afterRefused()
+	}
 	var app string
 	err := conn.QueryRow(ctx, `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid AND l.objsubid = 1
 		AND l.mode = 'ExclusiveLock' AND l.granted LIMIT 1`, lockDaemon).Scan(&app)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, false
+	}
 	if err != nil {
-		return "", 0
+		return "", 0, true
 	}
 	f := strings.Fields(app)
 	if len(f) != 4 || f[0] != "hookd" || f[2] != "pid" || !store.CommandName(f[1]) {
-		return "", 0
+		return "", 0, true
 	}
-	pid, err := strconv.Atoi(f[3])
+	pid, err = strconv.Atoi(f[3])
 	if err != nil || pid <= 0 {
-		return "", 0
+		return "", 0, true
 	}
-	return f[1], pid
+	return f[1], pid, true
 }

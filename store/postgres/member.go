@@ -395,18 +395,25 @@ func LockNode(ctx context.Context, url, name string) (*DaemonLock, error) {
 		return nil, fmt.Errorf("lock node %s on %s: %w", name, Describe(url), err)
 	}
 	var shared, own bool
-	err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock_shared($1)`, lockDaemon).Scan(&shared)
-	if err == nil && shared {
+	for try := 1; ; try++ {
+		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock_shared($1)`, lockDaemon).Scan(&shared)
+		if err != nil || shared {
+			break
+		}
+		command, pid, held := lockCommand(ctx, conn)
+		if !held && try < lockTries {
+			continue // the offline command let go between the try and the look
+		}
+		conn.Close(ctx)
+		return nil, &CommandError{Node: name, Database: Describe(url), Command: command, PID: pid}
+	}
+	if err == nil {
 		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('hookd node'), hashtext($1))`, name).Scan(&own)
 	}
 	switch {
 	case err != nil:
 		conn.Close(ctx)
 		return nil, fmt.Errorf("lock node %s on %s: %w", name, Describe(url), err)
-	case !shared:
-		command, pid := lockCommand(ctx, conn)
-		conn.Close(ctx)
-		return nil, &CommandError{Node: name, Database: Describe(url), Command: command, PID: pid}
 	case !own:
 		conn.Close(ctx)
 		return nil, fmt.Errorf("lock node %s on %s: %w: a live hookd runs as node %s; give each node its own node.name",

@@ -276,3 +276,30 @@ func TestLeaseMovesWhenHolderDies(t *testing.T) {
 		t.Errorf("the holder sees its own lease vacant: %v %v", vacant, err)
 	}
 }
+
+// TestLockHolderGoneBetweenTryAndLook: an offline command that lets go
+// of the database between a node's refused try and its look for the
+// holder does not make the node give up, as if an unknown holder kept
+// it: the node tries again and takes the lock (a daemon waiting for a
+// `hookd fire` exited "an offline hookd command holds the database"
+// when the fire ended in that window). An offline command alike.
+func TestLockHolderGoneBetweenTryAndLook(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	for _, take := range []struct {
+		name string
+		lock func() (*DaemonLock, error)
+	}{
+		{"node", func() (*DaemonLock, error) { return LockNode(ctx, url, "a") }},
+		{"offline command", func() (*DaemonLock, error) { return Lock(ctx, url, "emit") }},
+	} {
+		off := lockSoon(t, func() (*DaemonLock, error) { return Lock(ctx, url, "fire") })
+		afterRefused = func() { must(t, off.Unlock()) }
+		l, err := take.lock()
+		afterRefused = nil
+		if err != nil {
+			t.Fatalf("%s, when the fire let go after the refused try: %v", take.name, err)
+		}
+		must(t, l.Unlock())
+	}
+}
