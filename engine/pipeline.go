@@ -284,24 +284,10 @@ func modelOutcome(ctx context.Context, run *Run, err error) {
 func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, envs *ChildEnvs, out *outbox) (toModel bool) {
 	preview := out == nil
 	policy := e.SandboxPolicy(h)
-	scope := &Scope{
-		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
-		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
-		Redactor: red,
-	}
-	if len(run.Event) > 0 {
-		if err := json.Unmarshal(run.Event, &scope.Event); err != nil {
-			run.Status, run.Cause, run.Error = StatusFailed, CauseInternal, fmt.Sprintf("decode event payload: %v", err)
-			return false
-		}
-		// Redacted before anything derives from it: steps, the prompt
-		// (which quotes and caps values) and events this run publishes.
-		scope.Event = red.Map(scope.Event)
-	}
-	for _, d := range h.Steps {
-		if d.Name != "" {
-			scope.StepNames[d.Name] = d.Index
-		}
+	scope, err := newScope(h, run, prevStart, red)
+	if err != nil {
+		run.Status, run.Cause, run.Error = StatusFailed, CauseInternal, fmt.Sprintf("decode event payload: %v", err)
+		return false
 	}
 	emit := e.emitFrom(run, red)
 	if preview {
@@ -409,6 +395,32 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 	}
 	run.Prompt = red.String(prompt)
 	return !decided
+}
+
+// newScope is the scope h's steps and prompt render in for run (a run,
+// or the record a replay renders from): its event, decoded and redacted
+// before anything derives from it (steps, the prompt, which quotes and
+// caps values, and events the run publishes), its time, the hook's last
+// start and its steps' names; the steps' results are filled in as they
+// come.
+func newScope(h *Hook, run *Run, prevStart time.Time, red *Redactor) (*Scope, error) {
+	scope := &Scope{
+		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
+		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
+		Redactor: red,
+	}
+	if len(run.Event) > 0 {
+		if err := json.Unmarshal(run.Event, &scope.Event); err != nil {
+			return nil, err
+		}
+		scope.Event = red.Map(scope.Event)
+	}
+	for _, d := range h.Steps {
+		if d.Name != "" {
+			scope.StepNames[d.Name] = d.Index
+		}
+	}
+	return scope, nil
 }
 
 // stepFailure decides whether a step's result fails its run, and says

@@ -219,10 +219,10 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 // record has no result of (added since, or of another kind now) fails
 // the replay: it needs --live-steps.
 func (e *Engine) renderRecorded(h *Hook, rec, run *Run, prevStart time.Time, red *Redactor) bool {
-	scope := &Scope{
-		Hook: h.Name, RunID: rec.ID, Trigger: rec.Trigger, Now: rec.StartedAt, LastRunTime: prevStart,
-		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
-		Redactor: red,
+	scope, err := newScope(h, rec, prevStart, red)
+	if err != nil {
+		run.Status, run.Cause, run.Error = StatusFailed, CauseInternal, fmt.Sprintf("decode the recorded event payload: %v", err)
+		return false
 	}
 	byIndex := make(map[int]*StepResult, len(rec.Steps))
 	for _, s := range rec.Steps {
@@ -230,9 +230,6 @@ func (e *Engine) renderRecorded(h *Hook, rec, run *Run, prevStart time.Time, red
 	}
 	var missing []string
 	for i, d := range h.Steps {
-		if d.Name != "" {
-			scope.StepNames[d.Name] = d.Index
-		}
 		s := byIndex[d.Index]
 		switch {
 		case s == nil:
@@ -248,12 +245,6 @@ func (e *Engine) renderRecorded(h *Hook, rec, run *Run, prevStart time.Time, red
 		run.Status, run.Cause = StatusFailed, CauseStepFailed
 		run.Error = "needs --live-steps: " + strings.Join(missing, "; ")
 		return false
-	}
-	if len(rec.Event) > 0 {
-		if err := json.Unmarshal(rec.Event, &scope.Event); err != nil {
-			run.Status, run.Cause, run.Error = StatusFailed, CauseInternal, fmt.Sprintf("decode the recorded event payload: %v", err)
-			return false
-		}
 	}
 	prompt, err := e.cfg.Prompt.RenderPrompt(h, scope)
 	if err != nil {
@@ -293,7 +284,7 @@ func (e *Engine) prevStart(ctx context.Context, rec *Run) (time.Time, error) {
 // replayBudget is the budget gate's answer for a replay of h, from the
 // usage the store holds: a replay spends the same budgets as a run.
 func (e *Engine) replayBudget(ctx context.Context, h *Hook) (*GateError, error) {
-	if h.Budget.PerHour == 0 && h.Budget.PerDay == 0 && e.cfg.Budget.PerHour == 0 && e.cfg.Budget.PerDay == 0 {
+	if len(limits(h, e.cfg.Budget)) == 0 {
 		return nil, nil
 	}
 	now := e.cfg.Clock.Now()
