@@ -263,21 +263,41 @@ func (e *Engine) prevStart(ctx context.Context, rec *Run) (time.Time, error) {
 	if !rec.PrevStart.IsZero() {
 		return rec.PrevStart, nil
 	}
-	before := rec.ID
-	for {
-		page, err := e.cfg.Store.ListRuns(ctx, RunFilter{Hook: rec.Hook, Before: before, Limit: 200})
-		if err != nil {
-			return time.Time{}, fmt.Errorf("read the run before %s: %w", rec.ID, err)
+	var prev time.Time
+	err := EachRun(ctx, e.cfg.Store, RunFilter{Hook: rec.Hook, Before: rec.ID}, func(r *Run) (bool, error) {
+		if !r.StartedAt.IsZero() && !r.StartedAt.After(rec.StartedAt) {
+			prev = r.StartedAt
+			return false, nil
 		}
-		for _, r := range page {
-			if !r.StartedAt.IsZero() && !r.StartedAt.After(rec.StartedAt) {
-				return r.StartedAt, nil
+		return true, nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the run before %s: %w", rec.ID, err)
+	}
+	return prev, nil
+}
+
+// EachRun calls fn with the runs f selects, newest first, a page of
+// f.Limit (200 when 0) at a time, until fn says stop, returns an error
+// or the runs run out.
+func EachRun(ctx context.Context, r RecordReader, f RunFilter, fn func(*Run) (more bool, err error)) error {
+	if f.Limit <= 0 {
+		f.Limit = 200
+	}
+	for {
+		page, err := r.ListRuns(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, run := range page {
+			if more, err := fn(run); err != nil || !more {
+				return err
 			}
 		}
-		if len(page) < 200 {
-			return time.Time{}, nil
+		if len(page) < f.Limit {
+			return nil
 		}
-		before = page[len(page)-1].ID
+		f.Before = page[len(page)-1].ID
 	}
 }
 

@@ -264,29 +264,19 @@ func withEndpoint(h *engine.Hook, model, baseURL string) *engine.Hook {
 // model, newest first.
 func replayableRuns(ctx context.Context, db engine.Store, hook string, n int) ([]*engine.Run, error) {
 	var out []*engine.Run
-	before := ""
-	for len(out) < n {
-		page, err := db.ListRuns(ctx, engine.RunFilter{Hook: hook, Limit: 200, Before: before})
+	err := engine.EachRun(ctx, db, engine.RunFilter{Hook: hook}, func(r *engine.Run) (bool, error) {
+		if engine.Replayable(r) != nil {
+			return true, nil
+		}
+		full, err := db.GetRun(ctx, r.ID)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
-		for _, r := range page {
-			if len(out) == n {
-				break
-			}
-			if engine.Replayable(r) != nil {
-				continue
-			}
-			full, err := db.GetRun(ctx, r.ID)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, full)
-		}
-		if len(page) < 200 {
-			break
-		}
-		before = page[len(page)-1].ID
+		out = append(out, full)
+		return len(out) < n, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
