@@ -346,6 +346,17 @@ func TestClusterTwoNodes(t *testing.T) {
 	t.Logf("failover took %s", time.Since(killed).Round(time.Millisecond))
 	slots := checkSlotsOnce(t, readSide(t, side))
 	waitFor(t, "the periodic hook to go on", func() bool { return len(slotRuns(readSide(t, side))) >= slots+2 }, logs)
+	// The watch run the kill cut short counts as in flight (overlap: skip)
+	// until the dead node misses its heartbeat_timeout and the run is
+	// interrupted; a change before that is refused, as documented.
+	waitFor(t, "the killed node's watch run to be interrupted", func() bool {
+		for _, r := range notFinal(t, db) {
+			if r.Status == engine.StatusRunning && r.Hook == "watch" {
+				return false
+			}
+		}
+		return true
+	}, logs)
 	if err := os.WriteFile(filepath.Join(watched, "b.txt"), []byte("2"), 0o644); err != nil {
 		t.Fatal(err)
 	}
