@@ -5,25 +5,22 @@ package store
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store/churntest"
 )
 
 // BenchmarkStoreSoak is opt-in (HOOKD_SOAK=10m; not run otherwise, CI
 // included): for that long, 20 runs a second, from 8 writers, each a
 // shell step's 1 MB of base64 text, stored, indexed by the background
 // indexer and read back (as the dashboard and API read a run), with
-// retention keeping 6 runs pruning every 2 s. It samples the process's
+// retention keeping 6 runs pruning every 2 s (churntest.Churn's Soak). It samples the process's
 // RSS every 5 s and prints its slope after the first 2 minutes (target
 // <= 20 MB/h), its peak (target <= 100 MB), the Go heap beside it, and
 // the database file over the live rows at the end (target <= 1.5). Linux
@@ -42,68 +39,6 @@ func BenchmarkStoreSoak(b *testing.B) {
 
 func storeSoak(b *testing.B, soak time.Duration) {
 	d, _ := openTest(b)
-	ctx := context.Background()
-	const writers, perSecond = 8, 20
-	policy := PrunePolicy{Retention: engine.Retention{Runs: time.Nanosecond, KeepLast: 6}}
-	start := time.Now()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var runs int
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			tick := time.NewTicker(time.Second * writers / perSecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-				}
-				out := base64Output(rng, 1<<20)
-				now := time.Now()
-				r := &engine.Run{ID: engine.NewID(), Hook: "big", Trigger: "schedule", Status: engine.StatusRunning, StartedAt: now, QueuedAt: now}
-				if err := d.StartRun(ctx, r); err != nil {
-					b.Error(err)
-					return
-				}
-				r.Status, r.FinishedAt, r.Response = engine.StatusCompleted, time.Now(), "nothing failed"
-				r.Steps = []*engine.StepResult{{Index: 0, Name: "dump", Type: "shell", Output: out, ExitCode: new(0),
-					Fields: map[string]any{"stdout": out, "stderr": "", "command": "head -c 786432 /dev/urandom | base64"}}}
-				if err := d.FinishRun(ctx, r); err != nil {
-					b.Error(err)
-					return
-				}
-				if _, err := d.GetRun(ctx, r.ID); err != nil && err != engine.ErrNotFound {
-					b.Error(err)
-					return
-				}
-				mu.Lock()
-				runs++
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			if _, err := d.Prune(ctx, time.Now(), policy); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	}()
 	type sample struct {
 		at        time.Duration
 		rss, heap float64 // MB
@@ -115,11 +50,11 @@ func storeSoak(b *testing.B, soak time.Duration) {
 	var samples []sample
 	profile := os.Getenv("HOOKD_SOAK_HEAPPROFILE") // a heap profile at the RSS peak
 	peakSoFar := 0.0
-	take := func() {
+	take := func(at time.Duration) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		held, inUse, sq := cMemory()
-		s := sample{time.Since(start), rssMB(b), float64(ms.HeapInuse) / 1e6, float64(ms.Sys-ms.HeapReleased) / 1e6,
+		s := sample{at, rssMB(b), float64(ms.HeapInuse) / 1e6, float64(ms.Sys-ms.HeapReleased) / 1e6,
 			float64(held) / 1e6, float64(inUse) / 1e6, float64(sq) / 1e6}
 		samples = append(samples, s)
 		if profile != "" && s.rss > peakSoFar {
@@ -127,27 +62,8 @@ func storeSoak(b *testing.B, soak time.Duration) {
 			writeHeapProfile(b, profile)
 		}
 	}
-	take()
-	tick := time.NewTicker(5 * time.Second)
-	for time.Since(start) < soak {
-		<-tick.C
-		take()
-	}
-	tick.Stop()
-	close(stop)
-	wg.Wait()
-	if _, err := d.Prune(ctx, time.Now(), policy); err != nil {
-		b.Fatal(err)
-	}
-	if err := d.IndexQueued(ctx); err != nil {
-		b.Fatal(err)
-	}
-	truncateWAL(b, d)
-	size, err := d.Size(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	live, how := churnLiveBytes(b, d)
+	res := churn(b, d).Soak(b, churntest.Soak{For: soak, Writers: 8, PerSecond: 20, PruneEvery: 2 * time.Second,
+		SampleEvery: 5 * time.Second, Sample: take})
 
 	warm := min(2*time.Minute, soak/5)
 	var xs, ys []float64
@@ -166,11 +82,10 @@ func storeSoak(b *testing.B, soak time.Duration) {
 	last := samples[len(samples)-1]
 	b.ReportMetric(slope, "rss-MB/h")
 	b.ReportMetric(peak, "peak-rss-MB")
-	b.ReportMetric(float64(size.Bytes)/float64(live), "file/live")
 	b.Logf("glibc malloc settings hookd set at start: %d of 2; %d runs of 1 MB in %s (%.1f/s): RSS slope after %s %.0f MB/h (target <= 20), peak %.0f MB (target <= 100), at the end %.0f MB; "+
-		"Go heap in use peak %.0f MB, at the end %.0f MB; the Go runtime's memory (Sys less released) peak %.0f MB, at the end %.0f MB; database file %.2f MB against %.2f MB live (%s): %.2f (target <= 1.5)",
-		mallocTuned, runs, soak, float64(runs)/soak.Seconds(), warm, slope, peak, last.rss, heapPeak, last.heap, goPeak, last.gomem,
-		float64(size.Bytes)/1e6, float64(live)/1e6, how, float64(size.Bytes)/float64(live))
+		"Go heap in use peak %.0f MB, at the end %.0f MB; the Go runtime's memory (Sys less released) peak %.0f MB, at the end %.0f MB",
+		mallocTuned, res.Runs, soak, float64(res.Runs)/soak.Seconds(), warm, slope, peak, last.rss, heapPeak, last.heap, goPeak, last.gomem)
+	b.Logf("at the end: %s", res.End)
 	b.Logf("at the RSS peak (%s): RSS %.0f MB = the Go runtime %.0f MB (heap in use %.0f) + glibc's malloc %.0f MB held (%.0f allocated, SQLite's count %.0f) + the rest (program text, stacks of C threads) %.0f",
 		atPeak.at.Round(time.Second), atPeak.rss, atPeak.gomem, atPeak.heap, atPeak.cheld, atPeak.cuse, atPeak.sqlite, atPeak.rss-atPeak.gomem-atPeak.cheld)
 	for _, s := range samples {

@@ -2,45 +2,23 @@ package postgres
 
 import (
 	"context"
-	"encoding/base64"
-	"math/rand/v2"
-	"strings"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
-	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/store/churntest"
 	"github.com/hookd/hookd/store/pgtest"
 )
 
-// base64Output is n bytes of base64 text of random bytes in 76-character
-// lines, as `head -c N /dev/urandom | base64` prints.
-func base64Output(rng *rand.Rand, n int) string {
-	raw := make([]byte, n*3/4)
-	for i := range raw {
-		raw[i] = byte(rng.Uint32())
-	}
-	enc := base64.StdEncoding.EncodeToString(raw)
-	var b strings.Builder
-	b.Grow(len(enc) + len(enc)/76 + 1)
-	for len(enc) > 76 {
-		b.WriteString(enc[:76])
-		b.WriteByte('\n')
-		enc = enc[76:]
-	}
-	b.WriteString(enc)
-	return b.String()
-}
-
 // BenchmarkStoreChurn is the SQLite store's BenchmarkStoreChurn on
-// PostgreSQL (store/pgtest's server): each iteration stores a finished
-// run whose shell step printed 1 MB of base64 text and prunes with
-// retention keeping the newest 6 runs. It prints the runs table's whole
-// size (its heap, TOAST and indexes, the search index among them) over
-// the live rows' bytes (the values as stored, TOAST's compression
-// included: pg_column_size), before and after a VACUUM of the table
-// (what autovacuum does in its time; until then deleted rows' space is
-// not reused).
+// PostgreSQL (store/pgtest's server), the same churn (churntest.Churn):
+// each iteration stores a finished run whose shell step printed 1 MB of
+// base64 text and prunes with retention keeping the newest 6 runs. It
+// prints the runs table's whole size (its heap, TOAST and indexes, the
+// search index among them) over the live rows' bytes (the values as
+// stored, TOAST's compression included: pg_column_size), and what
+// autovacuum did.
 //
 //	go test ./store/postgres -run '^$' -bench BenchmarkStoreChurn -benchtime=200x
 func BenchmarkStoreChurn(b *testing.B) {
@@ -50,57 +28,81 @@ func BenchmarkStoreChurn(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	rng := rand.New(rand.NewPCG(1, 2))
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	policy := store.PrunePolicy{Retention: engine.Retention{Runs: time.Second, KeepLast: 6}}
-	n := 0
-	for b.Loop() {
-		at = at.Add(2 * time.Second)
-		out := base64Output(rng, 1<<20)
-		r := &engine.Run{ID: engine.NewID(), Hook: "big", Trigger: "schedule", Status: engine.StatusRunning, StartedAt: at, QueuedAt: at}
-		if err := d.StartRun(ctx, r); err != nil {
-			b.Fatal(err)
-		}
-		r.Status, r.FinishedAt, r.Response = engine.StatusCompleted, at.Add(time.Second), "The output is the backup's key dump; nothing failed."
-		r.Steps = []*engine.StepResult{{Index: 0, Name: "dump", Type: "shell", Output: out, ExitCode: new(0),
-			Fields: map[string]any{"stdout": out, "stderr": "", "command": "head -c 786432 /dev/urandom | base64"}}}
-		if err := d.FinishRun(ctx, r); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := d.Prune(ctx, at.Add(time.Second), policy); err != nil {
-			b.Fatal(err)
-		}
-		n++
+	churn(d).Loop(b)
+}
+
+// BenchmarkStoreSoak is opt-in (HOOKD_SOAK=10m; not run otherwise, CI
+// included): the SQLite store's soak on PostgreSQL, the same churn on the
+// wall clock (churntest.Churn's Soak): for that long, 20 runs a second
+// from 8 writers, each a shell step's 1 MB of base64 text, stored and
+// read back, with retention keeping 6 runs pruning every 2 s. Every
+// tenth of the time (at least 10 s) and at the end it prints the runs
+// table's size (heap, TOAST, indexes; the search index's own) against
+// the live rows' bytes, and the dead rows of the table and its TOAST
+// with the vacuums autovacuum and the prunes ran: whether they keep up.
+//
+//	HOOKD_SOAK=10m go test ./store/postgres -run '^$' -bench BenchmarkStoreSoak -benchtime=1x -timeout 30m
+func BenchmarkStoreSoak(b *testing.B) {
+	soak, err := time.ParseDuration(os.Getenv("HOOKD_SOAK"))
+	if err != nil || soak <= 0 {
+		b.Skip("opt-in: set HOOKD_SOAK to how long to soak (10m)")
 	}
-	b.StopTimer()
-	type sizes struct{ total, toast, search, live, vector int64 }
-	measure := func() sizes {
-		var s sizes
+	ctx := context.Background()
+	url := pgtest.NewDatabase(b)
+	for b.Loop() {
+		d, err := Open(ctx, url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res := churn(d).Soak(b, churntest.Soak{For: soak, Writers: 8, PerSecond: 20, PruneEvery: 2 * time.Second,
+			SampleEvery: 5 * time.Second, ProbeEvery: max(soak/10, 10*time.Second)})
+		var peak churntest.Sizes
+		for _, p := range res.Probes {
+			if p.Ratio() > peak.Ratio() {
+				peak = p
+			}
+		}
+		b.ReportMetric(peak.Ratio(), "peak-stored/live")
+		b.Logf("%d runs of 1 MB in %s (%.1f/s); the highest ratio while they ran %.2f; at the end: %s",
+			res.Runs, res.Took.Round(time.Second), float64(res.Runs)/res.Took.Seconds(), peak.Ratio(), res.End)
+		d.Close()
+	}
+}
+
+// churn is the churn workload on d; its probe measures the runs table
+// (heap, TOAST, indexes) against the live rows' bytes, and tells the dead
+// rows and the vacuums.
+func churn(d *DB) *churntest.Churn {
+	return &churntest.Churn{Store: d, Probe: func(ctx context.Context) (churntest.Sizes, error) {
+		var (
+			s                                churntest.Sizes
+			toast, vectors, steps            int64
+			dead, toastDead, auto, toastAuto int64
+			vacuums, toastVacuums            int64
+			sinceAuto                        *float64
+		)
 		err := d.pool.QueryRow(ctx, `SELECT pg_total_relation_size('runs'),
 			coalesce((SELECT pg_total_relation_size(reltoastrelid) FROM pg_class WHERE oid = 'runs'::regclass AND reltoastrelid <> 0), 0),
 			pg_relation_size('runs_search'),
 			(SELECT coalesce(sum(pg_column_size(r.*)), 0) FROM runs r),
-			(SELECT coalesce(sum(pg_column_size(search)), 0) FROM runs)`).Scan(&s.total, &s.toast, &s.search, &s.live, &s.vector)
+			(SELECT coalesce(sum(pg_column_size(search)), 0) FROM runs),
+			(SELECT count(*) FROM runs), (SELECT coalesce(max(octet_length(steps)), 0) FROM runs),
+			t.n_dead_tup, t.autovacuum_count, t.vacuum_count, extract(epoch FROM now() - t.last_autovacuum)::float8,
+			coalesce(x.n_dead_tup, 0), coalesce(x.autovacuum_count, 0), coalesce(x.vacuum_count, 0)
+			FROM pg_stat_user_tables t
+			LEFT JOIN pg_stat_all_tables x ON x.relid = (SELECT reltoastrelid FROM pg_class WHERE oid = 'runs'::regclass)
+			WHERE t.relid = 'runs'::regclass`).Scan(&s.Stored, &toast, &s.Index, &s.Live, &vectors, &s.Runs, &steps,
+			&dead, &auto, &vacuums, &sinceAuto, &toastDead, &toastAuto, &toastVacuums)
 		if err != nil {
-			b.Fatal(err)
+			return s, fmt.Errorf("measure the runs table: %w", err)
 		}
-		return s
-	}
-	before := measure()
-	if _, err := d.pool.Exec(ctx, `VACUUM runs`); err != nil {
-		b.Fatal(err)
-	}
-	after := measure()
-	var kept int
-	var steps int64
-	if err := d.pool.QueryRow(ctx, `SELECT count(*), coalesce(max(octet_length(steps)), 0) FROM runs`).Scan(&kept, &steps); err != nil {
-		b.Fatal(err)
-	}
-	mb := func(n int64) float64 { return float64(n) / 1e6 }
-	b.ReportMetric(float64(before.total)/float64(before.live), "table/live")
-	b.ReportMetric(float64(after.total)/float64(after.live), "vacuumed/live")
-	b.Logf("after %d runs of a shell step printing 1 MB, %d kept (steps %d bytes a run): the runs table takes %.2f MB (TOAST %.2f, "+
-		"search GIN index %.2f) against %.2f MB of live rows as stored (their tsvectors %.2f MB): %.2f; after VACUUM %.2f MB (TOAST %.2f, GIN %.2f): %.2f",
-		n, kept, steps, mb(before.total), mb(before.toast), mb(before.search), mb(before.live), mb(before.vector),
-		float64(before.total)/float64(before.live), mb(after.total), mb(after.toast), mb(after.search), float64(after.total)/float64(after.live))
+		last := "never"
+		if sinceAuto != nil {
+			last = fmt.Sprintf("%.0f s ago", *sinceAuto)
+		}
+		s.Detail = fmt.Sprintf("live: the rows' values as stored (pg_column_size), their tsvectors %.2f MB, a run's steps %d bytes; "+
+			"TOAST %.2f MB; dead rows %d (TOAST %d chunks); autovacuum ran %d times on the table (last %s), %d on its TOAST; VACUUM (prunes) %d times (TOAST %d)",
+			float64(vectors)/1e6, steps, float64(toast)/1e6, dead, toastDead, auto, last, toastAuto, vacuums, toastVacuums)
+		return s, nil
+	}}
 }

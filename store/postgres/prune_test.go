@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/store/churntest"
 	"github.com/hookd/hookd/store/pgtest"
 )
 
@@ -59,7 +60,7 @@ func TestPruneLetsSpaceBeReused(t *testing.T) {
 	at := t0
 	for range runs {
 		at = at.Add(time.Minute)
-		out := base64Output(rng, size) // does not compress: every chunk is stored
+		out := churntest.Output(rng, size) // does not compress: every chunk is stored
 		r := &engine.Run{ID: engine.NewID(), Hook: "big", Trigger: "manual", Status: engine.StatusRunning, StartedAt: at, QueuedAt: at}
 		must(t, d.StartRun(ctx, r))
 		r.Status, r.FinishedAt = engine.StatusCompleted, at.Add(time.Second)
