@@ -286,7 +286,7 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	}
 	apiSrv, err := server.New(server.Options{
 		Engine: l.Engine, Store: l.Store, Feed: l.feed, Metrics: m, DB: abs, Log: log, Grace: d.OverdueGrace,
-		Pruner: pr, Cluster: server.NodesOf(l.member), Token: dm.token, DashboardHosts: d.DashboardHosts, Now: l.Clock.Now,
+		Pruner: pr, Cluster: server.NodesOf(l.member), Token: dm.token, DashboardHosts: d.DashboardHosts, Clock: l.Clock,
 	})
 	if err != nil {
 		return fmt.Errorf("start: %w", err)

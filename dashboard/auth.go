@@ -274,7 +274,7 @@ type StreamSession struct {
 func (x *StreamSession) Ended() <-chan struct{} { return x.ss.ended }
 
 // Live reports whether the session is still logged in: not ended, not
-// expired (by the dashboard's clock, Options.Now).
+// expired (by the dashboard's clock, Options.Clock).
 func (x *StreamSession) Live() bool {
 	if !x.s.opts.Login {
 		return true

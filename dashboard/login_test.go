@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/hookd/hookd/engine/clocktest"
 	"github.com/hookd/hookd/internal/authlimit"
 )
 
@@ -25,7 +25,7 @@ type loginSource struct{ Source }
 // addresses are set on the requests: a test cannot own a /64.
 func TestLoginLimitIPv6Rotation(t *testing.T) {
 	const token = "s3cret-token-0123456789abcdef"
-	s, err := New(Options{Source: loginSource{}, Login: true, Token: token, Now: func() time.Time { return t0 }})
+	s, err := New(Options{Source: loginSource{}, Login: true, Token: token, Clock: &clocktest.Clock{}})
 	if err != nil {
 		t.Fatal(err)
 	}

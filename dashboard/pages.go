@@ -68,7 +68,7 @@ type statusCount struct {
 func (s *Server) overview(w http.ResponseWriter, r *http.Request, req *request) {
 	ctx := r.Context()
 	src := s.opts.Source
-	now := s.opts.Now()
+	now := s.opts.Clock.Now()
 	hooks, err := src.Hooks(ctx)
 	if err != nil {
 		s.failErr(w, r, req, err)
@@ -156,7 +156,7 @@ func (s *Server) hooksPage(w http.ResponseWriter, r *http.Request, req *request,
 		s.failErr(w, r, req, err)
 		return
 	}
-	d := hooksData{Now: s.opts.Now(), Flash: flash, Error: isErr, Hooks: make([]hookRow, len(hooks))}
+	d := hooksData{Now: s.opts.Clock.Now(), Flash: flash, Error: isErr, Hooks: make([]hookRow, len(hooks))}
 	// One query a hook, each served by an index; a few at once.
 	var (
 		wg    sync.WaitGroup
@@ -257,7 +257,7 @@ var spans = []span{
 func (s *Server) runs(w http.ResponseWriter, r *http.Request, req *request) {
 	ctx := r.Context()
 	q := r.URL.Query()
-	d := runsData{Now: s.opts.Now(), Statuses: statuses, Spans: spans,
+	d := runsData{Now: s.opts.Clock.Now(), Statuses: statuses, Spans: spans,
 		Hook: q.Get("hook"), Status: q.Get("status"), Since: q.Get("since"), Before: q.Get("before")}
 	f := engine.RunFilter{Hook: d.Hook, Status: engine.Status(d.Status), Before: d.Before, Limit: pageRuns + 1}
 	if d.Status != "" && !slices.Contains(statuses, f.Status) {
@@ -347,7 +347,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, req *request) {
 		s.failErr(w, r, req, err)
 		return
 	}
-	d := runData{Now: s.opts.Now(), Run: run}
+	d := runData{Now: s.opts.Clock.Now(), Run: run}
 	if run.Status == engine.StatusRunning {
 		p, ok, err := s.opts.Source.Progress(r.Context(), run.ID)
 		if err != nil {

@@ -81,7 +81,7 @@ type Options struct {
 	// shares it (the same token, one count). nil: the dashboard's own.
 	Logins *authlimit.Limiter
 	Log    *slog.Logger
-	Now    func() time.Time // default time.Now
+	Clock  engine.Clock // default engine.SystemClock
 }
 
 // Server serves the dashboard.
@@ -108,13 +108,13 @@ func New(opts Options) (*Server, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = engine.SystemClock{}
 	}
 	if opts.Logins == nil {
-		opts.Logins = authlimit.New(opts.Now)
+		opts.Logins = authlimit.New(opts.Clock.Now)
 	}
-	s := &Server{opts: opts, pages: map[string]*template.Template{}, sessions: newSessions(opts.Now), logins: opts.Logins}
+	s := &Server{opts: opts, pages: map[string]*template.Template{}, sessions: newSessions(opts.Clock.Now), logins: opts.Logins}
 	s.local = &session{csrf: randomToken()}
 	base, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {
@@ -157,7 +157,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 
 // request is what the guard knows of a request it let through.
 type request struct {
-	start time.Time
+	start engine.Mono
 	sid   string   // session id ("" when not logged in)
 	sess  *session // nil when not logged in (public pages only)
 }
@@ -175,7 +175,7 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 // and the CSRF token of a state-changing request.
 func (s *Server) guard(public bool, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		req := &request{start: time.Now()}
+		req := &request{start: s.opts.Clock.Mono()}
 		hd := w.Header()
 		hd.Set("Content-Security-Policy", contentSecurityPolicy)
 		hd.Set("X-Content-Type-Options", "nosniff")
@@ -258,7 +258,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, req *request, co
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
-	hd.Set("Server-Timing", serverTiming(time.Since(req.start)))
+	hd.Set("Server-Timing", serverTiming(engine.Since(s.opts.Clock, req.start)))
 	hd.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead {

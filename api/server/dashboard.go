@@ -92,14 +92,14 @@ func (s dashSource) Nodes(ctx context.Context) ([]dashboard.Node, []dashboard.Ho
 
 // newDashboards returns the dashboard of the unix socket and, when the
 // daemon listens on TCP (token set), the one of the TCP listener.
-func newDashboards(src dashboard.Source, token string, hosts []string, now func() time.Time, a *Server) error {
+func newDashboards(src dashboard.Source, token string, hosts []string, clock engine.Clock, a *Server) error {
 	var err error
-	if a.dash, err = dashboard.New(dashboard.Options{Source: src, Log: a.log, Now: now}); err != nil {
+	if a.dash, err = dashboard.New(dashboard.Options{Source: src, Log: a.log, Clock: clock}); err != nil {
 		return err
 	}
 	if token != "" {
 		if a.tcpDash, err = dashboard.New(dashboard.Options{Source: src, Login: true, Token: token, Hosts: hosts, Log: a.log,
-			Logins: a.tokenLimiter(), Now: now}); err != nil {
+			Logins: a.tokenLimiter(), Clock: clock}); err != nil {
 			return err
 		}
 	}
@@ -149,7 +149,7 @@ func (a *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := "http://" + browsable(*addr) + "/login/once?code=" + a.tcpDash.NewLoginCode()
-	writeJSON(w, http.StatusOK, api.UILogin{URL: u, Expires: time.Now().Add(uiLoginTTL).UTC().Format(time.RFC3339)})
+	writeJSON(w, http.StatusOK, api.UILogin{URL: u, Expires: a.clock.Now().Add(uiLoginTTL).UTC().Format(time.RFC3339)})
 }
 
 // browsable is a listen address a browser on this machine can open: an

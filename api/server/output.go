@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/dashboard"
@@ -78,7 +77,7 @@ func (a *Server) output(w http.ResponseWriter, r *http.Request, sess *dashboard.
 		}
 		return ended
 	}
-	tick := time.NewTicker(heartbeat)
+	tick := a.clock.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
 		select {
@@ -96,7 +95,7 @@ func (a *Server) output(w http.ResponseWriter, r *http.Request, sess *dashboard.
 			return
 		case <-ended:
 			return
-		case <-tick.C:
+		case <-tick.C():
 			if sess != nil && !sess.Live() {
 				return // expired
 			}

@@ -180,7 +180,7 @@ func (a *Server) stream(w http.ResponseWriter, r *http.Request, sess *dashboard.
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	tick := time.NewTicker(heartbeat)
+	tick := a.clock.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
 		changed := a.feed.changed()
@@ -218,17 +218,23 @@ func (a *Server) stream(w http.ResponseWriter, r *http.Request, sess *dashboard.
 		}
 		select {
 		case <-changed:
+			gather := a.clock.NewTimer(streamGather)
+			stop := false
 			select {
-			case <-time.After(streamGather):
+			case <-gather.C():
 			case <-ctx.Done():
-				return
+				stop = true
 			case <-a.closing:
-				return
+				stop = true
 			case <-ended:
 				over()
+				stop = true
+			}
+			gather.Stop()
+			if stop {
 				return
 			}
-		case <-tick.C:
+		case <-tick.C():
 			if over() {
 				return
 			}

@@ -9,11 +9,11 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/engine/clocktest"
 	"github.com/hookd/hookd/store"
 )
 
@@ -30,17 +30,9 @@ func TestStreamEndsAtSessionExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	var (
-		mu  sync.Mutex
-		now = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
-	)
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
+	clock := &clocktest.Clock{}
 	feed := NewFeed()
-	a, err := New(Options{Store: db, Feed: feed, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Token: token, Now: clock})
+	a, err := New(Options{Store: db, Feed: feed, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Token: token, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +74,7 @@ func TestStreamEndsAtSessionExpiry(t *testing.T) {
 	}
 	emit := func(id string) {
 		t.Helper()
-		if err := db.AppendEvent(context.Background(), &engine.Event{ID: id, Type: "deploy.finished", Source: "api", Time: clock()}); err != nil {
+		if err := db.AppendEvent(context.Background(), &engine.Event{ID: id, Type: "deploy.finished", Source: "api", Time: clock.Now()}); err != nil {
 			t.Fatal(err)
 		}
 		feed.Wake()
@@ -120,9 +112,7 @@ func TestStreamEndsAtSessionExpiry(t *testing.T) {
 		t.Fatalf("the live session's stream sent %q, want the event's data", l)
 	}
 
-	mu.Lock()
-	now = now.Add(24*time.Hour + time.Second) // past the session's life
-	mu.Unlock()
+	clock.Jump(24*time.Hour + time.Second) // past the session's life
 	emit("after-expiry")
 	var rest []string
 	for l := next(); l != ""; l = next() {
