@@ -11,6 +11,7 @@ import (
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/mcp"
 	"github.com/hookd/hookd/process"
+	"github.com/hookd/hookd/redact"
 	"github.com/hookd/hookd/sandbox"
 	"github.com/hookd/hookd/templates"
 	_ "github.com/hookd/hookd/tools" // registers the built-in tools
@@ -33,7 +34,7 @@ func newModel(d *config.Daemon, log *slog.Logger, clock engine.Clock) *model {
 	opts := agent.Options{Defaults: d.LLM, Clock: clock}
 	if len(d.MCPServers) > 0 {
 		mgr, err := mcp.NewManager(MCPConfigs(d), mcp.Options{Logger: log, Clock: clock,
-			Redactor: engine.NewRedactor(CredentialEnv(d), os.Environ())})
+			Redactor: redact.New(CredentialEnv(d), os.Environ())})
 		if err != nil {
 			log.Error("mcp servers not available", "err", err)
 		} else {

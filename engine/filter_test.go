@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+
+	"github.com/hookd/hookd/redact"
 )
 
 func TestFilters(t *testing.T) {
@@ -85,7 +87,7 @@ func TestFilterErrors(t *testing.T) {
 // encoding of a part).
 func TestFiltersSeeRedactedValues(t *testing.T) {
 	const secret = "s3cr3t-Value-0042-xyz"
-	red := NewRedactor([]string{"TOKEN"}, []string{"TOKEN=" + secret})
+	red := redact.New([]string{"TOKEN"}, []string{"TOKEN=" + secret})
 	scope := &Scope{Redactor: red, Event: map[string]any{
 		"tok": secret, "line": "key=" + secret + "\nnext", "obj": map[string]any{"k": secret},
 	}}

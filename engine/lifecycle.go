@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookd/hookd/redact"
 )
 
 // Point names a phase of a run (or of event dispatch) where lifecycle
@@ -153,7 +155,7 @@ type Payload struct {
 
 // liveSource gives the live output of a handler labelled label called
 // with p, and the redactor of what goes there (Payload.Live).
-type liveSource func(p *Payload, label string) (out func(stream string, b []byte), red *Redactor)
+type liveSource func(p *Payload, label string) (out func(stream string, b []byte), red *redact.Redactor)
 
 // Live returns where the handler shows what its processes write, as
 // they write it, to whoever follows the run (Engine.SubscribeOutput: the
@@ -162,7 +164,7 @@ type liveSource func(p *Payload, label string) (out func(stream string, b []byte
 // Live and LiveRedactor. out is nil when nobody can follow: at a point
 // that is not of a run the engine executes now (event:claim, daemon:*,
 // notify:*), or for a handler not called by a registry.
-func (p *Payload) Live() (out func(stream string, b []byte), red *Redactor) {
+func (p *Payload) Live() (out func(stream string, b []byte), red *redact.Redactor) {
 	if p.live == nil {
 		return nil, nil
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/hookd/hookd/redact"
 )
 
 // Live output is what a running step's processes write, redacted, handed
@@ -216,7 +218,7 @@ func (e *Engine) stepOutput(run *Run, def *StepDef) func(stream string, p []byte
 // handlerOutput is the Payload.Live of a handler labelled label: the
 // live output of the run p is about while this engine executes it,
 // under "handler LABEL (POINT)", and the hook's redactor.
-func (e *Engine) handlerOutput(p *Payload, label string) (func(stream string, b []byte), *Redactor) {
+func (e *Engine) handlerOutput(p *Payload, label string) (func(stream string, b []byte), *redact.Redactor) {
 	st := e.st.Load()
 	if st == nil || p.Hook == nil || !st.isLive(p.RunID) {
 		return nil, nil

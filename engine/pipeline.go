@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hookd/hookd/redact"
 )
 
 // execute runs one run to its end on its own goroutine and reports back to
@@ -166,7 +168,7 @@ func (e *Engine) perform(ctx context.Context, h *Hook, act *active, finish func(
 	}
 	cancel()
 
-	red.Run(run)
+	redactRun(red, run)
 	run.FinishedAt = e.cfg.Clock.Now()
 	retry := e.planRetry(bg, h, run, run.FinishedAt)
 	if e.cfg.Lifecycle.Active(PointRecordBefore) {
@@ -237,7 +239,7 @@ func (e *Engine) recordStart(ctx context.Context, act *active) error {
 // pipeline executes the steps, the short-circuits and the model stage,
 // leaving the outcome in run. It returns the model the stage called ("":
 // none was called).
-func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, envs *ChildEnvs, out *outbox) (model string) {
+func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *redact.Redactor, envs *ChildEnvs, out *outbox) (model string) {
 	toModel := e.prepare(ctx, h, run, prevStart, red, envs, out)
 	if !toModel {
 		return ""
@@ -281,7 +283,7 @@ func modelOutcome(ctx context.Context, run *Run, err error) {
 // steps and renders the prompt even when a short-circuit or skip_llm
 // decided the run. out holds the progress events of a run (outbox.go);
 // a preview (nil) publishes none.
-func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *Redactor, envs *ChildEnvs, out *outbox) (toModel bool) {
+func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *redact.Redactor, envs *ChildEnvs, out *outbox) (toModel bool) {
 	preview := out == nil
 	policy := e.SandboxPolicy(h)
 	scope, err := newScope(h, run, prevStart, red)
@@ -403,7 +405,7 @@ func (e *Engine) prepare(ctx context.Context, h *Hook, run *Run, prevStart time.
 // caps values, and events the run publishes), its time, the hook's last
 // start and its steps' names; the steps' results are filled in as they
 // come.
-func newScope(h *Hook, run *Run, prevStart time.Time, red *Redactor) (*Scope, error) {
+func newScope(h *Hook, run *Run, prevStart time.Time, red *redact.Redactor) (*Scope, error) {
 	scope := &Scope{
 		Hook: h.Name, RunID: run.ID, Trigger: run.Trigger, Now: run.StartedAt, LastRunTime: prevStart,
 		Steps: make([]*StepResult, len(h.Steps)), StepNames: make(map[string]int, len(h.Steps)),
@@ -462,7 +464,7 @@ func (e *Engine) runContext(ctx context.Context, h *Hook) (context.Context, cont
 // origin, so the mark carries down the chain), their depth is one more
 // than the run's and the hook's secrets are redacted from their data
 // before it is stored or sent.
-func (e *Engine) emitFrom(run *Run, red *Redactor) func(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
+func (e *Engine) emitFrom(run *Run, red *redact.Redactor) func(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
 	source := "hook:" + run.Hook
 	if _, ok := FromTool(run.Trigger); ok {
 		source = run.Trigger
@@ -471,7 +473,7 @@ func (e *Engine) emitFrom(run *Run, red *Redactor) func(ctx context.Context, typ
 }
 
 // emitAs returns a publisher of events raised by run with this source.
-func (e *Engine) emitAs(run *Run, red *Redactor, source string) func(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
+func (e *Engine) emitAs(run *Run, red *redact.Redactor, source string) func(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
 	return func(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
 		return e.EmitReport(ctx, &Event{Type: typ, Data: red.Map(data), Source: source, Depth: run.Depth + 1})
 	}
@@ -505,7 +507,7 @@ func (e *Engine) lifecycleStep(ctx context.Context, h *Hook, run *Run, def *Step
 		res = e.runStep(ctx, h, run, def, env)
 	}
 	// Redacted before a handler, later steps, the prompt or the log see it.
-	env.Redactor.Step(res)
+	redactStep(env.Redactor, res)
 	if lc.Active(PointStepAfter) {
 		cp := *res
 		lc.Call(ctx, PointStepAfter, &Payload{Hook: h, RunID: run.ID, Step: def, StepResult: &cp})

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookd/hookd/redact"
 )
 
 // Placeholder is one {{path}} or {{path | filter ...}} found in a
@@ -255,7 +257,7 @@ type Scope struct {
 	// Redactor, when set, redacts a value before a filter sees it, so
 	// that no filter turns a secret into a form the redactor does not
 	// know (upper, truncate, tail ...).
-	Redactor *Redactor
+	Redactor *redact.Redactor
 }
 
 // Lookup resolves a placeholder path to a value. A literal path, the

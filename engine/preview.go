@@ -63,7 +63,7 @@ func (e *Engine) Preview(ctx context.Context, name string, event map[string]any)
 	if e.prepare(rctx, h, run, prevStart, red, h.ChildEnvs(e.cfg.Environ), nil) {
 		run.Status, run.Reason = StatusCompleted, PreviewReason
 	}
-	red.Run(run)
+	redactRun(red, run)
 	run.FinishedAt = e.cfg.Clock.Now()
 	return run, nil
 }

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hookd/hookd/redact"
 )
 
 // ErrReplay is returned to a tool or step that would publish an event or
@@ -159,7 +160,7 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 	red := e.redactor(e.replaySecrets(h, rec.Hook))
 	envs := h.ChildEnvs(e.cfg.Environ)
 	finish := func() *Replay {
-		red.Run(run)
+		redactRun(red, run)
 		run.FinishedAt = e.cfg.Clock.Now()
 		for i, u := range run.Tools {
 			if u.Outcome == ToolNotRecorded {
@@ -218,7 +219,7 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 // steps and event, as the run would have had them. A step of h that the
 // record has no result of (added since, or of another kind now) fails
 // the replay: it needs --live-steps.
-func (e *Engine) renderRecorded(h *Hook, rec, run *Run, prevStart time.Time, red *Redactor) bool {
+func (e *Engine) renderRecorded(h *Hook, rec, run *Run, prevStart time.Time, red *redact.Redactor) bool {
 	scope, err := newScope(h, rec, prevStart, red)
 	if err != nil {
 		run.Status, run.Cause, run.Error = StatusFailed, CauseInternal, fmt.Sprintf("decode the recorded event payload: %v", err)
@@ -362,9 +363,6 @@ func CheckReplayUsage(u *Usage) error {
 	return nil
 }
 
-// redactedMark matches the Redactor's marker.
-var redactedMark = regexp.MustCompile(`\[REDACTED:([A-Za-z_][A-Za-z0-9_]*)\]`)
-
 // redactedContext lists where the context rec recorded had secrets
 // redacted: its event and, when the replay reads them from the record
 // (steps; not with --live-steps), its steps' outputs, fields and errors.
@@ -397,7 +395,7 @@ func appendRedacted(out []string, where string, texts ...string) []string {
 	seen := map[string]bool{}
 	var names []string
 	for _, t := range texts {
-		for _, m := range redactedMark.FindAllStringSubmatch(t, -1) {
+		for _, m := range redact.Marked.FindAllStringSubmatch(t, -1) {
 			if !seen[m[1]] {
 				seen[m[1]] = true
 				names = append(names, m[1])

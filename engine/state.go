@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hookd/hookd/redact"
 )
 
 // state is everything the loop goroutine owns.
@@ -829,7 +831,7 @@ func (s *state) redactEvent(ent *entry, ev json.RawMessage) json.RawMessage {
 // are only read: runs in flight share them.
 type hookShared struct {
 	hook *Hook
-	red  *Redactor
+	red  *redact.Redactor
 	envs *ChildEnvs // h.ChildEnvs(Config.Environ); never written to
 }
 

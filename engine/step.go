@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookd/hookd/redact"
 	"github.com/hookd/hookd/sandbox"
 )
 
@@ -68,7 +69,7 @@ type StepEnv struct {
 	// Redactor replaces the hook's secrets; a step that caps what it
 	// keeps redacts before it cuts (process.Command.Redactor). The engine
 	// redacts the step's result when it returns; nil redacts nothing.
-	Redactor *Redactor
+	Redactor *redact.Redactor
 	// TrackProcess, when set, records a process group the step started
 	// (process.Command.Track), so that a hookd started after a crash can
 	// kill what the step left running, and returns the function that

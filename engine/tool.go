@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/hookd/hookd/redact"
 	"github.com/hookd/hookd/sandbox"
 )
 
@@ -56,10 +57,10 @@ type ToolEnv struct {
 	// Fire triggers a hook through the gates as this run, one level
 	// deeper in the chain; a refusal is a *GateError.
 	Fire func(ctx context.Context, hook string, event map[string]any) (*Run, error)
-	// Redactor replaces the hook's secrets (see Redactor); nil redacts
+	// Redactor replaces the hook's secrets (see redact.Redactor); nil redacts
 	// nothing. Tool results go through it before the model sees them,
 	// command output as it streams (process.Command.Redactor).
-	Redactor *Redactor
+	Redactor *redact.Redactor
 	// TrackProcess, when set, records a process group a tool started in
 	// the run's record (process.Command.Track), as StepEnv.TrackProcess.
 	TrackProcess func(ProcGroup) (done func())
@@ -156,7 +157,7 @@ func ToolNames() []string {
 // toolEnv builds what the tools of run see: its workdir and environment,
 // the records, and publishers that act as the run, one level deeper in
 // the event chain.
-func (e *Engine) toolEnv(h *Hook, run *Run, envs *ChildEnvs, red *Redactor) *ToolEnv {
+func (e *Engine) toolEnv(h *Hook, run *Run, envs *ChildEnvs, red *redact.Redactor) *ToolEnv {
 	return &ToolEnv{
 		Hook: h, RunID: run.ID, Depth: run.Depth, Workdir: h.Workdir, HooksDir: e.cfg.HooksDir,
 		Protected: e.cfg.Protected,

@@ -14,12 +14,12 @@
 package mcp
 
 import (
+	"github.com/hookd/hookd/redact"
 	"github.com/hookd/hookd/sandbox"
 
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hookd/hookd/internal/glob"
 	"log/slog"
 	"net/http"
 	"os"
@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hookd/hookd/internal/glob"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -58,7 +60,7 @@ type Options struct {
 	Logger  *slog.Logger
 	// Redactor replaces hookd's credentials in what a server writes on
 	// stderr before it is logged or reported; nil redacts nothing.
-	Redactor *engine.Redactor
+	Redactor *redact.Redactor
 	// HTTPClient is the base client of streamable-HTTP servers (default
 	// a client on http.DefaultTransport).
 	HTTPClient *http.Client

@@ -23,6 +23,7 @@ import (
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
 	"github.com/hookd/hookd/mcp"
+	"github.com/hookd/hookd/redact"
 	"github.com/hookd/hookd/sandbox"
 	"github.com/hookd/hookd/store"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -155,7 +156,7 @@ func TestServerEnvScrubbed(t *testing.T) {
 func TestServerStderrRedacted(t *testing.T) {
 	environ := []string{"PATH=" + os.Getenv("PATH"), "GH_CRED=ghp-credential-0123456789"}
 	m, err := mcp.NewManager([]mcp.ServerConfig{stdio("bad", map[string]string{"MCP_TEST_FAIL_START": "token ${GH_CRED} refused"})},
-		mcp.Options{Environ: environ, Logger: quiet, RetryAfter: time.Millisecond, Redactor: engine.NewRedactor([]string{"GH_CRED"}, environ)})
+		mcp.Options{Environ: environ, Logger: quiet, RetryAfter: time.Millisecond, Redactor: redact.New([]string{"GH_CRED"}, environ)})
 	if err != nil {
 		t.Fatal(err)
 	}

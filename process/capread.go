@@ -5,7 +5,7 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/redact"
 )
 
 // ReadHead reads the start of r: at most limit bytes of its text once red
@@ -13,7 +13,7 @@ import (
 // whether the text went on past that. It reads limit plus red's span, and
 // redacts before it cuts, so a secret across the cut is replaced whole
 // and no piece of it is kept.
-func ReadHead(r io.Reader, limit int, red *engine.Redactor) ([]byte, bool, error) {
+func ReadHead(r io.Reader, limit int, red *redact.Redactor) ([]byte, bool, error) {
 	read := int64(limit + red.Span())
 	var out bytes.Buffer
 	w := red.Writer(&out)
@@ -37,7 +37,7 @@ func ReadHead(r io.Reader, limit int, red *engine.Redactor) ([]byte, bool, error
 // anything before that was left out. It reads from limit plus red's span
 // before the end and redacts before it cuts; a secret cut at the start
 // of what it read, whose end would be left, is trimmed away.
-func ReadTail(f io.ReadSeeker, size int64, limit int, red *engine.Redactor) ([]byte, bool, error) {
+func ReadTail(f io.ReadSeeker, size int64, limit int, red *redact.Redactor) ([]byte, bool, error) {
 	from := max(0, size-int64(limit+red.Span()))
 	if from > 0 {
 		if _, err := f.Seek(from, io.SeekStart); err != nil {

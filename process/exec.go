@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/redact"
 	"github.com/hookd/hookd/sandbox"
 )
 
@@ -65,7 +66,7 @@ type Command struct {
 	// Redactor, when set, replaces secrets in stdout and stderr as they
 	// stream, before Tee and before the cap, so that a cut never leaves a
 	// piece of a secret behind.
-	Redactor *engine.Redactor
+	Redactor *redact.Redactor
 	// Detach leaves the processes the command started in the background
 	// running when it exits of its own accord (they are reported in
 	// CommandResult.Detached, and not tracked). Without it, whatever is
@@ -100,7 +101,7 @@ type Command struct {
 	// its caller must read as written (a lifecycle handler's answer may
 	// carry a secret on purpose) while its followers must not see the
 	// secret.
-	LiveRedactor *engine.Redactor
+	LiveRedactor *redact.Redactor
 	// Policy, when set, contains the command (sandbox.Default): it reaches
 	// only the files and network the policy declares, and every process it
 	// starts lives in its cgroup, so that setsid'd and double-forked ones

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/redact"
 )
 
 // Live gets what the command writes, redacted, each stream capped at
@@ -18,7 +19,7 @@ func TestCommandLive(t *testing.T) {
 		Argv:      []string{"sh", "-c", `printf 'key=%s!0123456789abcdefghijklmnopqrstuvwxyz' "$TOKEN"; printf 'err' >&2`},
 		Env:       append(engine.ChildEnv(nil, nil, nil), "TOKEN=sekrit-value-42"),
 		MaxOutput: 40,
-		Redactor:  engine.NewRedactor([]string{"TOKEN"}, []string{"TOKEN=sekrit-value-42"}),
+		Redactor:  redact.New([]string{"TOKEN"}, []string{"TOKEN=sekrit-value-42"}),
 		Live: func(stream string, p []byte) {
 			mu.Lock()
 			got[stream] += string(p)
@@ -51,7 +52,7 @@ func TestCommandLiveRedactorOnly(t *testing.T) {
 		// Two writes by two processes: the secret is cut between them.
 		Argv:         []string{"sh", "-c", `printf '{"token":"%s' "$(printf %s "$TOKEN" | head -c 6)"; printf '%s"}\n' "$(printf %s "$TOKEN" | tail -c +7)"; printf 'why: %s\n' "$TOKEN" >&2`},
 		Env:          append(engine.ChildEnv(nil, nil, nil), "TOKEN=sekrit-value-42"),
-		LiveRedactor: engine.NewRedactor([]string{"TOKEN"}, []string{"TOKEN=sekrit-value-42"}),
+		LiveRedactor: redact.New([]string{"TOKEN"}, []string{"TOKEN=sekrit-value-42"}),
 		Live: func(stream string, p []byte) {
 			mu.Lock()
 			got[stream] += string(p)

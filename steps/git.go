@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/process"
+	"github.com/hookd/hookd/redact"
 	"github.com/hookd/hookd/sandbox"
 )
 
@@ -144,7 +145,7 @@ type gitSession struct {
 	repo *gitRepo
 	dir  string
 	env  []string
-	red  *engine.Redactor
+	red  *redact.Redactor
 	// policy contains each git process: the hook's, without network
 	// (hookd's git steps read the local repository only).
 	policy *sandbox.Policy

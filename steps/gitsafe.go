@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/redact"
 )
 
 // gitSafeArgs come first in every git command hookd runs. They turn off
@@ -223,7 +224,7 @@ func gitGlobals(argv []string) []string {
 // repository or the configuration. A git config that fails (not a
 // repository is not a failure) is an error: the command would fail the
 // same way.
-func GitCommandEnv(ctx context.Context, argv []string, dir, workdir string, env []string, red *engine.Redactor) ([]string, error) {
+func GitCommandEnv(ctx context.Context, argv []string, dir, workdir string, env []string, red *redact.Redactor) ([]string, error) {
 	guarded := GitEnv(env, workdir, nil)
 	if len(argv) == 0 || filepath.Base(argv[0]) != "git" {
 		return guarded, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/process"
+	"github.com/hookd/hookd/redact"
 )
 
 // DefaultMaxFileBytes is how much of a file read_file keeps when the step
@@ -142,7 +143,7 @@ func (s *readFileStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.St
 
 // read returns what the step keeps of the file, redacted before it is
 // cut, and whether that is less than the whole file.
-func (s *readFileStep) read(f io.ReadSeeker, size int64, red *engine.Redactor) ([]byte, bool, error) {
+func (s *readFileStep) read(f io.ReadSeeker, size int64, red *redact.Redactor) ([]byte, bool, error) {
 	if s.tail {
 		return s.readTail(f, size, red)
 	}
@@ -160,7 +161,7 @@ func (s *readFileStep) read(f io.ReadSeeker, size int64, red *engine.Redactor) (
 
 // readTail keeps the end of the file: at most maxBytes, starting at a
 // line boundary when it had to seek, and at most maxLines lines.
-func (s *readFileStep) readTail(f io.ReadSeeker, size int64, red *engine.Redactor) ([]byte, bool, error) {
+func (s *readFileStep) readTail(f io.ReadSeeker, size int64, red *redact.Redactor) ([]byte, bool, error) {
 	data, cut, err := process.ReadTail(f, size, s.maxBytes, red)
 	if err != nil {
 		return nil, false, err

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/process"
+	"github.com/hookd/hookd/redact"
 )
 
 const capSecret = "s3cr3t-9f8e7d6c5b4a"
@@ -36,7 +36,7 @@ func TestShellSecretAcrossCap(t *testing.T) {
 	s := mustShellStep(t, `command: printf '%s' "$A"; printf '%s' "$B"
 max_output: 64`, 0)
 	environ := []string{"PATH=" + os.Getenv("PATH"), "TOK=" + capSecret}
-	red := engine.NewRedactor([]string{"TOK"}, environ)
+	red := redact.New([]string{"TOK"}, environ)
 	n := len(capSecret)
 	var starts []int
 	for p := maxOut/2 - n + 1; p < maxOut/2; p++ { // across the end of the head
@@ -95,7 +95,7 @@ func TestRunTestsSecretRedactedBeforeParse(t *testing.T) {
   printf '%s\n' "--- FAIL: TestX (0.00s)" "    x_test.go:3: token $TOK" FAIL`, 0)
 	environ := []string{"PATH=" + os.Getenv("PATH"), "TOK=" + capSecret}
 	env := stepEnv(t, nil)
-	env.Env, env.Redactor = environ, engine.NewRedactor([]string{"TOK"}, environ)
+	env.Env, env.Redactor = environ, redact.New([]string{"TOK"}, environ)
 	res, _ := runStep(t, s, env)
 	if got := fmt.Sprint(res.Fields); strings.Contains(got, capSecret) || !strings.Contains(got, "[REDACTED:TOK]") {
 		t.Errorf("fields: %s", got)
@@ -107,7 +107,7 @@ func TestRunTestsSecretRedactedBeforeParse(t *testing.T) {
 func TestReadFileSecretAcrossCut(t *testing.T) {
 	const total, maxBytes = 120, 50
 	environ := []string{"TOK=" + capSecret}
-	red := engine.NewRedactor([]string{"TOK"}, environ)
+	red := redact.New([]string{"TOK"}, environ)
 	n := len(capSecret)
 	for _, tail := range []bool{false, true} {
 		s := mustStep(t, "read_file", fmt.Sprintf("path: f.txt\nmax_bytes: %d\ntail: %v", maxBytes, tail), 0)
@@ -151,7 +151,7 @@ func TestHTTPSecretAcrossMaxBody(t *testing.T) {
 	s := mustStep(t, "http", fmt.Sprintf("url: %s/?p={{event.p}}\nmax_body: %d\nallow_private: true", srv.URL, maxBody), 0)
 	for p := maxBody - n + 1; p < maxBody; p++ {
 		env := stepEnv(t, map[string]any{"p": p})
-		env.Env, env.Redactor = environ, engine.NewRedactor([]string{"TOK"}, environ)
+		env.Env, env.Redactor = environ, redact.New([]string{"TOK"}, environ)
 		res, err := s.Run(context.Background(), env)
 		if err != nil {
 			t.Fatal(err)

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/process"
+	"github.com/hookd/hookd/redact"
 )
 
 // encodedSecrets are values a program encodes for the attacks below: one
@@ -58,7 +58,7 @@ func encodedLeak(out, prefix, secret string) string {
 
 // runEncoder runs script with sh -c, with S set to secret and P to
 // prefix, through a Command with red (nil: none), and returns stdout.
-func runEncoder(t *testing.T, script, prefix, secret string, red *engine.Redactor) string {
+func runEncoder(t *testing.T, script, prefix, secret string, red *redact.Redactor) string {
 	t.Helper()
 	c := &process.Command{Argv: []string{"sh", "-c", script}, Redactor: red, Env: []string{
 		"PATH=" + os.Getenv("PATH"), "LC_ALL=C.UTF-8", "PYTHONIOENCODING=utf-8", "S=" + secret, "P=" + prefix}}
@@ -69,12 +69,12 @@ func runEncoder(t *testing.T, script, prefix, secret string, red *engine.Redacto
 	return r.Stdout
 }
 
-func redactorOf(secrets map[string]string) *engine.Redactor {
+func redactorOf(secrets map[string]string) *redact.Redactor {
 	var names, environ []string
 	for k, v := range secrets {
 		names, environ = append(names, k), append(environ, k+"="+v)
 	}
-	return engine.NewRedactor(names, environ)
+	return redact.New(names, environ)
 }
 
 // TestCommandRedactsWrappedEncodings runs real encoders on a secret

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/redact"
 )
 
 // TestHTTPGetSecretAcrossCut: a body that holds a secret across the
@@ -25,7 +25,7 @@ func TestHTTPGetSecretAcrossCut(t *testing.T) {
 	httpClient = srv.Client()
 	defer func() { httpClient = saved }()
 	env, _ := project(t)
-	env.Redactor = engine.NewRedactor([]string{"TOK"}, []string{"TOK=" + secret})
+	env.Redactor = redact.New([]string{"TOK"}, []string{"TOK=" + secret})
 	for p := httpMaxBody - len(secret) + 1; p < httpMaxBody; p += 3 {
 		got := mustCall(t, env, "http_get", fmt.Sprintf(`{"url":"%s/?p=%d"}`, srv.URL, p))
 		for i := 0; i+4 <= len(secret); i++ {

@@ -1,4 +1,4 @@
-package engine_test
+package redact_test
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
+	"github.com/hookd/hookd/redact"
 )
 
 // TestRedactorWrappedBase64 performs the leaks of issue 27 through real
@@ -25,7 +25,7 @@ func TestRedactorWrappedBase64(t *testing.T) {
 		testtool.Need(t, bin)
 	}
 	const secret = "ghp_Zx8/1q9K+kT3vLw0/pYbN7mRcD2sFh6JuEa4GoXiVt5?>~"
-	red := engine.NewRedactor([]string{"TOKEN"}, []string{"TOKEN=" + secret})
+	red := redact.New([]string{"TOKEN"}, []string{"TOKEN=" + secret})
 	run := func(script string) string {
 		cmd := exec.Command("sh", "-c", script)
 		cmd.Env = append(os.Environ(), "V="+secret)
@@ -86,7 +86,7 @@ func TestRedactorWrappedBase64(t *testing.T) {
 // changes nothing else: base64 of other data, prose and code keep their
 // line breaks.
 func TestRedactorWrappedKeepsText(t *testing.T) {
-	red := engine.NewRedactor([]string{"TOKEN"}, []string{"TOKEN=hunter2hunter2-long-value"})
+	red := redact.New([]string{"TOKEN"}, []string{"TOKEN=hunter2hunter2-long-value"})
 	other := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("other data "), 30))
 	var wrapped strings.Builder
 	for i := 0; i < len(other); i += 76 {

@@ -1,4 +1,4 @@
-package engine
+package redact
 
 import (
 	"cmp"
