@@ -3,12 +3,14 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store/churntest"
 	"github.com/hookd/hookd/store/pgtest"
 )
 
@@ -81,5 +83,46 @@ func TestSearchIndexesOlderRuns(t *testing.T) {
 	must(t, err)
 	if len(hits) != 1 || hits[0].RunID != "old" {
 		t.Errorf("hits %+v, want the run finished before the index", hits)
+	}
+}
+
+// TestSearchIndexesOutputHead: a step's 1 MB output is stored once, in
+// the run's steps: the search index holds the words of its first 64 KiB
+// (as the SQLite store's index does), not a second copy of the whole
+// text, so a word from its head is found and one from its tail is not.
+func TestSearchIndexesOutputHead(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, pgtest.NewDatabase(t))
+	out := churntest.Output(rand.New(rand.NewPCG(5, 6)), churntest.OutputBytes)
+	word := func(text string) string { // a long word of text: base64 has no other words in it
+		for _, w := range strings.FieldsFunc(text, notWordRune) {
+			if len(w) >= 12 {
+				return w
+			}
+		}
+		t.Fatalf("no word of 12 letters in %q", text)
+		return ""
+	}
+	head, tail := word(out[:4096]), word(out[len(out)-4096:])
+	r := &engine.Run{ID: engine.NewID(), Hook: "dump", Trigger: "manual", Status: engine.StatusRunning, StartedAt: t0, QueuedAt: t0}
+	must(t, d.StartRun(ctx, r))
+	r.Status, r.FinishedAt = engine.StatusCompleted, t0.Add(time.Second)
+	r.Steps = []*engine.StepResult{{Index: 0, Name: "dump", Type: "shell", Output: out, ExitCode: new(0),
+		Fields: map[string]any{"stdout": out}}}
+	must(t, d.FinishRun(ctx, r))
+	for _, c := range []struct {
+		word string
+		want int
+	}{{head, 1}, {tail, 0}} {
+		hits, err := d.SearchRuns(ctx, engine.SearchQuery{Text: c.word})
+		must(t, err)
+		if len(hits) != c.want {
+			t.Errorf("search %q: %d hits, want %d", c.word, len(hits), c.want)
+		}
+	}
+	var vector, steps int
+	must(t, d.pool.QueryRow(ctx, `SELECT pg_column_size(search), octet_length(steps) FROM runs WHERE id = $1`, r.ID).Scan(&vector, &steps))
+	if vector > 256<<10 || steps > len(out)+len(out)/50 {
+		t.Errorf("a run with a %d-byte output: its tsvector takes %d bytes (want at most 256 KiB: the words of 64 KiB), its steps %d", len(out), vector, steps)
 	}
 }
