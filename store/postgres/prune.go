@@ -75,6 +75,9 @@ func (d *DB) Prune(ctx context.Context, now time.Time, p store.PrunePolicy) (sto
 		if _, err := conn.Exec(ctx, `VACUUM runs`); err != nil {
 			return st, fmt.Errorf("prune runs: vacuum: %w", err)
 		}
+		if err := reindexSearch(ctx, conn); err != nil {
+			return st, fmt.Errorf("prune runs: %w", err)
+		}
 	}
 	if p.Events > 0 {
 		n, b, err := d.deleteBatches(ctx, p, `DELETE FROM events WHERE seq IN (SELECT seq FROM events

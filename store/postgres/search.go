@@ -8,6 +8,8 @@ import (
 	"unicode"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // sqlSearch is migration 5: the full-text index of finished runs, a
@@ -84,6 +86,60 @@ RETURNS text LANGUAGE sql IMMUTABLE AS $f$
 		left(prompt, 8192) || E'\n' || left(response, 65536) || E'\n' || left(err, 4096)
 $f$;
 `
+
+// The search index is rebuilt when it is larger than searchIndexFloor
+// and searchIndexSlack times the live runs' tsvectors (reindexSearch). A
+// new index of words that are all new (base64 text) is about 3 times
+// their tsvectors (4.9 MB for 1.7 MB), of text whose words recur far
+// less: 6 is a rebuild once the index is twice what a new one would be,
+// at worst.
+const (
+	searchIndexFloor = 1 << 20
+	searchIndexSlack = 6
+)
+
+// reindexSearch rebuilds the search index (REINDEX CONCURRENTLY: runs are
+// written and searched meanwhile) when it has outgrown the live runs'
+// tsvectors; Prune calls it after it deleted runs and vacuumed. A GIN
+// index keeps a key for every word it ever held: VACUUM empties the
+// posting lists of the deleted runs' words but never removes a key. Text
+// whose words recur (logs, answers) adds few keys; output whose words are
+// all new (base64, hashes, ids) adds all of its words with every run, so
+// under churn the index grew without bound (BenchmarkStoreChurn: 0.15 MB
+// a run of 1 MB base64 output, 14.7 MB for the 6 runs kept after 100).
+// Measuring the tsvectors reads the runs table's heap (not its TOAST):
+// the daemon prunes hourly by default.
+func reindexSearch(ctx context.Context, conn *pgxpool.Conn) error {
+	var index, vectors int64
+	if err := conn.QueryRow(ctx, `SELECT pg_relation_size('runs_search'),
+		(SELECT coalesce(sum(pg_column_size(search)), 0) FROM runs)`).Scan(&index, &vectors); err != nil {
+		return fmt.Errorf("measure the search index: %w", err)
+	}
+	if index <= searchIndexFloor || index <= searchIndexSlack*vectors {
+		return nil
+	}
+	// A rebuild that was stopped (its node stopped or lost the database)
+	// leaves an invalid copy, runs_search_ccnew, that writes still
+	// update, and the next rebuild would make another: drop it.
+	rows, err := conn.Query(ctx, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE i.indrelid = 'runs'::regclass AND NOT i.indisvalid AND c.relname LIKE 'runs\_search\_ccnew%'`)
+	if err != nil {
+		return fmt.Errorf("find stopped rebuilds of the search index: %w", err)
+	}
+	stopped, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("find stopped rebuilds of the search index: %w", err)
+	}
+	for _, name := range stopped {
+		if _, err := conn.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+pgx.Identifier{name}.Sanitize()); err != nil {
+			return fmt.Errorf("drop a stopped rebuild of the search index: %w", err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `REINDEX INDEX CONCURRENTLY runs_search`); err != nil {
+		return fmt.Errorf("rebuild the search index (%d bytes for %d of live tsvectors): %w", index, vectors, err)
+	}
+	return nil
+}
 
 // maxSearchTerms bounds the words of a query, as in the SQLite store.
 const maxSearchTerms = 16
