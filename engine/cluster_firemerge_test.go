@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // dyingDecider is a scheduler that dies, once die is set, right after it
@@ -50,7 +50,7 @@ func (d *dyingDecider) DecideFires(ctx context.Context, decide func(context.Cont
 // two fires).
 func TestClusterFireMergedOnceAcrossFailover(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	db, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)

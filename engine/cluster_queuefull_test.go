@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // TestClusterPendingRefusedQueueFull performs a failover to a scheduler
@@ -23,7 +23,7 @@ import (
 // run has a record already: it is finished, not inserted again).
 func TestClusterPendingRefusedQueueFull(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	db, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 	"github.com/hookd/hookd/triggers"
 )
 
@@ -43,7 +43,7 @@ func (r *refusedReport) Loaded(ctx context.Context, hooks []*engine.Hook) error 
 // step never runs.
 func TestClusterRunsOnlyItsVersion(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	db, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 	"github.com/hookd/hookd/triggers"
 	"github.com/jackc/pgx/v5"
 )
@@ -27,7 +27,7 @@ import (
 func TestStalledPostgresLoopAnswers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	db, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -270,7 +270,7 @@ skip_llm: true
 // change fires one run, by the scheduler's watch, before and after the
 // failover.
 func TestClusterTwoNodes(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	hooks := map[string]string{"tick.yaml": clusterTwoHooks, "watch.yaml": clusterWatchHook}
 	for i := 1; i <= 4; i++ {
 		hooks[fmt.Sprintf("w%d.yaml", i)] = workHook(fmt.Sprintf("w%d", i))

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -44,7 +44,7 @@ skip_llm: true
 // lists; a resume there starts them again.
 func TestClusterFireOnWorker(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	hooks := map[string]string{"tick.yaml": clusterTwoHooks, "ok.yaml": clusterFireOK, "bad.yaml": clusterFireBad,
 		"cool.yaml": clusterFireCool}
 	nodes, side := newCluster(t, url, 2, "heartbeat_timeout: 2s", "", hooks)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
-	"github.com/hookd/hookd/store/pgtest"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // clusterKillHooks: periodic hooks of every overlap policy and an event
@@ -113,7 +113,7 @@ func TestClusterKills(t *testing.T) {
 		t.Skip("kills and restarts cluster nodes 20 times")
 	}
 	kills := testtool.Count(6, 20)
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	nodes, side := newCluster(t, url, 3, fmt.Sprintf("max_concurrent: 3, heartbeat_timeout: %s", clusterTimeout),
 		"max_concurrent: 6\n", clusterKillHooks)
 	logs := func() string { return clusterLogs(nodes) }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // clusterLastRun writes the run's {{last_run_time}} (T= when empty).
@@ -34,7 +34,7 @@ skip_llm: true
 // of the one before (it was empty on a node that does not schedule).
 func TestClusterLastRunTime(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	nodes, side := newCluster(t, url, 2, "heartbeat_timeout: 2s, max_concurrent: 1", "grace: 1s\n",
 		map[string]string{"last.yaml": clusterLastRun, "block.yaml": clusterBlock})
 	n1, n2 := nodes[0], nodes[1]

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
-	"github.com/hookd/hookd/store/pgtest"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // The periodic hook's first run outlives the daemon (sleep 30); every
@@ -44,7 +44,7 @@ func TestCrashRecovery(t *testing.T) { testCrashRecovery(t, "") }
 // TestCrashRecoveryOnPostgres is TestCrashRecovery with the store in
 // PostgreSQL (database: in hookd.yaml).
 func TestCrashRecoveryOnPostgres(t *testing.T) {
-	testCrashRecovery(t, "database: "+pgtest.NewDatabase(t)+"\n")
+	testCrashRecovery(t, "database: "+postgrestest.NewDatabase(t)+"\n")
 }
 
 func testCrashRecovery(t *testing.T, settings string) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // fireInProcess runs `hookd fire NAME --wait` with no daemon (so the
@@ -55,7 +55,7 @@ func TestServeWaitsForCommand(t *testing.T) {
 // PostgreSQL, where the offline fire holds the database alone and the
 // node waits for it.
 func TestServeWaitsForCommandOnPostgres(t *testing.T) {
-	testServeWaitsForCommand(t, pgtest.NewDatabase(t))
+	testServeWaitsForCommand(t, postgrestest.NewDatabase(t))
 }
 
 // testServeWaitsForCommand runs the test on SQLite (url "") or on the

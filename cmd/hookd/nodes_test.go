@@ -10,8 +10,8 @@ import (
 
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -22,7 +22,7 @@ import (
 // not count. On SQLite status shows no nodes and /v1/nodes is 404.
 func TestStatusShowsNodes(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	// The daemon is node-b, the scheduler (it holds the lease); the
 	// test's report of node-b's hooks replaces the daemon's own.
 	e := newEnv(t, "database: "+url+"\nmax_concurrent: 8\nnode: {name: node-b}\n", map[string]string{"quick.yaml": quickHook})
@@ -133,7 +133,7 @@ func TestStatusShowsNodes(t *testing.T) {
 // silent beyond the timeout it is shown dead and its run is interrupted.
 func TestNodesAliveByHeartbeatTimeout(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	e := newEnv(t, "database: "+url+"\nnode: {name: node-s, heartbeat_timeout: 20s}\n", map[string]string{"quick.yaml": quickHook})
 	e.serve()
 	db := openPG(t, url)

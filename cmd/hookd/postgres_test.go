@@ -12,8 +12,8 @@ import (
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -24,7 +24,7 @@ import (
 // first is killed with SIGKILL, with its history; without a daemon the
 // CLI reads the history from PostgreSQL.
 func TestServeOnPostgres(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	hooks := map[string]string{"quick.yaml": quickHook}
 	a := newProcEnv(t, "database: "+url+"\n", hooks)
 	da := a.serve()
@@ -89,7 +89,7 @@ func TestServeOnPostgres(t *testing.T) {
 // noticed by the server), the daemon stops triggering and exits at its
 // next wake-up, since another daemon may now take the database.
 func TestServeOnPostgresLockLost(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	e := newEnv(t, "database: "+url+"\ntick: 100ms\n", map[string]string{"quick.yaml": quickHook})
 	d := e.serve()
 	// End every session of the daemon (the lock's among them).
@@ -138,7 +138,7 @@ func waitUnlocked(t *testing.T, url string) {
 // contract suite).
 func TestRenderAndPruneOnPostgres(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := postgrestest.NewDatabase(t)
 	e := newEnv(t, "database: "+url+"\n", renderHooks)
 	e.serve()
 	e.must(0, "fire", "green", "--wait")

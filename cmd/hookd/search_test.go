@@ -9,7 +9,7 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/llm/llmtest"
-	"github.com/hookd/hookd/store/pgtest"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // TestSearch: finished runs are found by what their steps printed, with
@@ -18,7 +18,7 @@ import (
 func TestSearch(t *testing.T) { testSearch(t, "") }
 
 // TestSearchOnPostgres: the same on PostgreSQL (tsvector, GIN, ts_rank).
-func TestSearchOnPostgres(t *testing.T) { testSearch(t, "database: "+pgtest.NewDatabase(t)+"\n") }
+func TestSearchOnPostgres(t *testing.T) { testSearch(t, "database: "+postgrestest.NewDatabase(t)+"\n") }
 
 func testSearch(t *testing.T, settings string) {
 	e := newEnv(t, settings, map[string]string{

@@ -17,6 +17,17 @@
 // NewDatabase is a new database in that server, dropped when the test
 // ends.
 //
+// A package whose tests each want the same starting point (a store's
+// schema, migrated) makes it once per test binary with a Template and
+// copies it for each test (CREATE DATABASE ... TEMPLATE), instead of
+// building it again in every database:
+//
+//	var migrated = pgtest.NewTemplate(func(ctx context.Context, url string) error {
+//		... // run the migrations in the database at url
+//	})
+//
+//	url := migrated.NewDatabase(t) // a database of its own, migrated
+//
 // When the binaries are missing the test is skipped with a message that
 // names the package to install; with HOOKD_REQUIRE_POSTGRES=1 (set by CI)
 // it fails instead, so that a CI machine without PostgreSQL cannot pass
@@ -134,11 +145,17 @@ func unavailable(t testing.TB, err error) {
 // its connection URL. The database is dropped when t ends.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	s := Shared(t)
+	return Shared(t).newDatabase(t, "")
+}
+
+// newDatabase creates a database with the CREATE DATABASE options given,
+// dropped when t ends, and returns its URL.
+func (s *Server) newDatabase(t testing.TB, options string) string {
+	t.Helper()
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	if err := s.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	if err := s.Exec(ctx, "CREATE DATABASE "+name+options); err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -150,6 +167,47 @@ func NewDatabase(t testing.TB) string {
 		}
 	})
 	return s.URL(name)
+}
+
+// Template is a database made once per test binary, on the first
+// NewDatabase, that each of its NewDatabase calls copies.
+type Template struct {
+	prepare func(ctx context.Context, url string) error
+
+	once sync.Once
+	name string
+	err  error
+}
+
+// NewTemplate returns a Template that prepare fills: it gets the URL of
+// a new empty database and must leave no session open in it (a database
+// with sessions cannot be copied).
+func NewTemplate(prepare func(ctx context.Context, url string) error) *Template {
+	return &Template{prepare: prepare}
+}
+
+// NewDatabase creates a database in the shared server as a copy of the
+// template, making the template first if this is its first use, and
+// returns its connection URL. The database is dropped when t ends; the
+// template stays until the server stops.
+func (tp *Template) NewDatabase(t testing.TB) string {
+	t.Helper()
+	s := Shared(t)
+	tp.once.Do(func() {
+		tp.name = fmt.Sprintf("tpl%d_%d", os.Getpid(), dbSeq.Add(1))
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		if tp.err = s.Exec(ctx, "CREATE DATABASE "+tp.name); tp.err != nil {
+			return
+		}
+		if err := tp.prepare(ctx, s.URL(tp.name)); err != nil {
+			tp.err = fmt.Errorf("prepare template database: %w", err)
+		}
+	})
+	if tp.err != nil {
+		t.Fatalf("make template database: %v", tp.err)
+	}
+	return s.newDatabase(t, " TEMPLATE "+tp.name)
 }
 
 func required() bool { return os.Getenv(RequireEnv) == "1" }

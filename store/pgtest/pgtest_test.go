@@ -61,6 +61,60 @@ func TestNewDatabase(t *testing.T) {
 	}
 }
 
+// TestTemplate: a Template's databases start as its prepare left the
+// template, made once, and are each their own.
+func TestTemplate(t *testing.T) {
+	ctx := context.Background()
+	prepared := 0
+	tp := NewTemplate(func(ctx context.Context, url string) error {
+		prepared++
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, `CREATE TABLE x (n int); INSERT INTO x VALUES (1)`)
+		return err
+	})
+	a, b := tp.NewDatabase(t), tp.NewDatabase(t)
+	if prepared != 1 {
+		t.Errorf("the template was prepared %d times, want once", prepared)
+	}
+	if a == b {
+		t.Fatalf("two databases share the URL %s", a)
+	}
+	count := func(url string) int {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM x`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	conn, err := pgx.Connect(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO x VALUES (2)`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	if n := count(a); n != 2 {
+		t.Errorf("the database written to has %d rows, want 2", n)
+	}
+	if n := count(b); n != 1 {
+		t.Errorf("a copy of the template has %d rows, want the template's 1: a write to another copy reached it", n)
+	}
+	if n := count(tp.NewDatabase(t)); n != 1 {
+		t.Errorf("a later copy has %d rows, want the template's 1", n)
+	}
+}
+
 // TestStopRemovesCluster starts a second server of its own, stops it
 // twice, and checks that its directory is gone and it accepts nothing.
 func TestStopRemovesCluster(t *testing.T) {
