@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -361,7 +362,7 @@ func (p *jsonParser) hook(h *engine.HookStatus) bool {
 			// one is left to it.
 			var raw []byte
 			if raw, ok = p.object(); ok && h.Budget == nil {
-				h.Budget = new(engine.SpendWindows)
+				h.Budget = new(budget.SpendWindows)
 				ok = json.Unmarshal(raw, h.Budget) == nil
 			} else {
 				ok = false

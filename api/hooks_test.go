@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -29,9 +30,9 @@ func hooksJSONCases() []engine.HookStatus {
 			LastCheckFailed: "tests", File: "hooks.d/nightly.yaml", Version: "y"},
 		{Name: `quote" back\slash <html> & ünïcödé ☃`, Trigger: "event deploy.*\twhere\n", File: "a\x00b\x1fc\u2028d",
 			Version: "\xff\xfeinvalid", Project: "é"},
-		{Name: "budget", Trigger: "manual", Enabled: true, Queued: -3, Budget: &engine.SpendWindows{
-			Hour: engine.SpendWindow{Tokens: 800, Prompt: 600, Completion: 200, Limit: 800, Runs: 2, Cost: 0.0035},
-			Day:  engine.SpendWindow{Tokens: 1 << 40, Unpriced: 7, Unreported: 1}, MaxTokensPerRun: 500}},
+		{Name: "budget", Trigger: "manual", Enabled: true, Queued: -3, Budget: &budget.SpendWindows{
+			Hour: budget.SpendWindow{Tokens: 800, Prompt: 600, Completion: 200, Limit: 800, Runs: 2, Cost: 0.0035},
+			Day:  budget.SpendWindow{Tokens: 1 << 40, Unpriced: 7, Unreported: 1}, MaxTokensPerRun: 500}},
 		{Name: "nanos", NextDue: time.Date(2026, 1, 2, 3, 4, 5, 1, time.FixedZone("", -(9*3600+30*60))),
 			LastStart: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)},
 	}
@@ -153,7 +154,7 @@ func TestHooksJSONEveryField(t *testing.T) {
 	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	h := engine.HookStatus{Name: "n", Project: "p", Trigger: "every 1m", Enabled: true, Paused: true, NextDue: at,
 		InFlight: "r1", Queued: 2, LastRunID: "r0", LastStatus: engine.StatusCompleted, LastCheckFailed: "step_0",
-		LastStart: at, File: "hooks.d/n.yaml", Version: "v1", Budget: &engine.SpendWindows{}, Sandbox: "landlock",
+		LastStart: at, File: "hooks.d/n.yaml", Version: "v1", Budget: &budget.SpendWindows{}, Sandbox: "landlock",
 		Broken: &engine.BrokenFile{File: "hooks.d/n.yaml", Hook: "n", Errors: []string{"hooks.d/n.yaml:2: x: bad"}, Previous: "v0"}}
 	typ := reflect.TypeOf(h)
 	v := reflect.ValueOf(h)

@@ -1,7 +1,7 @@
 package config
 
 import (
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/budget"
 	"gopkg.in/yaml.v3"
 )
 
@@ -41,7 +41,7 @@ func (s *state) perRunWithin(n *yaml.Node, path string, perRun, perHour, perDay 
 
 // daemonBudget decodes hookd.yaml's budget: the caps on the tokens all
 // hooks together use, and the prices per model.
-func (s *state) daemonBudget(n *yaml.Node, path string, b *engine.DaemonBudget) {
+func (s *state) daemonBudget(n *yaml.Node, path string, b *budget.Daemon) {
 	f := s.fields(n, path, daemonBudgetKeys, nil)
 	b.File = s.file
 	s.spendLimits(f, &b.PerHour, &b.PerDay)
@@ -54,7 +54,7 @@ func (s *state) daemonBudget(n *yaml.Node, path string, b *engine.DaemonBudget) 
 		s.errorf(pn, ppath, "expected a mapping of model: {input: PRICE, output: PRICE}, got %s", describe(pn))
 		return
 	}
-	b.Prices = map[string]engine.Price{}
+	b.Prices = map[string]budget.Price{}
 	for _, p := range s.pairs(pn, ppath) {
 		mpath := join(ppath, p.key)
 		if p.key == "" {
@@ -66,7 +66,7 @@ func (s *state) daemonBudget(n *yaml.Node, path string, b *engine.DaemonBudget) 
 			continue
 		}
 		mf := s.fields(p.v, mpath, []string{"input", "output"}, nil)
-		var price engine.Price
+		var price budget.Price
 		for _, k := range []struct {
 			key string
 			dst *float64

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/budget"
 )
 
 func TestLoadDaemonBudget(t *testing.T) {
@@ -20,13 +20,13 @@ func TestLoadDaemonBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := engine.DaemonBudget{PerHour: 200000, PerDay: 1000000, File: "hookd.yaml",
-		Prices: map[string]engine.Price{"gpt-4o": {Input: 2.5, Output: 10}, "llama3": {}}}
+	want := budget.Daemon{PerHour: 200000, PerDay: 1000000, File: "hookd.yaml",
+		Prices: map[string]budget.Price{"gpt-4o": {Input: 2.5, Output: 10}, "llama3": {}}}
 	if !reflect.DeepEqual(d.Budget, want) {
 		t.Errorf("budget %+v, want %+v", d.Budget, want)
 	}
 	d, err = LoadDaemon(strings.NewReader("max_concurrent: 2\n"), "hookd.yaml")
-	if err != nil || !reflect.DeepEqual(d.Budget, engine.DaemonBudget{}) {
+	if err != nil || !reflect.DeepEqual(d.Budget, budget.Daemon{}) {
 		t.Errorf("no budget: %+v %v", d.Budget, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 	"gopkg.in/yaml.v3"
 )
@@ -44,7 +45,7 @@ type Daemon struct {
 	LLM            engine.LLMConfig      // llm: defaults for every hook's model settings
 	MCPServers     []MCPServer           // mcp_servers: MCP servers whose tools hooks may list, in file order
 	Retention      engine.Retention      // retention: how long runs, skip records and events are kept
-	Budget         engine.DaemonBudget   // budget: tokens all hooks together may use per hour and day; prices per model
+	Budget         budget.Daemon         // budget: tokens all hooks together may use per hour and day; prices per model
 	PruneEvery     time.Duration         // retention.every: how often the daemon prunes
 	Node           Node                  // node: this node's settings in a cluster on PostgreSQL (node.go)
 	OTel           OTel                  // otel: where runs go as OpenTelemetry traces

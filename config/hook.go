@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/sandbox"
 	"gopkg.in/yaml.v3"
@@ -462,7 +463,7 @@ func checkURL(s string) error {
 }
 
 // tokenBudget decodes budget, and its top-level alias max_tokens_per_run.
-func (s *state) tokenBudget(f *fields, b *engine.Budget) {
+func (s *state) tokenBudget(f *fields, b *budget.Hook) {
 	var inner, perRun *yaml.Node
 	if n := f.get("budget"); n != nil {
 		bf := s.fields(n, "budget", []string{"max_tokens_per_run", "per_hour", "per_day"}, nil)

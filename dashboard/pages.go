@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/internal/authlimit"
@@ -46,7 +47,7 @@ type overviewData struct {
 	// CheckFailed counts the runs of Counts whose check did not pass.
 	CheckFailed int
 	Truncated   bool          // the timeline shows only the newest timelineRuns
-	Spend       engine.Spend  // token usage against the budgets
+	Spend       budget.Spend  // token usage against the budgets
 	Nodes       []Node        // the cluster's nodes (PostgreSQL), none on SQLite
 	Drift       []HookDrift   // hooks whose files differ between live nodes
 	Failures    []*engine.Run // the latest failed runs of the last 24 hours

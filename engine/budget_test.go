@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -64,7 +65,7 @@ func TestBudgetGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var steps atomic.Int32
 		hk := spender("ask", &steps)
-		hk.Budget = engine.Budget{PerHour: 500}
+		hk.Budget = budget.Hook{PerHour: 500}
 		model := &spendLLM{prompt: 200, completion: 100}
 		hs := newHarness(t, []*engine.Hook{hk}, func(c *engine.Config) { c.LLM = model })
 		hs.mustFire("ask")
@@ -126,7 +127,7 @@ func TestDaemonBudgetGate(t *testing.T) {
 		hs := newHarness(t, []*engine.Hook{spender("a", &steps), spender("b", &steps), spender("c", &steps)},
 			func(c *engine.Config) {
 				c.LLM = model
-				c.Budget = engine.DaemonBudget{PerDay: 600, Prices: map[string]engine.Price{"test-model": {Input: 2, Output: 8}}}
+				c.Budget = budget.Daemon{PerDay: 600, Prices: map[string]budget.Price{"test-model": {Input: 2, Output: 8}}}
 			})
 		defer hs.stop()
 		hs.mustFire("a")
@@ -164,7 +165,7 @@ func TestBudgetPendingRun(t *testing.T) {
 		var steps atomic.Int32
 		hk := spender("ask", &steps)
 		hk.Overlap = engine.OverlapQueue
-		hk.Budget = engine.Budget{PerDay: 1000}
+		hk.Budget = budget.Hook{PerDay: 1000}
 		model := &spendLLM{prompt: 900, completion: 200, hold: make(chan struct{})}
 		hs := newHarness(t, []*engine.Hook{hk}, func(c *engine.Config) { c.LLM = model })
 		defer hs.stop()
@@ -203,7 +204,7 @@ func TestBudgetCatchup(t *testing.T) {
 		var steps atomic.Int32
 		hk := every(spender("hourly", &steps), time.Hour)
 		hk.Trigger.OnMissed, hk.Trigger.MaxCatchup = engine.MissedAll, 10
-		hk.Budget = engine.Budget{PerDay: 700}
+		hk.Budget = budget.Hook{PerDay: 700}
 		hs := newHarness(t, []*engine.Hook{hk}, func(c *engine.Config) { c.LLM = &spendLLM{prompt: 300, completion: 0} })
 		hs.advance(time.Hour + time.Minute) // 01:00 fires: 300 tokens
 		hs.restart(4*time.Hour + 29*time.Minute)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/internal/suggest"
 	"github.com/hookd/hookd/sandbox"
 )
@@ -42,7 +43,7 @@ type Config struct {
 	// redaction shows them under: redacted from every run like
 	// Credentials.
 	CredentialValues map[string]string
-	Budget           DaemonBudget // tokens all hooks together may use per hour and day, and prices (budget.go)
+	Budget           budget.Daemon // tokens all hooks together may use per hour and day, and prices (package budget)
 
 	// StoreTimeout bounds each store write the engine makes for its
 	// scheduling loop and each run's start (default 10s): one that has
@@ -765,8 +766,8 @@ type HookStatus struct {
 	File            string    `json:"file"`
 	Version         string    `json:"version"`
 	// Budget is the hook's token usage in the last hour and day against
-	// its budget (budget.go), when it has a budget or used tokens.
-	Budget *SpendWindows `json:"budget,omitempty"`
+	// its budget (package budget), when it has a budget or used tokens.
+	Budget *budget.SpendWindows `json:"budget,omitempty"`
 	// Sandbox says what the sandbox cannot give the hook here: its
 	// triggers are refused (sandbox_unavailable), or its limits: are not
 	// enforced. "" when neither.
@@ -793,8 +794,8 @@ type Summary struct {
 	// Retries are the retries of failed runs waiting for their time,
 	// earliest first.
 	Retries []RetryInfo `json:"retries"`
-	// Spend is the token usage against the budgets (budget.go).
-	Spend Spend `json:"spend"`
+	// Spend is the token usage against the budgets (package budget).
+	Spend budget.Spend `json:"spend"`
 	// Store is set while the store does not take writes: `hookd
 	// status` shows "store stalled since … (cause)" (writer.go).
 	Store *StoreStall `json:"store_stalled,omitempty"`

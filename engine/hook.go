@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/internal/human"
 	"github.com/hookd/hookd/sandbox"
 )
@@ -61,7 +62,7 @@ type Hook struct {
 	System      string
 	Prompt      string
 	LLM         LLMConfig
-	Budget      Budget
+	Budget      budget.Hook
 	Tools       []string
 	// FireHooks are the hooks the fire_hook tool may fire for this hook's
 	// model, and EmitTypes the event patterns emit_event may publish;
@@ -268,16 +269,6 @@ func (c LLMConfig) Resolve(defaults LLMConfig, env func(string) (string, bool)) 
 // NeedsModel reports whether the hook has a model stage: a prompt, and
 // skip_llm is not set.
 func (h *Hook) NeedsModel() bool { return !h.SkipLLM && strings.TrimSpace(h.Prompt) != "" }
-
-// Budget bounds what a hook's model stage may spend, in tokens as the
-// servers report them (prompt + completion): one run (the model stage
-// stops), and all its runs in any hour and day (budget.go: further
-// triggers are refused); 0: no cap.
-type Budget struct {
-	MaxTokensPerRun int
-	PerHour         int64 `json:",omitempty"`
-	PerDay          int64 `json:",omitempty"`
-}
 
 // Schedule computes fire times. Next returns the first slot strictly after
 // t, or the zero time when there is none.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/redact"
 )
 
@@ -65,7 +66,7 @@ type Replay struct {
 	Notes []string
 	// Usage is what the replay spent, tagged UsageReplay; nil when no
 	// model call was made. Engine.AddUsage counts it.
-	Usage *Usage
+	Usage *budget.Usage
 }
 
 // Diverged reports whether the model called a tool with arguments the
@@ -209,7 +210,7 @@ func (e *Engine) Replay(ctx context.Context, rec *Run, h *Hook, opts ReplayOptio
 	rp.Model = req.Model
 	finish()
 	if u := usageOf(run, req.Model); u != nil {
-		u.Tag = UsageReplay
+		u.Tag = budget.UsageReplay
 		rp.Usage = u
 	}
 	return rp, nil
@@ -305,16 +306,16 @@ func EachRun(ctx context.Context, r RecordReader, f RunFilter, fn func(*Run) (mo
 // replayBudget is the budget gate's answer for a replay of h, from the
 // usage the store holds: a replay spends the same budgets as a run.
 func (e *Engine) replayBudget(ctx context.Context, h *Hook) (*GateError, error) {
-	if len(limits(h, e.cfg.Budget)) == 0 {
+	if len(budget.Limits(h.Name, h.Source.File, h.Budget, e.cfg.Budget)) == 0 {
 		return nil, nil
 	}
 	now := e.cfg.Clock.Now()
-	recs, err := e.cfg.Store.UsageSince(ctx, now.Add(-BudgetDay))
+	recs, err := e.cfg.Store.UsageSince(ctx, now.Add(-budget.Day))
 	if err != nil {
 		return nil, fmt.Errorf("read token usage: %w", err)
 	}
-	l := &ledger{recs: recs}
-	return l.gate(h, e.cfg.Budget, now), nil
+	l := budget.NewLedger(recs)
+	return budgetGate(&l, h, e.cfg.Budget, now), nil
 }
 
 // AddUsage records what a replay spent (Replay.Usage) in the spend
@@ -324,7 +325,7 @@ func (e *Engine) replayBudget(ctx context.Context, h *Hook) (*GateError, error) 
 // the same id, so a run's id would take the run's tokens out of the
 // budgets, and a time far ahead would count forever and prune every
 // record a year older than it.
-func (e *Engine) AddUsage(ctx context.Context, u *Usage) error {
+func (e *Engine) AddUsage(ctx context.Context, u *budget.Usage) error {
 	if u == nil {
 		return nil
 	}
@@ -340,7 +341,7 @@ func (e *Engine) AddUsage(ctx context.Context, u *Usage) error {
 		return err
 	}
 	if e.cancel != nil {
-		if err := e.do(ctx, func(s *state) { s.charge(&cp) }); err != nil && !errors.Is(err, ErrStopped) {
+		if err := e.do(ctx, func(s *state) { s.spend.Add(&cp) }); err != nil && !errors.Is(err, ErrStopped) {
 			return err
 		}
 	}
@@ -356,8 +357,8 @@ const MaxReplayTokens = 1 << 40
 // CheckReplayUsage says whether u can be recorded as a replay's usage
 // (Engine.AddUsage, POST /v1/usage): tagged UsageReplay, naming its hook,
 // with counts from 0 to MaxReplayTokens.
-func CheckReplayUsage(u *Usage) error {
-	if u.Tag != UsageReplay || u.Hook == "" || u.Prompt < 0 || u.Completion < 0 || u.Prompt > MaxReplayTokens || u.Completion > MaxReplayTokens {
+func CheckReplayUsage(u *budget.Usage) error {
+	if u.Tag != budget.UsageReplay || u.Hook == "" || u.Prompt < 0 || u.Completion < 0 || u.Prompt > MaxReplayTokens || u.Completion > MaxReplayTokens {
 		return fmt.Errorf(`only a replay's usage is taken: {"tag": "replay", "hook", "prompt", "completion"} with counts from 0 to %d`, int64(MaxReplayTokens))
 	}
 	return nil

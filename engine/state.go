@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/redact"
 )
 
@@ -29,13 +30,13 @@ type state struct {
 	live    map[string]*entry // run id -> hook, for active, queued and pending runs
 	retired map[string]*entry // hooks removed by a reload whose run is still in flight
 	waiters map[string][]chan *Run
-	events  []*Event   // engine events raised inside the loop, dispatched after the current message
-	match   []string   // reused buffer for EventIndex.Listeners
-	accept  []*entry   // reused buffer: the hooks whose where: accepted an event (dispatch)
-	reruns  []rerun    // interrupted runs to run again at start (on_interrupted: rerun)
-	retries retryQueue // pending retries, earliest first (retry.go)
-	marking marking    // the event the next start of its hook marks dispatched (dispatch)
-	spend   ledger     // token usage of the last day (budget.go)
+	events  []*Event      // engine events raised inside the loop, dispatched after the current message
+	match   []string      // reused buffer for EventIndex.Listeners
+	accept  []*entry      // reused buffer: the hooks whose where: accepted an event (dispatch)
+	reruns  []rerun       // interrupted runs to run again at start (on_interrupted: rerun)
+	retries retryQueue    // pending retries, earliest first (retry.go)
+	marking marking       // the event the next start of its hook marks dispatched (dispatch)
+	spend   budget.Ledger // token usage of the last day
 	lastNow time.Time
 
 	// A cluster node's (clusterrun.go): whether it holds the scheduler
@@ -101,11 +102,11 @@ type active struct {
 	cancel  context.CancelCauseFunc
 	started chan struct{} // closed once the start is recorded
 
-	wasQueued bool         // the run has a queued record already
-	usage     *Usage       // what its model stage spent, set before the loop hears it finished
-	progress  *RunProgress // what it has done so far, from its progress events
-	shared    *hookShared  // its hook's redactor and environment (nil: built by the run)
-	out       outbox       // events its goroutine holds for its next message (outbox.go)
+	wasQueued bool          // the run has a queued record already
+	usage     *budget.Usage // what its model stage spent, set before the loop hears it finished
+	progress  *RunProgress  // what it has done so far, from its progress events
+	shared    *hookShared   // its hook's redactor and environment (nil: built by the run)
+	out       outbox        // events its goroutine holds for its next message (outbox.go)
 
 	// markSeq is the stored event this run's start marks dispatched in
 	// the same transaction (0: none); marked says, once started is
@@ -1042,7 +1043,7 @@ var errRunOver = errors.New("engine: run is over")
 func (s *state) finished(ent *entry, act *active, retry *PendingRetry) {
 	run := act.run
 	s.running--
-	s.charge(act.usage)
+	s.spend.Add(act.usage)
 	if retry != nil {
 		s.retries.add(retry)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/hookd/hookd/budget"
 )
 
 // Sentinel errors of the store contract.
@@ -199,10 +201,10 @@ type Store interface {
 	// The spend ledger, so that a restart does not reset a budget.
 
 	// AddUsage records u (a second record of the same run replaces the
-	// first) and deletes the records older than u.At - UsageKept.
-	AddUsage(ctx context.Context, u *Usage) error
+	// first) and deletes the records older than u.At - budget.UsageKept.
+	AddUsage(ctx context.Context, u *budget.Usage) error
 	// UsageSince returns the records at or after since, oldest first.
-	UsageSince(ctx context.Context, since time.Time) ([]*Usage, error)
+	UsageSince(ctx context.Context, since time.Time) ([]*budget.Usage, error)
 
 	// Observe sets what the store tells of its writes as they return
 	// (the daemon's live stream is woken so), replacing what was set

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -11,14 +12,14 @@ import (
 // limit per window (a limit only where one is set, a cost only when
 // priced), and budget refusals are counted by hook.
 func TestBudgetMetrics(t *testing.T) {
-	src := &fakeSource{sum: engine.Summary{Spend: engine.Spend{
+	src := &fakeSource{sum: engine.Summary{Spend: budget.Spend{
 		Priced: true,
-		Daemon: engine.SpendWindows{
-			Hour: engine.SpendWindow{Tokens: 1200, Limit: 100000, Cost: 0.25},
-			Day:  engine.SpendWindow{Tokens: 9000, Cost: 1.5},
+		Daemon: budget.SpendWindows{
+			Hour: budget.SpendWindow{Tokens: 1200, Limit: 100000, Cost: 0.25},
+			Day:  budget.SpendWindow{Tokens: 9000, Cost: 1.5},
 		},
-		Hooks: map[string]engine.SpendWindows{
-			"triage": {Hour: engine.SpendWindow{Tokens: 1200}, Day: engine.SpendWindow{Tokens: 9000, Limit: 8000}},
+		Hooks: map[string]budget.SpendWindows{
+			"triage": {Hour: budget.SpendWindow{Tokens: 1200}, Day: budget.SpendWindow{Tokens: 9000, Limit: 8000}},
 		},
 	}}}
 	m := New(src, time.Minute, 0)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -266,10 +267,10 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 }
 
 // spend sends the spend gauges of one budget.
-func spend(ch chan<- prometheus.Metric, priced bool, w engine.SpendWindows, scope, hook string) {
+func spend(ch chan<- prometheus.Metric, priced bool, w budget.SpendWindows, scope, hook string) {
 	for _, win := range []struct {
 		name string
-		w    engine.SpendWindow
+		w    budget.SpendWindow
 	}{{"1h", w.Hour}, {"24h", w.Day}} {
 		ch <- prometheus.MustNewConstMetric(descSpendUsed, prometheus.GaugeValue, float64(win.w.Tokens), scope, hook, win.name)
 		if win.w.Limit > 0 {

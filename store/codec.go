@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -281,8 +282,8 @@ func ScanRetry(row Scanner) (*engine.PendingRetry, error) {
 const UsageCols = `run_id, hook, model, at, prompt, completion, unreported, tag`
 
 // ScanUsage scans UsageCols.
-func ScanUsage(row Scanner) (*engine.Usage, error) {
-	u := &engine.Usage{}
+func ScanUsage(row Scanner) (*budget.Usage, error) {
+	u := &budget.Usage{}
 	var at int64
 	if err := row.Scan(&u.RunID, &u.Hook, &u.Model, &at, &u.Prompt, &u.Completion, &u.Unreported, &u.Tag); err != nil {
 		return nil, err

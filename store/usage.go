@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/budget"
 )
 
 // sqlUsage adds the spend ledger: one row per run whose model stage made
 // a call, with the tokens its server reported, so that a restart keeps
-// counting the budgets' windows. Rows are kept engine.UsageKept, apart
+// counting the budgets' windows. Rows are kept budget.UsageKept, apart
 // from the runs' retention (a pruned run keeps counting).
 const sqlUsage = `CREATE TABLE token_usage (
 	run_id     TEXT    PRIMARY KEY,
@@ -23,12 +23,12 @@ const sqlUsage = `CREATE TABLE token_usage (
 );
 CREATE INDEX token_usage_at ON token_usage (at);`
 
-// sqlUsageTag tags the usage that no run spent: a replay's (engine.Usage.Tag).
+// sqlUsageTag tags the usage that no run spent: a replay's (budget.Usage.Tag).
 const sqlUsageTag = `ALTER TABLE token_usage ADD COLUMN tag TEXT NOT NULL DEFAULT '';`
 
 // AddUsage records a run's token usage and deletes records older than
-// engine.UsageKept before it.
-func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
+// budget.UsageKept before it.
+func (d *DB) AddUsage(ctx context.Context, u *budget.Usage) error {
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("add token usage of run %s: %w", u.RunID, err)
@@ -39,7 +39,7 @@ func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
 		u.RunID, u.Hook, u.Model, timeInt(u.At), u.Prompt, u.Completion, u.Unreported, u.Tag); err != nil {
 		return fmt.Errorf("add token usage of run %s: %w", u.RunID, err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM token_usage WHERE at < ?`, timeInt(u.At.Add(-engine.UsageKept))); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM token_usage WHERE at < ?`, timeInt(u.At.Add(-budget.UsageKept))); err != nil {
 		return fmt.Errorf("prune token usage: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -49,7 +49,7 @@ func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
 }
 
 // UsageSince returns the usage records at or after since, oldest first.
-func (d *DB) UsageSince(ctx context.Context, since time.Time) ([]*engine.Usage, error) {
+func (d *DB) UsageSince(ctx context.Context, since time.Time) ([]*budget.Usage, error) {
 	rows, err := d.r.QueryContext(ctx, `SELECT `+UsageCols+`
 		FROM token_usage WHERE at >= ? ORDER BY at, run_id`, timeInt(since))
 	if err != nil {

@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/dashboard"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/authlimit"
@@ -178,7 +179,7 @@ func (a *Server) handler(dash *dashboard.Server) http.Handler {
 // spend ledger, where the budgets count it. Only a replay's usage is
 // taken: a run's is recorded by the run.
 func (a *Server) usage(w http.ResponseWriter, r *http.Request) {
-	var u engine.Usage
+	var u budget.Usage
 	if !decodeBody(w, r, &u) {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
@@ -129,7 +130,7 @@ func cmdReplay(c *cli, args []string) int {
 	defer closeEng()
 	// Tokens spent are counted even when Ctrl-C stopped the replay
 	// (else it would be a way around the budgets).
-	record := func(u *engine.Usage) error {
+	record := func(u *budget.Usage) error {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		if cl != nil {

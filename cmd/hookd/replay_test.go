@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/llm/llmtest"
 	"github.com/hookd/hookd/store"
@@ -82,7 +83,7 @@ func TestReplayFromTheCLI(t *testing.T) {
 		t.Errorf("%d runs in the history after a replay, want 1", len(runs))
 	}
 	var st struct {
-		Spend engine.Spend `json:"spend"`
+		Spend budget.Spend `json:"spend"`
 	}
 	if err := json.Unmarshal([]byte(e.must(0, "status", "--json").stdout), &st); err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestReplayWithoutDaemon(t *testing.T) {
 	}
 
 	usage := e.usageRecords()
-	if len(usage) != 3 || usage[1].Tag != engine.UsageReplay || usage[1].Total() != 15 || usage[2].Hook != "ask" {
+	if len(usage) != 3 || usage[1].Tag != budget.UsageReplay || usage[1].Total() != 15 || usage[2].Hook != "ask" {
 		t.Errorf("usage records %+v, want the run's and the two replays' (tagged replay, charged to ask)", usage)
 	}
 }
@@ -212,7 +213,7 @@ func TestReplayUsageCannotRewriteTheLedger(t *testing.T) {
 		t.Errorf("POST /v1/usage with counts that overflow: %d %s", code, out)
 	}
 	usage := e.usageRecords()
-	var run *engine.Usage
+	var run *budget.Usage
 	for _, u := range usage {
 		if u.RunID == id {
 			run = u
@@ -316,7 +317,7 @@ func TestReplayInterruptedCountsItsTokens(t *testing.T) {
 	p.wait()
 
 	usage := e.usageRecords()
-	if len(usage) != 2 || usage[1].Tag != engine.UsageReplay || usage[1].Total() != 15 {
+	if len(usage) != 2 || usage[1].Tag != budget.UsageReplay || usage[1].Total() != 15 {
 		t.Errorf("usage records %+v, want the run's and the interrupted replay's 15 tokens; replay's output:\n%s", usage, p.log)
 	}
 }
@@ -359,7 +360,7 @@ prompt: "Report: {{step_0}}."
 
 // usageRecords reads the spend ledger of e's SQLite database, oldest
 // first.
-func (e *env) usageRecords() []*engine.Usage {
+func (e *env) usageRecords() []*budget.Usage {
 	e.t.Helper()
 	db, err := store.Open(e.path(".hookd/hookd.db"))
 	if err != nil {

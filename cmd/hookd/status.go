@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/api/client"
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/human"
 )
@@ -160,7 +161,7 @@ func printStatus(w io.Writer, socket, settings string, rep *api.StatusReport) {
 
 // writeSpend writes the token usage against the budgets, when a budget is
 // set or a model was used in the last day.
-func writeSpend(w io.Writer, sp *engine.Spend) {
+func writeSpend(w io.Writer, sp *budget.Spend) {
 	if !sp.Active() {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm/llmtest"
@@ -24,7 +25,7 @@ func TestSpendFromReportedUsage(t *testing.T) {
 	)
 	h := agenttest.NewHook(t, srv, func(h *engine.Hook) {
 		h.Tools = []string{"test_echo"}
-		h.Budget = engine.Budget{MaxTokensPerRun: 900, PerDay: 1300}
+		h.Budget = budget.Hook{MaxTokensPerRun: 900, PerDay: 1300}
 	})
 	f := agenttest.Start(t, srv, h)
 	first, _ := f.Fire()
@@ -75,7 +76,7 @@ func TestSpendUnreportedUsage(t *testing.T) {
 	)
 	run, _, f := agenttest.FireOne(t, srv, func(h *engine.Hook) {
 		h.Tools = []string{"test_echo"}
-		h.Budget = engine.Budget{PerDay: 100000}
+		h.Budget = budget.Hook{PerDay: 100000}
 	})
 	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	recs, err := f.DB.UsageSince(context.Background(), time.Time{})
@@ -105,7 +106,7 @@ func TestSpendUnreportedUsage(t *testing.T) {
 func TestSpendFailedCallNotUnreported(t *testing.T) {
 	srv := llmtest.New(llmtest.Fail(401, "invalid api key"))
 	run, _, f := agenttest.FireOne(t, srv, func(h *engine.Hook) {
-		h.Budget = engine.Budget{PerDay: 100000}
+		h.Budget = budget.Hook{PerDay: 100000}
 	})
 	agenttest.WantStatus(t, run, engine.StatusFailed, "HTTP 401")
 	if !run.Tokens.Known {

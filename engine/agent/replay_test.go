@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm/llmtest"
@@ -112,7 +113,7 @@ func TestReplayAnswersToolsFromTheRecord(t *testing.T) {
 	if len(rp.Redacted) != 2 || rp.Redacted[0] != "event: SECRET" || rp.Redacted[1] != "tool call 2 (replay_read): SECRET" {
 		t.Errorf("redacted %q, want the event's SECRET and the second tool call's", rp.Redacted)
 	}
-	if rp.Usage == nil || rp.Usage.Tag != engine.UsageReplay || rp.Usage.Prompt != 50 || rp.Usage.Hook != "ask" {
+	if rp.Usage == nil || rp.Usage.Tag != budget.UsageReplay || rp.Usage.Prompt != 50 || rp.Usage.Hook != "ask" {
 		t.Fatalf("usage %+v", rp.Usage)
 	}
 	if err := f.Eng.AddUsage(ctx, rp.Usage); err != nil {
@@ -126,7 +127,7 @@ func TestReplayAnswersToolsFromTheRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(usage) != 2 || usage[1].Tag != engine.UsageReplay || usage[1].RunID == rec.ID {
+	if len(usage) != 2 || usage[1].Tag != budget.UsageReplay || usage[1].RunID == rec.ID {
 		t.Errorf("usage records %+v, want the run's and the replay's", usage)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/store"
 	"github.com/jackc/pgx/v5"
 )
@@ -22,12 +22,12 @@ const sqlUsage = `CREATE TABLE token_usage (
 );
 CREATE INDEX token_usage_at ON token_usage (at);`
 
-// sqlUsageTag tags the usage that no run spent: a replay's (engine.Usage.Tag).
+// sqlUsageTag tags the usage that no run spent: a replay's (budget.Usage.Tag).
 const sqlUsageTag = `ALTER TABLE token_usage ADD COLUMN IF NOT EXISTS tag TEXT NOT NULL DEFAULT '';`
 
 // AddUsage records a run's token usage and deletes records older than
-// engine.UsageKept before it.
-func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
+// budget.UsageKept before it.
+func (d *DB) AddUsage(ctx context.Context, u *budget.Usage) error {
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO token_usage (run_id, hook, model, at, prompt, completion, unreported, tag)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -36,7 +36,7 @@ func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
 			u.RunID, u.Hook, u.Model, timeInt(u.At), u.Prompt, u.Completion, u.Unreported, u.Tag); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM token_usage WHERE at < $1`, timeInt(u.At.Add(-engine.UsageKept)))
+		_, err := tx.Exec(ctx, `DELETE FROM token_usage WHERE at < $1`, timeInt(u.At.Add(-budget.UsageKept)))
 		return err
 	})
 	if err != nil {
@@ -46,7 +46,7 @@ func (d *DB) AddUsage(ctx context.Context, u *engine.Usage) error {
 }
 
 // UsageSince returns the usage records at or after since, oldest first.
-func (d *DB) UsageSince(ctx context.Context, since time.Time) ([]*engine.Usage, error) {
+func (d *DB) UsageSince(ctx context.Context, since time.Time) ([]*budget.Usage, error) {
 	rows, err := d.pool.Query(ctx, `SELECT `+store.UsageCols+`
 		FROM token_usage WHERE at >= $1 ORDER BY at, run_id`, timeInt(since))
 	if err != nil {
