@@ -247,3 +247,33 @@ func TestMarshalStepsDeclaredFields(t *testing.T) {
 		t.Errorf("MarshalSteps of a DeclaredKind's result made %v allocations, want 1 (its bytes)", n)
 	}
 }
+
+// TestAppendJSONStringMatchesEncodingJSON: every byte alone and in text,
+// broken and whole UTF-8, the HTML characters and the JavaScript line
+// separators are quoted as encoding/json quotes them.
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	cases := []string{"", "plain", "a\"b\\c</script>&amp;", "\u2028\u2029é😀", "\xff\xc3(\xe2\x82", "tab\tnl\ncr\rbs\bff\f\x00\x1f\x7f"}
+	for c := range 256 {
+		cases = append(cases, string([]byte{byte(c)}), "x"+string([]byte{byte(c)})+"y")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		cases = append(cases, randomString(rng))
+	}
+	for _, s := range cases {
+		sameQuoted(t, s)
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	f.Add("<&>\u2028\xff\"\\\n")
+	f.Fuzz(sameQuoted)
+}
+
+func sameQuoted(t *testing.T, s string) {
+	t.Helper()
+	want, _ := json.Marshal(s)
+	if got := AppendJSONString([]byte("prefix"), s); string(got) != "prefix"+string(want) {
+		t.Fatalf("AppendJSONString(%q) = %s, want %s", s, got[len("prefix"):], want)
+	}
+}
