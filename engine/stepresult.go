@@ -274,13 +274,14 @@ func (r *StepResult) marshalJSONReflect() ([]byte, error) {
 func (r *StepResult) UnmarshalJSON(b []byte) error {
 	var in struct {
 		stepJSON
+		Output       quotedText      `json:"output"` // one allocation for a megabyte (jsonunquote.go)
 		Fields       json.RawMessage `json:"fields"`
 		OutputFields []string        `json:"output_fields"` // the stored form's (MarshalStepsStored)
 	}
 	if err := json.Unmarshal(b, &in); err != nil {
 		return fmt.Errorf("decode step result: %w", err)
 	}
-	*r = StepResult{Index: in.Index, Name: in.Name, Type: in.Type, Output: in.Output, Error: in.Error,
+	*r = StepResult{Index: in.Index, Name: in.Name, Type: in.Type, Output: string(in.Output), Error: in.Error,
 		Started: in.Started, Duration: in.Duration, Skipped: in.Skipped}
 	if len(in.Fields) > 0 && string(in.Fields) != "null" {
 		if err := r.unmarshalFields(in.Index, in.Fields); err != nil {

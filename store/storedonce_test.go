@@ -97,3 +97,38 @@ func TestLargeRunTrimsCHeap(t *testing.T) {
 		}
 	}
 }
+
+// TestGetRunAllocatesOutputTwice: reading back a run whose shell step
+// printed 1 MiB of text with line breaks allocates about two copies of
+// it, the driver's text of the column and the output decoded from it,
+// not four (a byte copy of the text to decode, encoding/json's unquoted
+// buffer and the string copied from it). The fewest bytes of five tries
+// count, should another goroutine allocate meanwhile.
+func TestGetRunAllocatesOutputTwice(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	line := strings.Repeat("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo", 2) + "\n"
+	out := strings.Repeat(line, (1<<20)/len(line))
+	r := &engine.Run{ID: engine.NewID(), Hook: "dump", Trigger: "manual", Status: engine.StatusRunning, StartedAt: t0, QueuedAt: t0}
+	mustRun(t, d.StartRun(ctx, r))
+	r.Status, r.FinishedAt = engine.StatusCompleted, t0.Add(time.Second)
+	r.Steps = []*engine.StepResult{{Index: 0, Name: "dump", Type: "shell", Output: out, ExitCode: new(0),
+		Fields: map[string]any{"stdout": out, "stderr": "", "command": "cat dump"}}}
+	mustRun(t, d.FinishRun(ctx, r))
+	least := uint64(1 << 62)
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		got, err := d.GetRun(ctx, r.ID)
+		runtime.ReadMemStats(&after)
+		mustRun(t, err)
+		if got.Steps[0].Output != out || got.Steps[0].Fields["stdout"] != out {
+			t.Fatalf("read back another output (%d bytes, stdout %T)", len(got.Steps[0].Output), got.Steps[0].Fields["stdout"])
+		}
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	t.Logf("%d bytes allocated to read back %d bytes of output", least, len(out))
+	if least > uint64(len(out))*5/2 {
+		t.Errorf("reading back %d bytes of output allocated %d bytes; want at most 2.5 times the output", len(out), least)
+	}
+}
