@@ -64,6 +64,18 @@ type DB struct {
 	closeErr  error
 }
 
+// readerCacheKiB is the page cache of each reading connection, in KiB
+// (SQLite's default is 2,000 for every connection). A run read back with
+// a megabyte of output passes its 256 overflow pages through the
+// reader's cache, which kept them all, a megabyte a connection, until
+// that connection's next read; readers are pooled, one a request in
+// flight. A reader's cache is emptied anyway whenever the writer has
+// committed since (WAL mode), so a larger one pays off only within a
+// statement that revisits pages (a search, a long list): 512 KiB holds
+// the interior pages of the indexes they walk. The writer keeps the
+// default: its transactions write the pages it caches.
+const readerCacheKiB = 512
+
 // Open opens (creating if needed) the SQLite database at path and brings
 // its schema up to date. It refuses a database written by a newer hookd.
 // Open does not take the daemon's lock; see Lock.
@@ -130,6 +142,7 @@ func Open(path string, opts ...Option) (*DB, error) {
 		"_busy_timeout": {"5000"},
 		"_foreign_keys": {"on"},
 		"_query_only":   {"true"},
+		"_cache_size":   {fmt.Sprint(-readerCacheKiB)},
 	}))
 	if err != nil {
 		d.w.Close()

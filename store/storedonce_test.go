@@ -132,3 +132,16 @@ func TestGetRunAllocatesOutputTwice(t *testing.T) {
 		t.Errorf("reading back %d bytes of output allocated %d bytes; want at most 2.5 times the output", len(out), least)
 	}
 }
+
+// TestReadersKeepSmallPageCache: the reading connections keep a page
+// cache of readerCacheKiB, not SQLite's 2 MB (db.go says why); the writer
+// keeps SQLite's default.
+func TestReadersKeepSmallPageCache(t *testing.T) {
+	d, _ := openTest(t)
+	var r, w int
+	mustRun(t, d.r.QueryRow("PRAGMA cache_size").Scan(&r))
+	mustRun(t, d.w.QueryRow("PRAGMA cache_size").Scan(&w))
+	if r != -readerCacheKiB || w != -2000 {
+		t.Errorf("cache_size: readers %d, writer %d; want %d and -2000", r, w, -readerCacheKiB)
+	}
+}
