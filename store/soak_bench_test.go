@@ -3,16 +3,13 @@
 package store
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/store/churntest"
 )
 
@@ -54,7 +51,7 @@ func storeSoak(b *testing.B, soak time.Duration) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		held, inUse, sq := cMemory()
-		s := sample{at, rssMB(b), float64(ms.HeapInuse) / 1e6, float64(ms.Sys-ms.HeapReleased) / 1e6,
+		s := sample{at, testtool.RSSMB(b, 0), float64(ms.HeapInuse) / 1e6, float64(ms.Sys-ms.HeapReleased) / 1e6,
 			float64(held) / 1e6, float64(inUse) / 1e6, float64(sq) / 1e6}
 		samples = append(samples, s)
 		if profile != "" && s.rss > peakSoFar {
@@ -78,7 +75,7 @@ func storeSoak(b *testing.B, soak time.Duration) {
 			xs, ys = append(xs, s.at.Hours()), append(ys, s.rss)
 		}
 	}
-	slope := leastSquaresSlope(xs, ys)
+	slope := testtool.Slope(xs, ys)
 	last := samples[len(samples)-1]
 	b.ReportMetric(slope, "rss-MB/h")
 	b.ReportMetric(peak, "peak-rss-MB")
@@ -106,40 +103,4 @@ func writeHeapProfile(tb testing.TB, path string) {
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		tb.Fatal(err)
 	}
-}
-
-// rssMB is the process's resident set (VmRSS) in MB.
-func rssMB(tb testing.TB) float64 {
-	tb.Helper()
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		tb.Skipf("no /proc/self/status: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmRSS:")); ok {
-			kb, err := strconv.ParseFloat(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 64)
-			if err != nil {
-				tb.Fatal(fmt.Errorf("read VmRSS: %w", err))
-			}
-			return kb / 1e3
-		}
-	}
-	tb.Fatal("no VmRSS in /proc/self/status")
-	return 0
-}
-
-// leastSquaresSlope is the slope of the least-squares line through the
-// points (0 for fewer than two).
-func leastSquaresSlope(xs, ys []float64) float64 {
-	n := float64(len(xs))
-	if n < 2 {
-		return 0
-	}
-	var sx, sy, sxx, sxy float64
-	for i := range xs {
-		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
-	}
-	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
 }
