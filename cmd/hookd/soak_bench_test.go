@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,8 +36,9 @@ import (
 // socket, 20 a second in all, and read the run back when it ends (GET
 // /v1/runs/ID/wait answers the run with its steps). It samples the
 // daemon's RSS (/proc/PID/status) every 5 s and prints its slope after
-// the first 2 minutes (target <= 20 MB/h), its peak (target <= 100 MB)
-// and the database file at the end. Linux only.
+// the first 2 minutes (target <= 20 MB/h), its peak (target <= 100 MB),
+// the database file at the end, and the daemon's Go heap beside them
+// (from GODEBUG=gctrace=1). Linux only.
 //
 //	HOOKD_SOAK=10m go test ./cmd/hookd -run '^$' -bench BenchmarkDaemonSoak -benchtime=1x -timeout 30m
 func BenchmarkDaemonSoak(b *testing.B) {
@@ -69,7 +72,9 @@ func daemonSoak(b *testing.B, soak time.Duration) {
 		}
 	}
 	cmd := exec.Command(hookdBin, "serve")
-	cmd.Dir, cmd.Env = dir, childEnv()
+	// gctrace: the daemon's Go heap at each collection, on its stderr,
+	// tells its own heap from the rest of its RSS (SQLite's C heap).
+	cmd.Dir, cmd.Env = dir, append(childEnv(), "GODEBUG=gctrace=1")
 	log := &logBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -176,9 +181,28 @@ func daemonSoak(b *testing.B, soak time.Duration) {
 	b.ReportMetric(peak, "peak-rss-MB")
 	b.Logf("hookd serve: %d runs of 1 MB in %s (%.1f/s): RSS slope after %s %.0f MB/h (target <= 20), peak %.0f MB (target <= 100), at the start %.0f MB, at the end %.0f MB; database file %.2f MB",
 		n, soak, float64(n)/soak.Seconds(), warm, slope, peak, samples[0].rss, samples[len(samples)-1].rss, float64(fi.Size())/1e6)
+	heapMax, liveMax, goalMax, gcs := goHeapOfTrace(log.String())
+	b.Logf("the daemon's Go heap (GODEBUG=gctrace=1): at most %d MB when a collection started, %d MB live after one, heap goal at most %d MB; %d collections", heapMax, liveMax, goalMax, gcs)
 	if testing.Verbose() {
 		for _, s := range samples {
 			b.Logf("%6s rss %5.1f", s.at.Round(time.Second), s.rss)
 		}
 	}
+}
+
+// gcTraceLine is a line gctrace prints: its heap at the collection's
+// start, end and live, and the goal: "4->5->1 MB, 8 MB goal".
+var gcTraceLine = regexp.MustCompile(`(\d+)->(\d+)->(\d+) MB, (\d+) MB goal`)
+
+// goHeapOfTrace is the largest heap at the start of a collection, live
+// after one and goal in the gctrace lines of log, and how many there
+// were.
+func goHeapOfTrace(log string) (heapMax, liveMax, goalMax, n int) {
+	for _, m := range gcTraceLine.FindAllStringSubmatch(log, -1) {
+		start, _ := strconv.Atoi(m[1])
+		live, _ := strconv.Atoi(m[3])
+		goal, _ := strconv.Atoi(m[4])
+		heapMax, liveMax, goalMax, n = max(heapMax, start), max(liveMax, live), max(goalMax, goal), n+1
+	}
+	return heapMax, liveMax, goalMax, n
 }
