@@ -21,7 +21,6 @@ import (
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
-	"github.com/hookd/hookd/sandbox"
 )
 
 // BenchmarkEventToRunAPI measures events becoming runs on the user's
@@ -30,7 +29,7 @@ import (
 // POSTs /v1/events for its hook over the API socket and waits for the run
 // to end (GET /v1/runs/ID/wait), then posts again. In the same run,
 // alternating in rounds with it, as many spawners run what the shell step
-// runs (bareSpawn), with sandbox: off; with the sandbox on, each spawn
+// runs (benchSpawner), with sandbox: off; with the sandbox on, each spawn
 // is sandboxed as an event hook's step is (no network, hookd's files
 // hidden, a cgroup), so the ratio leaves the sandbox's own cost out
 // (BenchmarkSpawn in package sandbox has it). It prints runs/s, spawns/s
@@ -61,30 +60,8 @@ func benchEventToRunAPI(b *testing.B, pubs int, boxed bool) {
 	if err := os.Mkdir(filepath.Join(dir, "hooks.d"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	settings := fmt.Sprintf("max_concurrent: %d\n", pubs)
-	spawn := bareSpawn
-	if boxed {
-		sb := sandbox.Default()
-		if !sb.Status().Contained() {
-			b.Skip("no containment here")
-		}
-		policy := &sandbox.Policy{Workdir: dir, Key: "bench", Hidden: []string{filepath.Join(dir, "hookd.yaml"), filepath.Join(dir, "hooks.d"), filepath.Join(dir, ".hookd")}}
-		spawn = func() error {
-			var out, errb bytes.Buffer
-			cmd := exec.Command("/bin/sh", "-c", "true")
-			cmd.Dir, cmd.Env = dir, []string{"PATH=/usr/bin:/bin"}
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			proc, err := sb.Start(cmd, policy)
-			if err != nil {
-				return err
-			}
-			defer proc.Release(false)
-			return cmd.Wait()
-		}
-	} else {
-		settings += "sandbox: off\n"
-	}
+	spawn, sandboxSetting := benchSpawner(b, dir, boxed)
+	settings := fmt.Sprintf("max_concurrent: %d\n%s", pubs, sandboxSetting)
 	files := map[string]string{"hookd.yaml": settings}
 	for i := range pubs {
 		files[fmt.Sprintf("hooks.d/p%d.yaml", i)] = fmt.Sprintf("trigger: {event: bench.p%d}\nsteps:\n  - type: shell\n    command: \"true\"\nskip_llm: true\n", i)
@@ -200,7 +177,7 @@ func benchEventToRunAPI(b *testing.B, pubs int, boxed bool) {
 	b.ReportMetric(perOp(childCPU), "child-cpu-µs/spawn")
 	b.ReportMetric(ms(quantileDur(lat, 0.50)), "start-p50-ms")
 	b.ReportMetric(ms(quantileDur(lat, 0.99)), "start-p99-ms")
-	b.Logf("sandbox %t, %d publishers over the API socket: %d runs in %v (%.0f runs/s), %d bare spawns in %v (%.0f spawns/s): ratio %.2f; POST to started_at p50 %v p99 %v",
+	b.Logf("sandbox %t, %d publishers over the API socket: %d runs in %v (%.0f runs/s), %d spawns in %v (%.0f spawns/s): ratio %.2f; POST to started_at p50 %v p99 %v",
 		boxed, pubs, per*rounds, runT.Round(time.Millisecond), runRate, per*rounds, spawnT.Round(time.Millisecond), spawnRate,
 		runRate/spawnRate, quantileDur(lat, 0.5), quantileDur(lat, 0.99))
 }
