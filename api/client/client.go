@@ -62,16 +62,31 @@ type RemoteError struct {
 
 func (e *RemoteError) Error() string { return e.Body.Error }
 
+// Do sends a request with in as its JSON body (when not nil) and decodes
+// the answer into out (when not nil).
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
 	resp, err := c.Send(ctx, method, path, in)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer closeBody(resp.Body)
 	if out == nil {
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// maxDrain bounds what closeBody reads of an answer left unread.
+const maxDrain = 64 << 10
+
+// closeBody reads what is left of an answer's body (up to maxDrain) and
+// closes it. An answer read to its end leaves its connection open for
+// the client's next request (keep-alive); one closed unread closes the
+// connection, and the next request dials the socket again (a connect, an
+// accept and the daemon's check of the peer).
+func closeBody(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, maxDrain))
+	body.Close()
 }
 
 // Get returns the body of a successful GET.
@@ -117,7 +132,7 @@ func (c *Client) Send(ctx context.Context, method, path string, in any) (*http.R
 		return nil, fmt.Errorf("ask hookd: %w", err)
 	}
 	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
+		defer closeBody(resp.Body)
 		var ae api.Error
 		if err := json.NewDecoder(resp.Body).Decode(&ae); err != nil || ae.Error == "" {
 			ae.Error = resp.Status
