@@ -815,8 +815,10 @@ func (e *Engine) Summary(ctx context.Context) (Summary, error) {
 func (e *Engine) Wait(ctx context.Context, runID string) (*Run, error) {
 	ch := make(chan *Run, 1)
 	// A run the loop has live takes the waiter at once, without a message
-	// to the loop (a wake-up a run); any other is asked of the loop, after
-	// what it has in hand: a run that just ended has its record final then.
+	// to the loop (a wake-up a run), and one that ended a moment ago
+	// answers it with its final record (recentFinals); any other is asked
+	// of the loop, after what it has in hand: a run that just ended has
+	// its record final then.
 	st := e.st.Load()
 	live := st != nil && st.addWaiter(runID, ch)
 	if !live {

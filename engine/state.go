@@ -39,6 +39,10 @@ type state struct {
 	spend   budget.Ledger // token usage of the last day
 	lastNow time.Time
 
+	// recent holds the final records of the runs that ended last, for
+	// Wait (recentFinals; under Engine.waitMu).
+	recent recentFinals
+
 	// A cluster node's (clusterrun.go): whether it holds the scheduler
 	// lease, and the runs it released that are not final yet.
 	leader bool
@@ -1261,12 +1265,17 @@ func (s *state) isLive(runID string) bool {
 }
 
 // addWaiter has ch told of the run's end and reports true when the run is
-// live (active, queued or pending); its end is then not told yet: every
-// run leaves live before finishWaiters. Safe off the loop.
+// live (active, queued or pending; its end is then not told yet: every
+// run leaves live before finishWaiters) or ended a moment ago (one of
+// recent's: ch is told now). Safe off the loop.
 func (s *state) addWaiter(runID string, ch chan *Run) bool {
 	s.e.waitMu.Lock()
 	defer s.e.waitMu.Unlock()
 	if _, ok := s.live[runID]; !ok {
+		if run, ok := s.recent.get(runID); ok {
+			ch <- run
+			return true
+		}
 		return false
 	}
 	s.waiters[runID] = append(s.waiters[runID], ch)
@@ -1274,9 +1283,11 @@ func (s *state) addWaiter(runID string, ch chan *Run) bool {
 }
 
 func (s *state) finishWaiters(run *Run) {
+	final := *run // the waiters' copies are of it; run stays the loop's
 	s.e.waitMu.Lock()
 	chs := s.waiters[run.ID]
 	delete(s.waiters, run.ID)
+	s.recent.add(&final)
 	s.e.waitMu.Unlock()
 	s.e.live.end(run.ID, run.Hook)
 	for _, ch := range chs {
