@@ -1,6 +1,9 @@
 package engine
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"reflect"
+)
 
 // recentFinals holds the final records of the runs that ended last, for
 // Wait: a client that asks for a run's end a moment after it came (a
@@ -50,9 +53,15 @@ func (r *recentFinals) get(id string) (*Run, bool) {
 }
 
 // recordBytes is about how many bytes run's variable parts hold: its
-// texts and its steps' outputs and fields.
+// texts, its tool calls and its steps' outputs and fields.
 func recordBytes(run *Run) int {
 	n := len(run.Event) + len(run.Prompt) + len(run.Response) + len(run.ToolCalls) + len(run.Error)
+	for _, note := range run.Notes {
+		n += len(note)
+	}
+	for _, t := range run.Tools {
+		n += 64 + len(t.ID) + len(t.Name) + len(t.Tool) + len(t.Server) + len(t.Arguments) + len(t.Result) + len(t.Error)
+	}
 	for _, s := range run.Steps {
 		if s != nil {
 			n += len(s.Output) + len(s.Error) + valueBytes(s.Fields, 0)
@@ -61,39 +70,53 @@ func recordBytes(run *Run) int {
 	return n
 }
 
-// valueBytes is about how many bytes a decoded JSON-like value holds
-// (strings and raw JSON by length, anything else by a word), down to a
-// depth past which it counts a nested value as too large to hold.
+// valueBytes is about how many bytes a step's field value holds: strings
+// and raw JSON by length, numbers and booleans by a word, slices and maps
+// by their elements. A value of any other kind (a struct), or nested
+// deeper than a field's JSON would be, counts as too large to hold.
 func valueBytes(v any, depth int) int {
+	const tooLarge = recentMaxBytes + 1
 	if depth > 8 {
-		return recentMaxBytes + 1
+		return tooLarge
 	}
 	switch v := v.(type) {
+	case nil, bool, int, int64, float64:
+		return 8
 	case string:
-		return len(v)
-	case []byte:
 		return len(v)
 	case json.RawMessage:
 		return len(v)
-	case []string:
-		n := 0
-		for _, s := range v {
-			n += 8 + len(s)
-		}
-		return n
-	case []any:
-		n := 0
-		for _, e := range v {
-			n += 8 + valueBytes(e, depth+1)
-		}
-		return n
-	case map[string]any:
-		n := 0
-		for k, e := range v {
-			n += len(k) + 8 + valueBytes(e, depth+1)
-		}
-		return n
-	default:
-		return 8
+	case []byte:
+		return len(v)
 	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return 8
+	case reflect.String:
+		return rv.Len()
+	case reflect.Pointer:
+		if rv.IsNil() {
+			return 8
+		}
+		return 8 + valueBytes(rv.Elem().Interface(), depth+1)
+	case reflect.Slice, reflect.Array:
+		n := 0
+		for i := range rv.Len() {
+			if n += 8 + valueBytes(rv.Index(i).Interface(), depth+1); n > recentMaxBytes {
+				return n
+			}
+		}
+		return n
+	case reflect.Map:
+		n := 0
+		for it := rv.MapRange(); it.Next(); {
+			if n += 8 + valueBytes(it.Key().Interface(), depth+1) + valueBytes(it.Value().Interface(), depth+1); n > recentMaxBytes {
+				return n
+			}
+		}
+		return n
+	}
+	return tooLarge
 }
