@@ -101,6 +101,10 @@ type env struct {
 	badHooksOK bool     // serve: a hook file that does not load is expected
 	environ    []string // KEY=VALUE added to the environment of hookd processes (which makes them processes)
 	process    bool     // run hookd as processes of the real binary
+
+	cgMu   sync.Mutex // the cgroups of its hookd processes (placeInCgroup)
+	cgroup string
+	cgSeq  int
 }
 
 // inProcess says whether e's commands and daemons run in this process.
@@ -192,8 +196,16 @@ func (r result) String() string {
 	return fmt.Sprintf("hookd %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
 }
 
-// command builds a hookd command run in the test's directory.
+// command builds a hookd command run in the test's directory, in a
+// cgroup of its own (placeInCgroup), for the caller to start.
 func (e *env) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := e.newCommand(ctx, args...)
+	e.t.Cleanup(e.placeInCgroup(cmd))
+	return cmd
+}
+
+// newCommand builds a hookd command run in the test's directory.
+func (e *env) newCommand(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, hookdBin, args...)
 	cmd.Dir = e.dir
 	cmd.Env = append(childEnv(), e.environ...)
@@ -227,10 +239,12 @@ func (e *env) exec(args ...string) (result, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	cmd := e.command(ctx, args...)
+	cmd := e.newCommand(ctx, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	placed := e.placeInCgroup(cmd)
 	err := cmd.Run()
+	placed()
 	r := result{args: args, stdout: stdout.String(), stderr: stderr.String()}
 	var exit *exec.ExitError
 	switch {
@@ -411,7 +425,10 @@ func (e *env) startProcess(cmd *exec.Cmd) *served {
 	d.cmd.Env = append(childEnv(), e.environ...)
 	d.cmd.Stdout = d.log
 	d.cmd.Stderr = d.log
-	if err := d.cmd.Start(); err != nil {
+	placed := e.placeInCgroup(d.cmd)
+	err := d.cmd.Start()
+	placed()
+	if err != nil {
 		e.t.Fatalf("start hookd serve: %v", err)
 	}
 	go func() {
