@@ -69,9 +69,10 @@ const clusterTimeout = 2 * time.Second
 func failoverBound(timeout time.Duration) time.Duration { return timeout + 2*timeout/5 }
 
 // checkTakeover checks, on the database's clock, a failover from the
-// lease old (read after its holder was killed) to next (another node's,
-// as first seen): the dead holder's lease ran at most timeout past its
-// last renewal, made before the read; the new holder took it with a
+// lease old (read after its holder was killed, or just before when the
+// lease had moved by the read after) to next (another node's, as first
+// seen): the dead holder's lease ran at most timeout past its last
+// renewal, made before the read; the new holder took it with a
 // greater fencing token, and within the documented bound of the read
 // (the killed process's node lock goes with it, so the others take the
 // lease over without waiting for it to run out; the bound, the timeout
@@ -143,22 +144,32 @@ func TestClusterKills(t *testing.T) {
 			waitFor(t, "a scheduler", func() bool { lead = lease.holder(); return lead != "" }, logs)
 			victim = nodeNamed(nodes, lead)
 		}
+		before, _ := lease.row()
+		killed := time.Now()
 		victim.d.kill()
 		old, ok := lease.row()
 		switch {
 		case victim.name != lead:
 			t.Logf("kill %d: worker %s", i+1, victim.name)
-		case !ok || old.node != lead:
-			// The lease ran out before the kill and another node has it.
-			t.Logf("kill %d: scheduler %s, whose lease had already gone to %q", i+1, lead, old.node)
-		default:
-			killed := time.Now()
+		case ok && old.node == lead:
 			next := lease.waitOther(t, lead, logs)
 			took := time.Since(killed)
 			lag := checkTakeover(t, old, next, clusterTimeout)
 			failovers, lags = append(failovers, took), append(lags, lag)
 			t.Logf("kill %d: scheduler %s; %s took over in %s (%s on the database's clock)",
 				i+1, lead, next.node, took.Round(time.Millisecond), lag.Round(time.Millisecond))
+		case ok && before.node == lead && old.live() && old.token != before.token:
+			// Another node took the lease over between the kill and the
+			// read after it (the killed node's lock went with it): the
+			// lease as read just before the kill is the dead holder's.
+			took := time.Since(killed)
+			lag := checkTakeover(t, before, old, clusterTimeout)
+			failovers, lags = append(failovers, took), append(lags, lag)
+			t.Logf("kill %d: scheduler %s; %s had taken over when read, %s after the kill (%s on the database's clock)",
+				i+1, lead, old.node, took.Round(time.Millisecond), lag.Round(time.Millisecond))
+		default:
+			// The lease ran out before the kill and another node has it.
+			t.Logf("kill %d: scheduler %s, whose lease had already gone to %q", i+1, lead, old.node)
 		}
 		// A node stopped by itself (it lost the lease) is restarted too.
 		for _, n := range nodes {

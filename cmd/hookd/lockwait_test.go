@@ -29,6 +29,26 @@ func fireInProcess(t *testing.T, e *env, name string) <-chan result {
 	return done
 }
 
+// waitStep waits until the step of a background fire has written its pid
+// to the file pidFile, failing the test at once, with the fire's result,
+// when the fire ends first (instead of after waitLong, saying nothing).
+func waitStep(t *testing.T, e *env, pidFile string, fired <-chan result) {
+	t.Helper()
+	var ended *result
+	waitFor(t, "the step to start", func() bool {
+		select {
+		case r := <-fired:
+			ended = &r
+			return true
+		default:
+		}
+		return pidIn(e, pidFile) > 0
+	}, nil)
+	if ended != nil {
+		t.Fatalf("the fire ended before the test released its step:\n%s", *ended)
+	}
+}
+
 // awaitResult waits for a background command's result.
 func awaitResult(t *testing.T, what string, done <-chan result) result {
 	t.Helper()
@@ -67,7 +87,7 @@ func testServeWaitsForCommand(t *testing.T, url string) {
 	}
 	e := newProcEnv(t, settings, map[string]string{"busy.yaml": busyHook, "quick.yaml": quickHook})
 	fired := fireInProcess(t, e, "busy")
-	waitFor(t, "the busy step to start", func() bool { return pidIn(e, "busy.pid") > 0 }, nil)
+	waitStep(t, e, "busy.pid", fired)
 
 	d := e.startServe()
 	d.waitLog("waiting for it to end")
@@ -125,7 +145,7 @@ func testServeWaitsForCommand(t *testing.T, url string) {
 func TestServeWaitStoppedBySignal(t *testing.T) {
 	e := newEnv(t, "", map[string]string{"busy.yaml": busyHook})
 	fired := fireInProcess(t, e, "busy")
-	waitFor(t, "the busy step to start", func() bool { return pidIn(e, "busy.pid") > 0 }, nil)
+	waitStep(t, e, "busy.pid", fired)
 
 	d := e.startServe()
 	d.waitLog("waiting for it to end")
