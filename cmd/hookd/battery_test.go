@@ -260,6 +260,7 @@ func nextSleep() int {
 }
 
 func TestContainmentBattery(t *testing.T) {
+	t.Parallel() // beside the other tests, not before them: its attacks wait mostly
 	for _, p := range []string{"bash", "curl", "git", "jq", "tar", "python3", "setsid", "nsenter", "unshare", "xargs"} {
 		testtool.Need(t, p)
 	}
