@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,17 +28,57 @@ const tmpRootPrefix = "hookd-sandbox-"
 
 func newTmpRoot() (*tmpRoot, error) {
 	sweepTmp()
+	// Another hookd starting meanwhile sweeps too, and may remove the
+	// directory between its making and its lock (it takes an unlocked
+	// one for a gone hookd's): then make another.
+	var err error
+	for range tmpRootTries {
+		var r *tmpRoot
+		if r, err = makeTmpRoot(); err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, errSwept) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+// tmpRootTries is how many directories newTmpRoot makes before it gives
+// up, each swept away by another hookd before it held it.
+const tmpRootTries = 10
+
+// errSwept says a directory was removed by another hookd's sweep before
+// its maker held it.
+var errSwept = errors.New("removed by another hookd's sweep before it was held")
+
+// makeTmpRoot makes a directory in $TMPDIR and holds its flock, or
+// returns errSwept when a sweep removed it first.
+func makeTmpRoot() (*tmpRoot, error) {
 	dir, err := os.MkdirTemp("", tmpRootPrefix)
 	if err != nil {
 		return nil, err
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("%s: %w", dir, errSwept)
+	}
 	if err == nil {
 		err = unix.Flock(fd, unix.LOCK_SH)
 	}
 	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
 		os.Remove(dir)
 		return nil, err
+	}
+	// A sweep holds the directory's flock while it removes it: held now,
+	// the directory is ours if it is still there under its name.
+	var held, named unix.Stat_t
+	if unix.Fstat(fd, &held) != nil || unix.Lstat(dir, &named) != nil || held.Dev != named.Dev || held.Ino != named.Ino {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: %w", dir, errSwept)
 	}
 	return &tmpRoot{dir: dir, fd: fd}, nil
 }
