@@ -22,6 +22,7 @@ import (
 
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/api/server"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/metrics"
@@ -38,14 +39,14 @@ const notifyDrain = 5 * time.Second
 // hookd.stopping) to the hooks whose event trigger matches it and to the
 // live stream. It is not stored in the event log: it says what this
 // process did, and is not dispatched again after a crash.
-func daemonEvent(eng *engine.Engine, clock engine.Clock, log *slog.Logger, typ string, info *engine.DaemonInfo) {
+func daemonEvent(eng *engine.Engine, clk clock.Clock, log *slog.Logger, typ string, info *engine.DaemonInfo) {
 	data := map[string]any{"pid": info.PID, "hooks": info.Hooks}
 	if info.Signal != "" {
 		data["signal"] = info.Signal
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ev := &engine.Event{ID: engine.NewID(), Type: typ, Source: "hookd", Data: data, Time: clock.Now()}
+	ev := &engine.Event{ID: engine.NewID(), Type: typ, Source: "hookd", Data: data, Time: clk.Now()}
 	if _, err := eng.Dispatch(ctx, ev); err != nil {
 		log.Error("publish daemon event", "event", typ, "err", err)
 	}
@@ -202,7 +203,7 @@ func (dm *Daemon) Run(ctx context.Context) error {
 	} else if ran, err := l.SQLite.EnableIncrementalVacuum(context.Background()); err != nil {
 		return fmt.Errorf("start: %w", err)
 	} else if ran {
-		log.Info("database converted to incremental vacuum (once)", "took", engine.Since(l.Clock, vstart).Round(time.Millisecond))
+		log.Info("database converted to incremental vacuum (once)", "took", clock.Since(l.Clock, vstart).Round(time.Millisecond))
 	}
 
 	// Observers subscribe before the engine starts, so they see its first

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
@@ -29,7 +30,7 @@ type Opened struct {
 	Lock     Lock
 	// Clock is the one clock the store reads, and the engine and all
 	// else that waits or measures after it (Local.Clock).
-	Clock engine.Clock
+	Clock clock.Clock
 }
 
 // Lock lets one daemon at a time use a database.
@@ -54,24 +55,24 @@ const dbTimeout = 30 * time.Second
 // command takes the lock meanwhile (store.LockWait, lockPostgres).
 // Without it, a held lock is an error at once.
 func LockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (*Opened, error) {
-	clock := engine.WallClock{}
+	clk := clock.Wall{}
 	if d.Database != "" {
 		// The node's own state (its socket) stays in the directory of db.
 		if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
 			return nil, fmt.Errorf("create state directory: %w", err)
 		}
-		pl, err := lockPostgres(ctx, clock, d, holder, node, waiting)
+		pl, err := lockPostgres(ctx, clk, d, holder, node, waiting)
 		if err != nil {
 			return nil, lockError(err, d)
 		}
 		ctx, cancel := context.WithTimeout(ctx, dbTimeout)
 		defer cancel()
-		db, err := postgres.Open(ctx, d.Database, store.WithClock(clock))
+		db, err := postgres.Open(ctx, d.Database, store.WithClock(clk))
 		if err != nil {
 			pl.Unlock()
 			return nil, err
 		}
-		return &Opened{Store: db, Postgres: db, Lock: pl, Clock: clock}, nil
+		return &Opened{Store: db, Postgres: db, Lock: pl, Clock: clk}, nil
 	}
 	var sl *store.DaemonLock
 	var err error
@@ -83,12 +84,12 @@ func LockAndOpen(ctx context.Context, d *config.Daemon, holder, node string, wai
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(d.DB, store.WithClock(clock))
+	db, err := store.Open(d.DB, store.WithClock(clk))
 	if err != nil {
 		sl.Unlock()
 		return nil, err
 	}
-	return &Opened{Store: db, SQLite: db, Lock: sl, Clock: clock}, nil
+	return &Opened{Store: db, SQLite: db, Lock: sl, Clock: clk}, nil
 }
 
 // lockError says who holds a PostgreSQL database's lock.
@@ -142,22 +143,22 @@ const lockWait = 3 * time.Second
 
 // lockWaiting takes a lock with take, trying again for up to lockWait
 // (on clock's monotonic reading) while another session holds it.
-func lockWaiting(ctx context.Context, clock engine.Clock, take func(context.Context) (*postgres.DaemonLock, error)) (*postgres.DaemonLock, error) {
-	began := clock.Mono()
+func lockWaiting(ctx context.Context, clk clock.Clock, take func(context.Context) (*postgres.DaemonLock, error)) (*postgres.DaemonLock, error) {
+	began := clk.Mono()
 	for {
 		l, err := take(ctx)
-		if err == nil || !errors.Is(err, engine.ErrLocked) || engine.Since(clock, began) > lockWait {
+		if err == nil || !errors.Is(err, engine.ErrLocked) || clock.Since(clk, began) > lockWait {
 			return l, err
 		}
-		if sleep(ctx, clock, 100*time.Millisecond) != nil {
+		if sleep(ctx, clk, 100*time.Millisecond) != nil {
 			return nil, err // the lock's error, as before the wait
 		}
 	}
 }
 
 // sleep waits d on clock's timer, or until ctx ends (its error then).
-func sleep(ctx context.Context, clock engine.Clock, d time.Duration) error {
-	t := clock.NewTimer(d)
+func sleep(ctx context.Context, clk clock.Clock, d time.Duration) error {
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -176,11 +177,11 @@ const commandPoll = 250 * time.Millisecond
 // waiting set, while an offline hookd command holds the database
 // (postgres.CommandError) it waits for it, as store.LockWait does for
 // SQLite, until ctx ends.
-func lockPostgres(ctx context.Context, clock engine.Clock, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (*postgres.DaemonLock, error) {
+func lockPostgres(ctx context.Context, clk clock.Clock, d *config.Daemon, holder, node string, waiting func(command string, pid int)) (*postgres.DaemonLock, error) {
 	lastPID := -1
 	for {
 		tctx, cancel := context.WithTimeout(ctx, dbTimeout)
-		pl, err := lockWaiting(tctx, clock, func(ctx context.Context) (*postgres.DaemonLock, error) {
+		pl, err := lockWaiting(tctx, clk, func(ctx context.Context) (*postgres.DaemonLock, error) {
 			if node != "" {
 				return postgres.LockNode(ctx, d.Database, node)
 			}
@@ -195,7 +196,7 @@ func lockPostgres(ctx context.Context, clock engine.Clock, d *config.Daemon, hol
 			lastPID = ce.PID
 			waiting(ce.Command, ce.PID)
 		}
-		if sleep(ctx, clock, commandPoll) != nil {
+		if sleep(ctx, clk, commandPoll) != nil {
 			return nil, fmt.Errorf("lock database %s: stopped waiting for hookd %s, pid %d: %w",
 				postgres.Describe(d.Database), ce.Command, ce.PID, context.Cause(ctx))
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/api/server"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/handlers"
@@ -133,7 +134,7 @@ type Local struct {
 	SQLite *store.DB    // the same store when it is SQLite, else nil
 	Engine *engine.Engine
 	Hooks  []*engine.Hook
-	Clock  engine.Clock  // the engine's clock, which all else that waits or measures reads too (model, MCP, notifications)
+	Clock  clock.Clock   // the engine's clock, which all else that waits or measures reads too (model, MCP, notifications)
 	feed   *server.Feed  // told whenever events are stored
 	hs     *handlers.Set // the command handlers of hooks.d
 	model  *model        // the LLM client and MCP servers hookd started with

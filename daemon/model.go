@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
@@ -29,11 +30,11 @@ type model struct {
 
 // newModel builds the model stage from the settings, on the engine's
 // clock. MCP servers start only when a run needs them.
-func newModel(d *config.Daemon, log *slog.Logger, clock engine.Clock) *model {
+func newModel(d *config.Daemon, log *slog.Logger, clk clock.Clock) *model {
 	m := &model{hooksDir: absPath(d.HooksDir), protected: protectedPaths(d)}
-	opts := agent.Options{Defaults: d.LLM, Clock: clock}
+	opts := agent.Options{Defaults: d.LLM, Clock: clk}
 	if len(d.MCPServers) > 0 {
-		mgr, err := mcp.NewManager(MCPConfigs(d), mcp.Options{Logger: log, Clock: clock,
+		mgr, err := mcp.NewManager(MCPConfigs(d), mcp.Options{Logger: log, Clock: clk,
 			Redactor: redact.New(CredentialEnv(d), os.Environ())})
 		if err != nil {
 			log.Error("mcp servers not available", "err", err)
@@ -41,7 +42,7 @@ func newModel(d *config.Daemon, log *slog.Logger, clock engine.Clock) *model {
 			m.mcp, opts.Servers = mgr, mgr
 		}
 	}
-	opts.Chat = llm.New(llm.Options{Defaults: d.LLM, Logger: log, Clock: clock})
+	opts.Chat = llm.New(llm.Options{Defaults: d.LLM, Logger: log, Clock: clk})
 	m.llm = agent.New(opts)
 	return m
 }
@@ -103,10 +104,10 @@ func ReplayEngine(d *config.Daemon, hooks []*engine.Hook, db engine.Store, log *
 	if err != nil {
 		return nil, nil, err
 	}
-	clock := engine.WallClock{}
-	m := newModel(d, log, clock)
+	clk := clock.Wall{}
+	m := newModel(d, log, clk)
 	eng, err = engine.New(engine.Config{
-		Clock:          clock,
+		Clock:          clk,
 		LLM:            m.llm,
 		HooksDir:       m.hooksDir,
 		Protected:      m.protected,

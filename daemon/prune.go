@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
@@ -38,7 +39,7 @@ type pruner struct {
 	every   time.Duration
 	log     *slog.Logger
 	counted func(kind string, n int64) // metrics; nil for none
-	clock   engine.Clock               // the engine's: when a prune runs, and the ages it prunes by
+	clock   clock.Clock                // the engine's: when a prune runs, and the ages it prunes by
 
 	run sync.Mutex // held while a prune runs
 
@@ -51,8 +52,8 @@ type pruner struct {
 	done   chan struct{}
 }
 
-func newPruner(db prunable, d *config.Daemon, hooks []*engine.Hook, log *slog.Logger, counted func(string, int64), clock engine.Clock) *pruner {
-	p := &pruner{db: db, where: whereOf(d), ret: d.Retention, every: d.PruneEvery, log: log, counted: counted, clock: clock,
+func newPruner(db prunable, d *config.Daemon, hooks []*engine.Hook, log *slog.Logger, counted func(string, int64), clk clock.Clock) *pruner {
+	p := &pruner{db: db, where: whereOf(d), ret: d.Retention, every: d.PruneEvery, log: log, counted: counted, clock: clk,
 		done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.SetHooks(hooks)
@@ -196,7 +197,7 @@ func pruneWith(ctx context.Context, d *config.Daemon, db prunable, dryRun bool, 
 		}
 	}
 	log := NewLogger(d.LogFormat, os.Stderr, slog.LevelWarn)
-	rep := newPruner(db, d, hooks, log, nil, engine.WallClock{}).Prune(ctx, dryRun)
+	rep := newPruner(db, d, hooks, log, nil, clock.Wall{}).Prune(ctx, dryRun)
 	if rep.Error != "" {
 		return nil, errors.New(rep.Error)
 	}

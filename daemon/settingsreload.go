@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/config"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/triggers"
@@ -104,7 +105,7 @@ type settingsReloader struct {
 	// to it.
 	lifecycle *engine.Registry
 	log       *slog.Logger
-	clock     engine.Clock // the engine's, for a new model stage
+	clock     clock.Clock // the engine's, for a new model stage
 
 	creds []string // the credential variables hookd started with (engine.Config.Credentials)
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookd/hookd/engine/clocktest"
+	"github.com/hookd/hookd/clock/clocktest"
 	"github.com/hookd/hookd/internal/authlimit"
 )
 

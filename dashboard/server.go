@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/authlimit"
 	"github.com/hookd/hookd/internal/textsafe"
@@ -81,7 +82,7 @@ type Options struct {
 	// shares it (the same token, one count). nil: the dashboard's own.
 	Logins *authlimit.Limiter
 	Log    *slog.Logger
-	Clock  engine.Clock // default engine.SystemClock
+	Clock  clock.Clock // default clock.System
 }
 
 // Server serves the dashboard.
@@ -109,7 +110,7 @@ func New(opts Options) (*Server, error) {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Clock == nil {
-		opts.Clock = engine.SystemClock{}
+		opts.Clock = clock.System{}
 	}
 	if opts.Logins == nil {
 		opts.Logins = authlimit.New(opts.Clock.Now)
@@ -157,7 +158,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 
 // request is what the guard knows of a request it let through.
 type request struct {
-	start engine.Mono
+	start clock.Mono
 	sid   string   // session id ("" when not logged in)
 	sess  *session // nil when not logged in (public pages only)
 }
@@ -258,7 +259,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, req *request, co
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
-	hd.Set("Server-Timing", serverTiming(engine.Since(s.opts.Clock, req.start)))
+	hd.Set("Server-Timing", serverTiming(clock.Since(s.opts.Clock, req.start)))
 	hd.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead {

@@ -11,8 +11,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hookd/hookd/clock"
+	"github.com/hookd/hookd/clock/clocktest"
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/engine/clocktest"
 )
 
 // alarmClock is the harness's clocktest.Clock with wall-clock alarms that
@@ -27,7 +28,7 @@ type alarmClock struct {
 	resets atomic.Int64
 }
 
-func (c *alarmClock) NewTimer(d time.Duration) engine.Timer {
+func (c *alarmClock) NewTimer(d time.Duration) clock.Timer {
 	return &countingTimer{Timer: c.Clock.NewTimer(d), n: &c.resets}
 }
 
@@ -39,7 +40,7 @@ func withAlarms(ac **alarmClock) func(*engine.Config) {
 	}
 }
 
-func (c *alarmClock) NewAlarm() (engine.Alarm, error) {
+func (c *alarmClock) NewAlarm() (clock.Alarm, error) {
 	a := &fakeAlarm{clock: c, c: make(chan struct{}, 1)}
 	c.mu.Lock()
 	c.alarms = append(c.alarms, a)

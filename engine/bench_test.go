@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
@@ -56,7 +57,7 @@ func startBenchEngine(b *testing.B, hooks []*engine.Hook, tweak func(*engine.Con
 	cfg := engine.Config{
 		Store:  db,
 		Events: triggers.NewEventIndex(),
-		Clock:  engine.SystemClock{},
+		Clock:  clock.System{},
 		Logger: slog.New(logs),
 		Tick:   time.Second,
 	}
@@ -497,7 +498,7 @@ func BenchmarkRunsRecorded(b *testing.B) {
 // hours away and, after a short settle, measures the process's CPU time
 // (getrusage) over 30s of wall time. It reports the CPU used as a percent
 // of one core, the loop's wakeups per second, counted as the Resets of
-// its timer (one per loop iteration) through a wrapped WallClock (the
+// its timer (one per loop iteration) through a wrapped clock.Wall (the
 // default clock: on Linux the loop sleeps on a timerfd until the earliest
 // due time), and the context switches per second of all the process's
 // threads (the Go runtime's included). It runs only when the -bench
@@ -524,15 +525,15 @@ func BenchmarkIdleCPU(b *testing.B) {
 			b.Fatalf("hook %s is due at %s, within the hour", hooks[i].Name, next)
 		}
 	}
-	clock := &countingClock{}
-	be := startBenchEngine(b, hooks, func(c *engine.Config) { c.Clock = clock })
+	clk := &countingClock{}
+	be := startBenchEngine(b, hooks, func(c *engine.Config) { c.Clock = clk })
 	time.Sleep(settle)
 
 	b.ResetTimer()
 	for b.Loop() {
-		ru0, cs0, w0, n0 := rusageCPU(b), rusageSwitches(b), time.Now(), clock.resets.Load()
+		ru0, cs0, w0, n0 := rusageCPU(b), rusageSwitches(b), time.Now(), clk.resets.Load()
 		time.Sleep(window)
-		ru1, cs1, w1, n1 := rusageCPU(b), rusageSwitches(b), time.Now(), clock.resets.Load()
+		ru1, cs1, w1, n1 := rusageCPU(b), rusageSwitches(b), time.Now(), clk.resets.Load()
 		wall := w1.Sub(w0)
 		cpu := ru1 - ru0
 		b.ReportMetric(0, "ns/op")
@@ -575,16 +576,16 @@ func rusageSwitches(b *testing.B) int64 {
 // loop resets its one timer once per iteration, so the count is the
 // number of times it woke up.
 type countingClock struct {
-	engine.WallClock
+	clock.Wall
 	resets atomic.Int64
 }
 
-func (c *countingClock) NewTimer(d time.Duration) engine.Timer {
-	return &countingTimer{Timer: c.WallClock.NewTimer(d), n: &c.resets}
+func (c *countingClock) NewTimer(d time.Duration) clock.Timer {
+	return &countingTimer{Timer: c.Wall.NewTimer(d), n: &c.resets}
 }
 
 type countingTimer struct {
-	engine.Timer
+	clock.Timer
 	n *atomic.Int64
 }
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookd/hookd/clock"
 )
 
 // clusterNode is an engine's side of a cluster (Config.Cluster, see
@@ -27,7 +29,7 @@ type clusterNode struct {
 
 	leading  atomic.Bool            // this node holds the scheduler lease (and its loop schedules)
 	holder   atomic.Pointer[string] // the scheduler's node, as last seen
-	leaseAt  Mono                   // when the latest successful Lead began, on the monotonic clock (leadLoop's)
+	leaseAt  clock.Mono             // when the latest successful Lead began, on the monotonic clock (leadLoop's)
 	failOnce sync.Once
 	ended    ended // signalled by WakeDone (clusterfire.go)
 
@@ -241,7 +243,7 @@ func (e *Engine) tryLead(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if e.leading.Load() && Since(e.cfg.Clock, e.leaseAt) >= cl.Timeout()-cl.Interval() {
+		if e.leading.Load() && clock.Since(e.cfg.Clock, e.leaseAt) >= cl.Timeout()-cl.Interval() {
 			e.fail(fmt.Errorf("%w: it could not be renewed in time: %w", ErrLeaseLost, err))
 			return
 		}
@@ -266,7 +268,7 @@ func (e *Engine) tryLead(ctx context.Context) {
 			return
 		}
 		e.leading.Store(true)
-		e.log.Info("this node schedules now", "node", cl.Node(), "took", Since(e.cfg.Clock, began).Round(time.Millisecond))
+		e.log.Info("this node schedules now", "node", cl.Node(), "took", clock.Since(e.cfg.Clock, began).Round(time.Millisecond))
 		poke(e.wakeEvents)
 		poke(e.wakePoll)
 	case e.leading.Load():

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -15,18 +16,18 @@ import (
 // different amount each time, as a loaded machine's do: the loop wakes
 // after a slot's due time, never exactly on it.
 type lateClock struct {
-	engine.Clock
+	clock.Clock
 	n atomic.Int64
 }
 
 func (c *lateClock) lag() time.Duration { return time.Duration(1+c.n.Add(1)%7) * time.Millisecond }
 
-func (c *lateClock) NewTimer(d time.Duration) engine.Timer {
+func (c *lateClock) NewTimer(d time.Duration) clock.Timer {
 	return &lateTimer{Timer: c.Clock.NewTimer(d + c.lag()), c: c}
 }
 
 type lateTimer struct {
-	engine.Timer
+	clock.Timer
 	c *lateClock
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
@@ -79,7 +80,7 @@ func TestRedispatchReachesEachHookOnce(t *testing.T) {
 		}
 		start := func(st engine.Store) *engine.Engine {
 			eng, err := engine.New(engine.Config{
-				Store: st, Events: triggers.NewEventIndex(), Clock: engine.SystemClock{}, Tick: time.Second,
+				Store: st, Events: triggers.NewEventIndex(), Clock: clock.System{}, Tick: time.Second,
 				Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			}, hooks())
 			if err != nil {

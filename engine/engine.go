@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/budget"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/internal/suggest"
 	"github.com/hookd/hookd/sandbox"
 )
@@ -22,7 +23,7 @@ type Config struct {
 	Events EventIndex // needed by hooks with event triggers
 	LLM    LLM        // nil: hooks that need a model fail with a clear error
 	Prompt PromptRenderer
-	Clock  Clock
+	Clock  clock.Clock
 	Logger *slog.Logger
 
 	MaxConcurrent  int           // runs executing at once (default 4)
@@ -107,7 +108,7 @@ func (expandRenderer) RenderPrompt(h *Hook, scope *Scope) (string, error) {
 
 func (c *Config) setDefaults() {
 	if c.Clock == nil {
-		c.Clock = WallClock{}
+		c.Clock = clock.Wall{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/redact"
 )
 
@@ -556,7 +557,7 @@ func (e *Engine) runStep(ctx context.Context, h *Hook, run *Run, def *StepDef, e
 	// its monotonic reading): what a step says of its own start and
 	// duration is not used.
 	res.Index, res.Name, res.Type = def.Index, def.Name, def.Type
-	res.Started, res.Duration = start, Since(e.cfg.Clock, mono)
+	res.Started, res.Duration = start, clock.Since(e.cfg.Clock, mono)
 	if err != nil && res.Error == "" {
 		res.Error = err.Error()
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/budget"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/redact"
 )
 
@@ -474,7 +475,7 @@ func (s *state) loop(ctx context.Context) {
 
 // newAlarm returns a wall-clock alarm when the clock has them and the
 // engine schedules (a Manual engine has nothing due), or nil.
-func (s *state) newAlarm() Alarm {
+func (s *state) newAlarm() clock.Alarm {
 	if s.cfg.Manual {
 		return nil
 	}

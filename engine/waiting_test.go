@@ -12,8 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hookd/hookd/clock/clocktest"
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/engine/clocktest"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
 )

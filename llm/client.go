@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
 	"github.com/hookd/hookd/internal/backoff"
@@ -51,8 +52,8 @@ type Options struct {
 	// replace it to record the waits.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Clock stamps and times the calls and times the waits between
-	// attempts (default engine.SystemClock): the engine's clock.
-	Clock engine.Clock
+	// attempts (default clock.System): the engine's clock.
+	Clock clock.Clock
 }
 
 // Client is a chat client of an OpenAI-compatible chat-completions
@@ -81,7 +82,7 @@ func New(opts Options) *Client {
 		opts.AttemptTimeout = DefaultAttemptTimeout
 	}
 	if opts.Clock == nil {
-		opts.Clock = engine.SystemClock{}
+		opts.Clock = clock.System{}
 	}
 	if opts.Sleep == nil {
 		opts.Sleep = func(ctx context.Context, d time.Duration) error { return sleep(ctx, opts.Clock, d) }
@@ -206,15 +207,15 @@ func toolCalls(calls []agent.ToolRequest) []openai.ToolCall {
 // from it, so no cut or quoting can split a secret.
 func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatCompletionRequest, mc *agent.ChatReply, set Settings, redact func(string) string) (openai.ChatCompletionResponse, *agent.Usage, error) {
 	p := c.opts.Retry
-	clock := c.opts.Clock
-	mc.Started = clock.Now()
+	clk := c.opts.Clock
+	mc.Started = clk.Now()
 	mc.Duration = 0
 	for attempt := 1; ; attempt++ {
 		s := &slot{}
 		actx, cancel := context.WithTimeout(context.WithValue(ctx, slotKey{}, s), c.opts.AttemptTimeout)
-		start := clock.Mono()
+		start := clk.Mono()
 		resp, err := api.CreateChatCompletion(actx, creq)
-		mc.Latency = engine.Since(clock, start)
+		mc.Latency = clock.Since(clk, start)
 		mc.Duration += mc.Latency
 		cancel()
 		if (err != nil || len(resp.Choices) == 0) && s.body.Len() > 0 {
@@ -252,7 +253,7 @@ func (c *Client) call(ctx context.Context, api *openai.Client, creq openai.ChatC
 			return fail(" (gave up after %d attempts)", attempt)
 		}
 		wait := p.backoff(attempt)
-		if ra, ok := backoff.RetryAfter(s.header, clock.Now()); ok {
+		if ra, ok := backoff.RetryAfter(s.header, clk.Now()); ok {
 			if ra > p.MaxRetryAfter {
 				return fail(" (the server asks to retry after %s, longer than hookd waits: %s)", ra, p.MaxRetryAfter)
 			}

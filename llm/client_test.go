@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/clock/clocktest"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
-	"github.com/hookd/hookd/engine/clocktest"
 	"github.com/hookd/hookd/internal/agenttest"
 	"github.com/hookd/hookd/llm"
 	"github.com/hookd/hookd/llm/llmtest"
@@ -206,11 +206,11 @@ func (j jumpBack) RoundTrip(r *http.Request) (*http.Response, error) {
 // and the call's start is the wall time it began at.
 func TestLatencyOnTheMonotonicClock(t *testing.T) {
 	srv := llmtest.New(llmtest.Answer("fine"))
-	clock := &clocktest.Clock{}
+	clk := &clocktest.Clock{}
 	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv), func(o *llm.Options) {
-		o.Clock, o.HTTPClient = clock, &http.Client{Transport: jumpBack{clock}}
+		o.Clock, o.HTTPClient = clk, &http.Client{Transport: jumpBack{clk}}
 	})
-	before := clock.Now()
+	before := clk.Now()
 	run, tr := f.Fire()
 	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
 	c := tr.Rounds[0].Call

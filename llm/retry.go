@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/internal/backoff"
 )
 
@@ -318,11 +318,11 @@ func retryStatus(code int) bool {
 }
 
 // sleep waits d on clock's timer, or until ctx is done.
-func sleep(ctx context.Context, clock engine.Clock, d time.Duration) error {
+func sleep(ctx context.Context, clk clock.Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := clock.NewTimer(d)
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():

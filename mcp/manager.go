@@ -14,6 +14,7 @@
 package mcp
 
 import (
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/redact"
 	"github.com/hookd/hookd/sandbox"
 
@@ -71,8 +72,8 @@ type Options struct {
 	// stdin is closed before it is signalled (default 2s).
 	StopTimeout time.Duration
 	// Clock times the waits (a start's retry, a stop) (default
-	// engine.SystemClock): the engine's clock.
-	Clock engine.Clock
+	// clock.System): the engine's clock.
+	Clock clock.Clock
 }
 
 // Manager holds the MCP servers of one hookd process. It is safe for
@@ -101,7 +102,7 @@ func NewManager(servers []ServerConfig, opts Options) (*Manager, error) {
 		opts.RetryAfter = 2 * time.Second
 	}
 	if opts.Clock == nil {
-		opts.Clock = engine.SystemClock{}
+		opts.Clock = clock.System{}
 	}
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 2 * time.Second

@@ -11,7 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/sandbox"
 )
 
@@ -23,7 +23,7 @@ type sandboxTransport struct {
 	cmd       *exec.Cmd
 	policy    *sandbox.Policy
 	terminate time.Duration
-	clock     engine.Clock
+	clock     clock.Clock
 }
 
 func (t *sandboxTransport) Connect(ctx context.Context) (sdk.Connection, error) {
@@ -51,7 +51,7 @@ type serverStdin struct {
 	cmd       *exec.Cmd
 	proc      *sandbox.Process
 	terminate time.Duration
-	clock     engine.Clock
+	clock     clock.Clock
 	once      sync.Once
 	err       error
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/redirect"
 	"github.com/hookd/hookd/sandbox"
@@ -40,7 +41,7 @@ type server struct {
 	dead     chan struct{} // closed when sess ended
 	stderr   *tail         // of the current or last stdio process
 	lastErr  error         // why the last start failed
-	failedAt engine.Mono
+	failedAt clock.Mono
 	starts   int
 	closed   bool
 }
@@ -63,7 +64,7 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, []*Tool, erro
 			return s.sess, s.tools, nil
 		}
 	}
-	if s.lastErr != nil && engine.Since(s.m.opts.Clock, s.failedAt) < s.m.opts.RetryAfter {
+	if s.lastErr != nil && clock.Since(s.m.opts.Clock, s.failedAt) < s.m.opts.RetryAfter {
 		return nil, nil, s.lastErr
 	}
 	if err := s.start(ctx); err != nil {

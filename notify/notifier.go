@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/backoff"
 	"github.com/hookd/hookd/internal/redirect"
@@ -53,8 +54,8 @@ type Options struct {
 	// that fires a hook whose notification fails in turn cannot loop.
 	MaxDepth int
 	// Clock times the waits between tries and reads an HTTP-date
-	// Retry-After (default engine.SystemClock): the engine's clock.
-	Clock engine.Clock
+	// Retry-After (default clock.System): the engine's clock.
+	Clock clock.Clock
 }
 
 // Notifier delivers notifications in the background. Start it, feed it
@@ -133,7 +134,7 @@ func New(o Options) *Notifier {
 		o.MaxBackoff = time.Minute
 	}
 	if o.Clock == nil {
-		o.Clock = engine.SystemClock{}
+		o.Clock = clock.System{}
 	}
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = engine.DefaultMaxEventDepth

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/clock"
 )
 
 // Checkpoints off the commit path. SQLite copies the write-ahead log back
@@ -222,7 +222,7 @@ func (d *DB) overHard(size int64) bool {
 }
 
 // sinceOpen is the time since Open on the store's monotonic clock.
-func (d *DB) sinceOpen() time.Duration { return engine.Since(d.clock, d.origin) }
+func (d *DB) sinceOpen() time.Duration { return clock.Since(d.clock, d.origin) }
 
 // startCheckpointer starts the checkpointer if it is not running. It
 // reports false once Close stopped it.
@@ -275,7 +275,7 @@ func (d *DB) checkpointLoop(wake, stop, done chan struct{}) {
 		}
 		began := d.clock.Mono()
 		d.checkpointRound()
-		t := d.clock.NewTimer(checkpointGap - engine.Since(d.clock, began))
+		t := d.clock.NewTimer(checkpointGap - clock.Since(d.clock, began))
 		select {
 		case <-stop:
 			t.Stop()

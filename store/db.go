@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 )
@@ -30,9 +31,9 @@ type DB struct {
 	// beside its target. Everything that reads or narrows them uses
 	// sidecar.
 	real   string
-	opened os.FileInfo  // the file Open opened, for Check
-	clock  engine.Clock // Options.Clock
-	origin engine.Mono  // clock's monotonic reading at Open, the zero of checkpointer.hardAfter
+	opened os.FileInfo // the file Open opened, for Check
+	clock  clock.Clock // Options.Clock
+	origin clock.Mono  // clock's monotonic reading at Open, the zero of checkpointer.hardAfter
 	w      *sql.DB
 	r      *sql.DB
 

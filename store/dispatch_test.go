@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/clock"
 )
 
 // TestDispatchMigration: events stored before the dispatch state existed
@@ -16,7 +16,7 @@ func TestDispatchMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite3", path+"?_txlock=immediate")
 	mustRun(t, err)
-	mustRun(t, migrate(ctx, db, migrations[:1], engine.SystemClock{}))
+	mustRun(t, migrate(ctx, db, migrations[:1], clock.System{}))
 	_, err = db.Exec(`INSERT INTO events (id, type) VALUES ('old', 'deploy.finished')`)
 	mustRun(t, err)
 	mustRun(t, db.Close())

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -160,7 +161,7 @@ func TestEventsByTypeMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hookd.db")
 	db, err := sql.Open("sqlite3", path+"?_txlock=immediate")
 	mustRun(t, err)
-	mustRun(t, migrate(ctx, db, migrations[:12], engine.SystemClock{}))
+	mustRun(t, migrate(ctx, db, migrations[:12], clock.System{}))
 	_, err = db.ExecContext(ctx, `INSERT INTO events (id, type, data) VALUES
 		('e1', 'deploy.done', '{"n":1}'), ('e2', 'hook.run.started', '{}'), ('e3', 'hook.run.failed', '{}'),
 		('e4', 'deploy.done', '{"n":2}'), ('e5', 'hook.run.started', '{}')`)

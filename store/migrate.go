@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/clock"
 )
 
 // migration is one step of the schema's history. Versions start at 1 and
@@ -109,7 +109,7 @@ const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // migrate brings the schema of db up to the last of ms. A database that is
 // already current is only read; a database whose version is beyond ms (written
 // by a newer hookd) is refused. clock stamps the migrations applied.
-func migrate(ctx context.Context, db *sql.DB, ms []migration, clock engine.Clock) error {
+func migrate(ctx context.Context, db *sql.DB, ms []migration, clk clock.Clock) error {
 	for i, m := range ms {
 		if m.version != i+1 {
 			return fmt.Errorf("migrate: migration %d (%s) has version %d, want %d", i, m.name, m.version, i+1)
@@ -151,7 +151,7 @@ func migrate(ctx context.Context, db *sql.DB, ms []migration, clock engine.Clock
 		}
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.version, m.name, clock.Now().UnixNano()); err != nil {
+			m.version, m.name, clk.Now().UnixNano()); err != nil {
 			return fmt.Errorf("record migration %d: %w", m.version, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/clock"
 )
 
 func TestMigrations(t *testing.T) {
@@ -65,9 +65,9 @@ func TestMigrateStepwise(t *testing.T) {
 	db, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "m.db")+"?_txlock=immediate")
 	mustRun(t, err)
 	defer db.Close()
-	mustRun(t, migrate(ctx, db, ms[:1], engine.SystemClock{}))
-	mustRun(t, migrate(ctx, db, ms, engine.SystemClock{}))
-	mustRun(t, migrate(ctx, db, ms, engine.SystemClock{}))
+	mustRun(t, migrate(ctx, db, ms[:1], clock.System{}))
+	mustRun(t, migrate(ctx, db, ms, clock.System{}))
+	mustRun(t, migrate(ctx, db, ms, clock.System{}))
 	v, err := schemaVersion(ctx, db)
 	mustRun(t, err)
 	if v != 2 {
@@ -75,14 +75,14 @@ func TestMigrateStepwise(t *testing.T) {
 	}
 	// A broken migration leaves the database as it was.
 	bad := append(ms, migration{3, "bad", `CREATE TABLE c (x INTEGER); SYNTAX ERROR`})
-	if err := migrate(ctx, db, bad, engine.SystemClock{}); err == nil || !strings.Contains(err.Error(), "apply migration 3 (bad)") {
+	if err := migrate(ctx, db, bad, clock.System{}); err == nil || !strings.Contains(err.Error(), "apply migration 3 (bad)") {
 		t.Errorf("broken migration: %v", err)
 	}
 	if v, _ := schemaVersion(ctx, db); v != 2 {
 		t.Errorf("after a failed migration version %d, want 2", v)
 	}
 	// Versions must be 1, 2, 3...
-	if err := migrate(ctx, db, []migration{{2, "gap", ``}}, engine.SystemClock{}); err == nil {
+	if err := migrate(ctx, db, []migration{{2, "gap", ``}}, clock.System{}); err == nil {
 		t.Error("a migration list with a gap was accepted")
 	}
 }
@@ -134,7 +134,7 @@ func TestMigrateLastRunSlot(t *testing.T) {
 	db, err := sql.Open("sqlite3", path+"?_txlock=immediate")
 	mustRun(t, err)
 	i := slices.IndexFunc(migrations, func(m migration) bool { return m.sql == sqlLastRunSlot })
-	mustRun(t, migrate(ctx, db, migrations[:i], engine.SystemClock{}))
+	mustRun(t, migrate(ctx, db, migrations[:i], clock.System{}))
 	slot := time.Date(2025, 3, 14, 15, 0, 0, 0, time.UTC)
 	_, err = db.Exec(`INSERT INTO runs (id, hook, slot, status) VALUES ('s', 'slotted', ?, 'completed'), ('m', 'manual', NULL, 'completed');
 		INSERT INTO hook_state (hook, last_slot, last_start, last_run_id) VALUES ('slotted', ?, ?, 's'), ('manual', 0, ?, 'm'), ('gone', 0, ?, 'x')`,

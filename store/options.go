@@ -1,6 +1,6 @@
 package store
 
-import "github.com/hookd/hookd/engine"
+import "github.com/hookd/hookd/clock"
 
 // Option configures a store as it opens: SQLite's Open and PostgreSQL's
 // (store/postgres) take the same options.
@@ -11,12 +11,12 @@ type Options struct {
 	// Clock stamps what the store records itself (a watch snapshot's
 	// time, a migration's) and times its waits and durations (the
 	// checkpointer, the search indexer, a prune's duration): the engine's
-	// clock. Default engine.SystemClock.
-	Clock engine.Clock
+	// clock. Default clock.System.
+	Clock clock.Clock
 }
 
 // WithClock makes the store read c: the engine's clock.
-func WithClock(c engine.Clock) Option { return func(o *Options) { o.Clock = c } }
+func WithClock(c clock.Clock) Option { return func(o *Options) { o.Clock = c } }
 
 // Configure applies opts to the defaults.
 func Configure(opts []Option) Options {
@@ -25,7 +25,7 @@ func Configure(opts []Option) Options {
 		f(&o)
 	}
 	if o.Clock == nil {
-		o.Clock = engine.SystemClock{}
+		o.Clock = clock.System{}
 	}
 	return o
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -75,7 +76,7 @@ func (d *DB) Prune(ctx context.Context, now time.Time, p PrunePolicy) (PruneStat
 			return st, fmt.Errorf("vacuum: %w", err)
 		}
 	}
-	st.Took = engine.Since(d.clock, start)
+	st.Took = clock.Since(d.clock, start)
 	return st, nil
 }
 

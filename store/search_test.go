@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -255,7 +256,7 @@ func TestSearchMarkMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hookd.db")
 	db, err := sql.Open("sqlite3", path+"?_txlock=immediate")
 	mustRun(t, err)
-	mustRun(t, migrate(ctx, db, migrations[:10], engine.SystemClock{}))
+	mustRun(t, migrate(ctx, db, migrations[:10], clock.System{}))
 	for _, q := range []string{
 		`INSERT INTO runs (id, hook, status, started_at) VALUES ('r1', 'h', 'running', 1), ('r2', 'h', 'running', 1), ('r3', 'h', 'running', 1)`,
 		`UPDATE runs SET status = 'completed', response = 'early answer' WHERE id IN ('r1', 'r3')`,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/dashboard"
 	"github.com/hookd/hookd/engine"
 )
@@ -92,14 +93,14 @@ func (s dashSource) Nodes(ctx context.Context) ([]dashboard.Node, []dashboard.Ho
 
 // newDashboards returns the dashboard of the unix socket and, when the
 // daemon listens on TCP (token set), the one of the TCP listener.
-func newDashboards(src dashboard.Source, token string, hosts []string, clock engine.Clock, a *Server) error {
+func newDashboards(src dashboard.Source, token string, hosts []string, clk clock.Clock, a *Server) error {
 	var err error
-	if a.dash, err = dashboard.New(dashboard.Options{Source: src, Log: a.log, Clock: clock}); err != nil {
+	if a.dash, err = dashboard.New(dashboard.Options{Source: src, Log: a.log, Clock: clk}); err != nil {
 		return err
 	}
 	if token != "" {
 		if a.tcpDash, err = dashboard.New(dashboard.Options{Source: src, Login: true, Token: token, Hosts: hosts, Log: a.log,
-			Logins: a.tokenLimiter(), Clock: clock}); err != nil {
+			Logins: a.tokenLimiter(), Clock: clk}); err != nil {
 			return err
 		}
 	}

@@ -46,6 +46,7 @@ import (
 
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/budget"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/dashboard"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/authlimit"
@@ -69,8 +70,8 @@ type Server struct {
 	db      string // absolute path of the database, told by /healthz on the socket
 	log     *slog.Logger
 	grace   time.Duration // overdue grace, for /v1/status
-	clock   engine.Clock
-	started engine.Mono  // on clock, for the uptime
+	clock   clock.Clock
+	started clock.Mono   // on clock, for the uptime
 	pruner  Pruner       // retention; nil: no /v1/prune, no database in /v1/status
 	cluster ClusterNodes // the nodes of the cluster (nodes.go); nil on SQLite: no /v1/nodes
 
@@ -103,8 +104,8 @@ type Options struct {
 	DashboardHosts []string
 	// Clock is the daemon's clock: the dashboard's sessions and the UI
 	// login links expire by it, the uptime is counted on it (default
-	// engine.SystemClock).
-	Clock engine.Clock
+	// clock.System).
+	Clock clock.Clock
 }
 
 // Pruner is the retention the API reports and runs (POST /v1/prune).
@@ -122,16 +123,16 @@ type Pruner interface {
 // New returns the API server of o, with its dashboards; it serves
 // nothing until ServeUnix or ServeTCP.
 func New(o Options) (*Server, error) {
-	clock := o.Clock
-	if clock == nil {
-		clock = engine.SystemClock{}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.System{}
 	}
 	a := &Server{
 		eng: o.Engine, st: o.Store, evlog: o.Store, feed: o.Feed, metrics: o.Metrics, db: o.DB, log: o.Log,
-		grace: o.Grace, started: clock.Mono(), clock: clock, pruner: o.Pruner, cluster: o.Cluster, closing: make(chan struct{}),
+		grace: o.Grace, started: clk.Mono(), clock: clk, pruner: o.Pruner, cluster: o.Cluster, closing: make(chan struct{}),
 	}
 	src := dashSource{eng: o.Engine, db: o.Store, grace: o.Grace, nodes: o.Cluster}
-	if err := newDashboards(src, o.Token, o.DashboardHosts, clock, a); err != nil {
+	if err := newDashboards(src, o.Token, o.DashboardHosts, clk, a); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -145,7 +146,7 @@ func (a *Server) handler(dash *dashboard.Server) http.Handler {
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.Health{Status: "ok", DB: a.db, PID: os.Getpid(),
-			Uptime: human.Exact(engine.Since(a.clock, a.started).Round(time.Second))})
+			Uptime: human.Exact(clock.Since(a.clock, a.started).Round(time.Second))})
 	})
 	if a.metrics != nil {
 		mux.Handle("GET /metrics", a.metrics.Handler())

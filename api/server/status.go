@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/api"
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/internal/human"
 	"github.com/hookd/hookd/metrics"
 	dto "github.com/prometheus/client_model/go"
@@ -42,7 +42,7 @@ func (a *Server) report(ctx context.Context) (*api.StatusReport, error) {
 		return nil, err
 	}
 	rep := &api.StatusReport{
-		Summary: sum, Running: running, PID: os.Getpid(), Uptime: human.Exact(engine.Since(a.clock, a.started).Round(time.Second)),
+		Summary: sum, Running: running, PID: os.Getpid(), Uptime: human.Exact(clock.Since(a.clock, a.started).Round(time.Second)),
 		OverdueGrace: human.Exact(a.grace), Overdue: overdue,
 		Runs: api.CountsBy{}, Skips: api.CountsBy{}, Drops: api.CountsBy{}, Tokens: api.CountsBy{}, ToolCalls: api.CountsBy{},
 		Durations: map[string]api.Dist{}, Lateness: map[string]api.Dist{}, Events: api.Counts{}, Notifications: api.Counts{}, ShortCircuits: api.Counts{}, CheckFailed: api.CountsBy{},

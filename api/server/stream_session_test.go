@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/clock/clocktest"
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/engine/clocktest"
 	"github.com/hookd/hookd/store"
 )
 
@@ -30,9 +30,9 @@ func TestStreamEndsAtSessionExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	clock := &clocktest.Clock{}
+	clk := &clocktest.Clock{}
 	feed := NewFeed()
-	a, err := New(Options{Store: db, Feed: feed, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Token: token, Clock: clock})
+	a, err := New(Options{Store: db, Feed: feed, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Token: token, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestStreamEndsAtSessionExpiry(t *testing.T) {
 	}
 	emit := func(id string) {
 		t.Helper()
-		if err := db.AppendEvent(context.Background(), &engine.Event{ID: id, Type: "deploy.finished", Source: "api", Time: clock.Now()}); err != nil {
+		if err := db.AppendEvent(context.Background(), &engine.Event{ID: id, Type: "deploy.finished", Source: "api", Time: clk.Now()}); err != nil {
 			t.Fatal(err)
 		}
 		feed.Wake()
@@ -112,7 +112,7 @@ func TestStreamEndsAtSessionExpiry(t *testing.T) {
 		t.Fatalf("the live session's stream sent %q, want the event's data", l)
 	}
 
-	clock.Jump(24*time.Hour + time.Second) // past the session's life
+	clk.Jump(24*time.Hour + time.Second) // past the session's life
 	emit("after-expiry")
 	var rest []string
 	for l := next(); l != ""; l = next() {

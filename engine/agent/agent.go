@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -38,8 +39,8 @@ type Options struct {
 	// once (default 4).
 	ToolParallelism int
 	// Clock times the tool calls and the rounds (default
-	// engine.SystemClock): the engine's clock.
-	Clock engine.Clock
+	// clock.System): the engine's clock.
+	Clock clock.Clock
 }
 
 // Agent is the model stage: it implements engine.LLM by running the
@@ -65,7 +66,7 @@ func New(opts Options) *Agent {
 		opts.ToolParallelism = DefaultToolParallelism
 	}
 	if opts.Clock == nil {
-		opts.Clock = engine.SystemClock{}
+		opts.Clock = clock.System{}
 	}
 	return &Agent{opts: opts}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 )
 
@@ -52,10 +53,10 @@ func (a *Agent) runTools(ctx context.Context, env *engine.ToolEnv, ts *toolset, 
 // arguments that are not JSON or do not fit the schema, a tool error or
 // panic — becomes an error result for the model, never a failed run.
 func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, tc ToolRequest, redact func(string) string) (*ToolCall, string) {
-	clock := a.opts.Clock
-	start := clock.Mono()
-	rec := &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments, Outcome: engine.ToolOK, Started: clock.Now()}
-	defer func() { rec.Duration = engine.Since(clock, start) }()
+	clk := a.opts.Clock
+	start := clk.Mono()
+	rec := &ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments, Outcome: engine.ToolOK, Started: clk.Now()}
+	defer func() { rec.Duration = clock.Since(clk, start) }()
 	errResult := func(msg string) (*ToolCall, string) {
 		if rec.Outcome == engine.ToolOK {
 			rec.Outcome = engine.ToolError
@@ -112,9 +113,9 @@ func (a *Agent) runTool(ctx context.Context, env *engine.ToolEnv, ts *toolset, t
 			args, rec.InputAmendedBy, rec.AmendedArguments = string(amended), by, string(amended)
 		}
 	}
-	called := clock.Mono()
+	called := clk.Mono()
 	out, err := callSafely(ctx, bt.tool, env, []byte(args))
-	took := engine.Since(clock, called)
+	took := clock.Since(clk, called)
 	// Redacted before a tool:call:after handler sees it, as a step's
 	// result is before step:after: a handler is a program the secrets
 	// were not given to. What a handler puts in its place is redacted

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/pgurl"
 	"github.com/hookd/hookd/store"
@@ -28,7 +29,7 @@ type DB struct {
 
 	closeOnce sync.Once
 	obs       store.Observer // told of event writes (Observe)
-	clock     engine.Clock   // store.Options.Clock
+	clock     clock.Clock    // store.Options.Clock
 }
 
 // Open connects to the database at url (postgres://user@host/db?...) and

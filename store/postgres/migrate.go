@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/hookd/hookd/engine"
 )
 
 // migration is one step of the schema's history. Versions start at 1 and
@@ -143,7 +142,7 @@ const (
 // so that nodes starting together migrate once. A database already
 // current is only read; one beyond ms (written by a newer hookd) is
 // refused. clock stamps the migrations applied.
-func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migration, clock engine.Clock) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migration, clk clock.Clock) error {
 	for i, m := range ms {
 		if m.version != i+1 {
 			return fmt.Errorf("migrate: migration %d (%s) has version %d, want %d", i, m.name, m.version, i+1)
@@ -182,7 +181,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migration, clock engi
 				return fmt.Errorf("apply migration %d (%s): %w", m.version, m.name, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-				m.version, m.name, clock.Now().UnixNano()); err != nil {
+				m.version, m.name, clk.Now().UnixNano()); err != nil {
 				return fmt.Errorf("record migration %d: %w", m.version, err)
 			}
 		}

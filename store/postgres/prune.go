@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
 	"github.com/jackc/pgx/v5"
@@ -88,7 +89,7 @@ func (d *DB) Prune(ctx context.Context, now time.Time, p store.PrunePolicy) (sto
 			return st, fmt.Errorf("prune events: %w", err)
 		}
 	}
-	st.Took = engine.Since(d.clock, start)
+	st.Took = clock.Since(d.clock, start)
 	return st, nil
 }
 

@@ -1,4 +1,8 @@
-package engine
+// Package clock is hookd's one clock: wall-clock readings for timestamps
+// and what is due, monotonic readings for durations, timers, tickers and
+// wall-clock alarms. Everything that waits or measures takes a Clock; the
+// daemon passes one to all, tests a clocktest.Clock.
+package clock
 
 import (
 	"errors"
@@ -8,7 +12,7 @@ import (
 // Clock is hookd's one source of time: the engine, and everything that
 // waits or measures (the model client, notifications, MCP servers, the
 // stores, steps, the cluster member), read it. The daemon passes the
-// engine's clock to each; tests inject a fake one (engine/clocktest).
+// engine's clock to each; tests inject a fake one (clock/clocktest).
 type Clock interface {
 	// Now returns the wall-clock time (without a monotonic reading, so
 	// that a suspend or a clock jump is seen): for timestamps and for
@@ -56,31 +60,31 @@ type Ticker interface {
 	Stop()
 }
 
-// SystemClock is the real clock, without wall-clock alarms.
-type SystemClock struct{}
+// System is the real clock, without wall-clock alarms.
+type System struct{}
 
 // Now returns the wall-clock time without its monotonic reading.
-func (SystemClock) Now() time.Time { return time.Now().Round(0) }
+func (System) Now() time.Time { return time.Now().Round(0) }
 
 // Mono returns the system's monotonic reading.
-func (SystemClock) Mono() Mono { return Mono{time.Now()} }
+func (System) Mono() Mono { return Mono{time.Now()} }
 
 // NewTimer returns a real timer.
-func (SystemClock) NewTimer(d time.Duration) Timer { return &sysTimer{time.NewTimer(d)} }
+func (System) NewTimer(d time.Duration) Timer { return &sysTimer{time.NewTimer(d)} }
 
 // NewTicker returns a real ticker.
-func (SystemClock) NewTicker(d time.Duration) Ticker { return &sysTicker{time.NewTicker(d)} }
+func (System) NewTicker(d time.Duration) Ticker { return &sysTicker{time.NewTicker(d)} }
 
 type sysTicker struct{ t *time.Ticker }
 
 func (s *sysTicker) C() <-chan time.Time { return s.t.C }
 func (s *sysTicker) Stop()               { s.t.Stop() }
 
-// errNoAlarm is SystemClock's answer to NewAlarm.
-var errNoAlarm = errors.New("engine: this clock has no wall-clock alarm; the loop re-reads the clock every tick")
+// errNoAlarm is System's answer to NewAlarm.
+var errNoAlarm = errors.New("clock: this clock has no wall-clock alarm; the loop re-reads the clock every tick")
 
-// NewAlarm fails: a SystemClock has no wall-clock alarms.
-func (SystemClock) NewAlarm() (Alarm, error) { return nil, errNoAlarm }
+// NewAlarm fails: a System has no wall-clock alarms.
+func (System) NewAlarm() (Alarm, error) { return nil, errNoAlarm }
 
 type sysTimer struct{ t *time.Timer }
 
@@ -107,11 +111,11 @@ type Alarm interface {
 	Close() error
 }
 
-// WallClock is the real clock with wall-clock alarms where the system
+// Wall is the real clock with wall-clock alarms where the system
 // has them (Linux: a timerfd on CLOCK_REALTIME, armed with an absolute
 // expiry and TFD_TIMER_CANCEL_ON_SET). It is the engine's default clock.
 // Elsewhere NewAlarm fails and the loop keeps its Tick.
-type WallClock struct{ SystemClock }
+type Wall struct{ System }
 
 // NewAlarm returns an alarm on the system's wall clock.
-func (WallClock) NewAlarm() (Alarm, error) { return newWallAlarm() }
+func (Wall) NewAlarm() (Alarm, error) { return newWallAlarm() }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package engine_test
+package clock_test
 
 import (
 	"os"
@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/clock"
 	"golang.org/x/sys/unix"
 )
 
 // wallAlarm returns the real wall-clock alarm (a timerfd), or skips.
-func wallAlarm(t *testing.T) engine.Alarm {
+func wallAlarm(t *testing.T) clock.Alarm {
 	t.Helper()
-	a, err := engine.WallClock{}.NewAlarm()
+	a, err := clock.Wall{}.NewAlarm()
 	if err != nil {
 		t.Skipf("no timerfd here (the engine falls back to its tick): %v", err)
 	}
@@ -24,7 +24,7 @@ func wallAlarm(t *testing.T) engine.Alarm {
 }
 
 // waitAlarm waits for the alarm, failing after a generous deadline.
-func waitAlarm(t *testing.T, a engine.Alarm, what string) {
+func waitAlarm(t *testing.T, a clock.Alarm, what string) {
 	t.Helper()
 	select {
 	case <-a.C():
@@ -93,7 +93,7 @@ func TestWallAlarmTimerfd(t *testing.T) {
 func TestWallAlarmCloseEndsReader(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 50 {
-		a, err := engine.WallClock{}.NewAlarm()
+		a, err := clock.Wall{}.NewAlarm()
 		if err != nil {
 			t.Skipf("no timerfd here: %v", err)
 		}

@@ -1,4 +1,4 @@
-// Package clocktest is the fake engine.Clock of hookd's tests: the real
+// Package clocktest is the fake clock.Clock of hookd's tests: the real
 // clock (virtual inside a testing/synctest bubble) whose wall clock can be
 // jumped, as a suspend or an NTP step moves it, while its monotonic
 // reading and its timers keep running. One fake serves every package
@@ -9,14 +9,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/clock"
 )
 
 // Clock is the real (or bubbled) clock plus an offset of its wall clock.
-// It has no wall-clock alarms (engine.SystemClock's NewAlarm). The zero
+// It has no wall-clock alarms (clock.System's NewAlarm). The zero
 // Clock is ready to use.
 type Clock struct {
-	engine.SystemClock
+	clock.System
 	offset atomic.Int64
 }
 
