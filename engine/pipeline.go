@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -676,8 +677,33 @@ func fingerprint(steps []*StepResult) string {
 		return ""
 	}
 	h := sha256.New()
+	// The bytes fmt.Fprintf(h, "%d\x00%d\x00%s\x00%d\x00%s\x00", ...)
+	// wrote, without its copy of the output into its own buffer (a 1 MB
+	// copy a run that printed 1 MB): the texts go to the hash through a
+	// small buffer (sha256's digest has no WriteString, and io.WriteString
+	// would convert a whole output to bytes).
+	var num []byte
+	var chunk [4096]byte
+	writeString := func(s string) {
+		for len(s) > 0 {
+			n := copy(chunk[:], s)
+			h.Write(chunk[:n])
+			s = s[n:]
+		}
+	}
 	for _, s := range steps {
-		fmt.Fprintf(h, "%d\x00%d\x00%s\x00%d\x00%s\x00", s.Index, len(s.Output), s.Output, len(s.Error), s.Error)
+		num = strconv.AppendInt(num[:0], int64(s.Index), 10)
+		num = append(num, 0)
+		num = strconv.AppendInt(num, int64(len(s.Output)), 10)
+		num = append(num, 0)
+		h.Write(num)
+		writeString(s.Output)
+		num = append(num[:0], 0)
+		num = strconv.AppendInt(num, int64(len(s.Error)), 10)
+		num = append(num, 0)
+		h.Write(num)
+		writeString(s.Error)
+		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,19 +73,39 @@ func daemonSoak(b *testing.B, soak time.Duration) {
 			b.Fatal(err)
 		}
 	}
-	cmd := exec.Command(hookdBin, "serve")
-	// gctrace: the daemon's Go heap at each collection, on its stderr,
-	// tells its own heap from the rest of its RSS (SQLite's C heap).
-	cmd.Dir, cmd.Env = dir, append(childEnv(), "GODEBUG=gctrace=1")
 	log := &logBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+	pid := os.Getpid()
+	// HOOKD_SOAK_HEAPPROFILE=FILE runs the daemon in this process, not
+	// the binary, and writes its heap profile to FILE when its heap in use
+	// is at its largest (sampled every second): what holds the heap under
+	// the load. The RSS figures are then the test's own as well.
+	profile := os.Getenv("HOOKD_SOAK_HEAPPROFILE")
+	if profile != "" {
+		sigs, done := make(chan os.Signal, 2), make(chan struct{})
+		go func() {
+			runIn(host{dir: dir, stdin: strings.NewReader(""), signals: sigs}, []string{"serve"}, log, log)
+			close(done)
+		}()
+		defer func() {
+			sigs <- syscall.SIGTERM
+			sigs <- syscall.SIGTERM
+			<-done
+		}()
+	} else {
+		cmd := exec.Command(hookdBin, "serve")
+		// gctrace: the daemon's Go heap at each collection, on its stderr,
+		// tells its own heap from the rest of its RSS (SQLite's C heap).
+		cmd.Dir, cmd.Env = dir, append(childEnv(), "GODEBUG=gctrace=1")
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+		}()
+		pid = cmd.Process.Pid
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
 	for deadline := time.Now().Add(waitLong); !strings.Contains(log.String(), "hookd serving"); time.Sleep(pollStep) {
 		if time.Now().After(deadline) {
 			b.Fatalf("hookd did not start:\n%s", log)
@@ -114,7 +136,6 @@ func daemonSoak(b *testing.B, soak time.Duration) {
 		return json.NewDecoder(resp.Body).Decode(out)
 	}
 
-	pid := cmd.Process.Pid
 	start := time.Now()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -153,6 +174,9 @@ func daemonSoak(b *testing.B, soak time.Duration) {
 		rss float64 // MB
 	}
 	var samples []sample
+	if profile != "" {
+		wg.Go(func() { heapProfileAtPeak(b, profile, stop) })
+	}
 	tick := time.NewTicker(5 * time.Second)
 	for samples = append(samples, sample{0, testtool.RSSMB(b, pid)}); time.Since(start) < soak && !b.Failed(); {
 		<-tick.C
@@ -205,4 +229,42 @@ func goHeapOfTrace(log string) (heapMax, liveMax, goalMax, n int) {
 		heapMax, liveMax, goalMax, n = max(heapMax, start), max(liveMax, live), max(goalMax, goal), n+1
 	}
 	return heapMax, liveMax, goalMax, n
+}
+
+// heapProfileAtPeak samples this process's heap in use every second until
+// stop and writes a heap profile to file whenever it is the largest yet.
+func heapProfileAtPeak(b *testing.B, file string, stop <-chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var peak uint64
+	for {
+		select {
+		case <-stop:
+			b.Logf("heap profile at the peak of the heap in use (%d MB) in %s", peak>>20, file)
+			return
+		case <-tick.C:
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapInuse <= peak {
+			continue
+		}
+		peak = ms.HeapInuse
+		f, err := os.Create(file)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		// debug 0 with a collection first (WriteHeapProfile's figures are
+		// those of the last collection): what is live at this moment.
+		runtime.GC()
+		err = pprof.Lookup("heap").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			b.Error(err)
+			return
+		}
+	}
 }
