@@ -381,7 +381,7 @@ func (a *Server) run(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, run)
+	writeRun(w, http.StatusOK, run)
 }
 
 // progress serves GET /v1/runs/{id}/progress: what a run in flight has
@@ -406,7 +406,7 @@ func (a *Server) wait(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, run)
+	writeRun(w, http.StatusOK, run)
 }
 
 func (a *Server) emit(w http.ResponseWriter, r *http.Request) {
