@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/hookd/hookd/lease"
 )
 
 // Cluster is what an engine needs to be one node of several sharing a
@@ -23,24 +25,12 @@ import (
 // Events and triggers reach the scheduler through the store: an event
 // posted to any node is stored pending and dispatched by the scheduler.
 type Cluster interface {
-	// Node names this node; Capacity is how many runs it executes at once.
-	Node() string
+	// Member is the scheduler lease: Node, Interval, Timeout, Heartbeat,
+	// Lead, Resign, Vacant.
+	lease.Member
+	// Capacity is how many runs this node executes at once.
 	Capacity() int
-	// Interval is how often the node heartbeats and the scheduler renews
-	// its lease; Timeout how long either lasts without renewal.
-	Interval() time.Duration
-	Timeout() time.Duration
 
-	// Lead takes the scheduler lease, or renews it when this node holds
-	// it; ok is false while another node holds it. holder names the
-	// holder either way.
-	Lead(ctx context.Context) (holder string, ok bool, err error)
-	// Resign gives the lease up, so another node takes it at once.
-	Resign(ctx context.Context) error
-	// Vacant reports whether Lead would take the lease now: it ran out,
-	// or its holder's process is gone (false where that cannot be told
-	// before the lease runs out, and while this node holds it).
-	Vacant(ctx context.Context) (bool, error)
 	// Release records r (new, or queued before) as queued for the nodes to
 	// claim, claiming its slot, recording r.EventSeq as dispatched to r's
 	// hook (Store.DispatchedTo), and marks the stored event markSeq
@@ -57,8 +47,6 @@ type Cluster interface {
 	// Expire marks interrupted the runs of nodes silent for Timeout.
 	Expire(ctx context.Context, now time.Time) ([]*Run, error)
 
-	// Heartbeat tells the others this node is alive.
-	Heartbeat(ctx context.Context) error
 	// Loaded reports the hooks this node has loaded (at start and after
 	// each reload): Claim gives it only runs of these hooks at the version
 	// it has.

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookd/hookd/clock"
+	"github.com/hookd/hookd/lease"
 )
 
 // clusterNode is an engine's side of a cluster (Config.Cluster, see
@@ -27,14 +27,11 @@ type clusterNode struct {
 	localMu sync.Mutex         // guards local
 	local   map[string]*active // runs this node executes, by id
 
-	leading  atomic.Bool            // this node holds the scheduler lease (and its loop schedules)
-	holder   atomic.Pointer[string] // the scheduler's node, as last seen
-	leaseAt  clock.Mono             // when the latest successful Lead began, on the monotonic clock (leadLoop's)
+	lease    *lease.Keeper // the scheduler lease: this node schedules while it holds it
 	failOnce sync.Once
 	ended    ended // signalled by WakeDone (clusterfire.go)
 
 	wakeWork, wakePoll, wakeEvents chan struct{}
-	wakeLead                       chan struct{} // the lease is vacant: try it now (vacancyLoop)
 }
 
 func (e *Engine) initCluster() {
@@ -42,7 +39,8 @@ func (e *Engine) initCluster() {
 	e.wakeWork = make(chan struct{}, 1)
 	e.wakePoll = make(chan struct{}, 1)
 	e.wakeEvents = make(chan struct{}, 1)
-	e.wakeLead = make(chan struct{}, 1)
+	e.lease = lease.New(lease.Config{Member: e.cfg.Cluster, Clock: e.cfg.Clock, Log: e.log, Stopping: e.stopping,
+		TakeOver: e.takeover, Took: e.took, Held: e.expireSilent, Lost: e.leaseLost})
 	e.setDefs(e.hooks)
 }
 
@@ -72,10 +70,7 @@ func (e *Engine) Scheduler() (self bool, node string) {
 	if e.cfg.Cluster == nil {
 		return true, ""
 	}
-	if p := e.holder.Load(); p != nil {
-		node = *p
-	}
-	return e.leading.Load(), node
+	return e.lease.Leading(), e.lease.Holder()
 }
 
 func (e *Engine) notScheduler() error {
@@ -111,7 +106,7 @@ func (e *Engine) startCluster(ctx, loopCtx context.Context) error {
 	if err := cl.Loaded(ctx, e.hooks); err != nil {
 		return err
 	}
-	e.tryLead(ctx)
+	e.lease.Try(ctx)
 	runs, err := cl.Recover(ctx, e.cfg.Clock.Now())
 	if err != nil {
 		return err
@@ -131,8 +126,7 @@ func (e *Engine) startCluster(ctx, loopCtx context.Context) error {
 	}
 	e.resetJournal()
 	go e.wakeLoop(loopCtx, cl.Wakes(loopCtx))
-	go e.leadLoop(loopCtx)
-	go e.vacancyLoop(loopCtx)
+	go e.lease.Run(loopCtx)
 	go e.workLoop(loopCtx)
 	go e.pollLoop(loopCtx)
 	go e.dispatchLoop(loopCtx)
@@ -155,125 +149,38 @@ func (e *Engine) tellScheduler() {
 	}
 }
 
-// leadLoop heartbeats and takes or renews the lease every Interval. A
-// stopping node gives the lease up at once but heartbeats on while its
-// runs finish.
-func (e *Engine) leadLoop(ctx context.Context) {
-	cl := e.cfg.Cluster
-	t := e.cfg.Clock.NewTicker(cl.Interval())
-	defer t.Stop()
-	stopping, resigned := e.stopping, false
-	for {
-		vacant := false
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		case <-stopping:
-			stopping = nil
-		case <-e.wakeLead:
-			vacant = true // heartbeats keep to the ticker
-		}
-		if !vacant {
-			if err := cl.Heartbeat(ctx); err != nil && ctx.Err() == nil {
-				e.log.Warn("heartbeat failed", "err", err)
-			}
-		}
-		select {
-		case <-e.stopping:
-			if !resigned && e.leading.Load() {
-				resigned = true
-				if err := cl.Resign(context.WithoutCancel(ctx)); err != nil {
-					e.log.Warn("give up the scheduler lease; another node takes it when it expires", "err", err)
-				}
-			}
-			continue
-		default:
-		}
-		e.tryLead(ctx)
-		if e.leading.Load() {
-			if runs, err := cl.Expire(ctx, e.cfg.Clock.Now()); err != nil {
-				e.log.Warn("expire silent nodes", "err", err)
-			} else if len(runs) > 0 {
-				for _, r := range runs {
-					e.log.Warn("run interrupted: its node stopped heartbeating", "hook", r.Hook, "run", r.ID)
-				}
-				poke(e.wakePoll)
-			}
-		}
+// takeover, when this node took the lease, builds the scheduler's state
+// from the store (state.takeover) in the loop.
+func (e *Engine) takeover(ctx context.Context) error {
+	var terr error
+	if err := e.do(ctx, func(s *state) { terr = s.takeover(ctx) }); err != nil {
+		terr = err
 	}
+	return terr
 }
 
-// vacancyPoll is how often a node that does not schedule asks whether
-// the scheduler's process is gone (Cluster.Vacant), so that the lease
-// moves within about this long of its death rather than when it runs
-// out (heartbeat_timeout): one small query a node.
-const vacancyPoll = 250 * time.Millisecond
-
-// vacancyLoop wakes leadLoop when the lease is vacant while this node
-// does not hold it.
-func (e *Engine) vacancyLoop(ctx context.Context) {
-	t := e.cfg.Clock.NewTimer(vacancyPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-e.stopping:
-			return
-		case <-t.C():
-		}
-		t.Reset(vacancyPoll)
-		if e.leading.Load() {
-			continue
-		}
-		if vacant, err := e.cfg.Cluster.Vacant(ctx); err == nil && vacant {
-			poke(e.wakeLead)
-		}
-	}
+// took starts this node's scheduling, once it holds the lease.
+func (e *Engine) took() {
+	poke(e.wakeEvents)
+	poke(e.wakePoll)
 }
 
-// tryLead takes or renews the lease; a node that takes it over builds
-// the scheduler's state from the store, and one that lost it stops.
-func (e *Engine) tryLead(ctx context.Context) {
-	cl := e.cfg.Cluster
-	began := e.cfg.Clock.Mono()
-	holder, ok, err := cl.Lead(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return
+// expireSilent, on the scheduler after each renewal of the lease, marks
+// interrupted the runs of nodes that stopped heartbeating.
+func (e *Engine) expireSilent(ctx context.Context) {
+	if runs, err := e.cfg.Cluster.Expire(ctx, e.cfg.Clock.Now()); err != nil {
+		e.log.Warn("expire silent nodes", "err", err)
+	} else if len(runs) > 0 {
+		for _, r := range runs {
+			e.log.Warn("run interrupted: its node stopped heartbeating", "hook", r.Hook, "run", r.ID)
 		}
-		if e.leading.Load() && clock.Since(e.cfg.Clock, e.leaseAt) >= cl.Timeout()-cl.Interval() {
-			e.fail(fmt.Errorf("%w: it could not be renewed in time: %w", ErrLeaseLost, err))
-			return
-		}
-		e.log.Warn("take or renew the scheduler lease", "err", err)
-		return
-	}
-	e.holder.Store(&holder)
-	switch {
-	case ok && e.leading.Load():
-		e.leaseAt = began
-	case ok:
-		e.leaseAt = began
-		var terr error
-		if err := e.do(ctx, func(s *state) { terr = s.takeover(ctx) }); err != nil {
-			terr = err
-		}
-		if terr != nil {
-			e.log.Error("take over scheduling; giving the lease up", "err", terr)
-			if err := cl.Resign(context.WithoutCancel(ctx)); err != nil {
-				e.log.Warn("give up the scheduler lease", "err", err)
-			}
-			return
-		}
-		e.leading.Store(true)
-		e.log.Info("this node schedules now", "node", cl.Node(), "took", clock.Since(e.cfg.Clock, began).Round(time.Millisecond))
-		poke(e.wakeEvents)
 		poke(e.wakePoll)
-	case e.leading.Load():
-		e.fail(fmt.Errorf("%w: node %s holds it now", ErrLeaseLost, holder))
 	}
+}
+
+// leaseLost stops a node that held the lease and lost it.
+func (e *Engine) leaseLost(reason error) {
+	e.fail(fmt.Errorf("%w: %w", ErrLeaseLost, reason))
 }
 
 // takeover builds the scheduler's state from the store, as a daemon's
@@ -531,7 +438,7 @@ func (e *Engine) pollLoop(ctx context.Context) {
 		case <-t.C():
 		case <-e.wakePoll:
 		}
-		if !e.leading.Load() {
+		if !e.lease.Leading() {
 			e.readPaused(ctx) // any node may pause or resume a hook
 			continue
 		}
@@ -645,7 +552,7 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 		case <-t.C():
 		case <-e.wakeEvents:
 		}
-		if !e.leading.Load() {
+		if !e.lease.Leading() {
 			continue
 		}
 		select {
@@ -664,7 +571,7 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 // and the other nodes told; the scheduler dispatches it (here, at once,
 // when this node schedules).
 func (e *Engine) emitClustered(ctx context.Context, ev *Event) (*dispatched, error) {
-	leading := e.leading.Load()
+	leading := e.lease.Leading()
 	if leading {
 		e.dispatchMu.Lock()
 		defer e.dispatchMu.Unlock()

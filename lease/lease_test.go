@@ -1,0 +1,146 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/clock"
+	"github.com/hookd/hookd/lease"
+	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
+)
+
+// node is a Keeper on a real PostgreSQL cluster member, with what it
+// told its owner.
+type node struct {
+	*lease.Keeper
+	stopping chan struct{}
+
+	mu       sync.Mutex
+	took     int
+	held     int
+	lost     []error
+	takeOver error // TakeOver's answer
+}
+
+func newNode(ctx context.Context, t *testing.T, db *postgres.DB, url, name string, timeout time.Duration) *node {
+	t.Helper()
+	l, err := postgres.LockNode(ctx, url, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Unlock() })
+	n := &node{stopping: make(chan struct{})}
+	n.Keeper = lease.New(lease.Config{
+		Member:   db.Member(name, 1, timeout),
+		Clock:    clock.System{},
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Stopping: n.stopping,
+		TakeOver: func(context.Context) error { n.mu.Lock(); defer n.mu.Unlock(); return n.takeOver },
+		Took:     func() { n.mu.Lock(); n.took++; n.mu.Unlock() },
+		Held:     func(context.Context) { n.mu.Lock(); n.held++; n.mu.Unlock() },
+		Lost:     func(err error) { n.mu.Lock(); n.lost = append(n.lost, err); n.mu.Unlock() },
+	})
+	return n
+}
+
+func (n *node) told() (took, held int, lost []error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.took, n.held, append([]error(nil), n.lost...)
+}
+
+func openDB(ctx context.Context, t *testing.T) (*postgres.DB, string) {
+	t.Helper()
+	url := postgrestest.NewDatabase(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, url
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s", what)
+		}
+	}
+}
+
+// One node takes the free lease and is told once; another sees it held.
+// When the holder stops, it gives the lease up at once (it would last
+// another minute otherwise) and the other node, running, takes it over.
+func TestKeeperHandsOverWhenStopping(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db, url := openDB(ctx, t)
+	a := newNode(ctx, t, db, url, "node-a", time.Minute)
+	b := newNode(ctx, t, db, url, "node-b", time.Minute)
+
+	a.Try(ctx)
+	if !a.Leading() || a.Holder() != "node-a" {
+		t.Fatalf("node A: leading %v, holder %q; want A to hold the free lease", a.Leading(), a.Holder())
+	}
+	a.Try(ctx) // a renewal: not a second takeover
+	if took, _, lost := a.told(); took != 1 || lost != nil {
+		t.Fatalf("node A was told took %d times, lost %v; want took once", took, lost)
+	}
+	b.Try(ctx)
+	if b.Leading() || b.Holder() != a.Holder() {
+		t.Fatalf("node B: leading %v, holder %q; want A (%s) to hold it", b.Leading(), b.Holder(), a.Holder())
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, n := range []*node{a, b} {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.Run(ctx) }()
+	}
+	close(a.stopping)
+	waitFor(t, "node B takes the lease A gave up", b.Leading)
+	if took, _, lost := b.told(); took != 1 || lost != nil {
+		t.Fatalf("node B was told took %d times, lost %v; want took once", took, lost)
+	}
+	if _, _, lost := a.told(); lost != nil {
+		t.Fatalf("node A, which gave the lease up, was told it lost it: %v", lost)
+	}
+}
+
+// A node whose takeover fails gives the lease up again, so that another
+// takes it at once; a node that held the lease and finds another holding
+// it is told it lost it, naming the holder.
+func TestKeeperTakeOverFailsAndLost(t *testing.T) {
+	ctx := context.Background()
+	db, url := openDB(ctx, t)
+	a := newNode(ctx, t, db, url, "node-a", 2*time.Second)
+	b := newNode(ctx, t, db, url, "node-b", 2*time.Second)
+
+	a.takeOver = errors.New("the store is gone")
+	a.Try(ctx)
+	if took, _, _ := a.told(); a.Leading() || took != 0 {
+		t.Fatalf("node A, whose takeover failed: leading %v, told took %d times; want neither", a.Leading(), took)
+	}
+	b.Try(ctx)
+	if !b.Leading() {
+		t.Fatalf("node B does not hold the lease A gave up (holder %q)", b.Holder())
+	}
+
+	// B stops renewing; once its lease ran out, A takes it.
+	a.takeOver = nil
+	waitFor(t, "node A takes the lease B let run out", func() bool { a.Try(ctx); return a.Leading() })
+	b.Try(ctx)
+	_, _, lost := b.told()
+	if len(lost) != 1 || !strings.Contains(lost[0].Error(), "node node-a holds it now") {
+		t.Fatalf("node B was told it lost the lease %v; want once, naming node-a", lost)
+	}
+}
