@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -77,10 +78,46 @@ func TestCapBuffer(t *testing.T) {
 			if got != w || trunc != wtrunc || trunc != tt.wantTrunc {
 				t.Errorf("String() = %q, %v; want %q, %v", got, trunc, w, wtrunc)
 			}
-			if cap(b.head) > b.headCap || cap(b.tail) > b.tailCap {
-				t.Errorf("buffers grew to %d+%d bytes for a limit of %d", cap(b.head), cap(b.tail), tt.limit)
+			head := 0
+			for _, c := range b.head {
+				head += cap(c)
+			}
+			if head > b.headCap || cap(b.tail) > b.tailCap {
+				t.Errorf("buffers grew to %d+%d bytes for a limit of %d", head, cap(b.tail), tt.limit)
 			}
 		})
+	}
+}
+
+// TestCapBufferCopiesOutputOnce: keeping a 1 MiB output (in 64 KiB
+// writes, under a 2 MiB cap) and returning it as a string allocates the
+// kept bytes and the string: 2.0 times the output; the head grown by
+// doubling, copied at every size, allocated 3.9 times (4.2 MB).
+func TestCapBufferCopiesOutputOnce(t *testing.T) {
+	line := strings.Repeat("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo", 2) + "\n"
+	out := []byte(strings.Repeat(line, 1062000/len(line)))
+	least := uint64(1 << 62)
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b := NewCapBuffer(2 << 20)
+		for p := out; len(p) > 0; {
+			k := min(len(p), 64<<10)
+			b.Write(p[:k])
+			p = p[k:]
+		}
+		s, cut := b.String()
+		runtime.ReadMemStats(&after)
+		if s != string(out) || cut {
+			t.Fatalf("String() = %d bytes, cut %v; want the %d bytes written", len(s), cut, len(out))
+		}
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	t.Logf("%d bytes allocated to keep %d bytes", least, len(out))
+	if least > uint64(len(out))*23/10 {
+		t.Errorf("keeping %d bytes allocated %d bytes; want at most 2.3 times the output", len(out), least)
 	}
 }
 
@@ -540,4 +577,25 @@ func TestCommandClosesItsDescriptors(t *testing.T) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// TestCapBufferKeepsRunesWholeAcrossChunks: a head of 1025 bytes ends in
+// its own 1-byte chunk, inside a two-byte character that began there; the
+// cut drops that byte, as it would in one buffer.
+func TestCapBufferKeepsRunesWholeAcrossChunks(t *testing.T) {
+	data := strings.Repeat("é", 3000) // 6000 bytes
+	b := NewCapBuffer(2051)           // head 1025, tail 1026
+	for p := []byte(data); len(p) > 0; {
+		k := min(len(p), 100)
+		b.Write(p[:k])
+		p = p[k:]
+	}
+	if len(b.head) < 2 {
+		t.Fatalf("the head is in %d chunk(s); the test needs several", len(b.head))
+	}
+	got, cut := b.String()
+	want := data[:1024] + "\n[hookd: 3950 bytes truncated]\n" + data[6000-1026:]
+	if got != want || !cut {
+		t.Errorf("String() = %d bytes %q...%q, cut %v; want %d bytes", len(got), got[1020:1060], got[len(got)-8:], cut, len(want))
+	}
 }
