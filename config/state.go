@@ -473,7 +473,8 @@ func (s *state) yamlDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 
 // syntaxError reports the parser's err about data. A tab that indents a
 // line is named as the cause: the parser's words for it ("found character
-// that cannot start any token") do not say so.
+// that cannot start any token", "found a tab character that violates
+// indentation") do not say so, or name the line above it.
 func (s *state) syntaxError(err error, data []byte) {
 	msg := err.Error()
 	line := 1 // the parser did not say; point an editor at the top
@@ -485,7 +486,14 @@ func (s *state) syntaxError(err error, data []byte) {
 	}
 	switch {
 	case strings.Contains(msg, "cannot start any token") && tabIndented(data, line):
-		msg += " (a tab indents this line: YAML indents with spaces only)"
+		msg += tabHint
+	case strings.Contains(msg, "tab character that violates indentation"):
+		// The parser names the line before the tab's as often as the
+		// tab's own.
+		if n := tabIndentedFrom(data, line); n > 0 {
+			line = n
+		}
+		msg += tabHint
 	case strings.Contains(msg, "mapping values are not allowed"):
 		if colonInValue(textLine(data, line)) {
 			msg += ` (a value with ": " in it must be quoted: command: "echo a: b")`
@@ -570,6 +578,22 @@ func misindented(data []byte, from int) int {
 		if top != ind {
 			levels = append(levels, ind)
 			dashes[ind] = dash
+		}
+	}
+	return 0
+}
+
+// tabHint is what a syntax error caused by a tab that indents a line
+// adds.
+const tabHint = " (a tab indents this line: YAML indents with spaces only)"
+
+// tabIndentedFrom is the first line from line from (from 1) on that a
+// tab indents (tabIndented), 0 when none is.
+func tabIndentedFrom(data []byte, from int) int {
+	lines := strings.Split(string(data), "\n")
+	for n := max(from, 1); n <= len(lines); n++ {
+		if t := strings.TrimLeft(lines[n-1], " \t"); strings.Contains(lines[n-1][:len(lines[n-1])-len(t)], "\t") {
+			return n
 		}
 	}
 	return 0
