@@ -436,6 +436,7 @@ func LoadDaemonLenient(path string) (d *Daemon, used string) {
 		return nil, ""
 	}
 	d = defaultDaemon(dir)
+	d.File = path // read, if not loaded
 	d.SettingsPath = filepath.Join(dir, filepath.Base(path))
 	from := "the defaults"
 	var top map[string]any

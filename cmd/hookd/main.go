@@ -232,7 +232,8 @@ type cli struct {
 	dbPath     string
 	hooksDir   string
 
-	badSettings error // hookd.yaml's error, for a read-only command that went on (settings)
+	badSettings  error  // hookd.yaml's error, for a read-only command that went on (settings)
+	settingsUsed string // what it used instead (config.LoadDaemonLenient)
 }
 
 // flags returns a flag set with the flags every command takes.

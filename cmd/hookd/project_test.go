@@ -64,19 +64,34 @@ func TestFindsProject(t *testing.T) {
 }
 
 // TestReadOnlyCommandsWithBrokenSettings: with an invalid hookd.yaml,
-// list, runs and status still work on the db and hooks_dir it names and
-// say what they used; a command that acts (fire) refuses.
+// list, runs, run, status and validate still work on the db and
+// hooks_dir it names and say what they used, in the form
+// "hookd.yaml:LINE invalid; using …"; status names the file and says it
+// is invalid; a command that acts (fire) refuses.
 func TestReadOnlyCommandsWithBrokenSettings(t *testing.T) {
 	e := newEnv(t, "", map[string]string{"hello.yaml": "steps:\n  - type: shell\n    command: echo hi\nskip_llm: true\n"})
-	e.must(0, "fire", "hello", "--wait")
+	id := runID(t, e.must(0, "fire", "hello", "--wait"))
 	e.write("hookd.yaml", "db: .hookd/hookd.db\nmax_concurent: 3\n")
-	r := e.must(0, "runs")
-	if !strings.Contains(r.stdout, "hello") || !strings.Contains(r.stderr, "max_concurent: unknown field") ||
-		!strings.Contains(r.stderr, "is invalid; using db") || !strings.Contains(r.stderr, "(its db)") {
+	invalid := e.path("hookd.yaml") + ":2 invalid; using db "
+	said := func(r result) bool {
+		return strings.Contains(r.stderr, "max_concurent: unknown field; did you mean max_concurrent?") &&
+			strings.Contains(r.stderr, "hookd "+r.args[0]+": "+invalid) && strings.Contains(r.stderr, "(its db)")
+	}
+	if r := e.must(0, "runs"); !strings.Contains(r.stdout, "hello") || !said(r) {
 		t.Errorf("runs with an invalid hookd.yaml:\n%s", r)
 	}
-	if r := e.must(0, "list"); !strings.Contains(r.stdout, "hello") {
+	if r := e.must(0, "list"); !strings.Contains(r.stdout, "hello") || !said(r) {
 		t.Errorf("list with an invalid hookd.yaml:\n%s", r)
+	}
+	if r := e.must(0, "run", id); !strings.Contains(r.stdout, "completed") || !said(r) {
+		t.Errorf("run with an invalid hookd.yaml:\n%s", r)
+	}
+	// No daemon runs: status says so, and which settings it read.
+	if r := e.must(exitError, "status"); !strings.Contains(r.stdout, "settings:  "+invalid) || strings.Contains(r.stdout, "none (") || !said(r) {
+		t.Errorf("status with an invalid hookd.yaml must name it and say it is invalid:\n%s", r)
+	}
+	if r := e.must(exitError, "validate"); !strings.Contains(r.stdout, "1 hook(s) valid") || !strings.Contains(r.stdout, "hookd.yaml is invalid") || !said(r) {
+		t.Errorf("validate with an invalid hookd.yaml:\n%s", r)
 	}
 	if r := e.run("fire", "hello"); r.code != exitError || !strings.Contains(r.stderr, "max_concurent") {
 		t.Errorf("fire with an invalid hookd.yaml must refuse, naming the error:\n%s", r)

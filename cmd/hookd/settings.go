@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"syscall"
 
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -111,8 +113,8 @@ func (c *cli) settings() (*config.Daemon, error) {
 		if d, used = config.LoadDaemonLenient(path); d == nil {
 			return nil, err
 		}
-		c.badSettings = err
-		fmt.Fprintf(c.stderr, "hookd %s: %v\nhookd %s: %s is invalid; using %s\n", c.name, err, c.name, path, used)
+		c.badSettings, c.settingsUsed = err, used
+		fmt.Fprintf(c.stderr, "hookd %s: %v\nhookd %s: %s\n", c.name, err, c.name, invalidSettings(path, err, used))
 	}
 	if v := c.env(config.DatabaseEnv); v != "" {
 		d.SetDatabase(v)
@@ -134,6 +136,18 @@ func (c *cli) settings() (*config.Daemon, error) {
 		d.DB = shortPath(d.DB)
 	}
 	return d, nil
+}
+
+// invalidSettings says that the settings file path is invalid (at the
+// line of err's first error that names one) and what a read-only command
+// used instead: "hookd.yaml:3 invalid; using db .hookd/hookd.db,
+// hooks_dir hooks.d (the defaults)".
+func invalidSettings(path string, err error, used string) string {
+	var ce *config.Error
+	if errors.As(err, &ce) && ce.Line > 0 {
+		path += ":" + strconv.Itoa(ce.Line)
+	}
+	return path + " invalid; using " + used
 }
 
 // shortPath makes a path under the working directory relative, so

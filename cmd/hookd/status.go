@@ -23,7 +23,10 @@ func cmdStatus(c *cli, args []string) int {
 		return code
 	}
 	settings := shortPath(d.SettingsPath)
-	if d.File == "" {
+	switch {
+	case c.badSettings != nil:
+		settings = invalidSettings(settings, c.badSettings, c.settingsUsed)
+	case d.File == "":
 		settings = "none (" + settings + " does not exist: the defaults)"
 	}
 	cl := client.Dial(d.DB)
