@@ -97,7 +97,7 @@ func runIn(h host, args []string, stdout, stderr io.Writer) (code int) {
 		h.columns = terminalWidth(stdout)
 	}
 	safeOut, safeErr := newTermSafe(stdout), newTermSafe(stderr)
-	out := newOutput(safeOut)
+	out := &output{Writer: newOutput(safeOut), safe: safeOut}
 	defer func() {
 		err := out.Flush()
 		if err == nil {
@@ -109,7 +109,7 @@ func runIn(h host, args []string, stdout, stderr io.Writer) (code int) {
 			code = exitError
 		}
 	}()
-	stdout, stderr = out, &flushFirst{out: out, w: safeErr}
+	stdout, stderr = out, &flushFirst{out: out.Writer, w: safeErr}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -133,6 +133,14 @@ func runIn(h host, args []string, stdout, stderr io.Writer) (code int) {
 // newOutput buffers a command's stdout.
 func newOutput(stdout io.Writer) *bufio.Writer { return bufio.NewWriterSize(stdout, 64<<10) }
 
+// output is a command's stdout: its buffer over its termSafe, which
+// writeRaw writes hookd's own sequences to (a table's colours) once the
+// buffer is flushed.
+type output struct {
+	*bufio.Writer
+	safe *termSafe
+}
+
 // flushFirst is a writer that flushes out before each write to w.
 type flushFirst struct {
 	out *bufio.Writer
@@ -147,7 +155,7 @@ func (f *flushFirst) Write(p []byte) (int, error) {
 // flush writes out what the command printed so far, for commands that
 // print as they go.
 func (c *cli) flush() {
-	if b, ok := c.stdout.(*bufio.Writer); ok {
+	if b, ok := c.stdout.(interface{ Flush() error }); ok {
 		b.Flush()
 	}
 }

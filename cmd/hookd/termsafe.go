@@ -95,11 +95,15 @@ func (t *termSafe) WriteRaw(s string) {
 }
 
 // writeRaw writes hookd's own control sequence s to w unchanged when w
-// lets it (termSafe, or flushFirst over one), else as any text.
+// lets it (termSafe, or a command's output or flushFirst over one), else
+// as any text.
 func writeRaw(w io.Writer, s string) {
 	switch w := w.(type) {
 	case *termSafe:
 		w.WriteRaw(s)
+	case *output:
+		w.Flush()
+		w.safe.WriteRaw(s)
 	case *flushFirst:
 		w.out.Flush()
 		writeRaw(w.w, s)
