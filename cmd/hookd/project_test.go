@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,6 +62,45 @@ func TestFindsProject(t *testing.T) {
 	}
 	if r = runHost(host{dir: filepath.Join(bare, "sub"), stdin: strings.NewReader("")}, "list"); r.code != 0 || !strings.Contains(r.stdout, "bare") {
 		t.Errorf("list below a project with hooks.d only:\n%s", r)
+	}
+}
+
+// TestFindsProjectProcess: the real binary, run in a subdirectory of a
+// project, finds its hookd.yaml; HOOKD_CONFIG names the settings file
+// from outside it; --config wins over HOOKD_CONFIG; and hookd status
+// says which file each used.
+func TestFindsProjectProcess(t *testing.T) {
+	e := newEnv(t, "max_concurrent: 3\n", map[string]string{"hello.yaml": "steps:\n  - type: shell\n    command: echo hi\nskip_llm: true\n"})
+	e.write("other.yaml", "max_concurrent: 2\n")
+	sub := e.path("src/deep")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	for _, tt := range []struct {
+		name, dir, env string
+		args           []string
+		want           string
+	}{
+		{"a subdirectory", sub, "", nil, e.path("hookd.yaml")},
+		{"HOOKD_CONFIG", elsewhere, e.path("other.yaml"), nil, e.path("other.yaml")},
+		{"--config over HOOKD_CONFIG", sub, e.path("hookd.yaml"), []string{"--config", e.path("other.yaml")}, e.path("other.yaml")},
+	} {
+		cmd := e.newCommand(context.Background(), append([]string{"status"}, tt.args...)...)
+		cmd.Dir = tt.dir
+		cmd.Env = append(cmd.Env, ConfigEnv+"="+tt.env) // "" is unset
+		out, err := cmd.CombinedOutput()
+		// No daemon runs: status exits 1 saying so, and names the settings.
+		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != exitError ||
+			!strings.Contains(string(out), "hookd is not running") || !strings.Contains(string(out), "\nsettings:  "+tt.want+"\n") {
+			t.Errorf("%s: hookd status (%v) must name %s:\n%s", tt.name, err, tt.want, out)
+		}
+	}
+	cmd := e.newCommand(context.Background(), "list")
+	cmd.Dir = sub
+	cmd.Env = append(cmd.Env, ConfigEnv+"=")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "hello") {
+		t.Errorf("hookd list in a subdirectory of the project (%v):\n%s", err, out)
 	}
 }
 
