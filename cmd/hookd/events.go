@@ -54,6 +54,15 @@ func cmdEvents(c *cli, args []string) int {
 	if *asJSON {
 		return c.printJSON(out)
 	}
+	if err := c.writeEventTable(out); err != nil {
+		return c.errorf("%v", err)
+	}
+	return exitOK
+}
+
+// writeEventTable writes events' table of events to stdout; on a
+// terminal FATE, then SOURCE and TYPE give way first.
+func (c *cli) writeEventTable(out []api.Event) error {
 	t := newTable(5, len(out)+1)
 	t.row("SEQ", "TIME", "TYPE", "SOURCE", "FATE")
 	for _, ev := range out {
@@ -63,11 +72,7 @@ func cmdEvents(c *cli, args []string) int {
 		}
 		t.row(strconv.FormatInt(ev.Seq, 10), when, ev.Type, ev.Source, engine.OneLine(fateLine(ev.Type, ev.Fate), 160))
 	}
-	// On a terminal FATE, then SOURCE and TYPE give way first.
-	if err := c.layout(t, giveWay{4, 20}, giveWay{3, 8}, giveWay{2, 16}).write(c.stdout); err != nil {
-		return c.errorf("%v", err)
-	}
-	return exitOK
+	return c.layout(t, giveWay{4, 20}, giveWay{3, 8}, giveWay{2, 16}).write(c.stdout)
 }
 
 // fateLine says an event's fate on one line: its text (EventFate.Text),

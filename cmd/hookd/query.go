@@ -259,7 +259,15 @@ func cmdRuns(c *cli, args []string) int {
 	if *asJSON {
 		return c.printJSON(runs)
 	}
-	now := time.Now()
+	if err := c.writeRunTable(runs, time.Now()); err != nil {
+		return c.errorf("%v", err)
+	}
+	return exitOK
+}
+
+// writeRunTable writes runs' table of runs to stdout; on a terminal
+// REASON, then TRIGGER, HOOK and STARTED give way first.
+func (c *cli) writeRunTable(runs []*engine.Run, now time.Time) error {
 	t := newTable(7, len(runs)+1)
 	t.row("ID", "HOOK", "STATUS", "TRIGGER", "STARTED", "DURATION", "REASON")
 	for _, r := range runs {
@@ -285,11 +293,7 @@ func cmdRuns(c *cli, args []string) int {
 		}
 		t.row(r.ID, r.Hook, r.Headline(), r.Trigger, started, dur, engine.OneLine(why, 80))
 	}
-	// On a terminal REASON, then TRIGGER, HOOK and STARTED give way first.
-	if err := c.layout(t, giveWay{6, 16}, giveWay{3, 8}, giveWay{1, 12}, giveWay{4, 14}).write(c.stdout); err != nil {
-		return c.errorf("%v", err)
-	}
-	return exitOK
+	return c.layout(t, giveWay{6, 16}, giveWay{3, 8}, giveWay{1, 12}, giveWay{4, 14}).write(c.stdout)
 }
 
 // repeatsText says what a collapsed record stands for: "12× from 03-01

@@ -44,6 +44,15 @@ func cmdSearch(c *cli, args []string) int {
 		fmt.Fprintln(c.stdout, "no runs match")
 		return exitOK
 	}
+	if err := c.writeSearchTable(hits); err != nil {
+		return c.errorf("%v", err)
+	}
+	return exitOK
+}
+
+// writeSearchTable writes search's table of hits to stdout; on a
+// terminal SNIPPET, then HOOK give way first.
+func (c *cli) writeSearchTable(hits []engine.SearchHit) error {
 	t := newTable(6, len(hits)+1)
 	t.row("ID", "HOOK", "STATUS", "FINISHED", "SCORE", "SNIPPET")
 	for _, h := range hits {
@@ -54,9 +63,5 @@ func cmdSearch(c *cli, args []string) int {
 		t.row(h.RunID, h.Hook, status, h.Time.Local().Format("01-02 15:04:05"),
 			strconv.FormatFloat(h.Score, 'f', 2, 64), engine.OneLine(strings.Join(strings.Fields(h.Snippet), " "), 100))
 	}
-	// On a terminal SNIPPET, then HOOK give way first.
-	if err := c.layout(t, giveWay{5, 20}, giveWay{1, 12}).write(c.stdout); err != nil {
-		return c.errorf("%v", err)
-	}
-	return exitOK
+	return c.layout(t, giveWay{5, 20}, giveWay{1, 12}).write(c.stdout)
 }

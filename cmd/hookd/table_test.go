@@ -11,10 +11,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/engine"
 )
 
-var updateTables = flag.Bool("update-tables", false, "rewrite testdata/list-*.txt")
+var updateTables = flag.Bool("update-tables", false, "rewrite the tables' goldens: testdata/{list,runs,events,search}-*.txt")
 
 // tableHooks are hooks whose list row is wider than 80 columns.
 func tableHooks(now time.Time) []engine.HookStatus {
@@ -74,6 +75,88 @@ func TestListFitsTerminal(t *testing.T) {
 	}
 	if piped.String() != tw.String() {
 		t.Errorf("piped, the table is not tabwriter's:\n%s\nwant:\n%s", piped.String(), tw.String())
+	}
+}
+
+// TestTablesFitTerminal: runs', events' and search's tables fit a
+// terminal's width as list's does, checked against goldens at 80 and
+// 200 columns; piped they are as tabwriter lays them out.
+func TestTablesFitTerminal(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	runs := []*engine.Run{
+		{ID: "r-01JQ3ZK8M4T7W2X9Y5B6C1D0EF", Hook: "nightly-report", Status: engine.StatusCompleted,
+			Trigger: "cron 0 3 * * * (Europe/Berlin)", QueuedAt: now.Add(-7 * time.Hour), StartedAt: now.Add(-7 * time.Hour),
+			FinishedAt: now.Add(-7*time.Hour + 94*time.Second)},
+		{ID: "r-01JQ40A1B2C3D4E5F6G7H8J9KM", Hook: "pr-review", Status: engine.StatusFailed, Cause: engine.CauseStepFailed,
+			CheckFailed: "tests", Trigger: "event github.pull_request.opened", QueuedAt: now.Add(-3 * time.Hour),
+			StartedAt: now.Add(-3 * time.Hour), FinishedAt: now.Add(-3*time.Hour + 12*time.Second),
+			Reason: "step 1 (tests) exited 1: go test ./... failed in package github.com/acme/billing/invoice"},
+		{ID: "r-01JQ41N2P3Q4R5S6T7V8W9X0YZ", Hook: "watch-inbox", Status: engine.StatusRunning,
+			Trigger: "watch ~/inbox/**/*.pdf", QueuedAt: now.Add(-2 * time.Minute), StartedAt: now.Add(-90 * time.Second)},
+	}
+	events := []api.Event{
+		{Seq: 1042, Type: "github.pull_request.opened", Source: "webhook github (203.0.113.7)", Time: now.Add(-3 * time.Hour),
+			Fate: &engine.EventFate{Runs: []engine.FateRun{{ID: "r-01JQ40A1B2C3D4E5F6G7H8J9KM", Hook: "pr-review"}},
+				Rejected: []string{"pr-label", "pr-size"}}},
+		{Seq: 1043, Type: "deploy.finsihed", Source: "cli", Time: now.Add(-time.Hour),
+			Fate: &engine.EventFate{Unheard: true, Nearest: []string{"deploy.finished", "deploy.failed"}}},
+		{Seq: 1044, Type: "mail.received", Source: "handler mail-intake", Time: now.Add(-time.Minute),
+			Fate: &engine.EventFate{ClaimedBy: "spam-filter", ClaimReason: "the sender is on the block list"}},
+	}
+	hits := []engine.SearchHit{
+		{RunID: "r-01JQ40A1B2C3D4E5F6G7H8J9KM", Hook: "pr-review", Status: engine.StatusFailed, CheckFailed: "tests",
+			Time: now.Add(-3 * time.Hour), Score: 7.25,
+			Snippet: "--- FAIL: TestInvoiceTotals (0.01s)\n    invoice_test.go:42: [timeout] after 30s waiting for the [ledger]"},
+		{RunID: "r-01JQ3ZK8M4T7W2X9Y5B6C1D0EF", Hook: "nightly-report", Status: engine.StatusCompleted,
+			Time: now.Add(-7 * time.Hour), Score: 3.5, Snippet: "the [ledger] closed at 03:01 with no [timeout]"},
+	}
+	for _, tt := range []struct {
+		name  string
+		write func(*cli) error
+		// narrowest is the width the table fits at most narrowly: runs'
+		// and search's columns that do not give way (a whole run id,
+		// STATUS, FINISHED) are wider than 80 together, so at 80 they
+		// run over (as writeTerminal allows), their goldens say by how
+		// much.
+		narrowest int
+	}{
+		{"runs", func(c *cli) error { return c.writeRunTable(runs, now) }, 143},
+		{"events", func(c *cli) error { return c.writeEventTable(events) }, 80},
+		{"search", func(c *cli) error { return c.writeSearchTable(hits) }, 116},
+	} {
+		var piped bytes.Buffer
+		if err := tt.write(&cli{stdout: &piped}); err != nil {
+			t.Fatal(err)
+		}
+		if maxWidth(piped.String()) <= 80 {
+			t.Fatalf("%s: piped, the table must be wider than 80 columns for this test:\n%s", tt.name, piped.String())
+		}
+		for _, width := range []int{80, 200} {
+			var out bytes.Buffer
+			c := &cli{stdout: &out, color: "never", host: host{columns: width}}
+			if err := tt.write(c); err != nil {
+				t.Fatal(err)
+			}
+			if n := maxWidth(out.String()); n > max(width, tt.narrowest) {
+				t.Errorf("%s, %d columns: a line of %d:\n%s", tt.name, width, n, out.String())
+			}
+			if width == 80 && !strings.Contains(out.String(), "…") {
+				t.Errorf("%s, 80 columns: nothing was cut:\n%s", tt.name, out.String())
+			}
+			golden := filepath.Join("testdata", tt.name+"-"+strconv.Itoa(width)+".txt")
+			if *updateTables {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != string(want) {
+				t.Errorf("%s, %d columns:\n%s\nwant (%s):\n%s", tt.name, width, out.String(), golden, want)
+			}
+		}
 	}
 }
 
