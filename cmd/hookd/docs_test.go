@@ -103,3 +103,17 @@ func TestDocContents(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeSaysPreamble: the README's first hook says what the prompt
+// preamble is for and what it costs per call, and links to the section of
+// docs/hooks.md that says whether and how it can be changed.
+func TestReadmeSaysPreamble(t *testing.T) {
+	text := docText(t, "README.md")
+	_, first, _ := strings.Cut(text, "\n## A first hook\n")
+	first, _, _ = strings.Cut(first, "\n## ")
+	for _, want := range []string{"preamble", "1,000 characters", "never instructions", "250 tokens", "every model call", "(docs/hooks.md#prompts)"} {
+		if !strings.Contains(strings.Join(strings.Fields(first), " "), want) {
+			t.Errorf("README.md's \"A first hook\" does not say %q", want)
+		}
+	}
+}
