@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -81,7 +82,40 @@ func TestLedgerReport(t *testing.T) {
 	if sp.Daemon.Day.Tokens != 1665 || sp.Daemon.Day.Limit != 10000 || sp.Daemon.Hour.Tokens != 165 {
 		t.Errorf("daemon %+v", sp.Daemon)
 	}
-	if got, want := sp.Daemon.Day.Text(true), "1665 of 10000 tokens, cost 0.0066 (15 tokens unpriced), 1 run(s) with unreported usage"; got != want {
+	if got, want := sp.Daemon.Day.Text(true), "1665 of 10000 tokens, cost 0.0066 (15 tokens unpriced)"; got != want {
 		t.Errorf("text %q, want %q", got, want)
+	}
+	if got, want := sp.Daemon.UnreportedText(), "1 run(s) with unreported usage in 24h"; got != want {
+		t.Errorf("unreported %q, want %q", got, want)
+	}
+}
+
+// TestSpendUnreportedOnce: a run with unreported usage in the last hour
+// is in both windows, but is said once, for the windows together, not
+// in the text of each window (issue 32: repeated per window, it was
+// noise); with none, nothing is said.
+func TestSpendUnreportedOnce(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	l := budget.NewLedger([]*budget.Usage{
+		{Hook: "a", At: now.Add(-10 * time.Minute), Prompt: 10, Unreported: true},
+		{Hook: "a", At: now.Add(-5 * time.Hour), Prompt: 20, Unreported: true},
+		{Hook: "b", At: now.Add(-5 * time.Minute), Prompt: 30},
+	})
+	sp := l.Report(now, budget.Daemon{PerHour: 1000}, nil)
+	for _, ws := range []budget.SpendWindows{sp.Daemon, sp.Hooks["a"]} {
+		if ws.Hour.Unreported != 1 || ws.Day.Unreported != 2 {
+			t.Fatalf("windows %+v", ws)
+		}
+		for _, text := range []string{ws.Hour.Text(false), ws.Day.Text(false), ws.Hour.Text(true), ws.Day.Text(true)} {
+			if strings.Contains(text, "unreported") {
+				t.Errorf("a window's text repeats the unreported usage: %q", text)
+			}
+		}
+		if got, want := ws.UnreportedText(), "2 run(s) with unreported usage in 24h"; got != want {
+			t.Errorf("unreported %q, want %q", got, want)
+		}
+	}
+	if got := sp.Hooks["b"].UnreportedText(); got != "" {
+		t.Errorf("a hook with no unreported usage says %q", got)
 	}
 }

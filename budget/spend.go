@@ -110,7 +110,9 @@ func (w *SpendWindow) count(u *Usage, prices map[string]Price) {
 func (w SpendWindow) Spent() bool { return w.Limit > 0 && w.Tokens >= w.Limit }
 
 // Text is the window's usage as a person reads it: "512034 of 500000
-// tokens (spent)", "1200 tokens", with the cost when priced.
+// tokens (spent)", "1200 tokens", with the cost when priced. It leaves
+// out the runs with unreported usage: SpendWindows.UnreportedText says
+// them once for both windows.
 func (w SpendWindow) Text(priced bool) string {
 	s := fmt.Sprintf("%d tokens", w.Tokens)
 	if w.Limit > 0 {
@@ -122,13 +124,21 @@ func (w SpendWindow) Text(priced bool) string {
 			s += fmt.Sprintf(" (%d tokens unpriced)", w.Unpriced)
 		}
 	}
-	if w.Unreported > 0 {
-		s += fmt.Sprintf(", %d run(s) with unreported usage", w.Unreported)
-	}
 	if w.Spent() {
 		s += " (spent)"
 	}
 	return s
+}
+
+// UnreportedText says, once for both windows, how many runs of the last
+// 24 hours made a model call whose server reported no usage ("2 run(s)
+// with unreported usage in 24h"), or "" when none did. The last hour's
+// runs are among the day's: said per window, it would only repeat.
+func (ws SpendWindows) UnreportedText() string {
+	if ws.Day.Unreported == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d run(s) with unreported usage in 24h", ws.Day.Unreported)
 }
 
 // CostText writes a cost with the digits that matter: 1234, 1.92,

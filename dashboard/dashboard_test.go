@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/engine/agent"
 )
@@ -191,3 +192,35 @@ func TestLocalNext(t *testing.T) {
 		}
 	}
 }
+
+// TestSpendUnreportedOnce: the overview's spend card and a hook's row
+// on the hooks page say the runs with unreported usage once, not in
+// the text of each window (issue 32: twice on each before).
+func TestSpendUnreportedOnce(t *testing.T) {
+	s, err := New(Options{Source: noSource{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := budget.SpendWindows{
+		Hour: budget.SpendWindow{Tokens: 10, Limit: 100, Runs: 1, Unreported: 1},
+		Day:  budget.SpendWindow{Tokens: 30, Runs: 3, Unreported: 2},
+	}
+	for _, c := range []struct {
+		page string
+		data any
+	}{
+		{"overview", overviewData{Now: t0, Spend: budget.Spend{Daemon: w}}},
+		{"hooks", hooksData{Now: t0, Hooks: []hookRow{{HookStatus: engine.HookStatus{Name: "ask", Enabled: true, Budget: &w}}}}},
+	} {
+		var buf strings.Builder
+		if err := s.pages[c.page].ExecuteTemplate(&buf, "layout", page{Data: c.data}); err != nil {
+			t.Fatalf("%s: %v", c.page, err)
+		}
+		if n := strings.Count(buf.String(), "2 run(s) with unreported usage in 24h"); n != 1 || strings.Count(buf.String(), "unreported usage") != 1 {
+			t.Errorf("the %s page says the unreported usage %d times, want once:\n%s", c.page, strings.Count(buf.String(), "unreported usage"), buf.String())
+		}
+	}
+}
+
+// noSource is a Source for tests that only render pages.
+type noSource struct{ Source }

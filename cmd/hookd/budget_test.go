@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/hookd/hookd/api"
+	"github.com/hookd/hookd/budget"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/llm/llmtest"
 )
@@ -149,5 +151,26 @@ budget:
 	r = e.must(1, "validate")
 	if w := "hookd.yaml:4: budget.prices.gpt-4o.input: must be >= 0 (got -1)"; !strings.Contains(r.stderr, w) {
 		t.Errorf("validate does not say %q:\n%s", w, r)
+	}
+}
+
+// TestStatusSpendUnreportedOnce: hookd status says the runs with
+// unreported usage once, under the spend table, naming their hooks, not
+// in each window of each row (issue 32: four times here before).
+func TestStatusSpendUnreportedOnce(t *testing.T) {
+	w := budget.SpendWindows{
+		Hour: budget.SpendWindow{Tokens: 10, Runs: 1, Unreported: 1},
+		Day:  budget.SpendWindow{Tokens: 30, Runs: 3, Unreported: 2},
+	}
+	sp := &budget.Spend{Daemon: w, Hooks: map[string]budget.SpendWindows{"ask": w, "quiet": {Day: budget.SpendWindow{Tokens: 5, Runs: 1}}}}
+	var out bytes.Buffer
+	writeSpend(&out, sp)
+	s := out.String()
+	if n := strings.Count(s, "unreported"); n != 1 {
+		t.Errorf("status says the unreported usage %d times, want once:\n%s", n, s)
+	}
+	want := "  2 run(s) with unreported usage in 24h (their servers reported no tokens; those calls count 0): ask 2\n"
+	if !strings.Contains(s, want) {
+		t.Errorf("status lacks %q:\n%s", want, s)
 	}
 }

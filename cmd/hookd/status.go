@@ -182,6 +182,17 @@ func writeSpend(w io.Writer, sp *budget.Spend) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", h, hw.Hour.Text(sp.Priced), hw.Day.Text(sp.Priced), perRun)
 	}
 	tw.Flush()
+	// The runs with unreported usage are said once, under the table,
+	// with the hooks they were runs of, not in every window of every row.
+	if u := d.UnreportedText(); u != "" {
+		var of []string
+		for _, h := range sortedKeys(sp.Hooks) {
+			if n := sp.Hooks[h].Day.Unreported; n > 0 {
+				of = append(of, fmt.Sprintf("%s %d", h, n))
+			}
+		}
+		fmt.Fprintf(w, "  %s (their servers reported no tokens; those calls count 0): %s\n", u, strings.Join(of, ", "))
+	}
 }
 
 func distText(d api.Dist) string {

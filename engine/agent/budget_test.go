@@ -94,8 +94,11 @@ func TestSpendUnreportedUsage(t *testing.T) {
 	if d.Tokens != 400 || d.Unreported != 1 {
 		t.Errorf("spend: %+v", d)
 	}
-	if got := d.Text(false); got != "400 of 100000 tokens, 1 run(s) with unreported usage" {
+	if got := d.Text(false); got != "400 of 100000 tokens" {
 		t.Errorf("text: %q", got)
+	}
+	if got := sum.Spend.Hooks["ask"].UnreportedText(); got != "1 run(s) with unreported usage in 24h" {
+		t.Errorf("unreported: %q", got)
 	}
 }
 
@@ -117,6 +120,6 @@ func TestSpendFailedCallNotUnreported(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := sum.Spend.Hooks["ask"].Day; d.Unreported != 0 {
-		t.Errorf("spend counts %d run(s) with unreported usage: %q", d.Unreported, d.Text(false))
+		t.Errorf("spend counts %d run(s) with unreported usage: %q", d.Unreported, sum.Spend.Hooks["ask"].UnreportedText())
 	}
 }
