@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/sandbox"
+	"github.com/hookd/hookd/tracing"
 )
 
 // BenchmarkEventToRun measures events becoming runs at the speed of
@@ -50,10 +54,12 @@ func BenchmarkEventToRun(b *testing.B) {
 	}
 }
 
-func benchEventToRun(b *testing.B, pubs int, boxed bool) {
-	const rounds = 4
-	dir := b.TempDir()
-	spawn, sandboxSetting := benchSpawner(b, dir, boxed)
+// eventBench is the daemon BenchmarkEventToRun and BenchmarkTraceCost
+// measure: one hook per publisher, each a shell step running true with
+// skip_llm, and emitRuns(n), which has the publishers emit n events in
+// all, each waiting for its run's end; lat collects each Emit's latency
+// to the run's start being recorded.
+func newEventBench(b *testing.B, dir string, pubs int, sandboxSetting string) (l *daemon.Local, logs *levelCounter, emitRuns func(n int) time.Duration, lat *[]time.Duration) {
 	hooks := filepath.Join(dir, "hooks.d")
 	if err := os.Mkdir(hooks, 0o755); err != nil {
 		b.Fatal(err)
@@ -77,19 +83,17 @@ func benchEventToRun(b *testing.B, pubs int, boxed bool) {
 	if err := os.MkdirAll(filepath.Dir(d.DB), 0o700); err != nil {
 		b.Fatal(err)
 	}
-	logs := &levelCounter{}
-	l, err := c.openLocal(d, slog.New(logs), false)
+	logs = &levelCounter{}
+	l, err = c.openLocal(d, slog.New(logs), false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.Close()
+	b.Cleanup(func() { l.Close() })
 	ctx := context.Background()
 
-	// One run of each hook and one spawn, so that neither side pays for
-	// a first time in the figures.
-	var lat []time.Duration
+	lat = new([]time.Duration)
 	var latMu sync.Mutex
-	emitRuns := func(n int) time.Duration {
+	emitRuns = func(n int) time.Duration {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		start := time.Now()
@@ -113,17 +117,27 @@ func benchEventToRun(b *testing.B, pubs int, boxed bool) {
 					}
 				}
 				latMu.Lock()
-				lat = append(lat, mine...)
+				*lat = append(*lat, mine...)
 				latMu.Unlock()
 			})
 		}
 		wg.Wait()
 		return time.Since(start)
 	}
+	return l, logs, emitRuns, lat
+}
+
+func benchEventToRun(b *testing.B, pubs int, boxed bool) {
+	const rounds = 4
+	dir := b.TempDir()
+	spawn, sandboxSetting := benchSpawner(b, dir, boxed)
+	l, logs, emitRuns, latp := newEventBench(b, dir, pubs, sandboxSetting)
 	spawns := func(n int) time.Duration { return inParallel(b, pubs, n, func(int) error { return spawn() }) }
+	// One run of each hook and one spawn, so that neither side pays for
+	// a first time in the figures.
 	emitRuns(pubs)
 	spawns(pubs)
-	lat = lat[:0]
+	*latp = (*latp)[:0]
 
 	per := max(b.N/rounds, pubs)
 	var runT, spawnT, runCPU, spawnCPU time.Duration
@@ -146,6 +160,7 @@ func benchEventToRun(b *testing.B, pubs int, boxed bool) {
 	if b.Failed() {
 		return
 	}
+	lat := *latp
 	slices.Sort(lat)
 	runRate := float64(per*rounds) / runT.Seconds()
 	spawnRate := float64(per*rounds) / spawnT.Seconds()
@@ -166,6 +181,71 @@ func benchEventToRun(b *testing.B, pubs int, boxed bool) {
 	b.Logf("sandbox %t, %d publishers: %d runs in %v (%.0f runs/s), %d spawns in %v (%.0f spawns/s): ratio %.2f; emit to start recorded p50 %v p99 %v max %v",
 		boxed, pubs, per*rounds, runT.Round(time.Millisecond), runRate, per*rounds, spawnT.Round(time.Millisecond), spawnRate,
 		runRate/spawnRate, quantileDur(lat, 0.5), quantileDur(lat, 0.99), lat[len(lat)-1])
+}
+
+// BenchmarkTraceCost measures what exporting each run as an
+// OpenTelemetry trace costs hookd (issue 34: at most 5 % of a run's own
+// cost with export on). It starts BenchmarkEventToRun's daemon with
+// `sandbox: off` and one publisher (the cheapest run there is: a shell
+// step running true, no model), and alternates rounds of runs with no
+// exporter and rounds with one subscribed, sending OTLP/HTTP to a
+// loopback receiver; a round with the exporter ends with its Shutdown,
+// which sends what it still holds, so every run's spans are built,
+// encoded and sent inside the round's CPU. It prints hookd's own CPU a
+// run both ways (the step's process is not counted, so the share is of
+// the smaller figure) and the cost of the trace as a share of a run
+// without one.
+//
+//	go test -run '^$' -bench 'BenchmarkTraceCost$' -benchtime 2000x ./cmd/hookd/
+func BenchmarkTraceCost(b *testing.B) {
+	const rounds = 4
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		sent.Add(n)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	l, _, emitRuns, _ := newEventBench(b, b.TempDir(), 1, "sandbox: off\n")
+	emitRuns(1)
+
+	per := max(b.N/rounds, 1)
+	var offCPU, onCPU time.Duration
+	b.ResetTimer()
+	for range rounds {
+		c0 := testtool.SelfCPU(b)
+		emitRuns(per)
+		c1 := testtool.SelfCPU(b)
+		x, err := tracing.New(context.Background(), tracing.Options{Endpoint: srv.URL})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cancel := l.Engine.Subscribe(x.Observe)
+		c2 := testtool.SelfCPU(b)
+		emitRuns(per)
+		cancel()
+		if err := x.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		c3 := testtool.SelfCPU(b)
+		offCPU += c1 - c0
+		onCPU += c3 - c2
+	}
+	b.StopTimer()
+	if b.Failed() {
+		return
+	}
+	if sent.Load() == 0 {
+		b.Fatal("no trace reached the receiver")
+	}
+	n := float64(per * rounds)
+	off, on := float64(offCPU.Microseconds())/n, float64(onCPU.Microseconds())/n
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(off, "cpu-µs/run")
+	b.ReportMetric(on, "cpu-µs/traced-run")
+	b.ReportMetric(100*(on-off)/off, "trace-%")
+	b.Logf("%d runs each way: hookd's CPU a run %.0f µs without traces, %.0f µs with them sent: the trace costs %.1f %% of a run (%d bytes of OTLP sent)",
+		per*rounds, off, on, 100*(on-off)/off, sent.Load())
 }
 
 // inParallel does n operations from workers goroutines, each calling
