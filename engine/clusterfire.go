@@ -30,6 +30,8 @@ type FireRequest struct {
 	EvenDisabled bool `json:"even_disabled,omitempty"`
 	// TraceParent: FireOptions.TraceParent.
 	TraceParent TraceParent `json:"traceparent,omitempty"`
+	// TraceLink: FireOptions.TraceLink.
+	TraceLink TraceParent `json:"trace_link,omitempty"`
 	// IgnoreWhere: FireOptions.IgnoreWhere.
 	IgnoreWhere bool   `json:"ignore_where,omitempty"`
 	Trigger     string `json:"trigger,omitempty"`
@@ -81,7 +83,7 @@ func fireWait(cl Cluster) time.Duration { return 2*cl.Timeout() + 2*cl.Interval(
 func (e *Engine) forwardFire(ctx context.Context, name string, opt FireOptions) (*Run, error) {
 	cl := e.cfg.Cluster
 	req := FireRequest{ID: NewID(), Hook: name, Event: opt.Event, Force: opt.Force, EvenDisabled: opt.EvenDisabled, IgnoreWhere: opt.IgnoreWhere, Trigger: opt.Trigger, Depth: opt.Depth, Node: cl.Node(),
-		TraceParent: opt.TraceParent}
+		TraceParent: opt.TraceParent, TraceLink: opt.TraceLink}
 	if err := cl.RequestFire(ctx, req); err != nil {
 		return nil, fmt.Errorf("fire %s: %w", name, err)
 	}
@@ -181,7 +183,7 @@ func (e *Engine) decideFire(ctx context.Context, req FireRequest) (FireAnswer, e
 		return FireAnswer{}, err
 	}
 	run, err := e.Fire(ctx, req.Hook, FireOptions{Event: req.Event, Force: req.Force, EvenDisabled: req.EvenDisabled, IgnoreWhere: req.IgnoreWhere, Trigger: req.Trigger, Depth: req.Depth, id: req.ID,
-		TraceParent: req.TraceParent})
+		TraceParent: req.TraceParent, TraceLink: req.TraceLink})
 	var gate *GateError
 	switch {
 	case err == nil:

@@ -519,7 +519,7 @@ func (s *state) remoteFinished(ctx context.Context, r *Run) {
 	s.events = append(s.events, ev)
 	if rerun && !s.stopping() {
 		res := s.trigger(ent, trig{reason: TriggerRerun, raw: r.Event, eventType: r.EventType, depth: r.Depth, force: true, traceParent: r.TraceParent,
-			note: fmt.Sprintf("re-runs run %s, interrupted when its node stopped (on_interrupted: rerun)", r.ID)})
+			traceLink: r.TraceLinks.StartedBy, note: fmt.Sprintf("re-runs run %s, interrupted when its node stopped (on_interrupted: rerun)", r.ID)})
 		s.e.log.Info("re-running an interrupted run", "hook", r.Hook, "interrupted", r.ID, "run", res.run.ID, "err", res.err)
 	}
 }

@@ -398,6 +398,7 @@ type FireOptions struct {
 	Trigger     string      // recorded trigger reason (default "manual")
 	Depth       int         // event chain depth of the run (a hook fired by another run's tool)
 	TraceParent TraceParent // the caller's trace the run continues
+	TraceLink   TraceParent // the span of the run that fired it (fire_hook), which the run links to unless TraceParent
 
 	id string // the run's id: a fire another node forwarded (clusterfire.go)
 }
@@ -443,7 +444,7 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 		}
 		data := withPeriodic(ent.hook, reason, opt.Event, s.cfg.Clock.Now(), ent.lastStart)
 		res := s.trigger(ent, trig{reason: reason, data: data, force: opt.Force, disabled: opt.EvenDisabled, manual: true, depth: opt.Depth, id: opt.id,
-			traceParent: opt.TraceParent})
+			traceParent: opt.TraceParent, traceLink: opt.TraceLink})
 		cp := *res.run // a snapshot: a started run belongs to its goroutine
 		run, err, act = &cp, res.err, res.act
 	}); derr != nil {

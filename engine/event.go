@@ -20,6 +20,11 @@ type Event struct {
 	Depth  int // how many runs led to this event (loop protection)
 	// TraceParent is the trace the event's runs continue (stored with it).
 	TraceParent TraceParent
+	// TraceLink, on an event a run published (its steps', a model's
+	// emit_event, hook.run.*), is that run's span (Run.Span): the event's
+	// runs link to it (TraceLinks.StartedBy) unless TraceParent is set,
+	// which wins. Stored with it.
+	TraceLink TraceParent
 	// Fate is what became of it once dispatched (nil until then, and for
 	// hookd's own events, which are not recorded so): stored with it.
 	Fate *EventFate

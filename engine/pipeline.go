@@ -477,7 +477,7 @@ func (e *Engine) emitFrom(run *Run, red *redact.Redactor) func(ctx context.Conte
 // emitAs returns a publisher of events raised by run with this source.
 func (e *Engine) emitAs(run *Run, red *redact.Redactor, source string) func(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
 	return func(ctx context.Context, typ string, data map[string]any) (*Emitted, error) {
-		return e.EmitReport(ctx, &Event{Type: typ, Data: red.Map(data), Source: source, Depth: run.Depth + 1})
+		return e.EmitReport(ctx, &Event{Type: typ, Data: red.Map(data), Source: source, Depth: run.Depth + 1, TraceLink: run.Span()})
 	}
 }
 
@@ -737,7 +737,7 @@ func RunEvent(run *Run) *Event {
 	runEventExtras(run, data)
 	snap := *run
 	snap.Event = nil // the payload is not an outcome, and may be large
-	return &Event{ID: NewID(), Type: typ, Data: data, Source: "engine", Depth: run.Depth + 1,
+	return &Event{ID: NewID(), Type: typ, Data: data, Source: "engine", Depth: run.Depth + 1, TraceLink: run.Span(),
 		Outcome: &RunOutcome{Run: &snap}}
 }
 

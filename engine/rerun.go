@@ -25,6 +25,7 @@ type PendingRerun struct {
 	Depth       int
 	PlannedAt   time.Time   // when it was left for the daemon
 	TraceParent TraceParent // the caller's trace the interrupted run continued: the rerun continues it too
+	TraceLink   TraceParent // the span of the run that started the interrupted run (TraceLinks.StartedBy): the rerun links to it too
 }
 
 // rerun is one rerun the loop starts at its start (startReruns): of a run
@@ -38,7 +39,7 @@ type rerun struct {
 // newRerun is the rerun of the interrupted run r.
 func newRerun(r *Run, now time.Time) PendingRerun {
 	return PendingRerun{RunID: NewID(), Hook: r.Hook, Interrupted: r.ID, Event: r.Event, EventType: r.EventType,
-		Depth: r.Depth, PlannedAt: now, TraceParent: r.TraceParent}
+		Depth: r.Depth, PlannedAt: now, TraceParent: r.TraceParent, TraceLink: r.TraceLinks.StartedBy}
 }
 
 // rerunsInterrupted reports whether the interrupted run r is re-run: its hook, still
@@ -109,7 +110,7 @@ func (s *state) startReruns() {
 			s.e.log.Info("rerun dropped: its hook no longer exists", "hook", p.Hook, "interrupted", p.Interrupted)
 		} else {
 			res := s.trigger(ent, trig{reason: TriggerRerun, id: p.RunID, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
-				traceParent: p.TraceParent, note: fmt.Sprintf("re-runs run %s, interrupted when hookd stopped (on_interrupted: rerun)", p.Interrupted)})
+				traceParent: p.TraceParent, traceLink: p.TraceLink, note: fmt.Sprintf("re-runs run %s, interrupted when hookd stopped (on_interrupted: rerun)", p.Interrupted)})
 			s.e.log.Info("re-running an interrupted run", "hook", p.Hook, "interrupted", p.Interrupted, "run", res.run.ID, "err", res.err)
 		}
 		if p.stored {

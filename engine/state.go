@@ -145,6 +145,7 @@ type trig struct {
 	eventSeq    int64                                                 // the stored event, pending still, it came from (Run.EventSeq)
 	merge       func(pending json.RawMessage) (map[string]any, error) // Event.Merge
 	traceParent TraceParent                                           // the caller's trace (Run.TraceParent)
+	traceLink   TraceParent                                           // the span of the run that caused it (TraceLinks.StartedBy)
 }
 
 type trigResult struct {
@@ -594,8 +595,8 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 	run := &Run{
 		ID: NewID(), Hook: h.Name, Project: h.Project, Trigger: t.reason, Slot: t.slot,
 		EventType: t.eventType, Depth: t.depth, QueuedAt: now, HookVersion: h.Source.Version, EventSeq: t.eventSeq,
-		TraceParent: t.traceParent,
 	}
+	run.traceOf(t.traceParent, t.traceLink)
 	if t.id != "" {
 		run.ID = t.id
 	}
@@ -742,7 +743,7 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 	if p := ent.pending; p != nil {
 		ent.coalesce++
 		p.Event = s.redactEvent(ent, s.mergePending(p, t))
-		p.linkCoalesced(t.traceParent)
+		p.linkCoalesced(cmp.Or(t.traceParent, t.traceLink))
 		if t.eventType != "" {
 			p.EventType = t.eventType
 		}
@@ -1166,7 +1167,8 @@ func (s *state) dispatch(ev *Event, mark bool, carry *Event, reached []string) (
 		if _, ok := FromTool(ev.Source); ok {
 			reason = ev.Source // the data is a model's: the run is marked, and gated, as such
 		}
-		t := trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth, eventSeq: seq, traceParent: ev.TraceParent}
+		t := trig{reason: reason, data: ev.Data, raw: raw, eventType: ev.Type, depth: ev.Depth, eventSeq: seq, traceParent: ev.TraceParent,
+			traceLink: ev.TraceLink}
 		if mark && ev.Seq != 0 && only {
 			s.marking = marking{hook: name, seq: ev.Seq}
 		}

@@ -164,11 +164,13 @@ func (e *Engine) toolEnv(h *Hook, run *Run, envs *ChildEnvs, red *redact.Redacto
 		Environ:   envs.Base(), envs: envs, Records: e.cfg.Store, Emit: e.emitAs(run, red, ToolOrigin(run.Hook)), Redactor: red,
 		Lifecycle: e.cfg.Lifecycle, TrackProcess: e.tracker(run, -1, false), Sandbox: e.ToolPolicy(h),
 		Publish: func(typ string, data map[string]any) {
-			e.publish(&Event{ID: NewID(), Type: typ, Data: red.Map(data), Source: "engine", Depth: run.Depth + 1})
+			e.publish(&Event{ID: NewID(), Type: typ, Data: red.Map(data), Source: "engine", Depth: run.Depth + 1, TraceLink: run.Span()})
 		},
 		Fire: func(ctx context.Context, hook string, event map[string]any) (*Run, error) {
 			// The event_depth gate refuses (and records) a chain too deep.
-			return e.Fire(ctx, hook, FireOptions{Event: red.Map(event), Trigger: ToolOrigin(run.Hook), Depth: run.Depth + 1})
+			// The run it starts links to this one's span.
+			return e.Fire(ctx, hook, FireOptions{Event: red.Map(event), Trigger: ToolOrigin(run.Hook), Depth: run.Depth + 1,
+				TraceLink: run.Span()})
 		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -218,12 +219,37 @@ func FateArg(f *engine.EventFate) (any, error) {
 // EventCols are the columns ScanEvent reads, in its order.
 const EventCols = `seq, id, type, data, source, time, depth, fate, trace_parent`
 
-// TraceArg is the value of an event's trace_parent column: NULL for none.
-func TraceArg(t engine.TraceParent) any {
-	if t == "" {
-		return nil
+// TraceArg is the value of the trace_parent column of an event or a
+// pending rerun: the caller's trace t it continues, as it came; or else,
+// when a run caused it, that run's span link (engine.Event.TraceLink) as
+// the JSON of the trace links it gives its runs (engine.TraceLinks, as
+// the runs' trace_links column holds them); NULL for neither. ScanTrace
+// reads it.
+func TraceArg(t, link engine.TraceParent) any {
+	switch {
+	case t != "":
+		return string(t)
+	case link != "":
+		b, _ := json.Marshal(engine.TraceLinks{StartedBy: link}) // strings only: no error
+		return string(b)
 	}
-	return string(t)
+	return nil
+}
+
+// ScanTrace reads a trace_parent column TraceArg wrote: the caller's
+// trace, or the span of the run that caused it.
+func ScanTrace(v *string) (t, link engine.TraceParent, err error) {
+	if v == nil || *v == "" {
+		return "", "", nil
+	}
+	if !strings.HasPrefix(*v, "{") {
+		return engine.TraceParent(*v), "", nil
+	}
+	var l engine.TraceLinks
+	if err := json.Unmarshal([]byte(*v), &l); err != nil {
+		return "", "", fmt.Errorf("decode trace link %q: %w", *v, err)
+	}
+	return "", l.StartedBy, nil
 }
 
 // ScanEvent scans EventCols.
@@ -238,8 +264,9 @@ func ScanEvent(row Scanner) (*engine.Event, error) {
 	if err := row.Scan(&ev.Seq, &ev.ID, &ev.Type, &data, &ev.Source, &t, &ev.Depth, &fate, &tp); err != nil {
 		return nil, err
 	}
-	if tp != nil {
-		ev.TraceParent = engine.TraceParent(*tp)
+	var err error
+	if ev.TraceParent, ev.TraceLink, err = ScanTrace(tp); err != nil {
+		return nil, fmt.Errorf("event %s: %w", ev.ID, err)
 	}
 	if err := json.Unmarshal([]byte(data), &ev.Data); err != nil {
 		return nil, fmt.Errorf("decode data of %s: %w", ev.ID, err)
@@ -368,7 +395,7 @@ const RerunCols = `run_id, hook, interrupted, event, event_type, depth, planned_
 
 // RerunArgs returns the values of RerunCols for r.
 func RerunArgs(r *engine.PendingRerun) []any {
-	return []any{r.RunID, r.Hook, r.Interrupted, RawArg(r.Event), r.EventType, r.Depth, timeInt(r.PlannedAt), TraceArg(r.TraceParent)}
+	return []any{r.RunID, r.Hook, r.Interrupted, RawArg(r.Event), r.EventType, r.Depth, timeInt(r.PlannedAt), TraceArg(r.TraceParent, r.TraceLink)}
 }
 
 // ScanRerun scans RerunCols.
@@ -382,8 +409,9 @@ func ScanRerun(row Scanner) (*engine.PendingRerun, error) {
 	if err := row.Scan(&r.RunID, &r.Hook, &r.Interrupted, &event, &r.EventType, &r.Depth, &planned, &tp); err != nil {
 		return nil, err
 	}
-	if tp != nil {
-		r.TraceParent = engine.TraceParent(*tp)
+	var err error
+	if r.TraceParent, r.TraceLink, err = ScanTrace(tp); err != nil {
+		return nil, fmt.Errorf("rerun %s: %w", r.RunID, err)
 	}
 	r.PlannedAt = intTime(planned)
 	if event != nil && *event != "" {

@@ -100,7 +100,7 @@ func newEventRow(ev *engine.Event, dispatched bool) (eventRow, error) {
 // args appends the values of the row's placeholders in sqlInsertEvents.
 func (r *eventRow) args(dst []any) []any {
 	ev := r.ev
-	return append(dst, ev.ID, ev.Type, r.data, ev.Source, r.time, ev.Depth, r.disp, r.fate, TraceArg(ev.TraceParent))
+	return append(dst, ev.ID, ev.Type, r.data, ev.Source, r.time, ev.Depth, r.disp, r.fate, TraceArg(ev.TraceParent, ev.TraceLink))
 }
 
 // eventArgs is the number of placeholders of an event in sqlInsertEvents.

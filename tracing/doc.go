@@ -12,7 +12,10 @@
 // goroutine of its own turns it into spans for the SDK's batching
 // exporter.
 //
-// A run's trace id and its root span's id are derived from the run's id,
-// so a retry links to the first run of its chain without storing
-// anything. Prompt and answer text is left out unless Options.Content.
+// A run's trace id and its root span's id are derived from the run's id
+// (engine.RunTraceIDs), so a retry links to the first run of its chain
+// without storing anything, and a run another run started (fire_hook, an
+// event it published, a hook.run.* event) links to that run's span
+// (engine.TraceLinks.StartedBy, engine.Run.Span). Prompt and answer text
+// is left out unless Options.Content.
 package tracing

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -152,6 +153,33 @@ func TestCoalescedRunLinksEveryTrace(t *testing.T) {
 	}
 	if got := attr(root.Attributes, "hookd.links.dropped"); got != "3" {
 		t.Errorf("hookd.links.dropped = %q, want 3", got)
+	}
+}
+
+// TestStartedByRunLinksToIt: a run another run started (fire_hook, an
+// event it published, a hook.run.* event) has its own trace, whose root
+// span links to the starting run's root span (hookd.link=started_by):
+// the trace and span ids the exporter gave that run's span, which
+// engine.Run.Span names.
+func TestStartedByRunLinksToIt(t *testing.T) {
+	rc := newReceiver(t)
+	parent, child := finishedRun("parent"), finishedRun("child")
+	child.TraceLinks.StartedBy = parent.Span()
+	exportRuns(t, rc, parent, child)
+	byRun := map[string]*tracepb.Span{}
+	for _, sp := range rc.got() {
+		byRun[attr(sp.Attributes, "hookd.run.id")] = sp
+	}
+	p, c := byRun["parent"], byRun["child"]
+	if p == nil || c == nil {
+		t.Fatalf("spans of runs %v, want parent and child", slices.Collect(maps.Keys(byRun)))
+	}
+	if string(c.TraceId) == string(p.TraceId) || len(c.ParentSpanId) != 0 {
+		t.Errorf("the child run's span is in the parent's trace or under a span: trace %x, parent span %x", c.TraceId, c.ParentSpanId)
+	}
+	if len(c.Links) != 1 || string(c.Links[0].TraceId) != string(p.TraceId) || string(c.Links[0].SpanId) != string(p.SpanId) ||
+		attr(c.Links[0].Attributes, "hookd.link") != "started_by" {
+		t.Errorf("the child run's links = %v; want one, started_by, to the parent run's span %x/%x", c.Links, p.TraceId, p.SpanId)
 	}
 }
 

@@ -3,7 +3,6 @@ package tracing
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"strconv"
 	"time"
 
@@ -42,6 +41,12 @@ func (x *Exporter) export(run *engine.Run) {
 			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: ptid, SpanID: psid, TraceFlags: trace.FlagsSampled, Remote: true}),
 			Attributes:  []attribute.KeyValue{attribute.String("hookd.link", "retry_of"), attribute.String("hookd.run.id", run.RetryOf)},
 		}))
+	}
+	// A run another run started (fire_hook, an event it published, a
+	// hook.run.* event) links to that run's span.
+	if sc, ok := remoteParent(run.TraceLinks.StartedBy); ok {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc,
+			Attributes: []attribute.KeyValue{attribute.String("hookd.link", "started_by")}}))
 	}
 	// A run triggers were coalesced into (overlap: queue) links to each
 	// one's trace.
@@ -225,14 +230,11 @@ func (x *Exporter) toolSpan(ctx context.Context, tc *engine.ToolUse) {
 }
 
 // runIDsOf are the trace id and the root span id of run id: derived from
-// it, so that a run that links to another (a retry to the first of its
-// chain) knows that one's without looking it up.
+// it (engine.RunTraceIDs), so that a run that links to another (a retry
+// to the first of its chain, a run to the run that started it) knows
+// that one's without looking it up.
 func runIDsOf(id string) (trace.TraceID, trace.SpanID) {
-	sum := sha256.Sum256([]byte("hookd run " + id))
-	var t trace.TraceID
-	var s trace.SpanID
-	copy(t[:], sum[:16])
-	copy(s[:], sum[16:24])
+	t, s := engine.RunTraceIDs(id)
 	return t, s
 }
 

@@ -95,7 +95,7 @@ func insertEvent(ctx context.Context, tx pgx.Tx, ev *engine.Event, dispatched bo
 	}
 	err = tx.QueryRow(ctx, `INSERT INTO events (id, type, data, source, time, depth, dispatched, fate, trace_parent)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING RETURNING seq`,
-		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth, dispatched, fate, store.TraceArg(ev.TraceParent)).Scan(&ev.Seq)
+		ev.ID, ev.Type, data, ev.Source, timeArg(ev.Time), ev.Depth, dispatched, fate, store.TraceArg(ev.TraceParent, ev.TraceLink)).Scan(&ev.Seq)
 	if err == nil {
 		return nil
 	}

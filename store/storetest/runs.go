@@ -763,3 +763,52 @@ func testCoalescedTraceLinks(t *testing.T, e *env) {
 		t.Errorf("the finished run: %s, trace links %+v; want %+v", r.Status, r.TraceLinks, links)
 	}
 }
+
+// testStartedByTraceLinks: the span of the run that caused an event, a
+// pending rerun or a run (engine.Event.TraceLink, PendingRerun.TraceLink,
+// Run.TraceLinks.StartedBy) is stored with it and read back, past a
+// reopen, apart from a caller's trace parent; a pending event keeps it
+// for the node that dispatches it.
+func testStartedByTraceLinks(t *testing.T, e *env) {
+	ctx := context.Background()
+	s, err := e.open()
+	must(t, err)
+	const (
+		span   = engine.TraceParent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+		caller = engine.TraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	)
+	must(t, s.AppendEvent(ctx, &engine.Event{ID: "linked", Type: "child.go", Source: "hook:parent", Time: t0, Depth: 1, TraceLink: span}))
+	must(t, s.AppendEvent(ctx, &engine.Event{ID: "continued", Type: "child.go", Source: "api", Time: t0, TraceParent: caller}))
+	must(t, s.AppendPendingEvent(ctx, &engine.Event{ID: "pending", Type: "child.go", Source: "hook:parent", Time: t0, Depth: 1, TraceLink: span}))
+	must(t, s.AddRerun(ctx, &engine.PendingRerun{RunID: "rr", Hook: "h", Interrupted: "i", PlannedAt: t0, TraceLink: span}))
+	must(t, s.InsertRun(ctx, &engine.Run{ID: "q", Hook: "h", Status: engine.StatusQueued, Trigger: "event", QueuedAt: t0,
+		TraceLinks: engine.TraceLinks{StartedBy: span}}))
+	must(t, s.Close())
+
+	s = e.store()
+	evs, err := s.ListEvents(ctx, "child.go", 10)
+	must(t, err)
+	got := map[string][2]engine.TraceParent{}
+	for _, ev := range evs {
+		got[ev.ID] = [2]engine.TraceParent{ev.TraceParent, ev.TraceLink}
+	}
+	want := map[string][2]engine.TraceParent{"linked": {"", span}, "continued": {caller, ""}, "pending": {"", span}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events' (trace parent, trace link) = %v, want %v", got, want)
+	}
+	pending, err := s.PendingEvents(ctx, 10)
+	must(t, err)
+	if len(pending) != 1 || pending[0].TraceLink != span || pending[0].TraceParent != "" {
+		t.Errorf("PendingEvents = %+v, want the pending event linked to %s", pending, span)
+	}
+	reruns, err := s.PendingReruns(ctx)
+	must(t, err)
+	if len(reruns) != 1 || reruns[0].TraceLink != span || reruns[0].TraceParent != "" {
+		t.Errorf("PendingReruns = %+v, want rr linked to %s", reruns, span)
+	}
+	qs, err := s.QueuedRuns(ctx)
+	must(t, err)
+	if len(qs) != 1 || !reflect.DeepEqual(qs[0].TraceLinks, engine.TraceLinks{StartedBy: span}) {
+		t.Errorf("QueuedRuns = %+v, want q started by %s", qs, span)
+	}
+}

@@ -66,6 +66,7 @@ var tests = []struct {
 	{"UpdateQueuedRecordsMergedSlot", testUpdateQueuedRecordsMergedSlot},
 	{"UpdateQueuedRefusesOthers", testUpdateQueuedRefusesOthers},
 	{"CoalescedTraceLinks", testCoalescedTraceLinks},
+	{"StartedByTraceLinks", testStartedByTraceLinks},
 	{"RecoverInterrupted", testRecoverInterrupted},
 	{"RecoverInterruptedReturnsProcs", testRecoverInterruptedReturnsProcs},
 	{"LastFingerprint", testLastFingerprint},
