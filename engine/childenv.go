@@ -67,6 +67,11 @@ type ChildEnvs struct {
 	base  []string            // for a step or tool that names no secret
 	steps map[int][]string    // by StepDef.Index, for steps that name secrets
 	tools map[string][]string // by tool name, for tools that name secrets
+	// trace is TRACEPARENT=... of one run's processes (ForRun), "" in
+	// the hook's shared ChildEnvs; ownTrace, that the hook's env: sets
+	// TRACEPARENT itself, which then stays.
+	trace    string
+	ownTrace bool
 }
 
 // ChildEnvs builds the environments of h's steps and tools from environ
@@ -75,6 +80,7 @@ type ChildEnvs struct {
 // redacted.
 func (h *Hook) ChildEnvs(environ []string) *ChildEnvs {
 	c := &ChildEnvs{base: h.ChildEnv(environ, nil)}
+	_, c.ownTrace = h.Env[TraceParentEnv]
 	for _, d := range h.Steps {
 		if names := h.ownSecrets(d.Secrets); len(names) > 0 {
 			if c.steps == nil {
@@ -105,24 +111,55 @@ func (h *Hook) ownSecrets(names []string) []string {
 	return out
 }
 
+// TraceParentEnv is the variable that gives a run's processes the run's
+// span (Run.Span) as a W3C traceparent, which `hookd emit` and `hookd
+// fire` (and OpenTelemetry's SDKs) read: what they start continues the
+// run's trace.
+const TraceParentEnv = "TRACEPARENT"
+
+// ForRun returns the environments of run's processes: c's, with
+// TRACEPARENT set to run's span, unless the hook's env: sets it.
+func (c *ChildEnvs) ForRun(run *Run) *ChildEnvs {
+	cp := *c
+	if !c.ownTrace {
+		cp.trace = TraceParentEnv + "=" + string(run.Span())
+	}
+	return &cp
+}
+
 // Base is the environment of a process whose step or tool names no
 // secret.
-func (c *ChildEnvs) Base() []string { return c.base }
+func (c *ChildEnvs) Base() []string { return c.withTrace(c.base) }
 
 // Step is the environment of the processes of the step at index i: the
 // base, with the secrets the step names.
 func (c *ChildEnvs) Step(i int) []string {
 	if env, ok := c.steps[i]; ok {
-		return env
+		return c.withTrace(env)
 	}
-	return c.base
+	return c.Base()
 }
 
 // Tool is the environment of the processes the model's tool name starts:
 // the base, with the secrets the hook's tools: entry of that tool names.
 func (c *ChildEnvs) Tool(name string) []string {
 	if env, ok := c.tools[name]; ok {
+		return c.withTrace(env)
+	}
+	return c.Base()
+}
+
+// withTrace is env with c's TRACEPARENT in place of hookd's own (a new
+// slice: env is shared), or env itself in the hook's shared ChildEnvs.
+func (c *ChildEnvs) withTrace(env []string) []string {
+	if c.trace == "" {
 		return env
 	}
-	return c.base
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, TraceParentEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, c.trace)
 }

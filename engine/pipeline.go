@@ -242,6 +242,7 @@ func (e *Engine) recordStart(ctx context.Context, act *active) error {
 // leaving the outcome in run. It returns the model the stage called ("":
 // none was called).
 func (e *Engine) pipeline(ctx context.Context, h *Hook, run *Run, prevStart time.Time, red *redact.Redactor, envs *ChildEnvs, out *outbox) (model string) {
+	envs = envs.ForRun(run) // its processes continue its trace ($TRACEPARENT)
 	toModel := e.prepare(ctx, h, run, prevStart, red, envs, out)
 	if !toModel {
 		return ""

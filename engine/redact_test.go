@@ -11,7 +11,8 @@ import (
 // TestRunRedactsCredentials: a run redacts its hook's model key and
 // notify URL variables and hookd's credentials (Config.Credentials) from
 // its record and from the events it publishes (stored and live), and its
-// steps get the allowlisted environment, without those variables.
+// steps get the allowlisted environment (and their run's TRACEPARENT),
+// without those variables.
 func TestRunRedactsCredentials(t *testing.T) {
 	const out = "key sk-hookkey-0123 url https://hooks.example/T0/secret-path cred daemon-cred-0123"
 	hook := withSteps(newHook("creds"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
@@ -35,8 +36,9 @@ func TestRunRedactsCredentials(t *testing.T) {
 	if stored.Steps[0].Output != want || stored.Status != engine.StatusCompleted {
 		t.Errorf("step output %q (%s %s)", stored.Steps[0].Output, stored.Status, stored.Steps[0].Error)
 	}
-	if env := stored.Steps[0].Fields["env"]; env != "PATH=/usr/bin" {
-		t.Errorf("step env %q, want the allowlist only", env)
+	// The allowlist, and the run's span (which is no credential).
+	if env, want := stored.Steps[0].Fields["env"], "PATH=/usr/bin\nTRACEPARENT="+string(stored.Span()); env != want {
+		t.Errorf("step env %q, want the allowlist only and TRACEPARENT: %q", env, want)
 	}
 	db := h.dbAt()
 	defer db.Close()

@@ -3,13 +3,16 @@ package engine_test
 import (
 	"context"
 	"encoding/hex"
+	"slices"
 	"testing"
 	"testing/synctest"
 
 	"github.com/hookd/hookd/engine"
 )
 
-// TestRunStartedByRunLinksToIt: a run another run started — by an event
+// TestRunStartedByRunLinksToIt: a run's steps get its span as
+// $TRACEPARENT (what `hookd emit` in a step passes on); a run another
+// run started — by an event
 // its step published (as the emit_event tool does), by the hook.run.*
 // event of its end (a chain), by a fire that names it (the fire_hook
 // tool) — links to that run's span (TraceLinks.StartedBy, Run.Span),
@@ -17,7 +20,9 @@ import (
 // event later links too. A caller's explicit traceparent wins over it.
 func TestRunStartedByRunLinksToIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var stepEnv []string
 		parent := withSteps(newHook("parent"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+			stepEnv = env.Env
 			_, err := env.Emit(ctx, "child.go", map[string]any{"x": 1})
 			return &engine.StepResult{}, err
 		}))
@@ -35,6 +40,9 @@ func TestRunStartedByRunLinksToIt(t *testing.T) {
 		span := h.run(p.ID).Span()
 		if tid, sid := span.IDs(); len(tid) != 32 || len(sid) != 16 || span != engine.RunSpan(p.ID, "") {
 			t.Fatalf("the parent run's span = %q", span)
+		}
+		if n := slices.Index(stepEnv, "TRACEPARENT="+string(span)); n < 0 {
+			t.Errorf("the parent's step's environment %q has no TRACEPARENT=%s", stepEnv, span)
 		}
 		for _, name := range []string{"emitted", "chained"} {
 			runs := h.runs(name)
