@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,11 +94,29 @@ type otlpSpan struct {
 		Name string `json:"name"`
 	} `json:"events"`
 	Links []struct {
-		TraceID string `json:"traceId"`
+		TraceID    string `json:"traceId"`
+		SpanID     string `json:"spanId"`
+		Attributes []struct {
+			Key   string         `json:"key"`
+			Value map[string]any `json:"value"`
+		} `json:"attributes"`
 	} `json:"links"`
 	Status struct {
 		Code int `json:"code"`
 	} `json:"status"`
+}
+
+// startedBy reports whether s links to the span of run, the run that
+// started it (hookd.link=started_by).
+func (s *otlpSpan) startedBy(run *otlpSpan) bool {
+	for _, l := range s.Links {
+		for _, a := range l.Attributes {
+			if a.Key == "hookd.link" && a.Value["stringValue"] == "started_by" && l.TraceID == run.TraceID && l.SpanID == run.SpanID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // attr is the span's attribute k as text ("" when it has none).
@@ -151,12 +171,17 @@ func (c *collector) spans(t *testing.T) []*otlpSpan {
 // trace of one span with the refusal. No attribute holds the hook's
 // secret, though its step printed it, the model repeated it and
 // otel.content is on. The fired run continues the caller's trace its
-// --traceparent names.
+// --traceparent names. A run another run started links to that run's
+// span: fired by the model's fire_hook, and chained on its
+// hook.run.completed. A run's step gets the run's span as $TRACEPARENT,
+// and `hookd emit` with that $TRACEPARENT (or --traceparent) starts runs
+// under it; the API refuses a malformed traceparent header.
 func TestTracesToCollector(t *testing.T) {
 	const secret = "s3cr3t-trace-7Qx9"
 	col := startCollector(t)
 	model := llmtest.New(
-		llmtest.Calls(llmtest.ToolCall{ID: "call_read", Name: "read_file", Args: `{"path":"notes.txt"}`}),
+		llmtest.Calls(llmtest.ToolCall{ID: "call_read", Name: "read_file", Args: `{"path":"notes.txt"}`},
+			llmtest.ToolCall{ID: "call_fire", Name: "fire_hook", Args: `{"hook":"fired"}`}),
 		llmtest.Reply{Content: "The notes are fine; the step said " + secret, Usage: &llmtest.Usage{Prompt: 40, Completion: 7}},
 	)
 	defer model.Close()
@@ -170,9 +195,28 @@ steps:
     secrets: [TRACE_SECRET]
     command: echo "gathered $TRACE_SECRET"
 prompt: "Read the notes. {{step_0}}"
-tools: [read_file]
+tools: [read_file, fire_hook: {hooks: [fired]}]
 `)
 	e.write("notes.txt", "all is well\n")
+	// fired is started by triage's model, and prints its $TRACEPARENT;
+	// chained by fired's end; emitted by the events `hookd emit` sends.
+	e.write("hooks.d/fired.yaml", `skip_llm: true
+steps:
+  - type: shell
+    command: 'echo "$TRACEPARENT"'
+`)
+	e.write("hooks.d/chained.yaml", `trigger: {event: hook.run.completed, where: {hook: fired}}
+skip_llm: true
+steps:
+  - type: shell
+    command: "true"
+`)
+	e.write("hooks.d/emitted.yaml", `trigger: {event: traced.step}
+skip_llm: true
+steps:
+  - type: shell
+    command: "true"
+`)
 	// batch's first run waits for the file go; the fires meanwhile are
 	// coalesced into one pending run (overlap: queue).
 	e.write("hooks.d/batch.yaml", `overlap: queue
@@ -188,6 +232,38 @@ steps:
 		t.Fatalf("a malformed traceparent was not refused:\n%s", r)
 	}
 	e.must(0, "fire", "triage", "--wait", "--traceparent", "00-"+caller+"-"+callerSpan+"-01")
+	var fired *engine.Run
+	waitFor(t, "the runs fired and chained", func() bool {
+		f, c := e.listRuns("fired"), e.listRuns("chained")
+		if len(f) == 1 && len(c) == 1 && f[0].Status == engine.StatusCompleted && c[0].Status == engine.StatusCompleted {
+			fired = f[0]
+		}
+		return fired != nil
+	}, func() string { return fmt.Sprintf("%+v %+v", e.listRuns("fired"), e.listRuns("chained")) })
+	stepTrace := strings.TrimSpace(e.getRun(fired.ID).Steps[0].Output) // the fired run's $TRACEPARENT
+	if _, err := engine.ParseTraceParent(stepTrace); err != nil {
+		t.Fatalf("the fired run's step printed $TRACEPARENT %q: %v", stepTrace, err)
+	}
+	// What a step's `hookd emit` does with it: from $TRACEPARENT, and
+	// from --traceparent (which wins).
+	const emitTrace = "7bf92f3577b34da6a3ce929d0e0e4736"
+	environ := e.environ
+	e.environ = append(slices.Clone(environ), "TRACEPARENT="+stepTrace)
+	e.must(0, "emit", "traced.step", "--wait")
+	e.must(0, "emit", "traced.step", "--wait", "--traceparent", "00-"+emitTrace+"-00f067aa0ba902b7-01")
+	e.environ = append(slices.Clone(environ), "TRACEPARENT=bogus")
+	if r := e.run("emit", "traced.step"); r.code != exitUsage || !strings.Contains(r.stderr, "traceparent must be") {
+		t.Errorf("a malformed $TRACEPARENT was not refused by emit:\n%s", r)
+	}
+	e.environ = environ
+	// The API refuses a malformed traceparent header, naming the form.
+	api := e.socketClient()
+	for path, req := range map[string]map[string]any{"/v1/events": {"type": "traced.step"}, "/v1/hooks/emitted/fire": {}} {
+		code, body := api.call("POST", path, req, "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7")
+		if code != http.StatusBadRequest || !strings.Contains(string(body), "traceparent must be 00-TRACEID-PARENTID-FLAGS") {
+			t.Errorf("POST %s with a malformed traceparent: %d %s; want 400 naming the form", path, code, body)
+		}
+	}
 	refused := e.run("fire", "triage")
 	if refused.code != exitRefused {
 		t.Fatalf("the second fire was not refused by the cooldown:\n%s", refused)
@@ -210,10 +286,21 @@ steps:
 	d.wait()
 
 	var spans []*otlpSpan
-	waitFor(t, "the run's spans at the collector", func() bool {
+	want := map[string]int{"run triage": 2, "run batch": 2, "run fired": 1, "run chained": 1, "run emitted": 2,
+		"chat test-model": 2, "execute_tool read_file": 1, "execute_tool fire_hook": 1}
+	waitFor(t, "the runs' spans at the collector", func() bool {
 		spans = col.spans(t)
-		return len(spans) >= 6
-	}, func() string { return fmt.Sprintf("%d spans", len(col.spans(t))) })
+		n := map[string]int{}
+		for _, s := range spans {
+			n[s.Name]++
+		}
+		for name, w := range want {
+			if n[name] < w {
+				return false
+			}
+		}
+		return true
+	}, func() string { return fmt.Sprintf("%v", names(col.spans(t))) })
 
 	byName := map[string][]*otlpSpan{}
 	for _, s := range spans {
@@ -262,7 +349,30 @@ steps:
 	if refusal.TraceID == caller || refusal.ParentSpanID != "" {
 		t.Errorf("the refused fire, which had no traceparent, joined a trace: %q, parent %q", refusal.TraceID, refusal.ParentSpanID)
 	}
-	for _, name := range []string{"step step_0 (gather)", "chat test-model", "execute_tool read_file"} {
+	// The run triage's model fired links to triage's run, in a trace of
+	// its own; the run chained on its end links to it; the runs of the
+	// events `hookd emit` sent with its step's $TRACEPARENT are under its
+	// span, or in the trace --traceparent named.
+	firedSpan, chainedSpan := byName["run fired"][0], byName["run chained"][0]
+	if !firedSpan.startedBy(run) || firedSpan.TraceID == run.TraceID || firedSpan.ParentSpanID != "" {
+		t.Errorf("the run fire_hook started: trace %s, parent %q, links %+v; want a trace of its own linked to the triage run's span %s/%s",
+			firedSpan.TraceID, firedSpan.ParentSpanID, firedSpan.Links, run.TraceID, run.SpanID)
+	}
+	if !chainedSpan.startedBy(firedSpan) {
+		t.Errorf("the run chained on hook.run.completed links to %+v, want the fired run's span %s/%s", chainedSpan.Links, firedSpan.TraceID, firedSpan.SpanID)
+	}
+	if want := "00-" + firedSpan.TraceID + "-" + firedSpan.SpanID + "-01"; stepTrace != want {
+		t.Errorf("the fired run's step got TRACEPARENT=%s, want its run's span %s", stepTrace, want)
+	}
+	var underStep, underFlag bool
+	for _, s := range byName["run emitted"] {
+		underStep = underStep || s.TraceID == firedSpan.TraceID && s.ParentSpanID == firedSpan.SpanID
+		underFlag = underFlag || s.TraceID == emitTrace && s.ParentSpanID == "00f067aa0ba902b7"
+	}
+	if !underStep || !underFlag {
+		t.Errorf("the emitted runs: under the step's $TRACEPARENT %v, under --traceparent %v; want both", underStep, underFlag)
+	}
+	for _, name := range []string{"step step_0 (gather)", "chat test-model", "execute_tool read_file", "execute_tool fire_hook"} {
 		ss := byName[name]
 		if len(ss) == 0 {
 			t.Errorf("no span %q: %v", name, names(spans))
