@@ -26,9 +26,10 @@ import (
 // receiver is an OTLP/HTTP traces endpoint on a loopback port: it decodes
 // the protobuf requests it gets and keeps their spans.
 type receiver struct {
-	url   string
-	mu    sync.Mutex
-	spans []*tracepb.Span
+	url       string
+	mu        sync.Mutex
+	spans     []*tracepb.Span
+	resources [][]*commonpb.KeyValue // each export's resource's attributes
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -61,6 +62,7 @@ func newReceiver(t *testing.T) *receiver {
 		}
 		rc.mu.Lock()
 		for _, rs := range req.ResourceSpans {
+			rc.resources = append(rc.resources, rs.GetResource().GetAttributes())
 			for _, ss := range rs.ScopeSpans {
 				rc.spans = append(rc.spans, ss.Spans...)
 			}
@@ -84,7 +86,14 @@ func (rc *receiver) got() []*tracepb.Span {
 // export sends runs through an Exporter to rc, and flushes it.
 func exportRuns(t *testing.T, rc *receiver, runs ...*engine.Run) {
 	t.Helper()
-	x, err := New(context.Background(), Options{Endpoint: rc.url})
+	exportWith(t, Options{Endpoint: rc.url}, runs...)
+}
+
+// exportWith sends runs through an Exporter made with opts, and flushes
+// it.
+func exportWith(t *testing.T, opts Options, runs ...*engine.Run) {
+	t.Helper()
+	x, err := New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +189,72 @@ func TestStartedByRunLinksToIt(t *testing.T) {
 	if len(c.Links) != 1 || string(c.Links[0].TraceId) != string(p.TraceId) || string(c.Links[0].SpanId) != string(p.SpanId) ||
 		attr(c.Links[0].Attributes, "hookd.link") != "started_by" {
 		t.Errorf("the child run's links = %v; want one, started_by, to the parent run's span %x/%x", c.Links, p.TraceId, p.SpanId)
+	}
+}
+
+// TestResource: the spans' resource names the service ("hookd", or
+// Options.Service; OTEL_SERVICE_NAME wins) and, in cluster mode, the node
+// (service.instance.id and hookd.node); the collector's endpoint may come
+// from OTEL_EXPORTER_OTLP_ENDPOINT alone.
+func TestResource(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		opts                Options
+		env                 string // OTEL_SERVICE_NAME
+		service, node, inst string
+	}{
+		{"default", Options{}, "", "hookd", "", ""},
+		{"cluster node", Options{Service: "hookd-prod", Node: "n1"}, "", "hookd-prod", "n1", "n1"},
+		{"OTEL_SERVICE_NAME wins", Options{Service: "hookd-prod", Node: "n1"}, "from-env", "from-env", "n1", "n1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("OTEL_SERVICE_NAME", tc.env)
+			t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
+			rc := newReceiver(t)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.url) // the endpoint from the environment only
+			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+			exportWith(t, tc.opts, finishedRun("r"))
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			if len(rc.spans) != 1 || len(rc.resources) != 1 {
+				t.Fatalf("%d spans in %d exports, want 1 in 1", len(rc.spans), len(rc.resources))
+			}
+			res := rc.resources[0]
+			if got := attr(res, "service.name"); got != tc.service {
+				t.Errorf("service.name = %q, want %q", got, tc.service)
+			}
+			if got := attr(res, "hookd.node"); got != tc.node {
+				t.Errorf("hookd.node = %q, want %q", got, tc.node)
+			}
+			if got := attr(res, "service.instance.id"); got != tc.inst {
+				t.Errorf("service.instance.id = %q, want %q", got, tc.inst)
+			}
+		})
+	}
+}
+
+// TestContentOnlyWhenAsked: the prompt and the answer reach the run's
+// span only with Options.Content (otel.content: true).
+func TestContentOnlyWhenAsked(t *testing.T) {
+	for _, content := range []bool{false, true} {
+		t.Run(strconv.FormatBool(content), func(t *testing.T) {
+			rc := newReceiver(t)
+			run := finishedRun("r")
+			run.Prompt, run.Response = "the prompt text", "the answer text"
+			exportWith(t, Options{Endpoint: rc.url, Content: content}, run)
+			spans := rc.got()
+			if len(spans) != 1 {
+				t.Fatalf("%d spans, want 1", len(spans))
+			}
+			for _, kv := range spans[0].Attributes {
+				if s := kv.Value.GetStringValue(); !content && (strings.Contains(s, "prompt text") || strings.Contains(s, "answer text")) {
+					t.Errorf("content off: attribute %s holds %q", kv.Key, s)
+				}
+			}
+			if got := attr(spans[0].Attributes, "hookd.prompt") + "|" + attr(spans[0].Attributes, "hookd.answer"); content && got != "the prompt text|the answer text" {
+				t.Errorf("content on: hookd.prompt|hookd.answer = %q", got)
+			}
+		})
 	}
 }
 
