@@ -412,3 +412,35 @@ func names(spans []*otlpSpan) []string {
 	}
 	return out
 }
+
+// TestTracesFromEnvironment: with no otel: in hookd.yaml, the standard
+// OTEL_EXPORTER_OTLP_ENDPOINT alone turns export on, and OTEL_SERVICE_NAME
+// names the service.
+func TestTracesFromEnvironment(t *testing.T) {
+	col := startCollector(t)
+	e := newEnv(t, "", map[string]string{"hello.yaml": "skip_llm: true\nsteps:\n  - type: shell\n    command: echo hi\n"})
+	e.environ = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + col.endpoint, "OTEL_SERVICE_NAME=hookd-env"}
+	d := e.serve()
+	r := e.must(0, "fire", "hello", "--wait", "--json")
+	var run engine.Run
+	if err := json.Unmarshal([]byte(r.stdout), &run); err != nil || run.ID == "" {
+		t.Fatalf("decode the run: %v\n%s", err, r)
+	}
+	d.signal(syscall.SIGTERM)
+	d.wait()
+	waitFor(t, "the run's span at the collector", func() bool {
+		for _, s := range col.spans(t) {
+			if s.Name == "run hello" && s.attr("hookd.run.id") == run.ID {
+				return true
+			}
+		}
+		return false
+	}, func() string { return fmt.Sprintf("%v", names(col.spans(t))) })
+	b, err := os.ReadFile(col.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `{"key":"service.name","value":{"stringValue":"hookd-env"}}`) {
+		t.Errorf("the collector got no resource with service.name hookd-env:\n%s", b)
+	}
+}
