@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hookd/hookd/api"
 	"github.com/hookd/hookd/daemon"
@@ -54,15 +55,17 @@ func cmdEvents(c *cli, args []string) int {
 	if *asJSON {
 		return c.printJSON(out)
 	}
-	if err := c.writeEventTable(out); err != nil {
+	if err := c.writeEventTable(out, time.Now()); err != nil {
 		return c.errorf("%v", err)
 	}
 	return exitOK
 }
 
 // writeEventTable writes events' table of events to stdout; on a
-// terminal FATE, then SOURCE and TYPE give way first.
-func (c *cli) writeEventTable(out []api.Event) error {
+// terminal FATE gives way first, TIME shows only how long ago it was
+// ("3h ago"), then SOURCE and TYPE give way; when that is not enough,
+// FATE and SOURCE are left out.
+func (c *cli) writeEventTable(out []api.Event, now time.Time) error {
 	t := newTable(5, len(out)+1)
 	t.row("SEQ", "TIME", "TYPE", "SOURCE", "FATE")
 	for _, ev := range out {
@@ -72,7 +75,9 @@ func (c *cli) writeEventTable(out []api.Event) error {
 		}
 		t.row(strconv.FormatInt(ev.Seq, 10), when, ev.Type, ev.Source, engine.OneLine(fateLine(ev.Type, ev.Fate), 160))
 	}
-	return c.layout(t, giveWay{4, 20}, giveWay{3, 8}, giveWay{2, 16}).write(c.stdout)
+	ago := func(i int) string { return relativeText(out[i].Time, now) }
+	return c.layout(t, []int{4, 3},
+		cut(4, 20), compact(1, ago), cut(3, 8), cut(2, 16)).write(c.stdout)
 }
 
 // fateLine says an event's fate on one line: its text (EventFate.Text),

@@ -93,11 +93,20 @@ func cmdList(c *cli, args []string) int {
 }
 
 // writeHookTable writes list's table of hooks to stdout; on a terminal
-// FILE, then TRIGGER, IN FLIGHT, NEXT DUE, NAME and LAST give way
-// first.
+// FILE, then TRIGGER and IN FLIGHT give way first, NEXT DUE shows only
+// how far off it is ("in 3h"), then NAME and LAST give way; when that
+// is not enough, FILE, QUEUED, IN FLIGHT and TRIGGER are left out.
 func (c *cli) writeHookTable(hooks []engine.HookStatus, now time.Time) error {
 	w := c.stdout
-	if err := c.layout(hookTable(hooks, now), giveWay{6, 8}, giveWay{1, 10}, giveWay{4, 8}, giveWay{2, 10}, giveWay{0, 12}, giveWay{3, 12}).write(w); err != nil {
+	next := func(i int) string {
+		if h := &hooks[i]; h.Enabled && !h.Paused && !h.NextDue.IsZero() {
+			return human.Relative(h.NextDue.Sub(now))
+		}
+		return ""
+	}
+	t := c.layout(hookTable(hooks, now), []int{6, 5, 4, 1},
+		cut(6, 8), cut(1, 10), cut(4, 8), compact(2, next), cut(0, 12), cut(3, 12))
+	if err := t.write(w); err != nil {
 		return err
 	}
 	// A file that does not load stays in the list, marked, with why.
@@ -266,14 +275,18 @@ func cmdRuns(c *cli, args []string) int {
 }
 
 // writeRunTable writes runs' table of runs to stdout; on a terminal
-// REASON, then TRIGGER, HOOK and STARTED give way first.
+// REASON, then TRIGGER give way first, STARTED shows only how long ago
+// it was ("3h ago"), then HOOK and STATUS give way; when that is not
+// enough, REASON, TRIGGER and DURATION are left out. The run id stays
+// whole (it is what a user copies).
 func (c *cli) writeRunTable(runs []*engine.Run, now time.Time) error {
 	t := newTable(7, len(runs)+1)
 	t.row("ID", "HOOK", "STATUS", "TRIGGER", "STARTED", "DURATION", "REASON")
-	for _, r := range runs {
+	starts := make([]time.Time, len(runs))
+	for i, r := range runs {
 		started := "-"
 		if t := firstNonZero(r.StartedAt, r.QueuedAt, r.FinishedAt); !t.IsZero() {
-			started = timeText(t)
+			started, starts[i] = timeText(t), t
 		}
 		dur := "-"
 		if d := r.Duration(); d > 0 {
@@ -293,7 +306,9 @@ func (c *cli) writeRunTable(runs []*engine.Run, now time.Time) error {
 		}
 		t.row(r.ID, r.Hook, r.Headline(), r.Trigger, started, dur, engine.OneLine(why, 80))
 	}
-	return c.layout(t, giveWay{6, 16}, giveWay{3, 8}, giveWay{1, 12}, giveWay{4, 14}).write(c.stdout)
+	ago := func(i int) string { return relativeText(starts[i], now) }
+	return c.layout(t, []int{6, 3, 5},
+		cut(6, 16), cut(3, 8), compact(4, ago), cut(1, 12), cut(2, 9)).write(c.stdout)
 }
 
 // repeatsText says what a collapsed record stands for: "12× from 03-01

@@ -370,7 +370,7 @@ func (c *cli) printReplay(r *replayJSON) {
 	t.row("tokens", tokensText(r.Recorded.Tokens), tokensText(r.Replay.Tokens))
 	t.row("tool calls", toolsText(r.Recorded.Tools), toolsText(r.Replay.Tools))
 	fmt.Fprintln(w)
-	if err := c.layout(t).write(w); err != nil {
+	if err := c.layout(t, nil).write(w); err != nil {
 		return
 	}
 	for _, u := range r.NotRecorded {
@@ -408,7 +408,7 @@ func (c *cli) printReplaySummary(reports []replayJSON) {
 		t.row(r.Run, sideStatus(r.Recorded), string(r.Outcome), tokensText(r.Recorded.Tokens), tokensText(r.Replay.Tokens),
 			fmt.Sprintf("%d → %d", len(r.Recorded.Tools), len(r.Replay.Tools)))
 	}
-	if err := c.layout(t).write(w); err != nil {
+	if err := c.layout(t, nil).write(w); err != nil {
 		return
 	}
 	fmt.Fprintf(w, "\n%d same, %d changed, %d diverged, %d failed; tokens %d before, %d after\n",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hookd/hookd/daemon"
 	"github.com/hookd/hookd/engine"
@@ -44,15 +45,17 @@ func cmdSearch(c *cli, args []string) int {
 		fmt.Fprintln(c.stdout, "no runs match")
 		return exitOK
 	}
-	if err := c.writeSearchTable(hits); err != nil {
+	if err := c.writeSearchTable(hits, time.Now()); err != nil {
 		return c.errorf("%v", err)
 	}
 	return exitOK
 }
 
 // writeSearchTable writes search's table of hits to stdout; on a
-// terminal SNIPPET, then HOOK give way first.
-func (c *cli) writeSearchTable(hits []engine.SearchHit) error {
+// terminal SNIPPET gives way first, FINISHED shows only how long ago it
+// was ("3h ago"), then HOOK and STATUS give way; when that is not
+// enough, SNIPPET and SCORE are left out. The run id stays whole.
+func (c *cli) writeSearchTable(hits []engine.SearchHit, now time.Time) error {
 	t := newTable(6, len(hits)+1)
 	t.row("ID", "HOOK", "STATUS", "FINISHED", "SCORE", "SNIPPET")
 	for _, h := range hits {
@@ -63,5 +66,7 @@ func (c *cli) writeSearchTable(hits []engine.SearchHit) error {
 		t.row(h.RunID, h.Hook, status, h.Time.Local().Format("01-02 15:04:05"),
 			strconv.FormatFloat(h.Score, 'f', 2, 64), engine.OneLine(strings.Join(strings.Fields(h.Snippet), " "), 100))
 	}
-	return c.layout(t, giveWay{5, 20}, giveWay{1, 12}).write(c.stdout)
+	ago := func(i int) string { return relativeText(hits[i].Time, now) }
+	return c.layout(t, []int{5, 4},
+		cut(5, 20), compact(3, ago), cut(1, 12), cut(2, 9)).write(c.stdout)
 }

@@ -31,10 +31,12 @@ type table struct {
 	out    []byte // write's buffer
 	spaces [64]byte
 
-	// On a terminal (layout): the width to fit and the columns to narrow,
-	// least useful first; and the colour of a cell.
+	// On a terminal (layout): the width to fit, the columns to narrow,
+	// least useful first, and the columns to drop, least useful first,
+	// when narrowing is not enough; and the colour of a cell.
 	width int
 	order []giveWay
+	drop  []int
 	paint func(row, col int, cell string) string
 }
 
@@ -176,14 +178,24 @@ func (t *table) tabwriter(w io.Writer) error {
 	return tw.Flush()
 }
 
-// giveWay is a column a table narrows to fit a terminal, down to min
-// runes.
-type giveWay struct{ col, min int }
+// giveWay is a column a table narrows to fit a terminal: down to min
+// runes, a cut cell ending in "…"; or, with short, to its compact form
+// (a time as "3h ago" instead of its whole date).
+type giveWay struct {
+	col, min int
+	// short is the compact form of the cell of the i-th row under the
+	// header (which stays); "" keeps the cell as it is.
+	short func(i int) string
+}
+
+// cut is a column narrowed down to min runes.
+func cut(col, min int) giveWay { return giveWay{col: col, min: min} }
+
+// compact is a column shown in its compact form, short.
+func compact(col int, short func(i int) string) giveWay { return giveWay{col: col, short: short} }
 
 // writeTerminal writes the table for a terminal: each cell on one line
-// (a tab or line break in it is a space), the columns narrowed in
-// t.order until the table fits t.width (a cut cell ends in "…"; a table
-// that does not fit with every listed column at its minimum runs over), and
+// (a tab or line break in it is a space), fitted to t.width (fit), and
 // the cells t.paint names an SGR code for coloured. With colours the
 // cells are escaped as termSafe escapes text (textsafe) and the table is written
 // raw (termSafe would escape the colours too).
@@ -193,39 +205,25 @@ func (t *table) writeTerminal(w io.Writer) error {
 	widest := make([]int, t.cols)
 	begin := 0
 	for i, end := range t.ends {
-		c := string(t.buf[begin:end])
+		c := t.screen(string(t.buf[begin:end]))
 		begin = end
-		c = strings.Map(func(r rune) rune {
-			if r == '\t' || r == '\n' || r == '\r' {
-				return ' '
-			}
-			return r
-		}, c)
-		if t.paint != nil {
-			c = string(textsafe.Append(nil, []byte(c)))
-		}
 		cells[i], widths[i] = c, utf8.RuneCountInString(c)
 		widest[i%t.cols] = max(widest[i%t.cols], widths[i])
 	}
-	limit := slices.Clone(widest)
+	limit, dropped := slices.Clone(widest), make([]bool, t.cols)
 	if t.width > 0 {
-		total := widest[t.cols-1]
-		for _, n := range widest[:t.cols-1] {
-			total += max(tableMinWidth, n+tablePadding)
-		}
-		for _, g := range t.order {
-			if total <= t.width {
-				break
-			}
-			if cut := min(total-t.width, limit[g.col]-max(g.min, 2)); cut > 0 {
-				limit[g.col] -= cut
-				total -= cut
-			}
-		}
+		limit, dropped = t.fit(cells, widths, widest)
+	}
+	last := t.cols - 1
+	for last > 0 && dropped[last] {
+		last--
 	}
 	var out []byte
 	for i, c := range cells {
 		row, col := i/t.cols, i%t.cols
+		if dropped[col] {
+			continue
+		}
 		n := widths[i]
 		if n > limit[col] {
 			c = string([]rune(c)[:limit[col]-1]) + "…"
@@ -242,7 +240,7 @@ func (t *table) writeTerminal(w io.Writer) error {
 		if code != "" {
 			out = append(out, "\x1b[0m"...)
 		}
-		if col == t.cols-1 {
+		if col == last {
 			out = append(out, '\n')
 			continue
 		}
@@ -256,11 +254,107 @@ func (t *table) writeTerminal(w io.Writer) error {
 	return err
 }
 
+// screen is a cell as a terminal shows it: on one line, and escaped
+// when the table is coloured.
+func (t *table) screen(c string) string {
+	c = strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, c)
+	if t.paint != nil {
+		c = string(textsafe.Append(nil, []byte(c)))
+	}
+	return c
+}
+
+// fit chooses how the table fits t.width: when it does not fit even
+// with every column of t.order at its least (min runes, or compact),
+// the columns of t.drop are dropped, in order, until it does; then the
+// columns left are narrowed in t.order, each as far as it needs, until
+// the table fits (a compact column's cells are replaced in cells and
+// widths). It returns each column's width and which are dropped. A table
+// that does not fit with every column left at its least runs over.
+func (t *table) fit(cells []string, widths, widest []int) (limit []int, dropped []bool) {
+	least := slices.Clone(widest)
+	shorts := make(map[int][]string)
+	for _, g := range t.order {
+		if g.short == nil {
+			least[g.col] = min(widest[g.col], max(g.min, 2))
+			continue
+		}
+		short := make([]string, len(cells)/t.cols)
+		n := widths[g.col] // the header's
+		for row := 1; row < len(short); row++ {
+			i := row*t.cols + g.col
+			if s := g.short(row - 1); s != "" {
+				short[row] = t.screen(s)
+			} else {
+				short[row] = cells[i]
+			}
+			n = max(n, utf8.RuneCountInString(short[row]))
+		}
+		if n < widest[g.col] {
+			shorts[g.col], least[g.col] = short, n
+		}
+	}
+	dropped = make([]bool, t.cols)
+	for _, col := range t.drop {
+		if tableWidth(least, dropped) <= t.width {
+			break
+		}
+		dropped[col] = true
+	}
+	limit = slices.Clone(widest)
+	for _, g := range t.order {
+		total := tableWidth(limit, dropped)
+		if total <= t.width {
+			break
+		}
+		if dropped[g.col] || limit[g.col] <= least[g.col] {
+			continue
+		}
+		if short, ok := shorts[g.col]; ok {
+			for row := 1; row < len(short); row++ {
+				i := row*t.cols + g.col
+				cells[i], widths[i] = short[row], utf8.RuneCountInString(short[row])
+			}
+			limit[g.col] = least[g.col]
+			continue
+		}
+		limit[g.col] -= min(total-t.width, limit[g.col]-least[g.col])
+	}
+	return limit, dropped
+}
+
+// tableWidth is how wide a table's lines are at most with its columns
+// width runes wide, less the dropped ones: each column but the last
+// padded.
+func tableWidth(width []int, dropped []bool) int {
+	total, last := 0, -1
+	for col := range width {
+		if dropped[col] {
+			continue
+		}
+		if last >= 0 {
+			total += max(tableMinWidth, width[last]+tablePadding)
+		}
+		last = col
+	}
+	if last >= 0 {
+		total += width[last]
+	}
+	return total
+}
+
 // layout fits t to the terminal stdout is, narrowing the columns in
-// order (least useful first), and colours its status words when colour
-// is on (colored). Piped, t stays as tabwriter would lay it out.
-func (c *cli) layout(t *table, order ...giveWay) *table {
-	t.width, t.order = c.columns, order
+// order (least useful first) and, when that is not enough, dropping
+// those of drop (least useful first), and colours its status words
+// when colour is on (colored). Piped, t stays as tabwriter would lay it
+// out.
+func (c *cli) layout(t *table, drop []int, order ...giveWay) *table {
+	t.width, t.order, t.drop = c.columns, order, drop
 	if c.colored() {
 		t.paint = paintStatus
 	}

@@ -21,7 +21,7 @@ var updateTables = flag.Bool("update-tables", false, "rewrite the tables' golden
 func tableHooks(now time.Time) []engine.HookStatus {
 	return []engine.HookStatus{
 		{Name: "nightly-report", Project: "billing", Trigger: "cron 0 3 * * * (Europe/Berlin)", Enabled: true,
-			LastStatus: engine.StatusCompleted, LastStart: now.Add(-26 * time.Minute),
+			NextDue: now.Add(16 * time.Hour), LastStatus: engine.StatusCompleted, LastStart: now.Add(-26 * time.Minute),
 			File: "hooks.d/reports/nightly-report.yaml", Version: "9f2c4e1a7b3d"},
 		{Name: "pr-review", Trigger: "event github.pull_request.opened, github.pull_request.synchronize", Enabled: true,
 			LastStatus: engine.StatusFailed, LastCheckFailed: "tests", LastStart: now.Add(-3 * time.Hour),
@@ -80,7 +80,10 @@ func TestListFitsTerminal(t *testing.T) {
 
 // TestTablesFitTerminal: runs', events' and search's tables fit a
 // terminal's width as list's does, checked against goldens at 80 and
-// 200 columns; piped they are as tabwriter lays them out.
+// 200 columns: at 80 no line is wider than 80, a time shows how long
+// ago it was, and the run ids, hooks and statuses stay (the ids
+// whole); at 200 the times are whole. Piped they are as tabwriter lays
+// them out.
 func TestTablesFitTerminal(t *testing.T) {
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	runs := []*engine.Run{
@@ -113,16 +116,20 @@ func TestTablesFitTerminal(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		write func(*cli) error
-		// narrowest is the width the table fits at most narrowly: runs'
-		// and search's columns that do not give way (a whole run id,
-		// STATUS, FINISHED) are wider than 80 together, so at 80 they
-		// run over (as writeTerminal allows), their goldens say by how
-		// much.
-		narrowest int
+		// stays is what each width shows (a run id whole, a column's
+		// header); full is a time at 200 columns, short the same at 80.
+		stays       []string
+		full, short string
 	}{
-		{"runs", func(c *cli) error { return c.writeRunTable(runs, now) }, 143},
-		{"events", func(c *cli) error { return c.writeEventTable(events) }, 80},
-		{"search", func(c *cli) error { return c.writeSearchTable(hits) }, 116},
+		{"runs", func(c *cli) error { return c.writeRunTable(runs, now) },
+			[]string{"ID", "HOOK", "STATUS", runs[0].ID, runs[1].ID, runs[2].ID, "nightly-rep", "completed"},
+			"2026-11-29 07:00:00 UTC", "3h ago"},
+		{"events", func(c *cli) error { return c.writeEventTable(events, now) },
+			[]string{"SEQ", "TIME", "TYPE", "1042", "deploy.finsihed"},
+			"2026-11-29 07:00:00 UTC", "3h ago"},
+		{"search", func(c *cli) error { return c.writeSearchTable(hits, now) },
+			[]string{"ID", "HOOK", "STATUS", hits[0].RunID, hits[1].RunID, "nightly-rep", "completed"},
+			"11-29 07:00:00", "3h ago"},
 	} {
 		var piped bytes.Buffer
 		if err := tt.write(&cli{stdout: &piped}); err != nil {
@@ -137,8 +144,16 @@ func TestTablesFitTerminal(t *testing.T) {
 			if err := tt.write(c); err != nil {
 				t.Fatal(err)
 			}
-			if n := maxWidth(out.String()); n > max(width, tt.narrowest) {
+			if n := maxWidth(out.String()); n > width {
 				t.Errorf("%s, %d columns: a line of %d:\n%s", tt.name, width, n, out.String())
+			}
+			for _, s := range tt.stays {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("%s, %d columns: no %q:\n%s", tt.name, width, s, out.String())
+				}
+			}
+			if time := map[int]string{80: tt.short, 200: tt.full}[width]; !strings.Contains(out.String(), time) {
+				t.Errorf("%s, %d columns: no time shown as %q:\n%s", tt.name, width, time, out.String())
 			}
 			if width == 80 && !strings.Contains(out.String(), "…") {
 				t.Errorf("%s, 80 columns: nothing was cut:\n%s", tt.name, out.String())
