@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,13 +83,4 @@ func TestListColourOnTerminal(t *testing.T) {
 	if !strings.Contains(out, "…") {
 		t.Errorf("nothing was cut to fit 80 columns:\n%s", out)
 	}
-}
-
-// maxWidth is the widest line of s, in runes.
-func maxWidth(s string) int {
-	w := 0
-	for _, l := range strings.Split(s, "\n") {
-		w = max(w, utf8.RuneCountInString(l))
-	}
-	return w
 }

@@ -221,3 +221,12 @@ func TestTableColour(t *testing.T) {
 		}
 	}
 }
+
+// maxWidth is the widest line of s, in runes.
+func maxWidth(s string) int {
+	w := 0
+	for _, l := range strings.Split(s, "\n") {
+		w = max(w, utf8.RuneCountInString(l))
+	}
+	return w
+}
