@@ -33,6 +33,14 @@ func WithTraceParent(ctx context.Context, tp engine.TraceParent) context.Context
 	return context.WithValue(ctx, traceKey{}, tp)
 }
 
+// HealthWait is how long Dial waits for a daemon that took the
+// connection to answer its health check. Nothing listening on the socket
+// fails the dial at once, whatever this is; it bounds only a daemon that
+// accepted and is slow to answer, as a busy one on a loaded machine is
+// (2 s was too short there: 20 hookd fires at once under -race at load
+// 18 were each told the daemon was "still starting" and exited 75).
+const HealthWait = 15 * time.Second
+
 // Dial returns a client for the daemon of the database db, or nil when
 // none answers.
 func Dial(db string) *Client {
@@ -46,7 +54,7 @@ func Dial(db string) *Client {
 			return d.DialContext(ctx, "unix", socket)
 		},
 	}}}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), HealthWait)
 	defer cancel()
 	if err := c.Do(ctx, "GET", "/healthz", nil, nil); err != nil {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hookd/hookd/api"
 )
@@ -64,5 +65,42 @@ func TestClientReusesItsConnection(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("7 requests took %d connections; want 1 (keep-alive)", n)
+	}
+}
+
+// TestDialWaitsForASlowDaemon checks that Dial takes a daemon that
+// accepts the connection and answers its health check late (a busy
+// daemon on a loaded machine) for one that answers, instead of for none:
+// with none, a command takes the database's lock, finds the daemon
+// holding it and exits 75 saying it is "still starting". With the
+// health check's former 2 s, this daemon answering after 3 s was none.
+func TestDialWaitsForASlowDaemon(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "hkc") // not t.TempDir: a socket path must stay short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	db := filepath.Join(dir, "hookd.db")
+	ln, err := net.Listen("unix", api.SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(3 * time.Second)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(api.Health{Status: "ok", DB: db})
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	if c := Dial(db); c == nil {
+		t.Fatal("Dial: a daemon that answered its health check after 3 s was taken for none")
+	}
+	// No socket: no daemon.
+	ln.Close()
+	if c := Dial(filepath.Join(dir, "other.db")); c != nil {
+		t.Fatal("Dial: a client for a socket nothing listens on")
 	}
 }
