@@ -14,12 +14,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,29 +47,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
 
-// parallelFactor is how many of this package's parallel tests run at
-// once per CPU, unless -parallel says otherwise: they spend most of their
-// time waiting (for daemons, steps and schedules, a second apart), so
-// go test's default of one per CPU leaves the CPUs idle.
-const parallelFactor = 4
-
-// raiseParallel sets -test.parallel to parallelFactor times GOMAXPROCS
-// unless the command line set it.
-func raiseParallel() error {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if set {
-		return nil
-	}
-	return flag.Set("test.parallel", strconv.Itoa(parallelFactor*runtime.GOMAXPROCS(0)))
-}
-
 func testMain(m *testing.M) int {
-	if err := raiseParallel(); err != nil {
-		fmt.Fprintln(os.Stderr, "set -test.parallel:", err)
-		return 1
-	}
 	dir, err := os.MkdirTemp("", "hookd-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "make temp dir:", err)
