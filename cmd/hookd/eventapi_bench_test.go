@@ -82,35 +82,7 @@ func benchEventToRunAPI(b *testing.B, pubs int, boxed bool) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	}()
-	for deadline := time.Now().Add(waitLong); !strings.Contains(log.String(), "hookd serving"); time.Sleep(pollStep) {
-		if time.Now().After(deadline) {
-			b.Fatalf("hookd did not start:\n%s", log)
-		}
-	}
-	sock := api.SocketPath(filepath.Join(dir, ".hookd", "hookd.db"))
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-		MaxIdleConnsPerHost: pubs,
-	}}
-	call := func(method, path string, body []byte, out any) error {
-		req, err := http.NewRequest(method, "http://hookd"+path, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			msg, _ := io.ReadAll(resp.Body)
-			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
-		}
-		return json.NewDecoder(resp.Body).Decode(out)
-	}
+	call := benchAPI(b, dir, log, pubs)
 
 	var lat []time.Duration
 	var latMu sync.Mutex
@@ -180,4 +152,39 @@ func benchEventToRunAPI(b *testing.B, pubs int, boxed bool) {
 	b.Logf("sandbox %t, %d publishers over the API socket: %d runs in %v (%.0f runs/s), %d spawns in %v (%.0f spawns/s): ratio %.2f; POST to started_at p50 %v p99 %v",
 		boxed, pubs, per*rounds, runT.Round(time.Millisecond), runRate, per*rounds, spawnT.Round(time.Millisecond), spawnRate,
 		runRate/spawnRate, quantileDur(lat, 0.5), quantileDur(lat, 0.99))
+}
+
+// benchAPI waits for the hookd serve of dir, whose log is log, to serve,
+// and returns a call over its API socket (kept-alive connections for
+// pubs publishers) that decodes an answer of 200 into out.
+func benchAPI(b *testing.B, dir string, log *logBuffer, pubs int) (call func(method, path string, body []byte, out any) error) {
+	for deadline := time.Now().Add(waitLong); !strings.Contains(log.String(), "hookd serving"); time.Sleep(pollStep) {
+		if time.Now().After(deadline) {
+			b.Fatalf("hookd did not start:\n%s", log)
+		}
+	}
+	sock := api.SocketPath(filepath.Join(dir, ".hookd", "hookd.db"))
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+		MaxIdleConnsPerHost: pubs,
+	}}
+	return func(method, path string, body []byte, out any) error {
+		req, err := http.NewRequest(method, "http://hookd"+path, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			msg, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
+		}
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
 }

@@ -3,13 +3,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,35 +101,7 @@ func daemonSoak(b *testing.B, soak time.Duration) {
 		}()
 		pid = cmd.Process.Pid
 	}
-	for deadline := time.Now().Add(waitLong); !strings.Contains(log.String(), "hookd serving"); time.Sleep(pollStep) {
-		if time.Now().After(deadline) {
-			b.Fatalf("hookd did not start:\n%s", log)
-		}
-	}
-	sock := api.SocketPath(filepath.Join(dir, ".hookd", "hookd.db"))
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-		MaxIdleConnsPerHost: pubs,
-	}}
-	call := func(method, path string, body []byte, out any) error {
-		req, err := http.NewRequest(method, "http://hookd"+path, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			msg, _ := io.ReadAll(resp.Body)
-			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
-		}
-		return json.NewDecoder(resp.Body).Decode(out)
-	}
+	call := benchAPI(b, dir, log, pubs)
 
 	start := time.Now()
 	stop := make(chan struct{})
