@@ -97,6 +97,12 @@ type PendingRetry struct {
 	Event     json.RawMessage
 	EventType string
 	Depth     int
+	// TraceParent is the caller's trace the failed run continued: the
+	// retry continues it too. TraceLink is the span of the run that
+	// started the failed run (TraceLinks.StartedBy): the retry links to
+	// it too.
+	TraceParent TraceParent
+	TraceLink   TraceParent
 }
 
 // planRetry decides, on the run's goroutine before its final record is
@@ -111,6 +117,7 @@ func (e *Engine) planRetry(ctx context.Context, h *Hook, run *Run, now time.Time
 		RetryPlan: RetryPlan{RunID: NewID(), Attempt: attempt, At: now.Add(h.Retry.Delay(attempt, rand.Float64()))},
 		Hook:      h.Name, RetryOf: run.ID, Attempts: h.Retry.Attempts,
 		Event: run.Event, EventType: run.EventType, Depth: run.Depth,
+		TraceParent: run.TraceParent, TraceLink: run.TraceLinks.StartedBy,
 	}
 	if run.RetryOf != "" {
 		p.RetryOf = run.RetryOf
@@ -202,7 +209,7 @@ func (s *state) fireRetries(now time.Time) {
 			continue
 		}
 		res := s.trigger(ent, trig{reason: TriggerRetry, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
-			retry: p, note: fmt.Sprintf("attempt %d of %d: retries run %s", p.Attempt, p.Attempts, p.RetryOf)})
+			traceParent: p.TraceParent, traceLink: p.TraceLink, retry: p, note: fmt.Sprintf("attempt %d of %d: retries run %s", p.Attempt, p.Attempts, p.RetryOf)})
 		s.e.log.Info("retrying a failed run", "hook", p.Hook, "retry_of", p.RetryOf, "attempt", p.Attempt, "run", res.run.ID, "err", res.err)
 		s.forgetRetry(p)
 	}

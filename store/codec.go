@@ -219,8 +219,8 @@ func FateArg(f *engine.EventFate) (any, error) {
 // EventCols are the columns ScanEvent reads, in its order.
 const EventCols = `seq, id, type, data, source, time, depth, fate, trace_parent`
 
-// TraceArg is the value of the trace_parent column of an event or a
-// pending rerun: the caller's trace t it continues, as it came; or else,
+// TraceArg is the value of the trace_parent column of an event, a
+// pending rerun or a pending retry: the caller's trace t it continues, as it came; or else,
 // when a run caused it, that run's span link (engine.Event.TraceLink) as
 // the JSON of the trace links it gives its runs (engine.TraceLinks, as
 // the runs' trace_links column holds them); NULL for neither. ScanTrace
@@ -283,11 +283,12 @@ func ScanEvent(row Scanner) (*engine.Event, error) {
 
 // RetryCols are the columns of a pending retry, in the order of
 // RetryArgs and ScanRetry.
-const RetryCols = `run_id, hook, retry_of, attempt, attempts, due_at, event, event_type, depth`
+const RetryCols = `run_id, hook, retry_of, attempt, attempts, due_at, event, event_type, depth, trace_parent`
 
 // RetryArgs returns the values of RetryCols for r.
 func RetryArgs(r *engine.PendingRetry) []any {
-	return []any{r.RunID, r.Hook, r.RetryOf, r.Attempt, r.Attempts, timeInt(r.At), RawArg(r.Event), r.EventType, r.Depth}
+	return []any{r.RunID, r.Hook, r.RetryOf, r.Attempt, r.Attempts, timeInt(r.At), RawArg(r.Event), r.EventType, r.Depth,
+		TraceArg(r.TraceParent, r.TraceLink)}
 }
 
 // ScanRetry scans RetryCols.
@@ -296,9 +297,14 @@ func ScanRetry(row Scanner) (*engine.PendingRetry, error) {
 		r     engine.PendingRetry
 		due   int64
 		event *string
+		tp    *string
 	)
-	if err := row.Scan(&r.RunID, &r.Hook, &r.RetryOf, &r.Attempt, &r.Attempts, &due, &event, &r.EventType, &r.Depth); err != nil {
+	if err := row.Scan(&r.RunID, &r.Hook, &r.RetryOf, &r.Attempt, &r.Attempts, &due, &event, &r.EventType, &r.Depth, &tp); err != nil {
 		return nil, err
+	}
+	var err error
+	if r.TraceParent, r.TraceLink, err = ScanTrace(tp); err != nil {
+		return nil, fmt.Errorf("retry %s: %w", r.RunID, err)
 	}
 	r.At = intTime(due)
 	if event != nil && *event != "" {

@@ -24,9 +24,14 @@ const sqlRetries = `CREATE TABLE retries (
 	depth      INTEGER NOT NULL DEFAULT 0
 );`
 
+// sqlRetryTrace is migration 26: the trace of a pending retry
+// (engine.PendingRetry.TraceParent, or else its TraceLink), the caller's
+// trace the failed run continued, as TraceArg writes it.
+const sqlRetryTrace = `ALTER TABLE retries ADD COLUMN trace_parent TEXT;`
+
 // AddRetry records a pending retry.
 func (d *DB) AddRetry(ctx context.Context, r *engine.PendingRetry) error {
-	_, err := d.w.ExecContext(ctx, `INSERT INTO retries (`+RetryCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, RetryArgs(r)...)
+	_, err := d.w.ExecContext(ctx, `INSERT INTO retries (`+RetryCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, RetryArgs(r)...)
 	if err != nil {
 		return fmt.Errorf("add retry of run %s: %w", r.RetryOf, err)
 	}

@@ -127,6 +127,7 @@ CREATE TABLE retries (
 	{18, "usage tag", sqlUsageTag},                                     // usage.go
 	{19, "rerun trace parent", sqlRerunTrace},                          // reruns.go
 	{20, "run trace links", sqlRunTraceLinks},                          // runs.go
+	{21, "retry trace parent", sqlRetryTrace},                          // state.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

@@ -204,10 +204,15 @@ func (d *DB) DeleteSnapshot(ctx context.Context, hook string) error {
 	return nil
 }
 
+// sqlRetryTrace is migration 21: the trace of a pending retry
+// (engine.PendingRetry.TraceParent, or else its TraceLink), the caller's
+// trace the failed run continued, as store.TraceArg writes it.
+const sqlRetryTrace = `ALTER TABLE retries ADD COLUMN IF NOT EXISTS trace_parent TEXT;`
+
 // AddRetry records a pending retry.
 func (d *DB) AddRetry(ctx context.Context, r *engine.PendingRetry) error {
 	_, err := d.pool.Exec(ctx, `INSERT INTO retries (`+store.RetryCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, store.RetryArgs(r)...)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, store.RetryArgs(r)...)
 	if err != nil {
 		return fmt.Errorf("add retry of run %s: %w", r.RetryOf, err)
 	}
