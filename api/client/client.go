@@ -42,8 +42,14 @@ func WithTraceParent(ctx context.Context, tp engine.TraceParent) context.Context
 const HealthWait = 15 * time.Second
 
 // Dial returns a client for the daemon of the database db, or nil when
-// none answers.
-func Dial(db string) *Client {
+// none answers (DialContext with no end but HealthWait).
+func Dial(db string) *Client { return DialContext(context.Background(), db) }
+
+// DialContext is Dial that gives up when ctx ends too: a command
+// interrupted (Ctrl-C), or out of the time it was given to wait, does not
+// wait HealthWait for a daemon that is stopped (SIGSTOP, a frozen
+// cgroup) and so took the connection but never answers.
+func DialContext(ctx context.Context, db string) *Client {
 	socket := api.SocketPath(db)
 	if _, err := os.Stat(socket); err != nil {
 		return nil
@@ -54,7 +60,7 @@ func Dial(db string) *Client {
 			return d.DialContext(ctx, "unix", socket)
 		},
 	}}}
-	ctx, cancel := context.WithTimeout(context.Background(), HealthWait)
+	ctx, cancel := context.WithTimeout(ctx, HealthWait)
 	defer cancel()
 	if err := c.Do(ctx, "GET", "/healthz", nil, nil); err != nil {
 		return nil

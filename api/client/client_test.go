@@ -95,6 +95,13 @@ func TestDialWaitsForASlowDaemon(t *testing.T) {
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
+	// A command interrupted, or out of its --wait-lock, gives up with its
+	// context: the daemon's late answer is not waited for.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if c := DialContext(ctx, db); c != nil {
+		t.Fatal("DialContext: waited past its context's end for the health check")
+	}
 	if c := Dial(db); c == nil {
 		t.Fatal("Dial: a daemon that answered its health check after 3 s was taken for none")
 	}

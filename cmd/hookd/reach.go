@@ -37,7 +37,15 @@ func (c *cli) reach(ctx context.Context, d *config.Daemon, wait time.Duration, t
 	deadline := time.Now().Add(wait)
 	waiting := false
 	for {
-		if cl := client.Dial(d.DB); cl != nil {
+		// With --wait-lock, a daemon that does not answer does not keep
+		// the command past the time it was given.
+		dctx, cancel := ctx, context.CancelFunc(func() {})
+		if wait > 0 {
+			dctx, cancel = context.WithTimeout(ctx, max(time.Until(deadline), lockPoll))
+		}
+		cl := client.DialContext(dctx, d.DB)
+		cancel()
+		if cl != nil {
 			return cl, 0, false
 		}
 		var err error

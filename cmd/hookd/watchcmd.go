@@ -49,7 +49,7 @@ func cmdWatch(c *cli, args []string) int {
 	if *baseURL != "" {
 		httpc, base, token = &http.Client{}, strings.TrimRight(*baseURL, "/"), c.env("HOOKD_TOKEN")
 	} else {
-		cl := client.Dial(d.DB)
+		cl := client.DialContext(ctx, d.DB)
 		if cl == nil {
 			return c.errorf("hookd is not running (no answer on %s)", api.SocketPath(d.DB))
 		}
