@@ -20,16 +20,7 @@ import (
 // end before they are closed, so the connection stays open for the next
 // request instead of every request after one of those dialling again.
 func TestClientReusesItsConnection(t *testing.T) {
-	dir, err := os.MkdirTemp("", "hkc") // not t.TempDir: a socket path must stay short
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	db := filepath.Join(dir, "hookd.db")
-	ln, err := net.Listen("unix", api.SocketPath(db))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, ln := listenSocket(t)
 	var conns atomic.Int64
 	mux := http.NewServeMux()
 	answer := func(w http.ResponseWriter, v any) {
@@ -76,16 +67,7 @@ func TestClientReusesItsConnection(t *testing.T) {
 // health check's former 2 s, this daemon answering after 3 s was none.
 func TestDialWaitsForASlowDaemon(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "hkc") // not t.TempDir: a socket path must stay short
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	db := filepath.Join(dir, "hookd.db")
-	ln, err := net.Listen("unix", api.SocketPath(db))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, ln := listenSocket(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(3 * time.Second)
@@ -107,7 +89,23 @@ func TestDialWaitsForASlowDaemon(t *testing.T) {
 	}
 	// No socket: no daemon.
 	ln.Close()
-	if c := Dial(filepath.Join(dir, "other.db")); c != nil {
+	if c := Dial(filepath.Join(filepath.Dir(db), "other.db")); c != nil {
 		t.Fatal("Dial: a client for a socket nothing listens on")
 	}
+}
+
+// listenSocket listens on the API socket of a database in a new
+// directory, removed when t ends, and returns the database's path.
+func listenSocket(t *testing.T) (db string, ln net.Listener) {
+	dir, err := os.MkdirTemp("", "hkc") // not t.TempDir: a socket path must stay short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	db = filepath.Join(dir, "hookd.db")
+	ln, err = net.Listen("unix", api.SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, ln
 }
