@@ -321,3 +321,43 @@ func TestViewRemadeAfterHostMount(t *testing.T) {
 		t.Errorf("the hook's next process still sees what the host unmounted: %q", out)
 	}
 }
+
+// TestHideWhileReplaced: a hidden file replaced by a rename while a
+// view is made (a user saving hookd.yaml as a hook's step starts). The
+// mount finds the name's old, now unlinked file and the kernel refuses
+// it (ENOENT); the view covers the new file instead of failing the
+// step. The file is renamed over in a loop while views are made.
+func TestHideWhileReplaced(t *testing.T) {
+	sb := New(Options{})
+	defer sb.Close()
+	need(t, sb)
+	if !sb.sys.mountNS {
+		t.Skip("no mount namespace here (not root)")
+	}
+	dir := t.TempDir()
+	target := filepath.Join(dir, "hookd.yaml")
+	os.WriteFile(target, []byte("x: 1\n"), 0o644)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tmp := filepath.Join(dir, ".hookd.yaml.new")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.WriteFile(tmp, []byte("x: 2\n"), 0o644)
+			os.Rename(tmp, target)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for i := 0; i < 300; i++ {
+		v, err := makeView(sb.sys.tmpRoot, false, []string{target}, 0)
+		if err != nil {
+			t.Fatalf("view %d: %v", i, err)
+		}
+		v.close()
+	}
+}

@@ -429,16 +429,30 @@ var lastCap = sync.OnceValue(func() int {
 // hide covers path, in the thread's mount namespace, with an empty
 // read-only directory or /dev/null.
 func hide(path string) error {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return nil // gone meanwhile: nothing to hide, and Landlock grants kept it out
-	}
-	if fi.IsDir() {
-		err = unix.Mount("tmpfs", path, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0")
-	} else {
-		err = unix.Mount("/dev/null", path, "", unix.MS_BIND, "")
-		if err == nil {
-			err = unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+	var err error
+	for try := 0; try < hideTries; try++ {
+		var fi os.FileInfo
+		fi, err = os.Lstat(path)
+		if err != nil {
+			return nil // gone meanwhile: nothing to hide, and Landlock grants kept it out
+		}
+		replaced := false
+		if fi.IsDir() {
+			err = unix.Mount("tmpfs", path, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0")
+		} else {
+			err = unix.Mount("/dev/null", path, "", unix.MS_BIND, "")
+			if err == nil {
+				err = unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+				// EINVAL: the name is no longer a mount point, its
+				// file (and the cover with it) renamed over meanwhile.
+				replaced = errors.Is(err, unix.EINVAL)
+			}
+		}
+		// ENOENT: the name was renamed over between the look and the
+		// mount (an editor saving hookd.yaml), and the mount found the
+		// old file, unlinked. Either way: cover what the name holds now.
+		if !replaced && !errors.Is(err, unix.ENOENT) {
+			break
 		}
 	}
 	if err != nil {
@@ -446,6 +460,9 @@ func hide(path string) error {
 	}
 	return nil
 }
+
+// hideTries bounds hide's tries of a path that keeps being replaced.
+const hideTries = 100
 
 // ruleset builds the Landlock ruleset of p.
 func (s *system) ruleset(p *Policy, wd string, writes, hidden []string, tmpFD int) (int, error) {
