@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,10 +55,57 @@ func chromiumPath(t *testing.T) string {
 // browserWait bounds each browser step; generous for a loaded machine.
 const browserWait = 90 * time.Second
 
-// newChromium starts headless Chromium and returns a context of its tab.
+// chromium is the package's one Chromium, started by the first test that
+// wants a browser and stopped by TestMain (stopChromium): starting one
+// costs ~4 CPU-s, as much as a browser test's own work. Each test gets a
+// browser context of its own, as a new profile would (cookies, storage,
+// tabs): the tests share no state through it.
+var chromium struct {
+	mu   sync.Mutex
+	ctx  context.Context // the browser's first tab, whose life is the browser's
+	stop func()
+	err  error
+}
+
+// newChromium returns a context of a new tab of headless Chromium, in a
+// browser context of its own that ends with t.
 func newChromium(t *testing.T) context.Context {
 	t.Helper()
 	path := chromiumPath(t)
+	browser, err := startChromium(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	// Open the tab now: the first call on a context opens its tab, which
+	// lives as long as that call's context, so no timeout on it.
+	opened := make(chan error, 1)
+	go func() { opened <- chromedp.Do(ctx) }()
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatalf("open a tab in Chromium (%s): %v", path, err)
+		}
+	case <-time.After(browserWait):
+		t.Fatalf("Chromium (%s) did not open a tab in %s", path, browserWait)
+	}
+	return ctx
+}
+
+// startChromium starts the package's Chromium once, and returns the
+// context of its first tab.
+func startChromium(path string) (context.Context, error) {
+	chromium.mu.Lock()
+	defer chromium.mu.Unlock()
+	if chromium.ctx != nil || chromium.err != nil {
+		return chromium.ctx, chromium.err
+	}
+	profile, err := os.MkdirTemp("", "hookd-chromium")
+	if err != nil {
+		chromium.err = err
+		return nil, err
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -70,28 +118,44 @@ func newChromium(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() {
+	stop := func() {
 		cancel()
 		cancelAlloc()
-	})
-	// Start the browser now, so a failure to start is reported as such.
+		os.RemoveAll(profile)
+	}
 	// The first call's context is the browser's life: no timeout on it.
 	started := make(chan error, 1)
 	go func() { started <- chromedp.Do(ctx) }()
 	select {
-	case err := <-started:
+	case err = <-started:
 		if err != nil {
-			t.Fatalf("start Chromium (%s): %v", path, err)
+			err = fmt.Errorf("start Chromium (%s): %w", path, err)
 		}
 	case <-time.After(browserWait):
-		t.Fatalf("Chromium (%s) did not start in %s", path, browserWait)
+		err = fmt.Errorf("chromium (%s) did not start in %s", path, browserWait)
 	}
-	return ctx
+	if err != nil {
+		stop()
+		chromium.err = err
+		return nil, err
+	}
+	chromium.ctx, chromium.stop = ctx, stop
+	return ctx, nil
+}
+
+// stopChromium stops the package's Chromium, if a test started it.
+func stopChromium() {
+	chromium.mu.Lock()
+	defer chromium.mu.Unlock()
+	if chromium.stop != nil {
+		chromium.stop()
+		chromium.ctx, chromium.stop = nil, nil
+	}
 }
 
 // doBrowser runs browser steps within browserWait; on failure it shows

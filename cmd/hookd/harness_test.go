@@ -83,6 +83,7 @@ func testMain(m *testing.M) int {
 		os.Unsetenv(k)
 	}
 	time.Local = time.UTC
+	defer stopChromium()
 	return pgtest.Main(m) // m.Run, then stop the PostgreSQL server if a test started one
 }
 
