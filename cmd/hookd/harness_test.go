@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/store/pgtest"
 )
 
@@ -60,8 +61,7 @@ func testMain(m *testing.M) int {
 		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	}
 	args := []string{"build", "-o", hookdBin}
-	if raceEnabled {
-		// The daemon's own data races are findings too.
+	if binaryRace {
 		args = append(args, "-race")
 	}
 	// With the revision stamped where Go can (TestVersionRevision reads
@@ -86,6 +86,15 @@ func testMain(m *testing.M) int {
 	defer stopChromium()
 	return pgtest.Main(m) // m.Run, then stop the PostgreSQL server if a test started one
 }
+
+// binaryRace says hookdBin is built with -race: under -race with
+// HOOKD_TEST_LONG=1 (CI), so the daemon's data races in what only its
+// processes do (signals, exit, the cluster's nodes) are findings too.
+// Without it the binary is built plain: a race-built hookd process costs
+// 2.5 times the CPU (the process tests' hookd processes took 153 CPU-s
+// race-built, 62 plain), and the daemon's code runs under the race
+// detector anyway in every test that runs it in this process.
+var binaryRace = raceEnabled && testtool.Long()
 
 // allProcess runs every test's commands as processes (HOOKD_TEST_PROCESS=1).
 var allProcess = os.Getenv("HOOKD_TEST_PROCESS") == "1"
@@ -439,7 +448,7 @@ func (e *env) startProcess(cmd *exec.Cmd) *served {
 	}()
 	e.t.Cleanup(func() {
 		d.kill()
-		if raceEnabled && strings.Contains(d.log.String(), "WARNING: DATA RACE") {
+		if binaryRace && strings.Contains(d.log.String(), "WARNING: DATA RACE") {
 			e.t.Errorf("the daemon reported a data race:\n%s", d.log)
 		}
 	})
