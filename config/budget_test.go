@@ -9,6 +9,7 @@ import (
 )
 
 func TestLoadDaemonBudget(t *testing.T) {
+	t.Parallel()
 	src := `budget:
   per_hour: 200000
   per_day: 1000000
@@ -32,6 +33,7 @@ func TestLoadDaemonBudget(t *testing.T) {
 }
 
 func TestLoadDaemonBudgetErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ src, want string }{
 		{"budget: {per_hour: -1, per_day: -2}\n", `hookd.yaml:1: budget.per_hour: must be >= 0 (got -1)
 hookd.yaml:1: budget.per_day: must be >= 0 (got -2)`},

@@ -8,6 +8,7 @@ import (
 // TestCheck: a hook's check: names a step by its name, step_N or its
 // index; one that names no step is an error at its line.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	const steps = "steps:\n  - type: shell\n    command: make lint\n  - name: tests\n    type: shell\n    command: make test\n"
 	for _, tc := range []struct {
 		check string

@@ -12,6 +12,7 @@ import (
 )
 
 func TestLoadDaemonDefaults(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{"", "# only a comment\n", "{}\n"} {
 		d, err := LoadDaemon(strings.NewReader(src), "/etc/hookd/hookd.yaml")
 		if err != nil {
@@ -36,6 +37,7 @@ func TestLoadDaemonDefaults(t *testing.T) {
 }
 
 func TestLoadDaemon(t *testing.T) {
+	t.Parallel()
 	src := `
 hooks_dir: hooks
 db: /var/lib/hookd/state.db
@@ -82,6 +84,7 @@ sandbox: off
 }
 
 func TestLoadDaemonErrors(t *testing.T) {
+	t.Parallel()
 	src := `hooks_dir: ""
 max_concurent: 3
 max_concurrent: 0
@@ -135,6 +138,7 @@ hookd.yaml:19: sandbox: must be on or off (got "maybe"); off starts every proces
 }
 
 func TestLoadDaemonFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "hookd.yaml")
 	d, err := LoadDaemonFile(path)

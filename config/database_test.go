@@ -6,6 +6,7 @@ import (
 )
 
 func TestDaemonDatabase(t *testing.T) {
+	t.Parallel()
 	d, err := LoadDaemon(strings.NewReader("database: postgres://hookd@db.internal/hookd\n"), "/etc/hookd/hookd.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ func newTestDecoder(t *testing.T, src string) *Decoder {
 }
 
 func TestDecoder(t *testing.T) {
+	t.Parallel()
 	type Inner struct {
 		Level int `yaml:"level"`
 	}
@@ -83,6 +84,7 @@ any: {n: 1, f: 1.5, b: true, s: s, l: [x], m: {k: v}, "null": null, t: 2024-01-0
 }
 
 func TestDecoderErrors(t *testing.T) {
+	t.Parallel()
 	type cfg struct {
 		Size    uint8         `yaml:"size"`
 		Timeout time.Duration `yaml:"timeout"`
@@ -133,6 +135,7 @@ k.yaml:7: steps[0].ratio: expected a number, got string "x"`
 }
 
 func TestSuggest(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"comand", "command"},
 		{"Prompt", "prompt"},

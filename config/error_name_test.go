@@ -11,6 +11,7 @@ import (
 // name's break is written \n, so the file cannot add a line of its own
 // choosing to what validate prints.
 func TestErrorFileNameStaysOnOneLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	name := "x.yaml\nhookd: all hooks valid\r.yaml"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte("name: x\ntrigger: {every: 1m}\nsteps: [{type: shell, command: \"true\"}]\nnope: 1\n"), 0o644); err != nil {

@@ -649,6 +649,7 @@ func shrinkYAML(s string) string {
 // alone (fastYAMLProblem), and many take the fast path (else the test
 // would prove little).
 func TestFastYAMLGrammar(t *testing.T) {
+	t.Parallel()
 	n, seed := fastYAMLDocs(t)
 	progress := os.Getenv("HOOKD_FASTYAML_DOCS") != ""
 	fast, fastMutants, failed := 0, 0, 0
@@ -691,6 +692,7 @@ func TestFastYAMLGrammar(t *testing.T) {
 // must be the same: what a file means does not depend on which parser
 // read it.
 func TestFastYAMLLoadsAsYAMLv3(t *testing.T) {
+	t.Parallel()
 	opts := Options{Root: t.TempDir(), DefaultName: "h"}
 	compared := 0
 	for name, data := range yamlCorpus(t) {

@@ -14,6 +14,7 @@ import (
 // slices from arrays the previous parses filled: every tree must still be
 // yaml.v3's, with nothing left over from the file before.
 func TestFastYAMLReuse(t *testing.T) {
+	t.Parallel()
 	corpus := yamlCorpus(t)
 	names := make([]string, 0, len(corpus))
 	for name := range corpus {
@@ -67,6 +68,7 @@ func (k *keptNode) UnmarshalYAML(n *yaml.Node) error {
 // the same parser, which reuses the first tree's nodes: what was decoded
 // must still be the first file's.
 func TestDecodedNodeOutlivesParse(t *testing.T) {
+	t.Parallel()
 	first := []byte("raw: {a: [1, 2], b: x}\nkept:\n  - c: d\n  - e\n")
 	var p fastYAML
 	top, ok := p.parse(first)
@@ -103,6 +105,7 @@ func TestDecodedNodeOutlivesParse(t *testing.T) {
 // printable neighbours, and with pairs of byte values that may borrow
 // into each other.
 func TestUnprintable8(t *testing.T) {
+	t.Parallel()
 	bad := func(c byte) bool { return c < 0x20 && c != '\n' || c >= 0x7f }
 	check := func(b [8]byte) {
 		want := false
@@ -133,6 +136,7 @@ func TestUnprintable8(t *testing.T) {
 // corpus file fastParse takes, it gives what the full search gives, and
 // reports nothing.
 func TestPairsOfFastTree(t *testing.T) {
+	t.Parallel()
 	var walk func(n *yaml.Node, f func(*yaml.Node))
 	walk = func(n *yaml.Node, f func(*yaml.Node)) {
 		if n.Kind == yaml.MappingNode {

@@ -92,7 +92,31 @@ func checkFastYAML(t *testing.T, name string, data []byte) bool {
 // (hooks.d, every testdata tree), the benchmark's files, the yaml blocks
 // of the README and docs, and the string literals of the Go tests that
 // look like YAML (the hooks other packages' tests write).
+// It is read once per test binary (the walk parses every Go test file of
+// the repository, over a second under -race, and six tests ask for it);
+// each caller gets its own copy, which it may change.
 func yamlCorpus(t testing.TB) map[string][]byte {
+	t.Helper()
+	corpus.Do(func() { corpus.texts, corpus.err = readYAMLCorpus() })
+	if corpus.err != nil {
+		t.Fatal(corpus.err)
+	}
+	out := make(map[string][]byte, len(corpus.texts))
+	for name, data := range corpus.texts {
+		out[name] = bytes.Clone(data)
+	}
+	return out
+}
+
+// corpus holds what readYAMLCorpus read, for yamlCorpus.
+var corpus struct {
+	sync.Once
+	texts map[string][]byte
+	err   error
+}
+
+// readYAMLCorpus walks the repository for yamlCorpus.
+func readYAMLCorpus() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	root := ".."
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -133,29 +157,33 @@ func yamlCorpus(t testing.TB) map[string][]byte {
 				out[fmt.Sprintf("%s#yaml%d", path, i)] = m[1]
 			}
 		case strings.HasSuffix(path, "_test.go"):
-			for name, lit := range yamlLiterals(t, path) {
+			lits, err := yamlLiterals(path)
+			if err != nil {
+				return err
+			}
+			for name, lit := range lits {
 				out[name] = lit
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for i := range 8 {
 		out[fmt.Sprintf("benchhooks.HookFile(%d)", i)] = benchhooks.HookFile(i)
 	}
-	return out
+	return out, nil
 }
 
 var yamlFence = regexp.MustCompile("(?ms)^```ya?ml\n(.*?)^```")
 
 // yamlLiterals returns the string literals of a Go file that span lines
 // and hold a "key:".
-func yamlLiterals(t testing.TB, path string) map[string][]byte {
+func yamlLiterals(path string) (map[string][]byte, error) {
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := map[string][]byte{}
 	ast.Inspect(f, func(n ast.Node) bool {
@@ -170,13 +198,14 @@ func yamlLiterals(t testing.TB, path string) map[string][]byte {
 		out[fmt.Sprintf("%s@%d", path, lit.ValuePos)] = []byte(s)
 		return true
 	})
-	return out
+	return out, nil
 }
 
 // TestFastYAMLMatchesYAMLv3 runs every YAML text of the repository
 // through both parsers, and checks that the shipped examples and the
 // benchmark's files take the fast path (so a loss of coverage shows).
 func TestFastYAMLMatchesYAMLv3(t *testing.T) {
+	t.Parallel()
 	corpus := yamlCorpus(t)
 	fast := 0
 	for name, data := range corpus {
@@ -436,6 +465,7 @@ func FuzzFastYAML(f *testing.F) {
 // must leave to it: config reports repeated keys and merges itself, and
 // the rest is outside the subset.
 func TestFastYAMLDeclines(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{
 		"a: 1\na: 2\n",
 		"a: {b: 1, b: 2}\n",
@@ -507,6 +537,7 @@ func BenchmarkParseHookYAML(b *testing.B) {
 // TestFastYAMLConcurrent parses in parallel, as the loader does, so that
 // the race detector sees the tag memo shared by the parses.
 func TestFastYAMLConcurrent(t *testing.T) {
+	t.Parallel()
 	var files [][]byte
 	for i := range 64 {
 		files = append(files, benchhooks.HookFile(i))

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseHandler(t *testing.T) {
+	t.Parallel()
 	h, err := ParseHandler(strings.NewReader(`on: tool:call:before
 match: {hook: "deploy-*", tool: "^run_command$"}
 command: [sh, -c, "exit 0"]
@@ -29,6 +30,7 @@ plugin: guard
 }
 
 func TestParseHandlerErrors(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]string{
 		"on: run:during\ncommand: [x]\n":                             `h.yaml:1: on: unknown lifecycle point "run:during"`,
 		"on: run:before\n":                                           "h.yaml:1: command: required",
@@ -49,6 +51,7 @@ func TestParseHandlerErrors(t *testing.T) {
 }
 
 func TestLoadDirAllHandlers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "a-hook.yaml"), []byte("trigger: {every: 1m}\nsteps: [{type: shell, command: echo}]\nskip_llm: true\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "guard.yaml"), []byte("on: tool:call:before\ncommand: [sh]\ntimeout: 2s\n"), 0o644)
@@ -69,6 +72,7 @@ func TestLoadDirAllHandlers(t *testing.T) {
 // handlers with one label at one point are a load error on the later
 // file, at its label line; the same label at another point is fine.
 func TestLoadDirAllDuplicateHandlerLabel(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) {
 		t.Helper()

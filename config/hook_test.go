@@ -68,6 +68,7 @@ func golden(t *testing.T, path, got string) {
 // TestValidHooks parses each file of testdata/valid and compares a dump
 // of the hook with its .golden file.
 func TestValidHooks(t *testing.T) {
+	t.Parallel()
 	for _, path := range hookFiles(t, "valid") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			h, err := parseTestFile(t, path)
@@ -82,6 +83,7 @@ func TestValidHooks(t *testing.T) {
 // TestInvalidHooks parses each file of testdata/invalid; its .golden file
 // holds the expected errors, one per line.
 func TestInvalidHooks(t *testing.T) {
+	t.Parallel()
 	for _, path := range hookFiles(t, "invalid") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			h, err := parseTestFile(t, path)
@@ -239,6 +241,7 @@ func dump(t *testing.T, h *engine.Hook) string {
 }
 
 func TestErrorFormat(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		e    Error
 		want string
@@ -255,6 +258,7 @@ func TestErrorFormat(t *testing.T) {
 }
 
 func TestParseHookDefaults(t *testing.T) {
+	t.Parallel()
 	h, err := ParseHook(strings.NewReader("prompt: hi\n"), "x.yaml", Options{Root: "/p", DefaultName: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -284,6 +288,7 @@ func TestParseHookDefaults(t *testing.T) {
 }
 
 func TestPluginsAbsentVsEmpty(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		src  string
 		set  bool
@@ -305,6 +310,7 @@ func TestPluginsAbsentVsEmpty(t *testing.T) {
 }
 
 func TestScheduleCompiled(t *testing.T) {
+	t.Parallel()
 	src := "trigger:\n  every: 2h\n  timezone: UTC\n"
 	h, err := ParseHook(strings.NewReader(src), "s.yaml", Options{Root: "/p", DefaultName: "s"})
 	if err != nil {
@@ -321,6 +327,7 @@ func TestScheduleCompiled(t *testing.T) {
 }
 
 func TestKindErrorWrapped(t *testing.T) {
+	t.Parallel()
 	src := "steps:\n  - type: test_fail\n"
 	_, err := ParseHook(strings.NewReader(src), "f.yaml", Options{Root: "/p", DefaultName: "f"})
 	var ce *Error
@@ -330,6 +337,7 @@ func TestKindErrorWrapped(t *testing.T) {
 }
 
 func TestReadError(t *testing.T) {
+	t.Parallel()
 	_, err := ParseHook(iotestErrReader{}, "r.yaml", Options{})
 	if err == nil || !strings.HasPrefix(err.Error(), "r.yaml: read: ") {
 		t.Errorf("got %v", err)
@@ -343,6 +351,7 @@ func (iotestErrReader) Read([]byte) (int, error) { return 0, errors.New("boom") 
 // TestLimits feeds an alias bomb: the loader stops early and keeps the
 // error list short.
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("a0: &a0 [\"{{x}}\", y, z, w, v, u, t, s, r, q]\n")
 	for i := 1; i < 9; i++ {

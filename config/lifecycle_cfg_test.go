@@ -13,6 +13,7 @@ import (
 // point whose handlers run one at a time already, and an unknown key are
 // errors naming the line and field.
 func TestLoadDaemonLifecycle(t *testing.T) {
+	t.Parallel()
 	d, err := LoadDaemon(strings.NewReader("lifecycle:\n  run:after: {sequential: true}\n  step:after: {sequential: false}\n  daemon:start: {sequential: true}\n"), "hookd.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestLoadDir(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("testdata", "loaddir", "hooks.d")
 	hooks, errs := LoadDir(dir, Options{})
 	var got strings.Builder
@@ -44,6 +45,7 @@ func TestLoadDir(t *testing.T) {
 }
 
 func TestLoadDirMissing(t *testing.T) {
+	t.Parallel()
 	hooks, errs := LoadDir(filepath.Join(t.TempDir(), "nope"), Options{})
 	if len(hooks) != 0 || len(errs) != 1 || !os.IsNotExist(unwrapAll(errs[0])) {
 		t.Fatalf("got %v %v", hooks, errs)
@@ -61,6 +63,7 @@ func unwrapAll(err error) error {
 }
 
 func TestLoadDirSymlinkAndUnreadable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	target := filepath.Join(t.TempDir(), "real.yaml")
 	if err := os.WriteFile(target, []byte("prompt: x\n"), 0o644); err != nil {
@@ -83,6 +86,7 @@ func TestLoadDirSymlinkAndUnreadable(t *testing.T) {
 // labels), the same handlers — and returns the names of the hooks that
 // LoadDirAll loads, in the same order.
 func TestCheckDir(t *testing.T) {
+	t.Parallel()
 	mixed := t.TempDir()
 	for name, body := range map[string]string{
 		"a.yaml":     "name: shared\nsteps:\n  - type: shell\n    command: echo {{steps.later.output}}\n",
@@ -188,6 +192,7 @@ func TestCheckDirKeepsNoHook(t *testing.T) {
 // TestJoinName holds joinName to filepath.Join for the directories a
 // loader may be given and the names a directory lists.
 func TestJoinName(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{".", "./", "/", "//", "hooks.d", "hooks.d/", "./hooks.d", "../x/hooks.d/.", "/a/b/../hooks.d", "a//b", ".."} {
 		for _, name := range []string{"a.yaml", "hook-00001.yml", "x y.json", "..a.yaml", "a..yaml"} {
 			if got, want := joinName(filepath.Clean(dir), name), filepath.Join(dir, name); got != want {
@@ -203,6 +208,7 @@ func TestJoinName(t *testing.T) {
 // file's name), for the engine to keep listing; the hooks that load are
 // LoadDir's.
 func TestLoadDirReportBroken(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("testdata", "loaddir", "hooks.d")
 	l := LoadDirReport(dir, Options{})
 	hooks, errs := LoadDir(dir, Options{})

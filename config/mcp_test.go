@@ -10,6 +10,7 @@ import (
 )
 
 func TestLoadDaemonMCPServers(t *testing.T) {
+	t.Parallel()
 	src := `
 mcp_servers:
   github:
@@ -53,6 +54,7 @@ mcp_servers:
 }
 
 func TestLoadDaemonMCPServerErrors(t *testing.T) {
+	t.Parallel()
 	src := `mcp_servers:
   a.b: {command: x}
   empty:
@@ -77,6 +79,7 @@ hookd.yaml:8: mcp_servers.typo: needs command (a stdio server) or url (a streama
 }
 
 func TestParseHookLLMToolSettings(t *testing.T) {
+	t.Parallel()
 	src := `name: x
 prompt: hi
 llm: {model: 4, tool_choice: required, tool_choice_rounds: all, parallel_tool_calls: false}

@@ -27,6 +27,7 @@ func envOf(vars ...string) func(string) (string, bool) {
 // environment it loads as before, and so do hooks that name a model
 // somewhere or need none.
 func TestModelCheckedAgainstEnvironment(t *testing.T) {
+	t.Parallel()
 	const from = "the shell's environment (no daemon answered)"
 	for _, tc := range []struct {
 		name string
@@ -65,6 +66,7 @@ func TestModelCheckedAgainstEnvironment(t *testing.T) {
 // OPENAI_API_KEY counts only for OpenAI's own server: a local server
 // (base_url) needs no key.
 func TestAPIKeyEnvWarning(t *testing.T) {
+	t.Parallel()
 	const from = "the running daemon's environment"
 	for _, tc := range []struct {
 		name string
@@ -107,6 +109,7 @@ func TestAPIKeyEnvWarning(t *testing.T) {
 // hooks directory loaded for the daemon (HookOptions) is not checked
 // against an environment.
 func TestCheckOptions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	settings := filepath.Join(dir, "hookd.yaml")
 	if err := os.WriteFile(settings, []byte("llm: {api_key_env: CORP_LLM_KEY}\n"), 0o600); err != nil {

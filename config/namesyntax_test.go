@@ -9,6 +9,7 @@ import (
 // for, on every string of up to two characters from a set that holds
 // each class's edges, and on longer ones.
 func TestNameSyntax(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		n    *nameSyntax

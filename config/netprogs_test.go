@@ -7,6 +7,7 @@ import (
 )
 
 func TestNeedsNetwork(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		argv string
 		want string
@@ -46,6 +47,7 @@ func TestNeedsNetwork(t *testing.T) {
 // gets a warning at the step's command; declaring network: (on the step
 // or the hook, even false) or a trigger of the author's own does not.
 func TestNetworkWarnings(t *testing.T) {
+	t.Parallel()
 	steps := "steps:\n  - type: test_cmd\n    command: |\n      set -e\n      curl -fsS https://example.com/x | jq .\n  - type: test_cmd\n    command: [git, -C, repo, fetch]\n  - type: test_cmd\n    command: go test ./...\n"
 	for _, c := range []struct {
 		name, body string

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDaemonNotifyAndAPI(t *testing.T) {
+	t.Parallel()
 	src := `listen: 127.0.0.1:8787
 token_file: secrets/token
 overdue_grace: 5m
@@ -37,6 +38,7 @@ notify:
 }
 
 func TestDaemonNotifyErrors(t *testing.T) {
+	t.Parallel()
 	src := `token_env: 1X
 token_file: t
 overdue_grace: -1s
@@ -78,6 +80,7 @@ hookd.yaml:14: notify[5].fromat: unknown field; did you mean format?`
 }
 
 func TestHookNotify(t *testing.T) {
+	t.Parallel()
 	h, err := ParseHook(strings.NewReader("notify:\n  - {format: discord, url_env: D, on: [completed]}\n"), "x.yaml", Options{DefaultName: "x"})
 	if err != nil {
 		t.Fatal(err)

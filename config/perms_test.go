@@ -14,6 +14,7 @@ import (
 // another user could have written is refused, as sshd refuses its files,
 // unless AllowInsecure says to load it anyway.
 func TestLoadRefusesWritableByOthers(t *testing.T) {
+	t.Parallel()
 	write := func(dir, name, body string, mode os.FileMode) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -126,6 +127,7 @@ func TestBroadWorkdir(t *testing.T) {
 // refused (the FIFO skipped without waiting for a writer), and its hook
 // is never loaded.
 func TestLoadChecksTheFileItReads(t *testing.T) {
+	t.Parallel()
 	swap := func(t *testing.T, put func(shared string) error) ([]string, []error) {
 		t.Helper()
 		dir := filepath.Join(t.TempDir(), "hooks.d")
@@ -217,6 +219,7 @@ func TestLoadChecksTheFileItReads(t *testing.T) {
 // skipped without waiting for a writer, and by nothing (removed), which
 // is skipped as a file that is not there.
 func TestLoadEntryReplaced(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		put  func(file string) error

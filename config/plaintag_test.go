@@ -13,6 +13,7 @@ import (
 // the words and numbers resolve knows, and on random longer strings made
 // mostly of number and timestamp bytes.
 func TestPlainTagMatchesYAMLv3(t *testing.T) {
+	t.Parallel()
 	const alphabet = "0123456789abcdefABCDEFxXoObB_+-.:, tTzZsmhlrunNiyYqQ~<>!#/\x80é"
 	check := func(v string) {
 		t.Helper()

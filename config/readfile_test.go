@@ -16,6 +16,7 @@ import (
 // read just past it (the caller refuses it), and errors name the file's
 // path.
 func TestHookDirReadFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, data []byte) {
 		t.Helper()

@@ -15,6 +15,7 @@ import (
 // token file, hookd.yaml) and checks each is refused at load with its
 // file, line and field, while a path beside them loads.
 func TestWritesRefusesHookdPaths(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	hooksDir := filepath.Join(root, "hooks.d")
 	for _, d := range []string{hooksDir, filepath.Join(root, ".hookd"), filepath.Join(root, "secrets")} {
@@ -79,6 +80,7 @@ func TestWritesRefusesHookdPaths(t *testing.T) {
 // directory is the project root, which is also the hooks' workdir: a
 // writes: inside it loads, one that holds it or the database does not.
 func TestWritesInsideStateDirOfProject(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "hooks.d"), 0o700); err != nil {
 		t.Fatal(err)
@@ -102,6 +104,7 @@ func TestWritesInsideStateDirOfProject(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want int64
@@ -138,6 +141,7 @@ func TestParseSize(t *testing.T) {
 // refused), and limits that cannot be enforced are; hooks that run as
 // written get no warning.
 func TestSandboxWarnings(t *testing.T) {
+	t.Parallel()
 	uncontained := &sandbox.Status{Files: "unconfined", NetworkOK: true, Limits: "not enforceable here"}
 	off := &sandbox.Status{Off: true}
 	contained := &sandbox.Status{FilesOK: true, NetworkOK: true, LimitsOK: true}

@@ -12,6 +12,7 @@ import (
 // calls them) come out as yaml.v3 decodes them, in every spelling YAML
 // resolves (and some it does not), plain, quoted and tagged.
 func TestScalarsAsYAML(t *testing.T) {
+	t.Parallel()
 	values := []string{
 		"true", "True", "TRUE", "false", "False", "FALSE", "yes", "on", "tRue", "1", "0",
 		"-0", "+0", "00", "007", "010", "-0777", "42", "-42", "+42", "1_000", "0x1F", "0o17", "-0o17", "0b101", "-0b101",

@@ -16,6 +16,7 @@ func parseTrigger(t *testing.T, src string) (*engine.Hook, error) {
 // TestAgentQueueTriggerShapes: agent-queue's watch, schedule and one-shot
 // trigger shapes, and hookd's own at:, load with their meaning.
 func TestAgentQueueTriggerShapes(t *testing.T) {
+	t.Parallel()
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	for _, tc := range []struct {
 		name, src string
@@ -101,6 +102,7 @@ func TestAgentQueueTriggerShapes(t *testing.T) {
 }
 
 func TestAgentQueueTriggerShapeErrors(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]string{
 		`{"trigger": {"type": "event", "event_type": "task.completed", "watch": {"paths": ["a"]}}}`: `hooks.d/h.json:1: trigger.event_type: with watch, the event type must be file.changed or folder.changed (what a watch publishes; got "task.completed")`,
 		`{"trigger": {"type": "scheduled"}}`:                                                                             `trigger.type: scheduled needs fire_at (or write at: TIME)`,

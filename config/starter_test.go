@@ -10,6 +10,7 @@ import (
 // TestStarterLoads checks that the settings Starter writes for each
 // server load and say what was chosen, whatever the model's name.
 func TestStarterLoads(t *testing.T) {
+	t.Parallel()
 	llama, err := LlamaCppServer("http://127.0.0.1:8080", "")
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +41,7 @@ func TestStarterLoads(t *testing.T) {
 // TestYAMLString checks that a string written by yamlString reads back
 // as itself.
 func TestYAMLString(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"llama3.1", "qwen2.5:7b", "4", "3.1", "yes", "No", "null", "~", "", " x", "a #b", "a: b", `q"uote`, "http://h:1/v1", "Qwen/Qwen2.5-7B-Instruct"} {
 		var got string
 		if err := yaml.Unmarshal([]byte("v: "+yamlString(s)), &struct{ V *string }{&got}); err != nil {
@@ -52,6 +54,7 @@ func TestYAMLString(t *testing.T) {
 
 // TestLlamaCppServerURL checks the addresses --llama-cpp takes.
 func TestLlamaCppServerURL(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"http://127.0.0.1:8080":    "http://127.0.0.1:8080/v1",
 		"http://127.0.0.1:8080/":   "http://127.0.0.1:8080/v1",

@@ -14,6 +14,7 @@ import (
 // event types they may reach; accept_from_tools defaults to false for a
 // hook that holds run_command, write_file or MCP tools.
 func TestToolTargets(t *testing.T) {
+	t.Parallel()
 	src := `prompt: hi
 tools:
   - read_file
@@ -72,6 +73,7 @@ tools:
 }
 
 func TestToolTargetErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ tools, want string }{
 		{"[fire_hook]", "x.yaml:2: tools[0]: fire_hook needs the hooks it may fire: write `- fire_hook: {hooks: [NAME, ...]}`"},
 		{"[read_file, emit_event]", "x.yaml:2: tools[1]: emit_event needs the event types it may publish"},
@@ -107,6 +109,7 @@ func TestToolTargetErrors(t *testing.T) {
 // the server). Without hookd.yaml (MCPServers nil) the server is not
 // checked.
 func TestToolsResolvedAtLoad(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		tools string
 		mcp   []string
@@ -141,6 +144,7 @@ func TestToolsResolvedAtLoad(t *testing.T) {
 // than engine.MaxTools is a load error naming the file, line and field;
 // 128 loads, and an MCP pattern counts for nothing until a run resolves it.
 func TestToolsCappedAtLoad(t *testing.T) {
+	t.Parallel()
 	names := func(n int) string {
 		var b strings.Builder
 		b.WriteString("[\"*\"")
@@ -167,6 +171,7 @@ func TestToolsCappedAtLoad(t *testing.T) {
 // TestToolChoiceCheckedAtLoad: a hook's llm.tool_choice names one of its
 // tools, or a mode with tools to apply to, when the hook loads.
 func TestToolChoiceCheckedAtLoad(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		tools, choice string
 		want          string // "" for none

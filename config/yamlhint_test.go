@@ -9,6 +9,7 @@ import (
 // get a hint, and the line that is wrong when the parser names the line
 // its block began on.
 func TestSyntaxErrorHints(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name, src, want string }{
 		{"unquoted colon", "trigger: {every: 1m}\nsteps:\n  - type: shell\n    command: echo a: b\n",
 			`h.yaml:4: syntax error: mapping values are not allowed in this context (a value with ": " in it must be quoted`},
