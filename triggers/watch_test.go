@@ -193,6 +193,7 @@ func wantChanges(t *testing.T, ev *engine.Event, want ...change) {
 }
 
 func TestWatchEditorSaveIsAModification(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	target := filepath.Join(dir, "config.yaml")
 	write(t, target, "a: 1\n")
@@ -238,6 +239,7 @@ func TestWatchEditorSaveIsAModification(t *testing.T) {
 // and a burst a stalled machine split is written again (at most twice
 // more), in a new folder with a new watcher.
 func TestWatchBurstFiresOnceWithEachPathOnce(t *testing.T) {
+	t.Parallel()
 	const debounce = 3 * time.Second // far longer than any pause between the writes
 	for attempt := 1; ; attempt++ {
 		split, pause := watchBurst(t, debounce, attempt == 3)
@@ -298,6 +300,7 @@ func watchBurst(t *testing.T, debounce time.Duration, last bool) (split bool, pa
 }
 
 func TestWatchMaxWaitFiresDuringEndlessWrites(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	ft := newTarget()
 	w, _ := startWatcher(t, ft)
@@ -324,6 +327,7 @@ func TestWatchMaxWaitFiresDuringEndlessWrites(t *testing.T) {
 }
 
 func TestWatchRecursiveNewSubfolder(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	ft := newTarget()
 	w, _ := startWatcher(t, ft)
@@ -375,6 +379,7 @@ func waitDirs(t *testing.T, w *Watcher, n int) {
 }
 
 func TestWatchNonRecursiveIgnoresSubfolders(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	ft := newTarget()
 	w, _ := startWatcher(t, ft)
@@ -386,6 +391,7 @@ func TestWatchNonRecursiveIgnoresSubfolders(t *testing.T) {
 }
 
 func TestWatchFilters(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	ft := newTarget()
 	w, _ := startWatcher(t, ft)
@@ -415,6 +421,7 @@ func TestWatchFilters(t *testing.T) {
 }
 
 func TestWatchTwoHooksEachFireForTheirOwn(t *testing.T) {
+	t.Parallel()
 	root := tempDir(t)
 	da, db := filepath.Join(root, "a"), filepath.Join(root, "b")
 	for _, d := range []string{da, db} {
@@ -443,7 +450,8 @@ func TestWatchTwoHooksEachFireForTheirOwn(t *testing.T) {
 }
 
 func TestWatchCoalescingRules(t *testing.T) {
-	for _, tc := range []struct {
+	t.Parallel()
+	cases := []struct {
 		name  string
 		setup []string // files that exist before
 		do    func(t *testing.T, dir string)
@@ -489,23 +497,36 @@ func TestWatchCoalescingRules(t *testing.T) {
 				{filepath.Join(dir, "d2", "e", "b"), engine.OpRenamed, filepath.Join(dir, "d", "e", "b")},
 			}
 		}},
-	} {
+	}
+	// Every case makes its changes, each in a folder and a watcher of its
+	// own, before any case waits for its fire: the quiet periods run at
+	// once instead of one after another (as parallel subtests, at most
+	// GOMAXPROCS at a time).
+	type watched struct {
+		ft  *fakeTarget
+		dir string
+	}
+	ws := make([]watched, len(cases))
+	for i, tc := range cases {
+		dir := tempDir(t)
+		for _, p := range tc.setup {
+			write(t, filepath.Join(dir, p), "before")
+		}
+		ft := newTarget()
+		w, _ := startWatcher(t, ft)
+		setHooks(t, w, watchHook("h", engine.WatchSpec{Paths: []string{dir}, Recursive: true, Debounce: 2 * time.Second, MaxWait: time.Minute}))
+		tc.do(t, dir)
+		ws[i] = watched{ft, dir}
+	}
+	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			dir := tempDir(t)
-			for _, p := range tc.setup {
-				write(t, filepath.Join(dir, p), "before")
-			}
-			ft := newTarget()
-			w, _ := startWatcher(t, ft)
-			setHooks(t, w, watchHook("h", engine.WatchSpec{Paths: []string{dir}, Recursive: true, Debounce: 2 * time.Second, MaxWait: time.Minute}))
-			tc.do(t, dir)
-			wantChanges(t, ft.next(t).ev, tc.want(dir)...)
+			wantChanges(t, ws[i].ft.next(t).ev, tc.want(ws[i].dir)...)
 		})
 	}
 }
 
 func TestWatchMissingPathAppears(t *testing.T) {
+	t.Parallel()
 	root := tempDir(t)
 	docs := filepath.Join(root, "project", "docs")
 	cfg := filepath.Join(root, "project", "app.conf")
@@ -545,6 +566,7 @@ func TestWatchMissingPathAppears(t *testing.T) {
 }
 
 func TestWatchExcludesHookdFiles(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	db := filepath.Join(dir, "hookd.db")
 	ft := newTarget()
@@ -558,6 +580,7 @@ func TestWatchExcludesHookdFiles(t *testing.T) {
 }
 
 func TestWatchOverflowRescans(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	for _, p := range []string{"keep", "modify", "remove", "sub/inner"} {
 		write(t, filepath.Join(dir, p), "before")
@@ -617,6 +640,7 @@ func TestWatchOverflowRescans(t *testing.T) {
 }
 
 func TestWatchPolling(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	existing := filepath.Join(dir, "existing.txt")
 	write(t, existing, "x")
@@ -641,6 +665,7 @@ func TestWatchPolling(t *testing.T) {
 }
 
 func TestWatchLimitFallsBackToPolling(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	ft := newTarget()
 	w, logs := startWatcher(t, ft, func(_ *WatcherOptions, w *Watcher) {
@@ -663,6 +688,7 @@ func TestWatchLimitFallsBackToPolling(t *testing.T) {
 }
 
 func TestWatchScanOnStart(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	for _, p := range []string{"same", "modify", "remove"} {
 		write(t, filepath.Join(dir, p), "before")
@@ -723,6 +749,7 @@ func TestWatchScanOnStart(t *testing.T) {
 }
 
 func TestWatchSetHooksReplacesAndRemoves(t *testing.T) {
+	t.Parallel()
 	root := tempDir(t)
 	da, db := filepath.Join(root, "a"), filepath.Join(root, "b")
 	for _, d := range []string{da, db} {
@@ -753,6 +780,7 @@ func TestWatchSetHooksReplacesAndRemoves(t *testing.T) {
 }
 
 func TestWatchFuncAndStopTwice(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	w, _ := startWatcher(t, nil)
 	got := make(chan []Change, 10)
@@ -778,6 +806,7 @@ func TestWatchFuncAndStopTwice(t *testing.T) {
 }
 
 func TestWatchFollowsALinkedPath(t *testing.T) {
+	t.Parallel()
 	root := tempDir(t)
 	real := filepath.Join(root, "real")
 	if err := os.Mkdir(real, 0o755); err != nil {
@@ -804,6 +833,7 @@ func TestWatchFollowsALinkedPath(t *testing.T) {
 }
 
 func TestWatchWithoutInotifyPolls(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	ft := newTarget()
 	w, logs := startWatcher(t, ft, func(_ *WatcherOptions, w *Watcher) {
