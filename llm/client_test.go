@@ -15,6 +15,7 @@ import (
 )
 
 func TestRetryAfter429(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(
 		llmtest.Reply{Status: http.StatusTooManyRequests, Error: "slow down", Header: map[string]string{"Retry-After": "2"}},
 		llmtest.Answer("fine"),
@@ -34,6 +35,7 @@ func TestRetryAfter429(t *testing.T) {
 }
 
 func TestRetry500Twice(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(
 		llmtest.Fail(500, "oops"),
 		llmtest.Reply{Status: 503, Body: "<html>upstream down</html>"},
@@ -56,6 +58,7 @@ func TestRetry500Twice(t *testing.T) {
 }
 
 func TestRetryGivesUp(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(llmtest.Reply{Status: 502, Error: "bad gateway", Repeat: true})
 	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv), func(o *llm.Options) { o.Retry.MaxAttempts = 3 })
 	run, tr := f.Fire()
@@ -66,6 +69,7 @@ func TestRetryGivesUp(t *testing.T) {
 }
 
 func Test400NotRetried(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(llmtest.Fail(400, "model 'nope' not found"), llmtest.Answer("never"))
 	run, tr, f := agenttest.FireOne(t, srv)
 	agenttest.WantStatus(t, run, engine.StatusFailed, "model call 1: HTTP 400: model 'nope' not found")
@@ -83,6 +87,7 @@ func Test400NotRetried(t *testing.T) {
 }
 
 func Test401SaysTheKeyIsMissing(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(llmtest.Fail(401, "Incorrect API key provided"))
 	run, _, _ := agenttest.FireOne(t, srv)
 	agenttest.WantStatus(t, run, engine.StatusFailed, "HTTP 401: Incorrect API key provided (no key: OPENAI_API_KEY is not set in hookd's environment)")
@@ -94,6 +99,7 @@ func Test401SaysTheKeyIsMissing(t *testing.T) {
 const stallTimeout = 2 * time.Second
 
 func TestStallPastTheAttemptTimeoutIsRetried(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(llmtest.Reply{Stall: true}, llmtest.Answer("woke up"))
 	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv), func(o *llm.Options) { o.AttemptTimeout = stallTimeout })
 	run, tr := f.Fire()
@@ -105,6 +111,7 @@ func TestStallPastTheAttemptTimeoutIsRetried(t *testing.T) {
 }
 
 func TestUsageMissing(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(
 		llmtest.Calls(llmtest.ToolCall{ID: "1", Name: "test_echo", Args: `{"text":"a"}`}),
 		llmtest.Reply{Content: "no usage here", NoUsage: true},
@@ -123,6 +130,7 @@ func TestUsageMissing(t *testing.T) {
 }
 
 func TestUsageMissingEntirely(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(llmtest.Reply{Content: "x", NoUsage: true})
 	run, _, _ := agenttest.FireOne(t, srv)
 	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
@@ -132,12 +140,14 @@ func TestUsageMissingEntirely(t *testing.T) {
 }
 
 func TestNoModel(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New()
 	run, _, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.LLM.Model = "" })
 	agenttest.WantStatus(t, run, engine.StatusFailed, "no model: set llm.model in the hook or in hookd.yaml, or HOOKD_MODEL")
 }
 
 func TestResolveOrder(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"HOOKD_MODEL": "env-model", "OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k1", "OTHER_KEY": "k2"}
 	c := llm.New(llm.Options{
 		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
@@ -173,6 +183,7 @@ func TestResolveOrder(t *testing.T) {
 }
 
 func TestConnectionDroppedIsRetried(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(llmtest.Reply{Hangup: true}, llmtest.Answer("reconnected"))
 	run, tr, f := agenttest.FireOne(t, srv)
 	agenttest.WantStatus(t, run, engine.StatusCompleted, "")
@@ -183,6 +194,7 @@ func TestConnectionDroppedIsRetried(t *testing.T) {
 }
 
 func TestRetryAfterPastTheDeadlineFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(llmtest.Reply{Status: 429, Error: "quota", Header: map[string]string{"Retry-After": "60"}})
 	run, _, f := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Timeout = 5 * time.Second })
 	agenttest.WantStatus(t, run, engine.StatusFailed, "HTTP 429: quota (a retry in 1m0s would be past the run's timeout)")
@@ -205,6 +217,7 @@ func (j jumpBack) RoundTrip(r *http.Request) (*http.Response, error) {
 // an hour during the call leaves them the call's time, not minus an hour,
 // and the call's start is the wall time it began at.
 func TestLatencyOnTheMonotonicClock(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(llmtest.Answer("fine"))
 	clk := &clocktest.Clock{}
 	f := agenttest.Start(t, srv, agenttest.NewHook(t, srv), func(o *llm.Options) {

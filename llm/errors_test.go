@@ -58,8 +58,10 @@ func (s errorShape) reply(status int) llmtest.Reply {
 // the body. The same shape as a 400 fails the run at once with the
 // message.
 func TestErrorShapes(t *testing.T) {
+	t.Parallel()
 	for _, s := range errorShapes {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
 			srv := llmtest.New(s.reply(500), s.reply(429), llmtest.Answer("recovered"))
 			run, tr, f := agenttest.FireOne(t, srv)
 			agenttest.WantStatus(t, run, engine.StatusCompleted, "")
@@ -96,6 +98,7 @@ func TestErrorShapes(t *testing.T) {
 // its error page does not put them in the record, however long the body
 // and wherever the cut falls.
 func TestErrorBodyRedacted(t *testing.T) {
+	t.Parallel()
 	// The second copy straddles byte 1000, where the recorded body is cut.
 	body := `{"error":"bad upstream header x-secret: ` + agenttest.SecretValue + strings.Repeat(" pad", 235) + agenttest.SecretValue + `"}`
 	srv := llmtest.New(llmtest.Reply{Status: 502, Body: body, Repeat: true})
@@ -116,6 +119,7 @@ func TestErrorBodyRedacted(t *testing.T) {
 // object when the upstream provider fails; hookd retries it like the
 // status it names (502), and fails at once on one it does not retry.
 func TestOK200WithErrorBody(t *testing.T) {
+	t.Parallel()
 	const upstream = `{"error":{"message":"Provider returned error","code":502,"metadata":{"raw":"upstream timed out","provider_name":"Together"}},"user_id":"user_2abc"}`
 	srv := llmtest.New(llmtest.Reply{Body: upstream}, llmtest.Answer("second try"))
 	run, tr, f := agenttest.FireOne(t, srv)
@@ -142,17 +146,21 @@ func TestOK200WithErrorBody(t *testing.T) {
 // more than MaxAnswerBytes of either, fails the run saying why, without
 // retrying, and keeps none of it in the record.
 func TestHugeAnswerRefused(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("A", 20<<20)
-	for _, rep := range []llmtest.Reply{llmtest.Answer(huge), llmtest.Fail(500, huge)} {
-		srv := llmtest.New(rep, rep, rep)
-		run, _, _ := agenttest.FireOne(t, srv)
-		agenttest.WantStatus(t, run, engine.StatusFailed, "longer than 16 MiB")
-		if n := srv.Served(); n != 1 {
-			t.Errorf("status %d: the server was asked %d times; an answer too long is not retried", rep.Status, n)
-		}
-		if len(run.Response) > 0 || len(run.Error) > 4096 || len(run.ToolCalls) > 1<<20 {
-			t.Errorf("status %d: the record keeps the answer: response %d bytes, error %d, transcript %d",
-				rep.Status, len(run.Response), len(run.Error), len(run.ToolCalls))
-		}
+	for name, rep := range map[string]llmtest.Reply{"answer": llmtest.Answer(huge), "error": llmtest.Fail(500, huge)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := llmtest.New(rep, rep, rep)
+			run, _, _ := agenttest.FireOne(t, srv)
+			agenttest.WantStatus(t, run, engine.StatusFailed, "longer than 16 MiB")
+			if n := srv.Served(); n != 1 {
+				t.Errorf("status %d: the server was asked %d times; an answer too long is not retried", rep.Status, n)
+			}
+			if len(run.Response) > 0 || len(run.Error) > 4096 || len(run.ToolCalls) > 1<<20 {
+				t.Errorf("status %d: the record keeps the answer: response %d bytes, error %d, transcript %d",
+					rep.Status, len(run.Response), len(run.Error), len(run.ToolCalls))
+			}
+		})
 	}
 }
