@@ -15,6 +15,18 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
+// migrated is hookd's schema at its latest version, made once per test
+// binary and copied for each test that starts from it (as
+// postgrestest.NewDatabase, which these tests cannot import: it imports
+// this package). The tests of migrating itself use pgtest.NewDatabase.
+var migrated = pgtest.NewTemplate(func(ctx context.Context, url string) error {
+	d, err := Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	return d.Close()
+})
+
 func open(t *testing.T, url string) *DB {
 	t.Helper()
 	d, err := Open(context.Background(), url)
@@ -28,6 +40,7 @@ func open(t *testing.T, url string) *DB {
 // TestOpenTogether: nodes that start at once on a new database migrate it
 // once; all of them open it.
 func TestOpenTogether(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 6)
@@ -59,7 +72,8 @@ func TestOpenTogether(t *testing.T) {
 // TestOpenRefusesNewerSchema: a database a newer hookd migrated is not
 // misread.
 func TestOpenRefusesNewerSchema(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	t.Parallel()
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	if _, err := d.pool.Exec(context.Background(), `INSERT INTO schema_migrations VALUES ($1, 'future', 0)`,
 		len(migrations)+1); err != nil {
@@ -75,8 +89,9 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 // a reader follows EventsAfter as the live stream does; the reader sees
 // every event, none skipped, in seq order.
 func TestEventsCommitInSeqOrder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	writers := []*DB{open(t, url), open(t, url)}
 	reader := open(t, url)
 	const perWriter, goroutines = 50, 6
@@ -139,8 +154,9 @@ func TestEventsCommitInSeqOrder(t *testing.T) {
 // TestDaemonLock: one daemon at a time; the lock goes when its holder's
 // session ends, even without Unlock (a daemon killed by SIGKILL).
 func TestDaemonLock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	open(t, url) // migrated
 	l1, err := Lock(ctx, url, "")
 	if err != nil {
@@ -180,6 +196,7 @@ func TestDaemonLock(t *testing.T) {
 }
 
 func TestDescribeHidesPassword(t *testing.T) {
+	t.Parallel()
 	for url, want := range map[string]string{
 		"postgres://hookd:s3cret@db.internal/hookd": "postgres://hookd:xxxxx@db.internal/hookd",
 		"postgres://hookd@db.internal/hookd":        "postgres://hookd@db.internal/hookd",
@@ -194,6 +211,7 @@ func TestDescribeHidesPassword(t *testing.T) {
 // refuses after it parses (an unknown sslmode), is refused by Open, Lock
 // and LockNode with the reason and without the URL.
 func TestURLErrorsHidePassword(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for url, reason := range map[string]string{
 		"postgres://hookd:s3cret/x@db.internal/hookd":                "a port is not a number",

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 )
 
 // claimOn queues run id of hook h and has node claim it.
@@ -37,8 +36,9 @@ func claimOn(t *testing.T, d *DB, node, id, h string) *engine.Run {
 // the real ExpireNodes and FinishRunOn: each is either interrupted and
 // returned by the expiry, or finished, never both.
 func TestFinishWhileExpired(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d, other := open(t, url), open(t, url)
 	must(t, d.Heartbeat(ctx, "a", 4, ""))
 	r := claimOn(t, d, "a", "r0", "h")
@@ -167,8 +167,9 @@ func TestFinishWhileExpired(t *testing.T) {
 // plan's order, deadlocks with it (as ExpireNodes did before it locked
 // the runs first).
 func TestExpireLocksRunsOldestFirst(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d, other := open(t, url), open(t, url)
 	must(t, d.Heartbeat(ctx, "a", 4, ""))
 	r1, r2 := claimOn(t, d, "a", "r1", "h1"), claimOn(t, d, "a", "r2", "h2")

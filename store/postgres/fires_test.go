@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 )
 
 // TestFireRequests: a fire stored by a worker is decided once by the
@@ -16,8 +15,9 @@ import (
 // the answer and withdraws nothing; a request decide fails stays for
 // later.
 func TestFireRequests(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	worker, sched := open(t, url).Member("w", 2, time.Minute), open(t, url).Member("s", 2, time.Minute)
 	for _, id := range []string{"f1", "f2"} {
 		must(t, worker.RequestFire(ctx, engine.FireRequest{ID: id, Hook: "h", Force: true, Node: "w"}))
@@ -124,8 +124,9 @@ func TestFireRequests(t *testing.T) {
 // the scheduler deciding it (no lock between the two); a merge into a run
 // that is not queued stores nothing, the merge record included.
 func TestMergeFire(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	db := open(t, url)
 	worker, sched := db.Member("w", 2, time.Minute), db.Member("s", 2, time.Minute)
 	must(t, db.InsertRun(ctx, &engine.Run{ID: "p", Hook: "h", Status: engine.StatusQueued, Trigger: "manual", QueuedAt: time.Now()}))

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 )
 
 // TestClaimRunsVersions: a run records its hook's version when queued; a
@@ -19,8 +18,9 @@ import (
 // on this node stay queued for a node that has the version that queued
 // them.
 func TestClaimRunsVersions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	l, ok, err := d.AcquireLease(ctx, SchedulerLease, "a", time.Hour)
 	if err != nil || !ok {
@@ -96,8 +96,9 @@ func TestClaimRunsVersions(t *testing.T) {
 // TestClaimRunsVersionsOnce: nodes of two versions claiming one mixed
 // queue at once each claim only their version's runs, and every run once.
 func TestClaimRunsVersionsOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	const n = 120
 	for i := range n {
@@ -153,8 +154,9 @@ func TestClaimRunsVersionsOnce(t *testing.T) {
 // versions differ between live nodes, a missing hook included, and leaves
 // out silent nodes and nodes that never reported.
 func TestHookVersionsOfNodes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	must(t, d.Heartbeat(ctx, "a", 4, ""))
 	must(t, d.ReportHookVersions(ctx, "a", map[string]string{"build": "v1", "triage": "t1", "old": "o1"}))

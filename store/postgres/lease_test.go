@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 )
 
 var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.UTC)
@@ -22,8 +21,9 @@ func queued(id, hook string, slot time.Time) *engine.Run {
 // renews it with the same token; a release hands it over with the next
 // token, and the old holder's fenced writes are refused from then on.
 func TestSchedulerLease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	handles := []*DB{open(t, url), open(t, url), open(t, url)}
 	var (
 		wg      sync.WaitGroup
@@ -89,8 +89,9 @@ func TestSchedulerLease(t *testing.T) {
 // ttl, on the database's clock; the next holder gets the next token and
 // the old one's writes are refused.
 func TestLeaseExpires(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	a, ok, err := d.AcquireLease(ctx, SchedulerLease, "a", 200*time.Millisecond)
 	if err != nil || !ok {
@@ -122,8 +123,9 @@ func TestLeaseExpires(t *testing.T) {
 // TestClaimRunsOnce: nodes claiming from one queue at once (FOR UPDATE
 // SKIP LOCKED) claim every run exactly once.
 func TestClaimRunsOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	const n = 150
 	for i := range n {
@@ -179,8 +181,9 @@ func TestClaimRunsOnce(t *testing.T) {
 // interrupted once its heartbeat is older than the timeout; a live node's
 // runs are not; the silent node's late FinishRunOn changes nothing.
 func TestSilentNodeInterrupted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	for i := range 4 {
 		must(t, d.InsertRun(ctx, &engine.Run{ID: fmt.Sprintf("q%d", i), Hook: fmt.Sprintf("h%d", i), Status: engine.StatusQueued, QueuedAt: t0}))
@@ -249,9 +252,10 @@ func TestSilentNodeInterrupted(t *testing.T) {
 // TestListenWakes: a node listening for work is woken when a run is
 // queued on another connection, once the queuing commits.
 func TestListenWakes(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	listener, sched := open(t, url), open(t, url)
 	wake, err := listener.Listen(ctx, ChannelWork)
 	must(t, err)

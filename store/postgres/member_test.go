@@ -27,8 +27,9 @@ func releaseAll(t *testing.T, d *DB) {
 // waits and is not claimed; a slot is released once; the event the run
 // was started by is marked dispatched in the same transaction.
 func TestMemberRelease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	a, b := d.Member("a", 4, time.Minute), open(t, url).Member("b", 4, time.Minute)
 	hooks := []*engine.Hook{{Name: "h"}, {Name: "g"}}
@@ -85,8 +86,9 @@ func TestMemberRelease(t *testing.T) {
 // name (the old one died: it held the node lock) takes the lease at once,
 // with a new token, so the old process's fenced writes fail.
 func TestMemberTakesOverOwnLease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	old, other := d.Member("a", 1, time.Minute), d.Member("b", 1, time.Minute)
 	if _, ok, _ := old.Lead(ctx); !ok {
@@ -114,6 +116,7 @@ func TestMemberTakesOverOwnLease(t *testing.T) {
 // share the database; an offline command (the exclusive daemon lock) is
 // refused while any node runs, and a node while it holds the database.
 func TestLockNode(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	a, err := LockNode(ctx, url, "a")
@@ -178,8 +181,9 @@ func lockSoon(t *testing.T, take func() (*DaemonLock, error)) *DaemonLock {
 // refused (a slot taken) records nothing; a release that marks the event
 // dispatched drops the event's records.
 func TestReleaseRecordsDispatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	a := d.Member("a", 4, time.Minute)
 	if _, ok, err := a.Lead(ctx); err != nil || !ok {
@@ -218,8 +222,9 @@ func TestReleaseRecordsDispatch(t *testing.T) {
 // the lease to run out. Shown live first: before the holder dies, the
 // other node cannot take it.
 func TestLeaseMovesWhenHolderDies(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	lockA, err := LockNode(ctx, url, "a")
 	must(t, err)
@@ -282,7 +287,8 @@ func TestLeaseMovesWhenHolderDies(t *testing.T) {
 // holder does not make the node give up, as if an unknown holder kept
 // it: the node tries again and takes the lock (a daemon waiting for a
 // `hookd fire` exited "an offline hookd command holds the database"
-// when the fire ended in that window). An offline command alike.
+// when the fire ended in that window). An offline command alike. Not
+// parallel: it sets afterRefused, which every Lock and LockNode runs.
 func TestLockHolderGoneBetweenTryAndLook(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)

@@ -11,6 +11,7 @@ import (
 
 // TestContract runs the store contract shared with the SQLite store.
 func TestContract(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Open {
 		url := postgrestest.NewDatabase(t)
 		return func() (storetest.Store, error) { return postgres.Open(context.Background(), url) }

@@ -10,15 +10,15 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/store/churntest"
-	"github.com/hookd/hookd/store/pgtest"
 )
 
 // TestPruneOneAtATime: while one node prunes (holds the prune lock),
 // another node's Prune refuses with ErrPruning and deletes nothing; once
 // the lock is free it prunes.
 func TestPruneOneAtATime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	a, b := open(t, url), open(t, url)
 	now := t0.Add(100 * 24 * time.Hour)
 	must(t, b.InsertRun(ctx, &engine.Run{ID: "old", Hook: "h", Status: engine.StatusSkipped, Reason: "cooldown",
@@ -52,8 +52,9 @@ func TestPruneOneAtATime(t *testing.T) {
 // runs, so the space of the deleted outputs is reused instead of added
 // to until autovacuum's turn.
 func TestPruneLetsSpaceBeReused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	d := open(t, pgtest.NewDatabase(t))
+	d := open(t, migrated.NewDatabase(t))
 	const runs, keep, size = 40, 2, 256 << 10
 	churnAndPrune(t, d, runs, keep, size)
 	var toast, live int64
@@ -70,8 +71,9 @@ func TestPruneLetsSpaceBeReused(t *testing.T) {
 // Prune rebuilds it once it outgrows them. Before, 60 runs of 64 KiB with
 // 2 kept left an index of 5.6 MB for 0.2 MB of live tsvectors.
 func TestPruneKeepsSearchIndexToLiveRuns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	d := open(t, pgtest.NewDatabase(t))
+	d := open(t, migrated.NewDatabase(t))
 	const runs, keep, size = 60, 2, 64 << 10
 	churnAndPrune(t, d, runs, keep, size)
 	var index, vectors int64

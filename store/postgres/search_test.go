@@ -11,7 +11,6 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/churntest"
-	"github.com/hookd/hookd/store/pgtest"
 )
 
 // TestSearchWords: punctuation separates words, matched in any case, and
@@ -21,8 +20,9 @@ import (
 // skipped, saying so: the database's locale decides it (in the C locale
 // only ASCII letters and digits are words).
 func TestSearchWords(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	d := open(t, pgtest.NewDatabase(t))
+	d := open(t, migrated.NewDatabase(t))
 	var icu bool
 	must(t, d.pool.QueryRow(ctx, `SELECT prosrc LIKE '%und-x-icu%' FROM pg_proc WHERE proname = 'hookd_search_vector'`).Scan(&icu))
 	finish := func(id, output string) {
@@ -62,8 +62,9 @@ func TestSearchWords(t *testing.T) {
 // TestSearchIndexesOlderRuns: a database migrated before the search index
 // existed has its finished runs indexed by the migration.
 func TestSearchIndexesOlderRuns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := migrated.NewDatabase(t)
 	d := open(t, url)
 	i := slices.IndexFunc(migrations, func(m migration) bool { return m.sql == sqlSearch })
 	for _, q := range []string{`DROP TRIGGER runs_search ON runs`, `DROP INDEX runs_search`,
@@ -91,8 +92,9 @@ func TestSearchIndexesOlderRuns(t *testing.T) {
 // (as the SQLite store's index does), not a second copy of the whole
 // text, so a word from its head is found and one from its tail is not.
 func TestSearchIndexesOutputHead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	d := open(t, pgtest.NewDatabase(t))
+	d := open(t, migrated.NewDatabase(t))
 	out := churntest.Output(rand.New(rand.NewPCG(5, 6)), churntest.OutputBytes)
 	word := func(text string) string { // a long word of text: base64 has no other words in it
 		for _, w := range strings.FieldsFunc(text, notWordRune) {

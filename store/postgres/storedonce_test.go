@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/pgtest"
 )
 
 // TestStepOutputStoredOnce: a run whose shell step printed 1 MB stores
 // about 1 MB of steps, not 2 (the output and its stdout field), and
 // reads back with the field.
 func TestStepOutputStoredOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	d := open(t, pgtest.NewDatabase(t))
+	d := open(t, migrated.NewDatabase(t))
 	out := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
 	r := &engine.Run{ID: engine.NewID(), Hook: "dump", Trigger: "manual", Status: engine.StatusRunning, StartedAt: t0, QueuedAt: t0}
 	must(t, d.StartRun(ctx, r))

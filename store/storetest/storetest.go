@@ -32,10 +32,12 @@ type Open func() (Store, error)
 // Opener makes a new, empty database for t and returns how to open it.
 type Opener func(t *testing.T) Open
 
-// Run runs the contract suite, each test on a new database.
+// Run runs the contract suite, each test on a new database, in
+// parallel: they share nothing but the Opener, which must allow it.
 func Run(t *testing.T, newDB Opener) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tc.fn(t, &env{t: t, open: newDB(t)})
 		})
 	}
