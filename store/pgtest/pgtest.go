@@ -78,6 +78,10 @@ type Server struct {
 	Port int    // the port number, which names the socket file
 	User string // the superuser role tests connect as
 
+	// Version is the server's version number (server_version_num:
+	// 150004 for 15.4).
+	Version int
+
 	cmd    *exec.Cmd
 	exited chan struct{}
 	waitEr error
@@ -207,7 +211,15 @@ func (tp *Template) NewDatabase(t testing.TB) string {
 	if tp.err != nil {
 		t.Fatalf("make template database: %v", tp.err)
 	}
-	return s.newDatabase(t, " TEMPLATE "+tp.name)
+	// From PostgreSQL 15 a copy goes through the write-ahead log by
+	// default (STRATEGY WAL_LOG), block by block: for a small database
+	// such as a test's, copying its files costs the server half the CPU.
+	// Before 15, copying the files was the only way.
+	strategy := ""
+	if s.Version >= 150000 {
+		strategy = " STRATEGY FILE_COPY"
+	}
+	return s.newDatabase(t, " TEMPLATE "+tp.name+strategy)
 }
 
 func required() bool { return os.Getenv(RequireEnv) == "1" }
@@ -229,6 +241,20 @@ func (s *Server) Exec(ctx context.Context, sql string) error {
 		return fmt.Errorf("run %q: %w", sql, err)
 	}
 	return nil
+}
+
+// version asks the server its version number.
+func (s *Server) version(ctx context.Context) (int, error) {
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return 0, fmt.Errorf("connect to test server: %w", err)
+	}
+	defer conn.Close(ctx)
+	var v string
+	if err := conn.QueryRow(ctx, "SHOW server_version_num").Scan(&v); err != nil {
+		return 0, fmt.Errorf("ask the test server its version: %w", err)
+	}
+	return strconv.Atoi(v)
 }
 
 // NotFoundError says the PostgreSQL server binaries were not found.
@@ -351,6 +377,10 @@ func Start(bin string) (_ *Server, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := s.Exec(ctx, "CREATE ROLE "+passwordGroup+" NOLOGIN"); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if s.Version, err = s.version(ctx); err != nil {
 		s.Stop()
 		return nil, err
 	}
