@@ -14,10 +14,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +50,31 @@ func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
 
+// parallelFactor is how many of this package's parallel tests run at
+// once per CPU, unless -parallel says otherwise: they spend much of their
+// time waiting on real time (a schedule a second apart, a PostgreSQL
+// lock's 3 s wait for a killed holder's session, a lease's expiry), so
+// go test's default of one per CPU leaves the CPUs idle. (Four per CPU,
+// with race-built hookd processes, overloaded a two-core machine.)
+const parallelFactor = 2
+
+// raiseParallel sets -test.parallel to parallelFactor times GOMAXPROCS
+// unless the command line set it.
+func raiseParallel() error {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if set {
+		return nil
+	}
+	return flag.Set("test.parallel", strconv.Itoa(parallelFactor*runtime.GOMAXPROCS(0)))
+}
+
 func testMain(m *testing.M) int {
+	if err := raiseParallel(); err != nil {
+		fmt.Fprintln(os.Stderr, "set -test.parallel:", err)
+		return 1
+	}
 	dir, err := os.MkdirTemp("", "hookd-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "make temp dir:", err)
