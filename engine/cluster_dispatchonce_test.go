@@ -121,6 +121,19 @@ func testClusterEventOnce(t *testing.T, names []string) {
 	if !dying.dead.Load() {
 		t.Fatal("node A did not come to marking e1 dispatched")
 	}
+	// A's claims go on (only its dispatch died): a's and b's runs end on
+	// A before it stops. Stopped with no grace period, A would cancel one
+	// it had started (shutdown), and the count below would find a run
+	// cancelled, not one run twice (seen at load).
+	for _, name := range names {
+		if name == "c" {
+			continue
+		}
+		poll(t, "hook "+name+"'s run ends on node A", func() bool {
+			rs, err := db.ListRuns(ctx, engine.RunFilter{Hook: name, Limit: 10})
+			return err == nil && len(rs) == 1 && rs[0].Status.Final()
+		})
+	}
 	a.Stop()
 
 	lockNode(ctx, t, url, "node-b")
