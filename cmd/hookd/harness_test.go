@@ -28,11 +28,15 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/store/pgtest"
 )
 
-// hookdBin is the binary under test, built by TestMain.
+// hookdBin is the binary under test, built by TestMain, plain even when
+// the tests run with -race: a race-built hookd process costs 2.5 times
+// the CPU (this package's hookd processes took 153 CPU-s race-built, 62
+// plain), and the daemon's code runs under the race detector in every
+// test that runs it in this process; the processes are for what only a
+// process shows (signals, SIGKILL, exec).
 var hookdBin string
 
 // builtWithVCS says TestMain built hookdBin with -buildvcs=true: when it
@@ -87,9 +91,6 @@ func testMain(m *testing.M) int {
 		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	}
 	args := []string{"build", "-o", hookdBin}
-	if binaryRace {
-		args = append(args, "-race")
-	}
 	// With the revision stamped where Go can (TestVersionRevision reads
 	// it, and builds hookd again only without it); where it cannot (no
 	// git), the build goes on without.
@@ -112,15 +113,6 @@ func testMain(m *testing.M) int {
 	defer stopChromium()
 	return pgtest.Main(m) // m.Run, then stop the PostgreSQL server if a test started one
 }
-
-// binaryRace says hookdBin is built with -race: under -race with
-// HOOKD_TEST_LONG=1 (CI), so the daemon's data races in what only its
-// processes do (signals, exit, the cluster's nodes) are findings too.
-// Without it the binary is built plain: a race-built hookd process costs
-// 2.5 times the CPU (the process tests' hookd processes took 153 CPU-s
-// race-built, 62 plain), and the daemon's code runs under the race
-// detector anyway in every test that runs it in this process.
-var binaryRace = raceEnabled && testtool.Long()
 
 // allProcess runs every test's commands as processes (HOOKD_TEST_PROCESS=1).
 var allProcess = os.Getenv("HOOKD_TEST_PROCESS") == "1"
@@ -250,11 +242,9 @@ func (e *env) newCommand(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // childEnv is the environment of hookd processes: no model settings leak
-// in from the developer's environment, times print in UTC, and
-// a binary built with -race exits without the race runtime's 1s pause (a
-// race it found still makes it exit 66).
+// in from the developer's environment, and times print in UTC.
 func childEnv() []string {
-	return append(os.Environ(), "HOOKD_MODEL=", "OPENAI_BASE_URL=", "OPENAI_API_KEY=", "TZ=UTC", "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
+	return append(os.Environ(), "HOOKD_MODEL=", "OPENAI_BASE_URL=", "OPENAI_API_KEY=", "TZ=UTC")
 }
 
 // run runs a hookd command to its end.
@@ -472,12 +462,7 @@ func (e *env) startProcess(cmd *exec.Cmd) *served {
 		d.code = d.cmd.ProcessState.ExitCode()
 		close(d.done)
 	}()
-	e.t.Cleanup(func() {
-		d.kill()
-		if binaryRace && strings.Contains(d.log.String(), "WARNING: DATA RACE") {
-			e.t.Errorf("the daemon reported a data race:\n%s", d.log)
-		}
-	})
+	e.t.Cleanup(d.kill)
 	return d
 }
 
