@@ -15,6 +15,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// newMountNS returns a sandbox that hides hookd's files with a mount
+// namespace, closed when t ends; t skips where there is none (not root:
+// hookd's files are kept out of the Landlock grants instead).
+func newMountNS(t *testing.T) *Sandbox {
+	t.Helper()
+	sb := New(Options{})
+	t.Cleanup(func() { sb.Close() })
+	need(t, sb)
+	if !sb.sys.mountNS {
+		t.Skip("no mount namespace here (not root): hookd's files are kept out of the Landlock grants instead")
+	}
+	return sb
+}
+
 // started is a process under p that prints its first line of output,
 // then waits for a line on its stdin before it goes on.
 type started struct {
@@ -74,12 +88,7 @@ func (s *started) finish(t *testing.T) string {
 // namespace reads the new file once it is renamed in. A process started
 // after the rename gets a namespace that covers the new file.
 func TestReplacedHookdFileStaysHidden(t *testing.T) {
-	sb := New(Options{})
-	defer sb.Close()
-	need(t, sb)
-	if !sb.sys.mountNS {
-		t.Skip("no mount namespace here (not root): hookd's files are kept out of the Landlock grants instead")
-	}
+	sb := newMountNS(t)
 	wd := t.TempDir()
 	cfg := filepath.Join(wd, "hookd.yaml")
 	os.WriteFile(cfg, []byte("OLD-CANARY\n"), 0o600)
@@ -109,12 +118,7 @@ func TestReplacedHookdFileStaysHidden(t *testing.T) {
 // taken on the host tells apart), or a hookd path made after the hook's
 // namespace, is not readable by the hook's next process.
 func TestHiddenWhateverTheInode(t *testing.T) {
-	sb := New(Options{})
-	defer sb.Close()
-	need(t, sb)
-	if !sb.sys.mountNS {
-		t.Skip("no mount namespace here (not root): hookd's files are kept out of the Landlock grants instead")
-	}
+	sb := newMountNS(t)
 	wd := t.TempDir()
 	cfg := filepath.Join(wd, "hookd.yaml")
 	state := filepath.Join(wd, ".hookd")
@@ -268,12 +272,7 @@ func TestStaleTmpSwept(t *testing.T) {
 // namespace made again; and once the host unmounts it, the next process
 // does not see it.
 func TestViewRemadeAfterHostMount(t *testing.T) {
-	sb := New(Options{})
-	defer sb.Close()
-	need(t, sb)
-	if !sb.sys.mountNS {
-		t.Skip("no mount namespace here (not root)")
-	}
+	sb := newMountNS(t)
 	wd := t.TempDir()
 	disk := filepath.Join(wd, "disk")
 	os.Mkdir(disk, 0o755)
@@ -328,12 +327,7 @@ func TestViewRemadeAfterHostMount(t *testing.T) {
 // it (ENOENT); the view covers the new file instead of failing the
 // step. The file is renamed over in a loop while views are made.
 func TestHideWhileReplaced(t *testing.T) {
-	sb := New(Options{})
-	defer sb.Close()
-	need(t, sb)
-	if !sb.sys.mountNS {
-		t.Skip("no mount namespace here (not root)")
-	}
+	sb := newMountNS(t)
 	dir := t.TempDir()
 	target := filepath.Join(dir, "hookd.yaml")
 	os.WriteFile(target, []byte("x: 1\n"), 0o644)
