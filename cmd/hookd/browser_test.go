@@ -78,19 +78,25 @@ func newChromium(t *testing.T) context.Context {
 	}
 	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
-	// Open the tab now: the first call on a context opens its tab, which
-	// lives as long as that call's context, so no timeout on it.
-	opened := make(chan error, 1)
-	go func() { opened <- chromedp.Do(ctx) }()
-	select {
-	case err := <-opened:
-		if err != nil {
-			t.Fatalf("open a tab in Chromium (%s): %v", path, err)
-		}
-	case <-time.After(browserWait):
-		t.Fatalf("Chromium (%s) did not open a tab in %s", path, browserWait)
+	if err := firstCall(ctx); err != nil {
+		t.Fatalf("open a tab in Chromium (%s): %v", path, err)
 	}
 	return ctx
+}
+
+// firstCall makes the first call on a chromedp context, which starts its
+// browser or opens its tab, within browserWait. What it starts lives as
+// long as that call's context, so the call has no timeout of its own:
+// the wait is bounded here instead.
+func firstCall(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(browserWait):
+		return fmt.Errorf("no answer in %s", browserWait)
+	}
 }
 
 // startChromium starts the package's Chromium once, and returns the
@@ -128,21 +134,10 @@ func startChromium(path string) (context.Context, error) {
 		cancelAlloc()
 		os.RemoveAll(profile)
 	}
-	// The first call's context is the browser's life: no timeout on it.
-	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(ctx) }()
-	select {
-	case err = <-started:
-		if err != nil {
-			err = fmt.Errorf("start Chromium (%s): %w", path, err)
-		}
-	case <-time.After(browserWait):
-		err = fmt.Errorf("chromium (%s) did not start in %s", path, browserWait)
-	}
-	if err != nil {
+	if err := firstCall(ctx); err != nil {
 		stop()
-		chromium.err = err
-		return nil, err
+		chromium.err = fmt.Errorf("start Chromium (%s): %w", path, err)
+		return nil, chromium.err
 	}
 	chromium.ctx, chromium.stop = ctx, stop
 	return ctx, nil
