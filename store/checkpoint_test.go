@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -161,10 +162,32 @@ func TestWALStartsOverAfterCheckpoint(t *testing.T) {
 	}
 }
 
-// While a checkpoint copies the log, writes commit and reads answer: some
-// of each begin and end while it runs.
+// While a checkpoint copies the log into the database file, writes commit
+// and reads answer: some of each begin and end while it copies.
+//
+// Each round gives the checkpoint a known log to copy: the test empties
+// the log and rewrites, in one commit, a table of ckPadPages rows of a
+// page each with the round's byte. Only then do three writers of one
+// small event a commit and a reader of the newest one (a lookup in an
+// index) start, so that every snapshot a reader holds includes the
+// rewrite: a PASSIVE checkpoint copies the log only up to the oldest
+// snapshot a reader holds.
+//
+// The checkpoint writes pages into the database file in the order of
+// their numbers: an operation ran while it copied when the table's first
+// page in the file held the round's byte before the operation began, and
+// its last page did not yet after it ended. A checkpoint that holds a lock
+// an operation needs while it copies leaves none of that kind. Operations
+// that began and ended between the call's start and its end do not show
+// it: a FULL checkpoint, which holds the write lock while it copies, lets
+// writes commit while it waits for that lock.
+//
+// Rounds go on until 5 of each ran, up to rounds (a loaded machine may not
+// run the goroutines during a copy). The log never holds more than a
+// round's pages and writes; the events table grows by at most
+// writesPerRound small events a writer a round.
 func TestCheckpointBesideWritesAndReads(t *testing.T) {
-	d, _ := openTest(t)
+	d, path := openTest(t)
 	ctx := context.Background()
 	mustRun(t, d.setWALPages(1<<20, 1<<21)) // the test runs the checkpoints
 	ckdb, err := d.openCheckpointer()
@@ -172,68 +195,111 @@ func TestCheckpointBesideWritesAndReads(t *testing.T) {
 	d.ck.db = ckdb
 	t.Cleanup(func() { ckdb.Close() })
 
-	// phase is odd while a checkpoint runs. An operation that reads the
-	// same odd phase before and after it ran while the checkpoint did.
-	var phase atomic.Int64
+	// A row of rowBytes takes a page of its own, at the page's end.
+	const ckPadPages, rowBytes = 1000, 3000
+	const before = 0xa0 // the byte before the first round's
+	_, err = d.w.Exec(`CREATE TABLE ckpad (b BLOB)`)
+	mustRun(t, err)
+	_, err = d.w.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		INSERT INTO ckpad SELECT ? FROM n`, ckPadPages, bytes.Repeat([]byte{before}, rowBytes))
+	mustRun(t, err)
+	truncateWAL(t, d)
+
+	// The table's first and last pages in the database file, read beside
+	// SQLite through a file closed after it: closing a file drops the
+	// process's POSIX locks on it, SQLite's among them.
+	dbFile, err := os.Open(path)
+	mustRun(t, err)
+	t.Cleanup(func() { d.Close(); dbFile.Close() })
+	var pageSize int64
+	mustRun(t, d.r.QueryRow(`PRAGMA page_size`).Scan(&pageSize))
+	st, err := dbFile.Stat()
+	mustRun(t, err)
+	file := make([]byte, st.Size())
+	_, err = dbFile.ReadAt(file, 0)
+	mustRun(t, err)
+	var pages []int64 // offsets
+	for off := int64(0); off+pageSize <= int64(len(file)); off += pageSize {
+		if bytes.Count(file[off+pageSize-rowBytes:off+pageSize], []byte{before}) == rowBytes {
+			pages = append(pages, off)
+		}
+	}
+	if len(pages) != ckPadPages {
+		t.Fatalf("%d pages of the database file end with a row of the table, want %d", len(pages), ckPadPages)
+	}
+	holds := func(page int64, b byte) bool { // the page's last byte is b
+		var got [1]byte
+		if _, err := dbFile.ReadAt(got[:], page+pageSize-1); err != nil {
+			t.Error(err)
+		}
+		return got[0] == b
+	}
+	first, last := pages[0], pages[len(pages)-1]
+
+	const rounds, writesPerRound = 30, 200 // bounds: the test's time, the events table
 	var wrote, read atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 3 {
+	missed := 0
+	for round := range rounds {
+		b := byte(before + 1 + round)
+		truncateWAL(t, d)
+		_, err := d.w.Exec(`UPDATE ckpad SET b = ?`, bytes.Repeat([]byte{b}, rowBytes))
+		mustRun(t, err)
+
+		// during runs op and reports whether it ran while the checkpoint
+		// copied the round's pages.
+		during := func(op func() error) bool {
+			began := holds(first, b)
+			if err := op(); err != nil {
+				t.Error(err)
+				return false
+			}
+			return began && !holds(last, b)
+		}
+		stop := make(chan struct{})
+		running := func() bool {
+			select {
+			case <-stop:
+				return false
+			default:
+				return !t.Failed()
+			}
+		}
+		var wg sync.WaitGroup
+		for w := range 3 {
+			wg.Go(func() {
+				for i := 0; i < writesPerRound && running(); i++ {
+					ev := &engine.Event{Type: "test.ck", Data: map[string]any{"round": round, "w": w, "i": i}}
+					if during(func() error { return d.AppendEvents(ctx, []*engine.Event{ev}) }) {
+						wrote.Add(1)
+					}
+				}
+			})
+		}
 		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				p := phase.Load()
-				if err := d.AppendEvents(ctx, bigEvents(fmt.Sprintf("%d-%d", w, i), 4)); err != nil {
-					t.Error(err)
-					return
-				}
-				if p%2 == 1 && phase.Load() == p {
-					wrote.Add(1)
+			for running() {
+				if during(func() error { _, err := d.ListEvents(ctx, "test.ck", 1); return err }) {
+					read.Add(1)
 				}
 			}
 		})
-	}
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p := phase.Load()
-			var n int
-			if err := d.r.QueryRow(`SELECT count(*) FROM events WHERE type = 'test.wal'`).Scan(&n); err != nil {
-				t.Error(err)
-				return
-			}
-			if p%2 == 1 && phase.Load() == p {
-				read.Add(1)
-			}
-		}
-	})
-	defer func() { close(stop); wg.Wait() }()
-
-	deadline := time.Now().Add(2 * time.Minute)
-	var checkpoints, copied int64
-	for wrote.Load() < 5 || read.Load() < 5 {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %d checkpoints (%d frames copied): %d writes and %d reads ran while one did, want 5 of each",
-				checkpoints, copied, wrote.Load(), read.Load())
-		}
-		for countEvents(t, d) < int(checkpoints+1)*40 { // a log to copy
-			time.Sleep(time.Millisecond)
-		}
-		phase.Add(1)
 		r, err := d.checkpoint("PASSIVE")
-		phase.Add(1)
+		close(stop)
+		wg.Wait()
 		mustRun(t, err)
-		checkpoints++
-		copied += r.copied
+		if t.Failed() {
+			return
+		}
+		if !holds(first, b) || !holds(last, b) {
+			missed++ // none of the round's operations counted
+			t.Logf("round %d: the checkpoint copied %d frames of a log of %d, not the table's pages", round, r.copied, r.log)
+		}
+		if wrote.Load() >= 5 && read.Load() >= 5 {
+			t.Logf("%d writes and %d reads ran while one of %d checkpoints copied", wrote.Load(), read.Load(), round+1)
+			return
+		}
 	}
+	t.Errorf("in %d checkpoints of %d pages or more (%d of them did not copy them): %d writes and %d reads ran while one copied, want 5 of each",
+		rounds, ckPadPages, missed, wrote.Load(), read.Load())
 }
 
 // holdWrites waits for the commit in progress; writes made while it holds
