@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
 )
@@ -76,6 +77,7 @@ func memHook() *engine.Hook {
 // over leaves nothing behind (its contexts used to stay children of the
 // engine's, ~0.5 KB a run, forever).
 func TestFinishedRunsReleaseMemory(t *testing.T) {
+	testtool.NeedLong(t, "a soak of 10,000 runs in one engine (BenchmarkRetainedPerRun measures the same)")
 	const runs = 10000
 	eng := startMemEngine(t)
 	fireAndWait(t, eng, "mem", 200) // warm up pools, caches and statements
