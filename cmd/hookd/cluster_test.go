@@ -27,6 +27,16 @@ type clusterNode struct {
 	name string
 	e    *env
 	d    *served
+	past []*logBuffer // the logs of its earlier processes, oldest first
+}
+
+// start starts the node's `hookd serve`, keeping the log of the process
+// before it, if any.
+func (n *clusterNode) start() {
+	if n.d != nil {
+		n.past = append(n.past, n.d.log)
+	}
+	n.d = n.e.serve()
 }
 
 // newCluster makes the directories of nodes n1..nN on url; nodeOpts are
@@ -133,8 +143,11 @@ func nodeNamed(nodes []*clusterNode, name string) *clusterNode {
 func clusterLogs(nodes []*clusterNode) string {
 	var b strings.Builder
 	for _, n := range nodes {
+		for i, l := range n.past {
+			fmt.Fprintf(&b, "--- node %s, process %d:\n%s\n", n.name, i+1, l)
+		}
 		if n.d != nil {
-			fmt.Fprintf(&b, "--- node %s:\n%s\n", n.name, n.d.log)
+			fmt.Fprintf(&b, "--- node %s, process %d:\n%s\n", n.name, len(n.past)+1, n.d.log)
 		}
 	}
 	return b.String()

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/store/postgres/postgrestest"
+	"github.com/jackc/pgx/v5"
 )
 
 // clusterKillHooks: periodic hooks of every overlap policy and an event
@@ -122,7 +124,7 @@ func TestClusterKills(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 11))
 	t.Logf("seed %d", seed)
 	for _, n := range nodes {
-		n.d = n.e.serve()
+		n.start()
 	}
 	lease := newLeaseWatch(t, url)
 	waitFor(t, "a scheduler", func() bool { return lease.holder() != "" }, logs)
@@ -174,7 +176,7 @@ func TestClusterKills(t *testing.T) {
 		// A node stopped by itself (it lost the lease) is restarted too.
 		for _, n := range nodes {
 			if n.d.exited() {
-				n.d = n.e.serve()
+				n.start()
 			}
 		}
 		em.mu.Unlock()
@@ -232,6 +234,9 @@ func TestClusterKills(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost, excused := checkReached(t, accepted, seen, runs)
+	if lost > 0 {
+		t.Logf("what the database holds of the events and the event hook's runs:\n%s", eventHistory(t, url))
+	}
 	slices.Sort(failovers)
 	slices.Sort(lags)
 	t.Logf("%d kills (%d of the scheduler, failovers %v, taken %v after the kill on the database's clock), %d slots ran, %d events accepted (%d lost, %d excused), side lines by node %v",
@@ -243,4 +248,83 @@ func TestClusterKills(t *testing.T) {
 	if t.Failed() {
 		t.Log(logs())
 	}
+}
+
+// eventHistory is what the database holds of the events crash.ev, the
+// hooks each reached, and the runs of hook events, one line each, in the
+// order they were stored.
+func eventHistory(t *testing.T, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Sprintf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	var b strings.Builder
+	ms := func(v *int64) string {
+		if v == nil {
+			return "-"
+		}
+		return time.Unix(0, *v).UTC().Format("15:04:05.000")
+	}
+	rows, err := conn.Query(ctx, `SELECT seq, id, data, source, time, dispatched, coalesce(fate, '') FROM events
+		WHERE type = 'crash.ev' ORDER BY seq`)
+	if err != nil {
+		return fmt.Sprintf("events: %v", err)
+	}
+	b.WriteString("events (seq id data source time dispatched fate):\n")
+	for rows.Next() {
+		var (
+			seq              int64
+			id, data, source string
+			at               *int64
+			dispatched       bool
+			fate             string
+		)
+		if err := rows.Scan(&seq, &id, &data, &source, &at, &dispatched, &fate); err != nil {
+			return fmt.Sprintf("events: %v", err)
+		}
+		fmt.Fprintf(&b, "  %d %s %s %q %s dispatched=%t fate=%s\n", seq, id, data, source, ms(at), dispatched, fate)
+	}
+	rows.Close()
+	rows, err = conn.Query(ctx, `SELECT seq, hook, run_id FROM event_dispatches ORDER BY seq, hook`)
+	if err != nil {
+		return fmt.Sprintf("event_dispatches: %v", err)
+	}
+	b.WriteString("event_dispatches (seq hook run):\n")
+	for rows.Next() {
+		var (
+			seq       int64
+			hook, run string
+		)
+		if err := rows.Scan(&seq, &hook, &run); err != nil {
+			return fmt.Sprintf("event_dispatches: %v", err)
+		}
+		fmt.Fprintf(&b, "  %d %s %s\n", seq, hook, run)
+	}
+	rows.Close()
+	rows, err = conn.Query(ctx, `SELECT seq, id, "trigger", status, coalesce(node, ''), claimable, queued_at, started_at, finished_at,
+			reason, coalesce(event, '') FROM runs WHERE hook = 'events' ORDER BY seq`)
+	if err != nil {
+		return fmt.Sprintf("runs: %v", err)
+	}
+	b.WriteString("runs of events (seq id trigger status node claimable queued started finished reason event):\n")
+	for rows.Next() {
+		var (
+			seq                               int64
+			id, trigger, status, node, reason string
+			event                             string
+			claimable                         bool
+			queued, started, finished         *int64
+		)
+		if err := rows.Scan(&seq, &id, &trigger, &status, &node, &claimable, &queued, &started, &finished, &reason, &event); err != nil {
+			return fmt.Sprintf("runs: %v", err)
+		}
+		fmt.Fprintf(&b, "  %d %s %s %s %s claimable=%t %s %s %s %q %s\n", seq, id, trigger, status, node, claimable,
+			ms(queued), ms(started), ms(finished), reason, event)
+	}
+	rows.Close()
+	return b.String()
 }
