@@ -104,9 +104,21 @@ func (d *DB) Close() error {
 	return nil
 }
 
-// tx runs fn in a transaction and commits it when fn returns nil.
+// tx runs fn in a transaction and commits it when fn returns nil. When
+// ctx carries a scheduler's hold on the lease (Member.Fence), the
+// transaction first checks that the lease is still that one and holds
+// its row until it ends (fence), and fails wrapping engine.ErrLeaseLost
+// when it is not.
 func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, d.pool, fn)
+	l, fenced := ctx.Value(fenceKey{}).(Lease)
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if fenced {
+			if err := fence(ctx, tx, l); err != nil {
+				return fmt.Errorf("%w: %w", engine.ErrLeaseLost, err)
+			}
+		}
+		return fn(tx)
+	})
 }
 
 // DaemonLock is the lock that lets one daemon at a time use a database:

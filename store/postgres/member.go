@@ -140,6 +140,28 @@ func (m *Member) Vacant(ctx context.Context) (bool, error) {
 	return vacant, nil
 }
 
+// fenceKey is the context key of the lease a write is fenced by (Fence).
+type fenceKey struct{}
+
+// Fence returns ctx carrying this process's hold on the scheduler lease
+// as it is now. A write of the store made with it (InsertRun, FinishRun,
+// UpdateQueued, MarkDispatched, MergeFire: each a transaction of DB.tx)
+// checks in its transaction that this process still holds the lease with
+// the same token, as Release does, and fails wrapping engine.ErrLeaseLost
+// when it does not. The check holds the lease's row until the write
+// commits: a node taking the lease over waits for it, so a scheduler's
+// record lands before its successor reads the state it changes, or not
+// at all (a scheduler killed with its commit under way, or one that lost
+// the lease without noticing yet). Without the lease, no fenced write
+// passes.
+func (m *Member) Fence(ctx context.Context) context.Context {
+	l, held := m.current()
+	if !held {
+		l = Lease{Name: SchedulerLease, Holder: m.holder} // token 0: no lease has it
+	}
+	return context.WithValue(ctx, fenceKey{}, l)
+}
+
 func (m *Member) setLease(l Lease, held bool) {
 	m.mu.Lock()
 	m.lease, m.held = l, held

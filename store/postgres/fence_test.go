@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestFencedWrites: a write fenced by a scheduler's hold on the lease
+// (Member.Fence) commits while it holds the lease; a node taking the
+// lease over from a holder whose process died waits for such a write
+// under way, so that what it reads after includes it; and once the lease
+// moved, every fenced write of the old holder changes nothing
+// (engine.ErrLeaseLost). Unfenced, the commit of a merge a killed
+// scheduler had under way landed after its successor read the pending
+// run: the successor released the run with the payload it had read and
+// passed the merged event by as reached (an accepted event no step saw,
+// TestClusterKills).
+func TestFencedWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := migrated.NewDatabase(t)
+	d := open(t, url)
+	lockA, err := LockNode(ctx, url, "a")
+	must(t, err)
+	defer lockA.Unlock()
+	lockB, err := LockNode(ctx, url, "b")
+	must(t, err)
+	defer lockB.Unlock()
+	a, b := d.Member("a", 1, time.Hour), d.Member("b", 1, time.Hour)
+	if err := d.InsertRun(b.Fence(ctx), &engine.Run{ID: "x", Hook: "h", Status: engine.StatusSkipped, QueuedAt: t0}); !errors.Is(err, engine.ErrLeaseLost) {
+		t.Errorf("a fenced write of a node that never held the lease: %v", err)
+	}
+	if _, ok, err := a.Lead(ctx); err != nil || !ok {
+		t.Fatalf("a takes the free lease: %v %v", ok, err)
+	}
+	p := &engine.Run{ID: "p", Hook: "h", Status: engine.StatusQueued, QueuedAt: t0, Event: json.RawMessage(`{"e1":1}`)}
+	must(t, d.InsertRun(a.Fence(ctx), p))
+	ev := &engine.Event{ID: "e2", Type: "x.y", Time: t0}
+	must(t, d.AppendPendingEvent(ctx, ev))
+
+	// a merges e2 into p; its process dies with the commit under way.
+	inTx, proceed, merged := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	commit := sync.OnceFunc(func() { close(proceed) })
+	defer commit() // a failure below does not leave the transaction open
+	go func() {
+		merged <- d.tx(a.Fence(ctx), func(tx pgx.Tx) error {
+			close(inTx)
+			<-proceed
+			m := *p
+			m.Event = json.RawMessage(`{"e1":1,"e2":1}`)
+			return updateQueued(ctx, tx, &m, engine.Merged{EventSeq: ev.Seq})
+		})
+	}()
+	<-inTx
+	must(t, lockA.Unlock())
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if vacant, err := b.Vacant(ctx); err != nil {
+			t.Fatal(err)
+		} else if vacant {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b never saw the lease of dead a vacant")
+		}
+	}
+	led := make(chan error, 1)
+	go func() {
+		_, ok, err := b.Lead(ctx)
+		if err == nil && !ok {
+			err = errors.New("b did not take the lease")
+		}
+		led <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var waiting int
+		must(t, d.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO leases%'`).Scan(&waiting))
+		if waiting == 1 {
+			break
+		}
+		select {
+		case err := <-led:
+			t.Fatalf("b took the lease while a's fenced write was under way (%v)", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b's takeover does not wait for a's fenced write within a minute")
+		}
+	}
+	commit()
+	must(t, <-merged)
+	must(t, <-led)
+	// What b reads as the scheduler now includes the merge, and the
+	// record that e2 reached h with it.
+	w, err := b.Waiting(ctx)
+	must(t, err)
+	if len(w) != 1 || string(w[0].Event) != `{"e1":1,"e2":1}` {
+		t.Errorf("b reads the waiting runs %v, want p with e1 and e2", w)
+	}
+	if hooks, err := d.DispatchedTo(ctx, ev.Seq); err != nil || !slices.Equal(hooks, []string{"h"}) {
+		t.Errorf("e2 reached %v %v, want h", hooks, err)
+	}
+
+	// a, which has not noticed, writes on: nothing of it lands.
+	stale := a.Fence(ctx)
+	m := *p
+	m.Event = json.RawMessage(`{"e3":1}`)
+	fin := *p
+	fin.Status, fin.Reason, fin.FinishedAt = engine.StatusCancelled, "stale", t0
+	for what, err := range map[string]error{
+		"insert":          d.InsertRun(stale, &engine.Run{ID: "y", Hook: "h", Status: engine.StatusQueued, QueuedAt: t0}),
+		"merge":           d.UpdateQueued(stale, &m, engine.Merged{}),
+		"finish":          d.FinishRun(stale, &fin),
+		"mark":            d.MarkDispatched(stale, ev.Seq),
+		"merge of a fire": a.MergeFire(stale, &m, "f1"),
+	} {
+		if !errors.Is(err, engine.ErrLeaseLost) {
+			t.Errorf("a's fenced %s after b took the lease: %v, want ErrLeaseLost", what, err)
+		}
+	}
+	if got, err := d.GetRun(ctx, "p"); err != nil || got.Status != engine.StatusQueued || string(got.Event) != `{"e1":1,"e2":1}` {
+		t.Errorf("p after a's stale writes: %+v %v", got, err)
+	}
+	if _, err := d.GetRun(ctx, "y"); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("a's stale insert: %v", err)
+	}
+	if pend, err := d.PendingEvents(ctx, 10); err != nil || len(pend) != 1 {
+		t.Errorf("e2 after a's stale mark: pending %v %v", pend, err)
+	}
+	// b's own fenced writes go through.
+	must(t, d.MarkDispatched(b.Fence(ctx), ev.Seq))
+}
