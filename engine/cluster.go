@@ -31,6 +31,14 @@ type Cluster interface {
 	// Capacity is how many runs this node executes at once.
 	Capacity() int
 
+	// Fence returns ctx for a write of the scheduler's own state (a
+	// record, a merge into a pending run, an event's mark, made through
+	// Store or MergeFire): the write commits only while this node holds
+	// the lease it holds now, and otherwise fails wrapping ErrLeaseLost.
+	// A node taking the lease over waits for a fenced write under way
+	// to end, so it never reads the state a dead or deposed scheduler is
+	// still changing.
+	Fence(ctx context.Context) context.Context
 	// Release records r (new, or queued before) as queued for the nodes to
 	// claim, claiming its slot, recording r.EventSeq as dispatched to r's
 	// hook (Store.DispatchedTo), and marks the stored event markSeq

@@ -60,10 +60,16 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 }
 
 // markDispatched marks the stored event seq dispatched, within
-// StoreTimeout, whatever becomes of ctx.
+// StoreTimeout, whatever becomes of ctx. On a cluster only the scheduler
+// dispatches, and its mark is fenced by the lease (Cluster.Fence): an
+// event a scheduler dispatched after it lost the lease stays pending for
+// the next one.
 func (e *Engine) markDispatched(ctx context.Context, seq int64) error {
 	ctx, cancel := e.storeCtx(ctx)
 	defer cancel()
+	if cl := e.cfg.Cluster; cl != nil {
+		ctx = cl.Fence(ctx)
+	}
 	return e.cfg.Store.MarkDispatched(ctx, seq)
 }
 

@@ -759,7 +759,7 @@ func (s *state) addPending(ent *entry, run *Run, t trig, occupant *Run) trigResu
 		// fired again (decideFire).
 		if cl := s.e.cfg.Cluster; cl != nil && t.id != "" {
 			ctx, cancel := s.e.storeCtx(context.Background())
-			err := cl.MergeFire(ctx, p, t.id)
+			err := cl.MergeFire(s.fence()(ctx), p, t.id)
 			cancel()
 			if err != nil {
 				s.e.log.Error("store coalesced run", "hook", ent.hook.Name, "run", p.ID, "err", err)
@@ -954,7 +954,8 @@ func (s *state) record(ent *entry, run *Run) {
 // (a record collapsed into an earlier one has that one's id).
 func (s *state) insertRecord(run *Run) {
 	cp := *run
-	wr := s.e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.InsertRun(ctx, &cp) })
+	fence := s.fence()
+	wr := s.e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.InsertRun(fence(ctx), &cp) })
 	if s.e.wr.await(wr) {
 		run.ID, run.Repeats, run.QueuedAt = cp.ID, cp.Repeats, cp.QueuedAt
 	}
@@ -963,13 +964,30 @@ func (s *state) insertRecord(run *Run) {
 
 func (s *state) finishRecord(run *Run) {
 	cp := *run
-	s.e.wr.await(s.e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.FinishRun(ctx, &cp) }))
+	fence := s.fence()
+	s.e.wr.await(s.e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.FinishRun(fence(ctx), &cp) }))
 }
 
 // updateQueued stores what changed of a queued run.
 func (s *state) updateQueued(run *Run, merged Merged, what string) {
 	cp := *run
-	s.e.wr.await(s.e.wr.submit(what, run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.UpdateQueued(ctx, &cp, merged) }))
+	fence := s.fence()
+	s.e.wr.await(s.e.wr.submit(what, run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.UpdateQueued(fence(ctx), &cp, merged) }))
+}
+
+// fence is how a write the loop makes now is fenced (Cluster.Fence): on
+// a cluster's scheduler by its hold on the lease, elsewhere not at all.
+// A record, a merge into a pending run or a run's end that a scheduler
+// writes after it lost the lease, or commits after its process died,
+// would otherwise land after the next scheduler read the runs that wait
+// and the hooks an event reached: a merge it never sees, whose event it
+// then passes by as reached (the run it releases overwrites the merged
+// payload), or a pending run it never starts.
+func (s *state) fence() func(context.Context) context.Context {
+	if cl := s.e.cfg.Cluster; cl != nil && s.leader {
+		return cl.Fence
+	}
+	return func(ctx context.Context) context.Context { return ctx }
 }
 
 // refuseWaiting finishes a queued or pending run, which has its record,
