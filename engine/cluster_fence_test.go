@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -196,5 +198,74 @@ func TestClusterMergeLandsAfterTakeover(t *testing.T) {
 			t.Logf("run %s %s %s event %s", r.ID, r.Trigger, r.Status, r.Event)
 		}
 		t.Errorf("q's step saw the events %v, want e1, e2 and e3", got)
+	}
+}
+
+// leaseLostRecords is a scheduler's store whose records of new runs are
+// refused as a fenced write is once another node holds the lease.
+type leaseLostRecords struct {
+	*postgres.DB
+	refuse atomic.Bool
+}
+
+func (s *leaseLostRecords) InsertRun(ctx context.Context, r *engine.Run) error {
+	if s.refuse.Load() {
+		return fmt.Errorf("insert run %s: %w", r.ID, engine.ErrLeaseLost)
+	}
+	return s.DB.InsertRun(ctx, r)
+}
+
+// TestFencedRecordRefusedStopsScheduler: a scheduler whose record of a
+// pending run is refused because it lost the lease (a fenced write,
+// Cluster.Fence) stops scheduling at once, and does not report the
+// store stalled: the write would fail forever, and the store answers.
+// Before, the writer took the refusal for a stall, retried it, said
+// "store stalled", and the node went on deciding from a state the
+// database no longer had until its lease keeper noticed (here, whose
+// lease renews, never).
+func TestFencedRecordRefusedStopsScheduler(t *testing.T) {
+	ctx := context.Background()
+	url := postgrestest.NewDatabase(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	release := make(chan struct{})
+	defer close(release)
+	h := withSteps(newHook("q"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+		select { // the first run executes until the test ends
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &engine.StepResult{Output: "ran"}, nil
+	}))
+	h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "job.*"}
+	h.Overlap = engine.OverlapQueue
+	lockNode(ctx, t, url, "node-a")
+	st := &leaseLostRecords{DB: db}
+	a := startClusterNode(ctx, t, engine.Config{Store: st, Cluster: db.Member("node-a", 4, 2*time.Second),
+		MaxConcurrent: 8, StoreTimeout: time.Minute}, []*engine.Hook{h})
+	poll(t, "node A leads", func() bool { self, _ := a.Scheduler(); return self })
+	if _, err := a.Emit(ctx, &engine.Event{ID: "e1", Type: "job.done"}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "e1's run executing", func() bool {
+		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "q", Limit: 10})
+		return err == nil && len(runs) == 1 && runs[0].Status == engine.StatusRunning
+	})
+	st.refuse.Store(true)
+	go a.Emit(ctx, &engine.Event{ID: "e2", Type: "job.done"}) //nolint:errcheck // its pending run's record is refused
+	select {
+	case err := <-a.Failed():
+		if !errors.Is(err, engine.ErrLeaseLost) {
+			t.Errorf("node A failed with %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(time.Minute):
+		stall, stalled := a.StoreStalled()
+		t.Fatalf("node A still schedules a minute after its record was refused for a lost lease (store stalled: %v %+v)", stalled, stall)
+	}
+	if stall, stalled := a.StoreStalled(); stalled {
+		t.Errorf("node A reports the store stalled after a refused fenced write: %+v", stall)
 	}
 }

@@ -399,6 +399,17 @@ func (w *storeWriter) run() {
 			w.ok()
 			w.pop(wr, nil)
 			continue
+		case wr != nil && errors.Is(err, ErrLeaseLost):
+			// A scheduler's fenced write (Cluster.Fence) refused because
+			// this node no longer holds the lease: the next scheduler owns
+			// what it was to change, writing it again cannot succeed,
+			// and the store is not stalled. The node stops scheduling,
+			// as a refused release stops it, rather than answer from a
+			// state the database no longer has.
+			w.e.log.Error("store "+wr.what, "hook", wr.hook, "run", wr.run, "err", err)
+			w.pop(wr, err)
+			w.e.fail(err)
+			continue
 		case wr != nil && (permanent(err) || w.poisoned()):
 			// The store answered no, or takes other writes: this one
 			// would fail forever and hold up those after it.
