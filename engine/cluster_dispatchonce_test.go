@@ -10,7 +10,6 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/postgres"
-	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // dyingDispatcher is a scheduler's PostgreSQL store whose node dies, once
@@ -56,12 +55,7 @@ func TestClusterEventOnceAcrossFailover(t *testing.T) {
 // hooks names, of which c (overlap: queue) is the one e1 merges into.
 func testClusterEventOnce(t *testing.T, names []string) {
 	ctx := context.Background()
-	url := postgrestest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	url, db := newClusterDB(ctx, t)
 	var (
 		mu  sync.Mutex
 		ran = map[string]int{}

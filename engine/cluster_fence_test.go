@@ -13,7 +13,6 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/postgres"
-	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // dyingMerger is a scheduler's PostgreSQL store whose node is killed
@@ -90,12 +89,7 @@ func (l *landingAfterRead) Waiting(ctx context.Context) ([]*engine.Run, error) {
 // scheduler's takeover ("event e23 was accepted but no step saw it").
 func TestClusterMergeLandsAfterTakeover(t *testing.T) {
 	ctx := context.Background()
-	url := postgrestest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	url, db := newClusterDB(ctx, t)
 	var (
 		mu       sync.Mutex
 		seen     = map[string]bool{}
@@ -225,12 +219,7 @@ func (s *leaseLostRecords) InsertRun(ctx context.Context, r *engine.Run) error {
 // lease renews, never).
 func TestFencedRecordRefusedStopsScheduler(t *testing.T) {
 	ctx := context.Background()
-	url := postgrestest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	url, db := newClusterDB(ctx, t)
 	release := make(chan struct{})
 	defer close(release)
 	h := withSteps(newHook("q"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/postgres"
-	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // dyingDecider is a scheduler that dies, once die is set, right after it
@@ -50,12 +49,7 @@ func (d *dyingDecider) DecideFires(ctx context.Context, decide func(context.Cont
 // two fires).
 func TestClusterFireMergedOnceAcrossFailover(t *testing.T) {
 	ctx := context.Background()
-	url := postgrestest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	url, db := newClusterDB(ctx, t)
 	var (
 		mu    sync.Mutex
 		steps int
@@ -88,7 +82,10 @@ func TestClusterFireMergedOnceAcrossFailover(t *testing.T) {
 	lockNode(ctx, t, url, "node-a")
 	dying := &dyingDecider{Member: db.Member("node-a", 1, 2*time.Second), decided: make(chan engine.FireAnswer, 1)}
 	a := node(dying)
-	var first *engine.Run
+	var (
+		first *engine.Run
+		err   error
+	)
 	poll(t, "node A leads", func() bool {
 		first, err = a.Fire(ctx, "a", engine.FireOptions{})
 		return err == nil

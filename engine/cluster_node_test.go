@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/postgres"
+	"github.com/hookd/hookd/store/postgres/postgrestest"
 	"github.com/hookd/hookd/triggers"
 )
 
@@ -41,4 +42,17 @@ func startClusterNode(ctx context.Context, t *testing.T, cfg engine.Config, hook
 	}
 	t.Cleanup(eng.Stop)
 	return eng
+}
+
+// newClusterDB makes a PostgreSQL database for t and opens it; it is
+// closed when t ends, after the engines t started stop.
+func newClusterDB(ctx context.Context, t *testing.T) (string, *postgres.DB) {
+	t.Helper()
+	url := postgrestest.NewDatabase(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return url, db
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/postgres"
-	"github.com/hookd/hookd/store/postgres/postgrestest"
 )
 
 // TestClusterPendingRefusedQueueFull performs a failover to a scheduler
@@ -23,12 +21,7 @@ import (
 // run has a record already: it is finished, not inserted again).
 func TestClusterPendingRefusedQueueFull(t *testing.T) {
 	ctx := context.Background()
-	url := postgrestest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	url, db := newClusterDB(ctx, t)
 	holdA, runA, runB := newBlock(), newBlock(), newBlock()
 	defer close(runB.release)
 	hooks := func() []*engine.Hook {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/postgres"
-	"github.com/hookd/hookd/store/postgres/postgrestest"
 	"github.com/hookd/hookd/triggers"
 )
 
@@ -43,12 +42,7 @@ func (r *refusedReport) Loaded(ctx context.Context, hooks []*engine.Hook) error 
 // step never runs.
 func TestClusterRunsOnlyItsVersion(t *testing.T) {
 	ctx := context.Background()
-	url := postgrestest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	url, db := newClusterDB(ctx, t)
 	lock, err := postgres.LockNode(ctx, url, "node-a")
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store/postgres"
-	"github.com/hookd/hookd/store/postgres/postgrestest"
 	"github.com/hookd/hookd/triggers"
 	"github.com/jackc/pgx/v5"
 )
@@ -27,12 +25,7 @@ import (
 func TestStalledPostgresLoopAnswers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := postgrestest.NewDatabase(t)
-	db, err := postgres.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	url, db := newClusterDB(ctx, t)
 	tick := every(newHook("tick"), time.Second)
 	deploy := newHook("deploy")
 	deploy.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
