@@ -16,8 +16,22 @@ import (
 // die is set, at the moment it would mark an event dispatched: the mark is
 // not stored, and the node reads no pending event again.
 type dyingDispatcher struct {
+	diedStore
+	die atomic.Bool
+}
+
+// diedStore is a node's PostgreSQL store that reads no event pending
+// once dead is set: the node's process is gone.
+type diedStore struct {
 	*postgres.DB
-	die, dead atomic.Bool
+	dead atomic.Bool
+}
+
+func (d *diedStore) PendingEvents(ctx context.Context, limit int) ([]*engine.Event, error) {
+	if d.dead.Load() {
+		return nil, errNodeDied
+	}
+	return d.DB.PendingEvents(ctx, limit)
 }
 
 var errNodeDied = errors.New("the node died before the event's mark was stored")
@@ -28,13 +42,6 @@ func (d *dyingDispatcher) MarkDispatched(ctx context.Context, seq int64) error {
 		return errNodeDied
 	}
 	return d.DB.MarkDispatched(ctx, seq)
-}
-
-func (d *dyingDispatcher) PendingEvents(ctx context.Context, limit int) ([]*engine.Event, error) {
-	if d.dead.Load() {
-		return nil, errNodeDied
-	}
-	return d.DB.PendingEvents(ctx, limit)
 }
 
 // TestClusterEventOnceAcrossFailover performs a scheduler failover between
@@ -88,7 +95,7 @@ func testClusterEventOnce(t *testing.T, names []string) {
 	}
 
 	lockNode(ctx, t, url, "node-a")
-	dying := &dyingDispatcher{DB: db}
+	dying := &dyingDispatcher{diedStore: diedStore{DB: db}}
 	a := startClusterNode(ctx, t, engine.Config{Store: dying, Cluster: db.Member("node-a", 4, 2*time.Second), MaxConcurrent: 8}, hooks())
 	poll(t, "node A leads", func() bool {
 		_, err := a.Fire(ctx, "c", engine.FireOptions{})

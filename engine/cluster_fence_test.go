@@ -22,9 +22,8 @@ import (
 // reports its outcome on landed; the node does nothing more with the
 // store (it marks no event dispatched, reads none pending).
 type dyingMerger struct {
-	*postgres.DB
+	diedStore
 	park   atomic.Bool
-	dead   atomic.Bool
 	parked chan struct{}
 	land   chan struct{}
 	landed chan error
@@ -50,13 +49,6 @@ func (d *dyingMerger) MarkDispatched(ctx context.Context, seq int64) error {
 		return errNodeDied
 	}
 	return d.DB.MarkDispatched(ctx, seq)
-}
-
-func (d *dyingMerger) PendingEvents(ctx context.Context, limit int) ([]*engine.Event, error) {
-	if d.dead.Load() {
-		return nil, errNodeDied
-	}
-	return d.DB.PendingEvents(ctx, limit)
 }
 
 // landingAfterRead is the next scheduler's member: right after its
@@ -130,7 +122,7 @@ func TestClusterMergeLandsAfterTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lockA.Unlock()
-	dying := &dyingMerger{DB: db, parked: make(chan struct{}), land: make(chan struct{}), landed: make(chan error, 1)}
+	dying := &dyingMerger{diedStore: diedStore{DB: db}, parked: make(chan struct{}), land: make(chan struct{}), landed: make(chan error, 1)}
 	a := startClusterNode(ctx, t, engine.Config{Store: dying, Cluster: db.Member("node-a", 4, 2*time.Second),
 		MaxConcurrent: 8, StoreTimeout: time.Minute}, hooks())
 	poll(t, "node A leads", func() bool { self, _ := a.Scheduler(); return self })
