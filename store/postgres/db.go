@@ -110,9 +110,9 @@ func (d *DB) Close() error {
 // its row until it ends (fence), and fails wrapping engine.ErrLeaseLost
 // when it is not.
 func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	l, fenced := ctx.Value(fenceKey{}).(Lease)
+	l, isFenced := ctx.Value(fenceKey{}).(Lease)
 	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if fenced {
+		if isFenced {
 			if err := fence(ctx, tx, l); err != nil {
 				return fmt.Errorf("%w: %w", engine.ErrLeaseLost, err)
 			}

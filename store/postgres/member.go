@@ -159,6 +159,11 @@ func (m *Member) Fence(ctx context.Context) context.Context {
 	if !held {
 		l = Lease{Name: SchedulerLease, Holder: m.holder} // token 0: no lease has it
 	}
+	return fenced(ctx, l)
+}
+
+// fenced returns ctx carrying l, for DB.tx to fence its transaction by.
+func fenced(ctx context.Context, l Lease) context.Context {
 	return context.WithValue(ctx, fenceKey{}, l)
 }
 
@@ -205,10 +210,7 @@ func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) erro
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", r.ID, err)
 	}
-	err = m.db.tx(ctx, func(tx pgx.Tx) error {
-		if err := fence(ctx, tx, l); err != nil {
-			return fmt.Errorf("%w: %w", engine.ErrLeaseLost, err)
-		}
+	err = m.db.tx(fenced(ctx, l), func(tx pgx.Tx) error {
 		if !r.Slot.IsZero() {
 			if err := slotFree(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
 				return err
