@@ -133,7 +133,13 @@ func (m *Member) WithdrawFire(ctx context.Context, id string) (bool, error) {
 // scheduler that lost the lease and has not noticed yet, is skipped),
 // and stores decide's answer in the transaction that holds the request,
 // notifying ChannelDone. It stops at the first request decide fails,
-// which stays unanswered.
+// which stays unanswered. The answer is fenced by the lease, as the
+// scheduler's records are (Fence): a scheduler that lost the lease while
+// it decided leaves the request unanswered, for the next one to decide,
+// instead of answering with a run or merge whose record was refused.
+// The lease is checked after decide returns, not before: decide's own
+// fenced writes share the lease row, and a renewal waiting for it
+// between the two would leave them queued behind it.
 func (m *Member) DecideFires(ctx context.Context, decide func(context.Context, engine.FireRequest) (engine.FireAnswer, error)) (int, error) {
 	// Answers are read within moments; an hour-old one is nobody's.
 	if _, err := m.db.pool.Exec(ctx, `DELETE FROM fires WHERE answered_at < now() - interval '1 hour'`); err != nil {
@@ -170,6 +176,13 @@ func (m *Member) DecideFires(ctx context.Context, decide func(context.Context, e
 			b, err := json.Marshal(a)
 			if err != nil {
 				return fmt.Errorf("fire request %s: %w", id, err)
+			}
+			l, held := m.current()
+			if !held {
+				return fmt.Errorf("answer fire request %s: %w", id, engine.ErrLeaseLost)
+			}
+			if err := fence(ctx, tx, l); err != nil {
+				return fmt.Errorf("answer fire request %s: %w: %w", id, engine.ErrLeaseLost, err)
 			}
 			if _, err := tx.Exec(ctx, `UPDATE fires SET answer = $2, answered_at = now() WHERE id = $1`, id, b); err != nil {
 				return err

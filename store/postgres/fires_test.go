@@ -19,6 +19,7 @@ func TestFireRequests(t *testing.T) {
 	ctx := context.Background()
 	url := migrated.NewDatabase(t)
 	worker, sched := open(t, url).Member("w", 2, time.Minute), open(t, url).Member("s", 2, time.Minute)
+	lead(ctx, t, sched)
 	for _, id := range []string{"f1", "f2"} {
 		must(t, worker.RequestFire(ctx, engine.FireRequest{ID: id, Hook: "h", Force: true, Node: "w"}))
 	}
@@ -129,6 +130,7 @@ func TestMergeFire(t *testing.T) {
 	url := migrated.NewDatabase(t)
 	db := open(t, url)
 	worker, sched := db.Member("w", 2, time.Minute), db.Member("s", 2, time.Minute)
+	lead(ctx, t, sched)
 	must(t, db.InsertRun(ctx, &engine.Run{ID: "p", Hook: "h", Status: engine.StatusQueued, Trigger: "manual", QueuedAt: time.Now()}))
 	must(t, db.InsertRun(ctx, &engine.Run{ID: "done", Hook: "h", Status: engine.StatusSkipped, Trigger: "manual", QueuedAt: time.Now(), FinishedAt: time.Now()}))
 	must(t, worker.RequestFire(ctx, engine.FireRequest{ID: "f1", Hook: "h", Node: "w"}))
@@ -153,5 +155,59 @@ func TestMergeFire(t *testing.T) {
 	}
 	if id, err := sched.FireMergedInto(ctx, "f2"); !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("a failed merge was recorded: %q %v", id, err)
+	}
+}
+
+// lead makes m the scheduler: the lease is free.
+func lead(ctx context.Context, t *testing.T, m *Member) {
+	t.Helper()
+	if node, ok, err := m.Lead(ctx); err != nil || !ok {
+		t.Fatalf("%s takes the free lease: held by %q, %v", m.Node(), node, err)
+	}
+}
+
+// TestDecideFiresFenced: a scheduler that loses the lease while it
+// decides a fire request (another node took it over) does not answer:
+// the request stays unanswered for the next scheduler, whose answer the
+// requester then reads. Before, the deposed scheduler's answer committed
+// (queued, or merged into a run) although its record of that run was
+// refused, and the requester was told of a run that did not exist.
+func TestDecideFiresFenced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := migrated.NewDatabase(t)
+	db := open(t, url)
+	worker, a, b := db.Member("w", 2, time.Minute), db.Member("a", 2, time.Minute), db.Member("b", 2, time.Minute)
+	if _, err := a.DecideFires(ctx, func(context.Context, engine.FireRequest) (engine.FireAnswer, error) {
+		return engine.FireAnswer{}, nil
+	}); err != nil {
+		t.Fatalf("DecideFires with no request, without the lease: %v", err)
+	}
+	lead(ctx, t, a)
+	must(t, worker.RequestFire(ctx, engine.FireRequest{ID: "f1", Hook: "h", Node: "w"}))
+	answer := func(node string) func(context.Context, engine.FireRequest) (engine.FireAnswer, error) {
+		return func(_ context.Context, req engine.FireRequest) (engine.FireAnswer, error) {
+			return engine.FireAnswer{Run: &engine.Run{ID: "run-of-" + node, Hook: req.Hook, Status: engine.StatusQueued}}, nil
+		}
+	}
+	n, err := a.DecideFires(ctx, func(ctx context.Context, req engine.FireRequest) (engine.FireAnswer, error) {
+		// While a decides, its lease runs out and b takes it.
+		if _, err := db.pool.Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second' WHERE name = $1`, SchedulerLease); err != nil {
+			return engine.FireAnswer{}, err
+		}
+		lead(ctx, t, b)
+		return answer("a")(ctx, req)
+	})
+	if !errors.Is(err, engine.ErrLeaseLost) || n != 0 {
+		t.Errorf("a decided after losing the lease: %d answered, %v; want 0 and ErrLeaseLost", n, err)
+	}
+	if got, ok, err := worker.FireAnswer(ctx, "f1"); err != nil || ok {
+		t.Fatalf("the deposed scheduler's answer was stored: %+v %v %v", got, ok, err)
+	}
+	if n, err := b.DecideFires(ctx, answer("b")); err != nil || n != 1 {
+		t.Fatalf("b decides the request a left: %d %v", n, err)
+	}
+	if got, ok, err := worker.FireAnswer(ctx, "f1"); err != nil || !ok || got.Run == nil || got.Run.ID != "run-of-b" {
+		t.Errorf("answer to f1: %+v %v %v, want b's run", got, ok, err)
 	}
 }
