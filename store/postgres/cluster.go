@@ -99,7 +99,23 @@ func (d *DB) ReleaseLease(ctx context.Context, l Lease) error {
 // fence checks, in tx, that l is still the lease (same holder and token,
 // not expired) and holds its row locked until tx ends, so that no other
 // node can take the lease over between the check and the commit.
-func fence(ctx context.Context, tx pgx.Tx, l Lease) error {
+//
+// While tx holds the row, the holder cannot renew the lease and no node
+// can take it over: a fenced transaction that waited on a lock, or sat
+// idle with its client stopped, frozen or cut off (TCP would tell the
+// server hours later), would stall scheduling on every node. With bound
+// above zero (the holder's heartbeat interval: Member.Interval), the
+// server ends tx once it waits that long for a lock, or its session
+// once it sits that long idle in tx, letting the row go; the write fails
+// and is made again, or left to the next scheduler.
+func fence(ctx context.Context, tx pgx.Tx, l Lease, bound time.Duration) error {
+	if bound > 0 {
+		ms := fmt.Sprintf("%dms", max(bound.Milliseconds(), 1))
+		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true),
+			set_config('idle_in_transaction_session_timeout', $1, true)`, ms); err != nil {
+			return fmt.Errorf("bound the fenced transaction: %w", err)
+		}
+	}
 	var ok bool
 	err := tx.QueryRow(ctx, `SELECT expires_at > now() FROM leases
 		WHERE name = $1 AND holder = $2 AND token = $3 FOR SHARE`, l.Name, l.Holder, l.Token).Scan(&ok)
@@ -122,7 +138,7 @@ func (d *DB) EnqueueFenced(ctx context.Context, l Lease, r *engine.Run) error {
 		return fmt.Errorf("enqueue run %s: %w", r.ID, err)
 	}
 	err = d.tx(ctx, func(tx pgx.Tx) error {
-		if err := fence(ctx, tx, l); err != nil {
+		if err := fence(ctx, tx, l, 0); err != nil {
 			return err
 		}
 		if !r.Slot.IsZero() {

@@ -110,10 +110,10 @@ func (d *DB) Close() error {
 // its row until it ends (fence), and fails wrapping engine.ErrLeaseLost
 // when it is not.
 func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	l, isFenced := ctx.Value(fenceKey{}).(Lease)
+	h, isFenced := ctx.Value(fenceKey{}).(fenceHold)
 	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		if isFenced {
-			if err := fence(ctx, tx, l); err != nil {
+			if err := fence(ctx, tx, h.lease, h.bound); err != nil {
 				return fmt.Errorf("%w: %w", engine.ErrLeaseLost, err)
 			}
 		}

@@ -138,3 +138,87 @@ func TestFencedWrites(t *testing.T) {
 	// b's own fenced writes go through.
 	must(t, d.MarkDispatched(b.Fence(ctx), ev.Seq))
 }
+
+// TestFencedWriteBounded: a fenced transaction holds the lease's row,
+// and with it every renewal and takeover of the lease. One whose client
+// stops mid-transaction (frozen, or cut off without the server knowing)
+// is ended by the server after a heartbeat interval, and so is one that
+// waits that long for a lock another transaction holds: the holder's
+// renewal then goes through. Before, the renewal waited for as long as
+// the transaction lasted, and no node scheduled meanwhile.
+func TestFencedWriteBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := migrated.NewDatabase(t)
+	d := open(t, url)
+	a := d.Member("a", 1, 2*time.Second) // a heartbeat interval of 400 ms
+	if _, ok, err := a.Lead(ctx); err != nil || !ok {
+		t.Fatalf("a takes the free lease: %v %v", ok, err)
+	}
+	p := &engine.Run{ID: "p", Hook: "h", Status: engine.StatusQueued, QueuedAt: t0}
+	must(t, d.InsertRun(a.Fence(ctx), p))
+	// renews says whether a renews its lease within 20 s.
+	renews := func() bool {
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		_, ok, err := a.Lead(rctx)
+		return err == nil && ok
+	}
+
+	// A fenced transaction whose client stops.
+	inTx, resume, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- d.tx(a.Fence(ctx), func(tx pgx.Tx) error {
+			close(inTx)
+			<-resume
+			return updateQueued(ctx, tx, p, engine.Merged{})
+		})
+	}()
+	<-inTx
+	if !renews() {
+		t.Error("a cannot renew its lease while a fenced transaction of a stopped client holds its row")
+	}
+	close(resume)
+	if err := <-done; err == nil {
+		t.Error("the stopped client's transaction committed after the server should have ended it")
+	}
+
+	// A fenced write waiting for a lock, with the lease's row held.
+	if !renews() {
+		t.Fatal("a cannot renew its lease")
+	}
+	other, err := d.pool.Begin(ctx)
+	must(t, err)
+	defer other.Rollback(ctx)
+	_, err = other.Exec(ctx, `SELECT 1 FROM runs WHERE id = 'p' FOR UPDATE`)
+	must(t, err)
+	waited := make(chan error, 1)
+	go func() { waited <- d.UpdateQueued(a.Fence(ctx), p, engine.Merged{}) }()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		var waiting int
+		must(t, d.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE runs%'`).Scan(&waiting))
+		if waiting == 1 {
+			break
+		}
+		select {
+		case err := <-waited:
+			t.Fatalf("the fenced write did not wait for the lock: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fenced write is not seen waiting for the lock")
+		}
+	}
+	if !renews() {
+		t.Error("a cannot renew its lease while a fenced write waits for a lock")
+	}
+	select {
+	case err := <-waited:
+		if err == nil {
+			t.Error("the fenced write waiting for a lock held elsewhere succeeded")
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("the fenced write still waits for the lock after 20 s")
+	}
+}

@@ -140,8 +140,16 @@ func (m *Member) Vacant(ctx context.Context) (bool, error) {
 	return vacant, nil
 }
 
-// fenceKey is the context key of the lease a write is fenced by (Fence).
+// fenceKey is the context key of the lease a write is fenced by (Fence),
+// a fenceHold.
 type fenceKey struct{}
+
+// fenceHold is the lease a write is fenced by, and the bound on how long
+// its transaction may hold the lease's row (fence).
+type fenceHold struct {
+	lease Lease
+	bound time.Duration
+}
 
 // Fence returns ctx carrying this process's hold on the scheduler lease
 // as it is now. A write of the store made with it (InsertRun, FinishRun,
@@ -159,12 +167,13 @@ func (m *Member) Fence(ctx context.Context) context.Context {
 	if !held {
 		l = Lease{Name: SchedulerLease, Holder: m.holder} // token 0: no lease has it
 	}
-	return fenced(ctx, l)
+	return m.fenced(ctx, l)
 }
 
-// fenced returns ctx carrying l, for DB.tx to fence its transaction by.
-func fenced(ctx context.Context, l Lease) context.Context {
-	return context.WithValue(ctx, fenceKey{}, l)
+// fenced returns ctx carrying l, for DB.tx to fence its transaction by,
+// bound by a heartbeat interval.
+func (m *Member) fenced(ctx context.Context, l Lease) context.Context {
+	return context.WithValue(ctx, fenceKey{}, fenceHold{lease: l, bound: m.Interval()})
 }
 
 func (m *Member) setLease(l Lease, held bool) {
@@ -210,7 +219,7 @@ func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) erro
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", r.ID, err)
 	}
-	err = m.db.tx(fenced(ctx, l), func(tx pgx.Tx) error {
+	err = m.db.tx(m.fenced(ctx, l), func(tx pgx.Tx) error {
 		if !r.Slot.IsZero() {
 			if err := slotFree(ctx, tx, r.Hook, r.Slot, r.ID); err != nil {
 				return err
