@@ -114,7 +114,7 @@ func (k *Keeper) leadLoop(ctx context.Context) {
 			vacant = true // heartbeats keep to the ticker
 		}
 		if !vacant {
-			if err := m.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+			if err := bounded(ctx, m.Interval(), m.Heartbeat); err != nil && ctx.Err() == nil {
 				k.cfg.Log.Warn("heartbeat failed", "err", err)
 			}
 		}
@@ -168,13 +168,31 @@ func (k *Keeper) vacancyLoop(ctx context.Context) {
 	}
 }
 
+// bounded calls f with ctx bound by d: a renewal or a heartbeat that
+// hangs (a lock on the lease's row, a database that stopped answering)
+// fails in time, and a holder that cannot renew is told it lost the
+// lease (Try) instead of waiting on, sure it still schedules.
+func bounded(ctx context.Context, d time.Duration, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return f(ctx)
+}
+
 // Try takes or renews the lease once; a node that takes it over is
 // prepared (TakeOver) before it leads (Took), and one that lost it is
 // told (Lost).
 func (k *Keeper) Try(ctx context.Context) {
 	m, c := k.cfg.Member, k.cfg.Clock
 	began := c.Mono()
-	holder, ok, err := m.Lead(ctx)
+	var (
+		holder string
+		ok     bool
+	)
+	// A renewal that hangs returns by when the lease would run out.
+	err := bounded(ctx, m.Timeout()-m.Interval(), func(ctx context.Context) (err error) {
+		holder, ok, err = m.Lead(ctx)
+		return err
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return

@@ -14,6 +14,7 @@ import (
 	"github.com/hookd/hookd/lease"
 	"github.com/hookd/hookd/store/postgres"
 	"github.com/hookd/hookd/store/postgres/postgrestest"
+	"github.com/jackc/pgx/v5"
 )
 
 // node is a Keeper on a real PostgreSQL cluster member, with what it
@@ -142,5 +143,49 @@ func TestKeeperTakeOverFailsAndLost(t *testing.T) {
 	_, _, lost := b.told()
 	if len(lost) != 1 || !strings.Contains(lost[0].Error(), "node node-a holds it now") {
 		t.Fatalf("node B was told it lost the lease %v; want once, naming node-a", lost)
+	}
+}
+
+// A holder whose renewal hangs (a transaction elsewhere holds the
+// lease's row) is told it lost the lease by when the lease runs out,
+// instead of waiting on the renewal, sure it still schedules.
+func TestKeeperRenewalHangs(t *testing.T) {
+	ctx := context.Background()
+	db, url := openDB(ctx, t)
+	a := newNode(ctx, t, db, url, "node-a", 2*time.Second)
+	a.Try(ctx)
+	if !a.Leading() {
+		t.Fatal("node A does not take the free lease")
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM leases FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	tried := make(chan struct{})
+	go func() {
+		defer close(tried)
+		for {
+			a.Try(ctx)
+			if _, _, lost := a.told(); lost != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-tried:
+	case <-time.After(20 * time.Second):
+		t.Fatal("node A's renewal still hangs 20 s after its 2 s lease ran out, and it was not told it lost the lease")
+	}
+	if _, _, lost := a.told(); len(lost) != 1 || !strings.Contains(lost[0].Error(), "could not be renewed in time") {
+		t.Errorf("node A was told %v; want once, that the lease could not be renewed in time", lost)
 	}
 }
