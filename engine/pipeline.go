@@ -85,7 +85,7 @@ func (e *Engine) notStarted(ctx context.Context, h *Hook, act *active, err error
 		cause := stallCause(err, e.cfg.StoreTimeout)
 		run.Status, run.Gate = StatusSkipped, GateMissed
 		run.Reason = fmt.Sprintf("missed: the store could not record the start of slot %s (%s)", run.Slot.Format(time.RFC3339), cause)
-		e.wr.missSlot(h, run.Slot, run.ID, cause)
+		e.wr.missSlot(h, run.Slot, run.ID, cause, unfenced)
 		return
 	}
 	run.Status, run.Cause = StatusFailed, CauseInternal

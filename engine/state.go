@@ -681,7 +681,7 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 		if !t.slot.IsZero() {
 			// Folded into the hook's one missed record, written once
 			// the store answers (writer.go).
-			s.e.wr.missSlot(h, t.slot, "", "")
+			s.e.wr.missSlot(h, t.slot, "", "", s.fence())
 			return trigResult{run: run, err: g}
 		}
 		return s.refuse(ent, run, StatusSkipped, g)
@@ -987,8 +987,11 @@ func (s *state) fence() func(context.Context) context.Context {
 	if cl := s.e.cfg.Cluster; cl != nil && s.leader {
 		return cl.Fence
 	}
-	return func(ctx context.Context) context.Context { return ctx }
+	return unfenced
 }
+
+// unfenced is the fence of a write no lease fences: ctx as it is.
+func unfenced(ctx context.Context) context.Context { return ctx }
 
 // refuseWaiting finishes a queued or pending run, which has its record,
 // that a gate refused when its time to start came, with status

@@ -91,6 +91,10 @@ type slotGap struct {
 	first, last time.Time
 	n           int
 	cause       string
+	// fence is how its record is fenced (state.fence): by the lease of
+	// the scheduler that missed the slots, when a cluster's scheduler
+	// did.
+	fence func(context.Context) context.Context
 }
 
 // storeWriter is the engine's writer goroutine and what it holds.
@@ -245,8 +249,8 @@ func (w *storeWriter) last() *write {
 // missSlot adds slot of h to its hook's gap: it was not fired because its
 // start could not be recorded. id is the record's id when the gap begins
 // with it ("" for a new one); cause is the store's error ("": that of the
-// stall).
-func (w *storeWriter) missSlot(h *Hook, slot time.Time, id, cause string) {
+// stall); fence fences the gap's record when it begins with this slot.
+func (w *storeWriter) missSlot(h *Hook, slot time.Time, id, cause string, fence func(context.Context) context.Context) {
 	w.mu.Lock()
 	g := w.gaps[h.Name]
 	if g == nil {
@@ -256,7 +260,7 @@ func (w *storeWriter) missSlot(h *Hook, slot time.Time, id, cause string) {
 		if cause == "" && w.stall != nil {
 			cause = w.stall.Cause
 		}
-		g = &slotGap{id: id, hook: h.Name, project: h.Project, first: slot, last: slot, cause: cause}
+		g = &slotGap{id: id, hook: h.Name, project: h.Project, first: slot, last: slot, cause: cause, fence: fence}
 		w.gaps[h.Name] = g
 		w.order = append(w.order, h.Name)
 	}
@@ -518,8 +522,15 @@ func (w *storeWriter) writeGap(g *slotGap) error {
 		Reason: fmt.Sprintf("missed: %d slot(s) from %s to %s not fired: the store could not record their start (%s)",
 			g.n, g.first.Format(time.RFC3339), g.last.Format(time.RFC3339), g.cause),
 	}
-	err := w.attempt(func(ctx context.Context) error { return w.e.cfg.Store.InsertRun(ctx, run) })
+	err := w.attempt(func(ctx context.Context) error { return w.e.cfg.Store.InsertRun(g.fence(ctx), run) })
 	switch {
+	case errors.Is(err, ErrLeaseLost):
+		// Missed by a scheduler that no longer holds the lease: the
+		// next one decides those slots, and this node stops
+		// scheduling, as it does for its other refused writes.
+		w.e.log.Error("store missed record", "hook", g.hook, "err", err)
+		w.e.fail(err)
+		return nil
 	case err != nil && !permanent(err):
 		w.putBack(g)
 		return err

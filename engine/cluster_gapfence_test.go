@@ -1,0 +1,116 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store/postgres"
+	"github.com/jackc/pgx/v5"
+)
+
+// deposedBeforeMissed is a scheduler's PostgreSQL store whose node loses
+// the lease to another just before it writes the record of the slots it
+// did not fire while the store was stalled.
+type deposedBeforeMissed struct {
+	*postgres.DB
+	depose func(context.Context) error
+}
+
+func (s *deposedBeforeMissed) InsertRun(ctx context.Context, r *engine.Run) error {
+	if r.Gate == engine.GateMissed && strings.Contains(r.Reason, "the store could not record their start") {
+		if err := s.depose(ctx); err != nil {
+			return err
+		}
+	}
+	return s.DB.InsertRun(ctx, r)
+}
+
+// TestClusterMissedRecordFenced: the record of the slots a scheduler
+// skipped while its store was stalled is fenced by the lease, as its
+// other records are: written after another node took the lease over, it
+// is refused, and the node stops scheduling. Before, it landed, a
+// deposed scheduler's word on slots its successor decides.
+func TestClusterMissedRecordFenced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, db := newClusterDB(ctx, t)
+	release := make(chan struct{})
+	defer close(release)
+	busy := withSteps(newHook("busy"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+		select { // runs until the test ends
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &engine.StepResult{Output: "ran"}, nil
+	}))
+	busy.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "job.*"}
+	tick := every(newHook("tick"), 200*time.Millisecond)
+	lockNode(ctx, t, url, "node-a")
+	lockNode(ctx, t, url, "node-b") // b's process is alive: a cannot take the lease back
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) }) // after the node stops
+	var mu sync.Mutex
+	st := &deposedBeforeMissed{DB: db, depose: func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := conn.Exec(ctx, `UPDATE leases SET holder = 'node-b/x', token = token + 1,
+			expires_at = now() + interval '1 hour' WHERE name = 'scheduler'`)
+		return err
+	}}
+	a := startClusterNode(ctx, t, engine.Config{Store: st, Cluster: db.Member("node-a", 4, 2*time.Second),
+		MaxConcurrent: 8, StoreTimeout: time.Second}, []*engine.Hook{busy, tick})
+	poll(t, "node A leads", func() bool { self, _ := a.Scheduler(); return self })
+	if _, err := a.Emit(ctx, &engine.Event{ID: "e1", Type: "job.done"}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "e1's run executing", func() bool {
+		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "busy", Limit: 10})
+		return err == nil && len(runs) == 1 && runs[0].Status == engine.StatusRunning
+	})
+	// The store stalls (a transaction holds the runs table): e2's
+	// refusal (busy is in flight) waits, and tick's slots are skipped
+	// meanwhile, for one missed record once the store answers.
+	locker, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE runs IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	go a.Emit(ctx, &engine.Event{ID: "e2", Type: "job.done"}) //nolint:errcheck // recorded once the store answers
+	poll(t, "tick's slots skipped while the store stalls", func() bool { st, stalled := a.StoreStalled(); return stalled && st.Slots >= 2 })
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-a.Failed():
+		if !errors.Is(err, engine.ErrLeaseLost) {
+			t.Errorf("node A failed with %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(time.Minute):
+		t.Error("node A still schedules a minute after its missed record was refused for a lost lease")
+	}
+	runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "tick", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Gate == engine.GateMissed && strings.Contains(r.Reason, "the store could not record their start") {
+			t.Errorf("the deposed scheduler's missed record landed: %s %q", r.ID, r.Reason)
+		}
+	}
+}
