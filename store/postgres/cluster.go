@@ -98,14 +98,15 @@ func (d *DB) ReleaseLease(ctx context.Context, l Lease) error {
 
 // fence checks, in tx, that l is still the lease (same holder and token,
 // not expired) and holds its row locked until tx ends, so that no other
-// node can take the lease over between the check and the commit.
+// node can take the lease over between the check and the commit. It is
+// the last statement of tx (DB.tx).
 //
 // While tx holds the row, the holder cannot renew the lease and no node
-// can take it over: a fenced transaction that waited on a lock, or sat
-// idle with its client stopped, frozen or cut off (TCP would tell the
-// server hours later), would stall scheduling on every node. With bound
-// above zero (the holder's heartbeat interval: Member.Interval), the
-// server ends tx once it waits that long for a lock, or its session
+// can take it over: a fenced transaction whose client stopped, froze or
+// was cut off between the check and the commit (TCP would tell the server
+// hours later) would stall scheduling on every node. With bound above
+// zero (the holder's heartbeat interval: Member.Interval), the server
+// ends tx once the check waits that long for the row, or its session
 // once it sits that long idle in tx, letting the row go; the write fails
 // and is made again, or left to the next scheduler.
 func fence(ctx context.Context, tx pgx.Tx, l Lease, bound time.Duration) error {

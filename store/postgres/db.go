@@ -106,20 +106,35 @@ func (d *DB) Close() error {
 
 // tx runs fn in a transaction and commits it when fn returns nil. When
 // ctx carries a scheduler's hold on the lease (Member.Fence), the
-// transaction first checks that the lease is still that one and holds
-// its row until it ends (fence), and fails wrapping engine.ErrLeaseLost
-// when it is not.
+// transaction checks, after fn and just before it commits, that the lease
+// is still that one, holding its row until the commit (fence), and fails
+// wrapping engine.ErrLeaseLost when it is not. The check comes last so
+// that the row is held for a moment, not while fn waits for a lock: a
+// scheduler whose writes wait on a stalled table would otherwise keep
+// its own renewal from the row (PostgreSQL lets share lockers in ahead
+// of an update waiting for them) until the lease ran out.
 func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	h, isFenced := ctx.Value(fenceKey{}).(fenceHold)
 	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
 		if isFenced {
 			if err := fence(ctx, tx, h.lease, h.bound); err != nil {
 				return fmt.Errorf("%w: %w", engine.ErrLeaseLost, err)
 			}
+			if f, ok := ctx.Value(beforeCommitKey{}).(func()); ok {
+				f()
+			}
 		}
-		return fn(tx)
+		return nil
 	})
 }
+
+// beforeCommitKey is the context key of a test's func called by a fenced
+// transaction between its fence and its commit: where a process killed
+// with its commit under way, or a client that stopped, leaves it.
+type beforeCommitKey struct{}
 
 // DaemonLock is the lock that lets one daemon at a time use a database:
 // a session advisory lock, held by a connection of its own for as long

@@ -156,12 +156,12 @@ type fenceHold struct {
 // UpdateQueued, MarkDispatched, MergeFire: each a transaction of DB.tx)
 // checks in its transaction that this process still holds the lease with
 // the same token, as Release does, and fails wrapping engine.ErrLeaseLost
-// when it does not. The check holds the lease's row until the write
-// commits: a node taking the lease over waits for it, so a scheduler's
-// record lands before its successor reads the state it changes, or not
-// at all (a scheduler killed with its commit under way, or one that lost
-// the lease without noticing yet). Without the lease, no fenced write
-// passes.
+// when it does not. The check is the write's last statement and holds
+// the lease's row until the write commits: a node taking the lease over
+// waits for that commit, so a scheduler's record lands before its
+// successor reads the state it changes, or not at all (a scheduler killed
+// with its commit under way, or one that lost the lease without noticing
+// yet). Without the lease, no fenced write passes.
 func (m *Member) Fence(ctx context.Context) context.Context {
 	l, held := m.current()
 	if !held {
