@@ -266,6 +266,7 @@ func (e *Engine) release(ent *entry, act *active) {
 		close(act.started)
 		return
 	}
+	act.startErr = err
 	close(act.started)
 	if errors.Is(err, ErrLeaseLost) {
 		e.fail(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // dispatchDurable dispatches a stored pending event, waits until the runs
@@ -38,10 +39,14 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 		return nil, ErrStopped
 	}
 	marked := len(starts) > 0
+	var notStarted []string
 	for _, act := range starts {
 		select {
 		case <-act.started:
 			marked = marked && act.marked
+			if act.startErr != nil {
+				notStarted = append(notStarted, act.run.Hook)
+			}
 		case <-ctx.Done():
 			// The runs are decided and their goroutines record them; the
 			// mark waits for the next start, which dispatches it again to
@@ -51,6 +56,16 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 	}
 	if marked {
 		return out, nil // with the start of the one run it started
+	}
+	if len(notStarted) > 0 {
+		// A run it started could not be recorded (the store failed, or
+		// a cluster's release did): marked dispatched, the event would
+		// never reach that hook. It stays pending, and is dispatched
+		// again to the hooks it did not reach: by a cluster's scheduler
+		// within a heartbeat interval, or at the next start.
+		e.log.Warn("event stays pending: the start of a run it triggered was not recorded; it is dispatched again to the hooks it did not reach",
+			"event", ev.ID, "type", ev.Type, "hooks", strings.Join(notStarted, ","))
+		return out, nil
 	}
 	if err := e.markDispatched(ctx, ev.Seq); err != nil {
 		e.log.Error("mark event dispatched; it will be dispatched again at the next start, to the hooks it did not reach",
