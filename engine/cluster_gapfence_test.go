@@ -3,8 +3,10 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,16 +15,25 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// deposedBeforeMissed is a scheduler's PostgreSQL store whose node loses
-// the lease to another just before it writes the record of the slots it
-// did not fire while the store was stalled.
+// deposedBeforeMissed is a scheduler's PostgreSQL store that stalls
+// (its records fail, as a store that does not answer) while stall is set,
+// and whose node loses the lease to another just before it writes the
+// record of the slots it did not fire meanwhile.
 type deposedBeforeMissed struct {
 	*postgres.DB
-	depose func(context.Context) error
+	stall   atomic.Bool
+	depose  func(context.Context) error
+	deposed atomic.Bool
 }
 
+var errStalled = errors.New("the store does not answer")
+
 func (s *deposedBeforeMissed) InsertRun(ctx context.Context, r *engine.Run) error {
+	if s.stall.Load() {
+		return fmt.Errorf("insert run %s: %w", r.ID, errStalled)
+	}
 	if r.Gate == engine.GateMissed && strings.Contains(r.Reason, "the store could not record their start") {
+		s.deposed.Store(true)
 		if err := s.depose(ctx); err != nil {
 			return err
 		}
@@ -75,27 +86,24 @@ func TestClusterMissedRecordFenced(t *testing.T) {
 		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "busy", Limit: 10})
 		return err == nil && len(runs) == 1 && runs[0].Status == engine.StatusRunning
 	})
-	// The store stalls (a transaction holds the runs table): e2's
-	// refusal (busy is in flight) waits, and tick's slots are skipped
-	// meanwhile, for one missed record once the store answers.
-	locker, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close(ctx)
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "LOCK TABLE runs IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	go a.Emit(ctx, &engine.Event{ID: "e2", Type: "job.done"}) //nolint:errcheck // recorded once the store answers
-	poll(t, "tick's slots skipped while the store stalls", func() bool { st, stalled := a.StoreStalled(); return stalled && st.Slots >= 2 })
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// The store stalls: the refusals of job events (busy is in flight)
+	// wait, and tick's slots are skipped meanwhile, for one missed record
+	// once the store answers. The end of a run of tick under way when the
+	// stall began may end it (a write that succeeds): the next refusal
+	// begins it again.
+	st.stall.Store(true)
+	n := 1
+	poll(t, "tick's slots skipped while the store stalls", func() bool {
+		stall, stalled := a.StoreStalled()
+		if stalled && stall.Slots >= 1 {
+			return true
+		}
+		n++
+		go a.Emit(ctx, &engine.Event{ID: fmt.Sprintf("e%d", n), Type: "job.done"}) //nolint:errcheck // refused, recorded once the store answers
+		time.Sleep(50 * time.Millisecond)
+		return false
+	})
+	st.stall.Store(false)
 	select {
 	case err := <-a.Failed():
 		if !errors.Is(err, engine.ErrLeaseLost) {
@@ -103,6 +111,9 @@ func TestClusterMissedRecordFenced(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Error("node A still schedules a minute after its missed record was refused for a lost lease")
+	}
+	if !st.deposed.Load() {
+		t.Fatal("node A wrote no record of the slots it skipped while the store stalled")
 	}
 	runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "tick", Limit: 100})
 	if err != nil {
