@@ -1,7 +1,8 @@
 // Package pgtest runs a throwaway PostgreSQL server for tests: the real
 // server binaries (Debian's postgresql package), a cluster made with
-// initdb in a temporary directory, reached over a unix socket in that
-// directory, and stopped when the test binary ends.
+// initdb in a temporary directory (on /dev/shm, in memory, where it is a
+// tmpfs with room), reached over a unix socket in that directory, and
+// stopped when the test binary ends.
 //
 // A test package uses it as
 //
@@ -296,8 +297,8 @@ func isExec(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// Start makes a new cluster in a new temporary directory with the
-// binaries in bin and starts its server, listening only on a unix socket
+// Start makes a new cluster in a new temporary directory (in memory
+// where it can: clusterParent) with the binaries in bin and starts its server, listening only on a unix socket
 // in that directory (no TCP port, so parallel test binaries cannot
 // collide). It returns when the server accepts connections.
 func Start(bin string) (_ *Server, err error) {
@@ -305,7 +306,7 @@ func Start(bin string) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "hookd-pg-")
+	dir, err := os.MkdirTemp(clusterParent(), "hookd-pg-")
 	if err != nil {
 		return nil, fmt.Errorf("create cluster directory: %w", err)
 	}
