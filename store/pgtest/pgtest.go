@@ -14,7 +14,10 @@
 //	}
 //
 // The server starts on the first NewDatabase call, once per test binary,
-// so packages whose tests do not ask for one pay nothing. Each
+// so packages whose tests do not ask for one pay nothing. initdb runs
+// once per machine (and server binaries): the cluster it made is kept
+// beside the test clusters, as hookd-pgtest-initdb-KEY, and later test
+// binaries copy it. Each
 // NewDatabase is a new database in that server, dropped when the test
 // ends.
 //
@@ -327,13 +330,8 @@ func Start(bin string) (_ *Server, err error) {
 	s := &Server{Dir: dir, Port: port, User: "hookd", exited: make(chan struct{})}
 	data := filepath.Join(dir, "data")
 
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", s.User, "-A", "trust",
-		"-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions")
-	initdb.Dir = dir
-	initdb.Env = serverEnv()
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	if err := initCluster(bin, dir, data, s.User, cred); err != nil {
+		return nil, err
 	}
 	// Every role is trusted but the members of passwordGroup
 	// (NewUserDatabase). The superuser, never one of them, is named

@@ -115,6 +115,32 @@ func TestTemplate(t *testing.T) {
 	}
 }
 
+// TestInitdbKept: the cluster initdb made is kept for the next server
+// (initCluster), untouched by the server that runs a copy of it: a later
+// Start (TestStopRemovesCluster, TestServerOutlivesEndedThreads) copies
+// it instead of running initdb.
+func TestInitdbKept(t *testing.T) {
+	s := Shared(t)
+	bin, err := FindBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := initCache(bin, s.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(s.Dir, "data", "PG_VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(cache, "PG_VERSION")); err != nil || string(got) != string(want) {
+		t.Fatalf("kept cluster's PG_VERSION: %q %v, want %q", got, err, want)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "postmaster.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the kept cluster has a postmaster.pid (%v): a server ran in it", err)
+	}
+}
+
 // TestStopRemovesCluster starts a second server of its own, stops it
 // twice, and checks that its directory is gone and it accepts nothing.
 func TestStopRemovesCluster(t *testing.T) {
