@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/store/churntest"
 )
@@ -50,12 +51,15 @@ func TestPruneOneAtATime(t *testing.T) {
 // stored, then pruned, over and over — the runs table's TOAST stays
 // about the live rows' size: Prune vacuums the table after it deleted
 // runs, so the space of the deleted outputs is reused instead of added
-// to until autovacuum's turn.
+// to until autovacuum's turn. By default 12 runs (without the vacuum
+// their TOAST ends at 8 times the live outputs, the bound 3);
+// HOOKD_TEST_LONG=1 runs 40.
 func TestPruneLetsSpaceBeReused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := open(t, migrated.NewDatabase(t))
-	const runs, keep, size = 40, 2, 256 << 10
+	runs := testtool.Count(12, 40)
+	const keep, size = 2, 256 << 10
 	churnAndPrune(t, d, runs, keep, size)
 	var toast, live int64
 	must(t, d.pool.QueryRow(ctx, `SELECT pg_total_relation_size(reltoastrelid), (SELECT sum(pg_column_size(steps)) FROM runs)
@@ -69,12 +73,15 @@ func TestPruneLetsSpaceBeReused(t *testing.T) {
 // words are all new (base64 text), the search index (GIN) stays about
 // the live runs' size: GIN keeps a key for every word it ever held, so
 // Prune rebuilds it once it outgrows them. Before, 60 runs of 64 KiB with
-// 2 kept left an index of 5.6 MB for 0.2 MB of live tsvectors.
+// 2 kept left an index of 5.6 MB for 0.2 MB of live tsvectors. By
+// default 32 runs (past the index's 1 MB floor, so Prune rebuilds it;
+// without the rebuilds it ends at 5.3 MB); HOOKD_TEST_LONG=1 runs 60.
 func TestPruneKeepsSearchIndexToLiveRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := open(t, migrated.NewDatabase(t))
-	const runs, keep, size = 60, 2, 64 << 10
+	runs := testtool.Count(32, 60)
+	const keep, size = 2, 64 << 10
 	churnAndPrune(t, d, runs, keep, size)
 	var index, vectors int64
 	must(t, d.pool.QueryRow(ctx, `SELECT pg_relation_size('runs_search'), (SELECT sum(pg_column_size(search)) FROM runs)`).Scan(&index, &vectors))
