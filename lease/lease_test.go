@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,10 +13,15 @@ import (
 
 	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/lease"
+	"github.com/hookd/hookd/store/pgtest"
 	"github.com/hookd/hookd/store/postgres"
 	"github.com/hookd/hookd/store/postgres/postgrestest"
 	"github.com/jackc/pgx/v5"
 )
+
+// TestMain stops the PostgreSQL server when the tests end, and removes
+// its cluster.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // node is a Keeper on a real PostgreSQL cluster member, with what it
 // told its owner.
@@ -81,6 +87,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // When the holder stops, it gives the lease up at once (it would last
 // another minute otherwise) and the other node, running, takes it over.
 func TestKeeperHandsOverWhenStopping(t *testing.T) {
+	t.Parallel() // a database of its own
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	db, url := openDB(ctx, t)
@@ -121,6 +128,7 @@ func TestKeeperHandsOverWhenStopping(t *testing.T) {
 // takes it at once; a node that held the lease and finds another holding
 // it is told it lost it, naming the holder.
 func TestKeeperTakeOverFailsAndLost(t *testing.T) {
+	t.Parallel() // a database of its own
 	ctx := context.Background()
 	db, url := openDB(ctx, t)
 	a := newNode(ctx, t, db, url, "node-a", 2*time.Second)
