@@ -103,11 +103,13 @@ var (
 	sharedErr error
 	startOnce sync.Once
 	dbSeq     atomic.Int64
+	inMain    atomic.Bool // Main is running the tests
 )
 
 // Main runs the tests of m and then stops the server if one was started.
 // It returns the exit code for os.Exit.
 func Main(m *testing.M) int {
+	inMain.Store(true)
 	code := m.Run()
 	if shared != nil {
 		if err := shared.Stop(); err != nil {
@@ -122,9 +124,15 @@ func Main(m *testing.M) int {
 
 // Shared returns the test binary's server, starting it on first use. It
 // skips t when the binaries are missing (fails under
-// HOOKD_REQUIRE_POSTGRES=1), and fails t when the server did not start.
+// HOOKD_REQUIRE_POSTGRES=1), and fails t when the server did not start
+// or the test binary's TestMain is not Main's.
 func Shared(t testing.TB) *Server {
 	t.Helper()
+	if !inMain.Load() {
+		// Nothing would stop the server: it would die with the test
+		// binary (on Linux) and leave its cluster's files behind.
+		t.Fatal("pgtest: the test binary's TestMain must run pgtest.Main")
+	}
 	startOnce.Do(func() {
 		var bin string
 		bin, sharedErr = FindBinaries()
