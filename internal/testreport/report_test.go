@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hookd/hookd/internal/testtool"
@@ -41,31 +44,75 @@ func TestPanics(t *testing.T) { t.Log("before the panic"); panic("kaboom") }
 	"notests/notests.go": "package notests\n",
 }
 
-// goTestJSON runs `go test -json` on the fixture's packages and returns
-// what it printed on standard output.
+// goTestJSON returns what `go test -json` printed on standard output for
+// the fixture's packages pkgs (as "./ok"), in the order it printed it.
+// The fixture is tested once per test binary, all its packages in one
+// go test (each test asked for its own before: three go commands
+// building ok three times, most of the package's time); each test gets
+// the lines of its packages, as a go test of those alone prints them
+// (go test -json prints each package's events in one block).
 func goTestJSON(t *testing.T, pkgs ...string) []byte {
 	t.Helper()
 	goBin := testtool.Need(t, "go")
-	dir := t.TempDir()
+	fixtureRun.Do(func() { fixtureRun.out, fixtureRun.err = runFixture(goBin) })
+	if fixtureRun.err != nil {
+		t.Fatal(fixtureRun.err)
+	}
+	want := map[string]bool{}
+	for _, p := range pkgs {
+		want["fixture/"+strings.TrimPrefix(p, "./")] = true
+	}
+	var out []byte
+	for _, line := range bytes.SplitAfter(fixtureRun.out, []byte("\n")) {
+		var e struct{ Package, ImportPath string }
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		if want[e.Package] || want[e.ImportPath] {
+			out = append(out, line...)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("go test printed nothing for %v:\n%s", pkgs, fixtureRun.out)
+	}
+	return out
+}
+
+// fixtureRun is the one go test of the fixture, for goTestJSON.
+var fixtureRun struct {
+	sync.Once
+	out []byte
+	err error
+}
+
+// runFixture writes the fixture to a directory of its own and runs
+// `go test -json` on all its packages there (without vet, which checks
+// the fixture, not the report).
+func runFixture(goBin string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "testreport-fixture-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
 	for name, text := range fixture {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	cmd := exec.Command(goBin, append([]string{"test", "-json", "-count=1"}, pkgs...)...)
+	cmd := exec.Command(goBin, "test", "-json", "-count=1", "-vet=off", "./ok", "./skips", "./fails", "./panics", "./notests")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if _, exit := err.(*exec.ExitError); err != nil && !exit {
-		t.Fatalf("go test: %v\n%s", err, stderr.String())
+		return nil, fmt.Errorf("go test: %v\n%s", err, stderr.String())
 	}
-	return out
+	return out, nil
 }
 
 func allowlist(t *testing.T, text string) *Allowlist {
@@ -105,6 +152,7 @@ func lacks(t *testing.T, what, s string, unwanted ...string) {
 // TestReportSkip: a run whose only problem is a skipped test fails unless
 // the allowlist names it, and prints the normal output and the times.
 func TestReportSkip(t *testing.T) {
+	t.Parallel()
 	in := goTestJSON(t, "./ok", "./skips", "./notests")
 
 	out, err := report(t, in, nil)
@@ -136,6 +184,7 @@ func TestReportSkip(t *testing.T) {
 // TestReportFailure: failed tests and a panic fail the run, with their
 // output printed as go test prints it.
 func TestReportFailure(t *testing.T) {
+	t.Parallel()
 	in := goTestJSON(t, "./ok", "./fails", "./panics")
 	out, err := report(t, in, nil)
 	if err == nil {
@@ -163,6 +212,7 @@ func TestReportFailure(t *testing.T) {
 
 // TestReportNoInput: nothing to read is no pass.
 func TestReportNoInput(t *testing.T) {
+	t.Parallel()
 	if _, err := report(t, nil, nil); err == nil || !strings.Contains(err.Error(), "no test results") {
 		t.Errorf("empty input: %v", err)
 	}
@@ -175,6 +225,7 @@ func TestReportNoInput(t *testing.T) {
 }
 
 func TestParseAllowlist(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ text, want string }{
 		{"pkg TestA\n", "skip-allowlist:1: want `package TestName reason`"},
 		{"\n# c\npkg A why\n", "skip-allowlist:3: \"A\" is not a test's name"},
