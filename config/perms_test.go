@@ -126,8 +126,9 @@ func TestBroadWorkdir(t *testing.T) {
 // FIFO). The checks are of the file read, so the swapped-in file is
 // refused (the FIFO skipped without waiting for a writer), and its hook
 // is never loaded.
+// Not parallel: it sets afterStat, which every load in the package calls
+// (a parallel test loading meanwhile is a data race).
 func TestLoadChecksTheFileItReads(t *testing.T) {
-	t.Parallel()
 	swap := func(t *testing.T, put func(shared string) error) ([]string, []error) {
 		t.Helper()
 		dir := filepath.Join(t.TempDir(), "hooks.d")
@@ -218,8 +219,9 @@ func TestLoadChecksTheFileItReads(t *testing.T) {
 // without a stat) between the listing and the open: by a FIFO, which is
 // skipped without waiting for a writer, and by nothing (removed), which
 // is skipped as a file that is not there.
+// Not parallel: it sets afterStat, which every load in the package calls
+// (a parallel test loading meanwhile is a data race).
 func TestLoadEntryReplaced(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		put  func(file string) error
