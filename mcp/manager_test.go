@@ -347,12 +347,16 @@ func TestHookUsesMCPTools(t *testing.T) {
 	}
 }
 
-// TestServerFloodingTools: a real stdio server that lists 25,000 tools.
-// hookd keeps mcp.MaxServerTools of them; a hook whose pattern takes them
-// all fails before the model is called, naming its file and tools:, and
-// a hook naming 128 of them is offered exactly those.
+// TestServerFloodingTools: a real stdio server that lists 25,000 tools
+// under HOOKD_TEST_LONG=1 (as CI runs it), 3,000 by default (nearly
+// three times what hookd keeps, in three pages of 1,000: the server's start
+// with 25,000 was most of the test's time). hookd keeps
+// mcp.MaxServerTools of them; a hook whose pattern takes them all fails
+// before the model is called, naming its file and tools:, and a hook
+// naming 128 of them is offered exactly those.
 func TestServerFloodingTools(t *testing.T) {
-	m := newManager(t, os.Environ(), stdio("t", map[string]string{"MCP_TEST_MANY_TOOLS": "25000"}))
+	many := strconv.Itoa(testtool.Count(3000, 25000))
+	m := newManager(t, os.Environ(), stdio("t", map[string]string{"MCP_TEST_MANY_TOOLS": many}))
 	tools, err := m.Tools(context.Background(), "t")
 	if err != nil {
 		t.Fatal(err)
