@@ -142,12 +142,14 @@ func TestOK200WithErrorBody(t *testing.T) {
 }
 
 // TestHugeAnswerRefused performs a hostile server's attack on hookd's
-// memory: an answer of 20 MiB, and an error body as long. hookd reads no
-// more than MaxAnswerBytes of either, fails the run saying why, without
-// retrying, and keeps none of it in the record.
+// memory: an answer just past MaxAnswerBytes (16 MiB), and an error body
+// as long. hookd reads no more than MaxAnswerBytes of either, fails the
+// run saying why, without retrying, and keeps none of it in the record.
+// (Just past, not 20 MiB: under -race every byte sent and read costs, and
+// hookd stops reading at the bound however long the body is.)
 func TestHugeAnswerRefused(t *testing.T) {
 	t.Parallel()
-	huge := strings.Repeat("A", 20<<20)
+	huge := strings.Repeat("A", llm.MaxAnswerBytes+4<<10)
 	for name, rep := range map[string]llmtest.Reply{"answer": llmtest.Answer(huge), "error": llmtest.Fail(500, huge)} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
