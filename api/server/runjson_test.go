@@ -30,6 +30,7 @@ func megabyteRun() *engine.Run {
 // encoding/json escapes (<, &, U+2028, invalid UTF-8) and with a key
 // "steps" in the event's payload and in a step's fields.
 func TestWriteRunAnswersAsWriteJSON(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC)
 	tricky := &engine.StepResult{Index: 1, Type: "shell", Output: "<b>&\u2028\xff \"steps\":[null]", Error: "exit 1 <x>", Started: t0,
 		Fields: map[string]any{"steps": []any{nil}, "n": 3.5}}
@@ -61,6 +62,8 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // TestWriteRunCopiesNoStep: answering a run whose step printed 1 MiB
 // allocates about its step's JSON (2.1 MB), not encoding/json's copy of
 // it into a buffer of its own as well (4.4 MB allocated with writeJSON).
+//
+// Not parallel: it counts the allocations of the whole process.
 func TestWriteRunCopiesNoStep(t *testing.T) {
 	run := megabyteRun()
 	size := httptest.NewRecorder()

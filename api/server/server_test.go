@@ -10,6 +10,7 @@ import (
 // hold it open; and no write limit, which would cut the event stream and
 // /wait short.
 func TestServerLimits(t *testing.T) {
+	t.Parallel()
 	srv := newHTTPServer(http.NotFoundHandler())
 	if srv.ReadHeaderTimeout <= 0 || srv.IdleTimeout <= 0 || srv.WriteTimeout != 0 {
 		t.Errorf("API server limits: read header %v, idle %v, write %v", srv.ReadHeaderTimeout, srv.IdleTimeout, srv.WriteTimeout)

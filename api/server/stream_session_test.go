@@ -24,6 +24,7 @@ import (
 // session ended and closes, and the cookie opens no new stream. Before,
 // the open stream kept delivering.
 func TestStreamEndsAtSessionExpiry(t *testing.T) {
+	t.Parallel()
 	const token = "test-token-0123456789abcdef"
 	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
 	if err != nil {
