@@ -474,6 +474,7 @@ func FuzzRedactorWriter(f *testing.F) {
 // tracing, and Python's repr (single- and double-quoted, with \x, \u and
 // \U escapes), ascii() and shlex.quote. No piece of a secret may remain.
 func TestRedactorShellAndPythonQuoting(t *testing.T) {
+	t.Parallel()
 	for _, bin := range []string{"bash", "python3"} {
 		testtool.Need(t, bin)
 	}

@@ -3,8 +3,10 @@ package redact_test
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,37 +23,56 @@ import (
 // 8 characters of the secret's encoding may be left, and the text around
 // it stays.
 func TestRedactorWrappedBase64(t *testing.T) {
+	t.Parallel()
 	for _, bin := range []string{"base64", "openssl", "python3", "sh"} {
 		testtool.Need(t, bin)
 	}
 	const secret = "ghp_Zx8/1q9K+kT3vLw0/pYbN7mRcD2sFh6JuEa4GoXiVt5?>~"
 	red := redact.New([]string{"TOKEN"}, []string{"TOKEN=" + secret})
-	run := func(script string) string {
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Env = append(os.Environ(), "V="+secret)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", script, err, out)
-		}
-		return string(out)
-	}
+	// The encoders run in one shell, each output after a \036 and its
+	// name's number (a shell for each, 44 of them, was most of the
+	// test's time).
+	var names, scripts []string
+	add := func(name, script string) { names, scripts = append(names, name), append(scripts, script) }
 	// A file that holds the secret at different offsets, so that its
 	// encoding starts at each of the three byte alignments and at
 	// different columns of the wrapped lines.
 	file := `printf 'header line\ntoken=%s\nport=8080\n' "$V"`
-	outputs := map[string]string{}
 	for _, pre := range []string{"", "a", "ab", "abc", strings.Repeat("x", 40), strings.Repeat("y", 53)} {
 		doc := `{ printf '%s' '` + pre + `'; ` + file + `; }`
 		for _, w := range []string{"", " -w 64", " -w 10", " -w 3", " -w 1"} {
-			outputs["base64"+w+" of a file at "+pre] = run(doc + " | base64" + w)
+			add("base64"+w+" of a file at "+pre, doc+" | base64"+w)
 		}
-		outputs["MIME CRLF of a file at "+pre] = run(doc + ` | base64 -w 76 | sed 's/$/\r/'`)
-		outputs["openssl base64 of a file at "+pre] = run(doc + " | openssl base64")
+		add("MIME CRLF of a file at "+pre, doc+` | base64 -w 76 | sed 's/$/\r/'`)
+		add("openssl base64 of a file at "+pre, doc+" | openssl base64")
 	}
-	outputs["base64 of the value"] = run(`printf '%s%s' "$V" "$V" | base64 -w 20`)
-	outputs["PEM"] = run(`echo '-----BEGIN PRIVATE KEY-----'; printf 'key:%s' "$V" | base64 -w 64; echo '-----END PRIVATE KEY-----'`)
-	outputs["json with \\/"] = run(`python3 -c 'import json, os; print(json.dumps({"token": os.environ["V"]}).replace("/", "\\/"))'`)
-	outputs["json with \\/ of base64"] = run(`python3 -c 'import base64, json, os; print(json.dumps({"b": base64.b64encode(os.environ["V"].encode()).decode()}).replace("/", "\\/"))'`)
+	add("base64 of the value", `printf '%s%s' "$V" "$V" | base64 -w 20`)
+	add("PEM", `echo '-----BEGIN PRIVATE KEY-----'; printf 'key:%s' "$V" | base64 -w 64; echo '-----END PRIVATE KEY-----'`)
+	add("json with \\/", `python3 -c 'import json, os; print(json.dumps({"token": os.environ["V"]}).replace("/", "\\/"))'`)
+	add("json with \\/ of base64", `python3 -c 'import base64, json, os; print(json.dumps({"b": base64.b64encode(os.environ["V"].encode()).decode()}).replace("/", "\\/"))'`)
+	var script strings.Builder
+	script.WriteString("set -e\n")
+	for i, s := range scripts {
+		fmt.Fprintf(&script, "printf '\\036%d\\n'\n%s\n", i, s)
+	}
+	cmd := exec.Command("sh", "-c", script.String())
+	cmd.Env = append(os.Environ(), "V="+secret)
+	all, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, all)
+	}
+	outputs := map[string]string{}
+	for _, part := range strings.Split(string(all), "\036")[1:] {
+		num, out, _ := strings.Cut(part, "\n")
+		i, err := strconv.Atoi(num)
+		if err != nil || i >= len(names) {
+			t.Fatalf("output %q: not after a number of the script", part)
+		}
+		outputs[names[i]] = out
+	}
+	if len(outputs) != len(names) {
+		t.Fatalf("%d outputs of %d encoders:\n%s", len(outputs), len(names), all)
+	}
 	for how, out := range outputs {
 		got := red.String(out)
 		if !strings.Contains(got, "[REDACTED:TOKEN]") {
