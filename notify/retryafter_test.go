@@ -17,6 +17,7 @@ import (
 // max_backoff (1s) caps the wait, so the logged wait is 1s exactly when
 // the header was read and 1ms when it was not.
 func TestRetryAfterForms(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		value func() string
@@ -25,6 +26,7 @@ func TestRetryAfterForms(t *testing.T) {
 		{"http date", func() string { return time.Now().Add(time.Minute).UTC().Format(http.TimeFormat) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each waits max_backoff, 1s
 			var mu sync.Mutex
 			tries := 0
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
