@@ -269,6 +269,7 @@ func TestEventIndexZero(t *testing.T) {
 // TestMatchAgainstScan compares the index with matching every registration
 // in turn, on random patterns and events.
 func TestMatchAgainstScan(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	words := []string{"a", "b", "c"}
 	randType := func() string {
