@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -57,16 +59,49 @@ func encodedLeak(out, prefix, secret string) string {
 }
 
 // runEncoder runs script with sh -c, with S set to secret and P to
-// prefix, through a Command with red (nil: none), and returns stdout.
-func runEncoder(t *testing.T, script, prefix, secret string, red *redact.Redactor) string {
+// prefix, through a Command with red, and returns what the script wrote
+// (raw) and the Command's stdout (out, redacted as it streamed). The
+// script runs once: its output goes to a file, which cat then streams
+// to the Command, so raw and out are the same bytes, before and after
+// the redactor, without running the encoder twice.
+func runEncoder(t *testing.T, script, prefix, secret string, red *redact.Redactor) (raw, out string) {
 	t.Helper()
-	c := &process.Command{Argv: []string{"sh", "-c", script}, Redactor: red, Env: []string{
-		"PATH=" + os.Getenv("PATH"), "LC_ALL=C.UTF-8", "PYTHONIOENCODING=utf-8", "S=" + secret, "P=" + prefix}}
+	rawFile := filepath.Join(t.TempDir(), "raw")
+	c := &process.Command{Argv: []string{"sh", "-c", "{ " + script + "\n} >\"$RAW\" && exec cat \"$RAW\""}, Redactor: red, Env: []string{
+		"PATH=" + os.Getenv("PATH"), "LC_ALL=C.UTF-8", "PYTHONIOENCODING=utf-8", "S=" + secret, "P=" + prefix, "RAW=" + rawFile}}
 	r := c.Run(context.Background())
 	if r.Err != nil || r.ExitCode != 0 {
 		t.Fatalf("%s: exit %d, %v\n%s", script, r.ExitCode, r.Err, r.Stderr)
 	}
-	return r.Stdout
+	b, err := os.ReadFile(rawFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), r.Stdout
+}
+
+// encodeCases calls f for the cases of a battery of programs over the
+// secrets and prefixes: by default one secret for each program and
+// prefix, a different one for each prefix and program in turn, so that
+// every program still meets every secret and every prefix (and every
+// secret every prefix), in a third of the runs; under HOOKD_TEST_LONG=1
+// (as CI runs it) every secret for each.
+func encodeCases(nprog int, prefixes []string, f func(prog int, name, secret, prefix string)) {
+	names := make([]string, 0, len(encodedSecrets))
+	for name := range encodedSecrets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for i := range nprog {
+		for j, prefix := range prefixes {
+			for k, name := range names {
+				if !testtool.Long() && k != (i+j)%len(names) {
+					continue
+				}
+				f(i, name, encodedSecrets[name], prefix)
+			}
+		}
+	}
 }
 
 func redactorOf(secrets map[string]string) *redact.Redactor {
@@ -84,7 +119,9 @@ func redactorOf(secrets map[string]string) *redact.Redactor {
 // CRLF line ends (sed, and Python's MIME encoder), base64url, hex (xxd -p
 // at 60 columns, od, basenc --base16 at odd widths), and the value
 // itself folded into lines. Each output, unredacted, is checked to hold
-// the encoding first, so the check can fail.
+// the encoding first, so the check can fail. By default each program
+// runs at each of the three alignments, with the three secrets in turn
+// (encodeCases); HOOKD_TEST_LONG=1 runs every secret at every prefix.
 func TestCommandRedactsWrappedEncodings(t *testing.T) {
 	for _, bin := range []string{"base64", "basenc", "openssl", "python3", "xxd", "od", "fold", "sed"} {
 		testtool.Need(t, bin)
@@ -113,20 +150,16 @@ func TestCommandRedactsWrappedEncodings(t *testing.T) {
 	if testtool.Long() {
 		prefixes = append(prefixes, "us:", "Authorization-x")
 	}
-	for name, secret := range encodedSecrets {
-		for _, prefix := range prefixes {
-			for _, p := range programs {
-				raw := runEncoder(t, p.script, prefix, secret, nil)
-				if encodedLeak(raw, prefix, secret) == "" {
-					t.Fatalf("%s of %s after %q: the unredacted output %q holds no encoding of it", p.name, name, prefix, raw)
-				}
-				out := runEncoder(t, p.script, prefix, secret, red)
-				if l := encodedLeak(out, prefix, secret); l != "" || !strings.Contains(out, "[REDACTED:"+name+"]") {
-					t.Errorf("%s of %s after %q: %q leaks %q", p.name, name, prefix, out, l)
-				}
-			}
+	encodeCases(len(programs), prefixes, func(i int, name, secret, prefix string) {
+		p := programs[i]
+		raw, out := runEncoder(t, p.script, prefix, secret, red)
+		if encodedLeak(raw, prefix, secret) == "" {
+			t.Fatalf("%s of %s after %q: the unredacted output %q holds no encoding of it", p.name, name, prefix, raw)
 		}
-	}
+		if l := encodedLeak(out, prefix, secret); l != "" || !strings.Contains(out, "[REDACTED:"+name+"]") {
+			t.Errorf("%s of %s after %q: %q leaks %q", p.name, name, prefix, out, l)
+		}
+	})
 }
 
 // TestCommandRedactsJSONEscapes runs real JSON encoders on a secret with
@@ -135,6 +168,9 @@ func TestCommandRedactsWrappedEncodings(t *testing.T) {
 // also ASCII-only (\u00f6, surrogate pairs), Python's json.dumps (ASCII
 // and not, which leaves < > & as they are), and jq (-a and not). The
 // redacted output must decode to the prefix and [REDACTED:NAME] alone.
+// By default each encoder runs after each prefix, with the three secrets
+// in turn (encodeCases); HOOKD_TEST_LONG=1 runs every secret after every
+// prefix.
 func TestCommandRedactsJSONEscapes(t *testing.T) {
 	for _, bin := range []string{"perl", "python3", "jq"} {
 		testtool.Need(t, bin)
@@ -155,19 +191,15 @@ func TestCommandRedactsJSONEscapes(t *testing.T) {
 		{"jq -a", `jq -acn --arg v "$P$S" '[$v]'`},
 	}
 	red := redactorOf(encodedSecrets)
-	for name, secret := range encodedSecrets {
-		for _, prefix := range []string{"", "x/", "head "} {
-			for _, p := range programs {
-				raw := runEncoder(t, p.script, prefix, secret, nil)
-				var got []string
-				if err := json.Unmarshal([]byte(raw), &got); err != nil || len(got) != 1 || got[0] != prefix+secret {
-					t.Fatalf("%s of %s: unredacted %q decodes to %q (%v)", p.name, name, raw, got, err)
-				}
-				out := runEncoder(t, p.script, prefix, secret, red)
-				if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 || got[0] != prefix+"[REDACTED:"+name+"]" {
-					t.Errorf("%s of %s after %q: %q (unredacted %q) decodes to %q (%v)", p.name, name, prefix, out, raw, got, err)
-				}
-			}
+	encodeCases(len(programs), []string{"", "x/", "head "}, func(i int, name, secret, prefix string) {
+		p := programs[i]
+		raw, out := runEncoder(t, p.script, prefix, secret, red)
+		var got []string
+		if err := json.Unmarshal([]byte(raw), &got); err != nil || len(got) != 1 || got[0] != prefix+secret {
+			t.Fatalf("%s of %s: unredacted %q decodes to %q (%v)", p.name, name, raw, got, err)
 		}
-	}
+		if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 || got[0] != prefix+"[REDACTED:"+name+"]" {
+			t.Errorf("%s of %s after %q: %q (unredacted %q) decodes to %q (%v)", p.name, name, prefix, out, raw, got, err)
+		}
+	})
 }
