@@ -2,9 +2,12 @@ package steps
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,24 +27,85 @@ func commitAt(t *testing.T, dir string, env []string, when, msg string) {
 
 // newRepo makes a repository in dir/sub (dir when sub is "") with two
 // commits on main and a feature branch, checked out, that changes a.txt
-// and adds c.txt.
+// and adds c.txt: a copy of one built once per run (templateRepo), the
+// same files and commits (their dates are fixed) without the eight git
+// runs that build it.
 func newRepo(t *testing.T, sub string) (workdir string, env []string) {
 	t.Helper()
 	workdir = realDir(t, t.TempDir())
 	env = gitEnv(t)
-	repo := filepath.Join(workdir, sub)
-	if err := os.MkdirAll(repo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git(t, repo, env, "init", "-q")
-	writeFiles(t, repo, map[string]string{"a.txt": "a\n", "b.txt": "b\n", ".gitignore": "*.log\n"})
-	commitAt(t, repo, env, "2024-01-01T12:00:00Z", "first")
-	writeFiles(t, repo, map[string]string{"b.txt": "b2\n"})
-	commitAt(t, repo, env, "2024-01-05T12:00:00Z", "second")
-	git(t, repo, env, "checkout", "-q", "-b", "feature")
-	writeFiles(t, repo, map[string]string{"a.txt": "a2\n", "dir/c.txt": "c\n"})
-	commitAt(t, repo, env, "2024-01-10T12:00:00Z", "feature work")
+	copyTree(t, templateRepo(t), filepath.Join(workdir, sub))
 	return workdir, env
+}
+
+// repoTemplate is the repository newRepo copies, built by the first
+// test that needs one and removed by TestMain.
+var repoTemplate struct {
+	once      sync.Once
+	root, dir string // dir is empty until the build succeeded
+}
+
+func templateRepo(t *testing.T) string {
+	t.Helper()
+	repoTemplate.once.Do(func() {
+		root, err := os.MkdirTemp("", "hookd-steps-repo-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		repoTemplate.root = root
+		root = realDir(t, root)
+		repo, env := filepath.Join(root, "repo"), gitEnv(t)
+		if err := os.Mkdir(repo, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		git(t, repo, env, "init", "-q")
+		writeFiles(t, repo, map[string]string{"a.txt": "a\n", "b.txt": "b\n", ".gitignore": "*.log\n"})
+		commitAt(t, repo, env, "2024-01-01T12:00:00Z", "first")
+		writeFiles(t, repo, map[string]string{"b.txt": "b2\n"})
+		commitAt(t, repo, env, "2024-01-05T12:00:00Z", "second")
+		git(t, repo, env, "checkout", "-q", "-b", "feature")
+		writeFiles(t, repo, map[string]string{"a.txt": "a2\n", "dir/c.txt": "c\n"})
+		commitAt(t, repo, env, "2024-01-10T12:00:00Z", "feature work")
+		repoTemplate.dir = repo
+	})
+	if repoTemplate.dir == "" {
+		t.Fatal("the template repository was not built (see the first test that needed it)")
+	}
+	return repoTemplate.dir
+}
+
+// copyTree copies the directories and regular files under src to dst,
+// with their permissions.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(to, info.Mode().Perm())
+		}
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, info.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatalf("copy %s: %v", src, err)
+	}
 }
 
 func gitStepEnv(t *testing.T, workdir string, env []string, event map[string]any) *engine.StepEnv {
