@@ -20,6 +20,7 @@ import (
 // would have run, given the hostile value as hookd passes it (HOOKD_P1),
 // does create the marker file, so the refusal is what stops the attack.
 func TestCodeProgramAttacks(t *testing.T) {
+	t.Parallel()
 	const makefile = "all:\n\t@echo $(V)\n"
 	tests := []struct {
 		name, tmpl, value, prog, want string

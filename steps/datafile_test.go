@@ -8,6 +8,7 @@ import "testing"
 // file, read into eval, through tee, cp, cat and a loop's output, and in
 // an inner shell. Each makes MARK under bash and dash when not refused.
 func TestShellDataFileAttacks(t *testing.T) {
+	t.Parallel()
 	const v = "touch MARK"
 	const want = "is written at line"
 	none := func(*testing.T, string) {}

@@ -95,6 +95,7 @@ func emptyGitRepo(t *testing.T, dir string) {
 // printf -v '%b'. The run-time check of a placeholder's value sees
 // only the whole value, which does not begin with '-'.
 func TestShellDerivedOptionAttacks(t *testing.T) {
+	t.Parallel()
 	const put = "put -- before it"
 	runLiveAttacks(t, emptyGitRepo, []liveAttack{
 		{name: "while read loop", tmpl: "printf '%s\\n' {{event.v}} | while read -r f; do git log \"$f\"; done", value: "a.md\n--output=MARK", want: put},
@@ -118,6 +119,7 @@ func TestShellDerivedOptionAttacks(t *testing.T) {
 // is a command, makes tar run the archive through sh. Also through
 // while read and an unquoted $(…) that splits.
 func TestShellTarOptionAttacks(t *testing.T) {
+	t.Parallel()
 	testtool.Need(t, "tar")
 	testtool.Need(t, "xargs")
 	member := "x;touch${IFS}MARK;"

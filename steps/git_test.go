@@ -139,6 +139,7 @@ func TestGitNewErrors(t *testing.T) {
 }
 
 func TestGitDiff(t *testing.T) {
+	t.Parallel()
 	workdir, env := newRepo(t, "repo")
 	tests := []struct {
 		name, src string
@@ -235,6 +236,7 @@ func TestGitTimeout(t *testing.T) {
 }
 
 func TestFileDiff(t *testing.T) {
+	t.Parallel()
 	workdir, env := newRepo(t, "")
 	writeFiles(t, workdir, map[string]string{
 		"a.txt":         "changed\n",
@@ -347,6 +349,7 @@ func TestFileDiffNoCommits(t *testing.T) {
 }
 
 func TestGitLog(t *testing.T) {
+	t.Parallel()
 	workdir, env := newRepo(t, "")
 	at := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339, s)
@@ -450,6 +453,7 @@ func equalAny(got any, want []any) bool {
 // filter driver, a pager, hooks — and runs every git step against it:
 // the program, which would touch a marker file, never runs.
 func TestGitRepositoryConfigRunsNothing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, config, attrs string
 		env                 []string

@@ -188,6 +188,7 @@ func TestGitDir(t *testing.T) {
 // environment (the drivers it reads with git config, and the guard of
 // GitEnv) the program never runs, with git's own options (-C) too.
 func TestGitCommandEnvDrivers(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, config, attrs, cmd string
 	}{

@@ -12,6 +12,7 @@ import (
 // programs: a templated value that begins with '-' where a program would
 // read it as an option is refused when the step runs, and nothing runs.
 func TestOptionInjection(t *testing.T) {
+	t.Parallel()
 	workdir, env := newRepo(t, "")
 	marker := filepath.Join(t.TempDir(), "X")
 	goBin, _ := exec.LookPath("go")

@@ -13,6 +13,7 @@ import (
 // recommend, data passed to sh -c as a positional parameter the script
 // quotes, loads and keeps hostile values as text under bash and dash.
 func TestShellPositionalIdiom(t *testing.T) {
+	t.Parallel()
 	shells := []string{testtool.Need(t, "bash"), testtool.Need(t, "dash")}
 	for _, tmpl := range []string{
 		`sh -c 'printf "[%s]\n" "$1"' sh {{event.v}}`,
@@ -64,6 +65,7 @@ func TestShellPositionalIdiom(t *testing.T) {
 // in an option position of git (--output=MARK writes a file), directly,
 // through a for loop, from xargs and from a read loop.
 func TestShellPositionalAttacks(t *testing.T) {
+	t.Parallel()
 	const put = "put -- before it"
 	runLiveAttacks(t, emptyGitRepo, []liveAttack{
 		{name: "eval", tmpl: `sh -c 'eval "$1"' sh {{event.v}}`, value: "touch MARK", want: "$1, which holds data from {{event.v}}, is an argument of eval"},

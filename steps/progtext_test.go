@@ -26,6 +26,7 @@ func inputFiles(t *testing.T, dir string) {
 // environment and prints it shifted by one, which redaction of the
 // secret's value does not catch.
 func TestShellProgramTextAttacks(t *testing.T) {
+	t.Parallel()
 	testtool.Need(t, "jq")
 	testtool.Need(t, "yq")
 	const shifted = "ivoufs3" // hunter2, each character plus one

@@ -123,6 +123,7 @@ func redactorOf(secrets map[string]string) *redact.Redactor {
 // runs at each of the three alignments, with the three secrets in turn
 // (encodeCases); HOOKD_TEST_LONG=1 runs every secret at every prefix.
 func TestCommandRedactsWrappedEncodings(t *testing.T) {
+	t.Parallel()
 	for _, bin := range []string{"base64", "basenc", "openssl", "python3", "xxd", "od", "fold", "sed"} {
 		testtool.Need(t, bin)
 	}
@@ -172,6 +173,7 @@ func TestCommandRedactsWrappedEncodings(t *testing.T) {
 // in turn (encodeCases); HOOKD_TEST_LONG=1 runs every secret after every
 // prefix.
 func TestCommandRedactsJSONEscapes(t *testing.T) {
+	t.Parallel()
 	for _, bin := range []string{"perl", "python3", "jq"} {
 		testtool.Need(t, bin)
 	}

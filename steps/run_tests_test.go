@@ -139,6 +139,7 @@ func goEnv() []string {
 // TestRunTestsGoReal runs go test for real, plain and -json, and parses
 // what it printed.
 func TestRunTestsGoReal(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs go test")
 	}
@@ -176,6 +177,7 @@ func TestRunTestsGoReal(t *testing.T) {
 }
 
 func TestRunTestsStep(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs go test")
 	}

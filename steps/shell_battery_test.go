@@ -50,6 +50,7 @@ func batteryValues(marker string, stride int) []string {
 // context above, under /bin/sh and under bash when present, and checks
 // that each value arrived as data and that no marker file was made.
 func TestShellBattery(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "pwned")
 	// HOOKD_BATTERY=full runs every value; HOOKD_TEST_LONG=1 (CI) a

@@ -176,6 +176,7 @@ func TestShellRun(t *testing.T) {
 // in every supported position. The values must arrive byte for byte and
 // never run: the canary file must not appear.
 func TestShellInjection(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	canary := filepath.Join(dir, "pwned")
 	values := []string{

@@ -9,6 +9,7 @@ import "testing"
 // (>(sh)), and where a coprocess's output, holding data, is read back
 // as code.
 func TestShellCoprocAttacks(t *testing.T) {
+	t.Parallel()
 	v := "touch MARK"
 	write := "\nprintf '%s\\n' {{event.v}} >&\"${COPROC[1]}\"\nexec {COPROC[1]}>&-; wait"
 	runStreamAttacks(t, []streamAttack{

@@ -10,6 +10,7 @@ import "testing"
 // a code reader hidden in an inner shell, a function or behind an
 // option's value (sh -c 'cat | sh', f() { bash; }, bash -o posix).
 func TestShellEnvOutputAttacks(t *testing.T) {
+	t.Parallel()
 	lines := "x\ntouch MARK" // runs touch whether a line or the whole is code
 	runStreamAttacks(t, []streamAttack{
 		{"printenv", "export V={{event.v}}; printenv V | sh", lines, "data from {{event.v}} is piped into sh"},

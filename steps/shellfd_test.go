@@ -10,6 +10,7 @@ import "testing"
 // path (/dev/fd/3, /proc/self/fd/3), through cat or $(...), and exec
 // redirecting the script's own standard input.
 func TestShellDescriptorAttacks(t *testing.T) {
+	t.Parallel()
 	v := "touch MARK"
 	runStreamAttacks(t, []streamAttack{
 		{"sh <&3", "exec 3<<< {{event.v}}; sh <&3", v, "sh reads its standard input from descriptor 3 (line 1)"},

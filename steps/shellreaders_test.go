@@ -8,6 +8,7 @@ import "testing"
 // by a variable, find -exec's terminator taken for a script, and awk,
 // sed and perl programs that run commands built from their input.
 func TestShellHiddenReaderAttacks(t *testing.T) {
+	t.Parallel()
 	v := "touch MARK"
 	runStreamAttacks(t, []streamAttack{
 		{"an alias", "alias r=sh\nprintf '%s\\n' {{event.v}} | r", v, "is piped into r (an alias running sh)"},
@@ -40,6 +41,7 @@ func TestShellHiddenReaderAttacks(t *testing.T) {
 // descriptor (3<<< x), and a script given as <(cat), which reads the
 // reader's own standard input.
 func TestShellInputCopyAttacks(t *testing.T) {
+	t.Parallel()
 	v := "touch MARK"
 	runStreamAttacks(t, []streamAttack{
 		{"bash <(cat)", "printf '%s\\n' {{event.v}} | bash <(cat)", v, "is piped into bash (its script comes from <(...)"},
