@@ -176,6 +176,10 @@ func TestRunTestsGoReal(t *testing.T) {
 	})
 }
 
+// TestRunTestsStep runs go test through the step. Only "failing" tests
+// the whole module: the other failing forms test the failing package
+// alone (TestRunTestsGoReal parses -json over several packages), which
+// saves a test binary's link and run each.
 func TestRunTestsStep(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -193,9 +197,9 @@ func TestRunTestsStep(t *testing.T) {
 		wantExit     int
 	}{
 		{name: "failing", src: "command: go test ./...", wantFailures: []any{"example.com/fix/bad.TestFail", "example.com/fix/bad.TestTable/two_words"}, wantCount: 2, wantExit: 1},
-		{name: "json argv", src: "command: [go, test, -json, ./...]\nframework: go", wantFailures: []any{"example.com/fix/bad.TestFail", "example.com/fix/bad.TestTable/two_words"}, wantCount: 2, wantExit: 1},
+		{name: "json argv", src: "command: [go, test, -json, ./bad/]\nframework: go", wantFailures: []any{"example.com/fix/bad.TestFail", "example.com/fix/bad.TestTable/two_words"}, wantCount: 2, wantExit: 1},
 		{name: "passing", src: "command: go test ./good/", wantPassed: true, wantFailures: []any{}, wantExit: 0},
-		{name: "capped failures", src: "command: go test ./...\nmax_failures: 1", wantFailures: []any{"example.com/fix/bad.TestFail"}, wantCount: 2, wantExit: 1},
+		{name: "capped failures", src: "command: go test ./bad/\nmax_failures: 1", wantFailures: []any{"example.com/fix/bad.TestFail"}, wantCount: 2, wantExit: 1},
 		{name: "workdir", src: "command: go test ./...\nworkdir: good", wantPassed: true, wantFailures: []any{}, wantExit: 0},
 		{name: "workspace (agent-queue)", src: "command: go test ./...\nworkspace: good", wantPassed: true, wantFailures: []any{}, wantExit: 0},
 	}
