@@ -64,6 +64,7 @@ func newCluster(t *testing.T, url string, n int, nodeOpts, settings string, hook
 		name := fmt.Sprintf("n%d", i)
 		e := newEnv(t, fmt.Sprintf("database: %s\nnode: {name: %s, %s}\n%s", url, name, nodeOpts, settings), expanded)
 		e.environ = append(e.environ, "HOOKD_TEST_NODE="+name)
+		e.cmdsInProcess = true // the nodes' commands only talk to them
 		nodes = append(nodes, &clusterNode{name: name, e: e})
 	}
 	return nodes, side

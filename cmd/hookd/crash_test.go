@@ -50,7 +50,7 @@ func TestCrashRecoveryOnPostgres(t *testing.T) {
 }
 
 func testCrashRecovery(t *testing.T, settings string) {
-	e := newProcEnv(t, settings+"max_concurrent: 1\n", map[string]string{
+	e := newDaemonProcEnv(t, settings+"max_concurrent: 1\n", map[string]string{
 		"tick.yaml":  crashTick,
 		"other.yaml": crashOther,
 	})
@@ -188,7 +188,7 @@ func pidIn(e *env, name string) int {
 // the restart the queued run keeps its slot and runs, the missed slots are
 // caught up, and no slot fires twice.
 func TestCrashRecoveryQueuedSlot(t *testing.T) {
-	e := newProcEnv(t, "max_concurrent: 1\n", map[string]string{
+	e := newDaemonProcEnv(t, "max_concurrent: 1\n", map[string]string{
 		"blocker.yaml": `description: holds the one concurrency slot
 steps:
   - type: shell
@@ -268,7 +268,7 @@ steps:
     command: 'echo "{{event.n}}" >> %[1]s.log; [ -f %[1]s.once ] || { touch %[1]s.once; echo $$ > %[1]s.pid; sleep 30; }'
 skip_llm: true
 `
-	e := newProcEnv(t, "", map[string]string{
+	e := newDaemonProcEnv(t, "", map[string]string{
 		"again.yaml": "on_interrupted: rerun\n" + fmt.Sprintf(body, "again"),
 		"left.yaml":  fmt.Sprintf(body, "left"),
 	})
@@ -363,7 +363,7 @@ func TestCrashLoop(t *testing.T) {
 		t.Skip("kills and restarts the daemon 20 times")
 	}
 	kills := testtool.Count(6, 20)
-	e := newProcEnv(t, "max_concurrent: 3\n", crashLoopHooks)
+	e := newDaemonProcEnv(t, "max_concurrent: 3\n", crashLoopHooks)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	t.Logf("seed %d", seed)

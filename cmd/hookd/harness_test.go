@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,6 +130,13 @@ type env struct {
 	badHooksOK bool     // serve: a hook file that does not load is expected
 	environ    []string // KEY=VALUE added to the environment of hookd processes (which makes them processes)
 	process    bool     // run hookd as processes of the real binary
+	// cmdsInProcess: the commands run to their end (run, must, exec) run
+	// in this process, reading environ as their environment, although
+	// the daemons are processes. For tests where only the daemon must be
+	// one (its pid, SIGKILL, the environment its steps see) and the
+	// commands talk to it or read the store: each command as a process
+	// costs a process start (~75 ms of CPU), and tests poll with them.
+	cmdsInProcess bool
 
 	cgMu   sync.Mutex // the cgroups of its hookd processes (placeInCgroup)
 	cgroup string
@@ -146,8 +154,23 @@ func (e *env) inProcess() bool {
 	return !strings.Contains(string(b), "sandbox: off")
 }
 
-// host is the host of e's commands run in process.
-func (e *env) host() host { return host{dir: e.dir, stdin: strings.NewReader("")} }
+// host is the host of e's commands run in process, reading environ
+// before this process's environment.
+func (e *env) host() host {
+	h := host{dir: e.dir, stdin: strings.NewReader("")}
+	if len(e.environ) > 0 {
+		environ := slices.Clone(e.environ)
+		h.getenv = func(key string) string {
+			for i := len(environ) - 1; i >= 0; i-- {
+				if v, ok := strings.CutPrefix(environ[i], key+"="); ok {
+					return v
+				}
+			}
+			return os.Getenv(key)
+		}
+	}
+	return h
+}
 
 // newEnv makes a directory for a test with the daemon settings given (""
 // for none) and the hook files given (file name -> YAML).
@@ -260,7 +283,7 @@ func (e *env) run(args ...string) result {
 // exec runs a hookd command to its end; safe to call from any goroutine.
 // The error is set when the command did not run to an exit of its own.
 func (e *env) exec(args ...string) (result, error) {
-	if e.inProcess() {
+	if e.inProcess() || e.cmdsInProcess {
 		return runHost(e.host(), args...), nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
@@ -547,5 +570,15 @@ func newProcEnv(t *testing.T, settings string, hooks map[string]string) *env {
 	t.Helper()
 	e := newEnv(t, settings, hooks)
 	e.process = true
+	return e
+}
+
+// newDaemonProcEnv is newProcEnv for a test where only the daemons must
+// be processes (SIGKILL, their pids): the commands run to their end run
+// in this process (cmdsInProcess).
+func newDaemonProcEnv(t *testing.T, settings string, hooks map[string]string) *env {
+	t.Helper()
+	e := newProcEnv(t, settings, hooks)
+	e.cmdsInProcess = true
 	return e
 }
