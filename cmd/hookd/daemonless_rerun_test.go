@@ -25,7 +25,7 @@ skip_llm: true
 // the user's terminal: it stores them, and the next daemon carries each out
 // exactly once (a later one does not repeat them).
 func TestDaemonlessRecoveryLeavesRerunAndRetry(t *testing.T) {
-	e := newProcEnv(t, "", map[string]string{
+	e := newDaemonProcEnv(t, "", map[string]string{
 		"again.yaml": crashSleeper("again", "on_interrupted: rerun\n"),
 		"later.yaml": crashSleeper("later", "retry: {attempts: 2, backoff: 1s, on: [interrupted]}\n"),
 		"ping.yaml":  "trigger: {event: ping}\nsteps:\n  - type: shell\n    command: echo pong\nskip_llm: true\n",

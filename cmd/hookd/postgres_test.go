@@ -26,7 +26,7 @@ import (
 func TestServeOnPostgres(t *testing.T) {
 	url := postgrestest.NewDatabase(t)
 	hooks := map[string]string{"quick.yaml": quickHook}
-	a := newProcEnv(t, "database: "+url+"\n", hooks)
+	a := newDaemonProcEnv(t, "database: "+url+"\n", hooks)
 	da := a.serve()
 	if !strings.Contains(da.log.String(), postgres.Describe(url)) {
 		t.Errorf("the start log does not name the database:\n%s", da.log)
@@ -60,7 +60,7 @@ func TestServeOnPostgres(t *testing.T) {
 	id2 := runID(t, b.must(0, "fire", "quick", "--wait"))
 
 	// The CLI without a daemon reads PostgreSQL too (--db URL).
-	c := newProcEnv(t, "", hooks)
+	c := newDaemonProcEnv(t, "", hooks)
 	got := c.listRuns("--db", url)
 	if len(got) != 2 || got[0].ID != id2 || got[1].ID != id {
 		t.Errorf("hookd runs --db URL: %v, want [%s %s]", got, id2, id)
