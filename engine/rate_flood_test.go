@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 // TestRateFloodOverlap performs an event flood on a hook with
@@ -16,8 +17,13 @@ import (
 // cancel_previous), which starts when the run ends: its start must pass
 // the rate gate and count like any other, so the hook starts two runs in
 // the hour, not one per run's end (51 did), and the rest are recorded
-// refused by the rate gate.
+// refused by the rate gate. The default run emits an event every 30 s
+// (still two into each run's minute), HOOKD_TEST_LONG=1 every 10 s.
 func TestRateFloodOverlap(t *testing.T) {
+	every := 30 * time.Second
+	if testtool.Long() {
+		every = 10 * time.Second
+	}
 	for _, overlap := range []engine.Overlap{engine.OverlapQueue, engine.OverlapCancelPrevious} {
 		t.Run(string(overlap), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -36,11 +42,11 @@ func TestRateFloodOverlap(t *testing.T) {
 				hs := newHarness(t, []*engine.Hook{h})
 				defer hs.stop()
 				start := hs.clock.Now()
-				for i := 0; i < 300; i++ {
+				for i := 0; i < int(50*time.Minute/every); i++ {
 					if _, err := hs.eng.Emit(context.Background(), &engine.Event{Type: "flood.x", Data: map[string]any{"i": i}}); err != nil {
 						t.Fatalf("emit %d: %v", i, err)
 					}
-					hs.advance(10 * time.Second)
+					hs.advance(every)
 				}
 				hs.advance(2 * time.Minute)
 				started, refused := 0, 0
