@@ -105,6 +105,7 @@ func (a *fakeAlarm) Close() error {
 // minute of the hour still has hooks due at it), HOOKD_TEST_LONG=1 the
 // 10,000.
 func TestAlarmIdleEngineSleeps(t *testing.T) {
+	t.Parallel()
 	hooks := testtool.Count(1_000, 10_000)
 	synctest.Test(t, func(t *testing.T) {
 		var ac *alarmClock
@@ -140,6 +141,7 @@ func TestAlarmIdleEngineSleeps(t *testing.T) {
 // A due hook still fires at its time with only the alarm to wake the
 // loop (the tick is an hour).
 func TestAlarmFiresOnTime(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var ac *alarmClock
 		h := newHarness(t, []*engine.Hook{every(newHook("m"), 10*time.Minute)},
@@ -161,6 +163,7 @@ func TestAlarmFiresOnTime(t *testing.T) {
 // latest fires within a millisecond of the jump. A backward jump fires
 // no slot twice.
 func TestAlarmNoticesClockJumpAtOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var ac *alarmClock
 		h := newHarness(t, []*engine.Hook{every(newHook("m"), time.Minute)}, withAlarms(&ac))
@@ -201,6 +204,7 @@ func TestAlarmNoticesClockJumpAtOnce(t *testing.T) {
 // guard; a message that would trigger something after a long sleep finds
 // the guard run first, so a failed guard lets nothing through.
 func TestAlarmGuardRunsBeforeAMessage(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var ac *alarmClock
 		var gone atomic.Bool

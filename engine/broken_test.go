@@ -16,6 +16,7 @@ import (
 // kept the previous one. Without SetBroken the hook whose file broke
 // vanishes from the listing (as it did from hookd list).
 func TestBrokenFilesStayListed(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		ok := version(every(newHook("ok"), time.Hour), "v1")

@@ -62,6 +62,7 @@ func (h *harness) lastRun(hook string) *engine.Run {
 // ledger is read back from the SQLite file), until the window slides.
 // --force does not get past it.
 func TestBudgetGate(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var steps atomic.Int32
 		hk := spender("ask", &steps)
@@ -121,6 +122,7 @@ func TestBudgetGate(t *testing.T) {
 // TestDaemonBudgetGate: the daemon's budget counts every hook's runs: a
 // hook that never ran is refused once others spent the day's tokens.
 func TestDaemonBudgetGate(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var steps atomic.Int32
 		model := &spendLLM{prompt: 250, completion: 50}
@@ -161,6 +163,7 @@ func TestDaemonBudgetGate(t *testing.T) {
 // (overlap: queue) is refused when that run spends the budget, before its
 // steps run.
 func TestBudgetPendingRun(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var steps atomic.Int32
 		hk := spender("ask", &steps)
@@ -200,6 +203,7 @@ func TestBudgetPendingRun(t *testing.T) {
 // outage, two of four missed slots run and the other two are recorded
 // skipped (budget), each at once.
 func TestBudgetCatchup(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var steps atomic.Int32
 		hk := every(spender("hourly", &steps), time.Hour)

@@ -5,6 +5,7 @@ import "testing"
 // TestCheckFailed checks each row of the check table: which steps are
 // checks, and which results of theirs fail the check.
 func TestCheckFailed(t *testing.T) {
+	t.Parallel()
 	code := func(c int) *int { return &c }
 	exitStep := &StepDef{Index: 0, Name: "tests", Skip: ShortCircuit{IfExitZero: true}}
 	httpStep := &StepDef{Index: 0, Skip: ShortCircuit{IfStatusOK: true}}
@@ -56,6 +57,7 @@ func TestCheckFailed(t *testing.T) {
 // WorstExit ranks a failure above a failed check above a run that did
 // not happen above success.
 func TestExitOf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		run  Run
 		want ExitCode

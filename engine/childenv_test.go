@@ -13,6 +13,7 @@ import (
 // hook's env, the secrets asked for or env_passthrough; a copy of a hook
 // changed after it was copied gets its own.
 func TestHookChildEnvKeptAndRebuilt(t *testing.T) {
+	t.Parallel()
 	environ := []string{"PATH=/usr/bin", "HOME=/home/a", "TOKEN=t1", "EXTRA=e1", "OTHER=o"}
 	h := &Hook{Env: map[string]string{"SET": "s1"}}
 	want := func(got []string, want ...string) {
@@ -54,6 +55,7 @@ func TestHookChildEnvKeptAndRebuilt(t *testing.T) {
 // TestHookChildEnvConcurrent: runs of one hook ask for its environment at
 // the same time (run with -race).
 func TestHookChildEnvConcurrent(t *testing.T) {
+	t.Parallel()
 	h := &Hook{Env: map[string]string{"SET": "x"}}
 	environs := [][]string{{"PATH=/a"}, {"PATH=/b"}}
 	var wg sync.WaitGroup
@@ -75,6 +77,7 @@ func TestHookChildEnvConcurrent(t *testing.T) {
 // and tools that name it; the others get the hook's environment without
 // any secret, and share one slice.
 func TestChildEnvsScopeSecrets(t *testing.T) {
+	t.Parallel()
 	environ := []string{"PATH=/usr/bin", "A_TOKEN=a", "B_TOKEN=b", "EXTRA=e", "NOT_SECRET=n"}
 	h := &Hook{
 		Env: map[string]string{"SET": "s"}, Secrets: []string{"A_TOKEN", "B_TOKEN"}, EnvPassthrough: []string{"EXTRA"},

@@ -80,6 +80,7 @@ func (l *landingAfterRead) Waiting(ctx context.Context) ([]*engine.Run, error) {
 // event was stored had the commit of its merge land after the next
 // scheduler's takeover ("event e23 was accepted but no step saw it").
 func TestClusterMergeLandsAfterTakeover(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
 	var (
@@ -210,6 +211,7 @@ func (s *leaseLostRecords) InsertRun(ctx context.Context, r *engine.Run) error {
 // database no longer had until its lease keeper noticed (here, whose
 // lease renews, never).
 func TestFencedRecordRefusedStopsScheduler(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
 	release := make(chan struct{})

@@ -48,6 +48,7 @@ func (d *dyingDecider) DecideFires(ctx context.Context, decide func(context.Cont
 // run the fire merged into, not fire a once more (a third run of a for
 // two fires).
 func TestClusterFireMergedOnceAcrossFailover(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
 	var (

@@ -20,6 +20,7 @@ import (
 // must get that outcome, and its stored record must say so (a pending
 // run has a record already: it is finished, not inserted again).
 func TestClusterPendingRefusedQueueFull(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
 	holdA, runA, runB := newBlock(), newBlock(), newBlock()

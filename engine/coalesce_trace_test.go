@@ -14,6 +14,7 @@ import (
 // most engine.MaxTraceLinks of them (the rest counted), stored with the
 // pending run and on the finished run the tracing exporter gets.
 func TestCoalescedRunKeepsEveryTrace(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		hk := withSteps(newHook("q"), block)

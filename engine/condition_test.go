@@ -12,6 +12,7 @@ import (
 )
 
 func TestConditionEval(t *testing.T) {
+	t.Parallel()
 	zero, two := 0, 2
 	scope := &engine.Scope{Hook: "h", Trigger: "event",
 		Event: map[string]any{"env": "prod", "service": "api", "n": float64(3), "tags": []any{"a", "b"}},
@@ -68,6 +69,7 @@ func TestConditionEval(t *testing.T) {
 // TestConditionCost: a condition's size is bounded at load, and the VM's
 // memory budget stops one that would build a huge value at run time.
 func TestConditionCost(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("event.a == 1 || ", 300) + "true"
 	if _, err := engine.CompileCondition(long, nil, 0); err == nil {
 		t.Errorf("a condition of %d nodes compiled", 300*3)
@@ -92,6 +94,7 @@ func TestConditionCost(t *testing.T) {
 // exit code short-circuits the model; where: as a condition selects the
 // events that fire a hook.
 func TestStepIfAndSkipCondition(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ran := 0
 		count := funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
@@ -153,6 +156,7 @@ func TestStepIfAndSkipCondition(t *testing.T) {
 // element's own items stays linear in the event and is allowed, and is
 // evaluated on a hostile event of many items.
 func TestConditionNestedIteration(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{
 		`all(event.a, {all(event.a, {# == 1})})`,
 		`all(event.a, {all(event.a, {all(event.a, {# == 1})})})`,
@@ -189,6 +193,7 @@ func TestConditionNestedIteration(t *testing.T) {
 // outside value, and any work on the element stay allowed, and run on a
 // large event.
 func TestConditionOutsideWork(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{
 		`any(event.a, {(# + 0.5) in event.a})`,
 		`any(event.a, {event.s matches "x[0-9]+y"})`,
@@ -237,6 +242,7 @@ func TestConditionOutsideWork(t *testing.T) {
 // elements, not bytes): 16 lets made 64 MB of a 1 KB event in the built
 // daemon's where:. Both are load errors.
 func TestConditionNoSelfDoubling(t *testing.T) {
+	t.Parallel()
 	lets := "let a = event.s + event.s;"
 	for c := 'b'; c <= 'z'; c++ {
 		lets += fmt.Sprintf(" let %c = %c + %c;", c, c-1, c-1)
@@ -259,6 +265,7 @@ func TestConditionNoSelfDoubling(t *testing.T) {
 // one quoted string written in the hook: anything else is a load error.
 // Against a written pattern, the same event is evaluated at once.
 func TestConditionPatternFromData(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{
 		`event.a matches event.b`,
 		`event.a matches ("^" + event.b)`,
@@ -285,6 +292,7 @@ func TestConditionPatternFromData(t *testing.T) {
 // conditions are told with the fix: = for ==, and a step's output (text)
 // compared with a number.
 func TestConditionErrorHints(t *testing.T) {
+	t.Parallel()
 	zero := 0
 	steps := []*engine.StepDef{{Index: 0, Name: "df", Type: "shell"}}
 	if _, err := engine.CompileCondition(`steps.df.exit_code = 0`, steps, 1); err == nil || !strings.Contains(err.Error(), "compare with ==") {

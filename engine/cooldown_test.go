@@ -61,6 +61,7 @@ func allCompleted(t *testing.T, h *harness, hook string, want int) {
 // slot: the gate compares slots, not the starts, which the loop makes a
 // few milliseconds after each slot by a different amount each time.
 func TestCooldownEqualToIntervalRefusesNoSlot(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := every(newHook("tick"), 2*time.Second)
 		hk.Cooldown = 2 * time.Second
@@ -74,6 +75,7 @@ func TestCooldownEqualToIntervalRefusesNoSlot(t *testing.T) {
 // Jitter cannot shorten the gap the cooldown judges: a slot that fires
 // early in its jitter window after one that fired late still runs.
 func TestCooldownIgnoresJitter(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := every(newHook("jittery"), time.Hour)
 		hk.Trigger.Jitter = 50 * time.Minute
@@ -88,6 +90,7 @@ func TestCooldownIgnoresJitter(t *testing.T) {
 // The slot of the latest run is kept across a restart: the first slot
 // after one is judged on slots too.
 func TestCooldownSlotSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := every(newHook("jittery"), time.Hour)
 		hk.Trigger.Jitter = 50 * time.Minute
@@ -107,6 +110,7 @@ func TestCooldownSlotSurvivesRestart(t *testing.T) {
 // A slot after a manual fire is judged from the fire's time; a manual
 // fire after a slot's run, from that run's start.
 func TestCooldownAfterManualFire(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := every(newHook("hourly"), time.Hour)
 		hk.Cooldown = 90 * time.Minute
@@ -135,6 +139,7 @@ func TestCooldownAfterManualFire(t *testing.T) {
 // on_missed: all catches up every missed slot, however long the
 // cooldown: the catch-ups pass it.
 func TestCatchupAllPassesCooldown(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := every(newHook("all"), time.Hour)
 		hk.Trigger.OnMissed = engine.MissedAll

@@ -47,6 +47,7 @@ func (d *dyingStore) MarkDispatched(ctx context.Context, seq int64) error {
 // c ran its first run and the pending run e1 merged into, d has one
 // refusal of e1.
 func TestRedispatchReachesEachHookOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "hookd.db")

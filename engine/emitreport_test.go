@@ -6,6 +6,7 @@ import "testing"
 // "pending: "; the line says the word once (it used to read "queued:
 // queued: waits for a concurrency slot").
 func TestRunLineSaysQueuedOnce(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ reason, want string }{
 		{"queued: waits for a concurrency slot (max_concurrent 2)", "r1 h (queued: waits for a concurrency slot (max_concurrent 2))"},
 		{"pending: waits for run r0", "r1 h (pending: waits for run r0)"},

@@ -15,6 +15,7 @@ import (
 )
 
 func TestPeriodicFiresOnEpochAnchoredSlots(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, []*engine.Hook{every(newHook("tick"), time.Minute)})
 		defer h.stop()
@@ -43,6 +44,7 @@ func TestPeriodicFiresOnEpochAnchoredSlots(t *testing.T) {
 }
 
 func TestJitterIsDeterministicAndBeforeNextSlot(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := every(newHook("jittery"), time.Minute)
 		hk.Trigger.Jitter = 10 * time.Minute // larger than the interval: bounded by it
@@ -67,6 +69,7 @@ func TestJitterIsDeterministicAndBeforeNextSlot(t *testing.T) {
 }
 
 func TestGates(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		off := newHook("off")
 		off.Enabled = false
@@ -129,6 +132,7 @@ func TestGates(t *testing.T) {
 }
 
 func TestOverlapSkip(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		h := newHarness(t, []*engine.Hook{withSteps(newHook("slow"), block)})
@@ -151,6 +155,7 @@ func TestOverlapSkip(t *testing.T) {
 }
 
 func TestOverlapQueueCoalesces(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		var seen []map[string]any
@@ -198,6 +203,7 @@ func TestOverlapQueueCoalesces(t *testing.T) {
 }
 
 func TestOverlapCancelPrevious(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		hk := withSteps(newHook("cp"), block)
@@ -224,6 +230,7 @@ func TestOverlapCancelPrevious(t *testing.T) {
 }
 
 func TestMaxConcurrentQueueAndOverflow(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		h := newHarness(t, []*engine.Hook{
@@ -260,6 +267,7 @@ func TestMaxConcurrentQueueAndOverflow(t *testing.T) {
 // only a cluster's failover to a node with a lower max_concurrent gives:
 // TestClusterPendingRefusedQueueFull).
 func TestPendingRerunTakesItsSlot(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		a := withSteps(newHook("a"), block)
@@ -291,6 +299,7 @@ func TestPendingRerunTakesItsSlot(t *testing.T) {
 // waiting gets the freed slot, and the rerun starts after it, without
 // being refused by the full queue it joins.
 func TestPendingRerunWaitsItsTurn(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		aBlock, bBlock := newBlock(), newBlock()
 		a := withSteps(newHook("a"), aBlock)
@@ -332,6 +341,7 @@ func TestPendingRerunWaitsItsTurn(t *testing.T) {
 }
 
 func TestQueuedRunsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		h := newHarness(t, []*engine.Hook{withSteps(newHook("a"), block), newHook("b")},
@@ -358,6 +368,7 @@ func TestQueuedRunsSurviveRestart(t *testing.T) {
 }
 
 func TestInterruptedRunsRecovered(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, []*engine.Hook{newHook("x")})
 		h.stop()
@@ -377,6 +388,7 @@ func TestInterruptedRunsRecovered(t *testing.T) {
 }
 
 func TestCatchupPolicies(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		policy engine.MissedPolicy
 		max    int
@@ -432,6 +444,7 @@ func TestCatchupPolicies(t *testing.T) {
 }
 
 func TestRestartDoesNotRefireOrFireEverything(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var hooks []*engine.Hook
 		for i := range 20 {
@@ -460,6 +473,7 @@ func TestRestartDoesNotRefireOrFireEverything(t *testing.T) {
 }
 
 func TestClockJumpFiresOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, []*engine.Hook{every(newHook("m"), time.Minute)})
 		defer h.stop()
@@ -497,6 +511,7 @@ func TestClockJumpFiresOnce(t *testing.T) {
 }
 
 func TestEventTriggerWhereAndLoopCut(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		deploy := newHook("deploy")
 		deploy.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*", Where: map[string]any{"env": "prod"}}
@@ -560,6 +575,7 @@ func TestEventTriggerWhereAndLoopCut(t *testing.T) {
 }
 
 func TestRunOutcomes(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ok := func(out string, fields map[string]any) engine.Step {
 			return funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
@@ -652,6 +668,7 @@ func TestRunOutcomes(t *testing.T) {
 }
 
 func TestShutdownLetsRunsFinishWithinGrace(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		slow := withSteps(newHook("slow"), funcStep(func(ctx context.Context, _ *engine.StepEnv) (*engine.StepResult, error) {
 			select {

@@ -11,6 +11,7 @@ import (
 // row for each row of RunExits and ExitCodes, with the same code: the
 // one table, in the code and in the docs.
 func TestExitTableInDocs(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)

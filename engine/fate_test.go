@@ -34,6 +34,7 @@ func fateHooks(t *testing.T) []*engine.Hook {
 // the runs it started. Before, all four were "0 run(s)" or the runs, and
 // the event's record said nothing.
 func TestEventFates(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hs := newHarness(t, fateHooks(t))
 		defer hs.stop()
@@ -99,6 +100,7 @@ func TestEventFates(t *testing.T) {
 // (it skips the cooldown only); a fire without an event is not judged.
 // Before, the where: was ignored and every fire ran.
 func TestFireWithEventAppliesWhere(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hs := newHarness(t, fateHooks(t))
 		defer hs.stop()
@@ -143,6 +145,7 @@ func TestFireWithEventAppliesWhere(t *testing.T) {
 }
 
 func TestNearestTypes(t *testing.T) {
+	t.Parallel()
 	patterns := []string{"deploy.finished", "deploy.started", "deploy.*", "ci.build.done", "x"}
 	for _, c := range []struct {
 		typ  string

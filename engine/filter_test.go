@@ -9,6 +9,7 @@ import (
 )
 
 func TestFilters(t *testing.T) {
+	t.Parallel()
 	scope := &Scope{Hook: "h", Event: map[string]any{
 		"msg":   "He said \"hi\"\n\tand left </b>",
 		"log":   "l1\nl2\nl3\nl4\n",
@@ -56,6 +57,7 @@ func TestFilters(t *testing.T) {
 }
 
 func TestFilterErrors(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ tmpl, want string }{
 		{`{{event.x | nope}}`, `unknown filter "nope" (filters: base64, default, head, json, lines, lower, tail, trim, truncate, upper, urlquery)`},
 		{`{{event.x | truncate}}`, `filter truncate takes one whole number > 0: truncate N (got "")`},
@@ -86,6 +88,7 @@ func TestFilterErrors(t *testing.T) {
 // into a form the redactor would miss (upper case, a prefix, a tail, an
 // encoding of a part).
 func TestFiltersSeeRedactedValues(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr3t-Value-0042-xyz"
 	red := redact.New([]string{"TOKEN"}, []string{"TOKEN=" + secret})
 	scope := &Scope{Redactor: red, Event: map[string]any{

@@ -24,6 +24,7 @@ func firedSlots(runs []*engine.Run) []string {
 // follow on_missed as a fired hook's do: a missed record and the latest
 // caught up (latest), or each caught up (all).
 func TestNeverFiredHookMissedWhileDown(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		latest := every(newHook("latest"), time.Hour)
 		all := every(newHook("all"), time.Hour)
@@ -49,6 +50,7 @@ func TestNeverFiredHookMissedWhileDown(t *testing.T) {
 // A hook's slots before hookd first loaded it are none of its business:
 // only those from then on are missed.
 func TestNeverFiredHookNothingBeforeFirstLoad(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		old := every(newHook("old"), time.Hour)
 		h := newHarness(t, []*engine.Hook{old})
@@ -82,6 +84,7 @@ func TestNeverFiredHookNothingBeforeFirstLoad(t *testing.T) {
 // A daemonless command (a Manual engine) schedules nothing, so loading a
 // hook there is no first load: the daemon's first start is.
 func TestNeverFiredHookManualEngineIsNoFirstLoad(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := every(newHook("h"), time.Hour)
 		hk.Trigger.OnMissed = engine.MissedAll

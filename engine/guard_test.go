@@ -15,6 +15,7 @@ import (
 // fire, and reports the error on Failed once; Guard is asked at most once
 // a Tick, on wake-ups the loop has anyway.
 func TestGuardFailureStopsTriggering(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		gone := errors.New("database removed")
 		var fail atomic.Bool

@@ -18,6 +18,7 @@ import (
 // flight when the file broke finishes, and the listing says it runs. Once
 // the file loads again, its slots run.
 func TestBrokenFileSkipsEachTrigger(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		blk := newBlock()

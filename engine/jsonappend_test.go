@@ -40,6 +40,7 @@ func sameAsEncodingJSON(t *testing.T, m map[string]any) {
 }
 
 func TestMarshalDataMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	cyclic := map[string]any{"a": 1}
 	cyclic["self"] = cyclic
 	deep := map[string]any{"leaf": "x"}
@@ -152,6 +153,7 @@ func FuzzMarshalData(f *testing.F) {
 // writes what encoding/json writes for the result's JSON form, and fails
 // as it fails.
 func TestStepResultMarshalJSONMatchesReflect(t *testing.T) {
+	t.Parallel()
 	started := time.Date(2026, 11, 26, 3, 4, 5, 123456789, time.FixedZone("X", 3600))
 	for _, r := range []*StepResult{
 		{},
@@ -186,6 +188,7 @@ func TestStepResultMarshalJSONMatchesReflect(t *testing.T) {
 // TestMarshalStepsMatchesEncodingJSON: a run's steps are encoded as
 // json.Marshal encodes them, nil ones and errors included.
 func TestMarshalStepsMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	ok := &StepResult{Index: 0, Type: "shell", Output: "<out>\n", ExitCode: new(0), Started: time.Unix(1e9, 5).UTC(),
 		Fields: map[string]any{"stdout": "<out>\n", "stderr": "", "command": "true"}}
 	for _, steps := range [][]*StepResult{
@@ -226,6 +229,7 @@ func init() {
 // or says so by ResultFields; and a DeclaredKind's result is encoded with
 // no allocation but the bytes'.
 func TestMarshalStepsDeclaredFields(t *testing.T) {
+	// Not t.Parallel: it measures the process's allocations (testing.AllocsPerRun), which a test running beside it would add to.
 	started := time.Unix(1e9, 0).UTC()
 	for _, tt := range []struct {
 		r    *StepResult
@@ -256,6 +260,7 @@ func TestMarshalStepsDeclaredFields(t *testing.T) {
 // broken and whole UTF-8, the HTML characters and the JavaScript line
 // separators are quoted as encoding/json quotes them.
 func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	cases := []string{"", "plain", "a\"b\\c</script>&amp;", "\u2028\u2029é😀", "\xff\xc3(\xe2\x82", "tab\tnl\ncr\rbs\bff\f\x00\x1f\x7f"}
 	for c := range 256 {
 		cases = append(cases, string([]byte{byte(c)}), "x"+string([]byte{byte(c)})+"y")

@@ -10,6 +10,7 @@ import (
 // what encoding/json reads: escapes of every kind, surrogate pairs whole,
 // alone and broken, invalid UTF-8 as U+FFFD.
 func TestQuotedTextMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	cases := []string{`""`, `"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u0041\u00e9\u2028\ud83d\ude00"`,
 		`"\ud83d"`, `"\ude00x"`, `"\ud83d\u0041"`, `"\ud83dx\ude00"`, `"\uD83D\uDE00"`, "\"\xff\xc3(\xe2\x82\"", `"é😀"`, `null`}
 	rng := rand.New(rand.NewPCG(3, 4))

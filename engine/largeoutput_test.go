@@ -39,6 +39,7 @@ func megabyteStep() *StepResult {
 // written into one buffer with room for both; with room for the output
 // only it allocated 8.7 MB.
 func TestStepMarshalJSONAllocatesItsAnswerOnce(t *testing.T) {
+	// Not t.Parallel: it measures the process's allocated bytes (runtime.MemStats), which a test running beside it would add to.
 	r := megabyteStep()
 	var size int
 	least := leastAllocated(func() {
@@ -58,6 +59,7 @@ func TestStepMarshalJSONAllocatesItsAnswerOnce(t *testing.T) {
 // outputs as they are, the same bytes fmt.Fprintf wrote to the hash
 // before, without a copy of a 1 MiB output.
 func TestFingerprintDoesNotCopyOutputs(t *testing.T) {
+	// Not t.Parallel: it measures the process's allocated bytes (runtime.MemStats), which a test running beside it would add to.
 	steps := []*StepResult{megabyteStep(), {Index: 1, Type: "shell", Output: "é\x00x", Error: "exit 3"}, {Index: 12}}
 	h := sha256.New()
 	for _, s := range steps {

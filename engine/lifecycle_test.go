@@ -28,6 +28,7 @@ func record(mu *sync.Mutex, got *[]string, name string, d engine.Decision) engin
 }
 
 func TestLifecyclePriorityOrderAndCancel(t *testing.T) {
+	t.Parallel()
 	r := engine.NewRegistry()
 	var mu sync.Mutex
 	var got []string
@@ -55,6 +56,7 @@ func TestLifecyclePriorityOrderAndCancel(t *testing.T) {
 }
 
 func TestLifecycleFirstNonNilWins(t *testing.T) {
+	t.Parallel()
 	r := engine.NewRegistry()
 	r.On(engine.PointToolCallBefore, func(context.Context, *engine.Payload) (engine.Decision, error) {
 		return engine.Decision{Changes: map[string]any{"tool_input": nil, "x": 1}}, nil
@@ -79,6 +81,7 @@ func TestLifecycleFirstNonNilWins(t *testing.T) {
 // judges them once more (a fail_open one does not), and the call is
 // cancelled when one denies them, fails on them, or amends them again.
 func TestLifecycleToolInputRejudged(t *testing.T) {
+	t.Parallel()
 	const orig, split = `{"argv":["git","log","HEAD --output=x"]}`, `{"argv":["git","log","HEAD","--output=x"]}`
 	// guard denies any argument that begins with "-", as `hookd guard`'s * does.
 	guard := func(seen *[]string) engine.Handler {
@@ -159,6 +162,7 @@ func TestLifecycleToolInputRejudged(t *testing.T) {
 }
 
 func TestLifecycleFailurePolicy(t *testing.T) {
+	t.Parallel()
 	boom := func(context.Context, *engine.Payload) (engine.Decision, error) {
 		return engine.Decision{}, errors.New("boom")
 	}
@@ -195,6 +199,7 @@ func TestLifecycleFailurePolicy(t *testing.T) {
 }
 
 func TestLifecycleTimeoutIsAnError(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := engine.NewRegistry()
 		r.SetLogger(discard())
@@ -215,6 +220,7 @@ func TestLifecycleTimeoutIsAnError(t *testing.T) {
 }
 
 func TestLifecycleVoidConcurrentAndIsolated(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := engine.NewRegistry()
 		r.SetLogger(discard())
@@ -247,6 +253,7 @@ func TestLifecycleVoidConcurrentAndIsolated(t *testing.T) {
 }
 
 func TestLifecycleUnsubscribeAndUnregisterPlugin(t *testing.T) {
+	t.Parallel()
 	r := engine.NewRegistry()
 	var mu sync.Mutex
 	var got []string
@@ -271,6 +278,7 @@ func TestLifecycleUnsubscribeAndUnregisterPlugin(t *testing.T) {
 }
 
 func TestLifecyclePluginScoping(t *testing.T) {
+	t.Parallel()
 	r := engine.NewRegistry()
 	var mu sync.Mutex
 	var got []string
@@ -295,6 +303,7 @@ func TestLifecyclePluginScoping(t *testing.T) {
 }
 
 func TestLifecycleRegistrationPanics(t *testing.T) {
+	t.Parallel()
 	r := engine.NewRegistry()
 	nop := func(context.Context, *engine.Payload) (engine.Decision, error) { return engine.Decision{}, nil }
 	for name, f := range map[string]func(){
@@ -319,6 +328,7 @@ func TestLifecycleRegistrationPanics(t *testing.T) {
 }
 
 func TestLifecycleClaiming(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var got []string
@@ -368,6 +378,7 @@ func (promptLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
 }
 
 func TestLifecycleRunPoints(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var envSeen []string
 		step := funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {

@@ -27,6 +27,7 @@ func texts(cs []engine.LiveChunk) (out []string, ends []engine.LiveChunk) {
 // while it has read nothing), a subscriber that reads gets every chunk,
 // and nothing of the live output reaches the event log.
 func TestLiveOutputSlowSubscriber(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		chunks := []string{"live-chunk-1\n", "live-chunk-2\n", "live-chunk-3\n"}
 		hk := withSteps(newHook("live"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
@@ -88,6 +89,7 @@ func TestLiveOutputSlowSubscriber(t *testing.T) {
 // run's live output (Payload.Live), under "handler LABEL (POINT)", and
 // the hook's redactor.
 func TestLiveOutputHandler(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := withSteps(newHook("live"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 			return &engine.StepResult{Output: "done"}, nil

@@ -77,6 +77,7 @@ func memHook() *engine.Hook {
 // over leaves nothing behind (its contexts used to stay children of the
 // engine's, ~0.5 KB a run, forever).
 func TestFinishedRunsReleaseMemory(t *testing.T) {
+	// Not t.Parallel: it measures the process's live heap, which a test running beside it would add to.
 	testtool.NeedLong(t, "a soak of 10,000 runs in one engine (BenchmarkRetainedPerRun measures the same)")
 	const runs = 10000
 	eng := startMemEngine(t)

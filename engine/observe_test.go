@@ -22,6 +22,7 @@ import (
 // TestEmitIsDurable: an emitted event is stored pending, dispatched, and
 // marked dispatched once the run it started is recorded.
 func TestEmitIsDurable(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := newHook("deploy")
 		hk.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
@@ -56,6 +57,7 @@ func TestEmitIsDurable(t *testing.T) {
 // TestDispatchPending: an event stored but not dispatched when the
 // process died is dispatched by the next engine, once.
 func TestDispatchPending(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := newHook("deploy")
 		hk.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
@@ -98,6 +100,7 @@ func TestDispatchPending(t *testing.T) {
 // TestEmitWhileStopping: an event published while the engine stops is
 // stored and left pending for the next start, with or without an ID.
 func TestEmitWhileStopping(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		blk := newBlock()
 		slow := withSteps(newHook("slow"), blk)
@@ -150,6 +153,7 @@ func (fakeLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
 // and how late it started; the final event carries tokens and the tool
 // chain.
 func TestRunEventExtras(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := every(newHook("tick"), time.Minute)
 		hk.Trigger.Jitter = 20 * time.Second
@@ -220,6 +224,7 @@ func TestRunEventExtras(t *testing.T) {
 // TestOverdue: a periodic hook whose slots a long run keeps refusing is
 // overdue once the grace has passed since the first refused slot.
 func TestOverdue(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		blk := newBlock()
 		hk := withSteps(every(newHook("busy"), time.Minute), blk)
@@ -287,6 +292,7 @@ func (m *markCounter) AppendEvent(ctx context.Context, ev *engine.Event) error {
 // dispatched, once both starts are recorded. Either way nothing is left
 // pending, and the run's start is recorded when Emit returns.
 func TestEmitMarksWithTheStart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
 		if err != nil {
@@ -371,6 +377,7 @@ func (f *failingStarter) StartRunWithEvent(ctx context.Context, r *engine.Run, e
 // nothing is stored: neither the event, nor a pending copy of it, nor the
 // run, which does not run.
 func TestEmitStoredWithTheStartFails(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
 		if err != nil {

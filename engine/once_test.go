@@ -40,6 +40,7 @@ func eq(a []string, b ...string) bool {
 // after it fired does not fire it again, and hookd next (FireTimes) has
 // nothing left to show.
 func TestOneShotFiresOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		when := time.Now().Add(2 * time.Hour)
 		hk := at(newHook("once"), when, engine.MissedLatest)
@@ -71,6 +72,7 @@ func TestOneShotFiresOnce(t *testing.T) {
 // (on_missed latest or all) and never again; under on_missed skip it is
 // recorded skipped (missed) once and never fires.
 func TestOneShotMissed(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now()
 		down := at(newHook("down"), now.Add(time.Hour), engine.MissedLatest)
@@ -105,6 +107,7 @@ func TestOneShotMissed(t *testing.T) {
 // past fires once then; reloading it unchanged does not fire it again;
 // moving its time later arms it again.
 func TestOneShotReload(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, nil)
 		defer h.stop()

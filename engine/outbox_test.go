@@ -16,6 +16,7 @@ import (
 // it is dispatched while the run is in flight, so a hook reacting to its
 // own start is refused as in flight, not run again.
 func TestOwnStartIsDispatchedInFlight(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		skipAll := &engine.StepDef{Type: "test", Step: funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
 			t.Error("a step with if: false ran")
@@ -72,6 +73,7 @@ func TestOwnStartIsDispatchedInFlight(t *testing.T) {
 // hook): a step:before handler that writes into the environment it is
 // given changes no run's, its own or a later one's.
 func TestSharedEnvironIsNotWritable(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var seen [][]string
 		step := funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {

@@ -24,6 +24,7 @@ func (l *countLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
 // command's exit code, an HTTP status and a step error make of a run, with and without a
 // model stage, required and allow_failure.
 func TestStepFailureSemantics(t *testing.T) {
+	t.Parallel()
 	exit := func(code int) engine.Step {
 		return funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
 			return &engine.StepResult{Output: "out", ExitCode: &code}, nil
@@ -112,6 +113,7 @@ func TestStepFailureSemantics(t *testing.T) {
 // monotonic reading, so a step of the wall clock back by an hour while
 // the step runs for a second leaves it a second (not minus an hour).
 func TestStepTimingOnTheEngineClock(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var hs *harness
 		step := funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
@@ -152,6 +154,7 @@ func (l *chainLLM) Complete(ctx context.Context, req *engine.LLMRequest) error {
 // cut by the event_depth gate like an event chain: refused with a
 // GateError, and recorded as a skipped run that names the gate.
 func TestToolFireTooDeepIsRecorded(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		mk := func(name, next string) *engine.Hook {
 			h := newHook(name)
@@ -189,6 +192,7 @@ func TestToolFireTooDeepIsRecorded(t *testing.T) {
 // TestRunWhy: a run's reason and error on one line say a failed step's
 // error once (it is both), and an error that says more after the reason.
 func TestRunWhy(t *testing.T) {
+	t.Parallel()
 	step := &engine.Run{Status: engine.StatusFailed, Reason: "step_0 (shell): exit code 1", Error: "step_0 (shell): exit code 1"}
 	if got := step.Why(); got != "step_0 (shell): exit code 1" {
 		t.Errorf("a failed step's why: %q", got)

@@ -26,6 +26,7 @@ import (
 // HOOKD_TEST_LONG=1 it floods 60 events of 20 KB, many small merges up to
 // the bound (the flood of the report), which cost ~6 times the CPU.
 func TestPendingPayloadBounded(t *testing.T) {
+	t.Parallel()
 	events, size := 10, 150<<10
 	if testtool.Long() {
 		events, size = 60, 20<<10

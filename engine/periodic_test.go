@@ -15,6 +15,7 @@ import (
 // last_run_time_epoch, seconds_since_last_run after a first run) on
 // scheduled, catch-up and manual runs, and hookd's slot on the first two.
 func TestPeriodicPayload(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var (
 			mu   sync.Mutex

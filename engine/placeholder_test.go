@@ -10,6 +10,7 @@ import (
 // TestLiteralPlaceholders: {{"text"}} stands for its text, which is how a
 // template writes a literal "{{".
 func TestLiteralPlaceholders(t *testing.T) {
+	t.Parallel()
 	scope := &engine.Scope{Hook: "h", Event: map[string]any{"name": "web"}}
 	for _, tc := range []struct{ tmpl, want string }{
 		{`docker ps --format {{"{{.Names}}"}}`, `docker ps --format {{.Names}}`},

@@ -53,6 +53,7 @@ func previewHook(name string, exitCode int, emitErr *error) *engine.Hook {
 // short-circuit that would apply is reported, secrets are redacted, and
 // nothing is recorded, published or sent to the model.
 func TestPreviewRecordsNothing(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var emitFail, emitSkip error
 		llm := &countingLLM{}
@@ -141,6 +142,7 @@ func TestPreviewRecordsNothing(t *testing.T) {
 // TestPreviewUnstarted previews on an engine that was never started, as
 // `hookd render` does: the previous run's start comes from the store.
 func TestPreviewUnstarted(t *testing.T) {
+	t.Parallel()
 	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +175,7 @@ func TestPreviewUnstarted(t *testing.T) {
 // TestPreviewRenderError: a prompt that does not render fails the preview
 // as it would fail the run, naming the placeholder.
 func TestPreviewRenderError(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var emitErr error
 		hk := previewHook("broken", 1, &emitErr)

@@ -35,6 +35,7 @@ func (h *harness) progressOf(runID string) []*engine.Event {
 }
 
 func TestStepProgressEvents(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		hk := withSteps(newHook("work"), exitStep(0, 2*time.Second), block, exitStep(3, time.Second))
@@ -117,6 +118,7 @@ func TestStepProgressEvents(t *testing.T) {
 
 // A step's error in its progress event is redacted like everywhere else.
 func TestStepProgressRedacted(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := withSteps(newHook("leaky"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 			return nil, errors.New("cannot reach https://user:hunter2-very-secret@example.com")
@@ -151,6 +153,7 @@ func TestStepProgressRedacted(t *testing.T) {
 // another hook's events is fired by that hook's run events only, not
 // once (or once skipped) per step.
 func TestProgressEventsAreNotDispatched(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		work := withSteps(newHook("work"), exitStep(0, time.Second), exitStep(0, time.Second), exitStep(0, time.Second))
 		spy := withSteps(newHook("spy"), exitStep(0, time.Millisecond))
@@ -184,6 +187,7 @@ func TestProgressEventsAreNotDispatched(t *testing.T) {
 
 // A preview (hookd render) publishes no progress.
 func TestPreviewPublishesNoProgress(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := withSteps(newHook("p"), exitStep(0, time.Millisecond))
 		h := newHarness(t, []*engine.Hook{hk})

@@ -12,6 +12,7 @@ import (
 // project_id fires for events of its project and events that name none,
 // not for another project's; a hook without one fires for all.
 func TestEventProjectScoping(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		scoped := newHook("scoped")
 		scoped.Project = "webapp"

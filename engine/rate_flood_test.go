@@ -20,6 +20,7 @@ import (
 // refused by the rate gate. The default run emits an event every 30 s
 // (still two into each run's minute), HOOKD_TEST_LONG=1 every 10 s.
 func TestRateFloodOverlap(t *testing.T) {
+	t.Parallel()
 	every := 30 * time.Second
 	if testtool.Long() {
 		every = 10 * time.Second

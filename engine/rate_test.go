@@ -12,6 +12,7 @@ import (
 // third trigger is recorded skipped (rate), also after a restart, and the
 // window slides.
 func TestRateGate(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h := newHook("capped")
 		h.Rate = engine.Rate{N: 2, Window: time.Hour}

@@ -11,6 +11,7 @@ import (
 // slices, maps and pointers of any type, and a value it cannot size (a
 // struct) as too large, so no large record is held by mistake.
 func TestRecordBytesCountsFieldsByTheirContent(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", recentMaxBytes)
 	type file struct{ Path, Content string }
 	n := 3

@@ -36,6 +36,7 @@ func (c *readCounter) GetRun(ctx context.Context, id string) (*engine.Run, error
 // whose record is large is read back, as before, so the engine does not
 // keep large records. Both answers are the record as stored.
 func TestWaitAfterTheEndAnswersFromTheFinalRecord(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
 		if err != nil {

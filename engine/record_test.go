@@ -16,6 +16,7 @@ import (
 // and a note naming the handler. A handler that fails closed drops every
 // content field (it fails safe), and the outcome is kept.
 func TestRecordBefore(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		step := funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 			return &engine.StepResult{Output: "SECRET-OUTPUT"}, nil
@@ -64,6 +65,7 @@ func TestRecordBefore(t *testing.T) {
 // TestNoteRunAfterItsEnd: a note given after a run ended (a notification
 // dropped) is added to its stored record, after the notes it ended with.
 func TestNoteRunAfterItsEnd(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hs := newHarness(t, []*engine.Hook{withSteps(newHook("noted"), funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
 			return &engine.StepResult{Output: "ok"}, nil

@@ -14,6 +14,7 @@ import (
 // steps get the allowlisted environment (and their run's TRACEPARENT),
 // without those variables.
 func TestRunRedactsCredentials(t *testing.T) {
+	t.Parallel()
 	const out = "key sk-hookkey-0123 url https://hooks.example/T0/secret-path cred daemon-cred-0123"
 	hook := withSteps(newHook("creds"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
 		_, err := env.Emit(ctx, "creds.out", map[string]any{"v": out})

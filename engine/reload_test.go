@@ -44,6 +44,7 @@ func (h *harness) status(name string) (engine.HookStatus, bool) {
 }
 
 func TestReloadAddsReplacesAndRemoves(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		keep := version(newHook("keep"), "v1")
 		edit := version(every(newHook("edit"), time.Hour), "v1")
@@ -86,6 +87,7 @@ func TestReloadAddsReplacesAndRemoves(t *testing.T) {
 }
 
 func TestReloadKeepsStateAndReschedules(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := version(every(newHook("h"), time.Hour), "v1")
 		h := newHarness(t, []*engine.Hook{hk})
@@ -113,6 +115,7 @@ func TestReloadKeepsStateAndReschedules(t *testing.T) {
 }
 
 func TestReloadRunInFlightFinishesWithOldDefinition(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		old := version(withSteps(newHook("h"), block), "v1")
@@ -142,6 +145,7 @@ func TestReloadRunInFlightFinishesWithOldDefinition(t *testing.T) {
 }
 
 func TestReloadRemovedHookCancelsQueuedRuns(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		busy := withSteps(newHook("busy"), block)
@@ -189,6 +193,7 @@ func TestReloadRemovedHookCancelsQueuedRuns(t *testing.T) {
 }
 
 func TestReloadRefusesDuplicates(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, []*engine.Hook{newHook("a")})
 		defer h.stop()
@@ -218,6 +223,7 @@ func changeList(ops ...string) map[string]any {
 // TestFireWatchPublishesToEventTriggers: a watch's change fires its own
 // hook once, by its watch, and the event triggers on its type, by event.
 func TestFireWatchPublishesToEventTriggers(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		w := watchHook("w")
 		listener := newHook("listener")
@@ -254,6 +260,7 @@ func TestFireWatchPublishesToEventTriggers(t *testing.T) {
 // pending payload; the engine applies no change-list rules itself. An
 // event without Merge merges by later keys winning.
 func TestFireWatchMergesPendingChanges(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		var seen []map[string]any

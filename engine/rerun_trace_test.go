@@ -15,6 +15,7 @@ import (
 // daemonless command recovers it and leaves the rerun, stored, for the
 // next daemon.
 func TestRerunContinuesTrace(t *testing.T) {
+	t.Parallel()
 	const tp engine.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	for _, daemonless := range []bool{false, true} {
 		name := "daemon"

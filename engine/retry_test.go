@@ -14,6 +14,7 @@ import (
 )
 
 func TestRetryDelay(t *testing.T) {
+	t.Parallel()
 	p := engine.RetryPolicy{Attempts: 10, Backoff: 30 * time.Second, MaxBackoff: 10 * time.Minute}
 	for _, c := range []struct {
 		attempt int
@@ -61,6 +62,7 @@ func retryHook(name string, attempts int, step engine.Step) *engine.Hook {
 // the backoff, as a new run linked to the first, until one passes; only
 // the last attempt's event is final for notifications.
 func TestRetryFailedRunUntilItPasses(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var n atomic.Int32
 		h := newHarness(t, []*engine.Hook{retryHook("flaky", 3, failing(2, &n))})
@@ -124,6 +126,7 @@ func TestRetryFailedRunUntilItPasses(t *testing.T) {
 // TestRetryStopsAtAttempts: the last attempt failing schedules nothing,
 // and is the one event notifications report.
 func TestRetryStopsAtAttempts(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var n atomic.Int32
 		hook := retryHook("broken", 2, failing(100, &n))
@@ -151,6 +154,7 @@ func TestRetryStopsAtAttempts(t *testing.T) {
 // after a stop fires it at its time, once; one that came due while hookd
 // was down fires at start.
 func TestRetrySurvivesRestart(t *testing.T) {
+	t.Parallel()
 	for _, downtime := range []time.Duration{5 * time.Second, 2 * time.Minute} {
 		t.Run(downtime.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -193,6 +197,7 @@ func TestRetrySurvivesRestart(t *testing.T) {
 // the next start when retry.on names interrupted, and left when it does
 // not.
 func TestRetryInterruptedByCrash(t *testing.T) {
+	t.Parallel()
 	for _, on := range []engine.Status{engine.StatusInterrupted, engine.StatusFailed} {
 		t.Run(string(on), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -234,6 +239,7 @@ func TestRetryInterruptedByCrash(t *testing.T) {
 // running, its retry stored) runs that retry once at the next start — the
 // interrupted run does not plan a second one.
 func TestRetryKilledAfterPlanning(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var n atomic.Int32
 		h := newHarness(t, []*engine.Hook{retryHook("x", 3, failing(0, &n))})
@@ -270,6 +276,7 @@ func TestRetryKilledAfterPlanning(t *testing.T) {
 // TestRetryGates: a retry skips the cooldown (like fire --force) but not
 // the in-flight gate, which records it skipped like any trigger.
 func TestRetryGates(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var n atomic.Int32
 		block := newBlock()
@@ -314,6 +321,7 @@ func TestRetryGates(t *testing.T) {
 
 // TestRetryKeepsTheEvent: the retry runs with the first run's event.
 func TestRetryKeepsTheEvent(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var seen []string
 		var n atomic.Int32

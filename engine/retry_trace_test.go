@@ -14,6 +14,7 @@ import (
 // started it as the failed run did, whether the hookd that planned the
 // retry fires it or a hookd started later fires it from the store.
 func TestRetryContinuesTrace(t *testing.T) {
+	t.Parallel()
 	const (
 		caller engine.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 		span   engine.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -29,6 +29,7 @@ func goroutineID(t *testing.T) int {
 // already), and that goroutine ends with the engine (the bubble would
 // report it blocked otherwise).
 func TestRunGoroutineIsReused(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		seen := map[int]int{}
 		step := funcStep(func(context.Context, *engine.StepEnv) (*engine.StepResult, error) {
@@ -57,6 +58,7 @@ func TestRunGoroutineIsReused(t *testing.T) {
 // ends, on the same goroutine, and one that follows a panic sees its own
 // run id and a context of its own, not the last run's.
 func TestRunGoroutineSurvivesPanics(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		seen := map[int]int{}
 		var i int

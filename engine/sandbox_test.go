@@ -10,6 +10,7 @@ import (
 // TestSandboxPolicy checks what a hook's declarations and its trigger
 // make of its processes' policy, and what a step adds.
 func TestSandboxPolicy(t *testing.T) {
+	t.Parallel()
 	e := &Engine{cfg: Config{HooksDir: "/p/hooks.d", Protected: []string{"/p/hookd.yaml", ""}, CacheDir: "/c"}}
 	ports := &sandbox.Network{Ports: []uint16{443}}
 	for _, c := range []struct {
@@ -58,6 +59,7 @@ func TestSandboxPolicy(t *testing.T) {
 // TestNeedsContainment: a hook needs containment when it takes untrusted
 // input and starts processes (a step that does, or a model's tools).
 func TestNeedsContainment(t *testing.T) {
+	t.Parallel()
 	RegisterStep("test_sandbox_proc", DeclaredKind{Starts: ProcessesDeclared, Build: func(*StepDef, Decoder) (Step, error) { return nil, nil }})
 	RegisterStep("test_sandbox_none", DeclaredKind{Build: func(*StepDef, Decoder) (Step, error) { return nil, nil }})
 	proc := []*StepDef{{Type: "test_sandbox_none"}, {Type: "test_sandbox_proc"}}

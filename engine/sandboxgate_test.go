@@ -39,6 +39,7 @@ func processHook(name string, ran *atomic.Int32) *engine.Hook {
 // an event hook that starts no process, run; sandbox: off runs them all.
 // A hook whose limits cannot be enforced runs, with a note saying so.
 func TestSandboxUnavailableGate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		status  sandbox.Status

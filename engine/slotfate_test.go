@@ -17,6 +17,7 @@ import (
 // run still queued. The restart must not treat +40 s as missed and fire it
 // again as a catch-up: the pending run covers it.
 func TestMergedSlotNotRefiredAfterRestart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var (
 			mu      sync.Mutex
@@ -70,6 +71,7 @@ func TestMergedSlotNotRefiredAfterRestart(t *testing.T) {
 // the slots missed are recorded (with the latest of them) by the first
 // start, so the second finds nothing new to call missed.
 func TestMissedSlotsCountedOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hk := every(newHook("hourly"), time.Hour)
 		hk.Trigger.OnMissed = engine.MissedSkip
@@ -96,6 +98,7 @@ func TestMissedSlotsCountedOnce(t *testing.T) {
 // concurrency slot, or pending behind its hook's run) does not keep the
 // reason it waited for once it ran.
 func TestRanRunReasonIsHowItEnded(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		block := newBlock()
 		q := withSteps(newHook("q"), block)

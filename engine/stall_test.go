@@ -194,6 +194,7 @@ func (d *fullDisk) AppendEventsLater(ctx context.Context, evs []*engine.Event) e
 // back one missed record for the gap names the error. (Before, those
 // slots had no record and no missed record when space came back.)
 func TestFullDiskSlotsOnRecord(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
@@ -258,6 +259,7 @@ func slotsOf(t *testing.T, reason string) (time.Time, int) {
 // and lost: the run stayed running in the store, and became interrupted
 // at the next start.)
 func TestFullDiskRunResultKept(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))

@@ -19,6 +19,7 @@ import (
 // stored with the run and with the event, so a node that dispatches the
 // event later links too. A caller's explicit traceparent wins over it.
 func TestRunStartedByRunLinksToIt(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var stepEnv []string
 		parent := withSteps(newHook("parent"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
@@ -85,6 +86,7 @@ func TestRunStartedByRunLinksToIt(t *testing.T) {
 // caller's trace (with its flags) when it continues one, else in the
 // trace derived from its id.
 func TestRunSpan(t *testing.T) {
+	t.Parallel()
 	tid, sid := engine.RunTraceIDs("r1")
 	own := engine.RunSpan("r1", "")
 	if want := engine.TraceParent("00-" + hex.EncodeToString(tid[:]) + "-" + hex.EncodeToString(sid[:]) + "-01"); own != want {

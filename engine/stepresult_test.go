@@ -19,6 +19,7 @@ import (
 // float64. A record written while they were map entries reads the same,
 // and its duration_ms gives way to the engine's duration.
 func TestStepResultJSON(t *testing.T) {
+	t.Parallel()
 	in := &engine.StepResult{Index: 1, Name: "fetch", Type: "test", Output: "out",
 		ExitCode: new(12), StatusCode: 503, Count: new(3), TimedOut: true, Truncated: true,
 		Fields: map[string]any{"stderr": "boom"}, Error: "exit 12",
@@ -61,6 +62,7 @@ func TestStepResultJSON(t *testing.T) {
 // the result it was, the field again the output; the API's form
 // (MarshalSteps, json.Marshal) still writes the field.
 func TestStepsStoredOnce(t *testing.T) {
+	t.Parallel()
 	out := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
 	in := []*engine.StepResult{
 		{Index: 0, Name: "dump", Type: "test", Output: out, ExitCode: new(0),
@@ -106,6 +108,7 @@ func init() {
 // that declares one is the engine's duration, on its injected clock, not
 // what the step measured itself, as the run runs and as it is stored.
 func TestStepDurationFieldOnTheEngineClock(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var hs *harness
 		var during any

@@ -9,6 +9,7 @@ import (
 )
 
 func TestClip(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		n    int

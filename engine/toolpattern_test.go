@@ -7,6 +7,7 @@ import (
 )
 
 func TestGrantsTool(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		entry, name string
 		glob, want  bool
@@ -40,6 +41,7 @@ func TestGrantsTool(t *testing.T) {
 // tools: entry grants, a glob without '*' (run_comman?, [r]un_command)
 // was taken for a name that starts nothing.
 func TestGlobGrantingRunCommandNeedsContainment(t *testing.T) {
+	t.Parallel()
 	for _, entry := range []string{"run_command", "run_*", "run_comman?", "[r]un_command", `run\_command`, "gh.echo"} {
 		h := &engine.Hook{Name: "h", Trigger: engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.failed"}, Tools: []string{entry}}
 		if !h.NeedsContainment() {

@@ -64,6 +64,7 @@ func (s stubbornStep) Run(ctx context.Context, env *engine.StepEnv) (*engine.Ste
 // reload or gone at a restart) publishes hook.run.cancelled like every
 // other end, so notifications, metrics and hooks on it hear of it.
 func TestWaitingRunEndsArePublished(t *testing.T) {
+	t.Parallel()
 	t.Run("cancel_previous supersedes a queued run", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			block := newBlock()
@@ -160,6 +161,7 @@ func (s refusingStore) StartRun(ctx context.Context, r *engine.Run) error { retu
 // (its slot already fired, or the store fails) ends skipped or failed,
 // and that end is published like any other.
 func TestUnstartedRunEndsArePublished(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err    error
 		typ    string
