@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/internal/testtool"
 )
 
 // TestStepResultJSON: a result's typed fields are written in its "fields"
@@ -60,10 +61,11 @@ func TestStepResultJSON(t *testing.T) {
 // TestStepsStoredOnce: the stored form of a step whose fields repeat its
 // output (a shell step's stdout) holds the output once, and reads back as
 // the result it was, the field again the output; the API's form
-// (MarshalSteps, json.Marshal) still writes the field.
+// (MarshalSteps, json.Marshal) still writes the field. The output is
+// 64 KiB by default, 1 MiB under HOOKD_TEST_LONG=1.
 func TestStepsStoredOnce(t *testing.T) {
 	t.Parallel()
-	out := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	out := strings.Repeat("0123456789abcdef", testtool.Count(1<<12, 1<<16))
 	in := []*engine.StepResult{
 		{Index: 0, Name: "dump", Type: "test", Output: out, ExitCode: new(0),
 			Fields:  map[string]any{"stdout": out, "stderr": "", "command": "cat dump"},
@@ -76,7 +78,7 @@ func TestStepsStoredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(stored) > len(out)+1024 {
-		t.Errorf("the stored form of a 1 MiB output is %d bytes", len(stored))
+		t.Errorf("the stored form of a %d-byte output is %d bytes", len(out), len(stored))
 	}
 	var back []*engine.StepResult
 	if err := json.Unmarshal(stored, &back); err != nil {
