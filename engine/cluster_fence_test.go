@@ -80,7 +80,7 @@ func (l *landingAfterRead) Waiting(ctx context.Context) ([]*engine.Run, error) {
 // event was stored had the commit of its merge land after the next
 // scheduler's takeover ("event e23 was accepted but no step saw it").
 func TestClusterMergeLandsAfterTakeover(t *testing.T) {
-	t.Parallel()
+	// Not t.Parallel: run beside it, TestClusterMissedRecordFenced timed out waiting for its stall (cause not found yet).
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
 	var (
@@ -211,7 +211,7 @@ func (s *leaseLostRecords) InsertRun(ctx context.Context, r *engine.Run) error {
 // database no longer had until its lease keeper noticed (here, whose
 // lease renews, never).
 func TestFencedRecordRefusedStopsScheduler(t *testing.T) {
-	t.Parallel()
+	// Not t.Parallel: run beside it, TestClusterMissedRecordFenced timed out waiting for its stall (cause not found yet).
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
 	release := make(chan struct{})
