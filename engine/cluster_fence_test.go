@@ -80,7 +80,7 @@ func (l *landingAfterRead) Waiting(ctx context.Context) ([]*engine.Run, error) {
 // event was stored had the commit of its merge land after the next
 // scheduler's takeover ("event e23 was accepted but no step saw it").
 func TestClusterMergeLandsAfterTakeover(t *testing.T) {
-	// Not t.Parallel: run beside it, TestClusterMissedRecordFenced timed out waiting for its stall (cause not found yet).
+	t.Parallel()
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
 	var (
@@ -211,32 +211,13 @@ func (s *leaseLostRecords) InsertRun(ctx context.Context, r *engine.Run) error {
 // database no longer had until its lease keeper noticed (here, whose
 // lease renews, never).
 func TestFencedRecordRefusedStopsScheduler(t *testing.T) {
-	// Not t.Parallel: run beside it, TestClusterMissedRecordFenced timed out waiting for its stall (cause not found yet).
+	t.Parallel()
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
-	release := make(chan struct{})
-	defer close(release)
-	h := withSteps(newHook("q"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-		select { // the first run executes until the test ends
-		case <-release:
-		case <-ctx.Done():
-		}
-		return &engine.StepResult{Output: "ran"}, nil
-	}))
-	h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "job.*"}
+	h := heldHook(t, "q")
 	h.Overlap = engine.OverlapQueue
-	lockNode(ctx, t, url, "node-a")
 	st := &leaseLostRecords{DB: db}
-	a := startClusterNode(ctx, t, engine.Config{Store: st, Cluster: db.Member("node-a", 4, 2*time.Second),
-		MaxConcurrent: 8, StoreTimeout: time.Minute}, []*engine.Hook{h})
-	poll(t, "node A leads", func() bool { self, _ := a.Scheduler(); return self })
-	if _, err := a.Emit(ctx, &engine.Event{ID: "e1", Type: "job.done"}); err != nil {
-		t.Fatal(err)
-	}
-	poll(t, "e1's run executing", func() bool {
-		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "q", Limit: 10})
-		return err == nil && len(runs) == 1 && runs[0].Status == engine.StatusRunning
-	})
+	a := leadWithHeldRun(ctx, t, url, db, engine.Config{Store: st, StoreTimeout: time.Minute}, h)
 	st.refuse.Store(true)
 	go a.Emit(ctx, &engine.Event{ID: "e2", Type: "job.done"}) //nolint:errcheck // its pending run's record is refused
 	select {

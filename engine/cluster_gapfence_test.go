@@ -50,18 +50,8 @@ func TestClusterMissedRecordFenced(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
-	release := make(chan struct{})
-	defer close(release)
-	busy := withSteps(newHook("busy"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-		select { // runs until the test ends
-		case <-release:
-		case <-ctx.Done():
-		}
-		return &engine.StepResult{Output: "ran"}, nil
-	}))
-	busy.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "job.*"}
+	busy := heldHook(t, "busy")
 	tick := every(newHook("tick"), 200*time.Millisecond)
-	lockNode(ctx, t, url, "node-a")
 	lockNode(ctx, t, url, "node-b") // b's process is alive: a cannot take the lease back
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -76,16 +66,7 @@ func TestClusterMissedRecordFenced(t *testing.T) {
 			expires_at = now() + interval '1 hour' WHERE name = 'scheduler'`)
 		return err
 	}}
-	a := startClusterNode(ctx, t, engine.Config{Store: st, Cluster: db.Member("node-a", 4, 2*time.Second),
-		MaxConcurrent: 8, StoreTimeout: time.Second}, []*engine.Hook{busy, tick})
-	poll(t, "node A leads", func() bool { self, _ := a.Scheduler(); return self })
-	if _, err := a.Emit(ctx, &engine.Event{ID: "e1", Type: "job.done"}); err != nil {
-		t.Fatal(err)
-	}
-	poll(t, "e1's run executing", func() bool {
-		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "busy", Limit: 10})
-		return err == nil && len(runs) == 1 && runs[0].Status == engine.StatusRunning
-	})
+	a := leadWithHeldRun(ctx, t, url, db, engine.Config{Store: st, StoreTimeout: time.Second}, busy, tick)
 	// The store stalls: the refusals of job events (busy is in flight)
 	// wait, and tick's slots are skipped meanwhile, for one missed record
 	// once the store answers. The end of a run of tick under way when the

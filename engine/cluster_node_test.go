@@ -24,6 +24,41 @@ func lockNode(ctx context.Context, t *testing.T, url, name string) {
 	t.Cleanup(func() { l.Unlock() })
 }
 
+// heldHook is a hook of job.* events whose runs execute until the test
+// ends.
+func heldHook(t *testing.T, name string) *engine.Hook {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	h := withSteps(newHook(name), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &engine.StepResult{Output: "ran"}, nil
+	}))
+	h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "job.*"}
+	return h
+}
+
+// leadWithHeldRun starts node-a on cfg (its Store set) and hooks, the
+// first of them a heldHook, as the cluster's scheduler, emits job event
+// e1 and waits until the held hook's run for it executes.
+func leadWithHeldRun(ctx context.Context, t *testing.T, url string, db *postgres.DB, cfg engine.Config, hooks ...*engine.Hook) *engine.Engine {
+	t.Helper()
+	lockNode(ctx, t, url, "node-a")
+	cfg.Cluster, cfg.MaxConcurrent = db.Member("node-a", 4, 2*time.Second), 8
+	a := startClusterNode(ctx, t, cfg, hooks)
+	poll(t, "node A leads", func() bool { self, _ := a.Scheduler(); return self })
+	if _, err := a.Emit(ctx, &engine.Event{ID: "e1", Type: "job.done"}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "e1's run executing", func() bool {
+		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: hooks[0].Name, Limit: 10})
+		return err == nil && len(runs) == 1 && runs[0].Status == engine.StatusRunning
+	})
+	return a
+}
+
 // startClusterNode starts an engine on cfg (its Store and Cluster set,
 // the node locked) with the cluster tests' defaults: a new event index,
 // a grace of 50 ms, a 100 ms tick and no log. It stops when the test ends.
