@@ -54,7 +54,7 @@ func (d *dyingDispatcher) MarkDispatched(ctx context.Context, seq int64) error {
 // first run and the pending run e1 merged into. The same with c alone:
 // an event that only merges into a pending run.
 func TestClusterEventOnceAcrossFailover(t *testing.T) {
-	// Not t.Parallel: run beside it, TestClusterMissedRecordFenced timed out waiting for its stall (cause not found yet).
+	t.Parallel()
 	t.Run("several hooks", func(t *testing.T) { testClusterEventOnce(t, []string{"a", "b", "c"}) })
 	t.Run("merged only", func(t *testing.T) { testClusterEventOnce(t, []string{"c"}) })
 }

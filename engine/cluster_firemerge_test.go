@@ -48,7 +48,7 @@ func (d *dyingDecider) DecideFires(ctx context.Context, decide func(context.Cont
 // run the fire merged into, not fire a once more (a third run of a for
 // two fires).
 func TestClusterFireMergedOnceAcrossFailover(t *testing.T) {
-	// Not t.Parallel: run beside it, TestClusterMissedRecordFenced timed out waiting for its stall (cause not found yet).
+	t.Parallel()
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
 	var (

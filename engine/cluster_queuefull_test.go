@@ -20,7 +20,7 @@ import (
 // must get that outcome, and its stored record must say so (a pending
 // run has a record already: it is finished, not inserted again).
 func TestClusterPendingRefusedQueueFull(t *testing.T) {
-	// Not t.Parallel: run beside it, TestClusterMissedRecordFenced timed out waiting for its stall (cause not found yet).
+	t.Parallel()
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
 	holdA, runA, runB := newBlock(), newBlock(), newBlock()

@@ -41,7 +41,7 @@ func (r *refusedReport) Loaded(ctx context.Context, hooks []*engine.Hook) error 
 // queued the run never saw): the run fails, saying why, and version 2's
 // step never runs.
 func TestClusterRunsOnlyItsVersion(t *testing.T) {
-	// Not t.Parallel: run beside it, TestClusterMissedRecordFenced timed out waiting for its stall (cause not found yet).
+	t.Parallel()
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
 	lock, err := postgres.LockNode(ctx, url, "node-a")
