@@ -115,7 +115,8 @@ func TestKeeperHandsOverWhenStopping(t *testing.T) {
 		go func() { defer wg.Done(); n.Run(ctx) }()
 	}
 	close(a.stopping)
-	waitFor(t, "node B takes the lease A gave up", b.Leading)
+	// Leading turns true just before the owner is told (Took).
+	waitFor(t, "node B takes the lease A gave up", func() bool { took, _, _ := b.told(); return b.Leading() && took > 0 })
 	if took, _, lost := b.told(); took != 1 || lost != nil {
 		t.Fatalf("node B was told took %d times, lost %v; want took once", took, lost)
 	}
