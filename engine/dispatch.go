@@ -120,15 +120,16 @@ func (e *Engine) DispatchPending(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, fmt.Errorf("read pending events: %w", err)
 		}
-		if len(evs) == 0 {
-			return n, nil
-		}
+		fresh := 0
 		for _, ev := range evs {
 			if done[ev.Seq] {
-				// Dispatched in this call and pending still: its mark was
-				// not stored. Reading it again would loop.
-				return n, fmt.Errorf("dispatch pending event %s: it stays pending, its mark was not stored", ev.ID)
+				// Dispatched in this call and pending still: the start of
+				// a run it triggered, or its mark, was not recorded. It
+				// waits for the next call (the next start; a cluster's
+				// scheduler's next interval): the events after it go on.
+				continue
 			}
+			fresh++
 			done[ev.Seq] = true
 			out, err := e.dispatchDurable(ctx, ev, true)
 			if errors.Is(err, ErrNotScheduler) {
@@ -142,6 +143,13 @@ func (e *Engine) DispatchPending(ctx context.Context) (int, error) {
 					"event", ev.ID, "type", ev.Type, "seq", ev.Seq, "runs", len(out.fired))
 			}
 			n++
+		}
+		if fresh == 0 {
+			if len(evs) > 0 {
+				e.log.Warn("events stay pending: a run's start or their mark was not recorded; they are dispatched again to the hooks they did not reach",
+					"events", len(evs))
+			}
+			return n, nil
 		}
 	}
 }
