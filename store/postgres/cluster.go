@@ -118,7 +118,7 @@ func fence(ctx context.Context, tx pgx.Tx, l Lease, bound time.Duration) error {
 		}
 	}
 	var ok bool
-	err := tx.QueryRow(ctx, `SELECT expires_at > now() FROM leases
+	err := tx.QueryRow(ctx, `SELECT expires_at > clock_timestamp() FROM leases
 		WHERE name = $1 AND holder = $2 AND token = $3 FOR SHARE`, l.Name, l.Holder, l.Token).Scan(&ok)
 	if errNoRows(err) || err == nil && !ok {
 		return fmt.Errorf("lease %s token %d of %s: %w", l.Name, l.Token, l.Holder, ErrLeaseLost)

@@ -121,7 +121,7 @@ func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 		}
 		if isFenced {
 			if err := fence(ctx, tx, h.lease, h.bound); err != nil {
-				return fmt.Errorf("%w: %w", engine.ErrLeaseLost, err)
+				return fenceErr(err)
 			}
 			if f, ok := ctx.Value(beforeCommitKey{}).(func()); ok {
 				f()
@@ -129,6 +129,17 @@ func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 		}
 		return nil
 	})
+}
+
+// fenceErr is the error of a failed fence: engine.ErrLeaseLost when the
+// lease is not the one held, else the database's error as it is (a lock
+// wait that ran out, a connection lost): the write may be made again,
+// and the holder is not told it lost the lease.
+func fenceErr(err error) error {
+	if errors.Is(err, ErrLeaseLost) {
+		return fmt.Errorf("%w: %w", engine.ErrLeaseLost, err)
+	}
+	return err
 }
 
 // beforeCommitKey is the context key of a test's func called by a fenced

@@ -223,3 +223,28 @@ func TestFencedWriteBounded(t *testing.T) {
 func beforeCommit(ctx context.Context, f func()) context.Context {
 	return context.WithValue(ctx, beforeCommitKey{}, f)
 }
+
+// TestFenceTimeoutIsNotLeaseLost: a fenced write whose lease check waits
+// past its bound for the lease's row (a slow commit of another node's
+// look at the lease holds it) fails with the database's error, to be
+// made again, not with engine.ErrLeaseLost, which stops the scheduler:
+// its lease is still its own.
+func TestFenceTimeoutIsNotLeaseLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := migrated.NewDatabase(t)
+	d := open(t, url)
+	a := d.Member("a", 1, 2*time.Second) // a bound of 400 ms
+	if _, ok, err := a.Lead(ctx); err != nil || !ok {
+		t.Fatalf("a takes the free lease: %v %v", ok, err)
+	}
+	other, err := d.pool.Begin(ctx)
+	must(t, err)
+	defer other.Rollback(ctx)
+	_, err = other.Exec(ctx, `SELECT 1 FROM leases FOR UPDATE`)
+	must(t, err)
+	err = d.InsertRun(a.Fence(ctx), &engine.Run{ID: "r", Hook: "h", Status: engine.StatusSkipped, QueuedAt: t0})
+	if err == nil || errors.Is(err, engine.ErrLeaseLost) {
+		t.Errorf("a fenced write whose check timed out: %v; want the database's error, not ErrLeaseLost", err)
+	}
+}

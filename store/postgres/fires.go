@@ -182,7 +182,7 @@ func (m *Member) DecideFires(ctx context.Context, decide func(context.Context, e
 				return fmt.Errorf("answer fire request %s: %w", id, engine.ErrLeaseLost)
 			}
 			if err := fence(ctx, tx, l, m.Interval()); err != nil {
-				return fmt.Errorf("answer fire request %s: %w: %w", id, engine.ErrLeaseLost, err)
+				return fmt.Errorf("answer fire request %s: %w", id, fenceErr(err))
 			}
 			if _, err := tx.Exec(ctx, `UPDATE fires SET answer = $2, answered_at = now() WHERE id = $1`, id, b); err != nil {
 				return err
