@@ -145,10 +145,8 @@ func (e *Engine) DispatchPending(ctx context.Context) (int, error) {
 			n++
 		}
 		if fresh == 0 {
-			if len(evs) > 0 {
-				e.log.Warn("events stay pending: a run's start or their mark was not recorded; they are dispatched again to the hooks they did not reach",
-					"events", len(evs))
-			}
+			// None left but those dispatchDurable left pending, and
+			// logged so.
 			return n, nil
 		}
 	}
