@@ -13,7 +13,6 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/sandbox"
-	"github.com/hookd/hookd/store"
 )
 
 // Health is the answer of /healthz.
@@ -169,7 +168,7 @@ type StatusReport struct {
 type DBReport struct {
 	Path string `json:"path"` // the SQLite file, or the PostgreSQL URL without its password
 	Kind string `json:"kind"` // sqlite or postgres
-	store.Size
+	engine.StoreSize
 	LastPrune *PruneReport `json:"last_prune,omitempty"` // nil before the first since the start
 	Error     string       `json:"error,omitempty"`      // why the size is not known (a stalled store)
 }
@@ -220,7 +219,7 @@ type HookDrift struct {
 // It is the answer of POST /v1/prune and the last prune in /v1/status.
 type PruneReport struct {
 	At time.Time `json:"at"`
-	store.PruneStats
+	engine.PruneStats
 	Error string `json:"error,omitempty"`
 }
 

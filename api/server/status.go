@@ -71,7 +71,7 @@ func (a *Server) report(ctx context.Context) (*api.StatusReport, error) {
 		size, err := a.pruner.Size(sctx)
 		cancel()
 		w := a.pruner.Where()
-		rep.Database = &api.DBReport{Path: w.Name, Kind: w.Kind, Size: size, LastPrune: a.pruner.Last()}
+		rep.Database = &api.DBReport{Path: w.Name, Kind: w.Kind, StoreSize: size, LastPrune: a.pruner.Last()}
 		if err != nil {
 			rep.Database.Error = "size unknown: " + err.Error()
 		}
