@@ -153,7 +153,9 @@ func (e *Engine) tellScheduler() {
 // from the store (state.takeover) in the loop.
 func (e *Engine) takeover(ctx context.Context) error {
 	var terr error
-	if err := e.do(ctx, func(s *state) { terr = s.takeover(ctx) }); err != nil {
+	// Its reads of the store hold the loop: counted as its wait for the
+	// store, should a slot pass meanwhile.
+	if err := e.do(ctx, func(s *state) { s.onStore(func() { terr = s.takeover(ctx) }) }); err != nil {
 		terr = err
 	}
 	return terr
@@ -527,7 +529,11 @@ func (s *state) remoteFinished(ctx context.Context, r *Run) {
 
 // plannedRetry is the pending retry the node that ran r stored.
 func (s *state) plannedRetry(ctx context.Context, r *Run) *PendingRetry {
-	pending, err := s.cfg.Store.PendingRetries(ctx)
+	var (
+		pending []*PendingRetry
+		err     error
+	)
+	s.onStore(func() { pending, err = s.cfg.Store.PendingRetries(ctx) })
 	if err != nil {
 		s.e.log.Error("read the retry of a run; it is retried at the next takeover", "run", r.ID, "err", err)
 		return nil

@@ -42,7 +42,8 @@ const (
 	// definition its file no longer holds. Each slot is recorded so.
 	GateInvalidFile = "invalid_file"
 	// Not gates, but what else leaves a skipped record: slots that passed
-	// while hookd was down or suspended, and a slot that fired before.
+	// while hookd was down, suspended or waiting for its store (the
+	// record says which), and a slot that fired before.
 	GateMissed    = "missed"
 	GateSlotTaken = "slot_taken"
 )

@@ -19,10 +19,11 @@ type Rate struct {
 const GateRate = "rate"
 
 // loadStartsNow is loadStarts on the loop, within Config.StoreTimeout.
-func (s *state) loadStartsNow(ent *entry, now time.Time) error {
+func (s *state) loadStartsNow(ent *entry, now time.Time) (err error) {
 	ctx, cancel := s.e.storeCtx(context.Background())
 	defer cancel()
-	return s.loadStarts(ctx, ent, now)
+	s.onStore(func() { err = s.loadStarts(ctx, ent, now) })
+	return err
 }
 
 // loadStarts fills ent's rate window from the store.

@@ -143,7 +143,9 @@ func (s *state) reload(hooks []*Hook, saved map[string]HookState) (ReloadReport,
 	if !s.cfg.Manual && s.schedules() {
 		// Not recorded, a hook added now that never fires before a restart
 		// is not caught up: worth a warning, not a failed reload.
-		if err := s.recordFirstSeen(context.Background(), now); err != nil {
+		var err error
+		s.onStore(func() { err = s.recordFirstSeen(context.Background(), now) })
+		if err != nil {
 			s.e.log.Warn("slots of new hooks missed before their first run and a restart will not be caught up", "err", err)
 		}
 	}

@@ -121,6 +121,6 @@ func (s *state) startReruns() {
 }
 
 func (s *state) forgetRerun(hook, runID string) {
-	s.e.wr.await(s.e.wr.submit("pending rerun's removal", hook, runID,
+	s.await(s.e.wr.submit("pending rerun's removal", hook, runID,
 		func(ctx context.Context) error { return s.cfg.Store.DeleteRerun(ctx, runID) }))
 }

@@ -216,7 +216,7 @@ func (s *state) fireRetries(now time.Time) {
 }
 
 func (s *state) forgetRetry(p *PendingRetry) {
-	s.e.wr.await(s.e.wr.submit("pending retry's removal", p.Hook, p.RunID,
+	s.await(s.e.wr.submit("pending retry's removal", p.Hook, p.RunID,
 		func(ctx context.Context) error { return s.cfg.Store.DeleteRetry(ctx, p.RunID) }))
 }
 

@@ -38,7 +38,7 @@ type state struct {
 	retries retryQueue    // pending retries, earliest first (retry.go)
 	marking marking       // the event the next start of its hook marks dispatched (dispatch)
 	spend   budget.Ledger // token usage of the last day
-	lastNow time.Time
+	lookout lookout       // since the loop last looked at the clock (gap.go)
 
 	// recent holds the final records of the runs that ended last, for
 	// Wait (recentFinals; under Engine.waitMu).
@@ -165,7 +165,7 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		remote:  map[string]*active{},
 	}
 	now := s.cfg.Clock.Now()
-	s.lastNow = now
+	s.lookout = lookout{wall: now, mono: s.cfg.Clock.Mono()} // the schedules begin at now
 	// Recover first: it marks the hooks' last status interrupted too. A
 	// cluster node recovers its own runs only (startCluster), and its
 	// schedule state is built when it takes the scheduler lease.
@@ -417,8 +417,9 @@ func (s *state) loop(ctx context.Context) {
 	}
 	for {
 		now := s.cfg.Clock.Now()
+		gap := s.look(now)
 		s.guard(now)
-		s.fireDue(now)
+		s.fireDue(now, gap)
 		if !s.cfg.Manual {
 			s.fireRetries(now)
 		}
@@ -444,13 +445,17 @@ func (s *state) loop(ctx context.Context) {
 			wait = max(min(wait, next.Sub(now)), 0)
 		}
 		timer.Reset(wait)
+		asleep := s.cfg.Clock.Mono()
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C():
+			s.slept(asleep)
 		case <-alarmC:
+			s.slept(asleep)
 			rearm = true // expired, or cancelled by a clock step
 		case f := <-s.e.msgs:
+			s.slept(asleep)
 			// Sleeping on the alarm, the loop may not have looked for
 			// alarmTick: the guard looks first, so that nothing is
 			// triggered before it did. (On the tick it looked at most a
@@ -514,8 +519,9 @@ func (s *state) stopping() bool {
 	}
 }
 
-// fireDue fires every hook whose jittered slot has come.
-func (s *state) fireDue(now time.Time) {
+// fireDue fires every hook whose jittered slot has come; gap is the
+// stretch since the loop last looked at the clock, before now.
+func (s *state) fireDue(now time.Time, gap loopGap) {
 	if s.stopping() || !s.schedules() {
 		return
 	}
@@ -523,7 +529,8 @@ func (s *state) fireDue(now time.Time) {
 		ent := s.due[0]
 		slot := ent.slot
 		// Slots that passed while the loop could not look (a suspend, a
-		// clock jump): fire the latest once and record the rest.
+		// clock jump, a wait for the store): fire the latest once and
+		// record the rest, with why (loopGap.why).
 		later, n := missedSlots(ent.hook.Trigger.Schedule, slot, now, 2)
 		if n > 0 {
 			// The record holds the latest missed slot; later[0] when
@@ -534,8 +541,8 @@ func (s *state) fireDue(now time.Time) {
 			}
 			s.record(ent, &Run{
 				ID: NewID(), Hook: ent.hook.Name, Trigger: "schedule", Status: StatusSkipped, Gate: GateMissed, Slot: missed,
-				Reason: fmt.Sprintf("missed: %d slot(s) from %s passed while hookd was suspended or the clock jumped; fired the latest once",
-					n, slot.Format(time.RFC3339)),
+				Reason: fmt.Sprintf("missed: %d slot(s) from %s passed while %s; fired the latest once",
+					n, slot.Format(time.RFC3339), gap.why()),
 			})
 			slot = later[len(later)-1]
 		}
@@ -956,7 +963,7 @@ func (s *state) insertRecord(run *Run) {
 	cp := *run
 	fence := s.fence()
 	wr := s.e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.InsertRun(fence(ctx), &cp) })
-	if s.e.wr.await(wr) {
+	if s.await(wr) {
 		run.ID, run.Repeats, run.QueuedAt = cp.ID, cp.Repeats, cp.QueuedAt
 	}
 	run.EventSeq = 0
@@ -965,14 +972,14 @@ func (s *state) insertRecord(run *Run) {
 func (s *state) finishRecord(run *Run) {
 	cp := *run
 	fence := s.fence()
-	s.e.wr.await(s.e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.FinishRun(fence(ctx), &cp) }))
+	s.await(s.e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.FinishRun(fence(ctx), &cp) }))
 }
 
 // updateQueued stores what changed of a queued run.
 func (s *state) updateQueued(run *Run, merged Merged, what string) {
 	cp := *run
 	fence := s.fence()
-	s.e.wr.await(s.e.wr.submit(what, run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.UpdateQueued(fence(ctx), &cp, merged) }))
+	s.await(s.e.wr.submit(what, run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.UpdateQueued(fence(ctx), &cp, merged) }))
 }
 
 // fence is how a write the loop makes now is fenced (Cluster.Fence): on

@@ -30,7 +30,10 @@ import (
 //     record waiting with the others.
 
 // storeWait bounds how long the loop waits for one of its records while
-// the store answers; past it, the record is written later.
+// the store answers; past it, the record is written later. A store that
+// answers each record just within it still holds the loop for as many
+// as it makes in a row: a slot that passes meanwhile is recorded missed
+// with that wait as its cause (loopGap.why).
 const storeWait = time.Second
 
 // Bounds of the wait between attempts while the store is stalled. The
