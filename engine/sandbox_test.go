@@ -56,12 +56,18 @@ func TestSandboxPolicy(t *testing.T) {
 	}
 }
 
+func init() {
+	// Two kinds for TestNeedsContainment, registered once per test binary
+	// (the registry panics on a second registration, so not in the test,
+	// which -count=N runs N times).
+	RegisterStep("test_sandbox_proc", DeclaredKind{Starts: ProcessesDeclared, Build: func(*StepDef, Decoder) (Step, error) { return nil, nil }})
+	RegisterStep("test_sandbox_none", DeclaredKind{Build: func(*StepDef, Decoder) (Step, error) { return nil, nil }})
+}
+
 // TestNeedsContainment: a hook needs containment when it takes untrusted
 // input and starts processes (a step that does, or a model's tools).
 func TestNeedsContainment(t *testing.T) {
 	t.Parallel()
-	RegisterStep("test_sandbox_proc", DeclaredKind{Starts: ProcessesDeclared, Build: func(*StepDef, Decoder) (Step, error) { return nil, nil }})
-	RegisterStep("test_sandbox_none", DeclaredKind{Build: func(*StepDef, Decoder) (Step, error) { return nil, nil }})
 	proc := []*StepDef{{Type: "test_sandbox_none"}, {Type: "test_sandbox_proc"}}
 	none := []*StepDef{{Type: "test_sandbox_none"}}
 	for _, c := range []struct {
