@@ -25,6 +25,16 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 	if err != nil {
 		return nil, err
 	}
+	return e.settle(ctx, ev, out)
+}
+
+// settle decides what becomes of the stored pending event ev once the
+// loop dispatched it (out): its fate is stored; it is marked dispatched
+// once the starts it caused are recorded, and stays pending when one
+// was not, or when the engine is stopping. It is the one place that
+// decides it, for every event stored pending (emitWithStart's with
+// several hooks too).
+func (e *Engine) settle(ctx context.Context, ev *Event, out *dispatched) (*dispatched, error) {
 	starts := out.starts
 	if !out.stopping {
 		e.storeFate(ctx, ev, out.fate())

@@ -573,11 +573,15 @@ func (e *Engine) dispatch(ctx context.Context, ev *Event) (*dispatched, error) {
 // it in the transaction of the run it starts. The loop
 // decides first; when the event starts exactly one run at once, that
 // run's start stores the event (marked dispatched) in its transaction,
-// and Emit returns once that commit did. Otherwise the event is stored,
-// marked dispatched, once the starts it caused are recorded — or left
-// pending for the next start when the engine is stopping. Either way the
-// event is acknowledged only once it is stored, and it is never stored
-// pending when a run carried it: nothing is left for DispatchPending.
+// and Emit returns once that commit did. When several hooks take it, it
+// is stored pending and dispatched as an event with an ID is
+// (dispatchDurable): each record of what it did to a hook names it, and
+// a start that was not recorded leaves it pending for the hooks it did
+// not reach (settle). Otherwise (it starts no run at once) it is stored,
+// marked dispatched, once the loop decided — or left pending for the
+// next start when the engine is stopping. Either way the event is
+// acknowledged only once it is stored, and it is never stored pending
+// when a run carried it.
 func (e *Engine) emitWithStart(ctx context.Context, ev *Event) (*dispatched, error) {
 	carry := *ev // the carrier's copy: its store sets Seq on another goroutine
 	out, err := e.dispatchOnLoop(ctx, ev, false, &carry, nil)
@@ -590,6 +594,17 @@ func (e *Engine) emitWithStart(ctx context.Context, ev *Event) (*dispatched, err
 		return nil, ErrStopped
 	case err != nil:
 		return nil, err
+	case out.several:
+		if err := e.storeEvent(ctx, ev, e.cfg.Store.AppendPendingEvent); err != nil {
+			return nil, fmt.Errorf("store event: %w", err)
+		}
+		// Its subscribers were told and no handler claimed it: the loop
+		// decides again, for the stored event.
+		out = &dispatched{claim: out.claim}
+		if err := e.decide(ctx, ev, true, nil, nil, out); err != nil {
+			return nil, err
+		}
+		return e.settle(ctx, ev, out)
 	}
 	ev.Fate = out.fate() // stored with it (the carrier stores carry's, the same)
 	if c := out.carrier; c != nil {
@@ -604,13 +619,8 @@ func (e *Engine) emitWithStart(ctx context.Context, ev *Event) (*dispatched, err
 		ev.Seq = carry.Seq
 		return out, nil
 	}
-	for _, act := range out.starts {
-		select {
-		case <-act.started:
-		case <-ctx.Done():
-			return out, ctx.Err()
-		}
-	}
+	// It started no run at once: several hooks went above, and the run
+	// of its one hook that starts at once is its carrier.
 	if err := e.storeEvent(ctx, ev, e.cfg.Store.AppendEvent); err != nil {
 		return nil, fmt.Errorf("store event: %w", err)
 	}
@@ -640,6 +650,12 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry
 	if out.claim = e.claimed(ctx, ev); out.claim.Claimed {
 		return out, nil
 	}
+	return out, e.decide(ctx, ev, mark, carry, reached, out)
+}
+
+// decide has the loop fire the hooks ev matches (dispatchOnLoop, once its
+// subscribers were told and no handler claimed it), into out.
+func (e *Engine) decide(ctx context.Context, ev *Event, mark bool, carry *Event, reached []string, out *dispatched) error {
 	err := e.do(ctx, func(s *state) {
 		if out.stopping = s.stopping(); out.stopping {
 			return
@@ -649,7 +665,7 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry
 			return
 		}
 		d := s.dispatch(ev, mark, carry, reached)
-		out.gated, out.carrier, out.rejected, out.unheard = d.refused, d.carrier, d.rejected, d.unheard
+		out.gated, out.carrier, out.rejected, out.unheard, out.several = d.refused, d.carrier, d.rejected, d.unheard, d.several
 		if d.unheard {
 			out.nearest = NearestTypes(ev.Type, s.cfg.Events.Patterns())
 		}
@@ -669,7 +685,7 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry
 	if err == nil {
 		err = out.refused
 	}
-	return out, err
+	return err
 }
 
 // dispatched is what the loop decided for one event (dispatchOnLoop).
@@ -691,6 +707,9 @@ type dispatched struct {
 	refused  error // ErrNotScheduler: a cluster node that does not schedule
 	// elsewhere: stored for a cluster's scheduler to dispatch (emitClustered)
 	elsewhere bool
+	// several: ev, not stored yet (carry), is taken by several hooks,
+	// and fired none (emitWithStart stores it pending and dispatches it)
+	several bool
 }
 
 // fate is the event's fate as d says it.

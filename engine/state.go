@@ -1137,8 +1137,10 @@ func (s *state) drainQueue() {
 //
 // carry, when set, is ev not stored yet: the run ev starts at once, when
 // it is the only hook ev fires, stores it with its start (Store.StartRunWithEvent)
-// and is returned as carrier. refused are the matching hooks a gate
-// refused, each with the record the refusal left (a copy). A stored
+// and is returned as carrier; when several hooks take it, it fires none
+// and says so (several), to be stored pending and dispatched as a stored
+// event. refused are the matching hooks a gate refused, each with the
+// record the refusal left (a copy). A stored
 // event (mark) is recorded with what it does to each hook (Run.EventSeq,
 // Merged.EventSeq); the hooks in reached, which it reached before a
 // crash or failover, are passed by.
@@ -1178,6 +1180,14 @@ func (s *state) dispatch(ev *Event, mark bool, carry *Event, reached []string) (
 		s.accept = append(s.accept, ent)
 	}
 	if len(s.accept) == 0 {
+		return d
+	}
+	if carry != nil && len(s.accept) > 1 {
+		// Several hooks take ev, not stored yet: no one start can store
+		// it, and what it does to each hook is recorded only for a
+		// stored event (Run.EventSeq). It fires nothing here: the caller
+		// stores it pending and dispatches it as a stored one.
+		d.several = true
 		return d
 	}
 	var raw json.RawMessage // the payload, encoded once for every hook it fires
@@ -1229,6 +1239,7 @@ type loopDispatch struct {
 	carrier  *active
 	rejected []string // listening hooks whose where: rejected it
 	unheard  bool     // no hook listens to its type
+	several  bool     // with carry: several hooks take it, and it fired none
 }
 
 // accepts reports whether ent's where: accepts an event's payload: its

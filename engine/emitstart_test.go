@@ -1,0 +1,113 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/clock"
+	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/triggers"
+)
+
+// failingHookStart is a real SQLite store whose next starts of a run of
+// one hook fail, as a store that does not answer.
+type failingHookStart struct {
+	*store.DB
+	hook string
+	fail atomic.Int32
+}
+
+func (s *failingHookStart) StartRun(ctx context.Context, r *engine.Run) error {
+	if r.Hook == s.hook && s.fail.Add(-1) >= 0 {
+		return errors.New("start run " + r.ID + ": database is locked")
+	}
+	return s.DB.StartRun(ctx, r)
+}
+
+func (s *failingHookStart) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
+	if r.Hook == s.hook && s.fail.Add(-1) >= 0 {
+		return errors.New("start run " + r.ID + ": database is locked")
+	}
+	return s.DB.StartRunDispatched(ctx, r, seq)
+}
+
+// TestEmitSeveralStartsOneFailedStaysPending: an event without an ID
+// that starts runs of two hooks, one of whose starts cannot be recorded,
+// stays pending, recorded as having reached the hook whose run started;
+// the next start dispatches it to the other hook only. Before, it was
+// stored dispatched all the same: an accepted event that hook never saw.
+func TestEmitSeveralStartsOneFailedStaysPending(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := &failingHookStart{DB: db, hook: "b"}
+	st.fail.Store(1) // b's run for the event
+	hook := func(name string) *engine.Hook {
+		h := withSteps(newHook(name), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+			return &engine.StepResult{Output: "ran"}, nil
+		}))
+		h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+		return h
+	}
+	start := func() *engine.Engine {
+		eng, err := engine.New(engine.Config{Store: st, Events: triggers.NewEventIndex(), Clock: clock.System{}, Tick: time.Second,
+			Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{hook("a"), hook("b")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eng.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return eng
+	}
+	completed := func(name string) int {
+		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: name, Status: engine.StatusCompleted, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(runs)
+	}
+
+	first := start()
+	ev := &engine.Event{Type: "deploy.done"}
+	if _, err := first.Emit(ctx, ev); err != nil {
+		t.Fatalf("emit: %v (the event is stored: pending)", err)
+	}
+	poll(t, "a's run for the event", func() bool { return completed("a") == 1 })
+	first.Stop()
+	pend, err := db.PendingEvents(ctx, 10)
+	if err != nil || len(pend) != 1 || pend[0].ID != ev.ID {
+		t.Fatalf("pending after b's start failed: %+v %v, want the event %s", pend, err, ev.ID)
+	}
+	if reached, err := db.DispatchedTo(ctx, pend[0].Seq); err != nil || !slices.Equal(reached, []string{"a"}) {
+		t.Errorf("the event reached %v %v, want [a]", reached, err)
+	}
+	if n := completed("b"); n != 0 {
+		t.Fatalf("b ran %d times for the event, whose start was not recorded", n)
+	}
+
+	second := start()
+	defer second.Stop()
+	if _, err := second.DispatchPending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "b's run for the event at the next start", func() bool { return completed("b") == 1 })
+	if n := completed("a"); n != 1 {
+		t.Errorf("a ran %d times for the event, want once", n)
+	}
+	if p, err := db.PendingEvents(ctx, 10); err != nil || len(p) != 0 {
+		t.Errorf("pending after the second start: %v %v", p, err)
+	}
+}
