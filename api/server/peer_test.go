@@ -30,6 +30,10 @@ s=socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 s.sendall(b"hello")
 s.recv(10)`
+	// accepted reports whether ln hands the peer's connection over. The
+	// peer blocks on its read until the connection is closed: it exits
+	// on its own only when the listener dropped it, so both answers are
+	// events, not a wait that a loaded machine could outlast.
 	accepted := func(ln net.Listener) bool {
 		cmd := exec.Command(py, "-c", connect, sock)
 		cmd.Env = []string{"PATH=/usr/bin:/bin"}
@@ -46,14 +50,22 @@ s.recv(10)`
 				got <- c
 			}
 		}()
+		exited := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(exited)
+		}()
 		select {
 		case c := <-got:
 			c.Close()
-			_ = cmd.Wait()
+			<-exited
 			return true
-		case <-time.After(2 * time.Second):
+		case <-exited:
+			return false // dropped: its read saw the connection closed
+		case <-time.After(time.Minute):
 			proc.Kill()
-			_ = cmd.Wait()
+			<-exited
+			t.Fatal("the peer neither was accepted nor ended in a minute")
 			return false
 		}
 	}
