@@ -44,6 +44,9 @@ func MonoAt(t time.Time) Mono { return Mono{t} }
 // Sub returns the duration m-u on the monotonic clock.
 func (m Mono) Sub(u Mono) time.Duration { return m.t.Sub(u.t) }
 
+// Add returns the reading d after m (before it, for a negative d).
+func (m Mono) Add(d time.Duration) Mono { return Mono{m.t.Add(d)} }
+
 // Since returns the time elapsed on c's monotonic clock since start.
 func Since(c Clock, start Mono) time.Duration { return c.Mono().Sub(start) }
 

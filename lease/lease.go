@@ -37,6 +37,13 @@ type Member interface {
 	// or its holder's process is gone (false where that cannot be told
 	// before the lease runs out, and while this node holds it).
 	Vacant(ctx context.Context) (bool, error)
+	// Remaining reads the lease without changing it: how long this
+	// node's hold on it lasts from now (the hold its latest successful
+	// Lead took or renewed, unchanged since: another node that took the
+	// lease meanwhile ends it), or zero when it ran out or this node does
+	// not hold it. A Lead that failed may have renewed the lease all the
+	// same (its answer came too late, or not at all); Remaining tells.
+	Remaining(ctx context.Context) (time.Duration, error)
 }
 
 // Config is what a Keeper holds the lease with and whom it tells.
@@ -57,8 +64,10 @@ type Config struct {
 	// holds it (a failed one included, until the lease is lost).
 	Held func(ctx context.Context)
 	// Lost is told when the node held the lease and lost it: another node
-	// holds it, or it could not be renewed in time. The node must stop
-	// scheduling; Leading stays true, so it is told once.
+	// holds it, or it could not be renewed in time and, read again
+	// (Member.Remaining), it is not the node's any more, or it could not
+	// be read either. The node must stop scheduling; Leading stays true,
+	// so it is told once.
 	Lost func(reason error)
 }
 
@@ -67,7 +76,7 @@ type Keeper struct {
 	cfg     Config
 	leading atomic.Bool            // this node holds the lease (and schedules)
 	holder  atomic.Pointer[string] // the lease's holder, as last seen
-	leaseAt clock.Mono             // when the latest successful Lead began (Try's)
+	expires clock.Mono             // when the lease runs out, as this node knows (Try's)
 	vacant  chan struct{}          // the lease is vacant: try it now (vacancyLoop)
 }
 
@@ -188,8 +197,15 @@ func (k *Keeper) Try(ctx context.Context) {
 		holder string
 		ok     bool
 	)
-	// A renewal that hangs returns by when the lease would run out.
-	err := bounded(ctx, m.Timeout()-m.Interval(), func(ctx context.Context) (err error) {
+	// A renewal that hangs returns by when the lease would run out, as
+	// this node knows (expires), and after Timeout less an Interval at
+	// most; it has an Interval at least (a holder that stalled past that
+	// time finds out from the database what became of the lease).
+	bound := m.Timeout() - m.Interval()
+	if k.leading.Load() {
+		bound = min(bound, max(k.expires.Sub(began), m.Interval()))
+	}
+	err := bounded(ctx, bound, func(ctx context.Context) (err error) {
 		holder, ok, err = m.Lead(ctx)
 		return err
 	})
@@ -197,8 +213,8 @@ func (k *Keeper) Try(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if k.leading.Load() && clock.Since(c, k.leaseAt) >= m.Timeout()-m.Interval() {
-			k.cfg.Lost(fmt.Errorf("it could not be renewed in time: %w", err))
+		if k.leading.Load() && k.expires.Sub(c.Mono()) <= m.Interval() {
+			k.renewalFailed(ctx, err)
 			return
 		}
 		k.cfg.Log.Warn("take or renew the scheduler lease", "err", err)
@@ -207,9 +223,9 @@ func (k *Keeper) Try(ctx context.Context) {
 	k.holder.Store(&holder)
 	switch {
 	case ok && k.leading.Load():
-		k.leaseAt = began
+		k.expires = began.Add(m.Timeout())
 	case ok:
-		k.leaseAt = began
+		k.expires = began.Add(m.Timeout())
 		if err := k.cfg.TakeOver(ctx); err != nil {
 			k.cfg.Log.Error("take over scheduling; giving the lease up", "err", err)
 			if err := m.Resign(context.WithoutCancel(ctx)); err != nil {
@@ -222,5 +238,39 @@ func (k *Keeper) Try(ctx context.Context) {
 		k.cfg.Took()
 	case k.leading.Load():
 		k.cfg.Lost(fmt.Errorf("node %s holds it now", holder))
+	}
+}
+
+// renewalFailed decides whether the holder lost the lease once its
+// renewals failed until no more than an interval of it is left (failed:
+// the latest one's error). A renewal the node took for failed may have
+// renewed the lease all the same: the node gave up waiting for its answer
+// (its deadline passed, its connection was lost), which says nothing of
+// whether it reached the database and committed there. So the lease is
+// read again (Member.Remaining), within an interval. While it is still
+// this node's, with the token its writes are fenced by, and for more than
+// an interval, the node leads on, and counts from now on when the
+// database says the lease runs out. Otherwise the node is told it lost
+// the lease, as before the read: one that cannot renew in time must stop
+// before the lease runs out and another takes it over, and one that
+// cannot read the lease either cannot tell it holds it.
+func (k *Keeper) renewalFailed(ctx context.Context, failed error) {
+	m, c := k.cfg.Member, k.cfg.Clock
+	began := c.Mono()
+	var left time.Duration
+	err := bounded(ctx, m.Interval(), func(ctx context.Context) (err error) {
+		left, err = m.Remaining(ctx)
+		return err
+	})
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		k.cfg.Lost(fmt.Errorf("it could not be renewed in time: %w; nor read: %w", failed, err))
+	case left <= m.Interval():
+		k.cfg.Lost(fmt.Errorf("it could not be renewed in time: %w", failed))
+	default:
+		k.expires = began.Add(left)
+		k.cfg.Log.Warn("renew the scheduler lease: the renewal failed, yet the lease is still this node's",
+			"left", left.Round(time.Millisecond), "err", failed)
 	}
 }

@@ -3,11 +3,13 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +40,13 @@ type node struct {
 
 func newNode(ctx context.Context, t *testing.T, db *postgres.DB, url, name string, timeout time.Duration) *node {
 	t.Helper()
+	return newNodeOf(ctx, t, url, name, db.Member(name, 1, timeout))
+}
+
+// newNodeOf is newNode holding the lease with member, the cluster member
+// of node name (or a test's wrapper of it).
+func newNodeOf(ctx context.Context, t *testing.T, url, name string, member lease.Member) *node {
+	t.Helper()
 	l, err := postgres.LockNode(ctx, url, name)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +54,7 @@ func newNode(ctx context.Context, t *testing.T, db *postgres.DB, url, name strin
 	t.Cleanup(func() { l.Unlock() })
 	n := &node{stopping: make(chan struct{})}
 	n.Keeper = lease.New(lease.Config{
-		Member:   db.Member(name, 1, timeout),
+		Member:   member,
 		Clock:    clock.System{},
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Stopping: n.stopping,
@@ -196,5 +205,138 @@ func TestKeeperRenewalHangs(t *testing.T) {
 	}
 	if _, _, lost := a.told(); len(lost) != 1 || !strings.Contains(lost[0].Error(), "could not be renewed in time") {
 		t.Errorf("node A was told %v; want once, that the lease could not be renewed in time", lost)
+	}
+}
+
+// lateAnswer is a cluster member whose renewals, while late is set, are
+// answered only after the Keeper stopped waiting for the answer (its
+// deadline passed), and then as failed; what reached the database
+// meanwhile (landed: the renewal itself, say, as an UPDATE blocked on the
+// lease's row commits once the row is free when its client's cancel did
+// not reach the server) is made after that deadline, on the real
+// database. Reading the lease again fails with readErr, if set.
+type lateAnswer struct {
+	lease.Member
+	late    atomic.Bool
+	landed  func(ctx context.Context)
+	readErr error
+}
+
+func (m *lateAnswer) Lead(ctx context.Context) (string, bool, error) {
+	if !m.late.Load() {
+		return m.Member.Lead(ctx)
+	}
+	<-ctx.Done()
+	m.landed(context.WithoutCancel(ctx))
+	return "", false, fmt.Errorf("take the scheduler lease: %w", ctx.Err())
+}
+
+func (m *lateAnswer) Remaining(ctx context.Context) (time.Duration, error) {
+	if m.readErr != nil {
+		return 0, m.readErr
+	}
+	return m.Member.Remaining(ctx)
+}
+
+// A holder whose renewal timed out is told it lost the lease only when
+// the lease is not its own. The renewal may have reached the database
+// and committed after the holder stopped waiting for its answer: the
+// lease row then still names the holder, with its token, and the holder
+// leads on (before, it was told it lost the lease, stopped scheduling and
+// gave the lease up: a failover for nothing). When another node took the
+// lease meanwhile, or the lease cannot be read either, it is told.
+func TestKeeperRenewalTimedOut(t *testing.T) {
+	t.Parallel()
+	errRead := errors.New("the database does not answer")
+	for _, tc := range []struct {
+		name string
+		// landed is what reaches the database after node A gave up on
+		// its renewal; b is another node.
+		landed   func(ctx context.Context, t *testing.T, a, b lease.Member, conn *pgx.Conn)
+		readErr  error
+		wantLost bool
+	}{{
+		name: "renewed after the deadline",
+		landed: func(ctx context.Context, t *testing.T, a, _ lease.Member, _ *pgx.Conn) {
+			if _, ok, err := a.Lead(ctx); err != nil || !ok {
+				t.Errorf("node A's late renewal: ok %v, %v; want it renewed", ok, err)
+			}
+		},
+	}, {
+		name: "taken over meanwhile",
+		landed: func(ctx context.Context, t *testing.T, _, b lease.Member, conn *pgx.Conn) {
+			if _, err := conn.Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
+				t.Error(err)
+			}
+			if _, ok, err := b.Lead(ctx); err != nil || !ok {
+				t.Errorf("node B takes the lease that ran out: ok %v, %v", ok, err)
+			}
+		},
+		wantLost: true,
+	}, {
+		name:     "not renewed and not readable",
+		landed:   func(context.Context, *testing.T, lease.Member, lease.Member, *pgx.Conn) {},
+		readErr:  errRead,
+		wantLost: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a database of its own
+			ctx := context.Background()
+			db, url := openDB(ctx, t)
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			const timeout = 2 * time.Second
+			ma, mb := &lateAnswer{Member: db.Member("node-a", 1, timeout), readErr: tc.readErr}, db.Member("node-b", 1, timeout)
+			ma.landed = func(ctx context.Context) { tc.landed(ctx, t, ma.Member, mb, conn) }
+			a := newNodeOf(ctx, t, url, "node-a", ma)
+			newNodeOf(ctx, t, url, "node-b", mb) // its node lock, for Lead
+			a.Try(ctx)
+			if !a.Leading() {
+				t.Fatal("node A does not take the free lease")
+			}
+			var token int64
+			if err := conn.QueryRow(ctx, `SELECT token FROM leases`).Scan(&token); err != nil {
+				t.Fatal(err)
+			}
+
+			ma.late.Store(true)
+			a.Try(ctx) // gives up on the renewal when the lease would run out
+			ma.late.Store(false)
+
+			var (
+				holder   string
+				tokenNow int64
+				expires  time.Time
+			)
+			if err := conn.QueryRow(ctx, `SELECT holder, token, expires_at FROM leases`).Scan(&holder, &tokenNow, &expires); err != nil {
+				t.Fatal(err)
+			}
+			ours := strings.HasPrefix(holder, "node-a/") && tokenNow == token
+			_, _, lost := a.told()
+			switch {
+			case !tc.wantLost && lost != nil:
+				t.Fatalf("node A was told it lost the lease (%v), yet the lease row names it (%s, token %d, was %d) until %v",
+					lost, holder, tokenNow, token, expires)
+			case !tc.wantLost && !ours:
+				t.Fatalf("the lease row names %s with token %d, want node A's with token %d", holder, tokenNow, token)
+			case tc.wantLost && len(lost) != 1:
+				t.Fatalf("node A was told it lost the lease %d times (%v), want once; the lease row names %s with token %d (node A's was %d)",
+					len(lost), lost, holder, tokenNow, token)
+			case tc.wantLost && !strings.Contains(lost[0].Error(), "could not be renewed in time"):
+				t.Errorf("node A was told %v; want that the lease could not be renewed in time", lost[0])
+			case tc.readErr != nil && !errors.Is(lost[0], tc.readErr):
+				t.Errorf("node A was told %v; want why the lease could not be read either (%v)", lost[0], tc.readErr)
+			}
+			if !tc.wantLost {
+				a.Try(ctx) // renews as usual
+				if took, _, lost := a.told(); !a.Leading() || took != 1 || lost != nil {
+					t.Errorf("after the next renewal, node A: leading %v, told took %d times, lost %v; want leading, took once",
+						a.Leading(), took, lost)
+				}
+			}
+		})
 	}
 }

@@ -119,6 +119,28 @@ func (m *Member) Lead(ctx context.Context) (string, bool, error) {
 	return m.name, true, nil
 }
 
+// Remaining reads the scheduler lease: how long this process's hold on
+// it lasts from now, on the database's clock, or zero when it ran out,
+// another holder took it, or this process does not hold it. Unlike
+// Lead, it takes no lock, so no transaction holding the lease's row
+// delays it.
+func (m *Member) Remaining(ctx context.Context) (time.Duration, error) {
+	l, held := m.current()
+	if !held {
+		return 0, nil
+	}
+	var micros int64
+	err := m.db.pool.QueryRow(ctx, `SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1e6)::bigint
+		FROM leases WHERE name = $1 AND holder = $2 AND token = $3`, l.Name, l.Holder, l.Token).Scan(&micros)
+	if errNoRows(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the scheduler lease: %w", err)
+	}
+	return max(time.Duration(micros)*time.Microsecond, 0), nil
+}
+
 // Vacant reports whether Lead would take the scheduler lease now: it ran
 // out, or its holder's process is gone (its node lock is free, and this
 // node's own shows; see Lead). It is false while this node holds it, and
