@@ -166,7 +166,9 @@ func TestKeeperTakeOverFailsAndLost(t *testing.T) {
 
 // A holder whose renewal hangs (a transaction elsewhere holds the
 // lease's row) is told it lost the lease by when the lease runs out,
-// instead of waiting on the renewal, sure it still schedules.
+// instead of waiting on the renewal, sure it still schedules: its
+// renewals fail (the server ends each, postgres.Member.Lead), and the
+// lease, read again, is about to run out.
 func TestKeeperRenewalHangs(t *testing.T) {
 	ctx := context.Background()
 	db, url := openDB(ctx, t)

@@ -91,32 +91,74 @@ func nodeLocked(node string) string {
 // and its session with it), provided this node's own lock shows: where
 // it does not (a pooler in transaction mode hides session locks), the
 // lease changes hands only when it runs out.
+//
+// Lead is one transaction, bounded by the server (leadBound), so that a
+// Lead its client gave up on does not take or renew the lease a moment
+// later. A statement whose context ends is not cancelled in the server:
+// pgx closes the connection, which the server notices when it next reads
+// from it. A lone UPDATE waiting for the lease's row (another transaction
+// held it) so waited on after its client had gone, and committed once it
+// had the row: the holder, told its renewal failed, took the lease for
+// lost while the row named it (TestLeadGivenUpCommitsNothing). In a
+// transaction, the server reads the connection before it commits, and
+// finds it closed; it ends the transaction besides once it waited
+// leadBound (statement_timeout) or sat that long idle in it (its client
+// stopped, with the row held, as a fenced transaction's may). Only a
+// commit whose answer does not reach the client in time still lands
+// unseen: Remaining tells (lease.Keeper).
 func (m *Member) Lead(ctx context.Context) (string, bool, error) {
-	l := Lease{Name: SchedulerLease}
-	err := m.db.pool.QueryRow(ctx, `INSERT INTO leases (name, holder, token, expires_at)
-		VALUES ($1, $2, 1, now() + $3 * interval '1 microsecond')
-		ON CONFLICT (name) DO UPDATE SET
-			token = CASE WHEN leases.holder = excluded.holder THEN leases.token ELSE leases.token + 1 END,
-			holder = excluded.holder,
-			expires_at = excluded.expires_at
-		WHERE leases.holder = excluded.holder OR leases.expires_at < now()
-			OR split_part(leases.holder, '/', 1) = $4
-			OR `+nodeLocked("$4")+` AND NOT `+nodeLocked("split_part(leases.holder, '/', 1)")+`
-		RETURNING holder, token, expires_at`, l.Name, m.holder, m.timeout.Microseconds(), m.name).
-		Scan(&l.Holder, &l.Token, &l.Expires)
-	if errNoRows(err) {
-		var holder string
-		if err := m.db.pool.QueryRow(ctx, `SELECT holder FROM leases WHERE name = $1`, l.Name).Scan(&holder); err != nil {
-			return "", false, fmt.Errorf("read the scheduler lease: %w", err)
+	var (
+		l      = Lease{Name: SchedulerLease}
+		holder string
+		took   bool
+	)
+	err := pgx.BeginFunc(ctx, m.db.pool, func(tx pgx.Tx) error {
+		ms := fmt.Sprintf("%dms", max(leadBound(ctx, m.Interval()).Milliseconds(), 1))
+		if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true),
+			set_config('idle_in_transaction_session_timeout', $1, true)`, ms); err != nil {
+			return fmt.Errorf("bound it: %w", err)
 		}
-		m.setLease(Lease{}, false)
-		return holderNode(holder), false, nil
-	}
+		err := tx.QueryRow(ctx, `INSERT INTO leases (name, holder, token, expires_at)
+			VALUES ($1, $2, 1, now() + $3 * interval '1 microsecond')
+			ON CONFLICT (name) DO UPDATE SET
+				token = CASE WHEN leases.holder = excluded.holder THEN leases.token ELSE leases.token + 1 END,
+				holder = excluded.holder,
+				expires_at = excluded.expires_at
+			WHERE leases.holder = excluded.holder OR leases.expires_at < now()
+				OR split_part(leases.holder, '/', 1) = $4
+				OR `+nodeLocked("$4")+` AND NOT `+nodeLocked("split_part(leases.holder, '/', 1)")+`
+			RETURNING holder, token, expires_at`, l.Name, m.holder, m.timeout.Microseconds(), m.name).
+			Scan(&l.Holder, &l.Token, &l.Expires)
+		if errNoRows(err) {
+			if err := tx.QueryRow(ctx, `SELECT holder FROM leases WHERE name = $1`, l.Name).Scan(&holder); err != nil {
+				return fmt.Errorf("read it: %w", err)
+			}
+			return nil
+		}
+		took = err == nil
+		return err
+	})
 	if err != nil {
 		return "", false, fmt.Errorf("take the scheduler lease: %w", err)
 	}
+	if !took {
+		m.setLease(Lease{}, false)
+		return holderNode(holder), false, nil
+	}
 	m.setLease(l, true)
 	return m.name, true, nil
+}
+
+// leadBound is how long the server lets a Lead wait, within ctx's
+// deadline: two heartbeat intervals, longer than a fenced transaction
+// holds the lease's row at most (fence), so that a renewal outwaits one;
+// and at most half of what is left until the deadline, so that the
+// server ends a Lead that waits before its client gives up on it.
+func leadBound(ctx context.Context, interval time.Duration) time.Duration {
+	if deadline, ok := ctx.Deadline(); ok {
+		return min(2*interval, time.Until(deadline)/2)
+	}
+	return 2 * interval
 }
 
 // Remaining reads the scheduler lease: how long this process's hold on

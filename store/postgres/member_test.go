@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store/pgtest"
+	"github.com/jackc/pgx/v5"
 )
 
 // releaseAll makes every queued run claimable, as a scheduler's Release
@@ -307,5 +308,62 @@ func TestLockHolderGoneBetweenTryAndLook(t *testing.T) {
 			t.Fatalf("%s, when the fire let go after the refused try: %v", take.name, err)
 		}
 		must(t, l.Unlock())
+	}
+}
+
+// TestLeadGivenUpCommitsNothing: a renewal of the scheduler lease that
+// its client gave up on (its deadline, the Keeper's, passed while a
+// transaction elsewhere held the lease's row) changes nothing once the
+// row is free. Before, the renewal's UPDATE, whose client had closed its
+// connection, waited on for the row in the server and renewed the lease
+// once it had it: its holder, told the renewal failed, took the lease for
+// lost while the row named it.
+func TestLeadGivenUpCommitsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := migrated.NewDatabase(t)
+	d := open(t, url)
+	lock, err := LockNode(ctx, url, "a")
+	must(t, err)
+	defer lock.Unlock()
+	a := d.Member("a", 1, 2*time.Second)
+	if _, ok, err := a.Lead(ctx); err != nil || !ok {
+		t.Fatalf("a takes the free lease: %v %v", ok, err)
+	}
+	var before time.Time
+	must(t, d.pool.QueryRow(ctx, `SELECT expires_at FROM leases`).Scan(&before))
+
+	conn, err := pgx.Connect(ctx, url)
+	must(t, err)
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM leases FOR UPDATE`)
+	must(t, err)
+	lctx, cancel := context.WithTimeout(ctx, a.Timeout()-a.Interval()) // as lease.Keeper bounds a renewal
+	_, _, gaveUp := a.Lead(lctx)
+	cancel()
+	if gaveUp == nil {
+		t.Fatal("a renewed the lease through a lock held elsewhere")
+	}
+	must(t, tx.Commit(ctx))
+	// The server is done with the renewal: none is under way.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var busy int
+		must(t, d.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE '%INSERT INTO leases%'`).Scan(&busy))
+		if busy == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the renewal a gave up on is still under way a minute after the lease's row was freed")
+		}
+	}
+	var after time.Time
+	must(t, d.pool.QueryRow(ctx, `SELECT expires_at FROM leases`).Scan(&after))
+	if !after.Equal(before) {
+		t.Errorf("the renewal a gave up on (%v) renewed the lease once the row was free: it expires at %v, was %v",
+			gaveUp, after, before)
 	}
 }
