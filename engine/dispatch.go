@@ -4,20 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // dispatchDurable dispatches a stored pending event, waits until the runs
 // it started have their start recorded, and marks it dispatched. An event
 // that arrives while the engine stops stays pending for the next start.
 // again says the event may have been dispatched before (DispatchPending:
-// a crash or a failover came before its mark): it then skips the hooks the
-// store recorded it reached, and so reaches each hook once.
+// a crash or a failover came before its mark, or a run's start was not
+// recorded): it then skips the hooks it reached before (reachedBefore),
+// and so reaches each hook once.
 func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*dispatched, error) {
 	var reached []string
 	if again {
 		var err error
-		if reached, err = e.cfg.Store.DispatchedTo(ctx, ev.Seq); err != nil {
+		if reached, err = e.reachedBefore(ctx, ev.Seq); err != nil {
 			return nil, err
 		}
 	}
@@ -42,12 +45,18 @@ func (e *Engine) settle(ctx context.Context, ev *Event, out *dispatched) (*dispa
 	if out.claim.Claimed {
 		if err := e.markDispatched(ctx, ev.Seq); err != nil {
 			e.log.Error("mark claimed event dispatched", "event", ev.ID, "type", ev.Type, "err", err)
+		} else {
+			e.decided.forget(ev.Seq)
 		}
 		return nil, nil
 	}
 	if out.stopping {
 		return nil, ErrStopped
 	}
+	// Until its mark is stored, the event is dispatched again, and what
+	// the loop decided now is what it did to each hook, whether its record
+	// is stored yet or not.
+	e.decided.add(ev.Seq, out.decided)
 	marked := len(starts) > 0
 	var notStarted []string
 	for _, act := range starts {
@@ -65,6 +74,7 @@ func (e *Engine) settle(ctx context.Context, ev *Event, out *dispatched) (*dispa
 		}
 	}
 	if marked {
+		e.decided.forget(ev.Seq)
 		return out, nil // with the start of the one run it started
 	}
 	if len(notStarted) > 0 {
@@ -80,8 +90,98 @@ func (e *Engine) settle(ctx context.Context, ev *Event, out *dispatched) (*dispa
 	if err := e.markDispatched(ctx, ev.Seq); err != nil {
 		e.log.Error("mark event dispatched; it will be dispatched again at the next start, to the hooks it did not reach",
 			"event", ev.ID, "type", ev.Type, "err", err)
+		return out, nil
 	}
+	e.decided.forget(ev.Seq)
 	return out, nil
+}
+
+// reachedBefore returns the hooks the stored pending event seq reached
+// before: those the store recorded (Store.DispatchedTo: before a crash or
+// a failover too), and those this engine's loop decided it for whose
+// record may not be stored yet (decisions). It is where a dispatch again
+// learns what the event did.
+func (e *Engine) reachedBefore(ctx context.Context, seq int64) ([]string, error) {
+	hooks, err := e.decided.reached(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := e.cfg.Store.DispatchedTo(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	return append(hooks, stored...), nil
+}
+
+// decision is what the loop decided for a stored event at one hook: a
+// run it started now (start), or a record the writer stores (a run that
+// waits, a refusal, a merge into a pending run; start nil).
+type decision struct {
+	hook  string
+	start *active
+}
+
+// decisions are what this engine's loop decided for the stored events it
+// dispatched that are still pending, by seq. The loop decides, the writer
+// persists (writer.go): a record of a run that waits, of a refusal or of
+// a merge may wait in the writer (the store is slow or stalled) while the
+// event stays pending — another hook's run was not released, or the mark
+// was not stored — and a dispatch again that read only the store would
+// give the event to that hook a second time (its pending run ran with
+// the event, and then another one did). What the loop decided is the
+// truth for as long as this engine schedules; the store's record is for a
+// crash or a failover, when the loop's state is rebuilt from the store.
+// A cluster node that loses the lease stops (Engine.fail), and its late
+// writes are refused (Cluster.Fence), so these are never read against
+// another scheduler's state.
+type decisions struct {
+	mu    sync.Mutex
+	bySeq map[int64][]decision
+}
+
+// add records what the loop decided for event seq.
+func (d *decisions) add(seq int64, ds []decision) {
+	if len(ds) == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.bySeq == nil {
+		d.bySeq = map[int64][]decision{}
+	}
+	d.bySeq[seq] = append(d.bySeq[seq], ds...)
+}
+
+// forget drops what was decided for event seq: its mark is stored.
+func (d *decisions) forget(seq int64) {
+	d.mu.Lock()
+	delete(d.bySeq, seq)
+	d.mu.Unlock()
+}
+
+// reached returns the hooks event seq reached by the loop's decisions:
+// each run it started once its start is recorded (waited for; one whose
+// start was not recorded did not reach its hook), each other decision at
+// once.
+func (d *decisions) reached(ctx context.Context, seq int64) ([]string, error) {
+	d.mu.Lock()
+	ds := slices.Clone(d.bySeq[seq])
+	d.mu.Unlock()
+	var hooks []string
+	for _, dc := range ds {
+		if act := dc.start; act != nil {
+			select {
+			case <-act.started:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if act.startErr != nil {
+				continue
+			}
+		}
+		hooks = append(hooks, dc.hook)
+	}
+	return hooks, nil
 }
 
 // markDispatched marks the stored event seq dispatched, within

@@ -184,6 +184,9 @@ type Engine struct {
 	runCancel     context.CancelCauseFunc
 
 	wr *storeWriter // writes the loop's records (writer.go)
+	// decided is what the loop decided for stored events still pending
+	// (dispatch.go).
+	decided decisions
 
 	eventLog     chan *Event // engine events on their way to the store
 	eventLogDone chan struct{}
@@ -643,7 +646,7 @@ func (e *Engine) storeEvent(ctx context.Context, ev *Event, store func(context.C
 // a run that is the only one ev starts marks it dispatched with its
 // start (active.marked); with carry (ev not stored yet), such a run
 // stores carry with its start and is the carrier. reached are the hooks
-// ev reached before (Store.DispatchedTo): passed by.
+// ev reached before (Engine.reachedBefore): passed by.
 func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry *Event, reached []string) (*dispatched, error) {
 	e.notify(ev)
 	out := &dispatched{}
@@ -670,16 +673,25 @@ func (e *Engine) decide(ctx context.Context, ev *Event, mark bool, carry *Event,
 			out.nearest = NearestTypes(ev.Type, s.cfg.Events.Patterns())
 		}
 		for _, r := range d.fired {
-			ent := s.hooks[r.Hook]
-			if ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
-				out.starts = append(out.starts, ent.active)
-				if r != ent.active.run {
-					out.fired = append(out.fired, r) // startRun's snapshot: the caller's already
-					continue
-				}
+			var start *active
+			if ent := s.hooks[r.Hook]; ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
+				start = ent.active
+				out.starts = append(out.starts, start)
+			}
+			if mark {
+				out.decided = append(out.decided, decision{hook: r.Hook, start: start})
+			}
+			if start != nil && r != start.run {
+				out.fired = append(out.fired, r) // startRun's snapshot: the caller's already
+				continue
 			}
 			cp := *r // queued: the loop's record
 			out.fired = append(out.fired, &cp)
+		}
+		if mark {
+			for _, g := range d.refused {
+				out.decided = append(out.decided, decision{hook: g.Run.Hook})
+			}
 		}
 	})
 	if err == nil {
@@ -701,6 +713,9 @@ type dispatched struct {
 	// (EventFate).
 	claim    Outcome
 	rejected []string
+	// decided is what it did to each hook it reached, for a stored event
+	// (mark; decisions).
+	decided  []decision
 	unheard  bool
 	nearest  []string
 	stopping bool
