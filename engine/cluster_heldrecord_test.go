@@ -245,3 +245,28 @@ func TestClusterRedispatchPassesHeldRecord(t *testing.T) {
 	poll(t, "e2 dispatched, its runs final and a and b idle", func() bool { return h.settled(h.node) })
 	h.check()
 }
+
+// TestClusterReleaseAfterItsMerge: a pending run is released only after
+// the merges into it the writer holds are stored, and with them the
+// events they bring as reached: a scheduler that takes over before such
+// an event is marked dispatched passes the hook by. Here node-a's merge
+// of e2 into a's pending run is held while that run is admitted, and
+// node-a stops (a failover) with e2 pending (b's release failed
+// throughout); node-b takes over and dispatches e2 again. Before, node-a
+// released the pending run, e2 merged in, before its merge was stored
+// (the merge, once it came, found the run no longer queued), and node-b,
+// finding no record of e2 at a, gave e2 to a again: a ran twice for e2.
+func TestClusterReleaseAfterItsMerge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := heldMergeSetup(t)
+	h.admitPending()
+	close(h.st.unhold)
+	poll(t, "a's pending run ran with e2 on node A", func() bool { return h.ranWithE() >= 1 && h.idle(h.node) })
+	h.node.Stop()
+
+	lockNode(ctx, t, h.url, "node-b")
+	b := startClusterNode(ctx, t, engine.Config{Store: h.db, Cluster: h.db.Member("node-b", 4, 2*time.Second), MaxConcurrent: 8}, h.hooks())
+	poll(t, "node B dispatches e2, its runs final and a and b idle", func() bool { return h.settled(b) })
+	h.check()
+}

@@ -260,8 +260,20 @@ func (s *state) takeover(ctx context.Context) error {
 
 // release hands a run the scheduler admitted to the nodes (fenced by the
 // lease); the run is in flight until its record is final.
+//
+// A run whose own records wait in the writer (its pending or queued
+// record, a merge of a trigger into it: the database is slow) is released
+// once they are stored, at most StoreTimeout later. Each of them records
+// the stored event it brings as reached (Store.DispatchedTo); released
+// first, the run would execute with an event's payload of which the store
+// has no record at its hook, and a scheduler that took over before the
+// event's mark would give it to the hook again. Past StoreTimeout (the
+// store stalled), it is released without them.
 func (e *Engine) release(ent *entry, act *active) {
 	ctx := context.Background()
+	if wr := act.after; wr != nil {
+		e.wr.awaitWritten(wr)
+	}
 	err := e.cfg.Cluster.Release(ctx, act.run, act.markSeq)
 	if err == nil {
 		act.marked = act.markSeq != 0

@@ -200,12 +200,7 @@ func (e *Engine) startRecord(parent context.Context, act *active) error {
 	if wr := act.after; wr != nil {
 		// The loop's records made before the start go first: a queued
 		// run's record precedes its start.
-		t := e.cfg.Clock.NewTimer(e.cfg.StoreTimeout)
-		select {
-		case <-wr.done:
-		case <-t.C():
-		}
-		t.Stop()
+		e.wr.awaitWritten(wr)
 		if st, ok := e.wr.stalled(); ok {
 			return &stalledError{st}
 		}

@@ -124,7 +124,9 @@ type active struct {
 	startErr error
 
 	// after is the loop's latest write waiting when the run started
-	// (nil: none): its start is recorded after it (writer.go).
+	// (nil: none): its start is recorded after it (writer.go). On a
+	// cluster's scheduler it is the latest of the run's own (its queued
+	// record, a merge into it), which its release comes after.
 	after *write
 }
 
@@ -1036,8 +1038,12 @@ func (s *state) dequeue(run *Run, status Status, reason string) {
 func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	now := s.cfg.Clock.Now()
 	ctx, cancel := context.WithCancelCause(s.e.runCtx)
-	act := &active{run: run, cancel: cancel, started: make(chan struct{}), wasQueued: run.Status == StatusQueued,
-		after: s.e.wr.last()}
+	act := &active{run: run, cancel: cancel, started: make(chan struct{}), wasQueued: run.Status == StatusQueued}
+	if s.e.cfg.Cluster == nil {
+		act.after = s.e.wr.last()
+	} else {
+		act.after = s.e.wr.lastOf(run.ID) // released after its own records (release)
+	}
 	if (s.marking.seq != 0 || s.marking.ev != nil) && s.marking.hook == run.Hook {
 		act.markSeq, act.carry = s.marking.seq, s.marking.ev
 		s.marking = marking{carrier: act}

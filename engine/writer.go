@@ -249,6 +249,31 @@ func (w *storeWriter) last() *write {
 	return w.queue[len(w.queue)-1]
 }
 
+// lastOf returns the latest write waiting of run id (nil: none): a
+// cluster's scheduler releases a run only after its own records
+// (clusterrun.go).
+func (w *storeWriter) lastOf(id string) *write {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := len(w.queue) - 1; i >= 0; i-- {
+		if w.queue[i].run == id {
+			return w.queue[i]
+		}
+	}
+	return nil
+}
+
+// awaitWritten waits until wr is written or given up, at most
+// StoreTimeout.
+func (w *storeWriter) awaitWritten(wr *write) {
+	t := w.e.cfg.Clock.NewTimer(w.e.cfg.StoreTimeout)
+	defer t.Stop()
+	select {
+	case <-wr.done:
+	case <-t.C():
+	}
+}
+
 // missSlot adds slot of h to its hook's gap: it was not fired because its
 // start could not be recorded. id is the record's id when the gap begins
 // with it ("" for a new one); cause is the store's error ("": that of the
