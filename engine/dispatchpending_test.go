@@ -16,15 +16,23 @@ import (
 	"github.com/hookd/hookd/triggers"
 )
 
-// failingStart is a real SQLite store whose next starts of a run that
-// marks an event dispatched fail, as a store that does not answer.
-type failingStart struct {
+// failingHookStart is a real SQLite store whose next starts of a run of
+// one hook fail, as a store that does not answer.
+type failingHookStart struct {
 	*store.DB
+	hook string
 	fail atomic.Int32
 }
 
-func (s *failingStart) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
-	if s.fail.Add(-1) >= 0 {
+func (s *failingHookStart) StartRun(ctx context.Context, r *engine.Run) error {
+	if r.Hook == s.hook && s.fail.Add(-1) >= 0 {
+		return errors.New("start run " + r.ID + ": database is locked")
+	}
+	return s.DB.StartRun(ctx, r)
+}
+
+func (s *failingHookStart) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
+	if r.Hook == s.hook && s.fail.Add(-1) >= 0 {
 		return errors.New("start run " + r.ID + ": database is locked")
 	}
 	return s.DB.StartRunDispatched(ctx, r, seq)
@@ -49,7 +57,7 @@ func TestDispatchPendingLeavesUnstartedEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := &failingStart{DB: db}
+	st := &failingHookStart{DB: db, hook: "a"}
 	st.fail.Store(1) // e1's run
 	hook := func(name, event string) *engine.Hook {
 		h := withSteps(newHook(name), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {

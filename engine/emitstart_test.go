@@ -2,12 +2,10 @@ package engine_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,28 +14,6 @@ import (
 	"github.com/hookd/hookd/store"
 	"github.com/hookd/hookd/triggers"
 )
-
-// failingHookStart is a real SQLite store whose next starts of a run of
-// one hook fail, as a store that does not answer.
-type failingHookStart struct {
-	*store.DB
-	hook string
-	fail atomic.Int32
-}
-
-func (s *failingHookStart) StartRun(ctx context.Context, r *engine.Run) error {
-	if r.Hook == s.hook && s.fail.Add(-1) >= 0 {
-		return errors.New("start run " + r.ID + ": database is locked")
-	}
-	return s.DB.StartRun(ctx, r)
-}
-
-func (s *failingHookStart) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
-	if r.Hook == s.hook && s.fail.Add(-1) >= 0 {
-		return errors.New("start run " + r.ID + ": database is locked")
-	}
-	return s.DB.StartRunDispatched(ctx, r, seq)
-}
 
 // TestEmitSeveralStartsOneFailedStaysPending: an event without an ID
 // that starts runs of two hooks, one of whose starts cannot be recorded,
