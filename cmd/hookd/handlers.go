@@ -26,7 +26,7 @@ func cmdHandlers(c *cli, args []string) int {
 		return c.errorf("%v", err)
 	}
 	for _, e := range errs {
-		fmt.Fprintln(c.stderr, e)
+		fmt.Fprintln(c.stderr, c.shortErr(e))
 	}
 	reg := engine.NewRegistry()
 	builtinHandlers(reg)
@@ -42,7 +42,7 @@ func cmdHandlers(c *cli, args []string) int {
 			return code
 		}
 	} else if len(list) == 0 {
-		fmt.Fprintf(c.stdout, "no lifecycle handlers (files with on: in %s)\n", d.HooksDir)
+		fmt.Fprintf(c.stdout, "no lifecycle handlers (files with on: in %s)\n", c.short(d.HooksDir))
 	} else {
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "POINT\tMODEL\tPRIORITY\tLABEL\tPLUGIN\tON_ERROR\tTIMEOUT\tSOURCE")

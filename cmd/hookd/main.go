@@ -217,6 +217,44 @@ func (h *host) path(p string) string {
 	return filepath.Join(h.dir, p)
 }
 
+// short is p as a command run in h names it to the user: relative when
+// it lies under h's directory, as the binary run in that directory names
+// it; else shortPath (under the working directory). A host with a
+// directory of its own opens its files by absolute paths (this process's
+// working directory is not its own): without this, its messages named
+// /tmp/hk…/hooks.d/a.yaml where the binary's say hooks.d/a.yaml.
+func (h *host) short(p string) string {
+	if h.dir == "" {
+		return shortPath(p)
+	}
+	return relUnder(h.dir, p)
+}
+
+// shortErr is err with the files its configuration errors name made
+// short, in a host with a directory of its own. (The binary's loader is
+// given the paths as the user spelled them: err names them so already.)
+func (h *host) shortErr(err error) error {
+	if h.dir == "" {
+		return err
+	}
+	short := func(e *config.Error) *config.Error {
+		c := *e
+		c.File = h.short(c.File)
+		return &c
+	}
+	switch e := err.(type) {
+	case *config.Error:
+		return short(e)
+	case config.Errors:
+		l := make(config.Errors, len(e))
+		for i, x := range e {
+			l[i] = short(x)
+		}
+		return l
+	}
+	return err
+}
+
 // input is the command's standard input.
 func (h *host) input() io.Reader {
 	if h.stdin != nil {

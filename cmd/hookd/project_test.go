@@ -113,7 +113,7 @@ func TestReadOnlyCommandsWithBrokenSettings(t *testing.T) {
 	e := newEnv(t, "", map[string]string{"hello.yaml": "steps:\n  - type: shell\n    command: echo hi\nskip_llm: true\n"})
 	id := runID(t, e.must(0, "fire", "hello", "--wait"))
 	e.write("hookd.yaml", "db: .hookd/hookd.db\nmax_concurent: 3\n")
-	invalid := e.path("hookd.yaml") + ":2 invalid; using db "
+	invalid := "hookd.yaml:2 invalid; using db " // as the binary run in the directory names it
 	said := func(r result) bool {
 		return strings.Contains(r.stderr, "max_concurent: unknown field; did you mean max_concurrent?") &&
 			strings.Contains(r.stderr, "hookd "+r.args[0]+": "+invalid) && strings.Contains(r.stderr, "(its db)")
@@ -155,5 +155,38 @@ func TestDidYouMean(t *testing.T) {
 	e.serve()
 	if r := e.run("fire", "nigthly"); r.code != exitError || !strings.Contains(r.stderr, "did you mean nightly?") {
 		t.Errorf("hookd fire nigthly with a daemon:\n%s", r)
+	}
+}
+
+// TestInProcessNamesFilesAsBinary: a command run in this process, in a
+// host with the test's directory (env.cmdsInProcess, and every test's
+// commands by default), prints what the real binary run in that
+// directory prints: the files it names (hook files that do not load,
+// hooks.d, hookd.yaml, the socket) relative to it, not by the absolute
+// paths the host opens them by. Tests match such lines by their start
+// (the containment battery's refusals: "hooks.d/ID.yaml:").
+func TestInProcessNamesFilesAsBinary(t *testing.T) {
+	e := newProcEnv(t, "", map[string]string{
+		"good.yaml": "steps:\n  - type: shell\n    command: echo hi\nskip_llm: true\n",
+		"bad.yaml":  "trigger:\n  every: -1m\nsteps:\n  - type: shell\n    command: echo hi\nskip_llm: true\n",
+	})
+	e.badHooksOK = true
+	same := func(args ...string) {
+		t.Helper()
+		e.cmdsInProcess = false
+		want := e.run(args...)
+		e.cmdsInProcess = true
+		got := e.run(args...)
+		if got.code != want.code || got.stdout != want.stdout || got.stderr != want.stderr {
+			t.Errorf("in process:\n%s\nthe binary:\n%s", got, want)
+		}
+	}
+	for _, args := range [][]string{{"validate"}, {"validate", "--json"}, {"validate", "hooks.d"}, {"status"}, {"handlers"},
+		{"render", "nope"}} {
+		same(args...)
+	}
+	e.write("hookd.yaml", "db: .hookd/hookd.db\nmax_concurent: 3\n")
+	for _, args := range [][]string{{"validate"}, {"validate", "--json"}, {"status"}, {"fire", "good"}} {
+		same(args...)
 	}
 }

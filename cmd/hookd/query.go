@@ -187,7 +187,7 @@ func (c *cli) offlineHooks(ctx context.Context, d *config.Daemon) ([]engine.Hook
 	}
 	hooks := l.Hooks
 	for _, e := range l.Errs {
-		fmt.Fprintf(c.stderr, "not loaded: %v\n", e)
+		fmt.Fprintf(c.stderr, "not loaded: %v\n", c.shortErr(e))
 	}
 	saved := map[string]engine.HookState{}
 	var queued []*engine.Run
@@ -555,16 +555,16 @@ func cmdValidate(c *cli, args []string) int {
 		if c.badSettings != nil {
 			errs = append([]error{c.badSettings}, errs...) // hookd.yaml's error is one of the check's
 		}
-		out := validateJSON{Dir: d.HooksDir, Valid: len(errs) == 0, Hooks: hooks, Handlers: len(hs), Errors: []loadErrorJSON{},
+		out := validateJSON{Dir: c.short(d.HooksDir), Valid: len(errs) == 0, Hooks: hooks, Handlers: len(hs), Errors: []loadErrorJSON{},
 			Warnings: []loadErrorJSON{}, Environment: envFrom}
 		for _, w := range warns.sorted() {
-			out.Warnings = append(out.Warnings, loadErrorOf(w))
+			out.Warnings = append(out.Warnings, loadErrorOf(c.shortErr(w)))
 		}
 		if hooks == nil {
 			out.Hooks = []string{}
 		}
 		for _, e := range errs {
-			out.Errors = append(out.Errors, loadErrorOf(e))
+			out.Errors = append(out.Errors, loadErrorOf(c.shortErr(e)))
 		}
 		if code := c.printJSON(out); code != exitOK || len(errs) == 0 {
 			return code
@@ -572,12 +572,12 @@ func cmdValidate(c *cli, args []string) int {
 		return exitError
 	}
 	for _, e := range errs {
-		fmt.Fprintln(c.stderr, e)
+		fmt.Fprintln(c.stderr, c.shortErr(e))
 	}
 	for _, w := range warns.sorted() {
-		fmt.Fprintln(c.stderr, "warning: "+w.Error())
+		fmt.Fprintln(c.stderr, "warning: "+c.shortErr(w).Error())
 	}
-	fmt.Fprintf(c.stdout, "%d hook(s) valid in %s", len(hooks), d.HooksDir)
+	fmt.Fprintf(c.stdout, "%d hook(s) valid in %s", len(hooks), c.short(d.HooksDir))
 	if len(hs) > 0 {
 		fmt.Fprintf(c.stdout, ", %d lifecycle handler(s)", len(hs))
 	}
@@ -587,7 +587,7 @@ func cmdValidate(c *cli, args []string) int {
 		fmt.Fprintf(c.stdout, ", %d error(s)\n", len(errs))
 		code = exitError
 	case c.badSettings != nil:
-		fmt.Fprintf(c.stdout, "; %s is invalid\n", shortPath(d.SettingsPath))
+		fmt.Fprintf(c.stdout, "; %s is invalid\n", c.short(d.SettingsPath))
 		code = exitError
 	default:
 		fmt.Fprintln(c.stdout)

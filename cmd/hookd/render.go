@@ -44,7 +44,7 @@ func cmdRender(c *cli, args []string) int {
 	}
 	if !hasHook(hooks, name) {
 		for _, e := range errs {
-			fmt.Fprintf(c.stderr, "not loaded: %v\n", e)
+			fmt.Fprintf(c.stderr, "not loaded: %v\n", c.shortErr(e))
 		}
 		return c.noHook(name, hookNames(hooks))
 	}

@@ -89,7 +89,7 @@ func cmdReplay(c *cli, args []string) int {
 	loadHook := func(defaultName string) bool {
 		if fixed, err = c.replayHook(d, hooks, *hookRef, defaultName); err != nil {
 			for _, e := range errs {
-				fmt.Fprintf(c.stderr, "not loaded: %v\n", e)
+				fmt.Fprintf(c.stderr, "not loaded: %v\n", c.shortErr(e))
 			}
 			c.errorf("%v", err)
 			return false

@@ -104,6 +104,7 @@ func (c *cli) settings() (*config.Daemon, error) {
 	}
 	d, err := config.LoadDaemonFile(path)
 	if err != nil {
+		err = c.shortErr(err)
 		if !c.readOnly() {
 			return nil, err
 		}
@@ -114,7 +115,7 @@ func (c *cli) settings() (*config.Daemon, error) {
 			return nil, err
 		}
 		c.badSettings, c.settingsUsed = err, used
-		fmt.Fprintf(c.stderr, "hookd %s: %v\nhookd %s: %s\n", c.name, err, c.name, invalidSettings(path, err, used))
+		fmt.Fprintf(c.stderr, "hookd %s: %v\nhookd %s: %s\n", c.name, err, c.name, invalidSettings(c.short(path), err, used))
 	}
 	if v := c.env(config.DatabaseEnv); v != "" {
 		d.SetDatabase(v)
@@ -154,10 +155,19 @@ func invalidSettings(path string, err error, used string) string {
 // messages name files the way the user typed them.
 func shortPath(p string) string {
 	wd, err := os.Getwd()
-	if err != nil || !filepath.IsAbs(p) {
+	if err != nil {
 		return p
 	}
-	if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+	return relUnder(wd, p)
+}
+
+// relUnder is p relative to dir when p is an absolute path under dir,
+// else p.
+func relUnder(dir, p string) string {
+	if !filepath.IsAbs(p) {
+		return p
+	}
+	if rel, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(rel, "..") {
 		return rel
 	}
 	return p

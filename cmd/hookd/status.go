@@ -22,7 +22,7 @@ func cmdStatus(c *cli, args []string) int {
 	if !ok {
 		return code
 	}
-	settings := shortPath(d.SettingsPath)
+	settings := c.short(d.SettingsPath)
 	switch {
 	case c.badSettings != nil:
 		settings = invalidSettings(settings, c.badSettings, c.settingsUsed)
@@ -31,7 +31,7 @@ func cmdStatus(c *cli, args []string) int {
 	}
 	cl := client.Dial(d.DB)
 	if cl == nil {
-		fmt.Fprintf(c.stdout, "hookd is not running (no answer on %s)\nsettings:  %s\n", api.SocketPath(d.DB), settings)
+		fmt.Fprintf(c.stdout, "hookd is not running (no answer on %s)\nsettings:  %s\n", c.short(api.SocketPath(d.DB)), settings)
 		return exitError
 	}
 	var rep api.StatusReport
@@ -44,7 +44,7 @@ func cmdStatus(c *cli, args []string) int {
 		}
 		return exitError
 	}
-	printStatus(c.stdout, api.SocketPath(d.DB), settings, &rep)
+	printStatus(c.stdout, c.short(api.SocketPath(d.DB)), settings, &rep)
 	if len(rep.Broken) > 0 {
 		return exitError // like a failed unit: until the file loads
 	}

@@ -51,7 +51,7 @@ func cmdWatch(c *cli, args []string) int {
 	} else {
 		cl := client.DialContext(ctx, d.DB)
 		if cl == nil {
-			return c.errorf("hookd is not running (no answer on %s)", api.SocketPath(d.DB))
+			return c.errorf("hookd is not running (no answer on %s)", c.short(api.SocketPath(d.DB)))
 		}
 		httpc, base = cl.HTTP(), client.BaseURL
 	}
