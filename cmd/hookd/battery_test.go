@@ -326,6 +326,13 @@ func newBattery(t *testing.T, trigger, canaryDir string) *battery {
 	b := &battery{t: t, trigger: trigger, canaryDir: canaryDir, tcp: newCanary(t), udp: newUDPCanary(t)}
 	b.e = newEnv(t, "listen: 127.0.0.1:0\ntoken_file: secrets/token\nmax_concurrent: 200\n# "+batteryMarker+"\n", nil)
 	b.e.process = true // the attacks aim at hookd's own process too
+	// Its commands (status, validate, emit, fire, runs, run) talk to the
+	// daemon or read the store: they run in this process (about 110
+	// hookd processes of ~60 ms of CPU each in a default run), which
+	// names the hook files validate refuses as the binary does
+	// ("hooks.d/ID.yaml:", what refusals matches) and reads e.environ as
+	// their environment.
+	b.e.cmdsInProcess = true
 	b.e.badHooksOK = true
 	// The hooks' cache directories go with the canaries, not into HOME.
 	b.e.environ = []string{"BATTERY_SECRET=" + batterySecret, "XDG_CACHE_HOME=" + filepath.Join(canaryDir, "cache")}
