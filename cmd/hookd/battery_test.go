@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -547,6 +548,7 @@ func (b *battery) run() {
 	}
 	b.trigger1()
 	tcpSeen, udpSeen := strings.Join(b.tcp.seen(t), "\n"), strings.Join(b.udp.seen(t), "\n")
+	alive := sleepersNow() // every run has ended: one scan judges them all
 	for _, a := range b.attacks {
 		if a.refused != "" {
 			a.outcome = "refused at load"
@@ -555,7 +557,7 @@ func (b *battery) run() {
 		if a.runID == "" && !b.d.exited() {
 			continue // no run to judge (reported above)
 		}
-		hits := b.hits(a, a.record, tcpSeen, udpSeen)
+		hits := b.hits(a, a.record, tcpSeen, udpSeen, alive)
 		if b.d.exited() {
 			hits = append(hits, fmt.Sprintf("hookd exited (code %d)", b.d.code))
 		}
@@ -692,24 +694,24 @@ func (b *battery) live(a *attack) (hits []string, err error) {
 		case <-time.After(10 * time.Second):
 		}
 	} else {
-		hits = b.hits(a, string(out), "", "")
+		hits = b.hits(a, string(out), "", "", sleepersNow())
 		// A sleeper is started in the background: on a loaded machine
 		// it may not be running yet when the command's output closes.
 		for deadline := time.Now().Add(5 * time.Second); len(hits) == 0 && a.sleep != 0 && time.Now().Before(deadline); {
 			time.Sleep(pollStep)
-			hits = b.hits(a, string(out), "", "")
+			hits = b.hits(a, string(out), "", "", sleepersNow())
 		}
 	}
 	// Clear: the files it made, the sleepers.
 	os.Remove(filepath.Join(b.canaryDir, a.id))
 	os.Remove(b.e.path(".hookd/pwn-" + a.id))
-	for _, pid := range sleepers(a.sleep) {
+	for _, pid := range sleepersNow()[a.sleep] {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	deadline := time.Now().Add(waitLong)
-	for len(sleepers(a.sleep)) > 0 {
+	for left := sleepersNow()[a.sleep]; len(left) > 0; left = sleepersNow()[a.sleep] {
 		if time.Now().After(deadline) {
-			return hits, fmt.Errorf("the live run's sleepers %v do not end", sleepers(a.sleep))
+			return hits, fmt.Errorf("the live run's sleepers %v do not end", left)
 		}
 		time.Sleep(pollStep)
 	}
@@ -768,8 +770,9 @@ func (b *battery) liveAll() {
 }
 
 // hits says which of the attack's canaries out (its output, or its run
-// record), the TCP and the UDP canary's lines show hit.
-func (b *battery) hits(a *attack, out, tcp, udp string) []string {
+// record), the TCP and the UDP canary's lines and the processes alive
+// (sleepersNow) show hit.
+func (b *battery) hits(a *attack, out, tcp, udp string, alive sleeping) []string {
 	var hits []string
 	if _, err := os.Lstat(filepath.Join(b.canaryDir, a.id)); err == nil {
 		hits = append(hits, "wrote the canary file outside the workdir")
@@ -791,7 +794,7 @@ func (b *battery) hits(a *attack, out, tcp, udp string) []string {
 			hits = append(hits, fmt.Sprintf("output holds %q", s))
 		}
 	}
-	if pids := sleepers(a.sleep); len(pids) > 0 {
+	if pids := alive[a.sleep]; len(pids) > 0 {
 		hits = append(hits, fmt.Sprintf("left processes alive: %v", pids))
 	}
 	return hits
@@ -918,32 +921,122 @@ func (b *battery) trigger1() {
 	wg.Wait()
 }
 
-// sleepers are the live processes whose command line holds n (a
-// sleep's seconds no other process uses): the sleep itself, and the
-// shells and setsid on the way to it, caught before they exec.
-func sleepers(n int) []int {
-	want := []byte("\x00" + strconv.Itoa(n))
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+// sleeping maps the number of seconds of each sleep to the live
+// processes whose command line holds it as a word, or as a word's
+// leading number (a sleep's seconds no other process uses): the sleep
+// itself, and the shells and setsid on the way to it, caught before
+// they exec. It comes from one scan of /proc, which serves every attack
+// judged at that moment (each reading all of /proc for its own number
+// took ~45% of the test process's CPU).
+type sleeping map[int][]int
+
+// scanSleeping scans /proc: each process's command line, and its stat
+// for those that hold a number (a zombie is not alive). Its reads are
+// plain system calls on one buffer: os.ReadFile's open registers the
+// file with the poller and stats it first.
+func scanSleeping() sleeping {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	found := sleeping{}
+	buf := make([]byte, 0, 4096)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !bytes.Contains(append([]byte{0}, bytes.ReplaceAll(cmdline, []byte(" "), []byte{0})...), want) {
+		if buf, err = readProc("/proc/"+name+"/cmdline", buf[:0]); err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
+		var nums []int
+		for _, w := range bytes.FieldsFunc(buf, func(r rune) bool { return r == 0 || r == ' ' }) {
+			i := 0
+			for i < len(w) && w[i] >= '0' && w[i] <= '9' {
+				i++
+			}
+			if n, err := strconv.Atoi(string(w[:i])); err == nil && !slices.Contains(nums, n) {
+				nums = append(nums, n)
+			}
+		}
+		if len(nums) == 0 {
 			continue
 		}
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		if buf, err = readProc("/proc/"+name+"/stat", buf[:0]); err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(buf, ')'); i > 0 && i+2 < len(buf) && buf[i+2] == 'Z' {
 			continue // exited, not yet reaped
 		}
-		pids = append(pids, pid)
+		for _, n := range nums {
+			found[n] = append(found[n], pid)
+		}
 	}
-	return pids
+	return found
+}
+
+// readProc appends the file's content to buf.
+func readProc(path string, buf []byte) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return buf, err
+	}
+	defer syscall.Close(fd)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return buf, err
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+// sleepScans shares scans of /proc between the attacks that ask at
+// once (the live runs, a few at a time in each of the four batteries):
+// each gets a scan begun after it asked, so it sees what its attack
+// left, and those that ask while a scan runs share the next one.
+var sleepScans struct {
+	mu      sync.Mutex
+	next    *sleepScan // the scan the callers asking now get; it starts when the one running ends
+	running sync.Mutex // held while a scan runs
+}
+
+type sleepScan struct {
+	done  chan struct{}
+	found sleeping
+}
+
+// sleepersNow is a scan of /proc begun after the call.
+func sleepersNow() sleeping {
+	sleepScans.mu.Lock()
+	s := sleepScans.next
+	if s != nil {
+		sleepScans.mu.Unlock()
+		<-s.done
+		return s.found
+	}
+	s = &sleepScan{done: make(chan struct{})}
+	sleepScans.next = s
+	sleepScans.mu.Unlock()
+	sleepScans.running.Lock()
+	sleepScans.mu.Lock()
+	sleepScans.next = nil // who asks from now on may ask after this scan read their process
+	sleepScans.mu.Unlock()
+	s.found = scanSleeping()
+	sleepScans.running.Unlock()
+	close(s.done)
+	return s.found
 }
 
 // udpCanary records the datagrams sent to a loopback UDP port.
