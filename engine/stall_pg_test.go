@@ -68,9 +68,23 @@ func TestStalledPostgresLoopAnswers(t *testing.T) {
 	// times the store's timeout; without one the loop waited forever.
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := eng.Fire(qctx, "manual", engine.FireOptions{}); err != nil {
+	// A fire the loop takes before it knows of the stall starts a run
+	// whose start cannot be recorded. Fire returns once that start
+	// failed, but the run leaves the in-flight set only when the loop
+	// hears of its end, a message later: until then the next fire is
+	// refused in_flight, the gate before store_stalled. Wait for it.
+	first, err := eng.Fire(qctx, "manual", engine.FireOptions{})
+	if err != nil {
 		if _, ok := errors.AsType[*engine.GateError](err); !ok {
 			t.Fatalf("fire while the store is stalled: %v", err)
+		}
+	} else {
+		r, err := eng.Wait(qctx, first.ID)
+		if err != nil {
+			t.Fatalf("wait for the run fired as the store stalled: %v", err)
+		}
+		if r.Status != engine.StatusFailed || !strings.Contains(r.Error, "record run start") {
+			t.Fatalf("run fired as the store stalled: %s (%s), want failed: its start could not be recorded", r.Status, r.Error)
 		}
 	}
 	if _, err := eng.Hooks(qctx); err != nil {
