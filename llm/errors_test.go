@@ -145,16 +145,29 @@ func TestOK200WithErrorBody(t *testing.T) {
 // memory: an answer just past MaxAnswerBytes (16 MiB), and an error body
 // as long. hookd reads no more than MaxAnswerBytes of either, fails the
 // run saying why, without retrying, and keeps none of it in the record.
-// (Just past, not 20 MiB: under -race every byte sent and read costs, and
-// hookd stops reading at the bound however long the body is.)
+//
+// Under -race every byte sent and read costs: on two loaded cores one
+// copy of 16 MiB took 0.7 s, encoding it as JSON 4 s, decoding it 5.6 s.
+// So the bodies, a chat completion and an OpenAI error object, are
+// written out once here and sent byte for byte (the server encoded each
+// anew), just past the bound (hookd stops reading there however long
+// the body is). Reading them still takes what it takes, and no
+// wall-clock bound decides the outcome: the hook has no timeout of its
+// own (the daemon's default, 30 minutes, is past go test's), and
+// agenttest waits for the run's end. Only the answer being refused ends
+// the run failed "longer than 16 MiB".
 func TestHugeAnswerRefused(t *testing.T) {
 	t.Parallel()
-	huge := strings.Repeat("A", llm.MaxAnswerBytes+4<<10)
-	for name, rep := range map[string]llmtest.Reply{"answer": llmtest.Answer(huge), "error": llmtest.Fail(500, huge)} {
+	fill := strings.Repeat("A", llm.MaxAnswerBytes+4<<10)
+	answer := `{"id":"chatcmpl-huge","object":"chat.completion","created":1,"model":"llmtest-model",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"` + fill + `"},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`
+	fail := `{"error":{"message":"` + fill + `","type":"server_error","code":null}}`
+	for name, rep := range map[string]llmtest.Reply{"answer": {Body: answer}, "error": {Status: 500, Body: fail}} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			srv := llmtest.New(rep, rep, rep)
-			run, _, _ := agenttest.FireOne(t, srv)
+			run, _, _ := agenttest.FireOne(t, srv, func(h *engine.Hook) { h.Timeout = 0 })
 			agenttest.WantStatus(t, run, engine.StatusFailed, "longer than 16 MiB")
 			if n := srv.Served(); n != 1 {
 				t.Errorf("status %d: the server was asked %d times; an answer too long is not retried", rep.Status, n)

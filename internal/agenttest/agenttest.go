@@ -139,11 +139,13 @@ func Start(t *testing.T, srv *llmtest.Server, h *engine.Hook, tweak ...func(*llm
 }
 
 // Fire runs the hook to its end and returns the stored record and its
-// transcript.
+// transcript. It waits for the run's end with no deadline of its own:
+// the hook's timeout ends a run that hangs (the record says so); a 30 s
+// bound here, as long as NewHook's timeout, failed tests whose run a
+// loaded machine made slow before that run could end.
 func (f *Fixture) Fire() (*engine.Run, *agent.Transcript) {
 	f.T.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := f.T.Context()
 	r, err := f.Eng.Fire(ctx, "ask", engine.FireOptions{})
 	if err != nil {
 		f.T.Fatal(err)
