@@ -269,3 +269,37 @@ func TestServerOutlivesEndedThreads(t *testing.T) {
 		t.Fatalf("the server died when threads of the test binary ended: %v\n%s", err, s.logTail())
 	}
 }
+
+// TestHoldNotifyLock: while the notify lock is held, the commit of a
+// transaction that notified waits for it, and fails once its lock_timeout
+// runs out; once it is let go, such a commit goes through.
+func TestHoldNotifyLock(t *testing.T) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	notify := func() error {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		for _, q := range []string{`SET LOCAL lock_timeout = '100ms'`, `SELECT pg_notify('x', 'y')`} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return tx.Commit(ctx)
+	}
+	release := HoldNotifyLock(t)
+	if err := notify(); err == nil || !strings.Contains(err.Error(), "lock timeout") {
+		t.Errorf("a notifying commit while the lock is held: %v, want a lock timeout", err)
+	}
+	release()
+	release()
+	if err := notify(); err != nil {
+		t.Errorf("a notifying commit once the lock is let go: %v", err)
+	}
+}
