@@ -108,7 +108,9 @@ func (d *DB) ReleaseLease(ctx context.Context, l Lease) error {
 // zero (the holder's heartbeat interval: Member.Interval), the server
 // ends tx once the check waits that long for the row, or its session
 // once it sits that long idle in tx, letting the row go; the write fails
-// and is made again, or left to the next scheduler.
+// and is made again, or left to the next scheduler. The lock_timeout
+// also bounds every lock the commit waits for: tx must take none there
+// (it must not notify: wake).
 func fence(ctx context.Context, tx pgx.Tx, l Lease, bound time.Duration) error {
 	if bound > 0 {
 		ms := fmt.Sprintf("%dms", max(bound.Milliseconds(), 1))
@@ -126,10 +128,29 @@ func fence(ctx context.Context, tx pgx.Tx, l Lease, bound time.Duration) error {
 	return err
 }
 
+// wake notifies channel with payload, in a statement of its own: for a
+// fenced write, after its commit. A fenced transaction must not notify.
+// PostgreSQL's commit of a transaction that notified takes the server's
+// notify lock (one for every database: AccessExclusiveLock on object 0
+// of class pg_database), which each such commit holds until it is
+// durable, so a burst of notifying commits queues on it. The fence's
+// lock_timeout (fence) applies to that wait too, and statement_timeout
+// does not (the server disarms it before it commits): a fenced commit
+// waited for the lock with the lease's row held, and failed once the
+// bound ran out ("canceling statement due to lock timeout"), leaving a
+// run unreleased (TestFencedWriteNotifyLock). A notification is a
+// wake-up and nothing more: the nodes and the scheduler poll each
+// heartbeat interval as well, so one that fails, or is lost with a
+// process killed between the commit and it, costs at most an interval.
+// Its error is not returned: the write it follows is made.
+func (d *DB) wake(ctx context.Context, channel, payload string) {
+	_, _ = d.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
+}
+
 // EnqueueFenced records a queued run for the lease holder: the lease is
 // checked in the same transaction as the run and its slot claim, so a
 // scheduler that lost the lease cannot fire another slot. Waiting nodes
-// are woken (NOTIFY ChannelWork, delivered at commit).
+// are woken after the commit (NOTIFY ChannelWork: wake).
 func (d *DB) EnqueueFenced(ctx context.Context, l Lease, r *engine.Run) error {
 	if r.Status != engine.StatusQueued {
 		return fmt.Errorf("enqueue run %s: status %q, want queued", r.ID, r.Status)
@@ -166,12 +187,12 @@ func (d *DB) EnqueueFenced(ctx context.Context, l Lease, r *engine.Run) error {
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelWork, r.Hook)
-		return err
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("enqueue run %s: %w", r.ID, err)
 	}
+	d.wake(ctx, ChannelWork, r.Hook)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/engine"
+	"github.com/hookd/hookd/store/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -246,5 +247,106 @@ func TestFenceTimeoutIsNotLeaseLost(t *testing.T) {
 	err = d.InsertRun(a.Fence(ctx), &engine.Run{ID: "r", Hook: "h", Status: engine.StatusSkipped, QueuedAt: t0})
 	if err == nil || errors.Is(err, engine.ErrLeaseLost) {
 		t.Errorf("a fenced write whose check timed out: %v; want the database's error, not ErrLeaseLost", err)
+	}
+}
+
+// TestFencedWriteNotifyLock: a fenced write that wakes the nodes (a
+// release, the answer to a forwarded fire) commits while other commits
+// hold the server's notify lock, as a burst of notifying commits does:
+// its fence's lock_timeout, one heartbeat interval, applies to every lock
+// its transaction waits for, the one a notifying COMMIT takes included.
+// Before, its commit waited for that lock with the lease's row held and
+// failed at the bound ("canceling statement due to lock timeout"): the
+// run was not released, the fire not answered. Now the nodes are told
+// after the commit, which then waits for no lock, and the lease's row is
+// free while the notification waits its turn: the holder renews.
+//
+// Not parallel: while the notify lock is held, every notifying commit of
+// the server waits, the other tests' too.
+func TestFencedWriteNotifyLock(t *testing.T) {
+	ctx := context.Background()
+	url := migrated.NewDatabase(t)
+	d := open(t, url)
+	a := d.Member("a", 1, 2*time.Second) // a bound of 400 ms
+	if _, ok, err := a.Lead(ctx); err != nil || !ok {
+		t.Fatalf("a takes the free lease: %v %v", ok, err)
+	}
+	must(t, a.RequestFire(ctx, engine.FireRequest{ID: "f1", Hook: "h"}))
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	work, err := d.Listen(lctx, ChannelWork)
+	must(t, err)
+
+	release := pgtest.HoldNotifyLock(t)
+	defer release()
+	type write struct {
+		name      string
+		do        func() error
+		committed func() bool
+	}
+	writes := []write{
+		{"release", func() error {
+			return a.Release(ctx, &engine.Run{ID: "r1", Hook: "h", Status: engine.StatusQueued, QueuedAt: t0}, 0)
+		}, func() bool {
+			var claimable bool
+			err := d.pool.QueryRow(ctx, `SELECT claimable FROM runs WHERE id = 'r1'`).Scan(&claimable)
+			return err == nil && claimable
+		}},
+		{"answer to a fire", func() error {
+			n, err := a.DecideFires(ctx, func(context.Context, engine.FireRequest) (engine.FireAnswer, error) {
+				return engine.FireAnswer{Run: &engine.Run{ID: "f1", Hook: "h", Status: engine.StatusQueued}}, nil
+			})
+			if err == nil && n != 1 {
+				err = errors.New("no fire decided")
+			}
+			return err
+		}, func() bool {
+			_, ok, err := a.FireAnswer(ctx, "f1")
+			return err == nil && ok
+		}},
+	}
+	done := make([]chan error, len(writes))
+	for i, w := range writes {
+		done[i] = make(chan error, 1)
+		go func() { done[i] <- w.do() }()
+	wait:
+		for deadline := time.Now().Add(time.Minute); !w.committed(); time.Sleep(10 * time.Millisecond) {
+			select {
+			case err := <-done[i]:
+				if !w.committed() {
+					t.Errorf("the %s, while other commits hold the notify lock: %v", w.name, err)
+					done[i] <- nil // told
+					break wait
+				}
+				done[i] <- err
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the %s is not committed within a minute while other commits hold the notify lock", w.name)
+			}
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, ok, err := a.Lead(rctx); err != nil || !ok {
+		t.Errorf("a cannot renew its lease while its writes' notifications wait for the notify lock: %v %v", ok, err)
+	}
+
+	release()
+	for i, w := range writes {
+		if err := <-done[i]; err != nil {
+			t.Errorf("the %s: %v", w.name, err)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	select {
+	case hook := <-work:
+		if hook != "h" {
+			t.Errorf("the release woke the nodes with %q, want h", hook)
+		}
+	case <-time.After(time.Minute):
+		t.Error("the release did not wake the nodes (NOTIFY hookd_work)")
 	}
 }

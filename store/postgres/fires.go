@@ -132,7 +132,7 @@ func (m *Member) WithdrawFire(ctx context.Context, id string) (bool, error) {
 // (FOR UPDATE SKIP LOCKED: a request being withdrawn, or decided by a
 // scheduler that lost the lease and has not noticed yet, is skipped),
 // and stores decide's answer in the transaction that holds the request,
-// notifying ChannelDone. It stops at the first request decide fails,
+// then notifies ChannelDone (after the commit: wake). It stops at the first request decide fails,
 // which stays unanswered. The answer is fenced by the lease, as the
 // scheduler's records are (Fence): a scheduler that lost the lease while
 // it decided leaves the request unanswered, for the next one to decide,
@@ -150,7 +150,7 @@ func (m *Member) DecideFires(ctx context.Context, decide func(context.Context, e
 	}
 	n := 0
 	for {
-		found := false
+		found, answered := false, ""
 		err := m.db.tx(ctx, func(tx pgx.Tx) error {
 			var (
 				id  string
@@ -184,10 +184,8 @@ func (m *Member) DecideFires(ctx context.Context, decide func(context.Context, e
 			if err := fence(ctx, tx, l, m.Interval()); err != nil {
 				return fmt.Errorf("answer fire request %s: %w", id, fenceErr(err))
 			}
-			if _, err := tx.Exec(ctx, `UPDATE fires SET answer = $2, answered_at = now() WHERE id = $1`, id, b); err != nil {
-				return err
-			}
-			_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelDone, "fire:"+id)
+			answered = id
+			_, err = tx.Exec(ctx, `UPDATE fires SET answer = $2, answered_at = now() WHERE id = $1`, id, b)
 			return err
 		})
 		if err != nil {
@@ -196,6 +194,7 @@ func (m *Member) DecideFires(ctx context.Context, decide func(context.Context, e
 		if !found {
 			return n, nil
 		}
+		m.db.wake(ctx, ChannelDone, "fire:"+answered)
 		n++
 	}
 }

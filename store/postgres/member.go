@@ -272,8 +272,9 @@ func (m *Member) Resign(ctx context.Context) error {
 	return m.db.ReleaseLease(ctx, l)
 }
 
-// Release records r as queued and claimable, fenced by the lease: see
-// engine.Cluster.
+// Release records r as queued and claimable, fenced by the lease (see
+// engine.Cluster), then wakes the nodes (NOTIFY ChannelWork, after the
+// commit: wake).
 func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) error {
 	l, held := m.current()
 	if !held {
@@ -315,16 +316,14 @@ func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) erro
 			}
 		}
 		if markSeq != 0 {
-			if err := markIn(ctx, tx, markSeq); err != nil {
-				return err
-			}
+			return markIn(ctx, tx, markSeq)
 		}
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, ChannelWork, r.Hook)
-		return err
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", r.ID, err)
 	}
+	m.db.wake(ctx, ChannelWork, r.Hook)
 	return nil
 }
 
