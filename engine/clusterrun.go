@@ -269,11 +269,28 @@ func (s *state) takeover(ctx context.Context) error {
 // has no record at its hook, and a scheduler that took over before the
 // event's mark would give it to the hook again. Past StoreTimeout (the
 // store stalled), it is released without them.
+//
+// The release itself is a store write like the others, within
+// StoreTimeout: one the database does not answer (a connection that
+// hangs, a row another session holds locked) fails once it is up, as a
+// release the database refused does: the run is not executed, its hook
+// is no longer in flight, and a stored event it carried stays pending,
+// to be dispatched again (settle). Given up, its transaction does not
+// commit later (it commits only when told to, and pgx closes the
+// connection of a statement whose context ended), unless the deadline
+// came during its commit: the run may then be released after all,
+// executed without this scheduler counting it in flight, while what the
+// release recorded (the event's mark or the hook it reached, the slot's
+// claim) keeps the event and the slot from reaching the hook again.
+// Before, a release had no deadline: one that hung kept its hook in
+// flight, and the dispatch of events and fires that waited for its
+// start (an Emit on the scheduler with them), for as long as it hung.
 func (e *Engine) release(ent *entry, act *active) {
-	ctx := context.Background()
 	if wr := act.after; wr != nil {
 		e.wr.awaitWritten(wr)
 	}
+	ctx, cancel := e.storeCtx(context.Background())
+	defer cancel()
 	err := e.cfg.Cluster.Release(ctx, act.run, act.markSeq)
 	if err == nil {
 		act.marked = act.markSeq != 0
