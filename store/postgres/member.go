@@ -94,11 +94,13 @@ func nodeLocked(node string) string {
 //
 // Lead is one transaction, bounded by the server (leadBound), so that a
 // Lead its client gave up on does not take or renew the lease a moment
-// later. A statement whose context ends is not cancelled in the server:
-// pgx closes the connection, which the server notices when it next reads
-// from it. A lone UPDATE waiting for the lease's row (another transaction
-// held it) so waited on after its client had gone, and committed once it
-// had the row: the holder, told its renewal failed, took the lease for
+// later. A statement whose context ends is not reliably ended in the
+// server: pgx closes the connection and sends a cancel request, from
+// another goroutine and over a connection of its own, which may come
+// late or not at all (the server notices the closed connection only when
+// it next reads from it). A lone UPDATE waiting for the lease's row
+// (another transaction held it) so could wait on after its client had
+// gone, and commit once it had the row: the holder, told its renewal failed, took the lease for
 // lost while the row named it (TestLeadGivenUpCommitsNothing). In a
 // transaction, the server reads the connection before it commits, and
 // finds it closed; it ends the transaction besides once it waited
