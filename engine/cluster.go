@@ -54,6 +54,18 @@ type Cluster interface {
 	Final(ctx context.Context, ids []string) ([]*Run, error)
 	// Expire marks interrupted the runs of nodes silent for Timeout.
 	Expire(ctx context.Context, now time.Time) ([]*Run, error)
+	// Owed returns the interrupted runs whose follow-up no scheduler has
+	// stored yet, oldest first: Expire and Recover mark each run they
+	// interrupt owed in the transaction that interrupts it.
+	Owed(ctx context.Context) ([]*Run, error)
+	// Follow stores the follow-up a scheduler decided for the interrupted
+	// run id, the pending retry retry or the pending rerun rerun (each
+	// nil when not), and that the run is owed nothing more, in one
+	// transaction that also checks the lease: an error wrapping
+	// ErrLeaseLost when this node no longer holds it, ErrNotFound when
+	// the run is owed nothing (another scheduler stored its follow-up);
+	// either way nothing is stored.
+	Follow(ctx context.Context, id string, retry *PendingRetry, rerun *PendingRerun) error
 
 	// Loaded reports the hooks this node has loaded (at start and after
 	// each reload): Claim gives it only runs of these hooks at the version

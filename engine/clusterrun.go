@@ -187,8 +187,10 @@ func (e *Engine) leaseLost(reason error) {
 
 // takeover builds the scheduler's state from the store, as a daemon's
 // start does: the hooks' saved state, the runs in flight on any node, the
-// queue and pending runs, pending retries, and the schedules with their
-// on_missed for the slots no scheduler fired meanwhile.
+// queue and pending runs, pending retries and reruns, the interrupted
+// runs owed a follow-up no scheduler stored (followInterrupted), and the
+// schedules with their on_missed for the slots no scheduler fired
+// meanwhile.
 func (s *state) takeover(ctx context.Context) error {
 	cl := s.e.cfg.Cluster
 	now := s.cfg.Clock.Now()
@@ -243,6 +245,10 @@ func (s *state) takeover(ctx context.Context) error {
 	if err := s.restoreReruns(ctx); err != nil {
 		return err
 	}
+	owed, err := cl.Owed(ctx)
+	if err != nil {
+		return err
+	}
 	s.leader = true
 	for _, ent := range s.hooks {
 		if h := ent.hook; h.Trigger.Periodic() && h.Trigger.Schedule != nil {
@@ -251,6 +257,11 @@ func (s *state) takeover(ctx context.Context) error {
 	}
 	if err := s.recordFirstSeen(ctx, now); err != nil {
 		return err
+	}
+	for _, r := range owed {
+		if s.remote[r.ID] == nil { // else interrupted since InFlight: followed when its end is read
+			s.followInterrupted(ctx, r)
+		}
 	}
 	s.startReruns()
 	s.startCatchups()
@@ -483,7 +494,13 @@ func (e *Engine) pollLoop(ctx context.Context) {
 			return
 		}
 		finals, err := cl.Final(ctx, ids)
-		var saved map[string]HookState
+		var (
+			owed  []*Run
+			saved map[string]HookState
+		)
+		if err == nil {
+			owed, err = cl.Owed(ctx)
+		}
 		if err == nil {
 			saved, err = e.cfg.Store.HookStates(ctx)
 		}
@@ -497,9 +514,7 @@ func (e *Engine) pollLoop(ctx context.Context) {
 			for name, ent := range s.hooks {
 				ent.paused = saved[name].Paused
 			}
-			for _, r := range finals {
-				s.remoteFinished(ctx, r)
-			}
+			s.remoteEnded(ctx, finals, owed)
 		}) != nil {
 			return
 		}
@@ -523,23 +538,45 @@ func (e *Engine) readPaused(ctx context.Context) {
 	})
 }
 
+// remoteEnded, on the scheduler, ends the released runs whose records
+// it read final (remoteFinished), follows the interrupted runs owed a
+// follow-up that are not in flight here (followInterrupted: one whose
+// end this scheduler has yet to read is followed then), and starts the
+// reruns decided.
+func (s *state) remoteEnded(ctx context.Context, finals, owed []*Run) {
+	isOwed := make(map[string]bool, len(owed))
+	for _, r := range owed {
+		isOwed[r.ID] = true
+	}
+	for _, r := range finals {
+		if s.remoteFinished(ctx, r, isOwed[r.ID]) {
+			delete(isOwed, r.ID)
+		}
+	}
+	for _, r := range owed {
+		if isOwed[r.ID] && s.remote[r.ID] == nil {
+			s.followInterrupted(ctx, r)
+		}
+	}
+	s.startReruns()
+}
+
 // remoteFinished ends, on the scheduler, a released run whose record is
 // final: as a run of its own ends (the gates, the queue, the outcome
-// event), with the retry its node planned, or the interrupted policy
-// when its node stopped.
-func (s *state) remoteFinished(ctx context.Context, r *Run) {
+// event), with the retry its node planned, or, when its node stopped
+// and it is owed its follow-up, the one followInterrupted decides. It
+// reports whether the run was in flight here.
+func (s *state) remoteFinished(ctx context.Context, r *Run, owed bool) bool {
 	act, ent := s.remote[r.ID], s.live[r.ID]
 	if act == nil || ent == nil {
-		return
+		return false
 	}
 	act.run = r
-	now := s.cfg.Clock.Now()
 	var retry *PendingRetry
-	rerun := false
 	switch {
 	case r.Status == StatusInterrupted:
-		if !s.retryInterrupted(ctx, ent, r, now) {
-			rerun = ent.hook.OnInterrupted == InterruptedRerun && r.Trigger != TriggerRerun && s.hooks[r.Hook] == ent
+		if owed {
+			s.followInterrupted(ctx, r)
 		}
 	case r.Retry != nil:
 		retry = s.plannedRetry(ctx, r)
@@ -549,11 +586,7 @@ func (s *state) remoteFinished(ctx context.Context, r *Run) {
 	ev.Time = r.FinishedAt
 	ev.Outcome.Intermediate = r.Retry != nil && ent.hook.Retry.Notify != RetryNotifyEach
 	s.events = append(s.events, ev)
-	if rerun && !s.stopping() {
-		res := s.trigger(ent, trig{reason: TriggerRerun, raw: r.Event, eventType: r.EventType, depth: r.Depth, force: true, traceParent: r.TraceParent,
-			traceLink: r.TraceLinks.StartedBy, note: fmt.Sprintf("re-runs run %s, interrupted when its node stopped (on_interrupted: rerun)", r.ID)})
-		s.e.log.Info("re-running an interrupted run", "hook", r.Hook, "interrupted", r.ID, "run", res.run.ID, "err", res.err)
-	}
+	return true
 }
 
 // plannedRetry is the pending retry the node that ran r stored.

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -12,9 +14,10 @@ import (
 const TriggerRerun = "rerun"
 
 // PendingRerun is the rerun of a run a crash interrupted (on_interrupted:
-// rerun) that an engine which does not schedule — a daemonless fire or
-// emit, which recovers the crash — left for the next hookd that does, as
-// the store keeps it. The rerun's run gets RunID, so that a hookd that
+// rerun), as the store keeps it until it starts: left by an engine which
+// does not schedule — a daemonless fire or emit, which recovers the crash
+// — for the next hookd that does, or decided by a cluster's scheduler
+// (followInterrupted). The rerun's run gets RunID, so that a hookd that
 // stops after starting it does not start it again.
 type PendingRerun struct {
 	RunID       string // the id the rerun's run will have
@@ -83,8 +86,9 @@ func (s *state) planInterrupted(ctx context.Context, interrupted []*Run, now tim
 	return nil
 }
 
-// restoreReruns loads the reruns a daemonless command left. One whose run
-// exists already started (hookd stopped before forgetting it).
+// restoreReruns loads the reruns a daemonless command left, or a
+// cluster's scheduler decided. One whose run exists already started
+// (hookd stopped before forgetting it).
 func (s *state) restoreReruns(ctx context.Context) error {
 	stored, err := s.cfg.Store.PendingReruns(ctx)
 	if err != nil {
@@ -123,4 +127,94 @@ func (s *state) startReruns() {
 func (s *state) forgetRerun(hook, runID string) {
 	s.await(s.e.wr.submit("pending rerun's removal", hook, runID,
 		func(ctx context.Context) error { return s.cfg.Store.DeleteRerun(ctx, runID) }))
+}
+
+// followInterrupted decides, on a cluster's scheduler, what follows the
+// interrupted run r, which is owed its follow-up (Cluster.Owed: its node
+// restarted, or stopped heartbeating, while it ran). It is the one place
+// a cluster decides it, as planInterrupted does on a single daemon: the
+// retry r's node stored before it was killed (not a second one), else a
+// retry (retry.on names interrupted), else a rerun (on_interrupted:
+// rerun), else nothing. The decision is stored, with r owed nothing
+// more, in one transaction fenced by the lease (Cluster.Follow) before
+// anything follows from it: a scheduler that dies before that commit
+// leaves r owed to the next one, which decides it at its takeover, and
+// one deposed stores nothing (and stops). A rerun is stored pending and
+// started by startReruns with the run id it was given, so that no
+// scheduler starts it twice (restoreReruns).
+//
+// A run still in flight on this scheduler (its end not yet read) is
+// followed when its end is (remoteFinished), so that its rerun finds the
+// hook's in-flight gate free.
+func (s *state) followInterrupted(ctx context.Context, r *Run) {
+	if s.stopping() {
+		return // owed still, to the next scheduler
+	}
+	now := s.cfg.Clock.Now()
+	var (
+		stored []*PendingRetry
+		exists bool
+		err    error
+	)
+	s.onStore(func() {
+		sctx, cancel := s.e.storeCtx(ctx)
+		defer cancel()
+		if stored, err = s.cfg.Store.PendingRetries(sctx); err != nil {
+			return
+		}
+		if p := retryOf(stored, r); p != nil && retryOf(s.retries, r) == nil {
+			_, gerr := s.cfg.Store.GetRun(sctx, p.RunID)
+			exists = gerr == nil // it fired already
+		}
+	})
+	if err != nil {
+		s.e.log.Warn("read the pending retries; the interrupted run is followed at the next poll", "hook", r.Hook, "run", r.ID, "err", err)
+		return
+	}
+	var (
+		planned = retryOf(s.retries, r) // its node's, restored at the takeover
+		retry   *PendingRetry           // a new one, to store
+		again   *PendingRerun
+	)
+	if planned == nil {
+		planned = retryOf(stored, r)
+	}
+	if ent := s.hooks[r.Hook]; planned == nil && ent != nil {
+		if retry = newRetry(ent.hook, r, now); retry == nil && s.rerunsInterrupted(r) {
+			p := newRerun(r, now)
+			again = &p
+		}
+	}
+	s.onStore(func() {
+		sctx, cancel := s.e.storeCtx(ctx)
+		defer cancel()
+		err = s.e.cfg.Cluster.Follow(sctx, r.ID, retry, again)
+	})
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		s.e.fail(err)
+		return
+	case errors.Is(err, ErrNotFound):
+		return // another scheduler stored its follow-up
+	case err != nil:
+		s.e.log.Warn("store what follows an interrupted run; decided again at the next poll", "hook", r.Hook, "run", r.ID, "err", err)
+		return
+	}
+	switch {
+	case planned != nil:
+		plan := planned.RetryPlan
+		r.Retry = &plan
+		s.finishRecord(r) // the interrupted record says when it is retried
+		if !exists && !slices.ContainsFunc(s.retries, func(q *PendingRetry) bool { return q.RunID == planned.RunID }) {
+			s.retries.add(planned)
+		}
+	case retry != nil:
+		plan := retry.RetryPlan
+		r.Retry = &plan
+		s.finishRecord(r)
+		s.retries.add(retry)
+	case again != nil:
+		s.reruns = append(s.reruns, rerun{PendingRerun: *again, stored: true})
+		s.e.log.Info("the rerun of an interrupted run is decided", "hook", r.Hook, "interrupted", r.ID, "rerun", again.RunID)
+	}
 }

@@ -109,6 +109,23 @@ type PendingRetry struct {
 // stored, whether run is retried; if so it stores the pending retry and
 // sets run.Retry. It returns the pending retry for the loop, or nil.
 func (e *Engine) planRetry(ctx context.Context, h *Hook, run *Run, now time.Time) *PendingRetry {
+	p := newRetry(h, run, now)
+	if p == nil {
+		return nil
+	}
+	cp := *p
+	if err := e.persist(ctx, "pending retry", h.Name, run.ID, func(ctx context.Context) error { return e.cfg.Store.AddRetry(ctx, &cp) }); err != nil {
+		e.log.Error("store pending retry; the run is not retried", "hook", h.Name, "run", run.ID, "err", err)
+		return nil
+	}
+	plan := p.RetryPlan
+	run.Retry = &plan
+	return p
+}
+
+// newRetry is the retry of run, which ended with its status at now, when
+// h's policy retries it; else nil.
+func newRetry(h *Hook, run *Run, now time.Time) *PendingRetry {
 	if !h.Retry.retries(run.Status, run.Attempt) {
 		return nil
 	}
@@ -122,13 +139,6 @@ func (e *Engine) planRetry(ctx context.Context, h *Hook, run *Run, now time.Time
 	if run.RetryOf != "" {
 		p.RetryOf = run.RetryOf
 	}
-	cp := *p
-	if err := e.persist(ctx, "pending retry", h.Name, run.ID, func(ctx context.Context) error { return e.cfg.Store.AddRetry(ctx, &cp) }); err != nil {
-		e.log.Error("store pending retry; the run is not retried", "hook", h.Name, "run", run.ID, "err", err)
-		return nil
-	}
-	plan := p.RetryPlan
-	run.Retry = &plan
 	return p
 }
 
@@ -179,18 +189,28 @@ func (s *state) retryInterrupted(ctx context.Context, ent *entry, r *Run, now ti
 // retryPending reports whether a pending retry already follows run r:
 // one of its chain with a later attempt.
 func (s *state) retryPending(r *Run) bool {
+	p := retryOf(s.retries, r)
+	if p == nil {
+		return false
+	}
+	plan := p.RetryPlan
+	r.Retry = &plan
+	return true
+}
+
+// retryOf returns the retry among pending that follows run r: one of its
+// chain with a later attempt; or nil.
+func retryOf(pending []*PendingRetry, r *Run) *PendingRetry {
 	chain := r.RetryOf
 	if chain == "" {
 		chain = r.ID
 	}
-	for _, p := range s.retries {
+	for _, p := range pending {
 		if p.Hook == r.Hook && p.RetryOf == chain && p.Attempt > max(r.Attempt, 1) {
-			plan := p.RetryPlan
-			r.Retry = &plan
-			return true
+			return p
 		}
 	}
-	return false
+	return nil
 }
 
 // fireRetries fires the retries that are due, through the gates but the

@@ -188,7 +188,8 @@ type Store interface {
 
 	// Reruns: the rerun of a run a crash interrupted (on_interrupted:
 	// rerun) that a daemonless command recovered, kept for the next hookd
-	// that schedules.
+	// that schedules; on a cluster, also one its scheduler decided
+	// (Cluster.Follow), kept until it starts.
 
 	// AddRerun records a pending rerun.
 	AddRerun(ctx context.Context, r *PendingRerun) error

@@ -378,7 +378,8 @@ func (d *DB) RecoverNode(ctx context.Context, node string, now time.Time) ([]*en
 }
 
 // interrupt marks interrupted the running runs that cond ($2 is arg)
-// selects, and the hooks' last status with them.
+// selects, each owed its follow-up (Member.Owed) until a scheduler stores
+// it (Member.Follow), and the hooks' last status with them.
 //
 // It locks those runs first, oldest first (by seq), and only then updates
 // them. An UPDATE alone locks rows in the order its plan meets them: the
@@ -410,7 +411,7 @@ func (d *DB) interrupt(ctx context.Context, now time.Time, reason, cond string, 
 		// A run another transaction finished or interrupted while this
 		// one waited for it is not locked here (PostgreSQL checks the
 		// row again once it has it): it is left as it is.
-		rows, err = tx.Query(ctx, `UPDATE runs SET status = 'interrupted', reason = $1, finished_at = $2
+		rows, err = tx.Query(ctx, `UPDATE runs SET status = 'interrupted', reason = $1, finished_at = $2, owed = true
 			WHERE id = ANY($3) AND status = $4 RETURNING `+runCols+`, seq`,
 			reason, timeArg(now), ids, string(engine.StatusRunning))
 		if err != nil {

@@ -128,6 +128,7 @@ CREATE TABLE retries (
 	{19, "rerun trace parent", sqlRerunTrace},                          // reruns.go
 	{20, "run trace links", sqlRunTraceLinks},                          // runs.go
 	{21, "retry trace parent", sqlRetryTrace},                          // state.go
+	{22, "cluster: interrupted runs owed a follow-up", sqlOwed},        // followup.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,

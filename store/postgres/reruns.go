@@ -10,8 +10,9 @@ import (
 
 // sqlReruns is migration 16: the table of pending reruns, each the rerun
 // of a run a crash interrupted (on_interrupted: rerun) that a daemonless
-// command recovered, left for the next hookd that schedules
-// (engine.PendingRerun). A row is deleted once its rerun started.
+// command recovered, left for the next hookd that schedules, or that the
+// cluster's scheduler decided (Member.Follow) (engine.PendingRerun). A
+// row is deleted once its rerun started.
 const sqlReruns = `CREATE TABLE IF NOT EXISTS reruns (
 	run_id      TEXT    PRIMARY KEY,
 	hook        TEXT    NOT NULL,
