@@ -10,7 +10,8 @@ import (
 )
 
 // dispatchDurable dispatches a stored pending event, waits until the runs
-// it started have their start recorded, and marks it dispatched. An event
+// it started have their start recorded and the loop's other records of
+// it are written, and marks it dispatched (settle). An event
 // that arrives while the engine stops stays pending for the next start.
 // again says the event may have been dispatched before (DispatchPending:
 // a crash or a failover came before its mark, or a run's start was not
@@ -33,10 +34,13 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 
 // settle decides what becomes of the stored pending event ev once the
 // loop dispatched it (out): its fate is stored; it is marked dispatched
-// once the starts it caused are recorded, and stays pending when one
+// once the starts it caused are recorded and so are the records of what
+// it did to the other hooks (a run that waits, a merge into a pending
+// run, a refusal: the writer's, out.after), and stays pending when one
 // was not, or when the engine is stopping. It is the one place that
 // decides it, for every event stored pending (emitWithStart's with
-// several hooks too).
+// several hooks too): a mark stored before such a record, and a crash
+// between them, and the event would never reach that hook.
 func (e *Engine) settle(ctx context.Context, ev *Event, out *dispatched) (*dispatched, error) {
 	starts := out.starts
 	if !out.stopping {
@@ -85,6 +89,17 @@ func (e *Engine) settle(ctx context.Context, ev *Event, out *dispatched) (*dispa
 		// within a heartbeat interval, or at the next start.
 		e.log.Warn("event stays pending: the start of a run it triggered was not recorded; it is dispatched again to the hooks it did not reach",
 			"event", ev.ID, "type", ev.Type, "hooks", strings.Join(notStarted, ","))
+		return out, nil
+	}
+	if out.after != nil && !e.wr.awaitWritten(out.after) {
+		// A record of what it did to a hook is not stored (the store is
+		// slow or stalled, or refused it): marked dispatched, a crash
+		// before that record lands and the event would never reach that
+		// hook. It stays pending; a dispatch again passes that hook by
+		// (reachedBefore: a cluster scheduler's decisions, elsewhere the
+		// store once the writer wrote it).
+		e.log.Warn("event stays pending: the record of what it did to a hook is not stored yet; it is dispatched again to the hooks it did not reach",
+			"event", ev.ID, "type", ev.Type)
 		return out, nil
 	}
 	if err := e.markDispatched(ctx, ev.Seq); err != nil {

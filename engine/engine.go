@@ -668,6 +668,11 @@ func (e *Engine) decide(ctx context.Context, ev *Event, mark bool, carry *Event,
 			return
 		}
 		d := s.dispatch(ev, mark, carry, reached)
+		if mark {
+			// The records of what it did to each hook are the writer's
+			// up to here: its mark waits for them (settle).
+			out.after = s.e.wr.last()
+		}
 		out.gated, out.carrier, out.rejected, out.unheard, out.several = d.refused, d.carrier, d.rejected, d.unheard, d.several
 		if d.unheard {
 			out.nearest = NearestTypes(ev.Type, s.cfg.Events.Patterns())
@@ -715,7 +720,12 @@ type dispatched struct {
 	rejected []string
 	// decided is what it did to each hook it reached, for a stored event
 	// (mark; decisions).
-	decided  []decision
+	decided []decision
+	// after is the writer's latest write when the loop decided for a
+	// stored event (mark; nil: none waited): the records of what it did
+	// to each hook are written once it is, and its mark waits for them
+	// (settle).
+	after    *write
 	unheard  bool
 	nearest  []string
 	stopping bool

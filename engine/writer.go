@@ -264,13 +264,16 @@ func (w *storeWriter) lastOf(id string) *write {
 }
 
 // awaitWritten waits until wr is written or given up, at most
-// StoreTimeout.
-func (w *storeWriter) awaitWritten(wr *write) {
+// StoreTimeout, and reports whether it was written. The writer writes in
+// order: wr written, every write before it was written or given up.
+func (w *storeWriter) awaitWritten(wr *write) bool {
 	t := w.e.cfg.Clock.NewTimer(w.e.cfg.StoreTimeout)
 	defer t.Stop()
 	select {
 	case <-wr.done:
+		return wr.err == nil
 	case <-t.C():
+		return false
 	}
 }
 
