@@ -60,7 +60,7 @@ func (e *Engine) settle(ctx context.Context, ev *Event, out *dispatched) (*dispa
 	// Until its mark is stored, the event is dispatched again, and what
 	// the loop decided now is what it did to each hook, whether its record
 	// is stored yet or not.
-	e.decided.add(ev.Seq, out.decided)
+	e.keepDecisions(ev.Seq, out.decided)
 	marked := len(starts) > 0
 	var notStarted []string
 	for _, act := range starts {
@@ -121,6 +121,13 @@ func (e *Engine) reachedBefore(ctx context.Context, seq int64) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
+	if e.cfg.Cluster == nil {
+		// No decisions kept (Engine.keepDecisions): the store is the whole
+		// truth once the writer wrote what the loop decided before.
+		if wr := e.wr.last(); wr != nil {
+			e.wr.awaitWritten(wr)
+		}
+	}
 	stored, err := e.cfg.Store.DispatchedTo(ctx, seq)
 	if err != nil {
 		return nil, err
@@ -137,7 +144,8 @@ type decision struct {
 }
 
 // decisions are what this engine's loop decided for the stored events it
-// dispatched that are still pending, by seq. The loop decides, the writer
+// dispatched that are still pending: by seq, by hook, the run it started
+// there (nil: a record the writer stores). The loop decides, the writer
 // persists (writer.go): a record of a run that waits, of a refusal or of
 // a merge may wait in the writer (the store is slow or stalled) while the
 // event stays pending — another hook's run was not released, or the mark
@@ -148,13 +156,27 @@ type decision struct {
 // crash or a failover, when the loop's state is rebuilt from the store.
 // A cluster node that loses the lease stops (Engine.fail), and its late
 // writes are refused (Cluster.Fence), so these are never read against
-// another scheduler's state.
+// another scheduler's state. They hold at most one decision per hook
+// per event: a hook is reached again only when its start failed, and
+// such a start is dropped once read.
 type decisions struct {
 	mu    sync.Mutex
-	bySeq map[int64][]decision
+	bySeq map[int64]map[string]*active
 }
 
-// add records what the loop decided for event seq.
+// keepDecisions records what the loop decided for the stored event seq,
+// where a dispatch again can read it: on a cluster's scheduler, which
+// dispatches what stays pending every interval (DispatchPending).
+// Elsewhere only a start dispatches again, a new process with none, and
+// reachedBefore waits for the writer and reads the store.
+func (e *Engine) keepDecisions(seq int64, ds []decision) {
+	if e.cfg.Cluster != nil {
+		e.decided.add(seq, ds)
+	}
+}
+
+// add records what the loop decided for event seq: the latest decision
+// at each hook.
 func (d *decisions) add(seq int64, ds []decision) {
 	if len(ds) == 0 {
 		return
@@ -162,9 +184,16 @@ func (d *decisions) add(seq int64, ds []decision) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.bySeq == nil {
-		d.bySeq = map[int64][]decision{}
+		d.bySeq = map[int64]map[string]*active{}
 	}
-	d.bySeq[seq] = append(d.bySeq[seq], ds...)
+	hooks := d.bySeq[seq]
+	if hooks == nil {
+		hooks = make(map[string]*active, len(ds))
+		d.bySeq[seq] = hooks
+	}
+	for _, dc := range ds {
+		hooks[dc.hook] = dc.start
+	}
 }
 
 // forget drops what was decided for event seq: its mark is stored.
@@ -176,11 +205,14 @@ func (d *decisions) forget(seq int64) {
 
 // reached returns the hooks event seq reached by the loop's decisions:
 // each run it started once its start is recorded (waited for; one whose
-// start was not recorded did not reach its hook), each other decision at
-// once.
+// start was not recorded did not reach its hook, and is dropped), each
+// other decision at once.
 func (d *decisions) reached(ctx context.Context, seq int64) ([]string, error) {
 	d.mu.Lock()
-	ds := slices.Clone(d.bySeq[seq])
+	var ds []decision
+	for hook, act := range d.bySeq[seq] {
+		ds = append(ds, decision{hook: hook, start: act})
+	}
 	d.mu.Unlock()
 	var hooks []string
 	for _, dc := range ds {
@@ -191,12 +223,39 @@ func (d *decisions) reached(ctx context.Context, seq int64) ([]string, error) {
 				return nil, ctx.Err()
 			}
 			if act.startErr != nil {
+				d.drop(seq, dc.hook, act)
 				continue
 			}
 		}
 		hooks = append(hooks, dc.hook)
 	}
+	slices.Sort(hooks)
 	return hooks, nil
+}
+
+// drop drops the decision at hook for event seq when it is still the
+// start act, which failed.
+func (d *decisions) drop(seq int64, hook string, act *active) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	hooks := d.bySeq[seq]
+	if cur, ok := hooks[hook]; ok && cur == act {
+		delete(hooks, hook)
+		if len(hooks) == 0 {
+			delete(d.bySeq, seq)
+		}
+	}
+}
+
+// size is how many decisions are held, for every event.
+func (d *decisions) size() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, hooks := range d.bySeq {
+		n += len(hooks)
+	}
+	return n
 }
 
 // markDispatched marks the stored event seq dispatched, within
