@@ -87,3 +87,83 @@ func TestEmitSeveralStartsOneFailedStaysPending(t *testing.T) {
 		t.Errorf("pending after the second start: %v %v", p, err)
 	}
 }
+
+// heldHookStart is a real SQLite store whose starts of a run of hook wait
+// until unhold is closed, held reporting that one does.
+type heldHookStart struct {
+	*store.DB
+	hook   string
+	held   chan struct{}
+	unhold chan struct{}
+}
+
+func (s *heldHookStart) wait(r *engine.Run) {
+	if r.Hook == s.hook {
+		s.held <- struct{}{}
+		<-s.unhold
+	}
+}
+
+func (s *heldHookStart) StartRun(ctx context.Context, r *engine.Run) error {
+	s.wait(r)
+	return s.DB.StartRun(ctx, r)
+}
+
+func (s *heldHookStart) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
+	s.wait(r)
+	return s.DB.StartRunDispatched(ctx, r, seq)
+}
+
+// TestEmitSeveralOutlivesClient: an event without an ID that several
+// hooks take is stored pending, then dispatched; a client that goes away
+// then (its ctx canceled while a start is recorded) does not make Emit
+// fail with the event left pending for the next start — a client that
+// emitted it again would have it twice. Emit answers once it is
+// dispatched and marked. Before, it failed with "context canceled" and
+// the event stayed pending.
+func TestEmitSeveralOutlivesClient(t *testing.T) {
+	t.Parallel()
+	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := &heldHookStart{DB: db, hook: "b", held: make(chan struct{}, 1), unhold: make(chan struct{})}
+	hook := func(name string) *engine.Hook {
+		h := withSteps(newHook(name), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+			return &engine.StepResult{Output: "ran"}, nil
+		}))
+		h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+		return h
+	}
+	eng, err := engine.New(engine.Config{Store: st, Events: triggers.NewEventIndex(), Clock: clock.System{}, Tick: time.Second,
+		Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{hook("a"), hook("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Stop()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	type answer struct {
+		runs []*engine.Run
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		runs, err := eng.Emit(ctx, &engine.Event{Type: "deploy.done"})
+		answered <- answer{runs, err}
+	}()
+	<-st.held // stored pending, dispatched: b's start is being recorded
+	cancel()  // the client goes away
+	close(st.unhold)
+	got := <-answered
+	if got.err != nil || len(got.runs) != 2 {
+		t.Errorf("Emit after its client went away: %d runs, %v; want a's and b's runs", len(got.runs), got.err)
+	}
+	if p, err := db.PendingEvents(context.Background(), 10); err != nil || len(p) != 0 {
+		t.Errorf("pending events after Emit: %v %v; want none (dispatched and marked)", p, err)
+	}
+}

@@ -602,7 +602,12 @@ func (e *Engine) emitWithStart(ctx context.Context, ev *Event) (*dispatched, err
 			return nil, fmt.Errorf("store event: %w", err)
 		}
 		// Its subscribers were told and no handler claimed it: the loop
-		// decides again, for the stored event.
+		// decides again, for the stored event. Stored, it is dispatched
+		// and answered whatever becomes of ctx: a client that went away
+		// here and emitted it again would have it twice. Each wait on
+		// that path is bounded (the loop answers or stops; a start's
+		// record, the writer's records and the mark within StoreTimeout).
+		ctx := context.WithoutCancel(ctx)
 		out = &dispatched{claim: out.claim}
 		if err := e.decide(ctx, ev, true, nil, nil, out); err != nil {
 			return nil, err
