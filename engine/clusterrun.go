@@ -306,6 +306,7 @@ func (e *Engine) release(ent *entry, act *active) {
 	if err == nil {
 		act.marked = act.markSeq != 0
 		close(act.started)
+		e.forgetStarted(act)
 		return
 	}
 	act.startErr = err
@@ -493,11 +494,21 @@ func (e *Engine) pollLoop(ctx context.Context) {
 		}) != nil {
 			return
 		}
-		finals, err := cl.Final(ctx, ids)
+		// The stored reruns and retries first: one a run's end stores
+		// (its node's retry) is then read with that end, not before it.
+		reruns, err := e.cfg.Store.PendingReruns(ctx)
 		var (
-			owed  []*Run
-			saved map[string]HookState
+			retries []*PendingRetry
+			finals  []*Run
+			owed    []*Run
+			saved   map[string]HookState
 		)
+		if err == nil {
+			retries, err = e.cfg.Store.PendingRetries(ctx)
+		}
+		if err == nil {
+			finals, err = cl.Final(ctx, ids)
+		}
 		if err == nil {
 			owed, err = cl.Owed(ctx)
 		}
@@ -514,7 +525,7 @@ func (e *Engine) pollLoop(ctx context.Context) {
 			for name, ent := range s.hooks {
 				ent.paused = saved[name].Paused
 			}
-			s.remoteEnded(ctx, finals, owed)
+			s.remoteEnded(ctx, finals, owed, reruns, retries)
 		}) != nil {
 			return
 		}
@@ -541,9 +552,10 @@ func (e *Engine) readPaused(ctx context.Context) {
 // remoteEnded, on the scheduler, ends the released runs whose records
 // it read final (remoteFinished), follows the interrupted runs owed a
 // follow-up that are not in flight here (followInterrupted: one whose
-// end this scheduler has yet to read is followed then), and starts the
-// reruns decided.
-func (s *state) remoteEnded(ctx context.Context, finals, owed []*Run) {
+// end this scheduler has yet to read is followed then), takes up the
+// stored reruns and retries it neither holds nor started (adoptStored:
+// reruns and retries, read before the ends), and starts the reruns.
+func (s *state) remoteEnded(ctx context.Context, finals, owed []*Run, reruns []*PendingRerun, retries []*PendingRetry) {
 	isOwed := make(map[string]bool, len(owed))
 	for _, r := range owed {
 		isOwed[r.ID] = true
@@ -558,6 +570,7 @@ func (s *state) remoteEnded(ctx context.Context, finals, owed []*Run) {
 			s.followInterrupted(ctx, r)
 		}
 	}
+	s.adoptStored(ctx, reruns, retries)
 	s.startReruns()
 }
 

@@ -41,6 +41,7 @@ func (e *Engine) execute(ctx context.Context, ent *entry, h *Hook, act *active) 
 		return
 	}
 	close(act.started)
+	e.forgetStarted(act)
 	// Let the caller waiting for the start (Emit, fire --wait) run first:
 	// close makes it runnable on this P, but this goroutine would keep the
 	// P through the step's fork/exec (vfork holds it) and its process

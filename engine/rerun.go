@@ -106,20 +106,27 @@ func (s *state) restoreReruns(ctx context.Context) error {
 
 // startReruns fires, once, the runs of hooks with on_interrupted: rerun
 // that a previous hookd left interrupted, with the same event, through
-// the gates (bar the cooldown).
+// the gates (bar the cooldown). A stored one is forgotten once its run's
+// start is recorded, or at once when a gate refused it (storedFollow).
 func (s *state) startReruns() {
 	for _, p := range s.reruns {
 		ent := s.hooks[p.Hook]
 		if ent == nil {
 			s.e.log.Info("rerun dropped: its hook no longer exists", "hook", p.Hook, "interrupted", p.Interrupted)
-		} else {
-			res := s.trigger(ent, trig{reason: TriggerRerun, id: p.RunID, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
-				traceParent: p.TraceParent, traceLink: p.TraceLink, note: fmt.Sprintf("re-runs run %s, interrupted when hookd stopped (on_interrupted: rerun)", p.Interrupted)})
-			s.e.log.Info("re-running an interrupted run", "hook", p.Hook, "interrupted", p.Interrupted, "run", res.run.ID, "err", res.err)
+			if p.stored {
+				s.forgetRerun(p.Hook, p.RunID)
+			}
+			continue
 		}
+		t := trig{reason: TriggerRerun, id: p.RunID, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
+			traceParent: p.TraceParent, traceLink: p.TraceLink, note: fmt.Sprintf("re-runs run %s, interrupted when hookd stopped (on_interrupted: rerun)", p.Interrupted)}
+		var res trigResult
 		if p.stored {
-			s.forgetRerun(p.Hook, p.RunID)
+			res = s.triggerStored(ent, t, p.RunID, storedFollow{what: "pending rerun", hook: p.Hook, del: s.cfg.Store.DeleteRerun})
+		} else {
+			res = s.trigger(ent, t)
 		}
+		s.e.log.Info("re-running an interrupted run", "hook", p.Hook, "interrupted", p.Interrupted, "run", res.run.ID, "err", res.err)
 	}
 	s.reruns = nil
 }
@@ -127,6 +134,126 @@ func (s *state) startReruns() {
 func (s *state) forgetRerun(hook, runID string) {
 	s.await(s.e.wr.submit("pending rerun's removal", hook, runID,
 		func(ctx context.Context) error { return s.cfg.Store.DeleteRerun(ctx, runID) }))
+}
+
+// storedFollow is a stored pending rerun or retry (what) of hook whose
+// run the loop triggered: del removes it from the store once that run's
+// start is recorded (forgetStarted), and not before, so that a start
+// that fails (a cluster's release the database refused, or did not
+// answer within StoreTimeout) or a hookd killed in between leaves it
+// stored: for the next poll of a cluster's scheduler (adoptStored), or
+// the next start or takeover (restoreReruns, restoreRetries), each of
+// which forgets, rather than starts, one whose run exists.
+type storedFollow struct {
+	what, hook string
+	del        func(ctx context.Context, runID string) error
+}
+
+// triggerStored runs t, the trigger of the stored pending rerun or
+// retry f whose run is runID. One a gate refused is forgotten at once
+// (its run's record says why it did not run, after which it is
+// forgotten: the writer keeps their order); one admitted is forgotten
+// once its start is recorded (startRun hands f to the run).
+func (s *state) triggerStored(ent *entry, t trig, runID string, f storedFollow) trigResult {
+	s.unstarted[runID] = f
+	res := s.trigger(ent, t)
+	if res.err != nil {
+		delete(s.unstarted, runID)
+		s.await(s.e.wr.submit(f.what+"'s removal", f.hook, runID,
+			func(ctx context.Context) error { return f.del(ctx, runID) }))
+	}
+	return res
+}
+
+// forgetStarted, called by the goroutine that recorded act's start once
+// it did, forgets the stored pending rerun or retry act's run is, if any
+// (storedFollow).
+func (e *Engine) forgetStarted(act *active) {
+	f := act.stored
+	if f == nil {
+		return
+	}
+	id := act.run.ID
+	e.wr.submit(f.what+"'s removal", f.hook, id, func(ctx context.Context) error { return f.del(ctx, id) })
+}
+
+// adoptStored, on a cluster's scheduler at each poll, takes up the
+// pending reruns and retries stored (read before the poll read which
+// runs ended) that it neither holds nor has started: one whose release
+// failed (kept: storedFollow), or one Cluster.Follow stored whose answer
+// was lost (the store's deadline came during its commit). One whose hook
+// has a run in flight, queued or pending here waits for a later poll
+// (its run's end, not read yet, may bring it: plannedRetry); one whose
+// run exists started already, and is forgotten.
+func (s *state) adoptStored(ctx context.Context, reruns []*PendingRerun, retries []*PendingRetry) {
+	if s.stopping() {
+		return
+	}
+	var cand []string
+	known := func(hook, id string) bool {
+		if s.live[id] != nil || slices.ContainsFunc(s.reruns, func(r rerun) bool { return r.RunID == id }) ||
+			slices.ContainsFunc(s.retries, func(q *PendingRetry) bool { return q.RunID == id }) {
+			return true
+		}
+		// Triggered, it waited and is gone without starting (cancelled,
+		// or dropped with its hook): its record, if any, decides below.
+		delete(s.unstarted, id)
+		ent := s.hooks[hook]
+		return ent != nil && (ent.active != nil || ent.queued != nil || ent.pending != nil)
+	}
+	for _, p := range reruns {
+		if !known(p.Hook, p.RunID) {
+			cand = append(cand, p.RunID)
+		}
+	}
+	for _, p := range retries {
+		if !known(p.Hook, p.RunID) {
+			cand = append(cand, p.RunID)
+		}
+	}
+	if len(cand) == 0 {
+		return
+	}
+	exists := map[string]bool{}
+	var err error
+	s.onStore(func() {
+		sctx, cancel := s.e.storeCtx(ctx)
+		defer cancel()
+		for _, id := range cand {
+			_, gerr := s.cfg.Store.GetRun(sctx, id)
+			switch {
+			case gerr == nil:
+				exists[id] = true
+			case !errors.Is(gerr, ErrNotFound):
+				err = gerr
+				return
+			}
+		}
+	})
+	if err != nil {
+		s.e.log.Warn("read the runs of stored reruns and retries; taken up at the next poll", "err", err)
+		return
+	}
+	for _, p := range reruns {
+		switch {
+		case !slices.Contains(cand, p.RunID):
+		case exists[p.RunID]:
+			s.forgetRerun(p.Hook, p.RunID)
+		default:
+			s.e.log.Info("taking up a stored rerun", "hook", p.Hook, "interrupted", p.Interrupted, "rerun", p.RunID)
+			s.reruns = append(s.reruns, rerun{PendingRerun: *p, stored: true})
+		}
+	}
+	for _, p := range retries {
+		switch {
+		case !slices.Contains(cand, p.RunID):
+		case exists[p.RunID]:
+			s.forgetRetry(p)
+		default:
+			s.e.log.Info("taking up a stored retry", "hook", p.Hook, "retry_of", p.RetryOf, "retry", p.RunID, "at", p.At)
+			s.retries.add(p)
+		}
+	}
 }
 
 // followInterrupted decides, on a cluster's scheduler, what follows the
@@ -197,7 +324,9 @@ func (s *state) followInterrupted(ctx context.Context, r *Run) {
 	case errors.Is(err, ErrNotFound):
 		return // another scheduler stored its follow-up
 	case err != nil:
-		s.e.log.Warn("store what follows an interrupted run; decided again at the next poll", "hook", r.Hook, "run", r.ID, "err", err)
+		// Stored after all when the deadline came during the commit: the
+		// next poll then takes it up (adoptStored), else decides it again.
+		s.e.log.Warn("store what follows an interrupted run; taken up, or decided again, at the next poll", "hook", r.Hook, "run", r.ID, "err", err)
 		return
 	}
 	switch {

@@ -228,10 +228,11 @@ func (s *state) fireRetries(now time.Time) {
 			s.forgetRetry(p)
 			continue
 		}
-		res := s.trigger(ent, trig{reason: TriggerRetry, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
-			traceParent: p.TraceParent, traceLink: p.TraceLink, retry: p, note: fmt.Sprintf("attempt %d of %d: retries run %s", p.Attempt, p.Attempts, p.RetryOf)})
+		// Forgotten once its run's start is recorded (storedFollow).
+		res := s.triggerStored(ent, trig{reason: TriggerRetry, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
+			traceParent: p.TraceParent, traceLink: p.TraceLink, retry: p, note: fmt.Sprintf("attempt %d of %d: retries run %s", p.Attempt, p.Attempts, p.RetryOf)},
+			p.RunID, storedFollow{what: "pending retry", hook: p.Hook, del: s.cfg.Store.DeleteRetry})
 		s.e.log.Info("retrying a failed run", "hook", p.Hook, "retry_of", p.RetryOf, "attempt", p.Attempt, "run", res.run.ID, "err", res.err)
-		s.forgetRetry(p)
 	}
 }
 

@@ -40,6 +40,11 @@ type state struct {
 	spend   budget.Ledger // token usage of the last day
 	lookout lookout       // since the loop last looked at the clock (gap.go)
 
+	// unstarted are the stored pending reruns and retries whose runs were
+	// triggered and wait to start (queued, pending), by run id: each is
+	// forgotten once its run's start is recorded (storedFollow).
+	unstarted map[string]storedFollow
+
 	// recent holds the final records of the runs that ended last, for
 	// Wait (recentFinals; under Engine.waitMu).
 	recent recentFinals
@@ -128,6 +133,10 @@ type active struct {
 	// cluster's scheduler it is the latest of the run's own (its queued
 	// record, a merge into it), which its release comes after.
 	after *write
+
+	// stored is the stored pending rerun or retry this run is (nil:
+	// none), forgotten once its start is recorded (storedFollow).
+	stored *storedFollow
 }
 
 // trig is one trigger of a hook.
@@ -165,6 +174,8 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		retired: map[string]*entry{},
 		waiters: map[string][]chan *Run{},
 		remote:  map[string]*active{},
+
+		unstarted: map[string]storedFollow{},
 	}
 	now := s.cfg.Clock.Now()
 	s.lookout = lookout{wall: now, mono: s.cfg.Clock.Mono()} // the schedules begin at now
@@ -1039,6 +1050,10 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 	now := s.cfg.Clock.Now()
 	ctx, cancel := context.WithCancelCause(s.e.runCtx)
 	act := &active{run: run, cancel: cancel, started: make(chan struct{}), wasQueued: run.Status == StatusQueued}
+	if f, ok := s.unstarted[run.ID]; ok {
+		delete(s.unstarted, run.ID)
+		act.stored = &f
+	}
 	if s.e.cfg.Cluster == nil {
 		act.after = s.e.wr.last()
 	} else {
