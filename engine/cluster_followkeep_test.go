@@ -78,68 +78,20 @@ func TestClusterFollowKept(t *testing.T) {
 func testClusterFollowKept(t *testing.T, fault, follow string) {
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
-	var (
-		mu      sync.Mutex
-		started int
-	)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	hooks := func() []*engine.Hook {
-		h := withSteps(newHook("h"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-			mu.Lock()
-			started++
-			mu.Unlock()
-			select { // each run executes until the test ends, or its node stops
-			case <-release:
-			case <-ctx.Done():
-			}
-			return &engine.StepResult{Output: "ran"}, nil
-		}))
-		h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "job.*"}
-		if follow == engine.TriggerRerun {
-			h.OnInterrupted = engine.InterruptedRerun
-		} else {
-			h.Retry = engine.RetryPolicy{Attempts: 2, On: []engine.Status{engine.StatusInterrupted}, Backoff: 50 * time.Millisecond}
-		}
-		return []*engine.Hook{h}
-	}
-	steps := func() int { mu.Lock(); defer mu.Unlock(); return started }
+	f := newFollowHook(t, follow)
 
 	lockNode(ctx, t, url, "node-a")
 	sched := &faultyFollow{Member: db.Member("node-a", 0, 2*time.Second), fault: fault}
-	a := startClusterNode(ctx, t, engine.Config{Store: db, Cluster: sched, MaxConcurrent: 8}, hooks())
+	a := startClusterNode(ctx, t, engine.Config{Store: db, Cluster: sched, MaxConcurrent: 8}, f.hooks())
 	poll(t, "node A leads", func() bool { self, _ := a.Scheduler(); return self })
 
-	lockW, err := postgres.LockNode(ctx, url, "node-w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lockW.Unlock()
-	worker := &killedWorker{Member: db.Member("node-w", 4, 2*time.Second)}
-	w := startClusterNode(ctx, t, engine.Config{Store: db, Cluster: worker, MaxConcurrent: 8}, hooks())
-	if _, err := a.Emit(ctx, &engine.Event{ID: "e1", Type: "job.done"}); err != nil {
-		t.Fatal(err)
-	}
-	var interrupted *engine.Run
-	poll(t, "e1's run executes on W", func() bool {
-		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "h", Limit: 10})
-		if err != nil || len(runs) != 1 || runs[0].Status != engine.StatusRunning || steps() != 1 {
-			return false
-		}
-		interrupted = runs[0]
-		return true
-	})
-	worker.dead.Store(true)
-	w.Stop() // W is killed: the run stays running in the store
-	if err := lockW.Unlock(); err != nil {
-		t.Fatal(err)
-	}
+	interrupted := runOnKilledWorker(ctx, t, url, db, a, f, nil)
 	// W restarts and marks its run interrupted; A follows it up.
 	lockNode(ctx, t, url, "node-w")
-	startClusterNode(ctx, t, engine.Config{Store: db, Cluster: db.Member("node-w", 4, 2*time.Second), MaxConcurrent: 8}, hooks())
+	startClusterNode(ctx, t, engine.Config{Store: db, Cluster: db.Member("node-w", 4, 2*time.Second), MaxConcurrent: 8}, f.hooks())
 
 	poll(t, "the "+fault+" fault happens", sched.done.Load)
-	poll(t, "the interrupted run's "+follow+" executes", func() bool { return steps() == 2 })
+	poll(t, "the interrupted run's "+follow+" executes", func() bool { return f.steps() == 2 })
 	poll(t, "no pending rerun or retry is left", func() bool {
 		reruns, err := db.PendingReruns(ctx)
 		if err != nil || len(reruns) != 0 {
@@ -148,23 +100,11 @@ func testClusterFollowKept(t *testing.T, fault, follow string) {
 		retries, err := db.PendingRetries(ctx)
 		return err == nil && len(retries) == 0
 	})
-	runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "h", Limit: 10})
-	if err != nil {
-		t.Fatal(err)
+	again := followedOnce(ctx, t, db, interrupted, follow)
+	if id := sched.failedRun(); fault == "release" && again.ID != id {
+		t.Errorf("the %s ran as run %s; want run %s, the one whose release failed", follow, again.ID, id)
 	}
-	var again []*engine.Run
-	for _, r := range runs {
-		if r.ID != interrupted.ID {
-			again = append(again, r)
-		}
-	}
-	if len(again) != 1 || again[0].Trigger != follow || again[0].Status != engine.StatusRunning {
-		t.Fatalf("runs of h besides the interrupted one: %+v; want its one %s, running", again, follow)
-	}
-	if id := sched.failedRun(); fault == "release" && again[0].ID != id {
-		t.Errorf("the %s ran as run %s; want run %s, the one whose release failed", follow, again[0].ID, id)
-	}
-	if n := steps(); n != 2 {
+	if n := f.steps(); n != 2 {
 		t.Errorf("h executed %d times; want 2 (the run, its %s)", n, follow)
 	}
 }

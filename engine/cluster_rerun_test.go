@@ -71,32 +71,7 @@ func TestClusterRerunAcrossFailover(t *testing.T) {
 func testClusterFollowAcrossFailover(t *testing.T, follow string) {
 	ctx := context.Background()
 	url, db := newClusterDB(ctx, t)
-	var (
-		mu      sync.Mutex
-		started int
-	)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	hooks := func() []*engine.Hook {
-		h := withSteps(newHook("h"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-			mu.Lock()
-			started++
-			mu.Unlock()
-			select { // each run executes until the test ends, or its node stops
-			case <-release:
-			case <-ctx.Done():
-			}
-			return &engine.StepResult{Output: "ran"}, nil
-		}))
-		h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "job.*"}
-		if follow == engine.TriggerRerun {
-			h.OnInterrupted = engine.InterruptedRerun
-		} else {
-			h.Retry = engine.RetryPolicy{Attempts: 2, On: []engine.Status{engine.StatusInterrupted}, Backoff: 50 * time.Millisecond}
-		}
-		return []*engine.Hook{h}
-	}
-	steps := func() int { mu.Lock(); defer mu.Unlock(); return started }
+	f := newFollowHook(t, follow)
 
 	lockA, err := postgres.LockNode(ctx, url, "node-a")
 	if err != nil {
@@ -104,40 +79,17 @@ func testClusterFollowAcrossFailover(t *testing.T, follow string) {
 	}
 	defer lockA.Unlock()
 	sched := &deafScheduler{Member: db.Member("node-a", 0, 2*time.Second)}
-	a := startClusterNode(ctx, t, engine.Config{Store: db, Cluster: sched, MaxConcurrent: 8}, hooks())
+	a := startClusterNode(ctx, t, engine.Config{Store: db, Cluster: sched, MaxConcurrent: 8}, f.hooks())
 	poll(t, "node A leads", func() bool { self, _ := a.Scheduler(); return self })
 
-	lockW, err := postgres.LockNode(ctx, url, "node-w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lockW.Unlock()
-	worker := &killedWorker{Member: db.Member("node-w", 4, 2*time.Second)}
-	w := startClusterNode(ctx, t, engine.Config{Store: db, Cluster: worker, MaxConcurrent: 8}, hooks())
-	if _, err := a.Emit(ctx, &engine.Event{ID: "e1", Type: "job.done"}); err != nil {
-		t.Fatal(err)
-	}
-	var interrupted *engine.Run
-	poll(t, "e1's run executes on W", func() bool {
-		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "h", Limit: 10})
-		if err != nil || len(runs) != 1 || runs[0].Status != engine.StatusRunning || steps() != 1 {
-			return false
-		}
-		interrupted = runs[0]
-		return true
+	interrupted := runOnKilledWorker(ctx, t, url, db, a, f, func() {
+		sched.deaf.Store(true) // A dies: it hears of no run's end from now on
 	})
-
-	sched.deaf.Store(true) // A dies: it hears of no run's end from now on
-	worker.dead.Store(true)
-	w.Stop() // W is killed: the run stays running in the store
-	if err := lockW.Unlock(); err != nil {
-		t.Fatal(err)
-	}
 
 	// W restarts: A's lease is still good, so it recovers its run as a
 	// worker (interrupted), then takes the lease once A's session is gone.
 	lockNode(ctx, t, url, "node-w")
-	w2 := startClusterNode(ctx, t, engine.Config{Store: db, Cluster: db.Member("node-w", 4, 2*time.Second), MaxConcurrent: 8}, hooks())
+	w2 := startClusterNode(ctx, t, engine.Config{Store: db, Cluster: db.Member("node-w", 4, 2*time.Second), MaxConcurrent: 8}, f.hooks())
 	if self, _ := w2.Scheduler(); self {
 		t.Fatal("the restarted W took the lease A holds")
 	}
@@ -149,7 +101,101 @@ func testClusterFollowAcrossFailover(t *testing.T, follow string) {
 	}
 	poll(t, "the restarted W leads", func() bool { self, _ := w2.Scheduler(); return self })
 
-	poll(t, "the interrupted run's "+follow+" executes", func() bool { return steps() == 2 })
+	poll(t, "the interrupted run's "+follow+" executes", func() bool { return f.steps() == 2 })
+	followedOnce(ctx, t, db, interrupted, follow)
+	if p, err := db.PendingReruns(ctx); err != nil || len(p) != 0 {
+		t.Errorf("pending reruns left: %+v %v", p, err)
+	}
+	if p, err := db.PendingRetries(ctx); err != nil || len(p) != 0 {
+		t.Errorf("pending retries left: %+v %v", p, err)
+	}
+}
+
+// followHook is hook h, whose runs execute until the test ends or their
+// node stops, with follow (TriggerRerun: on_interrupted: rerun;
+// TriggerRetry: retry.on: [interrupted]) for its interrupted runs.
+type followHook struct {
+	follow  string
+	release chan struct{}
+
+	mu      sync.Mutex
+	started int // its runs that executed
+}
+
+func newFollowHook(t *testing.T, follow string) *followHook {
+	f := &followHook{follow: follow, release: make(chan struct{})}
+	t.Cleanup(func() { close(f.release) })
+	return f
+}
+
+// hooks are a node's hooks: h.
+func (f *followHook) hooks() []*engine.Hook {
+	h := withSteps(newHook("h"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+		f.mu.Lock()
+		f.started++
+		f.mu.Unlock()
+		select { // each run executes until the test ends, or its node stops
+		case <-f.release:
+		case <-ctx.Done():
+		}
+		return &engine.StepResult{Output: "ran"}, nil
+	}))
+	h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "job.*"}
+	if f.follow == engine.TriggerRerun {
+		h.OnInterrupted = engine.InterruptedRerun
+	} else {
+		h.Retry = engine.RetryPolicy{Attempts: 2, On: []engine.Status{engine.StatusInterrupted}, Backoff: 50 * time.Millisecond}
+	}
+	return []*engine.Hook{h}
+}
+
+// steps is how many runs of h executed.
+func (f *followHook) steps() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.started
+}
+
+// runOnKilledWorker starts worker W (node-w), has scheduler a dispatch
+// an event to h, waits until its run executes on W, calls before (when
+// set), and kills W: the run stays running in the store. It returns that
+// run.
+func runOnKilledWorker(ctx context.Context, t *testing.T, url string, db *postgres.DB, a *engine.Engine, f *followHook, before func()) *engine.Run {
+	t.Helper()
+	lockW, err := postgres.LockNode(ctx, url, "node-w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockW.Unlock()
+	worker := &killedWorker{Member: db.Member("node-w", 4, 2*time.Second)}
+	w := startClusterNode(ctx, t, engine.Config{Store: db, Cluster: worker, MaxConcurrent: 8}, f.hooks())
+	if _, err := a.Emit(ctx, &engine.Event{ID: "e1", Type: "job.done"}); err != nil {
+		t.Fatal(err)
+	}
+	var interrupted *engine.Run
+	poll(t, "e1's run executes on W", func() bool {
+		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "h", Limit: 10})
+		if err != nil || len(runs) != 1 || runs[0].Status != engine.StatusRunning || f.steps() != 1 {
+			return false
+		}
+		interrupted = runs[0]
+		return true
+	})
+	if before != nil {
+		before()
+	}
+	worker.dead.Store(true)
+	w.Stop() // W is killed: the run stays running in the store
+	if err := lockW.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	return interrupted
+}
+
+// followedOnce checks that h has one run besides interrupted, its
+// follow-up, running, and returns it.
+func followedOnce(ctx context.Context, t *testing.T, db *postgres.DB, interrupted *engine.Run, follow string) *engine.Run {
+	t.Helper()
 	runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "h", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -163,10 +209,5 @@ func testClusterFollowAcrossFailover(t *testing.T, follow string) {
 	if len(again) != 1 || again[0].Trigger != follow || again[0].Status != engine.StatusRunning {
 		t.Fatalf("runs of h besides the interrupted one: %+v; want its one %s, running", again, follow)
 	}
-	if p, err := db.PendingReruns(ctx); err != nil || len(p) != 0 {
-		t.Errorf("pending reruns left: %+v %v", p, err)
-	}
-	if p, err := db.PendingRetries(ctx); err != nil || len(p) != 0 {
-		t.Errorf("pending retries left: %+v %v", p, err)
-	}
+	return again[0]
 }
