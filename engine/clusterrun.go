@@ -296,7 +296,7 @@ func (s *state) takeover(ctx context.Context) error {
 // Before, a release had no deadline: one that hung kept its hook in
 // flight, and the dispatch of events and fires that waited for its
 // start (an Emit on the scheduler with them), for as long as it hung.
-func (e *Engine) release(ent *entry, act *active) {
+func (e *Engine) release(ent *entry, h *Hook, act *active, fence func(context.Context) context.Context) {
 	if wr := act.after; wr != nil {
 		e.wr.awaitWritten(wr)
 	}
@@ -314,7 +314,7 @@ func (e *Engine) release(ent *entry, act *active) {
 	if errors.Is(err, ErrLeaseLost) {
 		e.fail(err)
 	}
-	e.releaseFailed(ctx, act, err)
+	e.releaseFailed(ctx, h, act, err, fence)
 	e.send(func(s *state) { s.finished(ent, act, nil) })
 }
 

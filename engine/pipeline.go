@@ -101,16 +101,30 @@ func (e *Engine) notStarted(ctx context.Context, h *Hook, act *active, err error
 }
 
 // releaseFailed records why a run a cluster's scheduler admitted was not
-// released to the nodes (err).
-func (e *Engine) releaseFailed(ctx context.Context, act *active, err error) {
+// released to the nodes (err). A schedule slot's run that was not queued
+// joins its hook's missed slots, fenced as the scheduler's records are
+// (fence), as the single daemon's does when its start cannot be recorded
+// (notStarted): a release the database refused or did not answer in time
+// (StoreTimeout) would otherwise drop the slot with no record. A slot
+// another run holds is recorded slot_taken; a release refused because the
+// lease is lost records nothing: the next scheduler decides the slot.
+func (e *Engine) releaseFailed(ctx context.Context, h *Hook, act *active, err error, fence func(context.Context) context.Context) {
 	run := act.run
-	if !errors.Is(err, ErrSlotTaken) {
-		run.Status, run.Cause = StatusFailed, CauseInternal
-		run.Error = fmt.Sprintf("record run start: %v", err)
-		e.log.Error("cannot record the run's start; not running it", "hook", run.Hook, "run", run.ID, "err", err)
+	if errors.Is(err, ErrSlotTaken) {
+		e.slotTaken(ctx, act)
 		return
 	}
-	e.slotTaken(ctx, act)
+	e.log.Error("cannot record the run's start; not running it", "hook", run.Hook, "run", run.ID, "err", err)
+	run.FinishedAt = e.cfg.Clock.Now()
+	if !run.Slot.IsZero() && !act.wasQueued && !errors.Is(err, ErrLeaseLost) {
+		cause := stallCause(err, e.cfg.StoreTimeout)
+		run.Status, run.Gate = StatusSkipped, GateMissed
+		run.Reason = fmt.Sprintf("missed: the store could not record the release of slot %s (%s)", run.Slot.Format(time.RFC3339), cause)
+		e.wr.missSlot(h, run.Slot, "", cause, fence)
+		return
+	}
+	run.Status, run.Cause = StatusFailed, CauseInternal
+	run.Error = fmt.Sprintf("record run start: %v", err)
 }
 
 // slotTaken records a run not started because its slot fired before.

@@ -1082,7 +1082,7 @@ func (s *state) startRun(ent *entry, run *Run) (*active, *Run) {
 		cancel(errRunOver) // a node that claims it runs it, under its own context
 		act.cancel = s.e.remoteCancel(run.ID)
 		s.remote[run.ID] = act
-		go s.e.release(ent, act)
+		go s.e.release(ent, ent.hook, act, s.fence())
 		return act, &snap
 	}
 	s.e.runs.Add(1)
