@@ -143,9 +143,23 @@ func fence(ctx context.Context, tx pgx.Tx, l Lease, bound time.Duration) error {
 // heartbeat interval as well, so one that fails, or is lost with a
 // process killed between the commit and it, costs at most an interval.
 // Its error is not returned: the write it follows is made.
-func (d *DB) wake(ctx context.Context, channel, payload string) {
+//
+// Its own commit takes the notify lock as well, so it waits for at most
+// bound (about a heartbeat interval: what a lost wake-up costs anyway),
+// whatever ctx allows: a release would otherwise return only when the
+// lock came or its StoreTimeout ran out, a fire's answer (DecideFires,
+// under the dispatch loop's context, which has no deadline) not before
+// the lock came, the write being made all the while. Given up, the
+// notification may be sent late, once the lock comes, or not at all.
+func (d *DB) wake(ctx context.Context, bound time.Duration, channel, payload string) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
 	_, _ = d.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
 }
+
+// enqueueWake bounds EnqueueFenced's wake-up, which has no member's
+// heartbeat interval to go by.
+const enqueueWake = time.Second
 
 // EnqueueFenced records a queued run for the lease holder: the lease is
 // checked in the same transaction as the run and its slot claim, so a
@@ -192,7 +206,7 @@ func (d *DB) EnqueueFenced(ctx context.Context, l Lease, r *engine.Run) error {
 	if err != nil {
 		return fmt.Errorf("enqueue run %s: %w", r.ID, err)
 	}
-	d.wake(ctx, ChannelWork, r.Hook)
+	d.wake(ctx, enqueueWake, ChannelWork, r.Hook)
 	return nil
 }
 

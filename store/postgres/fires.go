@@ -194,7 +194,7 @@ func (m *Member) DecideFires(ctx context.Context, decide func(context.Context, e
 		if !found {
 			return n, nil
 		}
-		m.db.wake(ctx, ChannelDone, "fire:"+answered)
+		m.db.wake(ctx, m.Interval(), ChannelDone, "fire:"+answered)
 		n++
 	}
 }

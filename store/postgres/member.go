@@ -325,7 +325,7 @@ func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) erro
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", r.ID, err)
 	}
-	m.db.wake(ctx, ChannelWork, r.Hook)
+	m.db.wake(ctx, m.Interval(), ChannelWork, r.Hook)
 	return nil
 }
 
