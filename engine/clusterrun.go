@@ -279,7 +279,14 @@ func (s *state) takeover(ctx context.Context) error {
 // first, the run would execute with an event's payload of which the store
 // has no record at its hook, and a scheduler that took over before the
 // event's mark would give it to the hook again. Past StoreTimeout (the
-// store stalled), it is released without them.
+// store stalled), it is not released, as the single daemon does not
+// start a run whose earlier records are not stored (startRecord): its
+// release fails with the stall (releaseFailed), and its queued record,
+// once written, ends failed. Before, it was released without them: the
+// release stored the run, and its queued record, written later, was
+// refused as a duplicate, which the writer took for a stall and tried
+// again, refusing every trigger store_stalled, until another write
+// succeeded.
 //
 // The release itself is a store write like the others, within
 // StoreTimeout: one the database does not answer (a connection that
@@ -297,12 +304,15 @@ func (s *state) takeover(ctx context.Context) error {
 // flight, and the dispatch of events and fires that waited for its
 // start (an Emit on the scheduler with them), for as long as it hung.
 func (e *Engine) release(ent *entry, h *Hook, act *active, fence func(context.Context) context.Context) {
-	if wr := act.after; wr != nil {
-		e.wr.awaitWritten(wr)
+	var err error
+	if wr := act.after; wr != nil && !e.wr.awaitWritten(wr) {
+		err = e.unwritten()
 	}
 	ctx, cancel := e.storeCtx(context.Background())
 	defer cancel()
-	err := e.cfg.Cluster.Release(ctx, act.run, act.markSeq)
+	if err == nil {
+		err = e.cfg.Cluster.Release(ctx, act.run, act.markSeq)
+	}
 	if err == nil {
 		act.marked = act.markSeq != 0
 		close(act.started)
@@ -316,6 +326,17 @@ func (e *Engine) release(ent *entry, h *Hook, act *active, fence func(context.Co
 	}
 	e.releaseFailed(ctx, h, act, err, fence)
 	e.send(func(s *state) { s.finished(ent, act, nil) })
+}
+
+// unwritten is why a run whose own records were not stored in time is
+// not released (release): the store's stall.
+func (e *Engine) unwritten() error {
+	st, ok := e.wr.stalled()
+	if !ok {
+		st = StoreStall{Since: e.cfg.Clock.Now(),
+			Cause: fmt.Sprintf("the run's records were not stored within %s", e.cfg.StoreTimeout)}
+	}
+	return &stalledError{st}
 }
 
 // cancelRequest asks the node executing a run to cancel it.

@@ -107,7 +107,9 @@ func (e *Engine) notStarted(ctx context.Context, h *Hook, act *active, err error
 // (notStarted): a release the database refused or did not answer in time
 // (StoreTimeout) would otherwise drop the slot with no record. A slot
 // another run holds is recorded slot_taken; a release refused because the
-// lease is lost records nothing: the next scheduler decides the slot.
+// lease is lost records nothing: the next scheduler decides the slot. A
+// queued run not released because its queued record waits for the store
+// (release: a stalledError) ends failed once that record is written.
 func (e *Engine) releaseFailed(ctx context.Context, h *Hook, act *active, err error, fence func(context.Context) context.Context) {
 	run := act.run
 	if errors.Is(err, ErrSlotTaken) {
@@ -125,6 +127,12 @@ func (e *Engine) releaseFailed(ctx context.Context, h *Hook, act *active, err er
 	}
 	run.Status, run.Cause = StatusFailed, CauseInternal
 	run.Error = fmt.Sprintf("record run start: %v", err)
+	if _, ok := errors.AsType[*stalledError](err); ok && act.wasQueued {
+		// Not released because its queued record waits for the store
+		// (release): that record ends failed once the store takes it.
+		cp := *run
+		e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return e.cfg.Store.FinishRun(fence(ctx), &cp) })
+	}
 }
 
 // slotTaken records a run not started because its slot fired before.

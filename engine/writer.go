@@ -264,8 +264,10 @@ func (w *storeWriter) lastOf(id string) *write {
 }
 
 // awaitWritten waits until wr is written or given up, at most
-// StoreTimeout, and reports whether it was written. The writer writes in
-// order: wr written, every write before it was written or given up.
+// StoreTimeout, and reports whether it was written: false when it still
+// waits in the writer, to be written later, or was given up. The writer
+// writes in order: wr written, every write before it was written or
+// given up.
 func (w *storeWriter) awaitWritten(wr *write) bool {
 	t := w.e.cfg.Clock.NewTimer(w.e.cfg.StoreTimeout)
 	defer t.Stop()
