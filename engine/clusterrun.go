@@ -258,9 +258,10 @@ func (s *state) takeover(ctx context.Context) error {
 	if err := s.recordFirstSeen(ctx, now); err != nil {
 		return err
 	}
+	var batch followBatch
 	for _, r := range owed {
 		if s.remote[r.ID] == nil { // else interrupted since InFlight: followed when its end is read
-			s.followInterrupted(ctx, r)
+			s.followInterrupted(ctx, r, &batch)
 		}
 	}
 	s.startReruns()
@@ -581,14 +582,15 @@ func (s *state) remoteEnded(ctx context.Context, finals, owed []*Run, reruns []*
 	for _, r := range owed {
 		isOwed[r.ID] = true
 	}
+	var batch followBatch // the owed runs this poll follows, ended here or not
 	for _, r := range finals {
-		if s.remoteFinished(ctx, r, isOwed[r.ID]) {
+		if s.remoteFinished(ctx, r, isOwed[r.ID], &batch) {
 			delete(isOwed, r.ID)
 		}
 	}
 	for _, r := range owed {
 		if isOwed[r.ID] && s.remote[r.ID] == nil {
-			s.followInterrupted(ctx, r)
+			s.followInterrupted(ctx, r, &batch)
 		}
 	}
 	s.adoptStored(ctx, reruns, retries)
@@ -598,9 +600,9 @@ func (s *state) remoteEnded(ctx context.Context, finals, owed []*Run, reruns []*
 // remoteFinished ends, on the scheduler, a released run whose record is
 // final: as a run of its own ends (the gates, the queue, the outcome
 // event), with the retry its node planned, or, when its node stopped
-// and it is owed its follow-up, the one followInterrupted decides. It
-// reports whether the run was in flight here.
-func (s *state) remoteFinished(ctx context.Context, r *Run, owed bool) bool {
+// and it is owed its follow-up, the one followInterrupted decides (one of
+// batch b). It reports whether the run was in flight here.
+func (s *state) remoteFinished(ctx context.Context, r *Run, owed bool, b *followBatch) bool {
 	act, ent := s.remote[r.ID], s.live[r.ID]
 	if act == nil || ent == nil {
 		return false
@@ -610,7 +612,7 @@ func (s *state) remoteFinished(ctx context.Context, r *Run, owed bool) bool {
 	switch {
 	case r.Status == StatusInterrupted:
 		if owed {
-			s.followInterrupted(ctx, r)
+			s.followInterrupted(ctx, r, b)
 		}
 	case r.Retry != nil:
 		retry = s.plannedRetry(ctx, r)

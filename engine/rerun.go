@@ -256,6 +256,19 @@ func (s *state) adoptStored(ctx context.Context, reruns []*PendingRerun, retries
 	}
 }
 
+// followBatch is what the follow-ups of one batch of owed runs (a
+// takeover's, a poll's) share: the stored retries, read once, when the
+// first run is followed, and whether a store call failed, after which
+// the rest of the batch stay owed and are followed at the next poll. So
+// a database that stops answering holds the loop for two StoreTimeouts
+// a batch at most (a run's GetRun, whose error is not a failure, then
+// its Follow), not two or three a run.
+type followBatch struct {
+	read   bool
+	stored []*PendingRetry
+	failed bool
+}
+
 // followInterrupted decides, on a cluster's scheduler, what follows the
 // interrupted run r, which is owed its follow-up (Cluster.Owed: its node
 // restarted, or stopped heartbeating, while it ran). It is the one place
@@ -273,31 +286,39 @@ func (s *state) adoptStored(ctx context.Context, reruns []*PendingRerun, retries
 // A run still in flight on this scheduler (its end not yet read) is
 // followed when its end is (remoteFinished), so that its rerun finds the
 // hook's in-flight gate free.
-func (s *state) followInterrupted(ctx context.Context, r *Run) {
-	if s.stopping() {
-		return // owed still, to the next scheduler
+//
+// r is one of batch b: the stored retries are read for the first of
+// them, and once a store call failed, r is left owed, as the rest of the
+// batch are.
+func (s *state) followInterrupted(ctx context.Context, r *Run, b *followBatch) {
+	if s.stopping() || b.failed {
+		return // owed still, to the next scheduler or the next poll
 	}
 	now := s.cfg.Clock.Now()
 	var (
-		stored []*PendingRetry
 		exists bool
 		err    error
 	)
 	s.onStore(func() {
 		sctx, cancel := s.e.storeCtx(ctx)
 		defer cancel()
-		if stored, err = s.cfg.Store.PendingRetries(sctx); err != nil {
-			return
+		if !b.read {
+			if b.stored, err = s.cfg.Store.PendingRetries(sctx); err != nil {
+				return
+			}
+			b.read = true
 		}
-		if p := retryOf(stored, r); p != nil && retryOf(s.retries, r) == nil {
+		if p := retryOf(b.stored, r); p != nil && retryOf(s.retries, r) == nil {
 			_, gerr := s.cfg.Store.GetRun(sctx, p.RunID)
 			exists = gerr == nil // it fired already
 		}
 	})
 	if err != nil {
+		b.failed = true
 		s.e.log.Warn("read the pending retries; the interrupted run is followed at the next poll", "hook", r.Hook, "run", r.ID, "err", err)
 		return
 	}
+	stored := b.stored
 	var (
 		planned = retryOf(s.retries, r) // its node's, restored at the takeover
 		retry   *PendingRetry           // a new one, to store
@@ -319,6 +340,7 @@ func (s *state) followInterrupted(ctx context.Context, r *Run) {
 	})
 	switch {
 	case errors.Is(err, ErrLeaseLost):
+		b.failed = true
 		s.e.fail(err)
 		return
 	case errors.Is(err, ErrNotFound):
@@ -326,6 +348,7 @@ func (s *state) followInterrupted(ctx context.Context, r *Run) {
 	case err != nil:
 		// Stored after all when the deadline came during the commit: the
 		// next poll then takes it up (adoptStored), else decides it again.
+		b.failed = true
 		s.e.log.Warn("store what follows an interrupted run; taken up, or decided again, at the next poll", "hook", r.Hook, "run", r.ID, "err", err)
 		return
 	}
