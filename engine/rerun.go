@@ -150,14 +150,15 @@ type storedFollow struct {
 }
 
 // triggerStored runs t, the trigger of the stored pending rerun or
-// retry f whose run is runID. One a gate refused is forgotten at once
-// (its run's record says why it did not run, after which it is
-// forgotten: the writer keeps their order); one admitted is forgotten
-// once its start is recorded (startRun hands f to the run).
+// retry f whose run is runID. One a gate refused, or one merged into the
+// hook's pending run (no run runID is made), is forgotten at once (its
+// record says what became of it, after which it is forgotten: the writer
+// keeps their order); one admitted is forgotten once its start is
+// recorded (startRun hands f to the run).
 func (s *state) triggerStored(ent *entry, t trig, runID string, f storedFollow) trigResult {
 	s.unstarted[runID] = f
 	res := s.trigger(ent, t)
-	if res.err != nil {
+	if res.err != nil || res.run == nil || res.run.ID != runID {
 		delete(s.unstarted, runID)
 		s.await(s.e.wr.submit(f.what+"'s removal", f.hook, runID,
 			func(ctx context.Context) error { return f.del(ctx, runID) }))
