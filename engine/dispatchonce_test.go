@@ -3,8 +3,6 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -12,10 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
-	"github.com/hookd/hookd/triggers"
 )
 
 // dyingStore is a real SQLite store whose daemon dies, once die is set, at
@@ -80,17 +76,7 @@ func TestRedispatchReachesEachHookOnce(t *testing.T) {
 			return hs
 		}
 		start := func(st engine.Store) *engine.Engine {
-			eng, err := engine.New(engine.Config{
-				Store: st, Events: triggers.NewEventIndex(), Clock: clock.System{}, Tick: time.Second,
-				Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			}, hooks())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := eng.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			return eng
+			return startEventEngine(t, st, hooks())
 		}
 		db, err := store.Open(path)
 		if err != nil {

@@ -38,6 +38,21 @@ func (s *failingHookStart) StartRunDispatched(ctx context.Context, r *engine.Run
 	return s.DB.StartRunDispatched(ctx, r, seq)
 }
 
+// startEventEngine starts an engine on st with hooks, events on, on the
+// system clock, and fails t when it cannot.
+func startEventEngine(t *testing.T, st engine.Store, hooks []*engine.Hook) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(engine.Config{Store: st, Events: triggers.NewEventIndex(), Clock: clock.System{}, Tick: time.Second,
+		Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
 // TestDispatchPendingLeavesUnstartedEvent: a daemon's start dispatches
 // the events left pending; one whose run's start cannot be recorded
 // stays pending (it reached no hook) while the events after it are
@@ -67,15 +82,7 @@ func TestDispatchPendingLeavesUnstartedEvent(t *testing.T) {
 		return h
 	}
 	start := func() *engine.Engine {
-		eng, err := engine.New(engine.Config{Store: st, Events: triggers.NewEventIndex(), Clock: clock.System{}, Tick: time.Second,
-			Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{hook("a", "a.*"), hook("b", "b.*")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := eng.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return eng
+		return startEventEngine(t, st, []*engine.Hook{hook("a", "a.*"), hook("b", "b.*")})
 	}
 	completed := func(name string) int {
 		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: name, Status: engine.StatusCompleted, Limit: 10})

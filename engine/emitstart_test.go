@@ -2,17 +2,12 @@ package engine_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
-	"github.com/hookd/hookd/triggers"
 )
 
 // TestEmitSeveralStartsOneFailedStaysPending: an event without an ID
@@ -38,15 +33,7 @@ func TestEmitSeveralStartsOneFailedStaysPending(t *testing.T) {
 		return h
 	}
 	start := func() *engine.Engine {
-		eng, err := engine.New(engine.Config{Store: st, Events: triggers.NewEventIndex(), Clock: clock.System{}, Tick: time.Second,
-			Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{hook("a"), hook("b")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := eng.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return eng
+		return startEventEngine(t, st, []*engine.Hook{hook("a"), hook("b")})
 	}
 	completed := func(name string) int {
 		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: name, Status: engine.StatusCompleted, Limit: 10})
@@ -136,14 +123,7 @@ func TestEmitSeveralOutlivesClient(t *testing.T) {
 		h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
 		return h
 	}
-	eng, err := engine.New(engine.Config{Store: st, Events: triggers.NewEventIndex(), Clock: clock.System{}, Tick: time.Second,
-		Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{hook("a"), hook("b")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	eng := startEventEngine(t, st, []*engine.Hook{hook("a"), hook("b")})
 	defer eng.Stop()
 
 	ctx, cancel := context.WithCancel(context.Background())
