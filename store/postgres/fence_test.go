@@ -29,12 +29,7 @@ func TestFencedWrites(t *testing.T) {
 	ctx := context.Background()
 	url := migrated.NewDatabase(t)
 	d := open(t, url)
-	lockA, err := LockNode(ctx, url, "a")
-	must(t, err)
-	defer lockA.Unlock()
-	lockB, err := LockNode(ctx, url, "b")
-	must(t, err)
-	defer lockB.Unlock()
+	lockA := lockNodes(ctx, t, url, "a", "b")[0]
 	a, b := d.Member("a", 1, time.Hour), d.Member("b", 1, time.Hour)
 	if err := d.InsertRun(b.Fence(ctx), &engine.Run{ID: "x", Hook: "h", Status: engine.StatusSkipped, QueuedAt: t0}); !errors.Is(err, engine.ErrLeaseLost) {
 		t.Errorf("a fenced write of a node that never held the lease: %v", err)

@@ -22,12 +22,7 @@ func TestFollowOnce(t *testing.T) {
 	ctx := context.Background()
 	url := migrated.NewDatabase(t)
 	d := open(t, url)
-	lockA, err := LockNode(ctx, url, "a")
-	must(t, err)
-	defer lockA.Unlock()
-	lockB, err := LockNode(ctx, url, "b")
-	must(t, err)
-	defer lockB.Unlock()
+	lockA := lockNodes(ctx, t, url, "a", "b")[0]
 	a, b := d.Member("a", 1, time.Hour), d.Member("b", 1, time.Hour)
 	if _, ok, err := a.Lead(ctx); err != nil || !ok {
 		t.Fatalf("a takes the free lease: %v %v", ok, err)
@@ -116,4 +111,18 @@ func TestFollowOnce(t *testing.T) {
 	if got := owed(); len(got) != 0 {
 		t.Errorf("owed at the end: %v", got)
 	}
+}
+
+// lockNodes takes the node locks of names, as their daemons hold them,
+// until t ends (a test may unlock one before: its process died).
+func lockNodes(ctx context.Context, t *testing.T, url string, names ...string) []*DaemonLock {
+	t.Helper()
+	var locks []*DaemonLock
+	for _, name := range names {
+		l, err := LockNode(ctx, url, name)
+		must(t, err)
+		t.Cleanup(func() { l.Unlock() })
+		locks = append(locks, l)
+	}
+	return locks
 }

@@ -227,11 +227,7 @@ func TestLeaseMovesWhenHolderDies(t *testing.T) {
 	ctx := context.Background()
 	url := migrated.NewDatabase(t)
 	d := open(t, url)
-	lockA, err := LockNode(ctx, url, "a")
-	must(t, err)
-	lockB, err := LockNode(ctx, url, "b")
-	must(t, err)
-	defer lockB.Unlock()
+	lockA := lockNodes(ctx, t, url, "a", "b")[0]
 	a, b := d.Member("a", 1, time.Hour), d.Member("b", 1, time.Hour)
 	unlocked := d.Member("c", 1, time.Hour) // no LockNode: its own lock never shows
 	if _, ok, err := a.Lead(ctx); err != nil || !ok {
