@@ -423,10 +423,10 @@ func (s *state) daemon(f *fields, d *Daemon, dir string) {
 // LoadDaemonLenient reads what a command that only reads needs of a
 // settings file that does not load (LoadDaemonFile's error): where the
 // database and the hooks directory are, from db, database and hooks_dir
-// when those keys alone are valid, else the defaults. used says what it
-// took ("db .hookd/hookd.db, hooks_dir hooks.d (the defaults)"). nil
-// when even that fails (the file cannot be read).
-func LoadDaemonLenient(path string) (d *Daemon, used string) {
+// when those keys alone are valid, else the defaults. from says which it
+// took ("its db, hooks_dir" or "the defaults"). nil when even that fails
+// (the file cannot be read).
+func LoadDaemonLenient(path string) (d *Daemon, from string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, ""
@@ -438,7 +438,7 @@ func LoadDaemonLenient(path string) (d *Daemon, used string) {
 	d = defaultDaemon(dir)
 	d.File = path // read, if not loaded
 	d.SettingsPath = filepath.Join(dir, filepath.Base(path))
-	from := "the defaults"
+	from = "the defaults"
 	var top map[string]any
 	if yaml.Unmarshal(data, &top) == nil {
 		keep := map[string]any{}
@@ -455,9 +455,5 @@ func LoadDaemonLenient(path string) (d *Daemon, used string) {
 			}
 		}
 	}
-	where := "db " + d.DB
-	if d.Database != "" {
-		where = "the PostgreSQL database it names" // not the URL: it may hold a password
-	}
-	return d, fmt.Sprintf("%s, hooks_dir %s (%s)", where, d.HooksDir, from)
+	return d, from
 }

@@ -110,10 +110,11 @@ func (c *cli) settings() (*config.Daemon, error) {
 		}
 		// A command that only reads works with what it can read of a
 		// broken hookd.yaml, and says so.
-		var used string
-		if d, used = config.LoadDaemonLenient(path); d == nil {
+		var from string
+		if d, from = config.LoadDaemonLenient(path); d == nil {
 			return nil, err
 		}
+		used := c.settingsUsedText(d, from)
 		c.badSettings, c.settingsUsed = err, used
 		fmt.Fprintf(c.stderr, "hookd %s: %v\nhookd %s: %s\n", c.name, err, c.name, invalidSettings(c.short(path), err, used))
 	}
@@ -137,6 +138,19 @@ func (c *cli) settings() (*config.Daemon, error) {
 		d.DB = shortPath(d.DB)
 	}
 	return d, nil
+}
+
+// settingsUsedText says what a read-only command used of a settings
+// file that does not load (config.LoadDaemonLenient's d and from), with
+// the paths as the user names them: "db .hookd/hookd.db, hooks_dir
+// hooks.d (the defaults)". A PostgreSQL database is not named by its
+// URL: it may hold a password.
+func (c *cli) settingsUsedText(d *config.Daemon, from string) string {
+	where := "db " + c.short(d.DB)
+	if d.Database != "" {
+		where = "the PostgreSQL database it names"
+	}
+	return fmt.Sprintf("%s, hooks_dir %s (%s)", where, c.short(d.HooksDir), from)
 }
 
 // invalidSettings says that the settings file path is invalid (at the
