@@ -185,11 +185,11 @@ func TestInProcessNamesFilesAsBinary(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"validate"}, {"validate", "--json"}, {"validate", "hooks.d"}, {"status"}, {"handlers"},
-		{"render", "nope"}} {
+		{"render", "nope"}, {"list"}, {"list", "--json"}} {
 		same(args...)
 	}
 	e.write("hookd.yaml", "db: .hookd/hookd.db\nmax_concurent: 3\n")
-	for _, args := range [][]string{{"validate"}, {"validate", "--json"}, {"status"}, {"fire", "good"}} {
+	for _, args := range [][]string{{"validate"}, {"validate", "--json"}, {"status"}, {"fire", "good"}, {"list"}} {
 		same(args...)
 	}
 }

@@ -207,7 +207,7 @@ func (c *cli) offlineHooks(ctx context.Context, d *config.Daemon) ([]engine.Hook
 		hs := engine.HookStatus{
 			Name: h.Name, Trigger: h.Trigger.String(), Enabled: h.Enabled, Paused: st.Paused,
 			LastRunID: st.LastRunID, LastStatus: st.LastStatus, LastStart: st.LastStart,
-			LastCheckFailed: st.LastCheckFailed, File: h.Source.File, Version: h.Source.Version, Project: h.Project,
+			LastCheckFailed: st.LastCheckFailed, File: c.short(h.Source.File), Version: h.Source.Version, Project: h.Project,
 		}
 		if next := engine.FireTimes(h, now, 1); len(next) > 0 {
 			hs.NextDue = next[0]
@@ -219,12 +219,29 @@ func (c *cli) offlineHooks(ctx context.Context, d *config.Daemon) ([]engine.Hook
 		}
 		out = append(out, hs)
 	}
-	for i := range l.Broken {
-		b := &l.Broken[i]
+	for _, b := range l.Broken {
+		b := c.shortBroken(b)
 		out = append(out, engine.HookStatus{Name: b.Hook, File: b.File, Broken: b})
 	}
 	slices.SortStableFunc(out, func(a, b engine.HookStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// shortBroken is b with its file named as the user names it (short), in
+// its errors too, which begin with it (FILE:LINE: FIELD: MESSAGE).
+func (c *cli) shortBroken(b engine.BrokenFile) *engine.BrokenFile {
+	short := c.short(b.File)
+	if short != b.File {
+		errs := make([]string, len(b.Errors))
+		for i, e := range b.Errors {
+			if rest, ok := strings.CutPrefix(e, b.File); ok {
+				e = short + rest
+			}
+			errs[i] = e
+		}
+		b.File, b.Errors = short, errs
+	}
+	return &b
 }
 
 func cmdRuns(c *cli, args []string) int {
