@@ -2,12 +2,20 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
 	"github.com/hookd/hookd/store"
+	"github.com/hookd/hookd/triggers"
 )
 
 // TestEmitSeveralStartsOneFailedStaysPending: an event without an ID
@@ -99,6 +107,147 @@ func (s *heldHookStart) StartRun(ctx context.Context, r *engine.Run) error {
 func (s *heldHookStart) StartRunDispatched(ctx context.Context, r *engine.Run, seq int64) error {
 	s.wait(r)
 	return s.DB.StartRunDispatched(ctx, r, seq)
+}
+
+func (s *heldHookStart) StartRunWithEvent(ctx context.Context, r *engine.Run, ev *engine.Event) error {
+	s.wait(r)
+	return s.DB.StartRunWithEvent(ctx, r, ev)
+}
+
+// heldDecision is an event index whose first lookup of the listeners of
+// typ, made by the loop deciding an event of that type, waits until
+// unhold is closed, held reporting that it does.
+type heldDecision struct {
+	engine.EventIndex
+	typ    string
+	once   sync.Once
+	held   chan struct{}
+	unhold chan struct{}
+}
+
+func (x *heldDecision) Listeners(dst []string, typ string) []string {
+	if typ == x.typ {
+		x.once.Do(func() {
+			x.held <- struct{}{}
+			<-x.unhold
+		})
+	}
+	return x.EventIndex.Listeners(dst, typ)
+}
+
+// TestEmitOneOutlivesClient: an event without an ID that starts one run
+// is stored with that run's start; a client that goes away once the loop
+// has it (while the loop decides, or while the run's start is recorded)
+// is still answered with the run, and one that retries on an error has
+// it run twice. Emit waits for the start and answers with it; a client
+// that went away before Emit gets its ctx's error, and nothing is stored
+// or run. Before, Emit failed with "context canceled" while the run went
+// ahead and stored the event: the client emitted it again, and it ran
+// twice.
+func TestEmitOneOutlivesClient(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		gone string // when the client goes away: "before", "deciding", "starting"
+	}{
+		{"before Emit", "before"},
+		{"while the loop decides", "deciding"},
+		{"while the start is recorded", "starting"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				bg := context.Background()
+				db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				st := &heldHookStart{DB: db, hook: "none", held: make(chan struct{}, 1), unhold: make(chan struct{})}
+				events := &heldDecision{EventIndex: triggers.NewEventIndex(), typ: "none", held: make(chan struct{}, 1), unhold: make(chan struct{})}
+				held, unhold := st.held, st.unhold
+				switch tc.gone {
+				case "deciding":
+					events.typ = "deploy.done"
+					held, unhold = events.held, events.unhold
+				case "starting":
+					st.hook = "a"
+				}
+				h := withSteps(newHook("a"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+					return &engine.StepResult{Output: "ran"}, nil
+				}))
+				h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
+				eng, err := engine.New(engine.Config{Store: st, Events: events, Clock: clock.System{}, Tick: time.Second,
+					Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{h})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := eng.Start(bg); err != nil {
+					t.Fatal(err)
+				}
+				defer eng.Stop()
+
+				ctx, cancel := context.WithCancel(bg)
+				type answer struct {
+					runs []*engine.Run
+					err  error
+				}
+				answered := make(chan answer, 1)
+				emit := func(ctx context.Context) {
+					runs, err := eng.Emit(ctx, &engine.Event{Type: "deploy.done"})
+					answered <- answer{runs, err}
+				}
+				if tc.gone == "before" {
+					cancel()
+					go emit(ctx)
+				} else {
+					go emit(ctx)
+					<-held
+					synctest.Wait() // Emit waits for the loop's decision or the start
+					cancel()        // the client goes away
+					synctest.Wait() // Emit answers now, if it does not wait for them
+					close(unhold)
+				}
+				got := <-answered
+				synctest.Wait() // the run, if one started, ended
+				runs, err := db.ListRuns(bg, engine.RunFilter{Hook: "a", Limit: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				stored, err := db.ListEvents(bg, "deploy.done", 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.gone == "before" {
+					if !errors.Is(got.err, context.Canceled) || len(got.runs) != 0 || len(runs) != 0 || len(stored) != 0 {
+						t.Fatalf("Emit of a client gone before: %d runs, %v; %d runs and %d events stored; want context canceled, nothing stored",
+							len(got.runs), got.err, len(runs), len(stored))
+					}
+					return
+				}
+				if got.err != nil || len(got.runs) != 1 {
+					t.Errorf("Emit after its client went away: %d runs, %v; want a's run", len(got.runs), got.err)
+					// The client retries what failed.
+					go emit(bg)
+					<-answered
+					synctest.Wait()
+					if runs, err = db.ListRuns(bg, engine.RunFilter{Hook: "a", Limit: 10}); err != nil {
+						t.Fatal(err)
+					}
+					if stored, err = db.ListEvents(bg, "deploy.done", 10); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if len(runs) != 1 || runs[0].Status != engine.StatusCompleted || len(stored) != 1 {
+					t.Errorf("after the client's emits: runs %v, %d events stored; want the event stored once and a's run completed once",
+						statuses(runs), len(stored))
+				}
+				if len(got.runs) == 1 && len(runs) == 1 && got.runs[0].ID != runs[0].ID {
+					t.Errorf("Emit answered run %s; the run stored is %s", got.runs[0].ID, runs[0].ID)
+				}
+			})
+		})
+	}
 }
 
 // TestEmitSeveralOutlivesClient: an event without an ID that several

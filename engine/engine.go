@@ -362,6 +362,37 @@ func (e *Engine) do(ctx context.Context, f func(*state)) error {
 	}
 }
 
+// doTaken is do for a decision that stands once the loop has it: ctx
+// ends only the wait for the loop to take f (f then never runs, and
+// doTaken returns ctx's error, as it does for a ctx that ended before).
+// Once taken, f is waited for whatever becomes of ctx: the loop runs it
+// or stops (ErrStopped: f did not run).
+func (e *Engine) doTaken(ctx context.Context, f func(*state)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	wrapped := func(s *state) { f(s); close(done) }
+	select {
+	case e.msgs <- wrapped:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.loopDone:
+		return ErrStopped
+	}
+	select {
+	case <-done:
+		return nil
+	case <-e.loopDone:
+		select {
+		case <-done: // it ran before the loop ended
+			return nil
+		default:
+			return ErrStopped
+		}
+	}
+}
+
 // send hands f to the loop without waiting for it to run.
 func (e *Engine) send(f func(*state)) {
 	select {
@@ -584,7 +615,9 @@ func (e *Engine) dispatch(ctx context.Context, ev *Event) (*dispatched, error) {
 // marked dispatched, once the loop decided — or left pending for the
 // next start when the engine is stopping. Either way the event is
 // acknowledged only once it is stored, and it is never stored pending
-// when a run carried it.
+// when a run carried it. Once the loop has ev (doTaken), all of this is
+// carried through and answered whatever becomes of ctx; ctx's error
+// answers only an event the loop never had, of which nothing is stored.
 func (e *Engine) emitWithStart(ctx context.Context, ev *Event) (*dispatched, error) {
 	carry := *ev // the carrier's copy: its store sets Seq on another goroutine
 	out, err := e.dispatchOnLoop(ctx, ev, false, &carry, nil)
@@ -616,11 +649,11 @@ func (e *Engine) emitWithStart(ctx context.Context, ev *Event) (*dispatched, err
 	}
 	ev.Fate = out.fate() // stored with it (the carrier stores carry's, the same)
 	if c := out.carrier; c != nil {
-		select {
-		case <-c.started:
-		case <-ctx.Done():
-			return out, ctx.Err() // its start stores the event
-		}
+		// Its start stores the event and goes ahead whatever becomes of
+		// ctx: Emit waits for it (within StoreTimeout) and answers with
+		// it. A client that went away here and emitted the event again
+		// would have it run twice.
+		<-c.started
 		if c.startErr != nil {
 			return nil, fmt.Errorf("store event: %w", c.startErr)
 		}
@@ -664,7 +697,13 @@ func (e *Engine) dispatchOnLoop(ctx context.Context, ev *Event, mark bool, carry
 // decide has the loop fire the hooks ev matches (dispatchOnLoop, once its
 // subscribers were told and no handler claimed it), into out.
 func (e *Engine) decide(ctx context.Context, ev *Event, mark bool, carry *Event, reached []string, out *dispatched) error {
-	err := e.do(ctx, func(s *state) {
+	do := e.do
+	if carry != nil {
+		// ev is not stored: what the loop decides for it (a run whose
+		// start stores it) stands once the loop has it (emitWithStart).
+		do = e.doTaken
+	}
+	err := do(ctx, func(s *state) {
 		if out.stopping = s.stopping(); out.stopping {
 			return
 		}
