@@ -321,11 +321,14 @@ func (e *Engine) release(ent *entry, h *Hook, act *active, fence func(context.Co
 		return
 	}
 	act.startErr = err
-	close(act.started)
 	if errors.Is(err, ErrLeaseLost) {
 		e.fail(err)
 	}
+	// The run's record (its status and why) is written before started
+	// is closed, as startErr is: what a goroutine woken by it reads of
+	// act is whole.
 	e.releaseFailed(ctx, h, act, err, fence)
+	close(act.started)
 	e.send(func(s *state) { s.finished(ent, act, nil) })
 }
 
