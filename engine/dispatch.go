@@ -36,11 +36,12 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 // loop dispatched it (out): its fate is stored; it is marked dispatched
 // once the starts it caused are recorded and so are the records of what
 // it did to the other hooks (a run that waits, a merge into a pending
-// run, a refusal: the writer's, out.after), and stays pending when one
-// was not, or when the engine is stopping. It is the one place that
-// decides it, for every event stored pending (emitWithStart's with
-// several hooks too): a mark stored before such a record, and a crash
-// between them, and the event would never reach that hook.
+// run, a refusal: the writer's, out.records, each of them), and stays
+// pending when one was not, or when the engine is stopping. It is the
+// one place that decides it, for every event stored pending
+// (emitWithStart's with several hooks too): a mark stored before such a
+// record, and a crash between them, and the event would never reach that
+// hook.
 func (e *Engine) settle(ctx context.Context, ev *Event, out *dispatched) (*dispatched, error) {
 	starts := out.starts
 	if !out.stopping {
@@ -91,15 +92,17 @@ func (e *Engine) settle(ctx context.Context, ev *Event, out *dispatched) (*dispa
 			"event", ev.ID, "type", ev.Type, "hooks", strings.Join(notStarted, ","))
 		return out, nil
 	}
-	if out.after != nil && !e.wr.awaitWritten(out.after) {
-		// A record of what it did to a hook is not stored (the store is
-		// slow or stalled, or refused it): marked dispatched, a crash
-		// before that record lands and the event would never reach that
-		// hook. It stays pending; a dispatch again passes that hook by
-		// (reachedBefore: a cluster scheduler's decisions, elsewhere the
-		// store once the writer wrote it).
-		e.log.Warn("event stays pending: the record of what it did to a hook is not stored yet; it is dispatched again to the hooks it did not reach",
-			"event", ev.ID, "type", ev.Type)
+	if wr, err := e.wr.unwritten(out.records); wr != nil {
+		// A record of what it did to a hook is not stored: the store
+		// refused it, or is slow or stalled. Each one counts, not only the
+		// last: marked dispatched, a crash before that record lands (or
+		// any crash, the record refused) and the event would never reach
+		// that hook. It stays pending; a dispatch again passes by the
+		// hooks whose record is stored (reachedBefore: a cluster
+		// scheduler's decisions, elsewhere the store once the writer
+		// wrote it), and reaches the others.
+		e.log.Warn("event stays pending: the record of what it did to a hook is not stored; it is dispatched again to the hooks it did not reach",
+			"event", ev.ID, "type", ev.Type, "hook", wr.hook, "run", wr.run, "err", err)
 		return out, nil
 	}
 	if err := e.markDispatched(ctx, ev.Seq); err != nil {

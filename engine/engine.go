@@ -712,11 +712,9 @@ func (e *Engine) decide(ctx context.Context, ev *Event, mark bool, carry *Event,
 			return
 		}
 		d := s.dispatch(ev, mark, carry, reached)
-		if mark {
-			// The records of what it did to each hook are the writer's
-			// up to here: its mark waits for them (settle).
-			out.after = s.e.wr.last()
-		}
+		// The records of what it did to each hook: its mark waits for
+		// each of them (settle).
+		out.records = d.records
 		out.gated, out.carrier, out.rejected, out.unheard, out.several = d.refused, d.carrier, d.rejected, d.unheard, d.several
 		if d.unheard {
 			out.nearest = NearestTypes(ev.Type, s.cfg.Events.Patterns())
@@ -765,11 +763,10 @@ type dispatched struct {
 	// decided is what it did to each hook it reached, for a stored event
 	// (mark; decisions).
 	decided []decision
-	// after is the writer's latest write when the loop decided for a
-	// stored event (mark; nil: none waited): the records of what it did
-	// to each hook are written once it is, and its mark waits for them
-	// (settle).
-	after    *write
+	// records are the writer's records of what it did to each hook, for
+	// a stored event (mark): a run that waits, a refusal, a merge into a
+	// pending run. Its mark waits until each of them is stored (settle).
+	records  []*write
 	unheard  bool
 	nearest  []string
 	stopping bool

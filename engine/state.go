@@ -40,6 +40,12 @@ type state struct {
 	spend   budget.Ledger // token usage of the last day
 	lookout lookout       // since the loop last looked at the clock (gap.go)
 
+	// records are the writer's records of what the stored event the loop
+	// dispatches now did to each hook (Run.EventSeq, Merged.EventSeq):
+	// dispatch hands them to its caller, whose mark waits for each of
+	// them (settle).
+	records []*write
+
 	// unstarted are the stored pending reruns and retries whose runs were
 	// triggered and wait to start (queued, pending), by run id: each is
 	// forgotten once its run's start is recorded (storedFollow).
@@ -967,7 +973,12 @@ func (s *state) record(ent *entry, run *Run) {
 
 // insertRecord stores the first record of a run that did not start now,
 // and with it the event it came from as dispatched to its hook
-// (Run.EventSeq): its later writes need not.
+// (Run.EventSeq): once the loop knows it stored, its later writes need
+// not. A record the store refused, or one still waiting in the writer,
+// leaves the run its EventSeq: its start records the hook reached (the
+// store does nothing for an event no longer pending, or a hook recorded
+// already), so that an event kept pending for want of this record is not
+// given to the hook again once the run took it.
 // The loop's writes go through the writer (writer.go), each with a copy
 // of the run: the loop goes on changing its own. While the store
 // answers the loop waits for them, and takes back what the store set
@@ -976,10 +987,13 @@ func (s *state) insertRecord(run *Run) {
 	cp := *run
 	fence := s.fence()
 	wr := s.e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.InsertRun(fence(ctx), &cp) })
+	if run.EventSeq != 0 {
+		s.records = append(s.records, wr)
+	}
 	if s.await(wr) {
 		run.ID, run.Repeats, run.QueuedAt = cp.ID, cp.Repeats, cp.QueuedAt
+		run.EventSeq = 0
 	}
-	run.EventSeq = 0
 }
 
 func (s *state) finishRecord(run *Run) {
@@ -992,7 +1006,11 @@ func (s *state) finishRecord(run *Run) {
 func (s *state) updateQueued(run *Run, merged Merged, what string) {
 	cp := *run
 	fence := s.fence()
-	s.await(s.e.wr.submit(what, run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.UpdateQueued(fence(ctx), &cp, merged) }))
+	wr := s.e.wr.submit(what, run.Hook, run.ID, func(ctx context.Context) error { return s.cfg.Store.UpdateQueued(fence(ctx), &cp, merged) })
+	if merged.EventSeq != 0 {
+		s.records = append(s.records, wr)
+	}
+	s.await(wr)
 }
 
 // fence is how a write the loop makes now is fenced (Cluster.Fence): on
@@ -1163,9 +1181,12 @@ func (s *state) drainQueue() {
 // event. refused are the matching hooks a gate refused, each with the
 // record the refusal left (a copy). A stored
 // event (mark) is recorded with what it does to each hook (Run.EventSeq,
-// Merged.EventSeq); the hooks in reached, which it reached before a
-// crash or failover, are passed by.
+// Merged.EventSeq), and returns those records (the writer's: records);
+// the hooks in reached, which it reached before a crash or failover, are
+// passed by.
 func (s *state) dispatch(ev *Event, mark bool, carry *Event, reached []string) (d loopDispatch) {
+	s.records = nil
+	defer func() { d.records, s.records = s.records, nil }()
 	// Progress events are for watchers, never for hooks (progress.go).
 	if s.cfg.Events == nil || s.stopping() || !s.schedules() || ProgressEventType(ev.Type) {
 		return d
@@ -1261,6 +1282,10 @@ type loopDispatch struct {
 	rejected []string // listening hooks whose where: rejected it
 	unheard  bool     // no hook listens to its type
 	several  bool     // with carry: several hooks take it, and it fired none
+	// records are the writer's records of what a stored event (mark) did
+	// to each hook: a run that waits, a refusal, a merge into a pending
+	// run.
+	records []*write
 }
 
 // accepts reports whether ent's where: accepts an event's payload: its

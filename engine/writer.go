@@ -279,6 +279,30 @@ func (w *storeWriter) awaitWritten(wr *write) bool {
 	}
 }
 
+// unwritten waits until each of ws is written or given up, at most
+// StoreTimeout in all, and returns the first that was not written, with
+// why: the store refused it (its error), or it still waits in the
+// writer, to be written later. It returns nil when every one was
+// written.
+func (w *storeWriter) unwritten(ws []*write) (*write, error) {
+	if len(ws) == 0 {
+		return nil, nil
+	}
+	t := w.e.cfg.Clock.NewTimer(w.e.cfg.StoreTimeout)
+	defer t.Stop()
+	for _, wr := range ws {
+		select {
+		case <-wr.done:
+			if wr.err != nil {
+				return wr, wr.err
+			}
+		case <-t.C():
+			return wr, fmt.Errorf("not stored within %s", w.e.cfg.StoreTimeout)
+		}
+	}
+	return nil, nil
+}
+
 // missSlot adds slot of h to its hook's gap: it was not fired because its
 // start could not be recorded. id is the record's id when the gap begins
 // with it ("" for a new one); cause is the store's error ("": that of the
