@@ -362,7 +362,9 @@ func (s *state) restoreQueue(ctx context.Context, now time.Time) error {
 }
 
 // requeue puts queued runs back in line, oldest first: a hook's first in
-// the queue (unless it has a run in flight), the next as its pending run.
+// the queue (unless it has a run in flight), the next as its pending run,
+// and any later one coalesced into that pending run (coalesceWaiting), as
+// a trigger of the hook would be, keeping what it carries.
 func (s *state) requeue(runs []*Run, now time.Time) {
 	for _, r := range runs {
 		ent := s.hooks[r.Hook]
@@ -378,10 +380,42 @@ func (s *state) requeue(runs []*Run, now time.Time) {
 			ent.pending, ent.pendSince = r, s.nextWait()
 			s.setLive(r.ID, ent)
 		default:
-			r.Status, r.Reason, r.FinishedAt = StatusCancelled, "coalesced: the hook already had a pending run", now
-			s.endWaiting(r)
+			s.coalesceWaiting(ent, r, now)
 		}
 	}
+}
+
+// coalesceWaiting merges r, a waiting run that requeue found when its hook
+// had a queued or running run and a pending one already, into the pending
+// run, as a trigger coalesces into it (addPending): its payload (later
+// keys win), its event type, a model's trigger and the traces it links
+// to; r then ends cancelled, naming the run it merged into. A hook has
+// more waiting runs than that when the end of one was never stored: a
+// cluster's scheduler whose release of it failed, a process that stopped
+// with its records still waiting for a stalled store. Before, r ended
+// cancelled as coalesced with nothing of it merged: the pending run
+// executed without the payload of the triggers r stood for.
+func (s *state) coalesceWaiting(ent *entry, r *Run, now time.Time) {
+	p, occupant := ent.pending, ent.queued
+	if ent.active != nil {
+		occupant = ent.active.run
+	}
+	var data map[string]any
+	if len(r.Event) > 0 {
+		if err := json.Unmarshal(r.Event, &data); err != nil {
+			s.e.log.Warn("merge a waiting run's payload into its hook's pending run", "hook", r.Hook, "run", r.ID, "err", err)
+		}
+	}
+	p.linkCoalesced(cmp.Or(r.TraceParent, r.TraceLinks.StartedBy)) // its own first, then those it links to
+	for _, tp := range r.TraceLinks.Parents {
+		p.linkCoalesced(tp)
+	}
+	p.TraceLinks.Dropped += r.TraceLinks.Dropped
+	s.addPending(ent, r, trig{reason: r.Trigger, data: data, raw: r.Event, eventType: r.EventType,
+		traceParent: r.TraceParent, traceLink: r.TraceLinks.StartedBy}, occupant)
+	r.Status, r.FinishedAt = StatusCancelled, now
+	r.Reason = fmt.Sprintf("coalesced: merged into run %s, its hook's pending run", p.ID)
+	s.endWaiting(r)
 }
 
 // schedule sets ent's next slot after t and its place in the heap.
