@@ -108,8 +108,17 @@ func (e *Engine) notStarted(ctx context.Context, h *Hook, act *active, err error
 // (StoreTimeout) would otherwise drop the slot with no record. A slot
 // another run holds is recorded slot_taken; a release refused because the
 // lease is lost records nothing: the next scheduler decides the slot. A
-// queued run not released because its queued record waits for the store
-// (release: a stalledError) ends failed once that record is written.
+// queued run whose release failed ends failed, its queued record with
+// it, written by the writer after the run's own records (so, when its
+// queued record waits for the store, release: a stalledError, once that
+// record is written), as the single daemon's queued run whose start
+// could not be recorded does (notStarted); unless the lease is lost: its
+// record stays queued, and the next scheduler, which holds it, releases
+// it. Before, only the stalledError's did: a release the database
+// refused or did not answer in time left the record queued, saying the
+// run waits, while this scheduler had given it up; the next takeover ran
+// it then (its hook's later run meanwhile or not), or requeue merged a
+// later pending run into it (coalesceWaiting).
 func (e *Engine) releaseFailed(ctx context.Context, h *Hook, act *active, err error, fence func(context.Context) context.Context) {
 	run := act.run
 	if errors.Is(err, ErrSlotTaken) {
@@ -127,9 +136,7 @@ func (e *Engine) releaseFailed(ctx context.Context, h *Hook, act *active, err er
 	}
 	run.Status, run.Cause = StatusFailed, CauseInternal
 	run.Error = fmt.Sprintf("record run start: %v", err)
-	if _, ok := errors.AsType[*stalledError](err); ok && act.wasQueued {
-		// Not released because its queued record waits for the store
-		// (release): that record ends failed once the store takes it.
+	if act.wasQueued && !errors.Is(err, ErrLeaseLost) {
 		cp := *run
 		e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return e.cfg.Store.FinishRun(fence(ctx), &cp) })
 	}
