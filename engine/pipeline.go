@@ -114,7 +114,8 @@ func (e *Engine) notStarted(ctx context.Context, h *Hook, act *active, err error
 // record is written), as the single daemon's queued run whose start
 // could not be recorded does (notStarted); unless the lease is lost: its
 // record stays queued, and the next scheduler, which holds it, releases
-// it. Before, only the stalledError's did: a release the database
+// it; or the record is no longer queued (ErrNotFound): it is not
+// overwritten. Before, only the stalledError's did: a release the database
 // refused or did not answer in time left the record queued, saying the
 // run waits, while this scheduler had given it up; the next takeover ran
 // it then (its hook's later run meanwhile or not), or requeue merged a
@@ -136,7 +137,7 @@ func (e *Engine) releaseFailed(ctx context.Context, h *Hook, act *active, err er
 	}
 	run.Status, run.Cause = StatusFailed, CauseInternal
 	run.Error = fmt.Sprintf("record run start: %v", err)
-	if act.wasQueued && !errors.Is(err, ErrLeaseLost) {
+	if act.wasQueued && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 		cp := *run
 		e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return e.cfg.Store.FinishRun(fence(ctx), &cp) })
 	}
