@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/hookd/hookd/engine"
 )
@@ -88,4 +89,50 @@ func TestRequeueKeepsCoalescedPayload(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestClusterTakeoverKeepsCoalescedPayload: a scheduler that takes over
+// and finds more waiting runs of a hook than its one queued and one
+// pending run coalesces the later ones into the pending run, which
+// executes with their payloads merged into its own, as a restart does
+// (TestRequeueKeepsCoalescedPayload).
+func TestClusterTakeoverKeepsCoalescedPayload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, db := newClusterDB(ctx, t)
+	var (
+		mu   sync.Mutex
+		seen = map[string]map[string]any{} // run id -> the event its step saw
+	)
+	hk := withSteps(newHook("q"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+		mu.Lock()
+		seen[env.RunID] = maps.Clone(env.Scope.Event)
+		mu.Unlock()
+		return &engine.StepResult{Output: "ok"}, nil
+	}))
+	hk.Overlap = engine.OverlapQueue
+	hk.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "job.*"}
+	for i, ev := range []string{`{"n":1}`, `{"n":2,"a":"x"}`, `{"n":3,"b":"y"}`} {
+		r := &engine.Run{ID: fmt.Sprintf("w%d", i+1), Hook: "q", Trigger: "event", Status: engine.StatusQueued,
+			Event: json.RawMessage(ev), EventType: "job.x", QueuedAt: time.Now()}
+		if err := db.InsertRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lockNode(ctx, t, url, "node-a")
+	startClusterNode(ctx, t, engine.Config{Store: db, Cluster: db.Member("node-a", 4, 2*time.Second), MaxConcurrent: 1},
+		[]*engine.Hook{hk})
+	poll(t, "the pending run w2 completed", func() bool {
+		r, err := db.GetRun(ctx, "w2")
+		return err == nil && r.Status == engine.StatusCompleted
+	})
+	mu.Lock()
+	got := seen["w2"]
+	mu.Unlock()
+	if want := map[string]any{"n": 3.0, "a": "x", "b": "y"}; !maps.Equal(got, want) {
+		t.Errorf("the pending run w2 executed with event %v, want %v", got, want)
+	}
+	if r, err := db.GetRun(ctx, "w3"); err != nil || r.Status != engine.StatusCancelled || !strings.Contains(r.Reason, "merged into run w2") {
+		t.Errorf("w3: %+v %v, want cancelled, merged into w2", r, err)
+	}
 }
