@@ -457,7 +457,12 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 	if reason == "" {
 		reason = "manual"
 	}
-	if derr := e.do(ctx, func(s *state) {
+	// What the loop decides stands once it has the fire (doTaken): a run
+	// it starts goes ahead whatever becomes of ctx, so Fire answers with
+	// it. A client answered with ctx's error then would fire it again,
+	// and have it run twice. A ctx that ended before the loop took the
+	// fire gets its error, and nothing is fired.
+	if derr := e.doTaken(ctx, func(s *state) {
 		ent := s.hooks[name]
 		if ent == nil {
 			err = s.noHook(name)
@@ -491,11 +496,10 @@ func (e *Engine) Fire(ctx context.Context, name string, opt FireOptions) (*Run, 
 		return nil, err
 	}
 	if act != nil {
-		select {
-		case <-act.started:
-		case <-ctx.Done():
-			return run, ctx.Err()
-		}
+		// Its start is recorded within StoreTimeout, whatever becomes of
+		// ctx, and the run goes ahead: Fire waits for it and answers
+		// with the run.
+		<-act.started
 	}
 	return run, err
 }
