@@ -675,48 +675,6 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 	}
 }
 
-// emitClustered is Emit on a cluster node: the event is stored pending
-// and the other nodes told; the scheduler dispatches it (here, at once,
-// when this node schedules).
-//
-// Once stored, the event is dispatched whatever becomes of ctx (here, or
-// by the scheduler's next sweep), so it is stored (within StoreTimeout)
-// and dispatched whatever becomes of ctx, and Emit answers with what was
-// done: a client answered with ctx's error would publish it again, under
-// a new ID, and have it run twice. And an Emit that gave up while the
-// loop decided would leave what the loop decided unread (not kept:
-// keepDecisions) with dispatchMu free: the scheduler's sweep, woken by
-// the event's store, would dispatch it again before the run's release
-// was stored, and reach its hooks twice. A ctx that ended before Emit
-// gets its error, and nothing is stored.
-func (e *Engine) emitClustered(ctx context.Context, ev *Event) (*dispatched, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	ctx = context.WithoutCancel(ctx)
-	leading := e.lease.Leading()
-	if leading {
-		e.dispatchMu.Lock()
-		defer e.dispatchMu.Unlock()
-	}
-	if err := e.storeEvent(ctx, ev, e.cfg.Store.AppendPendingEvent); err != nil {
-		if errors.Is(err, ErrDuplicateEvent) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("store event: %w", err)
-	}
-	e.tell(WakeEvents, "")
-	if !leading {
-		e.notify(ev)
-		return &dispatched{elsewhere: true}, nil
-	}
-	out, err := e.dispatchDurable(ctx, ev, false)
-	if errors.Is(err, ErrNotScheduler) {
-		return &dispatched{elsewhere: true}, nil
-	}
-	return out, err
-}
-
 // storePending stores an event raised on a node that does not schedule,
 // for the scheduler to dispatch.
 func (e *Engine) storePending(ev *Event) {

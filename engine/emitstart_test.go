@@ -143,16 +143,23 @@ func (x *heldDecision) Listeners(dst []string, typ string) []string {
 // that went away before Emit gets its ctx's error, and nothing is stored
 // or run. Before, Emit failed with "context canceled" while the run went
 // ahead and stored the event: the client emitted it again, and it ran
-// twice.
+// twice. An event with the client's ID takes the other path (stored
+// pending, then dispatched) and is answered the same way; before, that
+// client got "context canceled" for a run that went ahead (its retry was
+// refused as a duplicate, so nothing ran twice, but the answer lied).
 func TestEmitOneOutlivesClient(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		gone string // when the client goes away: "before", "deciding", "starting"
+		id   string // the event's ID, the client's; "" for none
 	}{
-		{"before Emit", "before"},
-		{"while the loop decides", "deciding"},
-		{"while the start is recorded", "starting"},
+		{"before Emit", "before", ""},
+		{"while the loop decides", "deciding", ""},
+		{"while the start is recorded", "starting", ""},
+		{"with an ID, before Emit", "before", "evt-1"},
+		{"with an ID, while the loop decides", "deciding", "evt-1"},
+		{"with an ID, while the start is recorded", "starting", "evt-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -194,7 +201,7 @@ func TestEmitOneOutlivesClient(t *testing.T) {
 				}
 				answered := make(chan answer, 1)
 				emit := func(ctx context.Context) {
-					runs, err := eng.Emit(ctx, &engine.Event{Type: "deploy.done"})
+					runs, err := eng.Emit(ctx, &engine.Event{Type: "deploy.done", ID: tc.id})
 					answered <- answer{runs, err}
 				}
 				if tc.gone == "before" {

@@ -568,22 +568,58 @@ func (e *Engine) emit(ctx context.Context, ev *Event) (*dispatched, error) {
 	if fresh {
 		ev.ID = NewID()
 	}
-	if e.cfg.Cluster != nil {
-		return e.emitClustered(ctx, ev)
-	}
-	if fresh {
+	if fresh && e.cfg.Cluster == nil {
 		return e.emitWithStart(ctx, ev)
 	}
-	sctx, cancel := context.WithTimeout(ctx, e.cfg.StoreTimeout)
-	err := e.cfg.Store.AppendPendingEvent(sctx, ev)
-	cancel()
-	if err != nil {
+	return e.emitStored(ctx, ev)
+}
+
+// emitStored is Emit of an event stored pending first, then dispatched:
+// one with the client's ID (a duplicate is refused when it is stored),
+// and every event on a cluster node, whose other nodes are told; the
+// scheduler dispatches it (here, at once, when this node schedules).
+//
+// Once stored, the event is dispatched whatever becomes of ctx (here, or
+// at the next start, or by the scheduler's next sweep), so it is stored
+// (within StoreTimeout) and dispatched whatever becomes of ctx, and Emit
+// answers with what was done: a client answered with ctx's error would
+// publish it again (on a cluster under a new ID, and have it run twice).
+// And an Emit on a cluster's scheduler that gave up while the loop
+// decided would leave what the loop decided unread (not kept:
+// keepDecisions) with dispatchMu free: the scheduler's sweep, woken by
+// the event's store, would dispatch it again before the run's release
+// was stored, and reach its hooks twice. A ctx that ended before Emit
+// gets its error, and nothing is stored.
+func (e *Engine) emitStored(ctx context.Context, ev *Event) (*dispatched, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	cluster := e.cfg.Cluster != nil
+	leading := !cluster || e.lease.Leading()
+	if cluster && leading {
+		e.dispatchMu.Lock()
+		defer e.dispatchMu.Unlock()
+	}
+	if err := e.storeEvent(ctx, ev, e.cfg.Store.AppendPendingEvent); err != nil {
 		if errors.Is(err, ErrDuplicateEvent) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("store event: %w", err)
 	}
-	return e.dispatchDurable(ctx, ev, false)
+	if !cluster {
+		return e.dispatchDurable(ctx, ev, false)
+	}
+	e.tell(WakeEvents, "")
+	if !leading {
+		e.notify(ev)
+		return &dispatched{elsewhere: true}, nil
+	}
+	out, err := e.dispatchDurable(ctx, ev, false)
+	if errors.Is(err, ErrNotScheduler) {
+		return &dispatched{elsewhere: true}, nil
+	}
+	return out, err
 }
 
 // Dispatch matches ev against the event triggers in memory and fires the
@@ -775,7 +811,7 @@ type dispatched struct {
 	nearest  []string
 	stopping bool
 	refused  error // ErrNotScheduler: a cluster node that does not schedule
-	// elsewhere: stored for a cluster's scheduler to dispatch (emitClustered)
+	// elsewhere: stored for a cluster's scheduler to dispatch (emitStored)
 	elsewhere bool
 	// several: ev, not stored yet (carry), is taken by several hooks,
 	// and fired none (emitWithStart stores it pending and dispatches it)
