@@ -46,6 +46,12 @@ type Cluster interface {
 	// an error wrapping ErrLeaseLost when this node no longer holds it,
 	// ErrSlotTaken when the slot fired before.
 	Release(ctx context.Context, r *Run, markSeq int64) error
+	// Released reports whether run id is released: its record is queued
+	// and claimable, running or final. A Release whose error did not say
+	// the database refused it (its deadline came, its connection was
+	// lost) may have committed all the same; Released tells, once no
+	// commit of it can be under way any more.
+	Released(ctx context.Context, id string) (bool, error)
 	// InFlight returns the runs released and not final (claimed or not);
 	// Waiting the queued runs not released (the queue and pending runs).
 	InFlight(ctx context.Context) ([]*Run, error)

@@ -297,10 +297,9 @@ func (s *state) takeover(ctx context.Context) error {
 // to be dispatched again (settle). Given up, its transaction does not
 // commit later (it commits only when told to, and pgx closes the
 // connection of a statement whose context ended), unless the deadline
-// came during its commit: the run may then be released after all,
-// executed without this scheduler counting it in flight, while what the
-// release recorded (the event's mark or the hook it reached, the slot's
-// claim) keeps the event and the slot from reaching the hook again.
+// came during its commit: the run may then be released after all. So a
+// release that failed unanswered is read back before it is taken for
+// failed (releaseEnded).
 // Before, a release had no deadline: one that hung kept its hook in
 // flight, and the dispatch of events and fires that waited for its
 // start (an Emit on the scheduler with them), for as long as it hung.
@@ -309,27 +308,126 @@ func (e *Engine) release(ent *entry, h *Hook, act *active, fence func(context.Co
 	if wr := act.after; wr != nil && !e.wr.awaitWritten(wr) {
 		err = e.unwritten()
 	}
-	ctx, cancel := e.storeCtx(context.Background())
-	defer cancel()
 	if err == nil {
+		ctx, cancel := e.storeCtx(context.Background())
 		err = e.cfg.Cluster.Release(ctx, act.run, act.markSeq)
+		cancel()
+	}
+	e.releaseEnded(ent, h, act, err, fence, false)
+}
+
+// releaseDoubt is why a run's release is in doubt: it failed with err,
+// unanswered, and whether it committed could not be read back.
+type releaseDoubt struct {
+	err   error
+	fence func(context.Context) context.Context
+}
+
+// releaseEnded decides what became of act's release, which returned err
+// (nil: it committed), and acts on it: the one place that decides it,
+// when the release returns and, for one in doubt (again), at each poll
+// of the scheduler until it is decided (resolveDoubts).
+//
+// A release the database answered (it committed, or refused: the slot
+// taken, the lease lost, the run no longer queued) or did not make (its
+// own records not stored: unwritten) is what it says. Another error (its
+// StoreTimeout ran out, its connection was lost) says nothing of its
+// commit: it may have been under way when the client gave up, and made
+// on the database all the same. Taken for failed, such a release left the
+// run executing on a node while the scheduler forgot it (its hook no
+// longer in flight: an overlap: skip hook ran twice at once; its end not
+// the scheduler's: no outcome event, its retry not fired) and, for a
+// slot, a missed record of the slot beside its run. So the run's record
+// is read back (Cluster.Released, within StoreTimeout): released, the
+// release committed, and the run is in flight as if it had said so;
+// not, it failed as it said (releaseFailed).
+//
+// When the read-back is not answered either, the run stays in flight
+// (its hook's gates count it; no record of its failure is written) and
+// its release in doubt, read back at each poll until the database
+// answers: a run counted in flight that is not may delay its hook's next
+// trigger by a poll (an interval) or for as long as the database does
+// not answer, when no run can be released anyway, while a run forgotten
+// that executes runs twice. Its start is reported failed meanwhile (whoever
+// waits for it is not kept waiting on a database that does not answer):
+// an event it carried stays pending, and is dispatched again to the
+// hooks it did not reach, which, if the release committed, does not
+// include its hook (the release recorded it as reached, or marked it).
+func (e *Engine) releaseEnded(ent *entry, h *Hook, act *active, err error, fence func(context.Context) context.Context, again bool) {
+	if err != nil && !releaseAnswered(err) {
+		ctx, cancel := e.storeCtx(context.Background())
+		released, rerr := e.cfg.Cluster.Released(ctx, act.run.ID)
+		cancel()
+		switch {
+		case rerr != nil:
+			e.log.Warn("a release of a run failed and could not be read back; the run stays in flight until it is",
+				"hook", act.run.Hook, "run", act.run.ID, "err", err, "read", rerr)
+			if !again {
+				act.startErr = fmt.Errorf("%w (whether it committed could not be read: %w)", err, rerr)
+				close(act.started)
+				e.send(func(s *state) { act.doubt = &releaseDoubt{err: err, fence: fence} })
+			}
+			return
+		case released:
+			e.log.Warn("a release of a run failed, yet it was made: the run is released",
+				"hook", act.run.Hook, "run", act.run.ID, "err", err)
+			err = nil
+		}
 	}
 	if err == nil {
-		act.marked = act.markSeq != 0
-		close(act.started)
+		if !again {
+			act.marked = act.markSeq != 0
+			close(act.started)
+		} else {
+			e.send(func(s *state) { act.doubt = nil })
+		}
 		e.forgetStarted(act)
 		return
 	}
-	act.startErr = err
-	if errors.Is(err, ErrLeaseLost) {
-		e.fail(err)
+	if !again {
+		act.startErr = err
+		if errors.Is(err, ErrLeaseLost) {
+			e.fail(err)
+		}
 	}
 	// The run's record (its status and why) is written before started
 	// is closed, as startErr is: what a goroutine woken by it reads of
 	// act is whole.
-	e.releaseFailed(ctx, h, act, err, fence)
-	close(act.started)
-	e.send(func(s *state) { s.finished(ent, act, nil) })
+	e.releaseFailed(context.Background(), h, act, err, fence)
+	if !again {
+		close(act.started)
+	}
+	e.send(func(s *state) {
+		if s.remote[act.run.ID] == act {
+			s.finished(ent, act, nil)
+		}
+	})
+}
+
+// releaseAnswered reports whether a release's error says what became of
+// it: the database refused it (or it was not made), so it did not commit.
+func releaseAnswered(err error) bool {
+	_, unwritten := errors.AsType[*stalledError](err)
+	return unwritten || permanent(err) || errors.Is(err, ErrLeaseLost)
+}
+
+// resolveDoubts, on the scheduler at each poll, decides the releases in
+// doubt (releaseEnded) it can read back now, before the poll reads which
+// runs ended.
+func (e *Engine) resolveDoubts(doubts []doubtful) {
+	for _, d := range doubts {
+		if d.ent == nil {
+			continue
+		}
+		e.releaseEnded(d.ent, d.ent.hook, d.act, d.err, d.fence, true)
+	}
+}
+
+// doubtful is a run whose release is in doubt, as a poll found it.
+type doubtful struct {
+	ent *entry
+	act *active
+	releaseDoubt
 }
 
 // unwritten is why a run whose own records were not stored in time is
@@ -511,14 +609,21 @@ func (e *Engine) pollLoop(ctx context.Context) {
 			e.readPaused(ctx) // any node may pause or resume a hook
 			continue
 		}
-		var ids []string
+		var (
+			ids    []string
+			doubts []doubtful
+		)
 		if e.do(ctx, func(s *state) {
-			for id := range s.remote {
+			for id, act := range s.remote {
 				ids = append(ids, id)
+				if act.doubt != nil {
+					doubts = append(doubts, doubtful{s.live[id], act, *act.doubt})
+				}
 			}
 		}) != nil {
 			return
 		}
+		e.resolveDoubts(doubts)
 		// The stored reruns and retries first: one a run's end stores
 		// (its node's retry) is then read with that end, not before it.
 		reruns, err := e.cfg.Store.PendingReruns(ctx)

@@ -104,8 +104,9 @@ func (e *Engine) notStarted(ctx context.Context, h *Hook, act *active, err error
 // released to the nodes (err). A schedule slot's run that was not queued
 // joins its hook's missed slots, fenced as the scheduler's records are
 // (fence), as the single daemon's does when its start cannot be recorded
-// (notStarted): a release the database refused or did not answer in time
-// (StoreTimeout) would otherwise drop the slot with no record. A slot
+// (notStarted): a release the database refused, or did not answer in time
+// (StoreTimeout) and did not make (read back: releaseEnded), would
+// otherwise drop the slot with no record. A slot
 // another run holds is recorded slot_taken; a release refused because the
 // lease is lost records nothing: the next scheduler decides the slot. A
 // queued run whose release failed ends failed, its queued record with

@@ -143,6 +143,11 @@ type active struct {
 	// stored is the stored pending rerun or retry this run is (nil:
 	// none), forgotten once its start is recorded (storedFollow).
 	stored *storedFollow
+
+	// doubt, on a cluster's scheduler (the loop's), says the run's
+	// release is in doubt: it failed unanswered and could not be read
+	// back (releaseEnded); nil otherwise.
+	doubt *releaseDoubt
 }
 
 // trig is one trigger of a hook.

@@ -329,6 +329,35 @@ func (m *Member) Release(ctx context.Context, r *engine.Run, markSeq int64) erro
 	return nil
 }
 
+// Released reports whether run id is released to the nodes: its record
+// is queued and claimable, running or final (see engine.Cluster). It
+// first waits for the fenced transactions under way to end: each holds
+// the lease's row (FOR SHARE) from its fence, its last statement, to its
+// commit, so a release whose commit was under way when its caller gave
+// up has committed or rolled back before the run's record is read. One
+// that had not reached its fence cannot commit any more: its client sent
+// no COMMIT, and closed its connection.
+func (m *Member) Released(ctx context.Context, id string) (bool, error) {
+	l, _ := m.current()
+	var released bool
+	err := pgx.BeginFunc(ctx, m.db.pool, func(tx pgx.Tx) error {
+		if l.Name != "" {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM leases WHERE name = $1 FOR NO KEY UPDATE`, l.Name); err != nil {
+				return err
+			}
+		}
+		err := tx.QueryRow(ctx, `SELECT status <> 'queued' OR claimable FROM runs WHERE id = $1`, id).Scan(&released)
+		if errNoRows(err) {
+			released, err = false, nil
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("read whether run %s is released: %w", id, err)
+	}
+	return released, nil
+}
+
 // InFlight returns the runs released to the nodes and not final, oldest
 // first.
 func (m *Member) InFlight(ctx context.Context) ([]*engine.Run, error) {

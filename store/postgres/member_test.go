@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -361,5 +362,83 @@ func TestLeadGivenUpCommitsNothing(t *testing.T) {
 	if !after.Equal(before) {
 		t.Errorf("the renewal a gave up on (%v) renewed the lease once the row was free: it expires at %v, was %v",
 			gaveUp, after, before)
+	}
+}
+
+// TestMemberReleased: Released reads whether a run is released (queued
+// and claimable, running or final; not a queued run the scheduler has not
+// released, nor one with no record), and a release whose commit is under
+// way (its caller may have given up waiting for it) is waited for: read
+// back then, it is released. Without the wait, the read came before that
+// commit, and a release made was taken for one not made.
+func TestMemberReleased(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := migrated.NewDatabase(t)
+	d := open(t, url)
+	a := d.Member("a", 4, time.Minute)
+	must(t, a.Loaded(ctx, []*engine.Hook{{Name: "h"}}))
+	if _, ok, err := a.Lead(ctx); err != nil || !ok {
+		t.Fatalf("a takes the free lease: %v %v", ok, err)
+	}
+	released := func(id string, want bool) {
+		t.Helper()
+		if got, err := a.Released(ctx, id); err != nil || got != want {
+			t.Errorf("run %s released: %v %v, want %v", id, got, err, want)
+		}
+	}
+	released("none", false)
+	must(t, d.InsertRun(ctx, &engine.Run{ID: "q", Hook: "h", Status: engine.StatusQueued, QueuedAt: t0}))
+	released("q", false)
+	must(t, a.Release(ctx, &engine.Run{ID: "q", Hook: "h", Status: engine.StatusRunning, QueuedAt: t0}, 0))
+	released("q", true)
+	got, err := a.Claim(ctx, 1)
+	must(t, err)
+	if len(got) != 1 {
+		t.Fatalf("claimed %v", got)
+	}
+	released("q", true)
+	got[0].Status, got[0].FinishedAt = engine.StatusCompleted, t0.Add(time.Second)
+	must(t, a.FinishOn(ctx, got[0]))
+	released("q", true)
+
+	// A release whose commit is under way.
+	inTx, proceed, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	commit := sync.OnceFunc(func() { close(proceed) })
+	defer commit()
+	go func() {
+		done <- a.Release(beforeCommit(ctx, func() { close(inTx); <-proceed }),
+			&engine.Run{ID: "c", Hook: "h", Status: engine.StatusRunning, QueuedAt: t0}, 0)
+	}()
+	<-inTx
+	type answer struct {
+		ok  bool
+		err error
+	}
+	read := make(chan answer, 1)
+	go func() {
+		ok, err := a.Released(ctx, "c")
+		read <- answer{ok, err}
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		var waiting int
+		must(t, d.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT 1 FROM leases%'`).Scan(&waiting))
+		if waiting == 1 {
+			break
+		}
+		select {
+		case r := <-read:
+			t.Fatalf("run c read back while its release's commit was under way (released: %v %v), not after it", r.ok, r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the read-back of run c is not seen waiting for its release's commit")
+		}
+	}
+	commit()
+	must(t, <-done)
+	if r := <-read; r.err != nil || !r.ok {
+		t.Errorf("run c, read back once its release committed: released %v %v", r.ok, r.err)
 	}
 }
