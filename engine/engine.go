@@ -341,25 +341,9 @@ func (e *Engine) Abort() {
 	e.runCancel(forcedStop{&cancelCause{StatusCancelled, CauseShutdown, "shutdown: hookd was stopped by force"}})
 }
 
-// do runs f on the loop goroutine and waits for it.
+// do runs f on the loop goroutine and waits for it, or for ctx.
 func (e *Engine) do(ctx context.Context, f func(*state)) error {
-	done := make(chan struct{})
-	wrapped := func(s *state) { f(s); close(done) }
-	select {
-	case e.msgs <- wrapped:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.loopDone:
-		return ErrStopped
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.loopDone:
-		return ErrStopped
-	}
+	return e.handOff(ctx, f, ctx.Done())
 }
 
 // doTaken is do for a decision that stands once the loop has it: ctx
@@ -371,6 +355,12 @@ func (e *Engine) doTaken(ctx context.Context, f func(*state)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return e.handOff(ctx, f, nil)
+}
+
+// handOff hands f to the loop unless ctx ends first, and waits for it to
+// run; giveUp (ctx's Done, or nil: never) ends that wait with ctx's error.
+func (e *Engine) handOff(ctx context.Context, f func(*state), giveUp <-chan struct{}) error {
 	done := make(chan struct{})
 	wrapped := func(s *state) { f(s); close(done) }
 	select {
@@ -383,6 +373,8 @@ func (e *Engine) doTaken(ctx context.Context, f func(*state)) error {
 	select {
 	case <-done:
 		return nil
+	case <-giveUp:
+		return ctx.Err()
 	case <-e.loopDone:
 		select {
 		case <-done: // it ran before the loop ended
