@@ -14,11 +14,13 @@ import (
 const TriggerRerun = "rerun"
 
 // PendingRerun is the rerun of a run a crash interrupted (on_interrupted:
-// rerun), as the store keeps it until it starts: left by an engine which
-// does not schedule — a daemonless fire or emit, which recovers the crash
-// — for the next hookd that does, or decided by a cluster's scheduler
-// (followInterrupted). The rerun's run gets RunID, so that a hookd that
-// stops after starting it does not start it again.
+// rerun), as the store keeps it until it starts: decided by the engine
+// that recovered the crash, or a cluster's scheduler (followInterrupted),
+// and stored with the run owed nothing more (Store.Follow,
+// Cluster.Follow); a daemonless fire or emit, which recovers the crash
+// too, leaves it for the next hookd that schedules. The rerun's run gets
+// RunID, so that a hookd that stops after starting it does not start it
+// again.
 type PendingRerun struct {
 	RunID       string // the id the rerun's run will have
 	Hook        string
@@ -29,14 +31,6 @@ type PendingRerun struct {
 	PlannedAt   time.Time   // when it was left for the daemon
 	TraceParent TraceParent // the caller's trace the interrupted run continued: the rerun continues it too
 	TraceLink   TraceParent // the span of the run that started the interrupted run (TraceLinks.StartedBy): the rerun links to it too
-}
-
-// rerun is one rerun the loop starts at its start (startReruns): of a run
-// it found interrupted itself, or one a daemonless command left
-// (stored: forgotten once started).
-type rerun struct {
-	PendingRerun
-	stored bool
 }
 
 // newRerun is the rerun of the interrupted run r.
@@ -53,42 +47,50 @@ func (s *state) rerunsInterrupted(r *Run) bool {
 	return ent != nil && ent.hook.OnInterrupted == InterruptedRerun && r.Trigger != TriggerRerun
 }
 
-// planInterrupted decides the fate of the runs a crash interrupted that
-// this engine recovered: a retry (retry.on names interrupted) is stored
-// as a pending retry, and a rerun (on_interrupted: rerun) either queued
-// for this loop's start, when the engine schedules, or stored for the
-// next hookd that does, when it does not (a daemonless command never runs
-// other hooks' reruns in the user's terminal).
-func (s *state) planInterrupted(ctx context.Context, interrupted []*Run, now time.Time) error {
-	later := s.cfg.Manual
-	for _, r := range interrupted {
-		ent := s.hooks[r.Hook]
-		if ent != nil && s.retryInterrupted(ctx, ent, r, now) {
-			if later && r.Retry != nil {
-				s.e.log.Warn("the retry of an interrupted run is left for hookd serve", "hook", r.Hook, "run", r.ID,
-					"retry", r.Retry.RunID, "at", r.Retry.At)
-			}
-			continue // retry.on names interrupted: the retry re-runs it
+// followOwed decides, on an engine without a cluster, what follows each
+// interrupted run owed its follow-up (Store.Owed): those
+// RecoverInterrupted marked now, and those an earlier hookd marked and
+// was killed, or its store failed, before it stored what follows them.
+// Each is decided by followInterrupted, as a cluster's scheduler decides
+// its own, and stored, with the run owed nothing more, in one transaction
+// (Store.Follow) before anything follows from it: a rerun is stored
+// pending and started by startReruns with the run id it was given, a
+// retry stored pending and fired when due, each forgotten only once its
+// run's start is recorded (storedFollow). So a rerun or retry whose start
+// fails, or a hookd killed at any point in between, leaves it to the next
+// hookd, which starts it once. A daemonless command's engine stores them
+// as well, for the next hookd that schedules (it starts no rerun and
+// fires no retry itself). A store that fails to answer stops a daemon's
+// start (the runs stay owed to the next); a daemonless command leaves
+// them owed to the next hookd.
+func (s *state) followOwed(ctx context.Context) error {
+	var owed []*Run
+	var err error
+	s.onStore(func() {
+		sctx, cancel := s.e.storeCtx(ctx)
+		defer cancel()
+		owed, err = s.cfg.Store.Owed(sctx)
+	})
+	var b followBatch
+	if err == nil {
+		for _, r := range owed {
+			s.followInterrupted(ctx, r, &b)
 		}
-		if !s.rerunsInterrupted(r) {
-			continue
-		}
-		p := newRerun(r, now)
-		if !later {
-			s.reruns = append(s.reruns, rerun{PendingRerun: p})
-			continue
-		}
-		if err := s.cfg.Store.AddRerun(ctx, &p); err != nil {
-			return fmt.Errorf("leave the rerun of run %s for hookd serve: %w", r.ID, err)
-		}
-		s.e.log.Warn("the rerun of an interrupted run is left for hookd serve", "hook", r.Hook, "run", r.ID, "rerun", p.RunID)
+		err = b.err
 	}
+	if err == nil {
+		return nil
+	}
+	if !s.cfg.Manual {
+		return fmt.Errorf("decide what follows the interrupted runs: %w", err)
+	}
+	s.e.log.Warn("what follows interrupted runs is left for hookd serve", "err", err)
 	return nil
 }
 
-// restoreReruns loads the reruns a daemonless command left, or a
-// cluster's scheduler decided. One whose run exists already started
-// (hookd stopped before forgetting it).
+// restoreReruns loads the reruns an earlier hookd, a daemonless command
+// or a cluster's scheduler decided and stored. One whose run exists
+// already started (hookd stopped before forgetting it).
 func (s *state) restoreReruns(ctx context.Context) error {
 	stored, err := s.cfg.Store.PendingReruns(ctx)
 	if err != nil {
@@ -99,33 +101,27 @@ func (s *state) restoreReruns(ctx context.Context) error {
 			s.forgetRerun(p.Hook, p.RunID)
 			continue
 		}
-		s.reruns = append(s.reruns, rerun{PendingRerun: *p, stored: true})
+		s.reruns = append(s.reruns, *p)
 	}
 	return nil
 }
 
 // startReruns fires, once, the runs of hooks with on_interrupted: rerun
-// that a previous hookd left interrupted, with the same event, through
-// the gates (bar the cooldown). A stored one is forgotten once its run's
-// start is recorded, or at once when a gate refused it (storedFollow).
+// that a crash left interrupted, with the same event, through
+// the gates (bar the cooldown). Each is stored (followInterrupted stores
+// it before it is started), and forgotten once its run's start is
+// recorded, or at once when a gate refused it (storedFollow).
 func (s *state) startReruns() {
 	for _, p := range s.reruns {
 		ent := s.hooks[p.Hook]
 		if ent == nil {
 			s.e.log.Info("rerun dropped: its hook no longer exists", "hook", p.Hook, "interrupted", p.Interrupted)
-			if p.stored {
-				s.forgetRerun(p.Hook, p.RunID)
-			}
+			s.forgetRerun(p.Hook, p.RunID)
 			continue
 		}
 		t := trig{reason: TriggerRerun, id: p.RunID, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
 			traceParent: p.TraceParent, traceLink: p.TraceLink, note: fmt.Sprintf("re-runs run %s, interrupted when hookd stopped (on_interrupted: rerun)", p.Interrupted)}
-		var res trigResult
-		if p.stored {
-			res = s.triggerStored(ent, t, p.RunID, storedFollow{what: "pending rerun", hook: p.Hook, del: s.cfg.Store.DeleteRerun})
-		} else {
-			res = s.trigger(ent, t)
-		}
+		res := s.triggerStored(ent, t, p.RunID, storedFollow{what: "pending rerun", hook: p.Hook, del: s.cfg.Store.DeleteRerun})
 		s.e.log.Info("re-running an interrupted run", "hook", p.Hook, "interrupted", p.Interrupted, "run", res.run.ID, "err", res.err)
 	}
 	s.reruns = nil
@@ -192,7 +188,7 @@ func (s *state) adoptStored(ctx context.Context, reruns []*PendingRerun, retries
 	}
 	var cand []string
 	known := func(hook, id string) bool {
-		if s.live[id] != nil || slices.ContainsFunc(s.reruns, func(r rerun) bool { return r.RunID == id }) ||
+		if s.live[id] != nil || slices.ContainsFunc(s.reruns, func(r PendingRerun) bool { return r.RunID == id }) ||
 			slices.ContainsFunc(s.retries, func(q *PendingRetry) bool { return q.RunID == id }) {
 			return true
 		}
@@ -242,7 +238,7 @@ func (s *state) adoptStored(ctx context.Context, reruns []*PendingRerun, retries
 			s.forgetRerun(p.Hook, p.RunID)
 		default:
 			s.e.log.Info("taking up a stored rerun", "hook", p.Hook, "interrupted", p.Interrupted, "rerun", p.RunID)
-			s.reruns = append(s.reruns, rerun{PendingRerun: *p, stored: true})
+			s.reruns = append(s.reruns, *p)
 		}
 	}
 	for _, p := range retries {
@@ -258,31 +254,33 @@ func (s *state) adoptStored(ctx context.Context, reruns []*PendingRerun, retries
 }
 
 // followBatch is what the follow-ups of one batch of owed runs (a
-// takeover's, a poll's) share: the stored retries, read once, when the
-// first run is followed, and whether a store call failed, after which
-// the rest of the batch stay owed and are followed at the next poll. So
+// takeover's, a poll's, a single daemon's start) share: the stored
+// retries, read once, when the first run is followed, and the first
+// store call that failed (err), after which the rest of the batch stay
+// owed and are followed at the next poll (the next start). So
 // a database that stops answering holds the loop for two StoreTimeouts
 // a batch at most (a run's GetRun, whose error is not a failure, then
 // its Follow), not two or three a run.
 type followBatch struct {
 	read   bool
 	stored []*PendingRetry
-	failed bool
+	err    error
 }
 
-// followInterrupted decides, on a cluster's scheduler, what follows the
-// interrupted run r, which is owed its follow-up (Cluster.Owed: its node
-// restarted, or stopped heartbeating, while it ran). It is the one place
-// a cluster decides it, as planInterrupted does on a single daemon: the
-// retry r's node stored before it was killed (not a second one), else a
-// retry (retry.on names interrupted), else a rerun (on_interrupted:
-// rerun), else nothing. The decision is stored, with r owed nothing
-// more, in one transaction fenced by the lease (Cluster.Follow) before
-// anything follows from it: a scheduler that dies before that commit
-// leaves r owed to the next one, which decides it at its takeover, and
-// one deposed stores nothing (and stops). A rerun is stored pending and
-// started by startReruns with the run id it was given, so that no
-// scheduler starts it twice (restoreReruns).
+// followInterrupted decides what follows the interrupted run r, which
+// is owed its follow-up: on a cluster's scheduler (Cluster.Owed: its
+// node restarted, or stopped heartbeating, while it ran), or on a single
+// daemon (Store.Owed: a crash left it running; followOwed). It is the
+// one place hookd decides it: the retry r's hookd (node) stored before
+// it was killed (not a second one), else a retry (retry.on names
+// interrupted), else a rerun (on_interrupted: rerun), else nothing. The
+// decision is stored, with r owed nothing more, in one transaction
+// (Store.Follow; on a cluster Cluster.Follow, fenced by the lease) before
+// anything follows from it: a hookd (scheduler) that dies before that
+// commit leaves r owed to the next one, which decides it at its start
+// (takeover), and a deposed scheduler stores nothing (and stops). A
+// rerun is stored pending and started by startReruns with the run id it
+// was given, so that no hookd starts it twice (restoreReruns).
 //
 // A run still in flight on this scheduler (its end not yet read) is
 // followed when its end is (remoteFinished), so that its rerun finds the
@@ -292,8 +290,8 @@ type followBatch struct {
 // them, and once a store call failed, r is left owed, as the rest of the
 // batch are.
 func (s *state) followInterrupted(ctx context.Context, r *Run, b *followBatch) {
-	if s.stopping() || b.failed {
-		return // owed still, to the next scheduler or the next poll
+	if s.stopping() || b.err != nil {
+		return // owed still, to the next scheduler (hookd) or the next poll
 	}
 	now := s.cfg.Clock.Now()
 	var (
@@ -315,7 +313,7 @@ func (s *state) followInterrupted(ctx context.Context, r *Run, b *followBatch) {
 		}
 	})
 	if err != nil {
-		b.failed = true
+		b.err = err
 		s.e.log.Warn("read the pending retries; the interrupted run is followed at the next poll", "hook", r.Hook, "run", r.ID, "err", err)
 		return
 	}
@@ -337,19 +335,25 @@ func (s *state) followInterrupted(ctx context.Context, r *Run, b *followBatch) {
 	s.onStore(func() {
 		sctx, cancel := s.e.storeCtx(ctx)
 		defer cancel()
-		err = s.e.cfg.Cluster.Follow(sctx, r.ID, retry, again)
+		if cl := s.e.cfg.Cluster; cl != nil {
+			err = cl.Follow(sctx, r.ID, retry, again)
+		} else {
+			err = s.cfg.Store.Follow(sctx, r.ID, retry, again)
+		}
 	})
 	switch {
 	case errors.Is(err, ErrLeaseLost):
-		b.failed = true
+		b.err = err
 		s.e.fail(err)
 		return
 	case errors.Is(err, ErrNotFound):
 		return // another scheduler stored its follow-up
 	case err != nil:
 		// Stored after all when the deadline came during the commit: the
-		// next poll then takes it up (adoptStored), else decides it again.
-		b.failed = true
+		// next poll then takes it up (adoptStored), else decides it again;
+		// on a single daemon, the next start (restoreReruns, restoreRetries,
+		// followOwed).
+		b.err = err
 		s.e.log.Warn("store what follows an interrupted run; taken up, or decided again, at the next poll", "hook", r.Hook, "run", r.ID, "err", err)
 		return
 	}
@@ -361,13 +365,26 @@ func (s *state) followInterrupted(ctx context.Context, r *Run, b *followBatch) {
 		if !exists && !slices.ContainsFunc(s.retries, func(q *PendingRetry) bool { return q.RunID == planned.RunID }) {
 			s.retries.add(planned)
 		}
+		s.leftForServe(r)
 	case retry != nil:
 		plan := retry.RetryPlan
 		r.Retry = &plan
 		s.finishRecord(r)
 		s.retries.add(retry)
+		s.leftForServe(r)
+	case again != nil && s.cfg.Manual:
+		s.e.log.Warn("the rerun of an interrupted run is left for hookd serve", "hook", r.Hook, "run", r.ID, "rerun", again.RunID)
 	case again != nil:
-		s.reruns = append(s.reruns, rerun{PendingRerun: *again, stored: true})
+		s.reruns = append(s.reruns, *again)
 		s.e.log.Info("the rerun of an interrupted run is decided", "hook", r.Hook, "interrupted", r.ID, "rerun", again.RunID)
+	}
+}
+
+// leftForServe says, on a daemonless command's engine, that the retry
+// of the interrupted run r is stored for hookd serve to fire.
+func (s *state) leftForServe(r *Run) {
+	if s.cfg.Manual && r.Retry != nil {
+		s.e.log.Warn("the retry of an interrupted run is left for hookd serve", "hook", r.Hook, "run", r.ID,
+			"retry", r.Retry.RunID, "at", r.Retry.At)
 	}
 }

@@ -168,36 +168,6 @@ func (s *state) restoreRetries(ctx context.Context) error {
 	return nil
 }
 
-// retryInterrupted plans the retries of runs a crash interrupted, for
-// hooks whose retry.on names interrupted. It reports whether it did.
-func (s *state) retryInterrupted(ctx context.Context, ent *entry, r *Run, now time.Time) bool {
-	if s.retryPending(r) {
-		// The run planned its retry and was killed before its final
-		// record: the stored retry is the one, not a second.
-		s.finishRecord(r)
-		return true
-	}
-	p := s.e.planRetry(ctx, ent.hook, r, now)
-	if p == nil {
-		return false
-	}
-	s.finishRecord(r) // the interrupted record now says when it is retried
-	s.retries.add(p)
-	return true
-}
-
-// retryPending reports whether a pending retry already follows run r:
-// one of its chain with a later attempt.
-func (s *state) retryPending(r *Run) bool {
-	p := retryOf(s.retries, r)
-	if p == nil {
-		return false
-	}
-	plan := p.RetryPlan
-	r.Retry = &plan
-	return true
-}
-
 // retryOf returns the retry among pending that follows run r: one of its
 // chain with a later attempt; or nil.
 func retryOf(pending []*PendingRetry, r *Run) *PendingRetry {

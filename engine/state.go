@@ -31,14 +31,14 @@ type state struct {
 	live    map[string]*entry // run id -> hook, for active, queued and pending runs
 	retired map[string]*entry // hooks removed by a reload whose run is still in flight
 	waiters map[string][]chan *Run
-	events  []*Event      // engine events raised inside the loop, dispatched after the current message
-	match   []string      // reused buffer for EventIndex.Listeners
-	accept  []*entry      // reused buffer: the hooks whose where: accepted an event (dispatch)
-	reruns  []rerun       // interrupted runs to run again at start (on_interrupted: rerun)
-	retries retryQueue    // pending retries, earliest first (retry.go)
-	marking marking       // the event the next start of its hook marks dispatched (dispatch)
-	spend   budget.Ledger // token usage of the last day
-	lookout lookout       // since the loop last looked at the clock (gap.go)
+	events  []*Event       // engine events raised inside the loop, dispatched after the current message
+	match   []string       // reused buffer for EventIndex.Listeners
+	accept  []*entry       // reused buffer: the hooks whose where: accepted an event (dispatch)
+	reruns  []PendingRerun // stored reruns of interrupted runs to start (on_interrupted: rerun)
+	retries retryQueue     // pending retries, earliest first (retry.go)
+	marking marking        // the event the next start of its hook marks dispatched (dispatch)
+	spend   budget.Ledger  // token usage of the last day
+	lookout lookout        // since the loop last looked at the clock (gap.go)
 
 	// records are the writer's records of what the stored event the loop
 	// dispatches now did to each hook (Run.EventSeq, Merged.EventSeq):
@@ -251,13 +251,15 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		}
 	} else if s.cfg.Manual {
 		// A daemonless command's engine: what the next daemon needs to
-		// know of retries already planned (retryInterrupted).
+		// know of retries already planned (followInterrupted).
 		if err := s.restoreRetries(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.planInterrupted(ctx, interrupted, now); err != nil {
-		return nil, err
+	if e.cfg.Cluster == nil {
+		if err := s.followOwed(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

@@ -103,8 +103,21 @@ type Store interface {
 	UpdateQueued(ctx context.Context, r *Run, merged Merged) error
 	// RecoverInterrupted marks runs left running by a crash interrupted,
 	// and the hooks' last status with them, and returns them with the
-	// process groups recorded for them (AddRunProc).
+	// process groups recorded for them (AddRunProc). Each is owed its
+	// follow-up (Owed), in the transaction that interrupts it, until
+	// Follow stores it.
 	RecoverInterrupted(ctx context.Context, now time.Time) ([]*Run, error)
+	// Owed returns the interrupted runs whose follow-up no engine has
+	// stored yet, oldest first: those RecoverInterrupted marked (now, or
+	// by a hookd killed, or whose store failed, before it stored theirs).
+	Owed(ctx context.Context) ([]*Run, error)
+	// Follow stores the follow-up an engine decided for the interrupted
+	// run id, the pending retry retry or the pending rerun rerun (each
+	// nil when not), and that the run is owed nothing more, in one
+	// transaction: an error wrapping ErrNotFound when the run is owed
+	// nothing, and then nothing is stored. A cluster's scheduler stores
+	// it through Cluster.Follow, fenced by the lease.
+	Follow(ctx context.Context, id string, retry *PendingRetry, rerun *PendingRerun) error
 	// AddRunProc appends a process group to the record of run id, so that
 	// a hookd started after a crash can kill what the dead one left
 	// running. An engine with a ProcJournal records them there instead (no

@@ -99,6 +99,7 @@ CREATE INDEX events_type_seq ON events (type, seq);
 	{24, "rerun trace parent", sqlRerunTrace},      // reruns.go
 	{25, "run trace links", sqlRunTraceLinks},      // runs.go
 	{26, "retry trace parent", sqlRetryTrace},      // retries.go
+	{27, "owed follow-ups", sqlOwed},               // followup.go
 }
 
 const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -399,7 +399,8 @@ func (d *DB) claimSlot(ctx context.Context, tx *sql.Tx, hook string, slot time.T
 
 // RecoverInterrupted marks every run left running (by a hookd that died)
 // interrupted, finished at now, and returns them oldest first, each with
-// the process groups its steps started (Run.Procs). Queued runs
+// the process groups its steps started (Run.Procs), each owed its
+// follow-up (Owed) until the engine stores it (Follow). Queued runs
 // are left for the queue. Only the holder of Lock should call it.
 func (d *DB) RecoverInterrupted(ctx context.Context, now time.Time) ([]*engine.Run, error) {
 	var runs []*engine.Run
@@ -408,7 +409,7 @@ func (d *DB) RecoverInterrupted(ctx context.Context, now time.Time) ([]*engine.R
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, reason = ?, finished_at = ?
+		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, reason = ?, finished_at = ?, owed = 1
 			WHERE status = ? RETURNING `+runCols+`, seq`,
 			string(engine.StatusInterrupted), InterruptedReason, timeArg(now), string(engine.StatusRunning))
 		if err != nil {

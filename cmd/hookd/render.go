@@ -151,6 +151,9 @@ func (readOnlyStore) AppendEvents(context.Context, []*engine.Event) error { retu
 func (readOnlyStore) RecoverInterrupted(context.Context, time.Time) ([]*engine.Run, error) {
 	return nil, errReadOnly
 }
+func (readOnlyStore) Follow(context.Context, string, *engine.PendingRetry, *engine.PendingRerun) error {
+	return errReadOnly
+}
 
 // printPreview prints the steps and the decision on stderr and the prompt
 // on stdout, so `hookd render NAME > prompt.md` keeps the prompt alone.

@@ -443,8 +443,9 @@ func updateQueued(ctx context.Context, tx pgx.Tx, r *engine.Run, merged engine.M
 }
 
 // RecoverInterrupted marks every run left running interrupted, finished
-// at now, and returns them oldest first with their process groups.
-// Queued runs are left for the queue. Only the holder of the daemon lock
+// at now, and returns them oldest first with their process groups, each
+// owed its follow-up (Owed) until the engine stores it (Follow). Queued
+// runs are left for the queue. Only the holder of the daemon lock
 // should call it.
 func (d *DB) RecoverInterrupted(ctx context.Context, now time.Time) ([]*engine.Run, error) {
 	var runs []*engine.Run
@@ -453,7 +454,7 @@ func (d *DB) RecoverInterrupted(ctx context.Context, now time.Time) ([]*engine.R
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `UPDATE runs SET status = $1, reason = $2, finished_at = $3
+		rows, err := tx.Query(ctx, `UPDATE runs SET status = $1, reason = $2, finished_at = $3, owed = true
 			WHERE status = $4 RETURNING `+runCols+`, seq`,
 			string(engine.StatusInterrupted), store.InterruptedReason, timeArg(now), string(engine.StatusRunning))
 		if err != nil {

@@ -613,6 +613,56 @@ func testRecoverInterrupted(t *testing.T, e *env) {
 	}
 }
 
+// testRecoveredRunsOwedFollowUp: each run RecoverInterrupted marks
+// interrupted is owed its follow-up, across a reopen, until Follow stores
+// it (a pending rerun, a pending retry, or nothing) in the transaction
+// that clears it; a second Follow of the same run stores nothing.
+func testRecoveredRunsOwedFollowUp(t *testing.T, e *env) {
+	ctx := context.Background()
+	s, err := e.open()
+	must(t, err)
+	for _, id := range []string{"rerun", "retry", "none"} {
+		must(t, s.StartRun(ctx, &engine.Run{ID: id, Hook: id, StartedAt: t0}))
+	}
+	must(t, s.StartRun(ctx, &engine.Run{ID: "done", Hook: "done", StartedAt: t0}))
+	must(t, s.FinishRun(ctx, &engine.Run{ID: "done", Hook: "done", Status: engine.StatusCompleted, FinishedAt: t0}))
+	now := t0.Add(time.Hour)
+	_, err = s.RecoverInterrupted(ctx, now)
+	must(t, err)
+	must(t, s.Close()) // killed before it stored what follows them
+	s = e.store()
+	owed, err := s.Owed(ctx)
+	must(t, err)
+	if got := runIDs(owed); !reflect.DeepEqual(got, []string{"rerun", "retry", "none"}) {
+		t.Fatalf("Owed = %v, want [rerun retry none]", got)
+	}
+	rerun := &engine.PendingRerun{RunID: "rerun2", Hook: "rerun", Interrupted: "rerun", PlannedAt: now}
+	retry := &engine.PendingRetry{RetryPlan: engine.RetryPlan{RunID: "retry2", Attempt: 2, At: now}, Hook: "retry", RetryOf: "retry", Attempts: 3}
+	must(t, s.Follow(ctx, "rerun", nil, rerun))
+	must(t, s.Follow(ctx, "retry", retry, nil))
+	must(t, s.Follow(ctx, "none", nil, nil))
+	if err := s.Follow(ctx, "rerun", nil, &engine.PendingRerun{RunID: "rerun3", Hook: "rerun", Interrupted: "rerun", PlannedAt: now}); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("second Follow = %v, want ErrNotFound", err)
+	}
+	if err := s.Follow(ctx, "done", nil, nil); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("Follow of a run not interrupted = %v, want ErrNotFound", err)
+	}
+	owed, err = s.Owed(ctx)
+	if err != nil || len(owed) != 0 {
+		t.Errorf("Owed after Follow = %v, %v; want none", runIDs(owed), err)
+	}
+	reruns, err := s.PendingReruns(ctx)
+	must(t, err)
+	if len(reruns) != 1 || reruns[0].RunID != "rerun2" {
+		t.Errorf("pending reruns = %+v, want rerun2 alone", reruns)
+	}
+	retries, err := s.PendingRetries(ctx)
+	must(t, err)
+	if len(retries) != 1 || retries[0].RunID != "retry2" {
+		t.Errorf("pending retries = %+v, want retry2 alone", retries)
+	}
+}
+
 // testRecoverInterruptedReturnsProcs: the process groups recorded while
 // a run ran come back with it when a crash left it running.
 func testRecoverInterruptedReturnsProcs(t *testing.T, e *env) {

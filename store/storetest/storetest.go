@@ -71,6 +71,7 @@ var tests = []struct {
 	{"StartedByTraceLinks", testStartedByTraceLinks},
 	{"RecoverInterrupted", testRecoverInterrupted},
 	{"RecoverInterruptedReturnsProcs", testRecoverInterruptedReturnsProcs},
+	{"RecoveredRunsOwedFollowUp", testRecoveredRunsOwedFollowUp},
 	{"LastFingerprint", testLastFingerprint},
 	{"SkipRecordsCollapse", testSkipRecordsCollapse},
 	{"AppendEvent", testAppendEvent},
