@@ -135,6 +135,50 @@ func (x *heldDecision) Listeners(dst []string, typ string) []string {
 	return x.EventIndex.Listeners(dst, typ)
 }
 
+// goneClient is an engine for a test of a client that goes away while
+// the engine works for it: one hook, a (trigger trig, a step that
+// succeeds), on a real SQLite store, in the caller's synctest bubble.
+// With gone "deciding" the loop's decision of an event of type decide is
+// held, with "starting" the record of a's start; held says it is held,
+// unhold lets it go.
+type goneClient struct {
+	eng          *engine.Engine
+	db           *store.DB
+	held, unhold chan struct{}
+}
+
+func newGoneClient(t *testing.T, gone, decide string, trig engine.Trigger) *goneClient {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	st := &heldHookStart{DB: db, hook: "none", held: make(chan struct{}, 1), unhold: make(chan struct{})}
+	events := &heldDecision{EventIndex: triggers.NewEventIndex(), typ: "none", held: make(chan struct{}, 1), unhold: make(chan struct{})}
+	g := &goneClient{db: db, held: st.held, unhold: st.unhold}
+	switch gone {
+	case "deciding":
+		events.typ = decide
+		g.held, g.unhold = events.held, events.unhold
+	case "starting":
+		st.hook = "a"
+	}
+	h := withSteps(newHook("a"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
+		return &engine.StepResult{Output: "ran"}, nil
+	}))
+	h.Trigger = trig
+	if g.eng, err = engine.New(engine.Config{Store: st, Events: events, Clock: clock.System{}, Tick: time.Second,
+		Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{h}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.eng.Stop)
+	return g
+}
+
 // TestEmitOneOutlivesClient: an event without an ID that starts one run
 // is stored with that run's start; a client that goes away once the loop
 // has it (while the loop decides, or while the run's start is recorded)
@@ -165,34 +209,8 @@ func TestEmitOneOutlivesClient(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				bg := context.Background()
-				db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer db.Close()
-				st := &heldHookStart{DB: db, hook: "none", held: make(chan struct{}, 1), unhold: make(chan struct{})}
-				events := &heldDecision{EventIndex: triggers.NewEventIndex(), typ: "none", held: make(chan struct{}, 1), unhold: make(chan struct{})}
-				held, unhold := st.held, st.unhold
-				switch tc.gone {
-				case "deciding":
-					events.typ = "deploy.done"
-					held, unhold = events.held, events.unhold
-				case "starting":
-					st.hook = "a"
-				}
-				h := withSteps(newHook("a"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-					return &engine.StepResult{Output: "ran"}, nil
-				}))
-				h.Trigger = engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"}
-				eng, err := engine.New(engine.Config{Store: st, Events: events, Clock: clock.System{}, Tick: time.Second,
-					Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{h})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := eng.Start(bg); err != nil {
-					t.Fatal(err)
-				}
-				defer eng.Stop()
+				g := newGoneClient(t, tc.gone, "deploy.done", engine.Trigger{Kind: engine.TriggerEvent, Event: "deploy.*"})
+				eng, db, held, unhold := g.eng, g.db, g.held, g.unhold
 
 				ctx, cancel := context.WithCancel(bg)
 				type answer struct {

@@ -3,17 +3,10 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"testing/synctest"
-	"time"
 
-	"github.com/hookd/hookd/clock"
 	"github.com/hookd/hookd/engine"
-	"github.com/hookd/hookd/store"
-	"github.com/hookd/hookd/triggers"
 )
 
 // TestFireOutlivesClient: a fire the loop has (waiting for the loop,
@@ -37,35 +30,10 @@ func TestFireOutlivesClient(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				bg := context.Background()
-				db, err := store.Open(filepath.Join(t.TempDir(), "hookd.db"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer db.Close()
-				st := &heldHookStart{DB: db, hook: "none", held: make(chan struct{}, 1), unhold: make(chan struct{})}
-				events := &heldDecision{EventIndex: triggers.NewEventIndex(), typ: "none", held: make(chan struct{}, 1), unhold: make(chan struct{})}
-				held, unhold := st.held, st.unhold
-				switch tc.gone {
-				case "deciding":
-					// The loop is busy deciding an event when the fire
-					// reaches it.
-					events.typ = "hold.now"
-					held, unhold = events.held, events.unhold
-				case "starting":
-					st.hook = "a"
-				}
-				h := withSteps(newHook("a"), funcStep(func(ctx context.Context, env *engine.StepEnv) (*engine.StepResult, error) {
-					return &engine.StepResult{Output: "ran"}, nil
-				}))
-				eng, err := engine.New(engine.Config{Store: st, Events: events, Clock: clock.System{}, Tick: time.Second,
-					Grace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []*engine.Hook{h})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := eng.Start(bg); err != nil {
-					t.Fatal(err)
-				}
-				defer eng.Stop()
+				// With "deciding" the loop is busy deciding an event
+				// (hold.now) when the fire reaches it.
+				g := newGoneClient(t, tc.gone, "hold.now", engine.Trigger{})
+				eng, db, held, unhold := g.eng, g.db, g.held, g.unhold
 
 				ctx, cancel := context.WithCancel(bg)
 				defer cancel()
