@@ -208,6 +208,7 @@ func (s *state) takeover(ctx context.Context) error {
 	}
 	s.due = s.due[:0]
 	s.queue, s.running, s.reruns, s.retries = nil, 0, nil, nil
+	clear(s.held)
 	s.e.waitMu.Lock()
 	s.live = map[string]*entry{}
 	s.e.waitMu.Unlock()

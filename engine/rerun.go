@@ -110,9 +110,16 @@ func (s *state) restoreReruns(ctx context.Context) error {
 // that a crash left interrupted, with the same event, through
 // the gates (bar the cooldown). Each is stored (followInterrupted stores
 // it before it is started), and forgotten once its run's start is
-// recorded, or at once when a gate refused it (storedFollow).
+// recorded, or at once when a gate refused it (storedFollow); one the
+// store_stalled gate refused is held, in reruns, until the store takes
+// writes again (unhold).
 func (s *state) startReruns() {
+	var held []PendingRerun
 	for _, p := range s.reruns {
+		if s.held[p.RunID] { // until the stall ends (a cluster's poll calls again)
+			held = append(held, p)
+			continue
+		}
 		ent := s.hooks[p.Hook]
 		if ent == nil {
 			s.e.log.Info("rerun dropped: its hook no longer exists", "hook", p.Hook, "interrupted", p.Interrupted)
@@ -121,10 +128,38 @@ func (s *state) startReruns() {
 		}
 		t := trig{reason: TriggerRerun, id: p.RunID, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
 			traceParent: p.TraceParent, traceLink: p.TraceLink, note: fmt.Sprintf("re-runs run %s, interrupted when hookd stopped (on_interrupted: rerun)", p.Interrupted)}
-		res := s.triggerStored(ent, t, p.RunID, storedFollow{what: "pending rerun", hook: p.Hook, del: s.cfg.Store.DeleteRerun})
+		res, kept := s.triggerStored(ent, t, p.RunID, storedFollow{what: "pending rerun", hook: p.Hook, del: s.cfg.Store.DeleteRerun})
+		if kept {
+			held = append(held, p)
+			s.held[p.RunID] = true
+			s.e.log.Warn("rerun held: the store is stalled; it starts once the store takes writes again", "hook", p.Hook, "interrupted", p.Interrupted, "rerun", p.RunID)
+			continue
+		}
 		s.e.log.Info("re-running an interrupted run", "hook", p.Hook, "interrupted", p.Interrupted, "run", res.run.ID, "err", res.err)
 	}
-	s.reruns = nil
+	s.reruns = held
+}
+
+// holds reports whether the loop holds stored reruns or retries the
+// store_stalled gate refused, to start once the store takes writes
+// again (unhold).
+func (s *state) holds() bool {
+	return len(s.held) > 0 && !s.cfg.Manual && !s.stopping() && s.schedules()
+}
+
+// unhold, once the store is no longer stalled, starts the reruns the
+// store_stalled gate held and lets fireRetries fire the retries it held
+// (they are due). The loop wakes for it when the stall ends
+// (storeWriter.answering).
+func (s *state) unhold() {
+	if !s.holds() {
+		return
+	}
+	if _, stalled := s.e.wr.stalled(); stalled {
+		return
+	}
+	clear(s.held)
+	s.startReruns()
 }
 
 func (s *state) forgetRerun(hook, runID string) {
@@ -150,16 +185,26 @@ type storedFollow struct {
 // hook's pending run (no run runID is made), is forgotten at once (its
 // record says what became of it, after which it is forgotten: the writer
 // keeps their order); one admitted is forgotten once its start is
-// recorded (startRun hands f to the run).
-func (s *state) triggerStored(ent *entry, t trig, runID string, f storedFollow) trigResult {
+// recorded (startRun hands f to the run). One the store_stalled gate
+// refused is kept (held): that gate says nothing of its hook, only that
+// hookd cannot record a start now, so the caller holds it and tries it
+// again once the store takes writes (unhold); its record, under an id of
+// its own, says so, and a hookd that stops meanwhile leaves it stored
+// for the next start.
+func (s *state) triggerStored(ent *entry, t trig, runID string, f storedFollow) (res trigResult, held bool) {
+	t.stored = true
 	s.unstarted[runID] = f
-	res := s.trigger(ent, t)
-	if res.err != nil || res.run == nil || res.run.ID != runID {
-		delete(s.unstarted, runID)
-		s.await(s.e.wr.submit(f.what+"'s removal", f.hook, runID,
-			func(ctx context.Context) error { return f.del(ctx, runID) }))
+	res = s.trigger(ent, t)
+	if res.err == nil && res.run != nil && res.run.ID == runID {
+		return res, false
 	}
-	return res
+	delete(s.unstarted, runID)
+	if g, ok := errors.AsType[*GateError](res.err); ok && g.Gate == GateStoreStalled {
+		return res, true
+	}
+	s.await(s.e.wr.submit(f.what+"'s removal", f.hook, runID,
+		func(ctx context.Context) error { return f.del(ctx, runID) }))
+	return res, false
 }
 
 // forgetStarted, called by the goroutine that recorded act's start once

@@ -76,7 +76,9 @@ var errKilled = errors.New("killed")
 //   - start fails: the daemon that recovers the crash cannot record the
 //     rerun's start; the next daemon runs it. (A retry whose start fails
 //     is TestRetryKeptWhenItsStartFails; here a retry due while the store
-//     is stalled would be refused by the store_stalled gate.)
+//     is stalled would be held by the store_stalled gate and fired by
+//     this daemon once the store answers:
+//     TestStoredFollowUpKeptWhileStoreStalled.)
 //   - killed after recovery: the daemon is killed right after it marked
 //     the runs interrupted, before it decided what follows them; the
 //     next daemon decides it and runs them.

@@ -184,14 +184,19 @@ func retryOf(pending []*PendingRetry, r *Run) *PendingRetry {
 }
 
 // fireRetries fires the retries that are due, through the gates but the
-// cooldown.
+// cooldown. One the store_stalled gate refused stays, held, until the
+// store takes writes again (unhold).
 func (s *state) fireRetries(now time.Time) {
 	if s.stopping() || !s.schedules() {
 		return
 	}
-	for len(s.retries) > 0 && !s.retries[0].At.After(now) {
-		p := s.retries[0]
-		s.retries = s.retries[1:]
+	for i := 0; i < len(s.retries) && !s.retries[i].At.After(now); {
+		p := s.retries[i]
+		if s.held[p.RunID] {
+			i++
+			continue
+		}
+		s.retries = slices.Delete(s.retries, i, i+1)
 		ent := s.hooks[p.Hook]
 		if ent == nil {
 			s.e.log.Info("retry dropped: its hook no longer exists", "hook", p.Hook, "retry_of", p.RetryOf)
@@ -199,9 +204,16 @@ func (s *state) fireRetries(now time.Time) {
 			continue
 		}
 		// Forgotten once its run's start is recorded (storedFollow).
-		res := s.triggerStored(ent, trig{reason: TriggerRetry, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
+		res, held := s.triggerStored(ent, trig{reason: TriggerRetry, raw: p.Event, eventType: p.EventType, depth: p.Depth, force: true,
 			traceParent: p.TraceParent, traceLink: p.TraceLink, retry: p, note: fmt.Sprintf("attempt %d of %d: retries run %s", p.Attempt, p.Attempts, p.RetryOf)},
 			p.RunID, storedFollow{what: "pending retry", hook: p.Hook, del: s.cfg.Store.DeleteRetry})
+		if held {
+			s.retries = slices.Insert(s.retries, i, p)
+			s.held[p.RunID] = true
+			i++
+			s.e.log.Warn("retry held: the store is stalled; it fires once the store takes writes again", "hook", p.Hook, "retry_of", p.RetryOf, "attempt", p.Attempt, "retry", p.RunID)
+			continue
+		}
 		s.e.log.Info("retrying a failed run", "hook", p.Hook, "retry_of", p.RetryOf, "attempt", p.Attempt, "run", res.run.ID, "err", res.err)
 	}
 }
@@ -211,12 +223,14 @@ func (s *state) forgetRetry(p *PendingRetry) {
 		func(ctx context.Context) error { return s.cfg.Store.DeleteRetry(ctx, p.RunID) }))
 }
 
-// nextRetry is when the earliest pending retry is due, or zero.
+// nextRetry is when the earliest pending retry not held is due, or zero.
 func (s *state) nextRetry() time.Time {
-	if len(s.retries) == 0 {
-		return time.Time{}
+	for _, p := range s.retries {
+		if !s.held[p.RunID] {
+			return p.At
+		}
 	}
-	return s.retries[0].At
+	return time.Time{}
 }
 
 // retryInfos lists the pending retries, earliest first.

@@ -40,6 +40,11 @@ type state struct {
 	spend   budget.Ledger  // token usage of the last day
 	lookout lookout        // since the loop last looked at the clock (gap.go)
 
+	// held are the run ids of the reruns and retries the store_stalled
+	// gate refused: kept in reruns and retries, they start once the
+	// store takes writes again (triggerStored, unhold).
+	held map[string]bool
+
 	// records are the writer's records of what the stored event the loop
 	// dispatches now did to each hook (Run.EventSeq, Merged.EventSeq):
 	// dispatch hands them to its caller, whose mark waits for each of
@@ -164,6 +169,7 @@ type trig struct {
 	id          string                                                // the run's id, when the caller chose it (a forwarded fire)
 	note        string                                                // a note for the run's record
 	retry       *PendingRetry                                         // the retry this trigger is (TriggerRetry)
+	stored      bool                                                  // a stored rerun or retry: the store_stalled gate keeps it (triggerStored)
 	eventSeq    int64                                                 // the stored event, pending still, it came from (Run.EventSeq)
 	merge       func(pending json.RawMessage) (map[string]any, error) // Event.Merge
 	traceParent TraceParent                                           // the caller's trace (Run.TraceParent)
@@ -187,6 +193,7 @@ func (e *Engine) newState(ctx context.Context) (*state, error) {
 		remote:  map[string]*active{},
 
 		unstarted: map[string]storedFollow{},
+		held:      map[string]bool{},
 	}
 	now := s.cfg.Clock.Now()
 	s.lookout = lookout{wall: now, mono: s.cfg.Clock.Mono()} // the schedules begin at now
@@ -479,6 +486,7 @@ func (s *state) loop(ctx context.Context) {
 		now := s.cfg.Clock.Now()
 		gap := s.look(now)
 		s.guard(now)
+		s.unhold()
 		s.fireDue(now, gap)
 		if !s.cfg.Manual {
 			s.fireRetries(now)
@@ -504,12 +512,20 @@ func (s *state) loop(ctx context.Context) {
 		if alarm == nil && !next.IsZero() {
 			wait = max(min(wait, next.Sub(now)), 0)
 		}
+		// Holding reruns or retries the store_stalled gate refused, the
+		// loop wakes when the stall ends (unhold starts them).
+		var answers <-chan struct{}
+		if s.holds() {
+			answers = s.e.wr.answering()
+		}
 		timer.Reset(wait)
 		asleep := s.cfg.Clock.Mono()
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C():
+			s.slept(asleep)
+		case <-answers:
 			s.slept(asleep)
 		case <-alarmC:
 			s.slept(asleep)
@@ -749,6 +765,18 @@ func (s *state) trigger(ent *entry, t trig) trigResult {
 			// Folded into the hook's one missed record, written once
 			// the store answers (writer.go).
 			s.e.wr.missSlot(h, t.slot, "", "", s.fence())
+			return trigResult{run: run, err: g}
+		}
+		if t.stored {
+			// The gate says nothing of the hook: a stored rerun or retry
+			// is kept, and started once the store takes writes again
+			// (triggerStored). Its record has an id of its own, so that
+			// its run's id stays free for that start; it is also the
+			// write that finds the store answering again.
+			rec := *run
+			rec.ID, rec.Attempt, rec.Attempts, rec.RetryOf = NewID(), 0, 0, ""
+			s.refuse(ent, &rec, StatusSkipped, &GateError{Gate: GateStoreStalled, Hook: h.Name,
+				Detail: fmt.Sprintf("%s; the %s (run %s) is kept and starts once the store takes writes again", st, t.reason, run.ID)})
 			return trigResult{run: run, err: g}
 		}
 		return s.refuse(ent, run, StatusSkipped, g)

@@ -27,7 +27,9 @@ import (
 //     slot and, once a write succeeds, stores one missed record for the
 //     gap with the store's error (slotGap);
 //   - any other trigger is refused with the store_stalled gate, its
-//     record waiting with the others.
+//     record waiting with the others; a stored rerun or retry is kept
+//     rather than refused, and started once the stall ends
+//     (triggerStored).
 
 // storeWait bounds how long the loop waits for one of its records while
 // the store answers; past it, the record is written later. A store that
@@ -144,6 +146,14 @@ func (w *storeWriter) whenAnswering() bool {
 	case <-w.quit:
 		return false
 	}
+}
+
+// answering returns a channel closed once the store is not stalled:
+// closed already when it is not.
+func (w *storeWriter) answering() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.answers
 }
 
 func signal(c chan struct{}) {
