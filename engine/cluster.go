@@ -72,6 +72,18 @@ type Cluster interface {
 	// the run is owed nothing (another scheduler stored its follow-up);
 	// either way nothing is stored.
 	Follow(ctx context.Context, id string, retry *PendingRetry, rerun *PendingRerun) error
+	// Untold returns the runs whose outcome event no scheduler has stored
+	// yet, oldest first: FinishOn, Expire and Recover mark each run they
+	// end untold in the transaction that stores its end.
+	Untold(ctx context.Context) ([]*Run, error)
+	// Tell stores ev, the outcome event of run id, pending (as
+	// Store.AppendPendingEvent, for the scheduler to dispatch) and that
+	// the run is untold no more, in one transaction that also checks the
+	// lease and wakes the scheduler (WakeEvents): an error wrapping
+	// ErrLeaseLost when this node no longer holds it, ErrNotFound when the
+	// run is not untold (another scheduler stored its event); either way
+	// nothing is stored.
+	Tell(ctx context.Context, id string, ev *Event) error
 
 	// Loaded reports the hooks this node has loaded (at start and after
 	// each reload): Claim gives it only runs of these hooks at the version

@@ -632,6 +632,7 @@ func (e *Engine) pollLoop(ctx context.Context) {
 			retries []*PendingRetry
 			finals  []*Run
 			owed    []*Run
+			untold  []*Run
 			saved   map[string]HookState
 		)
 		if err == nil {
@@ -642,6 +643,9 @@ func (e *Engine) pollLoop(ctx context.Context) {
 		}
 		if err == nil {
 			owed, err = cl.Owed(ctx)
+		}
+		if err == nil {
+			untold, err = cl.Untold(ctx)
 		}
 		if err == nil {
 			saved, err = e.cfg.Store.HookStates(ctx)
@@ -656,7 +660,7 @@ func (e *Engine) pollLoop(ctx context.Context) {
 			for name, ent := range s.hooks {
 				ent.paused = saved[name].Paused
 			}
-			s.remoteEnded(ctx, finals, owed, reruns, retries)
+			s.remoteEnded(ctx, finals, owed, untold, reruns, retries)
 		}) != nil {
 			return
 		}
@@ -683,18 +687,23 @@ func (e *Engine) readPaused(ctx context.Context) {
 // remoteEnded, on the scheduler, ends the released runs whose records
 // it read final (remoteFinished), follows the interrupted runs owed a
 // follow-up that are not in flight here (followInterrupted: one whose
-// end this scheduler has yet to read is followed then), takes up the
-// stored reruns and retries it neither holds nor started (adoptStored:
-// reruns and retries, read before the ends), and starts the reruns.
-func (s *state) remoteEnded(ctx context.Context, finals, owed []*Run, reruns []*PendingRerun, retries []*PendingRetry) {
+// end this scheduler has yet to read is followed then), tells the
+// outcome of the runs untold that are not in flight here (tellOutcome:
+// a run a scheduler before it did not tell, as it died or lost the
+// lease), takes up the stored reruns and retries it neither holds nor
+// started (adoptStored: reruns and retries, read before the ends), and
+// starts the reruns.
+func (s *state) remoteEnded(ctx context.Context, finals, owed, untold []*Run, reruns []*PendingRerun, retries []*PendingRetry) {
 	isOwed := make(map[string]bool, len(owed))
 	for _, r := range owed {
 		isOwed[r.ID] = true
 	}
+	ended := make(map[string]bool, len(finals))
 	var batch followBatch // the owed runs this poll follows, ended here or not
 	for _, r := range finals {
 		if s.remoteFinished(ctx, r, isOwed[r.ID], &batch) {
 			delete(isOwed, r.ID)
+			ended[r.ID] = true
 		}
 	}
 	for _, r := range owed {
@@ -702,15 +711,21 @@ func (s *state) remoteEnded(ctx context.Context, finals, owed []*Run, reruns []*
 			s.followInterrupted(ctx, r, &batch)
 		}
 	}
+	for _, r := range untold {
+		if !ended[r.ID] && s.remote[r.ID] == nil { // else told when its end is read
+			s.tellOutcome(ctx, r, s.hookOf(r.Hook))
+		}
+	}
 	s.adoptStored(ctx, reruns, retries)
 	s.startReruns()
 }
 
 // remoteFinished ends, on the scheduler, a released run whose record is
-// final: as a run of its own ends (the gates, the queue, the outcome
-// event), with the retry its node planned, or, when its node stopped
-// and it is owed its follow-up, the one followInterrupted decides (one of
-// batch b). It reports whether the run was in flight here.
+// final: as a run of its own ends (the gates, the queue), with the retry
+// its node planned, or, when its node stopped and it is owed its
+// follow-up, the one followInterrupted decides (one of batch b); its
+// outcome event is told once it left the runs in flight (tellOutcome).
+// It reports whether the run was in flight here.
 func (s *state) remoteFinished(ctx context.Context, r *Run, owed bool, b *followBatch) bool {
 	act, ent := s.remote[r.ID], s.live[r.ID]
 	if act == nil || ent == nil {
@@ -727,11 +742,57 @@ func (s *state) remoteFinished(ctx context.Context, r *Run, owed bool, b *follow
 		retry = s.plannedRetry(ctx, r)
 	}
 	s.finished(ent, act, retry)
+	s.tellOutcome(ctx, r, ent.hook)
+	return true
+}
+
+// hookOf is the hook named name, loaded or retired; nil when neither.
+func (s *state) hookOf(name string) *Hook {
+	if ent := s.hooks[name]; ent != nil {
+		return ent.hook
+	}
+	if ent := s.retired[name]; ent != nil {
+		return ent.hook
+	}
+	return nil
+}
+
+// tellOutcome, on a cluster's scheduler, publishes the outcome event of
+// r, a released run of hook h (nil: not loaded) whose end a node stored
+// untold (Cluster.Untold): it stores the event pending with the mark
+// cleared, in one transaction fenced by the lease (Cluster.Tell), for
+// dispatchLoop to dispatch as any event stored pending, and tells this
+// node's subscribers. It is the one place a released run's outcome is
+// published, when the scheduler reads its end or, for a run no scheduler
+// told (it died or lost the lease before), at its takeover's first poll
+// and at each poll: the store dispatches it once, across failovers. One
+// not stored now stays untold, for the next poll or the next scheduler.
+func (s *state) tellOutcome(ctx context.Context, r *Run, h *Hook) {
+	if s.stopping() {
+		return // untold still, for the next scheduler
+	}
 	ev := RunEvent(r)
 	ev.Time = r.FinishedAt
-	ev.Outcome.Intermediate = r.Retry != nil && ent.hook.Retry.Notify != RetryNotifyEach
-	s.events = append(s.events, ev)
-	return true
+	ev.Outcome.Intermediate = r.Retry != nil && h != nil && h.Retry.Notify != RetryNotifyEach
+	var err error
+	s.onStore(func() {
+		sctx, cancel := s.e.storeCtx(ctx)
+		defer cancel()
+		err = s.e.cfg.Cluster.Tell(sctx, r.ID, ev)
+	})
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		s.e.fail(err)
+		return
+	case errors.Is(err, ErrNotFound):
+		return // another scheduler told it
+	case err != nil:
+		// Stored after all when the deadline came during the commit: then
+		// dispatched, and not told again (the mark went with it).
+		s.e.log.Warn("store the outcome event of a run; told at the next poll", "hook", r.Hook, "run", r.ID, "err", err)
+		return
+	}
+	s.e.notify(ev)
 }
 
 // plannedRetry is the pending retry the node that ran r stored.

@@ -393,7 +393,8 @@ func (d *DB) RecoverNode(ctx context.Context, node string, now time.Time) ([]*en
 
 // interrupt marks interrupted the running runs that cond ($2 is arg)
 // selects, each owed its follow-up (Member.Owed) until a scheduler stores
-// it (Member.Follow), and the hooks' last status with them.
+// it (Member.Follow) and untold (Member.Untold) until a scheduler stores
+// its outcome event (Member.Tell), and the hooks' last status with them.
 //
 // It locks those runs first, oldest first (by seq), and only then updates
 // them. An UPDATE alone locks rows in the order its plan meets them: the
@@ -425,7 +426,7 @@ func (d *DB) interrupt(ctx context.Context, now time.Time, reason, cond string, 
 		// A run another transaction finished or interrupted while this
 		// one waited for it is not locked here (PostgreSQL checks the
 		// row again once it has it): it is left as it is.
-		rows, err = tx.Query(ctx, `UPDATE runs SET status = 'interrupted', reason = $1, finished_at = $2, owed = true
+		rows, err = tx.Query(ctx, `UPDATE runs SET status = 'interrupted', reason = $1, finished_at = $2, owed = true, untold = true
 			WHERE id = ANY($3) AND status = $4 RETURNING `+runCols+`, seq`,
 			reason, timeArg(now), ids, string(engine.StatusRunning))
 		if err != nil {
@@ -453,7 +454,8 @@ func (d *DB) interrupt(ctx context.Context, now time.Time, reason, cond string, 
 // silent) is left as it is: the error wraps engine.ErrNotFound. The
 // check and the write are one UPDATE, so an expiry of node's runs
 // (ExpireNodes, itself one UPDATE) and this finish exclude each other:
-// whichever commits first wins, the other changes nothing.
+// whichever commits first wins, the other changes nothing. The run is
+// untold (Member.Untold) until a scheduler stores its outcome event.
 func (d *DB) FinishRunOn(ctx context.Context, node string, r *engine.Run) error {
 	if node == "" {
 		return fmt.Errorf("finish run %s: no node named", r.ID)

@@ -129,6 +129,7 @@ CREATE TABLE retries (
 	{20, "run trace links", sqlRunTraceLinks},                          // runs.go
 	{21, "retry trace parent", sqlRetryTrace},                          // state.go
 	{22, "cluster: interrupted runs owed a follow-up", sqlOwed},        // followup.go
+	{23, "cluster: runs whose outcome is untold", sqlUntold},           // outcomes.go
 }
 
 // Advisory lock keys (one 64-bit space per database). Arbitrary constants,
