@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +18,8 @@ import (
 // over the owed runs and those it makes for each owed run: "reruns"
 // (PendingReruns, which begins a poll), "owed" (Cluster.Owed, read
 // before a takeover's or a poll's owed runs are followed), "retries"
-// (PendingRetries) and "follow" or "follow failed" (Cluster.Follow).
+// (PendingRetries), "follow" or "follow failed" (Cluster.Follow) and
+// "tell" or "tell failed" (Cluster.Tell, an outcome event stored).
 type callLog struct {
 	mu    sync.Mutex
 	calls []string
@@ -77,16 +80,26 @@ func (s *countedStore) PendingRetries(ctx context.Context) ([]*engine.PendingRet
 	return s.DB.PendingRetries(ctx)
 }
 
-// countedFollow is the scheduler's member, its Owed and Follow logged.
-// Its first Follow fails without committing, as one the database does
-// not answer within StoreTimeout. While hold is set it reads no run's
+// countedFollow is the scheduler's member, its Owed, Follow and Tell
+// logged. Its first Follow and its first Tell fail without committing,
+// as ones the database does not answer within StoreTimeout. While hold is set it reads no run's
 // end (Final finds none), so that the next poll after hold is cleared
 // reads the ends of all the runs that ended meanwhile.
 type countedFollow struct {
 	*postgres.Member
-	log    *callLog
-	hold   atomic.Bool
-	failed atomic.Bool
+	log        *callLog
+	hold       atomic.Bool
+	failed     atomic.Bool
+	tellFailed atomic.Bool
+}
+
+func (c *countedFollow) Tell(ctx context.Context, id string, ev *engine.Event) error {
+	if c.tellFailed.CompareAndSwap(false, true) {
+		c.log.add("tell failed")
+		return fmt.Errorf("tell the outcome of run %s: %w", id, context.DeadlineExceeded)
+	}
+	c.log.add("tell")
+	return c.Member.Tell(ctx, id, ev)
 }
 
 func (c *countedFollow) Final(ctx context.Context, ids []string) ([]*engine.Run, error) {
@@ -119,7 +132,8 @@ func (c *countedFollow) Follow(ctx context.Context, id string, retry *engine.Pen
 // each run cost a PendingRetries and a Follow, each bounded by
 // StoreTimeout, so that a database that did not answer held the
 // scheduling loop (Emit, fires, slots) for two or three StoreTimeouts a
-// run.
+// run. The same for the runs' outcome events (Cluster.Tell, one a run):
+// the first Tell fails, and no Tell follows it in that poll.
 func TestClusterFollowBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -167,7 +181,9 @@ func TestClusterFollowBatch(t *testing.T) {
 	sched.hold.Store(false)
 
 	poll(t, "the three interrupted runs are followed up", func() bool { return log.count("follow") == 3 })
-	var failedIn []string
+	poll(t, "the three interrupted runs' outcomes are told", func() bool { return log.count("tell") == 3 })
+	var failedIn, tellFailedIn []string
+	isTell := func(c string) bool { return strings.HasPrefix(c, "tell") }
 	for _, pass := range log.passes() {
 		follows, retries := 0, 0
 		for _, c := range pass {
@@ -184,14 +200,23 @@ func TestClusterFollowBatch(t *testing.T) {
 		for i, c := range pass {
 			if c == "follow failed" {
 				failedIn = pass
-				if rest := pass[i+1:]; len(rest) != 0 {
+				if rest := slices.DeleteFunc(slices.Clone(pass[i+1:]), isTell); len(rest) != 0 {
 					t.Errorf("after the failed Follow, the pass went on with %q; want the rest of the batch left owed to the next poll", rest)
+				}
+			}
+			if c == "tell failed" {
+				tellFailedIn = pass
+				if rest := slices.DeleteFunc(slices.Clone(pass[i+1:]), func(c string) bool { return !isTell(c) }); len(rest) != 0 {
+					t.Errorf("after the failed Tell, the pass went on with %q; want the rest of the poll's outcomes left untold to the next poll", rest)
 				}
 			}
 		}
 	}
 	if failedIn == nil {
 		t.Fatalf("no pass over the owed runs had the failed Follow: %q", log.passes())
+	}
+	if tellFailedIn == nil {
+		t.Fatalf("no pass over the owed runs had the failed Tell: %q", log.passes())
 	}
 	if log.count("follow failed") != 1 {
 		t.Errorf("Follow failed %d times; want once", log.count("follow failed"))

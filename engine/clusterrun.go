@@ -713,7 +713,7 @@ func (s *state) remoteEnded(ctx context.Context, finals, owed, untold []*Run, re
 	}
 	for _, r := range untold {
 		if !ended[r.ID] && s.remote[r.ID] == nil { // else told when its end is read
-			s.tellOutcome(ctx, r, s.hookOf(r.Hook))
+			s.tellOutcome(ctx, r, s.hookOf(r.Hook), &batch)
 		}
 	}
 	s.adoptStored(ctx, reruns, retries)
@@ -742,7 +742,7 @@ func (s *state) remoteFinished(ctx context.Context, r *Run, owed bool, b *follow
 		retry = s.plannedRetry(ctx, r)
 	}
 	s.finished(ent, act, retry)
-	s.tellOutcome(ctx, r, ent.hook)
+	s.tellOutcome(ctx, r, ent.hook, b)
 	return true
 }
 
@@ -766,10 +766,11 @@ func (s *state) hookOf(name string) *Hook {
 // published, when the scheduler reads its end or, for a run no scheduler
 // told (it died or lost the lease before), at its takeover's first poll
 // and at each poll: the store dispatches it once, across failovers. One
-// not stored now stays untold, for the next poll or the next scheduler.
-func (s *state) tellOutcome(ctx context.Context, r *Run, h *Hook) {
-	if s.stopping() {
-		return // untold still, for the next scheduler
+// not stored now stays untold, for the next poll or the next scheduler;
+// so do the rest of the poll's (batch b) once a Tell was not answered.
+func (s *state) tellOutcome(ctx context.Context, r *Run, h *Hook, b *followBatch) {
+	if s.stopping() || b.tellErr != nil {
+		return // untold still, for the next poll or the next scheduler
 	}
 	ev := RunEvent(r)
 	ev.Time = r.FinishedAt
@@ -790,6 +791,7 @@ func (s *state) tellOutcome(ctx context.Context, r *Run, h *Hook) {
 		// Stored after all when the deadline came during the commit: then
 		// dispatched, and not told again (the mark went with it).
 		s.e.log.Warn("store the outcome event of a run; told at the next poll", "hook", r.Hook, "run", r.ID, "err", err)
+		b.tellErr = err
 		return
 	}
 	s.e.notify(ev)

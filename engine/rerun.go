@@ -305,11 +305,16 @@ func (s *state) adoptStored(ctx context.Context, reruns []*PendingRerun, retries
 // owed and are followed at the next poll (the next start). So
 // a database that stops answering holds the loop for two StoreTimeouts
 // a batch at most (a run's GetRun, whose error is not a failure, then
-// its Follow), not two or three a run.
+// its Follow), not two or three a run. A poll's outcome events
+// (tellOutcome) are told the same way: after the first Tell the store
+// did not answer (tellErr), the rest stay untold for the next poll, so a
+// poll holds the loop for one more StoreTimeout at most, not one a run
+// that ended.
 type followBatch struct {
-	read   bool
-	stored []*PendingRetry
-	err    error
+	read    bool
+	stored  []*PendingRetry
+	err     error
+	tellErr error
 }
 
 // followInterrupted decides what follows the interrupted run r, which
