@@ -141,7 +141,7 @@ func testClusterEventOnce(t *testing.T, names []string) {
 	lockNode(ctx, t, url, "node-b")
 	startClusterNode(ctx, t, engine.Config{Store: db, Cluster: db.Member("node-b", 4, 2*time.Second), MaxConcurrent: 8}, hooks())
 	final := func() (map[string]int, bool) {
-		if p, err := db.PendingEvents(ctx, 10); err != nil || len(p) != 0 {
+		if p, err := pendingOthers(ctx, db); err != nil || len(p) != 0 {
 			return nil, false // B has not dispatched e1 yet
 		}
 		n := map[string]int{}

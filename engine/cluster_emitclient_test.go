@@ -110,7 +110,7 @@ func TestClusterEmitOutlivesClient(t *testing.T) {
 			// settled reads a's runs and the events stored once none is
 			// pending and every run of a is final.
 			settled := func() bool {
-				if p, err := db.PendingEvents(bg, 10); err != nil || len(p) != 0 {
+				if p, err := pendingOthers(bg, db); err != nil || len(p) != 0 {
 					return false
 				}
 				if runs, err = db.ListRuns(bg, engine.RunFilter{Hook: "a", Limit: 10}); err != nil {

@@ -158,7 +158,7 @@ func TestClusterMergeLandsAfterTakeover(t *testing.T) {
 
 	close(release1) // e1's run ends on A; B starts the pending run
 	poll(t, "every event dispatched and q's runs final", func() bool {
-		if p, err := db.PendingEvents(ctx, 10); err != nil || len(p) != 0 {
+		if p, err := pendingOthers(ctx, db); err != nil || len(p) != 0 {
 			return false
 		}
 		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "q", Limit: 100})

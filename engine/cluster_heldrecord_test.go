@@ -157,7 +157,7 @@ func heldMergeSetup(t *testing.T) *heldMerge {
 	}
 	h.st.seq.Store(eventSeq(t, h.db, "e2"))
 	poll(t, "e2's merge into a's pending run held", func() bool { return h.st.holding.Load() == 1 })
-	if pend, err := h.db.PendingEvents(ctx, 10); err != nil || len(pend) != 1 || pend[0].ID != "e2" {
+	if pend, err := pendingOthers(ctx, h.db); err != nil || len(pend) != 1 || pend[0].ID != "e2" {
 		t.Fatalf("pending events %v %v; want e2 alone", pend, err)
 	}
 	return h
@@ -177,7 +177,7 @@ func (h *heldMerge) admitPending() {
 // waiting or in flight, on node and in the database.
 func (h *heldMerge) settled(node *engine.Engine) bool {
 	ctx := context.Background()
-	if pend, err := h.db.PendingEvents(ctx, 10); err != nil || len(pend) != 0 {
+	if pend, err := pendingOthers(ctx, h.db); err != nil || len(pend) != 0 {
 		return false
 	}
 	return h.idle(node)

@@ -97,7 +97,7 @@ func TestClusterReleaseStalled(t *testing.T) {
 		runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "on-job", Limit: 10})
 		return err == nil && len(runs) == 1 && runs[0].Status == engine.StatusCompleted
 	})
-	if pend, err := db.PendingEvents(ctx, 10); err != nil || len(pend) != 0 {
+	if pend, err := pendingOthers(ctx, db); err != nil || len(pend) != 0 {
 		t.Errorf("events still pending after the run: %v %v", pend, err)
 	}
 	if runs, err := db.ListRuns(ctx, engine.RunFilter{Hook: "on-job", Limit: 10}); err != nil || len(runs) != 1 {
