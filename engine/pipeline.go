@@ -91,13 +91,26 @@ func (e *Engine) notStarted(ctx context.Context, h *Hook, act *active, err error
 	}
 	run.Status, run.Cause = StatusFailed, CauseInternal
 	run.Error = fmt.Sprintf("record run start: %v", err)
-	if act.wasQueued {
+	if act.endsQueued() {
 		// Its queued record ends failed once the store takes it. A run
 		// that was not queued leaves none: who triggered it is told
 		// (Emit's error; a Wait on the run Fire returned).
 		cp := *run
 		e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return e.cfg.Store.FinishRun(ctx, &cp) })
 	}
+}
+
+// endsQueued reports whether act's queued record, if any, ends failed
+// when its start (a cluster's release) cannot be recorded: not that of a
+// stored pending rerun or retry (act.stored), which is still owed: its
+// record stays queued, under the run id the stored follow-up keeps, and
+// the next start, takeover (restoreQueue, then restoreReruns,
+// restoreRetries) or poll (adoptStored) puts it back in line
+// (storedWaits). Before, it ended failed under that id, and each of them
+// took the record for the run's start and forgot the follow-up: it never
+// ran.
+func (act *active) endsQueued() bool {
+	return act.wasQueued && act.stored == nil
 }
 
 // releaseFailed records why a run a cluster's scheduler admitted was not
@@ -138,7 +151,7 @@ func (e *Engine) releaseFailed(ctx context.Context, h *Hook, act *active, err er
 	}
 	run.Status, run.Cause = StatusFailed, CauseInternal
 	run.Error = fmt.Sprintf("record run start: %v", err)
-	if act.wasQueued && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
+	if act.endsQueued() && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotFound) {
 		cp := *run
 		e.wr.submit("run record", run.Hook, run.ID, func(ctx context.Context) error { return e.cfg.Store.FinishRun(fence(ctx), &cp) })
 	}

@@ -90,15 +90,18 @@ func (s *state) followOwed(ctx context.Context) error {
 
 // restoreReruns loads the reruns an earlier hookd, a daemonless command
 // or a cluster's scheduler decided and stored. One whose run exists
-// already started (hookd stopped before forgetting it).
+// already started (hookd stopped before forgetting it), unless its record
+// is queued (storedWaits).
 func (s *state) restoreReruns(ctx context.Context) error {
 	stored, err := s.cfg.Store.PendingReruns(ctx)
 	if err != nil {
 		return fmt.Errorf("load pending reruns: %w", err)
 	}
 	for _, p := range stored {
-		if _, err := s.cfg.Store.GetRun(ctx, p.RunID); err == nil {
-			s.forgetRerun(p.Hook, p.RunID)
+		if r, err := s.cfg.Store.GetRun(ctx, p.RunID); err == nil {
+			if !s.storedWaits(r, storedFollow{what: "pending rerun", hook: p.Hook, del: s.cfg.Store.DeleteRerun}, false) {
+				s.forgetRerun(p.Hook, p.RunID)
+			}
 			continue
 		}
 		s.reruns = append(s.reruns, *p)
@@ -207,6 +210,33 @@ func (s *state) triggerStored(ent *entry, t trig, runID string, f storedFollow) 
 	return res, false
 }
 
+// storedWaits decides what the record r of a stored pending rerun or
+// retry's run (f) says of it, for a start or takeover (restoreReruns,
+// restoreRetries: the queued runs are back in line already) or a poll
+// (adoptStored, adopt: one queued is put back in line here). A record
+// queued, and in line, is the run waiting to start: the follow-up stays
+// stored, and is forgotten once its start is recorded, as one triggered
+// (storedFollow); a run whose start (release) failed leaves its record
+// queued so (endsQueued). Any other record says the run started or ended
+// (or was merged into its hook's pending run): the caller forgets the
+// follow-up.
+func (s *state) storedWaits(r *Run, f storedFollow, adopt bool) bool {
+	if r.Status != StatusQueued {
+		return false
+	}
+	if s.cfg.Manual {
+		return true // a daemonless command leaves it to the next hookd
+	}
+	if adopt && s.live[r.ID] == nil {
+		s.requeue([]*Run{r}, s.cfg.Clock.Now())
+	}
+	if s.live[r.ID] == nil {
+		return false
+	}
+	s.unstarted[r.ID] = f
+	return true
+}
+
 // forgetStarted, called by the goroutine that recorded act's start once
 // it did, forgets the stored pending rerun or retry act's run is, if any
 // (storedFollow).
@@ -256,16 +286,16 @@ func (s *state) adoptStored(ctx context.Context, reruns []*PendingRerun, retries
 	if len(cand) == 0 {
 		return
 	}
-	exists := map[string]bool{}
+	exists := map[string]*Run{}
 	var err error
 	s.onStore(func() {
 		sctx, cancel := s.e.storeCtx(ctx)
 		defer cancel()
 		for _, id := range cand {
-			_, gerr := s.cfg.Store.GetRun(sctx, id)
+			r, gerr := s.cfg.Store.GetRun(sctx, id)
 			switch {
 			case gerr == nil:
-				exists[id] = true
+				exists[id] = r
 			case !errors.Is(gerr, ErrNotFound):
 				err = gerr
 				return
@@ -279,8 +309,10 @@ func (s *state) adoptStored(ctx context.Context, reruns []*PendingRerun, retries
 	for _, p := range reruns {
 		switch {
 		case !slices.Contains(cand, p.RunID):
-		case exists[p.RunID]:
-			s.forgetRerun(p.Hook, p.RunID)
+		case exists[p.RunID] != nil:
+			if !s.storedWaits(exists[p.RunID], storedFollow{what: "pending rerun", hook: p.Hook, del: s.cfg.Store.DeleteRerun}, true) {
+				s.forgetRerun(p.Hook, p.RunID)
+			}
 		default:
 			s.e.log.Info("taking up a stored rerun", "hook", p.Hook, "interrupted", p.Interrupted, "rerun", p.RunID)
 			s.reruns = append(s.reruns, *p)
@@ -289,8 +321,10 @@ func (s *state) adoptStored(ctx context.Context, reruns []*PendingRerun, retries
 	for _, p := range retries {
 		switch {
 		case !slices.Contains(cand, p.RunID):
-		case exists[p.RunID]:
-			s.forgetRetry(p)
+		case exists[p.RunID] != nil:
+			if !s.storedWaits(exists[p.RunID], storedFollow{what: "pending retry", hook: p.Hook, del: s.cfg.Store.DeleteRetry}, true) {
+				s.forgetRetry(p)
+			}
 		default:
 			s.e.log.Info("taking up a stored retry", "hook", p.Hook, "retry_of", p.RetryOf, "retry", p.RunID, "at", p.At)
 			s.retries.add(p)

@@ -152,15 +152,18 @@ func (q *retryQueue) add(p *PendingRetry) {
 }
 
 // restoreRetries loads the pending retries a previous hookd left. One
-// whose run exists already fired (hookd stopped before forgetting it).
+// whose run exists already fired (hookd stopped before forgetting it),
+// unless its record is queued (storedWaits).
 func (s *state) restoreRetries(ctx context.Context) error {
 	pending, err := s.cfg.Store.PendingRetries(ctx)
 	if err != nil {
 		return fmt.Errorf("load pending retries: %w", err)
 	}
 	for _, p := range pending {
-		if _, err := s.cfg.Store.GetRun(ctx, p.RunID); err == nil {
-			s.forgetRetry(p)
+		if r, err := s.cfg.Store.GetRun(ctx, p.RunID); err == nil {
+			if !s.storedWaits(r, storedFollow{what: "pending retry", hook: p.Hook, del: s.cfg.Store.DeleteRetry}, false) {
+				s.forgetRetry(p)
+			}
 			continue
 		}
 		s.retries.add(p)
