@@ -213,7 +213,8 @@ func (s *state) triggerStored(ent *entry, t trig, runID string, f storedFollow) 
 // storedWaits decides what the record r of a stored pending rerun or
 // retry's run (f) says of it, for a start or takeover (restoreReruns,
 // restoreRetries: the queued runs are back in line already) or a poll
-// (adoptStored, adopt: one queued is put back in line here). A record
+// (adoptStored, adopt: one queued is put back in line here, and started
+// if a slot is free). A record
 // queued, and in line, is the run waiting to start: the follow-up stays
 // stored, and is forgotten once its start is recorded, as one triggered
 // (storedFollow); a run whose start (release) failed leaves its record
@@ -227,13 +228,18 @@ func (s *state) storedWaits(r *Run, f storedFollow, adopt bool) bool {
 	if s.cfg.Manual {
 		return true // a daemonless command leaves it to the next hookd
 	}
-	if adopt && s.live[r.ID] == nil {
-		s.requeue([]*Run{r}, s.cfg.Clock.Now())
-	}
-	if s.live[r.ID] == nil {
+	if s.live[r.ID] == nil && !adopt {
 		return false
 	}
 	s.unstarted[r.ID] = f
+	if s.live[r.ID] == nil {
+		s.requeue([]*Run{r}, s.cfg.Clock.Now())
+		s.drainQueue()
+		if s.live[r.ID] == nil { // a gate refused it: its record says why
+			delete(s.unstarted, r.ID)
+			return false
+		}
+	}
 	return true
 }
 
