@@ -344,16 +344,21 @@ type releaseDoubt struct {
 // not, it failed as it said (releaseFailed).
 //
 // When the read-back is not answered either, the run stays in flight
-// (its hook's gates count it; no record of its failure is written) and
-// its release in doubt, read back at each poll until the database
-// answers: a run counted in flight that is not may delay its hook's next
-// trigger by a poll (an interval) or for as long as the database does
-// not answer, when no run can be released anyway, while a run forgotten
-// that executes runs twice. Its start is reported failed meanwhile (whoever
-// waits for it is not kept waiting on a database that does not answer):
-// an event it carried stays pending, and is dispatched again to the
-// hooks it did not reach, which, if the release committed, does not
-// include its hook (the release recorded it as reached, or marked it).
+// (no record of its failure is written) and its release in doubt, read
+// back at each poll until the database answers: a run forgotten that
+// executes would run twice. Meanwhile it holds what a run in flight
+// holds, made or not: a max_concurrent slot, and its hook's turn (its
+// hook's gates count it: with overlap: skip, a slot or an event that
+// comes meanwhile is refused in_flight, and does not run even if the
+// release turns out not made). Its start is reported failed (whoever
+// waits for it is not kept waiting on a database that does not answer,
+// doubtError), and an event it carried stays pending: it is neither
+// dispatched again nor marked while the release is in doubt
+// (decisions.reached), then, once read back, marked (made: the release
+// recorded it as reached at the hook, or marked it) or dispatched again
+// to the hook (not made: the decision is dropped), the sweep woken
+// (undoubt). A run whose end the poll reads first was made
+// (remoteFinished).
 func (e *Engine) releaseEnded(ent *entry, h *Hook, act *active, err error, fence func(context.Context) context.Context, again bool) {
 	if err != nil && !releaseAnswered(err) {
 		ctx, cancel := e.storeCtx(context.Background())
@@ -364,9 +369,16 @@ func (e *Engine) releaseEnded(ent *entry, h *Hook, act *active, err error, fence
 			e.log.Warn("a release of a run failed and could not be read back; the run stays in flight until it is",
 				"hook", act.run.Hook, "run", act.run.ID, "err", err, "read", rerr)
 			if !again {
-				act.startErr = fmt.Errorf("%w (whether it committed could not be read: %w)", err, rerr)
+				act.startErr = &doubtError{fmt.Errorf("%w (whether it committed could not be read: %w)", err, rerr)}
 				close(act.started)
-				e.send(func(s *state) { act.doubt = &releaseDoubt{err: err, fence: fence} })
+				e.send(func(s *state) {
+					if s.remote[act.run.ID] != act {
+						// Its end was read already (remoteFinished): made.
+						e.undoubt(act, doubtMade)
+						return
+					}
+					act.doubt = &releaseDoubt{err: err, fence: fence}
+				})
 			}
 			return
 		case released:
@@ -381,6 +393,7 @@ func (e *Engine) releaseEnded(ent *entry, h *Hook, act *active, err error, fence
 			close(act.started)
 		} else {
 			e.send(func(s *state) { act.doubt = nil })
+			e.undoubt(act, doubtMade)
 		}
 		e.forgetStarted(act)
 		return
@@ -403,7 +416,36 @@ func (e *Engine) releaseEnded(ent *entry, h *Hook, act *active, err error, fence
 			s.finished(ent, act, nil)
 		}
 	})
+	if again {
+		// After the run's end, sent to the loop first: dispatched there
+		// again, its event does not find it in flight.
+		e.undoubt(act, doubtNotMade)
+	}
 }
+
+// What a release in doubt was read back as (active.doubtRead).
+const (
+	doubtMade    = 1
+	doubtNotMade = 2
+)
+
+// undoubt says what act's release in doubt was read back as (doubtMade:
+// also a run whose end was read first, remoteFinished), for the event it
+// carried (decisions.reached), and wakes the sweep, which dispatches it
+// again to act's hook (not made) or marks it (made: the release recorded
+// it as reached there) once its other hooks are reached.
+func (e *Engine) undoubt(act *active, read int32) {
+	act.doubtRead.Store(read)
+	poke(e.wakeEvents)
+}
+
+// doubtError is the start error of a run whose release is in doubt
+// (releaseEnded): the event it carried has not reached its hook, nor
+// failed to (decisions.reached), until the release is read back.
+type doubtError struct{ err error }
+
+func (d *doubtError) Error() string { return d.err.Error() }
+func (d *doubtError) Unwrap() error { return d.err }
 
 // releaseAnswered reports whether a release's error says what became of
 // it: the database refused it (or it was not made), so it did not commit.
@@ -732,6 +774,12 @@ func (s *state) remoteFinished(ctx context.Context, r *Run, owed bool, b *follow
 		return false
 	}
 	act.run = r
+	if act.doubt != nil {
+		// Its end says its release was made (releaseEnded): the event it
+		// carried reached its hook.
+		act.doubt = nil
+		s.e.undoubt(act, doubtMade)
+	}
 	var retry *PendingRetry
 	switch {
 	case r.Status == StatusInterrupted:

@@ -21,7 +21,14 @@ func (e *Engine) dispatchDurable(ctx context.Context, ev *Event, again bool) (*d
 	var reached []string
 	if again {
 		var err error
-		if reached, err = e.reachedBefore(ctx, ev.Seq); err != nil {
+		reached, err = e.reachedBefore(ctx, ev.Seq)
+		if errors.Is(err, errInDoubt) {
+			// Dispatched again now, it would be refused in_flight at the
+			// hook behind the run in doubt, and marked dispatched: it waits
+			// until the release is read back (releaseEnded wakes the sweep).
+			return &dispatched{}, nil
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -64,12 +71,12 @@ func (e *Engine) settle(ctx context.Context, ev *Event, out *dispatched) (*dispa
 	e.keepDecisions(ev.Seq, out.decided)
 	marked := len(starts) > 0
 	var notStarted []string
-	for _, act := range starts {
+	for i, act := range starts {
 		select {
 		case <-act.started:
 			marked = marked && act.marked
 			if act.startErr != nil {
-				notStarted = append(notStarted, act.run.Hook)
+				notStarted = append(notStarted, out.startHooks[i])
 			}
 		case <-ctx.Done():
 			// The runs are decided and their goroutines record them; the
@@ -206,10 +213,19 @@ func (d *decisions) forget(seq int64) {
 	d.mu.Unlock()
 }
 
+// errInDoubt says a stored event's run at a hook has a release in doubt
+// (decisions.reached).
+var errInDoubt = errors.New("the release of a run the event started is in doubt")
+
 // reached returns the hooks event seq reached by the loop's decisions:
 // each run it started once its start is recorded (waited for; one whose
 // start was not recorded did not reach its hook, and is dropped), each
-// other decision at once.
+// other decision at once. A run whose release is in doubt (doubtError:
+// it failed unanswered, and could not be read back) has neither reached
+// its hook nor failed to: reached answers errInDoubt, and the event waits
+// until the release is read back (active.doubtRead): made, the release
+// recorded the event as reached at the hook (or marked it); not, the
+// start failed, as any other.
 func (d *decisions) reached(ctx context.Context, seq int64) ([]string, error) {
 	d.mu.Lock()
 	var ds []decision
@@ -224,6 +240,15 @@ func (d *decisions) reached(ctx context.Context, seq int64) ([]string, error) {
 			case <-act.started:
 			case <-ctx.Done():
 				return nil, ctx.Err()
+			}
+			if _, doubt := errors.AsType[*doubtError](act.startErr); doubt {
+				switch act.doubtRead.Load() {
+				case doubtMade:
+					hooks = append(hooks, dc.hook)
+					continue
+				case 0:
+					return nil, errInDoubt
+				}
 			}
 			if act.startErr != nil {
 				d.drop(seq, dc.hook, act)

@@ -756,6 +756,7 @@ func (e *Engine) decide(ctx context.Context, ev *Event, mark bool, carry *Event,
 			if ent := s.hooks[r.Hook]; ent != nil && ent.active != nil && ent.active.run.ID == r.ID {
 				start = ent.active
 				out.starts = append(out.starts, start)
+				out.startHooks = append(out.startHooks, r.Hook)
 			}
 			if mark {
 				out.decided = append(out.decided, decision{hook: r.Hook, start: start})
@@ -781,10 +782,14 @@ func (e *Engine) decide(ctx context.Context, ev *Event, mark bool, carry *Event,
 
 // dispatched is what the loop decided for one event (dispatchOnLoop).
 type dispatched struct {
-	fired   []*Run
-	gated   []Refusal // matching hooks a gate refused
-	starts  []*active
-	carrier *active // the run that stores the event with its start
+	fired  []*Run
+	gated  []Refusal // matching hooks a gate refused
+	starts []*active
+	// startHooks are the hooks of starts, read where act.run is not: the
+	// loop replaces it once the run ends (remoteFinished), and a run whose
+	// release is in doubt may end before its start is read.
+	startHooks []string
+	carrier    *active // the run that stores the event with its start
 	// claim is the event:claim handlers' outcome: Claimed, an event not
 	// dispatched, By the handler that took it and Reason its reason;
 	// rejected the hooks whose where: rejected it; unheard: no hook

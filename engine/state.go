@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookd/hookd/budget"
@@ -153,6 +154,9 @@ type active struct {
 	// release is in doubt: it failed unanswered and could not be read
 	// back (releaseEnded); nil otherwise.
 	doubt *releaseDoubt
+	// doubtRead is what such a release was read back as, for the
+	// dispatch of its event (0: in doubt still; doubtMade, doubtNotMade).
+	doubtRead atomic.Int32
 }
 
 // trig is one trigger of a hook.
