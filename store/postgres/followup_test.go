@@ -10,20 +10,16 @@ import (
 	"github.com/hookd/hookd/engine"
 )
 
-// TestFollowOnce: a run a restarted node recovers, or the scheduler
-// expires, is owed its follow-up from the transaction that interrupts it;
-// the follow-up a scheduler stores for it (a pending rerun or retry)
-// lands once, with the run owed nothing more, and only while the
-// scheduler holds the lease: a second Follow of the run, or one by a
-// node without the lease (a deposed scheduler's late write), stores
-// nothing.
-func TestFollowOnce(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
+// claimedThree is a cluster database where node a holds the scheduler's
+// lease (b, whose node lock is held too, does not), and three runs of
+// hook h were released: r1 and r2 claimed by node w, r3 by node s. It
+// returns the database, the members a and b, and a's node lock.
+func claimedThree(ctx context.Context, t *testing.T) (d *DB, a, b *Member, lockA *DaemonLock) {
+	t.Helper()
 	url := migrated.NewDatabase(t)
-	d := open(t, url)
-	lockA := lockNodes(ctx, t, url, "a", "b")[0]
-	a, b := d.Member("a", 1, time.Hour), d.Member("b", 1, time.Hour)
+	d = open(t, url)
+	lockA = lockNodes(ctx, t, url, "a", "b")[0]
+	a, b = d.Member("a", 1, time.Hour), d.Member("b", 1, time.Hour)
 	if _, ok, err := a.Lead(ctx); err != nil || !ok {
 		t.Fatalf("a takes the free lease: %v %v", ok, err)
 	}
@@ -39,6 +35,20 @@ func TestFollowOnce(t *testing.T) {
 	if rs, err := d.ClaimRuns(ctx, "s", 1); err != nil || len(rs) != 1 {
 		t.Fatalf("s claims %v %v", runIDs(rs), err)
 	}
+	return d, a, b, lockA
+}
+
+// TestFollowOnce: a run a restarted node recovers, or the scheduler
+// expires, is owed its follow-up from the transaction that interrupts it;
+// the follow-up a scheduler stores for it (a pending rerun or retry)
+// lands once, with the run owed nothing more, and only while the
+// scheduler holds the lease: a second Follow of the run, or one by a
+// node without the lease (a deposed scheduler's late write), stores
+// nothing.
+func TestFollowOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, a, b, lockA := claimedThree(ctx, t)
 	owed := func() []string {
 		t.Helper()
 		runs, err := a.Owed(ctx)

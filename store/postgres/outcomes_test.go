@@ -20,26 +20,8 @@ import (
 func TestTellOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := migrated.NewDatabase(t)
-	d := open(t, url)
-	lockA := lockNodes(ctx, t, url, "a", "b")[0]
-	a, b := d.Member("a", 1, time.Hour), d.Member("b", 1, time.Hour)
-	if _, ok, err := a.Lead(ctx); err != nil || !ok {
-		t.Fatalf("a takes the free lease: %v %v", ok, err)
-	}
-	for _, id := range []string{"r1", "r2", "r3"} {
-		must(t, d.InsertRun(ctx, &engine.Run{ID: id, Hook: "h", Status: engine.StatusQueued, QueuedAt: t0}))
-	}
-	releaseAll(t, d)
+	d, a, b, lockA := claimedThree(ctx, t)
 	must(t, d.StartRun(ctx, &engine.Run{ID: "r4", Hook: "h", Status: engine.StatusRunning, StartedAt: t0}))
-	must(t, d.Heartbeat(ctx, "w", 2, "v1"))
-	must(t, d.Heartbeat(ctx, "s", 1, "v1"))
-	if rw, err := d.ClaimRuns(ctx, "w", 2); err != nil || len(rw) != 2 {
-		t.Fatalf("w claims %v %v", runIDs(rw), err)
-	}
-	if rs, err := d.ClaimRuns(ctx, "s", 1); err != nil || len(rs) != 1 {
-		t.Fatalf("s claims %v %v", runIDs(rs), err)
-	}
 	untold := func() []string {
 		t.Helper()
 		runs, err := a.Untold(ctx)
