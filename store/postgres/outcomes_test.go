@@ -58,6 +58,12 @@ func TestTellOnce(t *testing.T) {
 	if got := untold(); !slices.Equal(got, []string{"r1", "r2", "r3"}) {
 		t.Fatalf("untold after w's recovery and s's expiry: %v, want r1 r2 r3", got)
 	}
+	// A restarted node that reaps what an interrupted run left behind
+	// stores its record again (FinishRun, no node): the run stays untold.
+	must(t, d.FinishRun(ctx, &engine.Run{ID: "r2", Hook: "h", Status: engine.StatusInterrupted, Reason: "reaped", FinishedAt: t0}))
+	if got := untold(); !slices.Equal(got, []string{"r1", "r2", "r3"}) {
+		t.Fatalf("untold after r2's record was stored again without a node: %v, want r1 r2 r3", got)
+	}
 
 	outcome := func(id string, st engine.Status) *engine.Event {
 		return engine.RunEvent(&engine.Run{ID: id, Hook: "h", Status: st, FinishedAt: t0})

@@ -273,7 +273,7 @@ func (d *DB) finishRun(ctx context.Context, r *engine.Run, node string) error {
 			status = $1, reason = $2, event_type = $3, event = $4, steps = $5, prompt = $6,
 			response = $7, tool_calls = $8, prompt_tokens = $9, completion_tokens = $10,
 			cached_tokens = $11, error = $12, fingerprint = $13, finished_at = $14, outcome = $15,
-			check_failed = $18, untold = ($17 <> '')
+			check_failed = $18, untold = untold OR $17 <> ''
 			WHERE id = $16 AND ($17 = '' OR (node = $17 AND status = 'running'))`,
 			string(r.Status), r.Reason, r.EventType, store.RawArg(r.Event), steps, r.Prompt,
 			r.Response, store.RawArg(r.ToolCalls), pt, ct, cached, r.Error, r.Fingerprint,
